@@ -1,0 +1,144 @@
+//! Plain configuration structs. The pgrx layer fills them from GUCs (and per-call arguments)
+//! once per call; nothing in the core reads settings on its own.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use crate::secret::Secret;
+
+/// Which wire protocol the LLM server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Provider {
+    /// Any OpenAI-compatible `/chat/completions` server: OpenAI, vLLM, llama.cpp, LM Studio,
+    /// Ollama's `/v1`.
+    OpenAi,
+    /// Anthropic's `/v1/messages`.
+    Anthropic,
+    /// Ollama's native `/api/chat`.
+    Ollama,
+}
+
+impl Provider {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "openai",
+            Provider::Anthropic => "anthropic",
+            Provider::Ollama => "ollama",
+        }
+    }
+}
+
+impl FromStr for Provider {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "openai" => Ok(Provider::OpenAi),
+            "anthropic" => Ok(Provider::Anthropic),
+            "ollama" => Ok(Provider::Ollama),
+            other => Err(format!(
+                "unknown LLM provider \"{other}\" (expected openai, anthropic or ollama)"
+            )),
+        }
+    }
+}
+
+/// Everything needed to talk to one LLM endpoint.
+#[derive(Debug, Clone)]
+pub struct LlmConfig {
+    pub provider: Provider,
+    /// Base URL without the protocol's path, e.g. `http://localhost:11434/v1` for an
+    /// OpenAI-compatible server, `https://api.anthropic.com` for Anthropic.
+    pub base_url: String,
+    pub model: String,
+    pub api_key: Secret,
+    /// Upper bound for one call including retries.
+    pub request_timeout: Duration,
+    pub temperature: f64,
+    pub max_tokens: u32,
+}
+
+impl LlmConfig {
+    /// The full URL of the chat endpoint for this provider.
+    pub fn chat_url(&self) -> String {
+        let base = self.base_url.trim_end_matches('/');
+        match self.provider {
+            Provider::OpenAi => format!("{base}/chat/completions"),
+            Provider::Anthropic => {
+                if base.ends_with("/v1") {
+                    format!("{base}/messages")
+                } else {
+                    format!("{base}/v1/messages")
+                }
+            }
+            Provider::Ollama => {
+                let base = base.strip_suffix("/v1").unwrap_or(base);
+                format!("{base}/api/chat")
+            }
+        }
+    }
+}
+
+/// Settings of the text-to-SQL pipeline.
+#[derive(Debug, Clone)]
+pub struct AskConfig {
+    /// How many SQL attempts (the first one plus repairs) before giving up.
+    pub max_attempts: u32,
+    /// Rows fetched from the generated SQL at most.
+    pub row_limit: u32,
+    /// Rows shown to the LLM in the answer prompt at most.
+    pub answer_rows: u32,
+}
+
+impl Default for AskConfig {
+    fn default() -> Self {
+        AskConfig { max_attempts: 3, row_limit: 1000, answer_rows: 50 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(provider: Provider, base: &str) -> LlmConfig {
+        LlmConfig {
+            provider,
+            base_url: base.into(),
+            model: "m".into(),
+            api_key: Secret::default(),
+            request_timeout: Duration::from_secs(1),
+            temperature: 0.0,
+            max_tokens: 100,
+        }
+    }
+
+    #[test]
+    fn chat_urls() {
+        assert_eq!(
+            cfg(Provider::OpenAi, "http://localhost:11434/v1/").chat_url(),
+            "http://localhost:11434/v1/chat/completions"
+        );
+        assert_eq!(
+            cfg(Provider::Anthropic, "https://api.anthropic.com").chat_url(),
+            "https://api.anthropic.com/v1/messages"
+        );
+        assert_eq!(
+            cfg(Provider::Anthropic, "https://api.anthropic.com/v1").chat_url(),
+            "https://api.anthropic.com/v1/messages"
+        );
+        assert_eq!(
+            cfg(Provider::Ollama, "http://localhost:11434/v1").chat_url(),
+            "http://localhost:11434/api/chat"
+        );
+        assert_eq!(
+            cfg(Provider::Ollama, "http://localhost:11434").chat_url(),
+            "http://localhost:11434/api/chat"
+        );
+    }
+
+    #[test]
+    fn providers_parse() {
+        assert_eq!("OpenAI".parse::<Provider>(), Ok(Provider::OpenAi));
+        assert_eq!(" ollama ".parse::<Provider>(), Ok(Provider::Ollama));
+        assert!("gpt".parse::<Provider>().unwrap_err().contains("unknown LLM provider"));
+    }
+}

@@ -1,0 +1,121 @@
+//! Sending a chat request with reqwest: deadline, retries with backoff, Retry-After.
+
+use std::time::{Duration, Instant};
+
+use super::protocol::{error_message, headers, parse_response, request_body};
+use super::{ChatRequest, ChatResponse, LlmError};
+use crate::config::LlmConfig;
+
+/// First backoff pause; doubled after each retry, capped at [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(200);
+const MAX_BACKOFF: Duration = Duration::from_secs(8);
+
+/// Send `req`, retrying 429 and 5xx answers with exponential backoff (or the server's
+/// Retry-After), all within `cfg.request_timeout`.
+pub async fn chat(
+    http: &reqwest::Client,
+    cfg: &LlmConfig,
+    req: &ChatRequest,
+) -> Result<ChatResponse, LlmError> {
+    let url = cfg.chat_url();
+    let body = request_body(cfg, req);
+    let deadline = Instant::now() + cfg.request_timeout;
+    let mut backoff = FIRST_BACKOFF;
+    let mut attempts = 0u32;
+    loop {
+        attempts += 1;
+        let result = send_once(http, cfg, &url, &body, deadline).await;
+        match result {
+            Ok(mut resp) => {
+                resp.attempts = attempts;
+                return Ok(resp);
+            }
+            Err(err) if err.is_retryable() => {
+                let wait = match &err {
+                    LlmError::Http { retry_after_s: Some(s), .. } => Duration::from_secs(*s),
+                    _ => jittered(backoff),
+                };
+                // Give up when the pause would run past the deadline: the error says why.
+                if Instant::now() + wait >= deadline {
+                    return Err(err);
+                }
+                tokio::time::sleep(wait).await;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+            Err(err) => return Err(err),
+        }
+    }
+}
+
+async fn send_once(
+    http: &reqwest::Client,
+    cfg: &LlmConfig,
+    url: &str,
+    body: &serde_json::Value,
+    deadline: Instant,
+) -> Result<ChatResponse, LlmError> {
+    let timeout_ms = cfg.request_timeout.as_millis() as u64;
+    let remaining = deadline.saturating_duration_since(Instant::now());
+    if remaining.is_zero() {
+        return Err(LlmError::Timeout { url: url.to_string(), ms: timeout_ms });
+    }
+    let mut rb = http.post(url).timeout(remaining).json(body);
+    for (name, value) in headers(cfg) {
+        rb = rb.header(name, value);
+    }
+    let transport = |e: reqwest::Error| -> LlmError {
+        if e.is_timeout() {
+            LlmError::Timeout { url: url.to_string(), ms: timeout_ms }
+        } else if e.is_connect() {
+            LlmError::Connect { url: url.to_string(), detail: cfg.api_key.scrub(&root_cause(&e)) }
+        } else if e.is_body() || e.is_decode() {
+            LlmError::Truncated { detail: cfg.api_key.scrub(&root_cause(&e)) }
+        } else {
+            LlmError::Connect { url: url.to_string(), detail: cfg.api_key.scrub(&root_cause(&e)) }
+        }
+    };
+    let resp = rb.send().await.map_err(transport)?;
+    let status = resp.status();
+    let retry_after_s = resp
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let bytes = resp.bytes().await.map_err(transport)?;
+    if !status.is_success() {
+        return Err(LlmError::Http {
+            url: url.to_string(),
+            status: status.as_u16(),
+            message: cfg.api_key.scrub(&error_message(&bytes)),
+            retry_after_s,
+        });
+    }
+    parse_response(cfg.provider, &bytes).map_err(|e| scrub_error(e, cfg))
+}
+
+fn scrub_error(e: LlmError, cfg: &LlmConfig) -> LlmError {
+    match e {
+        LlmError::Malformed { detail } => LlmError::Malformed { detail: cfg.api_key.scrub(&detail) },
+        LlmError::Truncated { detail } => LlmError::Truncated { detail: cfg.api_key.scrub(&detail) },
+        other => other,
+    }
+}
+
+/// The innermost cause of a reqwest error ("Connection refused (os error 111)"), which says
+/// more than reqwest's own "error sending request".
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur = e;
+    while let Some(next) = cur.source() {
+        cur = next;
+    }
+    cur.to_string()
+}
+
+/// Backoff with up to 25% jitter, so that concurrent callers do not retry in lockstep.
+fn jittered(d: Duration) -> Duration {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|t| t.subsec_nanos())
+        .unwrap_or(0);
+    d + d.mul_f64((nanos % 1000) as f64 / 4000.0)
+}

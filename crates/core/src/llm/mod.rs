@@ -1,0 +1,120 @@
+//! LLM chat clients for the three wire protocols, with retries, and an interruptible runner.
+//!
+//! [`protocol`] builds request bodies and parses responses (pure functions); [`client`] sends
+//! them with reqwest and retries; [`runtime`] runs a request on a current-thread runtime while
+//! polling a caller-supplied "interrupted?" check, so a query cancel ends the request promptly.
+
+pub mod client;
+pub mod protocol;
+pub mod runtime;
+
+use serde::Serialize;
+
+pub use client::chat;
+pub use runtime::{Interrupted, Runner};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: String,
+}
+
+impl Message {
+    pub fn user(content: impl Into<String>) -> Message {
+        Message { role: Role::User, content: content.into() }
+    }
+    pub fn assistant(content: impl Into<String>) -> Message {
+        Message { role: Role::Assistant, content: content.into() }
+    }
+}
+
+/// One chat request: a system prompt and the conversation so far.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChatRequest {
+    pub system: String,
+    pub messages: Vec<Message>,
+}
+
+impl ChatRequest {
+    pub fn new(system: impl Into<String>, user: impl Into<String>) -> ChatRequest {
+        ChatRequest { system: system.into(), messages: vec![Message::user(user)] }
+    }
+
+    /// Characters of prompt text, a cheap size measure for traces.
+    pub fn prompt_chars(&self) -> usize {
+        self.system.len() + self.messages.iter().map(|m| m.content.len()).sum::<usize>()
+    }
+}
+
+/// What came back from one (possibly retried) call.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct ChatResponse {
+    pub content: String,
+    pub model: String,
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+    /// The provider's reason for stopping (`stop`, `length`, `end_turn`, `max_tokens`, ...).
+    pub finish_reason: Option<String>,
+    /// HTTP requests made, retries included.
+    pub attempts: u32,
+}
+
+/// Why an LLM call failed. Texts never contain the API key: bodies are scrubbed before they
+/// are stored here.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LlmError {
+    #[error("could not connect to the LLM server at {url}: {detail}")]
+    Connect { url: String, detail: String },
+    #[error("the LLM request to {url} timed out after {ms} ms")]
+    Timeout { url: String, ms: u64 },
+    #[error("the LLM server at {url} answered HTTP {status}: {message}")]
+    Http { url: String, status: u16, message: String, retry_after_s: Option<u64> },
+    #[error("the LLM server sent a response that is not valid JSON: {detail}")]
+    Malformed { detail: String },
+    #[error("the LLM server's response was cut off: {detail}")]
+    Truncated { detail: String },
+    #[error("the LLM server's response has no {what}")]
+    MissingField { what: String },
+    #[error("the LLM returned an empty reply")]
+    EmptyContent,
+    #[error("the LLM request was interrupted")]
+    Interrupted,
+}
+
+impl LlmError {
+    /// A short stable word for ledgers and traces.
+    pub fn outcome(&self) -> &'static str {
+        match self {
+            LlmError::Connect { .. } => "connect_error",
+            LlmError::Timeout { .. } => "timeout",
+            LlmError::Http { status: 429, .. } => "rate_limited",
+            LlmError::Http { .. } => "http_error",
+            LlmError::Malformed { .. } => "malformed",
+            LlmError::Truncated { .. } => "truncated",
+            LlmError::MissingField { .. } => "malformed",
+            LlmError::EmptyContent => "empty",
+            LlmError::Interrupted => "interrupted",
+        }
+    }
+
+    /// Whether another attempt might succeed (rate limits, overloaded or failing servers).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, LlmError::Http { status, .. } if matches!(status, 429 | 500 | 502 | 503 | 504 | 529))
+    }
+}

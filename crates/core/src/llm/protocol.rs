@@ -1,0 +1,265 @@
+//! Request bodies and response parsing for the OpenAI-compatible, Anthropic and Ollama
+//! protocols. Pure functions: no I/O.
+
+use serde_json::{json, Value};
+
+use super::{ChatRequest, ChatResponse, LlmError};
+use crate::config::{LlmConfig, Provider};
+
+/// The Anthropic API version pg_ask speaks.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// Request headers (besides content-type) for the provider. The key goes only here.
+pub fn headers(cfg: &LlmConfig) -> Vec<(&'static str, String)> {
+    let mut h = Vec::new();
+    match cfg.provider {
+        Provider::Anthropic => {
+            if !cfg.api_key.is_empty() {
+                h.push(("x-api-key", cfg.api_key.expose().to_string()));
+            }
+            h.push(("anthropic-version", ANTHROPIC_VERSION.to_string()));
+        }
+        Provider::OpenAi | Provider::Ollama => {
+            if !cfg.api_key.is_empty() {
+                h.push(("authorization", format!("Bearer {}", cfg.api_key.expose())));
+            }
+        }
+    }
+    h
+}
+
+/// The JSON body of a chat request.
+pub fn request_body(cfg: &LlmConfig, req: &ChatRequest) -> Value {
+    let turns = req
+        .messages
+        .iter()
+        .map(|m| json!({"role": m.role.as_str(), "content": m.content}));
+    match cfg.provider {
+        Provider::OpenAi => {
+            let mut messages = Vec::with_capacity(req.messages.len() + 1);
+            if !req.system.is_empty() {
+                messages.push(json!({"role": "system", "content": req.system}));
+            }
+            messages.extend(turns);
+            json!({
+                "model": cfg.model,
+                "messages": messages,
+                "temperature": cfg.temperature,
+                "max_tokens": cfg.max_tokens,
+                "stream": false,
+            })
+        }
+        Provider::Anthropic => {
+            let mut body = json!({
+                "model": cfg.model,
+                "max_tokens": cfg.max_tokens,
+                "temperature": cfg.temperature,
+                "messages": turns.collect::<Vec<_>>(),
+            });
+            if !req.system.is_empty() {
+                body["system"] = Value::String(req.system.clone());
+            }
+            body
+        }
+        Provider::Ollama => {
+            let mut messages = Vec::with_capacity(req.messages.len() + 1);
+            if !req.system.is_empty() {
+                messages.push(json!({"role": "system", "content": req.system}));
+            }
+            messages.extend(turns);
+            json!({
+                "model": cfg.model,
+                "messages": messages,
+                "stream": false,
+                "options": {"temperature": cfg.temperature, "num_predict": cfg.max_tokens},
+            })
+        }
+    }
+}
+
+/// Parse a JSON body, telling a cut-off body from one that is not JSON at all.
+pub fn parse_json(body: &[u8]) -> Result<Value, LlmError> {
+    serde_json::from_slice(body).map_err(|e| {
+        let snippet = snippet(body);
+        if e.is_eof() {
+            LlmError::Truncated { detail: format!("{e} (body starts: {snippet})") }
+        } else {
+            LlmError::Malformed { detail: format!("{e} (body starts: {snippet})") }
+        }
+    })
+}
+
+/// The first 120 characters of a body, for error messages.
+pub fn snippet(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let mut s: String = text.chars().take(120).collect();
+    if text.chars().count() > 120 {
+        s.push('…');
+    }
+    s
+}
+
+fn missing(what: &str) -> LlmError {
+    LlmError::MissingField { what: what.to_string() }
+}
+
+/// Parse a successful (HTTP 2xx) response body.
+pub fn parse_response(provider: Provider, body: &[u8]) -> Result<ChatResponse, LlmError> {
+    let v = parse_json(body)?;
+    let (content, finish_reason, prompt_tokens, completion_tokens) = match provider {
+        Provider::OpenAi => {
+            let choice = v
+                .get("choices")
+                .and_then(|c| c.get(0))
+                .ok_or_else(|| missing("choices[0]"))?;
+            let content = choice
+                .get("message")
+                .and_then(|m| m.get("content"))
+                .ok_or_else(|| missing("choices[0].message.content"))?;
+            let usage = v.get("usage");
+            (
+                content.as_str().unwrap_or_default().to_string(),
+                choice.get("finish_reason").and_then(Value::as_str).map(str::to_string),
+                usage.and_then(|u| u.get("prompt_tokens")).and_then(Value::as_u64),
+                usage.and_then(|u| u.get("completion_tokens")).and_then(Value::as_u64),
+            )
+        }
+        Provider::Anthropic => {
+            let blocks = v.get("content").and_then(Value::as_array).ok_or_else(|| missing("content"))?;
+            let text: String = blocks
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("");
+            let usage = v.get("usage");
+            (
+                text,
+                v.get("stop_reason").and_then(Value::as_str).map(str::to_string),
+                usage.and_then(|u| u.get("input_tokens")).and_then(Value::as_u64),
+                usage.and_then(|u| u.get("output_tokens")).and_then(Value::as_u64),
+            )
+        }
+        Provider::Ollama => {
+            let content = v
+                .get("message")
+                .and_then(|m| m.get("content"))
+                .ok_or_else(|| missing("message.content"))?;
+            (
+                content.as_str().unwrap_or_default().to_string(),
+                v.get("done_reason").and_then(Value::as_str).map(str::to_string),
+                v.get("prompt_eval_count").and_then(Value::as_u64),
+                v.get("eval_count").and_then(Value::as_u64),
+            )
+        }
+    };
+    if content.trim().is_empty() {
+        return Err(LlmError::EmptyContent);
+    }
+    Ok(ChatResponse {
+        content,
+        model: v.get("model").and_then(Value::as_str).unwrap_or_default().to_string(),
+        prompt_tokens,
+        completion_tokens,
+        finish_reason,
+        attempts: 1,
+    })
+}
+
+/// The human-readable message of an error body in any of the three protocols' shapes
+/// (`{"error":{"message":…}}`, `{"error":"…"}`, `{"message":…}`), else the body's start.
+pub fn error_message(body: &[u8]) -> String {
+    if let Ok(v) = serde_json::from_slice::<Value>(body) {
+        let found = v
+            .get("error")
+            .and_then(|e| e.get("message").and_then(Value::as_str).or_else(|| e.as_str()))
+            .or_else(|| v.get("message").and_then(Value::as_str));
+        if let Some(m) = found {
+            return m.chars().take(300).collect();
+        }
+    }
+    snippet(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::Message;
+    use crate::secret::Secret;
+    use std::time::Duration;
+
+    fn cfg(provider: Provider) -> LlmConfig {
+        LlmConfig {
+            provider,
+            base_url: "http://x".into(),
+            model: "m1".into(),
+            api_key: Secret::new("sk-abcdef"),
+            request_timeout: Duration::from_secs(1),
+            temperature: 0.2,
+            max_tokens: 77,
+        }
+    }
+
+    fn req() -> ChatRequest {
+        ChatRequest {
+            system: "sys".into(),
+            messages: vec![Message::user("q"), Message::assistant("a"), Message::user("q2")],
+        }
+    }
+
+    #[test]
+    fn openai_body_and_headers() {
+        let b = request_body(&cfg(Provider::OpenAi), &req());
+        assert_eq!(b["messages"][0], json!({"role":"system","content":"sys"}));
+        assert_eq!(b["messages"][2], json!({"role":"assistant","content":"a"}));
+        assert_eq!(b["max_tokens"], 77);
+        assert_eq!(headers(&cfg(Provider::OpenAi)), vec![("authorization", "Bearer sk-abcdef".to_string())]);
+    }
+
+    #[test]
+    fn anthropic_body_and_headers() {
+        let b = request_body(&cfg(Provider::Anthropic), &req());
+        assert_eq!(b["system"], "sys");
+        assert_eq!(b["messages"].as_array().unwrap().len(), 3);
+        assert_eq!(b["messages"][0]["role"], "user");
+        let h = headers(&cfg(Provider::Anthropic));
+        assert!(h.contains(&("x-api-key", "sk-abcdef".to_string())));
+        assert!(h.contains(&("anthropic-version", ANTHROPIC_VERSION.to_string())));
+    }
+
+    #[test]
+    fn ollama_body() {
+        let b = request_body(&cfg(Provider::Ollama), &req());
+        assert_eq!(b["stream"], false);
+        assert_eq!(b["options"]["num_predict"], 77);
+        assert_eq!(b["messages"][0]["role"], "system");
+    }
+
+    #[test]
+    fn parses_each_protocol() {
+        let o = br#"{"model":"m","choices":[{"message":{"role":"assistant","content":"SELECT 1"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2}}"#;
+        let r = parse_response(Provider::OpenAi, o).unwrap();
+        assert_eq!((r.content.as_str(), r.prompt_tokens, r.completion_tokens), ("SELECT 1", Some(5), Some(2)));
+        let a = br#"{"model":"c","content":[{"type":"text","text":"SEL"},{"type":"text","text":"ECT 2"}],"stop_reason":"end_turn","usage":{"input_tokens":7,"output_tokens":3}}"#;
+        let r = parse_response(Provider::Anthropic, a).unwrap();
+        assert_eq!((r.content.as_str(), r.prompt_tokens, r.finish_reason.as_deref()), ("SELECT 2", Some(7), Some("end_turn")));
+        let l = br#"{"model":"l","message":{"role":"assistant","content":"SELECT 3"},"done":true,"prompt_eval_count":9,"eval_count":4}"#;
+        let r = parse_response(Provider::Ollama, l).unwrap();
+        assert_eq!((r.content.as_str(), r.completion_tokens), ("SELECT 3", Some(4)));
+    }
+
+    #[test]
+    fn faults_are_told_apart() {
+        assert!(matches!(parse_response(Provider::OpenAi, b"<html>oops"), Err(LlmError::Malformed { .. })));
+        assert!(matches!(parse_response(Provider::OpenAi, br#"{"choices":[{"message":{"content":"SEL"#), Err(LlmError::Truncated { .. })));
+        assert!(matches!(parse_response(Provider::OpenAi, br#"{"choices":[]}"#), Err(LlmError::MissingField { .. })));
+        assert_eq!(parse_response(Provider::Ollama, br#"{"message":{"content":"  "}}"#), Err(LlmError::EmptyContent));
+    }
+
+    #[test]
+    fn error_messages() {
+        assert_eq!(error_message(br#"{"error":{"message":"bad model","type":"x"}}"#), "bad model");
+        assert_eq!(error_message(br#"{"error":"model not found"}"#), "model not found");
+        assert_eq!(error_message(b"plain"), "plain");
+    }
+}

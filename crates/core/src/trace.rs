@@ -1,0 +1,58 @@
+//! The record of one pipeline run, returned by `ask.explain()`.
+
+use serde::Serialize;
+use serde_json::Value;
+
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct Trace {
+    pub question: String,
+    pub stages: Vec<StageTrace>,
+    pub final_sql: Option<String>,
+    pub attempts: u32,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub llm_calls: u32,
+    pub ms: f64,
+    /// Set when the run failed: what went wrong, as the error raised would say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<Value>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StageTrace {
+    pub stage: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    pub input: Value,
+    pub output: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completion_tokens: Option<u64>,
+    pub ms: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl StageTrace {
+    pub fn new(stage: &'static str, input: Value) -> StageTrace {
+        StageTrace {
+            stage,
+            attempt: None,
+            input,
+            output: Value::Null,
+            prompt_tokens: None,
+            completion_tokens: None,
+            ms: 0.0,
+            error: None,
+        }
+    }
+}
+
+impl Trace {
+    pub fn push(&mut self, stage: StageTrace) {
+        self.prompt_tokens += stage.prompt_tokens.unwrap_or(0);
+        self.completion_tokens += stage.completion_tokens.unwrap_or(0);
+        self.stages.push(stage);
+    }
+}

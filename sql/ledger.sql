@@ -1,0 +1,28 @@
+-- The ledger of LLM calls: one row per call, written in the caller's transaction.
+CREATE TABLE llm_calls (
+    id                bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    called_at         timestamptz NOT NULL DEFAULT clock_timestamp(),
+    role              name NOT NULL DEFAULT current_user,
+    stage             text NOT NULL,
+    provider          text NOT NULL,
+    model             text NOT NULL,
+    prompt_tokens     integer,
+    completion_tokens integer,
+    ms                double precision NOT NULL,
+    http_attempts     integer,
+    outcome           text NOT NULL,
+    error             text
+);
+COMMENT ON TABLE llm_calls IS 'One row per LLM call made by pg_ask: who, which stage, which model, tokens, milliseconds, outcome. Rows are written in the caller''s transaction; each role sees its own rows.';
+COMMENT ON COLUMN llm_calls.stage IS 'pipeline stage: generate, repair, answer, ...';
+COMMENT ON COLUMN llm_calls.outcome IS 'ok, or the failure kind: connect_error, timeout, rate_limited, http_error, malformed, truncated, empty';
+COMMENT ON COLUMN llm_calls.http_attempts IS 'HTTP requests made for the call, retries included';
+CREATE INDEX llm_calls_called_at ON llm_calls (called_at);
+
+ALTER TABLE llm_calls ENABLE ROW LEVEL SECURITY;
+CREATE POLICY llm_calls_own_read ON llm_calls FOR SELECT USING (role = current_user);
+CREATE POLICY llm_calls_own_write ON llm_calls FOR INSERT WITH CHECK (role = current_user);
+
+GRANT USAGE ON SCHEMA ask TO PUBLIC;
+GRANT SELECT, INSERT ON llm_calls TO PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('llm_calls', '');

@@ -1,0 +1,144 @@
+//! The SQL functions of the text-to-SQL pipeline: `ask()`, `ask.sql()`, `ask.rows()`,
+//! `ask.explain()`.
+
+use pgrx::prelude::*;
+use pgrx::JsonB;
+
+use pg_ask_core::pipeline::{self, Goal, Outcome};
+
+use crate::errors::{self, Raised};
+use crate::gucs::{self, LlmOverrides};
+use crate::guarded::Limits;
+use crate::host::BackendHost;
+
+/// Named arguments every function takes, overriding the GUCs for one call.
+struct CallArgs {
+    llm: LlmOverrides,
+    max_attempts: Option<i32>,
+}
+
+fn host(args: &CallArgs) -> BackendHost {
+    let llm = gucs::llm_config(&args.llm).unwrap_or_else(|m| errors::config(m).raise(&gucs::api_key()));
+    BackendHost {
+        llm,
+        limits: Limits { row_limit: gucs::row_limit(), timeout_ms: gucs::statement_timeout_ms() },
+    }
+}
+
+/// Run the pipeline, raising its error as a PostgreSQL error.
+fn run(question: &str, args: &CallArgs, goal: Goal) -> Outcome {
+    let mut h = host(args);
+    let cfg = gucs::ask_config(args.max_attempts);
+    match pipeline::run(&mut h, question, &cfg, goal) {
+        Ok(outcome) => {
+            if outcome.result.truncated {
+                notice!("pg_ask: the result was cut at ask.row_limit ({} rows)", cfg.row_limit);
+            }
+            outcome
+        }
+        Err((e, _trace)) => errors::from_ask(&e).raise(&h.llm.api_key),
+    }
+}
+
+fn args(
+    model: Option<&str>,
+    provider: Option<&str>,
+    base_url: Option<&str>,
+    temperature: Option<f64>,
+    max_attempts: Option<i32>,
+) -> CallArgs {
+    if let Some(n) = max_attempts {
+        if !(1..=20).contains(&n) {
+            Raised::new(
+                pgrx::pg_sys::errcodes::PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!("max_attempts must be between 1 and 20, not {n}"),
+            )
+            .raise(&Default::default());
+        }
+    }
+    CallArgs {
+        llm: LlmOverrides {
+            provider: provider.map(str::to_string),
+            base_url: base_url.map(str::to_string),
+            model: model.map(str::to_string),
+            temperature,
+        },
+        max_attempts,
+    }
+}
+
+/// Answer a question about the database in plain language. The final SQL is raised as a
+/// NOTICE; the answer is either a short text or, when the rows are the answer, the rows as a
+/// table.
+#[pg_extern(schema = "public", name = "ask", volatile, parallel_unsafe)]
+fn ask_answer(
+    question: &str,
+    model: default!(Option<&str>, "NULL"),
+    provider: default!(Option<&str>, "NULL"),
+    base_url: default!(Option<&str>, "NULL"),
+    temperature: default!(Option<f64>, "NULL"),
+    max_attempts: default!(Option<i32>, "NULL"),
+) -> String {
+    let a = args(model, provider, base_url, temperature, max_attempts);
+    let out = run(question, &a, Goal::Answer);
+    notice!("pg_ask SQL: {}", out.sql);
+    out.answer_text()
+}
+
+/// The final, checked and corrected SQL for a question (it was run once, read-only, to
+/// validate it). `SELECT ask.sql('...') \gexec` runs it with real column types.
+#[pg_extern(name = "sql", volatile, parallel_unsafe)]
+fn ask_sql(
+    question: &str,
+    model: default!(Option<&str>, "NULL"),
+    provider: default!(Option<&str>, "NULL"),
+    base_url: default!(Option<&str>, "NULL"),
+    temperature: default!(Option<f64>, "NULL"),
+    max_attempts: default!(Option<i32>, "NULL"),
+) -> String {
+    let a = args(model, provider, base_url, temperature, max_attempts);
+    run(question, &a, Goal::Sql).sql
+}
+
+/// The result rows of the final SQL, one jsonb object per row.
+#[pg_extern(name = "rows", volatile, parallel_unsafe)]
+fn ask_rows(
+    question: &str,
+    model: default!(Option<&str>, "NULL"),
+    provider: default!(Option<&str>, "NULL"),
+    base_url: default!(Option<&str>, "NULL"),
+    temperature: default!(Option<f64>, "NULL"),
+    max_attempts: default!(Option<i32>, "NULL"),
+) -> SetOfIterator<'static, JsonB> {
+    let a = args(model, provider, base_url, temperature, max_attempts);
+    let out = run(question, &a, Goal::Rows);
+    notice!("pg_ask SQL: {}", out.sql);
+    SetOfIterator::new(out.result.to_objects().into_iter().map(JsonB))
+}
+
+/// The full trace of the pipeline for a question: every stage with its input, output, tokens
+/// and milliseconds. A failing run returns its trace with an "error" entry instead of raising,
+/// so the trace shows where it stopped.
+#[pg_extern(name = "explain", volatile, parallel_unsafe)]
+fn ask_explain(
+    question: &str,
+    model: default!(Option<&str>, "NULL"),
+    provider: default!(Option<&str>, "NULL"),
+    base_url: default!(Option<&str>, "NULL"),
+    temperature: default!(Option<f64>, "NULL"),
+    max_attempts: default!(Option<i32>, "NULL"),
+) -> JsonB {
+    let a = args(model, provider, base_url, temperature, max_attempts);
+    let mut h = host(&a);
+    let cfg = gucs::ask_config(a.max_attempts);
+    let trace = match pipeline::run(&mut h, question, &cfg, Goal::Answer) {
+        Ok(out) => {
+            let mut v = serde_json::to_value(&out.trace).unwrap_or_default();
+            v["answer"] = serde_json::Value::String(out.answer_text());
+            v
+        }
+        Err((_, trace)) => serde_json::to_value(&trace).unwrap_or_default(),
+    };
+    let text = h.llm.api_key.scrub(&trace.to_string());
+    JsonB(serde_json::from_str(&text).unwrap_or(trace))
+}

@@ -1,0 +1,264 @@
+//! Guarded execution of LLM-written SQL (DESIGN.md §4), after the core's parse-level allowlist:
+//!
+//! 1. PostgreSQL parses and analyses the statement: exactly one statement, a plain SELECT with
+//!    no data-modifying CTE, no row locks, no volatile function anywhere (views included).
+//! 2. It runs through SPI in read-only mode, with `transaction_read_only` on, as the calling
+//!    role (never SECURITY DEFINER), under `ask.statement_timeout`, fetching at most
+//!    `ask.row_limit` rows.
+//! 3. All of it happens inside a subtransaction that is always rolled back: whatever slipped
+//!    through could not leave an effect, and an error leaves the caller's transaction usable.
+
+use std::ffi::{CStr, CString};
+
+use pgrx::pg_sys;
+use pgrx::pg_sys::errcodes::PgSqlErrorCode;
+use pgrx::pg_sys::panic::CaughtError;
+use serde_json::Value;
+
+use pg_ask_core::pipeline::ExecFailure;
+use pg_ask_core::rows::ResultSet;
+
+use crate::errors::sqlstate_text;
+use crate::subxact::{self, OnSuccess};
+
+/// utils/timeout.h: the statement-timeout slot (the same number in PostgreSQL 15, 16 and 17).
+const STATEMENT_TIMEOUT_ID: std::ffi::c_int = 3;
+
+extern "C-unwind" {
+    fn enable_timeout_after(id: std::ffi::c_int, delay_ms: std::ffi::c_int);
+    fn enable_timeout_at(id: std::ffi::c_int, fin_time: pg_sys::TimestampTz);
+    fn disable_timeout(id: std::ffi::c_int, keep_indicator: bool);
+    fn get_timeout_active(id: std::ffi::c_int) -> bool;
+    fn get_timeout_finish_time(id: std::ffi::c_int) -> pg_sys::TimestampTz;
+}
+
+pub struct Limits {
+    pub row_limit: u32,
+    /// 0: no limit beyond the caller's own statement_timeout.
+    pub timeout_ms: i32,
+}
+
+enum Inner {
+    Rows(ResultSet),
+    Refused(String),
+}
+
+/// Run `sql` under the rules above.
+pub fn execute(sql: &str, limits: &Limits) -> Result<ResultSet, ExecFailure> {
+    let Ok(csql) = CString::new(sql) else {
+        return Err(ExecFailure::Refused { reason: "the statement contains a NUL character".into() });
+    };
+    // SAFETY: the timer calls are plain calls into PostgreSQL's timeout module from the
+    // backend's thread; `restore` puts the caller's own statement timeout back.
+    let timer = unsafe { StatementTimer::arm(limits.timeout_ms) };
+    // Always roll back: a read-only query has nothing to keep.
+    let outcome = subxact::run(OnSuccess::RollBack, || unsafe { run_in_subtransaction(&csql, limits) });
+    let ours_fired = unsafe { timer.fired() };
+    unsafe { timer.restore() };
+    match outcome {
+        Ok(Inner::Rows(rs)) => Ok(rs),
+        Ok(Inner::Refused(reason)) => Err(ExecFailure::Refused { reason }),
+        Err(caught) => failure_from(caught, ours_fired, limits),
+    }
+}
+
+/// Turn a caught error into a failure the LLM can repair from, or re-raise it when it is not
+/// the statement's fault (a cancel, the caller's own timeout, a Rust panic).
+fn failure_from(caught: CaughtError, ours_fired: bool, limits: &Limits) -> Result<ResultSet, ExecFailure> {
+    let report = match &caught {
+        CaughtError::PostgresError(r) | CaughtError::ErrorReport(r) => r,
+        CaughtError::RustPanic { .. } => caught.rethrow(),
+    };
+    let code = report.sql_error_code();
+    if code as isize == PgSqlErrorCode::ERRCODE_QUERY_CANCELED as isize {
+        if ours_fired {
+            crate::errors::Raised::new(
+                PgSqlErrorCode::ERRCODE_QUERY_CANCELED,
+                format!("the generated SQL ran longer than ask.statement_timeout ({} ms)", limits.timeout_ms),
+            )
+            .hint("Raise ask.statement_timeout, or ask a narrower question.")
+            .raise(&Default::default());
+        }
+        caught.rethrow();
+    }
+    if matches!(
+        code,
+        PgSqlErrorCode::ERRCODE_ADMIN_SHUTDOWN
+            | PgSqlErrorCode::ERRCODE_CRASH_SHUTDOWN
+            | PgSqlErrorCode::ERRCODE_OUT_OF_MEMORY
+            | PgSqlErrorCode::ERRCODE_DATA_CORRUPTED
+            | PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED
+    ) {
+        caught.rethrow();
+    }
+    Err(ExecFailure::Error {
+        sqlstate: sqlstate_text(code),
+        message: report.message().to_string(),
+        detail: report.detail().map(str::to_string),
+        hint: report.hint().map(str::to_string),
+    })
+}
+
+/// Inside the subtransaction: analyse, check, execute, copy the rows out.
+unsafe fn run_in_subtransaction(sql: &CStr, limits: &Limits) -> Inner {
+    if let Some(reason) = analyse(sql) {
+        return Inner::Refused(reason);
+    }
+    pg_sys::set_config_option(
+        c"transaction_read_only".as_ptr(),
+        c"on".as_ptr(),
+        pg_sys::GucContext::PGC_USERSET,
+        pg_sys::GucSource::PGC_S_SESSION,
+        pg_sys::GucAction::GUC_ACTION_LOCAL,
+        true,
+        0,
+        false,
+    );
+    if pg_sys::SPI_connect() < 0 {
+        return Inner::Refused("SPI_connect failed".into());
+    }
+    let fetch = limits.row_limit.saturating_add(1).min(i64::MAX as u32) as std::ffi::c_long;
+    let rc = pg_sys::SPI_execute(sql.as_ptr(), true, fetch);
+    let result = if rc != pg_sys::SPI_OK_SELECT as i32 {
+        Inner::Refused(format!("not a query (SPI result code {rc})"))
+    } else {
+        Inner::Rows(copy_rows(limits.row_limit))
+    };
+    pg_sys::SPI_finish();
+    result
+}
+
+/// Parse analysis of the statement; `Some(reason)` refuses it.
+unsafe fn analyse(sql: &CStr) -> Option<String> {
+    let raw = pg_sys::pg_parse_query(sql.as_ptr());
+    let n = list_len(raw);
+    if n != 1 {
+        return Some(format!("expected exactly one statement, found {n}"));
+    }
+    let raw_stmt = list_nth(raw, 0) as *mut pg_sys::RawStmt;
+    let queries = pg_sys::pg_analyze_and_rewrite_fixedparams(raw_stmt, sql.as_ptr(), std::ptr::null(), 0, std::ptr::null_mut());
+    if list_len(queries) != 1 {
+        return Some("the statement rewrites to more than one query".into());
+    }
+    let q = list_nth(queries, 0) as *mut pg_sys::Query;
+    let q = &*q;
+    if q.commandType != pg_sys::CmdType::CMD_SELECT || !q.utilityStmt.is_null() {
+        return Some("only SELECT queries may run".into());
+    }
+    if q.hasModifyingCTE {
+        return Some("the query contains a data-modifying WITH clause".into());
+    }
+    if !q.rowMarks.is_null() {
+        return Some("the query locks rows (FOR UPDATE/SHARE)".into());
+    }
+    if pg_sys::contain_volatile_functions(q as *const pg_sys::Query as *mut pg_sys::Node) {
+        return Some("the query calls a volatile function (one that can change the database or give a different result each call)".into());
+    }
+    None
+}
+
+unsafe fn list_len(l: *mut pg_sys::List) -> i32 {
+    if l.is_null() { 0 } else { (*l).length }
+}
+
+unsafe fn list_nth(l: *mut pg_sys::List, n: i32) -> *mut std::ffi::c_void {
+    (*(*l).elements.add(n as usize)).ptr_value
+}
+
+/// Copy SPI's result into plain values (at most `limit` rows; one more means truncated).
+unsafe fn copy_rows(limit: u32) -> ResultSet {
+    let tt = pg_sys::SPI_tuptable;
+    let processed = pg_sys::SPI_processed as usize;
+    if tt.is_null() {
+        return ResultSet::default();
+    }
+    let tupdesc = (*tt).tupdesc;
+    let natts = (*tupdesc).natts;
+    let mut columns = Vec::with_capacity(natts as usize);
+    let mut types = Vec::with_capacity(natts as usize);
+    for i in 1..=natts {
+        let name = pg_sys::SPI_fname(tupdesc, i);
+        columns.push(if name.is_null() { format!("?column{i}?") } else { CStr::from_ptr(name).to_string_lossy().into_owned() });
+        types.push(pg_sys::SPI_gettypeid(tupdesc, i));
+    }
+    let keep = processed.min(limit as usize);
+    let mut rows = Vec::with_capacity(keep);
+    for r in 0..keep {
+        let tuple = *(*tt).vals.add(r);
+        let mut row = Vec::with_capacity(natts as usize);
+        for i in 1..=natts {
+            let text = pg_sys::SPI_getvalue(tuple, tupdesc, i);
+            row.push(if text.is_null() {
+                Value::Null
+            } else {
+                let s = CStr::from_ptr(text).to_string_lossy();
+                json_value(types[(i - 1) as usize], &s)
+            });
+        }
+        rows.push(row);
+    }
+    ResultSet { columns, rows, truncated: processed > limit as usize }
+}
+
+/// A cell's JSON value from its type and text form: numbers and booleans as JSON numbers and
+/// booleans, json/jsonb as JSON, everything else as its PostgreSQL text.
+fn json_value(typ: pg_sys::Oid, text: &str) -> Value {
+    match typ {
+        pg_sys::BOOLOID => Value::Bool(text == "t"),
+        pg_sys::INT2OID | pg_sys::INT4OID | pg_sys::INT8OID | pg_sys::OIDOID => {
+            text.parse::<i64>().map(Value::from).unwrap_or_else(|_| Value::String(text.into()))
+        }
+        pg_sys::FLOAT4OID | pg_sys::FLOAT8OID | pg_sys::NUMERICOID => {
+            if let Ok(i) = text.parse::<i64>() {
+                Value::from(i)
+            } else {
+                match text.parse::<f64>() {
+                    Ok(f) if f.is_finite() => Value::from(f),
+                    _ => Value::String(text.into()),
+                }
+            }
+        }
+        pg_sys::JSONOID | pg_sys::JSONBOID => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.into())),
+        _ => Value::String(text.into()),
+    }
+}
+
+/// Arms PostgreSQL's statement timer for the generated statement, and gives the caller's own
+/// statement timeout back afterwards.
+struct StatementTimer {
+    armed_ms: i32,
+    started: pg_sys::TimestampTz,
+    outer: Option<pg_sys::TimestampTz>,
+}
+
+impl StatementTimer {
+    unsafe fn arm(timeout_ms: i32) -> StatementTimer {
+        let now = pg_sys::GetCurrentTimestamp();
+        let outer = get_timeout_active(STATEMENT_TIMEOUT_ID).then(|| get_timeout_finish_time(STATEMENT_TIMEOUT_ID));
+        let mut armed_ms = 0;
+        if timeout_ms > 0 {
+            // Only when ours ends first: the caller's earlier deadline stays in force.
+            let ours_end = now + timeout_ms as i64 * 1000;
+            if outer.is_none_or(|o| ours_end < o) {
+                enable_timeout_after(STATEMENT_TIMEOUT_ID, timeout_ms);
+                armed_ms = timeout_ms;
+            }
+        }
+        StatementTimer { armed_ms, started: now, outer }
+    }
+
+    /// Whether our own deadline (not the caller's) has passed.
+    unsafe fn fired(&self) -> bool {
+        self.armed_ms > 0 && pg_sys::GetCurrentTimestamp() >= self.started + self.armed_ms as i64 * 1000
+    }
+
+    unsafe fn restore(self) {
+        if self.armed_ms == 0 {
+            return;
+        }
+        match self.outer {
+            Some(fin) => enable_timeout_at(STATEMENT_TIMEOUT_ID, fin),
+            None => disable_timeout(STATEMENT_TIMEOUT_ID, false),
+        }
+    }
+}

@@ -1,0 +1,238 @@
+//! Every setting of pg_ask, in one place. Registered once in `_PG_init`; read through the
+//! small typed functions at the bottom, which the rest of the glue turns into the core's plain
+//! config structs.
+
+use std::ffi::CString;
+
+use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
+use pgrx::{pg_sys, PostgresGucEnum};
+
+use pg_ask_core::config::{AskConfig, LlmConfig, Provider};
+use pg_ask_core::secret::Secret;
+
+#[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub enum GucProvider {
+    #[name = c"openai"]
+    OpenAi,
+    #[name = c"anthropic"]
+    Anthropic,
+    #[name = c"ollama"]
+    Ollama,
+}
+
+/// Wire protocol of the LLM server: openai (any OpenAI-compatible server), anthropic, ollama.
+static PROVIDER: GucSetting<GucProvider> = GucSetting::<GucProvider>::new(GucProvider::OpenAi);
+/// Base URL of the LLM server. The default is a local Ollama's OpenAI-compatible endpoint.
+static BASE_URL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"http://localhost:11434/v1"));
+/// Model name passed to the server.
+static MODEL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"qwen2.5-coder:7b"));
+/// API key. Superuser-only; SHOW prints it masked.
+static API_KEY: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+/// Upper bound for one LLM call, retries included (ms).
+static REQUEST_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(60_000);
+/// Sampling temperature.
+static TEMPERATURE: GucSetting<f64> = GucSetting::<f64>::new(0.0);
+/// Completion tokens at most per LLM call.
+static MAX_TOKENS: GucSetting<i32> = GucSetting::<i32>::new(1024);
+/// SQL attempts per question: the first plus repairs from error messages.
+static MAX_ATTEMPTS: GucSetting<i32> = GucSetting::<i32>::new(3);
+/// Rows fetched from generated SQL at most.
+static ROW_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(1000);
+/// Time limit for running one generated statement (ms, 0 = none beyond statement_timeout).
+static STATEMENT_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(10_000);
+
+pub fn init() {
+    GucRegistry::define_enum_guc(
+        c"ask.provider",
+        c"Wire protocol of the LLM server.",
+        c"openai: any OpenAI-compatible /chat/completions server (OpenAI, vLLM, llama.cpp, LM Studio, Ollama's /v1); anthropic: /v1/messages; ollama: /api/chat.",
+        &PROVIDER,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"ask.base_url",
+        c"Base URL of the LLM server.",
+        c"For openai, the URL up to and including /v1; for anthropic, https://api.anthropic.com; for ollama, http://host:11434.",
+        &BASE_URL,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"ask.model",
+        c"Model name sent to the LLM server.",
+        c"",
+        &MODEL,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    // The key: only superusers may set it, and SHOW never prints it.
+    // SAFETY: called once from _PG_init; the name and descriptions are static, the variable is
+    // a static owned by this module, and the show hook returns a static string.
+    unsafe {
+        pg_sys::DefineCustomStringVariable(
+            c"ask.api_key".as_ptr(),
+            c"API key for the LLM server (superuser only, never shown).".as_ptr(),
+            c"Sent as Authorization: Bearer (openai, ollama) or x-api-key (anthropic). SHOW prints it masked.".as_ptr(),
+            API_KEY.as_ptr(),
+            std::ptr::null(),
+            pg_sys::GucContext::PGC_SUSET,
+            (GucFlags::SUPERUSER_ONLY | GucFlags::NO_SHOW_ALL).bits(),
+            None,
+            None,
+            Some(show_masked),
+        );
+    }
+    GucRegistry::define_int_guc(
+        c"ask.request_timeout",
+        c"Upper bound for one LLM call, retries included.",
+        c"",
+        &REQUEST_TIMEOUT,
+        100,
+        3_600_000,
+        GucContext::Userset,
+        GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_float_guc(
+        c"ask.temperature",
+        c"Sampling temperature for LLM calls.",
+        c"",
+        &TEMPERATURE,
+        0.0,
+        2.0,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"ask.max_tokens",
+        c"Completion tokens at most per LLM call.",
+        c"",
+        &MAX_TOKENS,
+        16,
+        1_000_000,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"ask.max_attempts",
+        c"SQL attempts per question: the first one plus repairs from error messages.",
+        c"",
+        &MAX_ATTEMPTS,
+        1,
+        20,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"ask.row_limit",
+        c"Rows fetched from generated SQL at most.",
+        c"",
+        &ROW_LIMIT,
+        1,
+        i32::MAX - 1,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"ask.statement_timeout",
+        c"Time limit for running one generated statement (0 = no limit beyond statement_timeout).",
+        c"",
+        &STATEMENT_TIMEOUT,
+        0,
+        i32::MAX,
+        GucContext::Userset,
+        GucFlags::UNIT_MS,
+    );
+    // SAFETY: plain call with a static C string, from _PG_init.
+    unsafe { pg_sys::MarkGUCPrefixReserved(c"ask".as_ptr()) };
+}
+
+/// SHOW ask.api_key: `********` when set, empty when not.
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn show_masked() -> *const std::ffi::c_char {
+    if api_key().is_empty() {
+        c"".as_ptr()
+    } else {
+        c"********".as_ptr()
+    }
+}
+
+fn string(setting: &GucSetting<Option<CString>>) -> String {
+    setting.get().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+pub fn provider() -> Provider {
+    match PROVIDER.get() {
+        GucProvider::OpenAi => Provider::OpenAi,
+        GucProvider::Anthropic => Provider::Anthropic,
+        GucProvider::Ollama => Provider::Ollama,
+    }
+}
+
+pub fn base_url() -> String {
+    string(&BASE_URL)
+}
+
+pub fn model() -> String {
+    string(&MODEL)
+}
+
+pub fn api_key() -> Secret {
+    Secret::new(string(&API_KEY))
+}
+
+pub fn statement_timeout_ms() -> i32 {
+    STATEMENT_TIMEOUT.get()
+}
+
+pub fn row_limit() -> u32 {
+    ROW_LIMIT.get().max(1) as u32
+}
+
+/// Per-call overrides of the LLM settings (named arguments of the SQL functions).
+#[derive(Debug, Default, Clone)]
+pub struct LlmOverrides {
+    pub provider: Option<String>,
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+    pub temperature: Option<f64>,
+}
+
+/// The LLM settings in force, with per-call overrides applied.
+pub fn llm_config(o: &LlmOverrides) -> Result<LlmConfig, String> {
+    let provider = match &o.provider {
+        Some(p) => p.parse::<Provider>()?,
+        None => provider(),
+    };
+    if let Some(t) = o.temperature {
+        if !(0.0..=2.0).contains(&t) {
+            return Err(format!("temperature {t} is out of range (0 to 2)"));
+        }
+    }
+    let base_url = o.base_url.clone().unwrap_or_else(base_url);
+    if base_url.trim().is_empty() {
+        return Err("ask.base_url is empty".into());
+    }
+    let model = o.model.clone().unwrap_or_else(model);
+    if model.trim().is_empty() {
+        return Err("ask.model is empty".into());
+    }
+    Ok(LlmConfig {
+        provider,
+        base_url,
+        model,
+        api_key: api_key(),
+        request_timeout: std::time::Duration::from_millis(REQUEST_TIMEOUT.get() as u64),
+        temperature: o.temperature.unwrap_or_else(|| TEMPERATURE.get()),
+        max_tokens: MAX_TOKENS.get() as u32,
+    })
+}
+
+pub fn ask_config(max_attempts: Option<i32>) -> AskConfig {
+    AskConfig {
+        max_attempts: max_attempts.unwrap_or_else(|| MAX_ATTEMPTS.get()).clamp(1, 20) as u32,
+        row_limit: row_limit(),
+        ..AskConfig::default()
+    }
+}
+

@@ -1,0 +1,29 @@
+//! The pipeline's [`Host`] inside a backend: catalog through SPI, LLM calls through the
+//! backend's runner, generated SQL through guarded execution.
+
+use pg_ask_core::config::LlmConfig;
+use pg_ask_core::llm::{ChatRequest, ChatResponse, LlmError};
+use pg_ask_core::pipeline::{ExecFailure, Host};
+use pg_ask_core::rows::ResultSet;
+use pg_ask_core::schema;
+
+use crate::{catalog, guarded, llm};
+
+pub struct BackendHost {
+    pub llm: LlmConfig,
+    pub limits: guarded::Limits,
+}
+
+impl Host for BackendHost {
+    fn schema_text(&mut self) -> Result<String, String> {
+        Ok(schema::render(&catalog::readable_tables()?))
+    }
+
+    fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        llm::chat(&self.llm, stage, req)
+    }
+
+    fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
+        guarded::execute(sql, &self.limits)
+    }
+}

@@ -1,0 +1,39 @@
+//! pg_ask: ask the database questions in plain language, from SQL.
+//!
+//! This crate is the thin pgrx layer. Everything that needs no running PostgreSQL — prompts,
+//! LLM clients, SQL analysis, the pipeline itself — is in the `pg_ask_core` crate.
+
+use pgrx::prelude::*;
+
+mod api;
+mod catalog;
+mod errors;
+mod guarded;
+mod gucs;
+mod host;
+mod ledger;
+mod llm;
+mod subxact;
+
+::pgrx::pg_module_magic!(name, version);
+
+pgrx::extension_sql_file!("../sql/ledger.sql", name = "ledger", bootstrap);
+
+#[pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    gucs::init();
+}
+
+#[cfg(any(test, feature = "pg_test"))]
+mod pg_tests;
+
+/// Required by `cargo pgrx test`.
+#[cfg(test)]
+pub mod pg_test {
+    pub fn setup(_options: Vec<&str>) {}
+
+    #[must_use]
+    pub fn postgresql_conf_options() -> Vec<&'static str> {
+        vec![]
+    }
+}

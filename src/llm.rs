@@ -1,0 +1,61 @@
+//! LLM calls from a backend: one runtime and connection pool per backend, requests polled
+//! against PostgreSQL's interrupt flags, every call written to the ledger.
+
+use std::cell::RefCell;
+use std::time::Instant;
+
+use pgrx::pg_sys;
+
+use pg_ask_core::config::LlmConfig;
+use pg_ask_core::llm::{self, ChatRequest, ChatResponse, LlmError, Runner};
+
+use crate::errors::Raised;
+use crate::ledger;
+
+thread_local! {
+    /// A backend is one thread: the runner needs no lock.
+    static RUNNER: RefCell<Option<Runner>> = const { RefCell::new(None) };
+}
+
+/// A query cancel, a statement timeout or a termination request is pending.
+fn cancel_pending() -> bool {
+    // SAFETY: reads of sig_atomic_t flags that signal handlers set; this is the backend's
+    // own thread (the runtime is current-thread, so the check runs here).
+    unsafe {
+        pg_sys::InterruptPending != 0 && (pg_sys::QueryCancelPending != 0 || pg_sys::ProcDiePending != 0)
+    }
+}
+
+fn with_runner<R>(f: impl FnOnce(&Runner) -> R) -> R {
+    RUNNER.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            match Runner::new() {
+                Ok(r) => *slot = Some(r),
+                Err(e) => Raised::new(
+                    pg_sys::errcodes::PgSqlErrorCode::ERRCODE_SYSTEM_ERROR,
+                    format!("could not start the HTTP runtime: {e}"),
+                )
+                .raise(&Default::default()),
+            }
+        }
+        f(slot.as_ref().expect("runner was just made"))
+    })
+}
+
+/// One chat call on behalf of `stage`. A pending cancel drops the request and raises the
+/// cancel as PostgreSQL's own error; everything else comes back as a value.
+pub fn chat(cfg: &LlmConfig, stage: &str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+    let started = Instant::now();
+    let outcome = with_runner(|r| r.block_on(llm::chat(r.http(), cfg, req), &cancel_pending));
+    let result = match outcome {
+        Ok(result) => result,
+        Err(llm::Interrupted) => {
+            // The request is dropped; let PostgreSQL raise the cancel or timeout it has pending.
+            pgrx::check_for_interrupts!();
+            Err(LlmError::Interrupted)
+        }
+    };
+    ledger::record(cfg, stage, &result, started.elapsed());
+    result
+}

@@ -1,0 +1,343 @@
+//! In-backend tests (`cargo pgrx test`). Each runs in its own transaction, rolled back at the
+//! end, against a stand-in LLM server started inside the test's backend on a free port.
+
+#[pgrx::pg_schema]
+mod tests {
+    use llm_standin::{Reply, Rule, Script, StandIn};
+    use pgrx::pg_sys::panic::CaughtError;
+    use pgrx::prelude::*;
+    use pgrx::JsonB;
+    use serde_json::Value;
+
+    use crate::errors::sqlstate_text;
+    use crate::subxact::{self, OnSuccess};
+
+    const SAMPLE: &str = "
+        CREATE TABLE public.cities (id int PRIMARY KEY, name text NOT NULL, state text);
+        COMMENT ON TABLE public.cities IS 'Cities we know';
+        COMMENT ON COLUMN public.cities.name IS 'full city name';
+        CREATE TABLE public.restaurants (id int PRIMARY KEY, name text NOT NULL,
+            city_id int REFERENCES public.cities(id), cuisine text);
+        CREATE TABLE public.secrets (id int PRIMARY KEY, payroll text);
+        INSERT INTO public.cities VALUES (1, 'Los Angeles', 'CA'), (2, 'San Francisco', 'CA');
+        INSERT INTO public.restaurants VALUES (1, 'Roma', 1, 'Italian'), (2, 'Le Petit', 2, 'French'),
+            (3, 'Trattoria', 1, 'Italian');";
+
+    const ITALIAN_SQL: &str = "```sql\nSELECT r.name FROM public.restaurants r JOIN public.cities c ON c.id = r.city_id\nWHERE c.name = 'Los Angeles' AND r.cuisine = 'Italian' ORDER BY r.name;\n```";
+
+    /// A stand-in server answering with `script`, and ask.base_url pointing at it.
+    fn llm(script: Script) -> StandIn {
+        let s = StandIn::start(script).expect("start the stand-in LLM server");
+        Spi::run(&format!("SET ask.base_url = '{}/v1'", s.url())).unwrap();
+        s
+    }
+
+    /// SQL generation for `question` answers `sql`; the answer stage answers `answer`.
+    fn pipeline_script(question: &str, sql: &str, answer: &str) -> Script {
+        Script::default()
+            .rule(Rule::new(&["<schema>", question], Reply::text(sql)))
+            .rule(Rule::new(&["<result", question], Reply::text(answer)))
+    }
+
+    fn setup() {
+        Spi::run(SAMPLE).unwrap();
+    }
+
+    /// The SQLSTATE, message and hint of the error `sql` raises (it must raise one).
+    fn error_of(sql: &str) -> (String, String, Option<String>) {
+        let sql = sql.to_string();
+        match subxact::run(OnSuccess::RollBack, move || Spi::run(&sql).unwrap()) {
+            Ok(()) => panic!("expected an error"),
+            Err(CaughtError::PostgresError(r)) | Err(CaughtError::ErrorReport(r)) => {
+                (sqlstate_text(r.sql_error_code()), r.message().to_string(), r.hint().map(str::to_string))
+            }
+            Err(e @ CaughtError::RustPanic { .. }) => e.rethrow(),
+        }
+    }
+
+    fn one<T: pgrx::FromDatum + pgrx::IntoDatum>(sql: &str) -> T {
+        Spi::get_one::<T>(sql).unwrap().expect("a non-null value")
+    }
+
+    #[pg_test]
+    fn ask_is_callable_without_schema_and_the_rest_lives_in_ask() {
+        let n: i64 = one("SELECT count(*) FROM pg_proc WHERE proname = 'ask' AND pronamespace = 'public'::regnamespace");
+        assert_eq!(n, 1);
+        let n: i64 = one("SELECT count(*) FROM pg_proc WHERE proname IN ('sql','rows','explain') AND pronamespace = 'ask'::regnamespace");
+        assert_eq!(n, 3);
+    }
+
+    #[pg_test]
+    fn ask_answers_end_to_end_and_writes_the_ledger() {
+        setup();
+        let q = "which Italian restaurants are in LA?";
+        let s = llm(pipeline_script(q, ITALIAN_SQL, "Roma and Trattoria are the Italian restaurants in Los Angeles."));
+        let answer: String = one(&format!("SELECT ask('{q}')"));
+        assert_eq!(answer, "Roma and Trattoria are the Italian restaurants in Los Angeles.");
+
+        let reqs = s.requests();
+        assert_eq!(reqs.len(), 2);
+        // The schema prompt describes the readable tables with keys and comments.
+        let prompt = &reqs[0].prompt;
+        assert!(prompt.contains("TABLE public.cities  -- Cities we know"), "{prompt}");
+        assert!(prompt.contains("city_id integer REFERENCES public.cities(id)"), "{prompt}");
+        assert!(prompt.contains("name text NOT NULL  -- full city name"), "{prompt}");
+        // The answer prompt carries the real rows.
+        assert!(reqs[1].prompt.contains("[\"Roma\"]") && reqs[1].prompt.contains("[\"Trattoria\"]"), "{}", reqs[1].prompt);
+
+        let ledger: i64 = one("SELECT count(*) FROM ask.llm_calls WHERE outcome = 'ok' AND stage IN ('generate','answer') AND role = current_user AND prompt_tokens > 0");
+        assert_eq!(ledger, 2);
+    }
+
+    #[pg_test]
+    fn rows_as_the_answer_come_back_as_a_table() {
+        setup();
+        let q = "list the Italian restaurants in LA";
+        llm(pipeline_script(q, ITALIAN_SQL, "ROWS"));
+        let answer: String = one(&format!("SELECT ask('{q}')"));
+        assert_eq!(answer, " name\n-----------\n Roma\n Trattoria\n(2 rows)");
+    }
+
+    #[pg_test]
+    fn sql_rows_and_explain() {
+        setup();
+        let q = "Italian places in LA";
+        llm(pipeline_script(q, ITALIAN_SQL, "ROWS"));
+        let sql: String = one(&format!("SELECT ask.sql('{q}')"));
+        assert!(sql.starts_with("SELECT r.name FROM public.restaurants r") && !sql.ends_with(';'), "{sql}");
+        let rows: Vec<Value> = Spi::connect(|c| {
+            c.select(&format!("SELECT r FROM ask.rows('{q}') r"), None, &[])
+                .unwrap()
+                .map(|row| row.get::<JsonB>(1).unwrap().unwrap().0)
+                .collect()
+        });
+        assert_eq!(rows, vec![serde_json::json!({"name": "Roma"}), serde_json::json!({"name": "Trattoria"})]);
+        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{q}')"));
+        let stages: Vec<&str> = trace["stages"].as_array().unwrap().iter().map(|s| s["stage"].as_str().unwrap()).collect();
+        assert_eq!(stages, ["schema", "generate", "guard", "execute", "answer"]);
+        assert_eq!(trace["final_sql"].as_str().unwrap(), sql);
+        assert!(trace["stages"][1]["ms"].as_f64().unwrap() > 0.0);
+        assert_eq!(trace["stages"][3]["output"]["rows"], 2);
+    }
+
+    #[pg_test]
+    fn repairs_from_the_database_error() {
+        setup();
+        let q = "how many cities?";
+        llm(Script::default()
+            .rule(Rule::new(&["<schema>", q], Reply::text("SELECT count(*) AS n FROM public.citys")).times(1))
+            .rule(Rule::new(&["<schema>", q], Reply::text("SELECT count(*) AS n FROM public.cities")).last(&["relation \"public.citys\" does not exist"]))
+            .rule(Rule::new(&["<result", q], Reply::text("There are 2 cities."))));
+        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{q}')"));
+        assert_eq!(trace["attempts"], 2, "{trace}");
+        assert_eq!(trace["answer"], "There are 2 cities.");
+        let failed = &trace["stages"][3];
+        assert_eq!(failed["stage"], "execute");
+        assert_eq!(failed["output"]["sqlstate"], "42P01");
+    }
+
+    #[pg_test]
+    fn a_table_the_role_cannot_read_is_never_described() {
+        setup();
+        Spi::run("CREATE ROLE ask_test_reader; GRANT SELECT ON public.cities, public.restaurants TO ask_test_reader; GRANT SELECT (id) ON public.secrets TO ask_test_reader;").unwrap();
+        let q = "what is in the payroll?";
+        let s = llm(pipeline_script(q, "SELECT payroll FROM public.secrets", "ROWS"));
+        Spi::run("SET ROLE ask_test_reader").unwrap();
+        let (code, msg, _) = error_of(&format!("SELECT ask('{q}', max_attempts => 1)"));
+        Spi::run("RESET ROLE").unwrap();
+        // The LLM saw cities and restaurants, and of secrets only the readable column.
+        let prompt = &s.requests()[0].prompt;
+        assert!(prompt.contains("TABLE public.cities") && prompt.contains("TABLE public.restaurants"));
+        assert!(prompt.contains("TABLE public.secrets\n  id integer PRIMARY KEY\n"), "{prompt}");
+        assert!(!prompt.contains("payroll text"), "{prompt}");
+        // And the SQL it wrote anyway failed on the privilege check, as the role.
+        assert_eq!(code, "42501", "{msg}");
+        assert!(msg.contains("permission denied"), "{msg}");
+    }
+
+    #[pg_test]
+    fn no_readable_tables_is_a_clear_error() {
+        Spi::run("CREATE ROLE ask_test_nobody").unwrap();
+        llm(Script::reply_always("SELECT 1"));
+        Spi::run("SET ROLE ask_test_nobody").unwrap();
+        let (code, msg, hint) = error_of("SELECT ask('anything?')");
+        Spi::run("RESET ROLE").unwrap();
+        assert_eq!(code, "42501", "{msg}");
+        assert!(msg.contains("no tables"), "{msg}");
+        assert!(hint.unwrap().contains("GRANT SELECT"));
+    }
+
+    #[pg_test]
+    fn each_protocol_works() {
+        setup();
+        let q = "count cities";
+        let script = pipeline_script(q, "SELECT count(*) AS n FROM public.cities", "Two.");
+        for provider in ["openai", "anthropic", "ollama"] {
+            let s = llm(script.clone());
+            Spi::run(&format!("SET ask.provider = '{provider}'")).unwrap();
+            if provider != "openai" {
+                Spi::run(&format!("SET ask.base_url = '{}'", s.url())).unwrap();
+            }
+            let answer: String = one(&format!("SELECT ask('{q}')"));
+            assert_eq!(answer, "Two.", "{provider}");
+            let path = &s.requests()[0].path;
+            let expected = match provider { "openai" => "/v1/chat/completions", "anthropic" => "/v1/messages", _ => "/api/chat" };
+            assert_eq!(path, expected);
+        }
+        Spi::run("RESET ask.provider").unwrap();
+    }
+
+    #[pg_test]
+    fn faults_become_specific_errors() {
+        setup();
+        let q = "fault?";
+        let cases: Vec<(Reply, &str, &str)> = vec![
+            (Reply::Malformed, "08P01", "not valid JSON"),
+            (Reply::Truncated, "08P01", "cut off"),
+            (Reply::Empty, "22004", "empty reply"),
+            (Reply::status(500), "58000", "HTTP 500"),
+            (Reply::status(404), "42704", "HTTP 404"),
+        ];
+        Spi::run("SET ask.request_timeout = 1500").unwrap();
+        for (reply, code, needle) in cases {
+            llm(Script::default().rule(Rule::new(&[q], reply.clone())));
+            let (got, msg, hint) = error_of(&format!("SELECT ask('{q}')"));
+            assert_eq!(got, code, "{reply:?}: {msg}");
+            assert!(msg.contains(needle), "{reply:?}: {msg}");
+            assert!(hint.is_some(), "{reply:?} has a hint");
+        }
+        // Nothing listens on a port that was just closed.
+        let closed = {
+            let s = StandIn::start(Script::default()).unwrap();
+            let url = s.url();
+            s.shutdown();
+            url
+        };
+        Spi::run(&format!("SET ask.base_url = '{closed}/v1'")).unwrap();
+        let (got, msg, hint) = error_of(&format!("SELECT ask('{q}')"));
+        assert_eq!(got, "08001", "{msg}");
+        assert!(hint.unwrap().contains("ask.base_url"));
+        // Every failure is in the ledger with its kind.
+        let kinds: String = one("SELECT string_agg(DISTINCT outcome, ',' ORDER BY outcome) FROM ask.llm_calls");
+        assert_eq!(kinds, "connect_error,empty,http_error,malformed,truncated");
+    }
+
+    #[pg_test]
+    fn retries_429_and_5xx_then_succeeds() {
+        setup();
+        let q = "retry me";
+        llm(Script::default()
+            .rule(Rule::new(&["<schema>", q], Reply::status(429)).times(1))
+            .rule(Rule::new(&["<schema>", q], Reply::status(503)).times(1))
+            .rule(Rule::new(&["<schema>", q], Reply::text("SELECT 1 AS one")))
+            .rule(Rule::new(&["<result", q], Reply::text("One."))));
+        let answer: String = one(&format!("SELECT ask('{q}')"));
+        assert_eq!(answer, "One.");
+        let attempts: i32 = one("SELECT http_attempts FROM ask.llm_calls WHERE stage = 'generate'");
+        assert_eq!(attempts, 3);
+    }
+
+    #[pg_test]
+    fn retry_after_beyond_the_timeout_gives_up_at_once() {
+        setup();
+        llm(Script::default().rule(Rule::new(&["slow down"], Reply::Status { code: 429, retry_after: Some(30), body: String::new() })));
+        Spi::run("SET ask.request_timeout = 2000").unwrap();
+        let t = std::time::Instant::now();
+        let (code, msg, hint) = error_of("SELECT ask('slow down')");
+        assert_eq!(code, "53000", "{msg}");
+        assert!(hint.unwrap().contains("retry after 30 s"));
+        assert!(t.elapsed() < std::time::Duration::from_secs(2), "gave up without waiting: {:?}", t.elapsed());
+    }
+
+    #[pg_test]
+    fn the_api_key_never_leaks() {
+        setup();
+        let key = "sk-test-SECRET-0123456789";
+        let s = llm(Script::default().rule(Rule::new(
+            &["leak"],
+            Reply::Status { code: 401, retry_after: None, body: format!("{{\"error\":{{\"message\":\"Incorrect API key provided: {key}\"}}}}") },
+        )));
+        Spi::run(&format!("SET ask.api_key = '{key}'")).unwrap();
+        let shown: String = one("SELECT current_setting('ask.api_key')");
+        assert_eq!(shown, "********");
+        let (code, msg, hint) = error_of("SELECT ask('leak')");
+        assert_eq!(code, "28000");
+        assert!(msg.contains("Incorrect API key provided: [redacted]"), "{msg}");
+        assert!(!msg.contains(key) && !hint.unwrap().contains(key));
+        let JsonB(trace) = one::<JsonB>("SELECT ask.explain('leak')");
+        assert!(!trace.to_string().contains(key), "{trace}");
+        assert!(trace.to_string().contains("[redacted]"));
+        let leaked: i64 = one(&format!("SELECT count(*) FROM ask.llm_calls WHERE error LIKE '%{key}%'"));
+        assert_eq!(leaked, 0);
+        // The key did reach the server, in the header only.
+        assert_eq!(s.requests()[0].header("authorization"), Some(format!("Bearer {key}").as_str()));
+        Spi::run("RESET ask.api_key").unwrap();
+    }
+
+    #[pg_test]
+    fn row_limit_cuts_the_result() {
+        setup();
+        let q = "numbers";
+        llm(pipeline_script(q, "SELECT g AS n FROM generate_series(1, 100) g", "ROWS"));
+        Spi::run("SET ask.row_limit = 5").unwrap();
+        let n: i64 = one(&format!("SELECT count(*) FROM ask.rows('{q}')"));
+        assert_eq!(n, 5);
+    }
+
+    #[pg_test]
+    fn generated_sql_runs_under_ask_statement_timeout() {
+        setup();
+        let q = "count a lot";
+        llm(pipeline_script(q, "SELECT count(*) FROM generate_series(1, 500000000)", "ROWS"));
+        Spi::run("SET ask.statement_timeout = 300").unwrap();
+        let t = std::time::Instant::now();
+        let (code, msg, _) = error_of(&format!("SELECT ask('{q}')"));
+        assert_eq!(code, "57014", "{msg}");
+        assert!(msg.contains("ask.statement_timeout"), "{msg}");
+        assert!(t.elapsed() < std::time::Duration::from_secs(5), "{:?}", t.elapsed());
+        // The session goes on.
+        assert_eq!(one::<i32>("SELECT 1"), 1);
+    }
+
+    #[pg_test]
+    fn a_volatile_function_is_refused_by_the_database_layer() {
+        setup();
+        Spi::run("CREATE TABLE public.canary_log (id int, note text);
+                  CREATE FUNCTION public.canary_bump() RETURNS int LANGUAGE sql VOLATILE
+                  AS $$ INSERT INTO public.canary_log VALUES (1, 'bumped') RETURNING 1 $$;").unwrap();
+        let s = llm(Script::reply_always("SELECT public.canary_bump()"));
+        let (code, msg, _) = error_of("SELECT ask.sql('bump it')");
+        assert_eq!(code, "2F003", "{msg}");
+        assert!(msg.contains("volatile"), "{msg}");
+        assert_eq!(s.requests().len(), 3, "refusals go back to the LLM up to ask.max_attempts");
+        assert_eq!(one::<i64>("SELECT count(*) FROM public.canary_log"), 0);
+    }
+
+    /// Every reply of the hostile corpus is refused (SQLSTATE 2F003) and changes nothing.
+    #[pg_test]
+    fn hostile_corpus_is_refused_with_nothing_changed() {
+        Spi::run("CREATE TABLE public.canary (id int PRIMARY KEY, note text);
+                  CREATE TABLE public.canary_log (id int, note text);
+                  CREATE SEQUENCE public.canary_seq;
+                  INSERT INTO public.canary SELECT g, 'row ' || g FROM generate_series(1, 10) g;
+                  CREATE FUNCTION public.canary_bump() RETURNS int LANGUAGE sql VOLATILE
+                  AS $$ INSERT INTO public.canary_log VALUES (1, 'bumped') RETURNING 1 $$;").unwrap();
+        let corpus: Value = serde_json::from_str(include_str!("../pgrx-tests/hostile_replies.json")).unwrap();
+        let hostile = corpus["hostile"].as_array().unwrap();
+        assert!(hostile.len() >= 60, "corpus has {} entries", hostile.len());
+        let fingerprint = "SELECT (SELECT md5(string_agg(id || note, ',' ORDER BY id)) FROM public.canary)
+            || (SELECT count(*) FROM public.canary_log)
+            || (SELECT last_value || is_called::text FROM public.canary_seq)
+            || (SELECT count(*) FROM pg_class WHERE relnamespace = 'public'::regnamespace)";
+        let before: String = one(fingerprint);
+        let s = llm(Script::default());
+        Spi::run("SET ask.max_attempts = 1").unwrap();
+        for entry in hostile {
+            let name = entry["name"].as_str().unwrap();
+            s.set_script(Script::reply_always(entry["reply"].as_str().unwrap()));
+            let (code, msg, _) = error_of("SELECT ask.sql('do the thing')");
+            assert!(code == "2F003" || (code == "22P02" && msg.contains("no SQL")), "{name}: {code} {msg}");
+            assert_eq!(one::<String>(fingerprint), before, "{name} changed something");
+        }
+    }
+}

@@ -1,0 +1,41 @@
+//! Running code inside an internal subtransaction, catching PostgreSQL errors as values.
+
+use std::panic::UnwindSafe;
+
+use pgrx::pg_sys;
+use pgrx::pg_sys::panic::CaughtError;
+use pgrx::PgTryBuilder;
+
+/// Whether a subtransaction that ended without error is kept or undone.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum OnSuccess {
+    Release,
+    RollBack,
+}
+
+/// Run `f` in a subtransaction. An error raised inside rolls the subtransaction back and comes
+/// back as `Err`, leaving the caller's transaction usable; on success the subtransaction is
+/// released or rolled back as `on_success` says.
+pub fn run<R>(on_success: OnSuccess, f: impl FnOnce() -> R + UnwindSafe) -> Result<R, CaughtError> {
+    // SAFETY: the standard internal-subtransaction pattern (as in PL/Python): remember the
+    // memory context and resource owner, start the subtransaction, and restore both after
+    // releasing or rolling it back. PgTryBuilder has already copied and flushed the error
+    // state when it hands us a caught error.
+    unsafe {
+        let old_cxt = pg_sys::CurrentMemoryContext;
+        let old_owner = pg_sys::CurrentResourceOwner;
+        pg_sys::BeginInternalSubTransaction(std::ptr::null());
+        pg_sys::MemoryContextSwitchTo(old_cxt);
+
+        let outcome = PgTryBuilder::new(|| Ok(f())).catch_others(Err).execute();
+
+        if outcome.is_ok() && on_success == OnSuccess::Release {
+            pg_sys::ReleaseCurrentSubTransaction();
+        } else {
+            pg_sys::RollbackAndReleaseCurrentSubTransaction();
+        }
+        pg_sys::MemoryContextSwitchTo(old_cxt);
+        pg_sys::CurrentResourceOwner = old_owner;
+        outcome
+    }
+}

@@ -1,0 +1,18 @@
+-- Settings: names, defaults, validation, the masked key.
+SELECT name, setting, unit, context FROM pg_settings WHERE name LIKE 'ask.%' AND name <> 'ask.base_url' ORDER BY name;
+SET ask.provider = 'gpt';
+SET ask.max_attempts = 0;
+SET ask.api_key = 'sk-regress-0123456789';
+SHOW ask.api_key;
+RESET ask.api_key;
+SHOW ask.api_key;
+CREATE ROLE ask_regress_user;
+SET ROLE ask_regress_user;
+SET ask.api_key = 'sk-not-allowed';
+SHOW ask.api_key;
+RESET ROLE;
+DROP ROLE ask_regress_user;
+-- Per-call arguments are checked too.
+SELECT ask('q', provider => 'gpt');
+SELECT ask('q', max_attempts => 99);
+SELECT ask('   ');
