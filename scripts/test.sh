@@ -35,13 +35,13 @@ step "1/4 core and stand-in unit tests"
 cargo test -p pg_ask_core -p llm-standin
 
 step "2/4 in-backend tests (cargo pgrx test)"
-cargo pgrx test pg15 --runas postgres --pgdata "$WORK/pgrx"
+cargo pgrx test pg15 -p pg_ask --runas postgres --pgdata "$WORK/pgrx"
 
 step "3/4 golden SQL tests (cargo pgrx regress)"
 cargo build -q -p llm-standin --bin llm-standin
 "$CARGO_TARGET_DIR/debug/llm-standin" --port "$STANDIN_PORT" --script tests/pg_regress/standin.json >"$WORK/standin.log" 2>&1 &
 pids+=($!)
-cargo pgrx regress pg15 --runas postgres --pgdata "$WORK/regress" --resetdb
+cargo pgrx regress pg15 -p pg_ask --runas postgres --pgdata "$WORK/regress" --resetdb
 
 step "4/4 client integration tests"
 cargo pgrx install --pg-config "$PG_CONFIG" >/dev/null

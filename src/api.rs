@@ -67,22 +67,29 @@ fn args(
     }
 }
 
-/// Answer a question about the database in plain language. The final SQL is raised as a
-/// NOTICE; the answer is either a short text or, when the rows are the answer, the rows as a
-/// table.
-#[pg_extern(schema = "public", name = "ask", volatile, parallel_unsafe)]
-fn ask_answer(
-    question: &str,
-    model: default!(Option<&str>, "NULL"),
-    provider: default!(Option<&str>, "NULL"),
-    base_url: default!(Option<&str>, "NULL"),
-    temperature: default!(Option<f64>, "NULL"),
-    max_attempts: default!(Option<i32>, "NULL"),
-) -> String {
-    let a = args(model, provider, base_url, temperature, max_attempts);
-    let out = run(question, &a, Goal::Answer);
-    notice!("pg_ask SQL: {}", out.sql);
-    out.answer_text()
+/// `ask()` lives in `public`, so that it works with the default search_path right after
+/// CREATE EXTENSION; everything else is in the extension's schema `ask`.
+#[pg_schema]
+mod public {
+    use super::*;
+
+    /// Answer a question about the database in plain language. The final SQL is raised as a
+    /// NOTICE; the answer is either a short text or, when the rows are the answer, the rows as a
+    /// table.
+    #[pg_extern(name = "ask", volatile, parallel_unsafe)]
+    fn ask_answer(
+        question: &str,
+        model: default!(Option<&str>, "NULL"),
+        provider: default!(Option<&str>, "NULL"),
+        base_url: default!(Option<&str>, "NULL"),
+        temperature: default!(Option<f64>, "NULL"),
+        max_attempts: default!(Option<i32>, "NULL"),
+    ) -> String {
+        let a = args(model, provider, base_url, temperature, max_attempts);
+        let out = run(question, &a, Goal::Answer);
+        notice!("pg_ask SQL: {}", out.sql);
+        out.answer_text()
+    }
 }
 
 /// The final, checked and corrected SQL for a question (it was run once, read-only, to

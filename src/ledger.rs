@@ -27,6 +27,11 @@ pub fn record(cfg: &LlmConfig, stage: &str, result: &Result<ChatResponse, LlmErr
         ),
         Err(e) => (None, None, None, e.outcome().to_string(), Some(cfg.api_key.scrub(&e.to_string()))),
     };
+    // A failure usually aborts the caller's statement, and the ledger row with it: say it in
+    // the server log too.
+    if let Some(e) = &error {
+        log!("pg_ask: LLM call for stage {stage} failed after {} ms ({outcome}): {e}", ms.round());
+    }
     // SAFETY: reading a backend-local flag.
     if unsafe { pg_sys::XactReadOnly } {
         debug1!("pg_ask: {stage} call, {} ms, {outcome} (not written to ask.llm_calls: read-only transaction)", ms.round());

@@ -93,7 +93,7 @@ mod tests {
     fn rows_as_the_answer_come_back_as_a_table() {
         setup();
         let q = "list the Italian restaurants in LA";
-        llm(pipeline_script(q, ITALIAN_SQL, "ROWS"));
+        let _llm = llm(pipeline_script(q, ITALIAN_SQL, "ROWS"));
         let answer: String = one(&format!("SELECT ask('{q}')"));
         assert_eq!(answer, " name\n-----------\n Roma\n Trattoria\n(2 rows)");
     }
@@ -102,7 +102,7 @@ mod tests {
     fn sql_rows_and_explain() {
         setup();
         let q = "Italian places in LA";
-        llm(pipeline_script(q, ITALIAN_SQL, "ROWS"));
+        let _llm = llm(pipeline_script(q, ITALIAN_SQL, "ROWS"));
         let sql: String = one(&format!("SELECT ask.sql('{q}')"));
         assert!(sql.starts_with("SELECT r.name FROM public.restaurants r") && !sql.ends_with(';'), "{sql}");
         let rows: Vec<Value> = Spi::connect(|c| {
@@ -124,7 +124,7 @@ mod tests {
     fn repairs_from_the_database_error() {
         setup();
         let q = "how many cities?";
-        llm(Script::default()
+        let _llm = llm(Script::default()
             .rule(Rule::new(&["<schema>", q], Reply::text("SELECT count(*) AS n FROM public.citys")).times(1))
             .rule(Rule::new(&["<schema>", q], Reply::text("SELECT count(*) AS n FROM public.cities")).last(&["relation \"public.citys\" does not exist"]))
             .rule(Rule::new(&["<result", q], Reply::text("There are 2 cities."))));
@@ -158,7 +158,7 @@ mod tests {
     #[pg_test]
     fn no_readable_tables_is_a_clear_error() {
         Spi::run("CREATE ROLE ask_test_nobody").unwrap();
-        llm(Script::reply_always("SELECT 1"));
+        let _llm = llm(Script::reply_always("SELECT 1"));
         Spi::run("SET ROLE ask_test_nobody").unwrap();
         let (code, msg, hint) = error_of("SELECT ask('anything?')");
         Spi::run("RESET ROLE").unwrap();
@@ -175,6 +175,9 @@ mod tests {
         for provider in ["openai", "anthropic", "ollama"] {
             let s = llm(script.clone());
             Spi::run(&format!("SET ask.provider = '{provider}'")).unwrap();
+            if provider == "anthropic" {
+                Spi::run("SET ask.api_key = 'sk-ant-test-key'").unwrap();
+            }
             if provider != "openai" {
                 Spi::run(&format!("SET ask.base_url = '{}'", s.url())).unwrap();
             }
@@ -184,7 +187,7 @@ mod tests {
             let expected = match provider { "openai" => "/v1/chat/completions", "anthropic" => "/v1/messages", _ => "/api/chat" };
             assert_eq!(path, expected);
         }
-        Spi::run("RESET ask.provider").unwrap();
+        Spi::run("RESET ask.provider; RESET ask.api_key").unwrap();
     }
 
     #[pg_test]
@@ -200,7 +203,7 @@ mod tests {
         ];
         Spi::run("SET ask.request_timeout = 1500").unwrap();
         for (reply, code, needle) in cases {
-            llm(Script::default().rule(Rule::new(&[q], reply.clone())));
+            let _llm = llm(Script::default().rule(Rule::new(&[q], reply.clone())));
             let (got, msg, hint) = error_of(&format!("SELECT ask('{q}')"));
             assert_eq!(got, code, "{reply:?}: {msg}");
             assert!(msg.contains(needle), "{reply:?}: {msg}");
@@ -217,16 +220,20 @@ mod tests {
         let (got, msg, hint) = error_of(&format!("SELECT ask('{q}')"));
         assert_eq!(got, "08001", "{msg}");
         assert!(hint.unwrap().contains("ask.base_url"));
-        // Every failure is in the ledger with its kind.
-        let kinds: String = one("SELECT string_agg(DISTINCT outcome, ',' ORDER BY outcome) FROM ask.llm_calls");
-        assert_eq!(kinds, "connect_error,empty,http_error,malformed,truncated");
+        // A failed call is in the ledger with its kind (ask.explain returns instead of raising,
+        // so its transaction keeps the row).
+        let _llm = llm(Script::default().rule(Rule::new(&[q], Reply::Malformed)));
+        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{q}')"));
+        assert_eq!(trace["error"]["kind"], "malformed", "{trace}");
+        let kinds: String = one("SELECT string_agg(outcome || ':' || stage, ',') FROM ask.llm_calls");
+        assert_eq!(kinds, "malformed:generate");
     }
 
     #[pg_test]
     fn retries_429_and_5xx_then_succeeds() {
         setup();
         let q = "retry me";
-        llm(Script::default()
+        let _llm = llm(Script::default()
             .rule(Rule::new(&["<schema>", q], Reply::status(429)).times(1))
             .rule(Rule::new(&["<schema>", q], Reply::status(503)).times(1))
             .rule(Rule::new(&["<schema>", q], Reply::text("SELECT 1 AS one")))
@@ -240,7 +247,7 @@ mod tests {
     #[pg_test]
     fn retry_after_beyond_the_timeout_gives_up_at_once() {
         setup();
-        llm(Script::default().rule(Rule::new(&["slow down"], Reply::Status { code: 429, retry_after: Some(30), body: String::new() })));
+        let _llm = llm(Script::default().rule(Rule::new(&["slow down"], Reply::Status { code: 429, retry_after: Some(30), body: String::new() })));
         Spi::run("SET ask.request_timeout = 2000").unwrap();
         let t = std::time::Instant::now();
         let (code, msg, hint) = error_of("SELECT ask('slow down')");
@@ -278,7 +285,7 @@ mod tests {
     fn row_limit_cuts_the_result() {
         setup();
         let q = "numbers";
-        llm(pipeline_script(q, "SELECT g AS n FROM generate_series(1, 100) g", "ROWS"));
+        let _llm = llm(pipeline_script(q, "SELECT g AS n FROM generate_series(1, 100) g", "ROWS"));
         Spi::run("SET ask.row_limit = 5").unwrap();
         let n: i64 = one(&format!("SELECT count(*) FROM ask.rows('{q}')"));
         assert_eq!(n, 5);
@@ -288,7 +295,7 @@ mod tests {
     fn generated_sql_runs_under_ask_statement_timeout() {
         setup();
         let q = "count a lot";
-        llm(pipeline_script(q, "SELECT count(*) FROM generate_series(1, 500000000)", "ROWS"));
+        let _llm = llm(pipeline_script(q, "SELECT count(*) FROM generate_series(1, 500000000)", "ROWS"));
         Spi::run("SET ask.statement_timeout = 300").unwrap();
         let t = std::time::Instant::now();
         let (code, msg, _) = error_of(&format!("SELECT ask('{q}')"));
@@ -313,20 +320,23 @@ mod tests {
         assert_eq!(one::<i64>("SELECT count(*) FROM public.canary_log"), 0);
     }
 
+    /// The canary schema of the hostile corpus, and the corpus itself.
+    fn corpus() -> Value {
+        let corpus: Value = serde_json::from_str(include_str!("../pgrx-tests/hostile_replies.json")).unwrap();
+        for stmt in corpus["canary_setup"].as_array().unwrap() {
+            Spi::run(stmt.as_str().unwrap()).unwrap();
+        }
+        corpus
+    }
+
     /// Every reply of the hostile corpus is refused (SQLSTATE 2F003) and changes nothing.
     #[pg_test]
     fn hostile_corpus_is_refused_with_nothing_changed() {
-        Spi::run("CREATE TABLE public.canary (id int PRIMARY KEY, note text);
-                  CREATE TABLE public.canary_log (id int, note text);
-                  CREATE SEQUENCE public.canary_seq;
-                  INSERT INTO public.canary SELECT g, 'row ' || g FROM generate_series(1, 10) g;
-                  CREATE FUNCTION public.canary_bump() RETURNS int LANGUAGE sql VOLATILE
-                  AS $$ INSERT INTO public.canary_log VALUES (1, 'bumped') RETURNING 1 $$;").unwrap();
-        let corpus: Value = serde_json::from_str(include_str!("../pgrx-tests/hostile_replies.json")).unwrap();
+        let corpus = corpus();
         let hostile = corpus["hostile"].as_array().unwrap();
         assert!(hostile.len() >= 60, "corpus has {} entries", hostile.len());
         let fingerprint = "SELECT (SELECT md5(string_agg(id || note, ',' ORDER BY id)) FROM public.canary)
-            || (SELECT count(*) FROM public.canary_log)
+            || (SELECT md5(string_agg(id || note, ',' ORDER BY id)) FROM public.canary_log)
             || (SELECT last_value || is_called::text FROM public.canary_seq)
             || (SELECT count(*) FROM pg_class WHERE relnamespace = 'public'::regnamespace)";
         let before: String = one(fingerprint);
@@ -337,7 +347,24 @@ mod tests {
             s.set_script(Script::reply_always(entry["reply"].as_str().unwrap()));
             let (code, msg, _) = error_of("SELECT ask.sql('do the thing')");
             assert!(code == "2F003" || (code == "22P02" && msg.contains("no SQL")), "{name}: {code} {msg}");
+            if entry["layer"] == "db" {
+                assert!(msg.contains("volatile"), "{name} is refused by the database layer: {msg}");
+            }
             assert_eq!(one::<String>(fingerprint), before, "{name} changed something");
+        }
+    }
+
+    /// Every safe reply of the corpus runs.
+    #[pg_test]
+    fn safe_corpus_runs() {
+        let corpus = corpus();
+        let s = llm(Script::default());
+        Spi::run("SET ask.max_attempts = 1").unwrap();
+        for entry in corpus["safe"].as_array().unwrap() {
+            let name = entry["name"].as_str().unwrap();
+            s.set_script(Script::reply_always(entry["reply"].as_str().unwrap()));
+            let sql = subxact::run(OnSuccess::RollBack, || Spi::get_one::<String>("SELECT ask.sql('read something')").unwrap());
+            assert!(matches!(sql, Ok(Some(_))), "{name} should run: {sql:?}");
         }
     }
 }

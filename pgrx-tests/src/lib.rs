@@ -1,1 +1,42 @@
-//! Integration tests live in tests/.
+//! Client-side integration tests of pg_ask: several sessions, cancellation, timeouts. They run
+//! against a PostgreSQL with the extension installed, found through `PG_ASK_IT_HOST` (socket
+//! directory or host) and `PG_ASK_IT_PORT`; `scripts/test.sh` starts one for them.
+
+use std::sync::Once;
+
+use postgres::{Client, NoTls};
+
+/// A new session as the superuser `postgres` in the database `postgres`.
+pub fn connect() -> Client {
+    let host = std::env::var("PG_ASK_IT_HOST").expect("PG_ASK_IT_HOST: where the test PostgreSQL listens");
+    let port = std::env::var("PG_ASK_IT_PORT").unwrap_or_else(|_| "5432".into());
+    let mut c = Client::connect(&format!("host={host} port={port} user=postgres dbname=postgres"), NoTls)
+        .unwrap_or_else(|e| panic!("connect to the test PostgreSQL at {host}:{port}: {e}"));
+    setup(&mut c);
+    c
+}
+
+static SETUP: Once = Once::new();
+
+fn setup(c: &mut Client) {
+    SETUP.call_once(|| {
+        c.batch_execute(
+            "DROP EXTENSION IF EXISTS pg_ask CASCADE;
+             CREATE EXTENSION pg_ask CASCADE;
+             DROP TABLE IF EXISTS it_cities;
+             CREATE TABLE it_cities (id int PRIMARY KEY, name text NOT NULL);
+             INSERT INTO it_cities VALUES (1, 'Los Angeles'), (2, 'San Francisco');",
+        )
+        .expect("set up the test database");
+    });
+}
+
+/// Point the session at a stand-in LLM server.
+pub fn use_llm(c: &mut Client, url: &str) {
+    c.batch_execute(&format!("SET ask.base_url = '{url}/v1'; SET ask.provider = 'openai'")).unwrap();
+}
+
+/// The SQLSTATE of a failed statement.
+pub fn sqlstate(e: &postgres::Error) -> String {
+    e.code().map(|c| c.code().to_string()).unwrap_or_else(|| format!("no SQLSTATE: {e}"))
+}
