@@ -11,7 +11,6 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 export PATH="$HOME/.cargo/bin:$PATH"
 PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
-PGBIN=/usr/lib/postgresql/15/bin
 # Compiled dependencies are kept outside the checkout so that a fresh clone builds only pg_ask.
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/cache/pg_ask/target}
 WORK=${PG_ASK_TEST_DIR:-/var/tmp/pg_ask-test}
@@ -22,12 +21,12 @@ step() { printf '\n==== %s\n' "$*"; }
 mkdir -p "$CARGO_TARGET_DIR" "$WORK"
 chown postgres: "$WORK"
 
+# shellcheck source=scripts/cluster.sh
+source scripts/cluster.sh
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  if [ -f "$WORK/it/postmaster.pid" ]; then
-    runuser -u postgres -- "$PGBIN/pg_ctl" -D "$WORK/it" -m immediate stop >/dev/null 2>&1 || true
-  fi
+  cluster_stop "$WORK/it"
 }
 trap cleanup EXIT
 
@@ -45,10 +44,7 @@ cargo pgrx regress pg15 -p pg_ask --runas postgres --pgdata "$WORK/regress" --re
 
 step "4/4 client integration tests"
 cargo pgrx install --pg-config "$PG_CONFIG" >/dev/null
-rm -rf "$WORK/it"
-runuser -u postgres -- "$PGBIN/initdb" -D "$WORK/it" -A trust -U postgres -E UTF8 --locale=C >/dev/null
-runuser -u postgres -- "$PGBIN/pg_ctl" -D "$WORK/it" -l "$WORK/it.log" -w \
-  -o "-p $IT_PORT -k $WORK -c listen_addresses=''" start >/dev/null
+cluster_start "$WORK/it" "$IT_PORT"
 PG_ASK_IT_HOST=$WORK PG_ASK_IT_PORT=$IT_PORT cargo test -p pg_ask_it -- --test-threads 4
 
 step "all tests passed"

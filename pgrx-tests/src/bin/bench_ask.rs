@@ -1,0 +1,95 @@
+//! Benchmark: the time `ask()` spends outside the LLM, on a generated 200-table schema, with
+//! the stand-in LLM answering at once. Run through `scripts/bench.sh`.
+//!
+//! Reports p50/p95 of the client-side wall time of `SELECT ask(...)` (everything: catalog
+//! read, prompt building, two loopback HTTP round trips, parse guard, analysis, execution,
+//! ledger), and of the pipeline's own stages from `ask.explain()`.
+
+use std::time::Instant;
+
+use llm_standin::{Reply, Rule, Script, StandIn};
+use pg_ask_it::{connect, use_llm};
+
+const TABLES: usize = 200;
+const RUNS: usize = 300;
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[idx]
+}
+
+fn report(name: &str, mut v: Vec<f64>) {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    println!(
+        "{name:<34} p50 {:>7.2} ms   p95 {:>7.2} ms   max {:>7.2} ms   (n = {})",
+        percentile(&v, 0.5),
+        percentile(&v, 0.95),
+        v[v.len() - 1],
+        v.len()
+    );
+}
+
+fn main() {
+    let mut c = connect();
+    let mut ddl = String::from("DROP SCHEMA IF EXISTS bench CASCADE; CREATE SCHEMA bench;\n");
+    for i in 0..TABLES {
+        let fk = if i > 0 { format!(", parent_id int REFERENCES bench.t{}(id)", i - 1) } else { String::new() };
+        ddl.push_str(&format!(
+            "CREATE TABLE bench.t{i} (id int PRIMARY KEY, name text NOT NULL, code varchar(12), amount numeric(10,2), \
+             created_at timestamptz, active boolean, notes text{fk});\n\
+             COMMENT ON TABLE bench.t{i} IS 'generated table number {i}';\n\
+             INSERT INTO bench.t{i} (id, name, code, amount) SELECT g, 'name ' || g, 'C' || g, g * 1.5 FROM generate_series(1, 20) g;\n"
+        ));
+    }
+    c.batch_execute(&ddl).expect("create the 200-table schema");
+    let llm = StandIn::start(
+        Script::default()
+            .rule(Rule::new(&["<schema>"], Reply::text("```sql\nSELECT name, amount FROM bench.t42 WHERE id <= 5 ORDER BY id\n```")))
+            .rule(Rule::new(&["<result"], Reply::text("ROWS"))),
+    )
+    .unwrap();
+    use_llm(&mut c, &llm.url());
+
+    // Warm up: the runtime, the HTTP connection, catalog caches.
+    for _ in 0..10 {
+        c.query_one("SELECT ask('warm up')", &[]).unwrap();
+    }
+    let prompt_chars: i64 = c
+        .query_one("SELECT (ask.explain('size')->'stages'->1->'input'->>'prompt_chars')::bigint", &[])
+        .unwrap()
+        .get(0);
+
+    let mut wall = Vec::with_capacity(RUNS);
+    for i in 0..RUNS {
+        let t = Instant::now();
+        c.query_one(&format!("SELECT ask('question {i}')"), &[]).unwrap();
+        wall.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+
+    let mut total = Vec::new();
+    let mut llm_ms = Vec::new();
+    let mut schema_ms = Vec::new();
+    let mut guard_exec_ms = Vec::new();
+    for i in 0..RUNS {
+        let trace: serde_json::Value = c.query_one(&format!("SELECT ask.explain('question {i}')::text"), &[]).map(|r| {
+            let s: String = r.get(0);
+            serde_json::from_str(&s).unwrap()
+        }).unwrap();
+        let stages = trace["stages"].as_array().unwrap();
+        let ms = |names: &[&str]| stages.iter().filter(|s| names.contains(&s["stage"].as_str().unwrap())).map(|s| s["ms"].as_f64().unwrap()).sum::<f64>();
+        total.push(trace["ms"].as_f64().unwrap());
+        llm_ms.push(ms(&["generate", "repair", "answer"]));
+        schema_ms.push(ms(&["schema"]));
+        guard_exec_ms.push(ms(&["guard", "execute"]));
+    }
+    let outside: Vec<f64> = total.iter().zip(&llm_ms).map(|(t, l)| t - l).collect();
+
+    println!("ask() on a {TABLES}-table schema, stand-in LLM answering at 0 ms; prompt {prompt_chars} chars");
+    report("client wall time of SELECT ask()", wall);
+    report("pipeline total (explain)", total);
+    report("  outside the LLM calls", outside);
+    report("  LLM calls (2 loopback HTTP)", llm_ms);
+    report("  schema description", schema_ms);
+    report("  guard + guarded execution", guard_exec_ms);
+    c.batch_execute("DROP SCHEMA bench CASCADE").unwrap();
+}

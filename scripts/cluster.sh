@@ -1,0 +1,20 @@
+# Shared by test.sh and bench.sh: a throwaway PostgreSQL 15 cluster run as `postgres`.
+# Usage: source scripts/cluster.sh; cluster_start DIR PORT; ...; cluster_stop DIR
+PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
+
+cluster_start() {
+  local dir=$1 port=$2
+  mkdir -p "$(dirname "$dir")"
+  chown postgres: "$(dirname "$dir")"
+  if [ -f "$dir/postmaster.pid" ]; then cluster_stop "$dir"; fi
+  rm -rf "$dir"
+  runuser -u postgres -- "$PGBIN/initdb" -D "$dir" -A trust -U postgres -E UTF8 --locale=C >/dev/null
+  runuser -u postgres -- "$PGBIN/pg_ctl" -D "$dir" -l "$dir.log" -w \
+    -o "-p $port -k $(dirname "$dir") -c listen_addresses=''" start >/dev/null
+}
+
+cluster_stop() {
+  local dir=$1
+  [ -f "$dir/postmaster.pid" ] || return 0
+  runuser -u postgres -- "$PGBIN/pg_ctl" -D "$dir" -m fast -w stop >/dev/null 2>&1 || true
+}
