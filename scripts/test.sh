@@ -2,7 +2,7 @@
 # Run every test of pg_ask, as root, on a machine prepared by scripts/setup.sh:
 #   1. plain `cargo test` of the core and the stand-in LLM server,
 #   2. the in-backend #[pg_test] tests (cargo pgrx test),
-#   3. the golden SQL tests (tests/pg_regress: sql/ input, expected/ output),
+#   3. the golden SQL tests (tests/pg_regress: sql/ input, expected/ output, run by pg_regress),
 #   4. the client-side integration tests (pgrx-tests/) against a PostgreSQL 15 with pg_ask.
 # PostgreSQL always runs as the `postgres` user (initdb refuses root).
 set -euo pipefail
@@ -36,15 +36,24 @@ cargo test -p pg_ask_core -p llm-standin
 step "2/4 in-backend tests (cargo pgrx test)"
 cargo pgrx test pg15 -p pg_ask --runas postgres --pgdata "$WORK/pgrx"
 
-step "3/4 golden SQL tests (cargo pgrx regress)"
+step "3/4 golden SQL tests (pg_regress)"
+# A PostgreSQL 15 with the extension as built for users (no test functions), shared by the
+# golden tests and the client tests.
+cargo pgrx install -p pg_ask --pg-config "$PG_CONFIG" >/dev/null
+cluster_start "$WORK/it" "$IT_PORT"
 cargo build -q -p llm-standin --bin llm-standin
 "$CARGO_TARGET_DIR/debug/llm-standin" --port "$STANDIN_PORT" --script tests/pg_regress/standin.json >"$WORK/standin.log" 2>&1 &
 pids+=($!)
-cargo pgrx regress pg15 -p pg_ask --runas postgres --pgdata "$WORK/regress" --resetdb
+rm -rf "$WORK/regress" && mkdir -p "$WORK/regress"
+if ! "$($PG_CONFIG --pkglibdir)/pgxs/src/test/regress/pg_regress" \
+      --inputdir=tests/pg_regress --outputdir="$WORK/regress" \
+      --host="$WORK" --port="$IT_PORT" --user=postgres --dbname=pg_ask_regress \
+      $(cd tests/pg_regress/sql && ls ./*.sql | sed 's|^\./||; s|\.sql$||' | grep -vx setup | sed '1i setup'); then
+  echo "golden test output differs from tests/pg_regress/expected:"; cat "$WORK/regress/regression.diffs"
+  exit 1
+fi
 
 step "4/4 client integration tests"
-cargo pgrx install --pg-config "$PG_CONFIG" >/dev/null
-cluster_start "$WORK/it" "$IT_PORT"
 PG_ASK_IT_HOST=$WORK PG_ASK_IT_PORT=$IT_PORT cargo test -p pg_ask_it -- --test-threads 4
 
 step "all tests passed"

@@ -40,3 +40,8 @@ pub fn use_llm(c: &mut Client, url: &str) {
 pub fn sqlstate(e: &postgres::Error) -> String {
     e.code().map(|c| c.code().to_string()).unwrap_or_else(|| format!("no SQLSTATE: {e}"))
 }
+
+/// The server's message of a failed statement ("db error" is all `Display` says).
+pub fn message(e: &postgres::Error) -> String {
+    e.as_db_error().map(|d| d.message().to_string()).unwrap_or_else(|| e.to_string())
+}

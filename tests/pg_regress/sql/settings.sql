@@ -1,4 +1,6 @@
--- Settings: names, defaults, validation, the masked key.
+-- Settings: names, defaults, validation, the masked key. Settings made before the library
+-- is loaded are placeholders that PostgreSQL checks only at load time: load it first.
+LOAD 'pg_ask';
 SELECT name, setting, unit, context FROM pg_settings WHERE name LIKE 'ask.%' AND name <> 'ask.base_url' ORDER BY name;
 SET ask.provider = 'gpt';
 SET ask.max_attempts = 0;
