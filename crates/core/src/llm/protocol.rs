@@ -28,52 +28,45 @@ pub fn headers(cfg: &LlmConfig) -> Vec<(&'static str, String)> {
     h
 }
 
+/// The conversation as role/content objects; the system prompt first when `inline_system`
+/// (OpenAI and Ollama carry it as a message, Anthropic as a separate field).
+fn messages_json(req: &ChatRequest, inline_system: bool) -> Vec<Value> {
+    let mut messages = Vec::with_capacity(req.messages.len() + 1);
+    if inline_system && !req.system.is_empty() {
+        messages.push(json!({"role": "system", "content": req.system}));
+    }
+    messages.extend(req.messages.iter().map(|m| json!({"role": m.role.as_str(), "content": m.content})));
+    messages
+}
+
 /// The JSON body of a chat request.
 pub fn request_body(cfg: &LlmConfig, req: &ChatRequest) -> Value {
-    let turns = req
-        .messages
-        .iter()
-        .map(|m| json!({"role": m.role.as_str(), "content": m.content}));
     match cfg.provider {
-        Provider::OpenAi => {
-            let mut messages = Vec::with_capacity(req.messages.len() + 1);
-            if !req.system.is_empty() {
-                messages.push(json!({"role": "system", "content": req.system}));
-            }
-            messages.extend(turns);
-            json!({
-                "model": cfg.model,
-                "messages": messages,
-                "temperature": cfg.temperature,
-                "max_tokens": cfg.max_tokens,
-                "stream": false,
-            })
-        }
+        Provider::OpenAi => json!({
+            "model": cfg.model,
+            "messages": messages_json(req, true),
+            "temperature": cfg.temperature,
+            "max_tokens": cfg.max_tokens,
+            "stream": false,
+        }),
         Provider::Anthropic => {
             let mut body = json!({
                 "model": cfg.model,
                 "max_tokens": cfg.max_tokens,
                 "temperature": cfg.temperature,
-                "messages": turns.collect::<Vec<_>>(),
+                "messages": messages_json(req, false),
             });
             if !req.system.is_empty() {
                 body["system"] = Value::String(req.system.clone());
             }
             body
         }
-        Provider::Ollama => {
-            let mut messages = Vec::with_capacity(req.messages.len() + 1);
-            if !req.system.is_empty() {
-                messages.push(json!({"role": "system", "content": req.system}));
-            }
-            messages.extend(turns);
-            json!({
-                "model": cfg.model,
-                "messages": messages,
-                "stream": false,
-                "options": {"temperature": cfg.temperature, "num_predict": cfg.max_tokens},
-            })
-        }
+        Provider::Ollama => json!({
+            "model": cfg.model,
+            "messages": messages_json(req, true),
+            "stream": false,
+            "options": {"temperature": cfg.temperature, "num_predict": cfg.max_tokens},
+        }),
     }
 }
 
