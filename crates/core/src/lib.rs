@@ -13,4 +13,6 @@ pub mod prompt;
 pub mod rows;
 pub mod schema;
 pub mod secret;
+pub mod shadow;
 pub mod trace;
+pub mod values;

@@ -5,6 +5,7 @@
 //! polling a caller-supplied "interrupted?" check, so a query cancel ends the request promptly.
 
 pub mod client;
+pub mod embed;
 pub mod protocol;
 pub mod runtime;
 
