@@ -1,0 +1,841 @@
+//! Finding the string literals a query compares with text columns, resolved to the real
+//! `schema.table.column`.
+//!
+//! Recognised comparisons (either operand order where it applies), with the column optionally
+//! wrapped in parentheses or a cast (`city::text = 'LA'`):
+//!
+//! | SQL | [`LiteralKind`] |
+//! |---|---|
+//! | `col = 'v'` | `Eq` |
+//! | `col <> 'v'`, `col != 'v'` | `NotEq` |
+//! | `col [NOT] IN ('a', 'b')`, `col = ANY(ARRAY['a', 'b'])` | `In` |
+//! | `col [NOT] LIKE '%v%'`, `ILIKE` | `Like` (the value is the pattern's core, see [`LikePattern`]) |
+//! | `col [NOT] BETWEEN 'a' AND 'b'` | `Between` |
+//!
+//! Column references are resolved the way PostgreSQL does: unquoted identifiers fold to lower
+//! case; a qualified reference names a table alias, or a table (optionally schema-qualified)
+//! that has no alias; an unqualified one is the column of the single relation in scope that has
+//! it, looking outwards from correlated subqueries. Tables resolve through the query's CTEs,
+//! then the [`Catalog`] (unqualified names through its search path). A CTE's or derived
+//! table's column maps back to its source `table.column` when it is a plain column projection;
+//! a column computed by an expression has no source and its literals are not reported. Only
+//! columns the catalog marks as text-like are reported.
+
+use std::fmt;
+use std::ops::ControlFlow;
+
+use serde::{Deserialize, Serialize};
+use sqlparser::ast::{
+    BinaryOperator, Expr, Ident, ObjectName, ObjectNamePart, Query, Select, SelectItem,
+    SelectItemQualifiedWildcardKind, SetExpr, Statement, TableAlias, TableFactor,
+    TableWithJoins, Value, Visit, Visitor,
+};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::Location;
+
+/// A table, schema-qualified.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct QualifiedName {
+    /// The schema (namespace) name, exactly as stored in `pg_namespace`.
+    pub schema: String,
+    /// The table name, exactly as stored in `pg_class`.
+    pub table: String,
+}
+
+impl QualifiedName {
+    /// A qualified name from its parts.
+    pub fn new(schema: impl Into<String>, table: impl Into<String>) -> QualifiedName {
+        QualifiedName { schema: schema.into(), table: table.into() }
+    }
+}
+
+impl fmt::Display for QualifiedName {
+    /// `schema.table`, each part double-quoted when PostgreSQL would need it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", quote_ident(&self.schema), quote_ident(&self.table))
+    }
+}
+
+/// Quotes an identifier the way `quote_ident()` does when it is not a plain lower-case name.
+/// (Keywords are not recognised here; the glue uses `regclass` for anything it executes.)
+pub fn quote_ident(name: &str) -> String {
+    let plain = name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '$');
+    if plain {
+        name.to_owned()
+    } else {
+        format!("\"{}\"", name.replace('"', "\"\""))
+    }
+}
+
+/// A column known to the catalog.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CatalogColumn {
+    /// The column name, exactly as stored in `pg_attribute`.
+    pub name: String,
+    /// Whether the column holds text (text, varchar, char, citext, an enum, or a domain over
+    /// them): only literals compared with such columns are reported.
+    pub text_like: bool,
+}
+
+impl CatalogColumn {
+    /// A text-like column.
+    pub fn text(name: impl Into<String>) -> CatalogColumn {
+        CatalogColumn { name: name.into(), text_like: true }
+    }
+    /// A column of any other type.
+    pub fn other(name: impl Into<String>) -> CatalogColumn {
+        CatalogColumn { name: name.into(), text_like: false }
+    }
+}
+
+/// A table known to the catalog, with its columns in order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CatalogTable {
+    /// Schema and table name.
+    pub name: QualifiedName,
+    /// Columns in attribute order (what `*` expands to).
+    pub columns: Vec<CatalogColumn>,
+}
+
+/// The tables and views a query may refer to, and the search path that resolves unqualified
+/// table names. The glue fills it from `pg_catalog` (the caller's `current_schemas(true)` as
+/// search path; only relations the role may see).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Catalog {
+    /// Schemas searched, in order, for an unqualified table name.
+    pub search_path: Vec<String>,
+    /// Known tables and views.
+    pub tables: Vec<CatalogTable>,
+}
+
+impl Catalog {
+    /// An empty catalog with the given search path.
+    pub fn new<S: Into<String>>(search_path: impl IntoIterator<Item = S>) -> Catalog {
+        Catalog { search_path: search_path.into_iter().map(Into::into).collect(), tables: Vec::new() }
+    }
+
+    /// Adds a table (builder style).
+    pub fn with_table(mut self, schema: &str, table: &str, columns: Vec<CatalogColumn>) -> Catalog {
+        self.add_table(schema, table, columns);
+        self
+    }
+
+    /// Adds a table.
+    pub fn add_table(&mut self, schema: &str, table: &str, columns: Vec<CatalogColumn>) {
+        self.tables.push(CatalogTable { name: QualifiedName::new(schema, table), columns });
+    }
+
+    /// The table `schema.name`, or for `schema = None` the first `name` along the search path.
+    pub fn lookup(&self, schema: Option<&str>, name: &str) -> Option<&CatalogTable> {
+        let find = |s: &str| self.tables.iter().find(|t| t.name.schema == s && t.name.table == name);
+        match schema {
+            Some(s) => find(s),
+            None => self.search_path.iter().find_map(|s| find(s)),
+        }
+    }
+
+    /// The column `column` of `table`, if both are known.
+    pub fn column(&self, table: &QualifiedName, column: &str) -> Option<&CatalogColumn> {
+        self.lookup(Some(&table.schema), &table.table)?.columns.iter().find(|c| c.name == column)
+    }
+}
+
+/// Byte range of a literal in the SQL text, quotes included (`'LA'` in `city = 'LA'`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct TextRange {
+    /// First byte (the opening quote).
+    pub start: usize,
+    /// One past the last byte (the closing quote).
+    pub end: usize,
+}
+
+/// The wildcard shape of a `LIKE` pattern `prefix + core + suffix`, where prefix and suffix are
+/// runs of `%`/`_` wildcards and the core has none (escaped `\%`, `\_`, `\\` allowed).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LikePattern {
+    /// The whole pattern as written (unquoted).
+    pub pattern: String,
+    /// Leading wildcards, e.g. `%`.
+    pub prefix: String,
+    /// Trailing wildcards, e.g. `%`.
+    pub suffix: String,
+}
+
+impl LikePattern {
+    /// Splits a pattern into wildcard prefix, literal core (unescaped) and wildcard suffix.
+    /// `None` when the core holds a wildcard (`'Los%Angeles'`) or is empty (`'%'`): such a
+    /// pattern is not a value to correct. PostgreSQL's default escape character `\` is assumed.
+    pub fn parse(pattern: &str) -> Option<(LikePattern, String)> {
+        let chars: Vec<char> = pattern.chars().collect();
+        let is_wild = |c: char| c == '%' || c == '_';
+        let lead = chars.iter().take_while(|&&c| is_wild(c)).count();
+        // Trailing run: wildcards not preceded by an escaping backslash.
+        let mut end = chars.len();
+        while end > lead && is_wild(chars[end - 1]) && !escaped_at(&chars, end - 1) {
+            end -= 1;
+        }
+        let mut core = String::new();
+        let mut i = lead;
+        while i < end {
+            match chars[i] {
+                '\\' if i + 1 < end => {
+                    core.push(chars[i + 1]);
+                    i += 2;
+                }
+                '\\' => return None, // a dangling escape
+                c if is_wild(c) => return None,
+                c => {
+                    core.push(c);
+                    i += 1;
+                }
+            }
+        }
+        if core.is_empty() {
+            return None;
+        }
+        let shape = LikePattern {
+            pattern: pattern.to_owned(),
+            prefix: chars[..lead].iter().collect(),
+            suffix: chars[end..].iter().collect(),
+        };
+        Some((shape, core))
+    }
+
+    /// The pattern with `value` as its core, wildcards and backslashes in it escaped.
+    pub fn rebuild(&self, value: &str) -> String {
+        let mut out = self.prefix.clone();
+        for c in value.chars() {
+            if matches!(c, '%' | '_' | '\\') {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+        out.push_str(&self.suffix);
+        out
+    }
+}
+
+/// Whether `chars[i]` is preceded by an odd number of backslashes.
+fn escaped_at(chars: &[char], i: usize) -> bool {
+    chars[..i].iter().rev().take_while(|&&c| c == '\\').count() % 2 == 1
+}
+
+/// How a literal is compared with its column.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum LiteralKind {
+    /// `col = 'v'`.
+    Eq,
+    /// `col <> 'v'`.
+    NotEq,
+    /// An element of `col [NOT] IN (...)` or `col = ANY(ARRAY[...])`.
+    In {
+        /// `NOT IN`.
+        negated: bool,
+    },
+    /// `col [NOT] LIKE/ILIKE pattern`; the literal's value is the pattern's core.
+    Like {
+        /// `NOT LIKE`.
+        negated: bool,
+        /// `ILIKE`.
+        case_insensitive: bool,
+        /// The wildcard shape to rebuild the pattern around a corrected value.
+        pattern: LikePattern,
+    },
+    /// A bound of `col [NOT] BETWEEN 'a' AND 'b'`.
+    Between {
+        /// `NOT BETWEEN`.
+        negated: bool,
+    },
+}
+
+/// A string literal compared with a text column.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LiteralRef {
+    /// Where the quoted literal is in the SQL text.
+    pub range: TextRange,
+    /// The value to look up: the string as written (unescaped), or a LIKE pattern's core.
+    pub value: String,
+    /// How it is compared.
+    pub kind: LiteralKind,
+    /// The table the column belongs to.
+    pub table: QualifiedName,
+    /// The column, exactly as stored in the catalog.
+    pub column: String,
+}
+
+impl LiteralRef {
+    /// The literal's new text content (unquoted) when `value` replaces its value: the value
+    /// itself, or for a LIKE pattern the pattern rebuilt around it.
+    pub fn replacement_text(&self, value: &str) -> String {
+        match &self.kind {
+            LiteralKind::Like { pattern, .. } => pattern.rebuild(value),
+            _ => value.to_owned(),
+        }
+    }
+}
+
+/// Errors of literal extraction.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LiteralError {
+    /// The SQL does not parse in the PostgreSQL dialect.
+    #[error("cannot parse the SQL: {0}")]
+    Parse(String),
+}
+
+/// Parses `sql` (PostgreSQL dialect, any number of statements) and lists every string literal
+/// compared with a text column, in text order. See the [module documentation](self).
+pub fn find_literals(sql: &str, catalog: &Catalog) -> Result<Vec<LiteralRef>, LiteralError> {
+    let statements = Parser::parse_sql(&PostgreSqlDialect {}, sql)
+        .map_err(|e| LiteralError::Parse(e.to_string()))?;
+    let mut analyzer = Analyzer { catalog, offsets: LineOffsets::new(sql), sql, found: Vec::new() };
+    for statement in &statements {
+        if let Statement::Query(query) = statement {
+            analyzer.query(query, None, &[]);
+        }
+    }
+    let mut found = analyzer.found;
+    found.sort_by_key(|l| l.range);
+    found.dedup_by_key(|l| l.range);
+    Ok(found)
+}
+
+/// Where a column of a relation comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Origin {
+    table: QualifiedName,
+    column: String,
+}
+
+/// A column a relation (table, CTE, derived table) offers to the query using it.
+#[derive(Debug, Clone)]
+struct OutCol {
+    name: String,
+    origin: Option<Origin>,
+}
+
+/// A relation in a FROM clause.
+#[derive(Debug, Clone)]
+struct Relation {
+    /// The alias, if any (then the only name the relation is known by).
+    alias: Option<String>,
+    /// Schema as written (qualified table names only).
+    schema: Option<String>,
+    /// Table or CTE name as written.
+    name: Option<String>,
+    /// The catalog table it is, when it is one.
+    table: Option<QualifiedName>,
+    /// Its columns, when known.
+    columns: Option<Vec<OutCol>>,
+}
+
+impl Relation {
+    fn answers_to(&self, qualifier: &[String]) -> bool {
+        match (qualifier, &self.alias) {
+            ([q], Some(alias)) => q == alias,
+            ([q], None) => self.name.as_ref() == Some(q),
+            ([s, t], None) => {
+                self.name.as_ref() == Some(t)
+                    && (self.schema.as_ref() == Some(s) || self.table.as_ref().is_some_and(|q| &q.schema == s))
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The relations of one SELECT, and the enclosing query's scope for correlated references.
+struct Scope<'a> {
+    relations: Vec<Relation>,
+    parent: Option<&'a Scope<'a>>,
+}
+
+/// What a column reference resolves to.
+enum Resolved {
+    /// A column with a known source.
+    Column(Origin),
+    /// Found, but computed or from an unknown relation.
+    Opaque,
+    /// Not found in this scope.
+    Missing,
+}
+
+impl Scope<'_> {
+    fn resolve(&self, parts: &[String]) -> Option<Origin> {
+        let mut scope = Some(self);
+        while let Some(s) = scope {
+            match s.resolve_here(parts) {
+                Resolved::Column(o) => return Some(o),
+                Resolved::Opaque => return None,
+                Resolved::Missing => scope = s.parent,
+            }
+        }
+        None
+    }
+
+    fn resolve_here(&self, parts: &[String]) -> Resolved {
+        let (column, qualifier) = parts.split_last().expect("a column reference has a name");
+        let candidates: Vec<&Relation> = if qualifier.is_empty() {
+            self.relations.iter().collect()
+        } else {
+            self.relations.iter().filter(|r| r.answers_to(qualifier)).collect()
+        };
+        if !qualifier.is_empty() && candidates.is_empty() {
+            return Resolved::Missing;
+        }
+        let mut hits = candidates.iter().filter_map(|r| {
+            r.columns.as_ref().map(|cols| cols.iter().find(|c| &c.name == column))
+        });
+        let unknown = candidates.iter().any(|r| r.columns.is_none());
+        let found: Vec<&OutCol> = hits.by_ref().flatten().collect();
+        match (found.as_slice(), unknown) {
+            ([one], false) => one.origin.clone().map_or(Resolved::Opaque, Resolved::Column),
+            ([], false) => Resolved::Missing,
+            // Ambiguous, or a relation whose columns we do not know might hold it.
+            _ => Resolved::Opaque,
+        }
+    }
+}
+
+/// A common table expression visible to a query.
+#[derive(Debug, Clone)]
+struct CteDef {
+    name: String,
+    columns: Vec<OutCol>,
+}
+
+struct Analyzer<'c, 's> {
+    catalog: &'c Catalog,
+    offsets: LineOffsets,
+    sql: &'s str,
+    found: Vec<LiteralRef>,
+}
+
+impl Analyzer<'_, '_> {
+    /// Analyses a query (collecting its literals) and returns its output columns.
+    fn query(&mut self, query: &Query, outer: Option<&Scope<'_>>, ctes: &[CteDef]) -> Vec<OutCol> {
+        let mut env = ctes.to_vec();
+        if let Some(with) = &query.with {
+            for cte in &with.cte_tables {
+                let mut columns = self.query(&cte.query, outer, &env);
+                rename_columns(&mut columns, &cte.alias);
+                env.push(CteDef { name: ident_name(&cte.alias.name), columns });
+            }
+        }
+        let columns = self.set_expr(&query.body, outer, &env);
+        // ORDER BY/LIMIT may hold subqueries; their comparisons are scanned without a scope
+        // of their own (output-column references are not table columns).
+        let empty = Scope { relations: Vec::new(), parent: outer };
+        if let Some(order_by) = &query.order_by {
+            self.scan(order_by, &empty, &env);
+        }
+        columns
+    }
+
+    fn set_expr(&mut self, body: &SetExpr, outer: Option<&Scope<'_>>, ctes: &[CteDef]) -> Vec<OutCol> {
+        match body {
+            SetExpr::Select(select) => self.select(select, outer, ctes),
+            SetExpr::Query(query) => self.query(query, outer, ctes),
+            SetExpr::SetOperation { left, right, .. } => {
+                let left = self.set_expr(left, outer, ctes);
+                let right = self.set_expr(right, outer, ctes);
+                // Names come from the left branch; a source only when both branches agree.
+                left.into_iter()
+                    .enumerate()
+                    .map(|(i, mut c)| {
+                        if right.get(i).map(|r| &r.origin) != Some(&c.origin) {
+                            c.origin = None;
+                        }
+                        c
+                    })
+                    .collect()
+            }
+            other => {
+                let empty = Scope { relations: Vec::new(), parent: outer };
+                self.scan(other, &empty, ctes);
+                Vec::new()
+            }
+        }
+    }
+
+    fn select(&mut self, select: &Select, outer: Option<&Scope<'_>>, ctes: &[CteDef]) -> Vec<OutCol> {
+        let mut scope = Scope { relations: Vec::new(), parent: outer };
+        for twj in &select.from {
+            self.from_item(twj, &mut scope, outer, ctes);
+        }
+        for twj in &select.from {
+            self.scan_join_conditions(twj, &scope, ctes);
+        }
+        self.scan(&select.projection, &scope, ctes);
+        if let Some(e) = &select.selection {
+            self.scan(e, &scope, ctes);
+        }
+        self.scan(&select.group_by, &scope, ctes);
+        if let Some(e) = &select.having {
+            self.scan(e, &scope, ctes);
+        }
+        if let Some(e) = &select.qualify {
+            self.scan(e, &scope, ctes);
+        }
+        projection_columns(&select.projection, &scope)
+    }
+
+    /// Adds the relations of a FROM item (and its joins) to `scope`.
+    fn from_item(&mut self, twj: &TableWithJoins, scope: &mut Scope<'_>, outer: Option<&Scope<'_>>, ctes: &[CteDef]) {
+        self.factor(&twj.relation, scope, outer, ctes);
+        for join in &twj.joins {
+            self.factor(&join.relation, scope, outer, ctes);
+        }
+    }
+
+    fn factor(&mut self, factor: &TableFactor, scope: &mut Scope<'_>, outer: Option<&Scope<'_>>, ctes: &[CteDef]) {
+        match factor {
+            TableFactor::Table { name, alias, .. } => {
+                let parts = object_name_parts(name);
+                let mut relation = match parts.as_deref() {
+                    Some([table]) if ctes.iter().any(|c| &c.name == table) => {
+                        let cte = ctes.iter().rev().find(|c| &c.name == table).expect("checked");
+                        Relation { alias: None, schema: None, name: Some(table.clone()), table: None, columns: Some(cte.columns.clone()) }
+                    }
+                    Some([table]) => self.catalog_relation(None, table),
+                    Some([schema, table]) => self.catalog_relation(Some(schema), table),
+                    _ => Relation { alias: None, schema: None, name: None, table: None, columns: None },
+                };
+                apply_alias(&mut relation, alias.as_ref());
+                scope.relations.push(relation);
+            }
+            TableFactor::Derived { lateral, subquery, alias, .. } => {
+                let columns = if *lateral {
+                    let lateral_scope = Scope { relations: scope.relations.clone(), parent: outer };
+                    self.query(subquery, Some(&lateral_scope), ctes)
+                } else {
+                    self.query(subquery, outer, ctes)
+                };
+                let mut relation = Relation { alias: None, schema: None, name: None, table: None, columns: Some(columns) };
+                apply_alias(&mut relation, alias.as_ref());
+                scope.relations.push(relation);
+            }
+            TableFactor::NestedJoin { table_with_joins, alias } => {
+                let before = scope.relations.len();
+                self.from_item(table_with_joins, scope, outer, ctes);
+                if let Some(alias) = alias {
+                    // `(a JOIN b) AS j`: the joined columns are known only as j.*.
+                    let inner: Vec<Relation> = scope.relations.drain(before..).collect();
+                    let columns = inner
+                        .iter()
+                        .map(|r| r.columns.clone())
+                        .collect::<Option<Vec<_>>>()
+                        .map(|cs| cs.into_iter().flatten().collect());
+                    let mut relation = Relation { alias: None, schema: None, name: None, table: None, columns };
+                    apply_alias(&mut relation, Some(alias));
+                    scope.relations.push(relation);
+                }
+            }
+            other => {
+                // Table functions, UNNEST, ...: columns unknown; scan their arguments.
+                let alias = match other {
+                    TableFactor::TableFunction { alias, .. }
+                    | TableFactor::Function { alias, .. }
+                    | TableFactor::UNNEST { alias, .. } => alias.as_ref(),
+                    _ => None,
+                };
+                let probe = Scope { relations: scope.relations.clone(), parent: outer };
+                self.scan(other, &probe, ctes);
+                let mut relation = Relation { alias: None, schema: None, name: None, table: None, columns: None };
+                apply_alias(&mut relation, alias);
+                scope.relations.push(relation);
+            }
+        }
+    }
+
+    fn catalog_relation(&self, schema: Option<&String>, table: &str) -> Relation {
+        let found = self.catalog.lookup(schema.map(String::as_str), table);
+        let columns = found.map(|t| {
+            t.columns
+                .iter()
+                .map(|c| OutCol {
+                    name: c.name.clone(),
+                    origin: Some(Origin { table: t.name.clone(), column: c.name.clone() }),
+                })
+                .collect()
+        });
+        Relation {
+            alias: None,
+            schema: schema.cloned(),
+            name: Some(table.to_owned()),
+            table: found.map(|t| t.name.clone()),
+            columns,
+        }
+    }
+
+    /// Scans the ON conditions of the joins of a FROM item (nested joins included).
+    fn scan_join_conditions(&mut self, twj: &TableWithJoins, scope: &Scope<'_>, ctes: &[CteDef]) {
+        if let TableFactor::NestedJoin { table_with_joins, .. } = &twj.relation {
+            self.scan_join_conditions(table_with_joins, scope, ctes);
+        }
+        for join in &twj.joins {
+            if let TableFactor::NestedJoin { table_with_joins, .. } = &join.relation {
+                self.scan_join_conditions(table_with_joins, scope, ctes);
+            }
+            self.scan(&join.join_operator, scope, ctes);
+        }
+    }
+
+    /// Finds comparisons in `node` (not inside its subqueries, which are analysed on their own
+    /// with `scope` as their outer scope) and records the literals of resolved text columns.
+    fn scan<V: Visit>(&mut self, node: &V, scope: &Scope<'_>, ctes: &[CteDef]) {
+        let mut scanner = Scanner::default();
+        let _ = node.visit(&mut scanner);
+        for cmp in scanner.comparisons {
+            let Some(origin) = scope.resolve(&cmp.column) else { continue };
+            if !self.catalog.column(&origin.table, &origin.column).is_some_and(|c| c.text_like) {
+                continue;
+            }
+            for (value, span) in cmp.literals {
+                let Some(range) = self.literal_range(span) else { continue };
+                let (value, kind) = match &cmp.kind {
+                    RawKind::Plain(kind) => (value, kind.clone()),
+                    RawKind::Like { negated, case_insensitive } => {
+                        let Some((pattern, core)) = LikePattern::parse(&value) else { continue };
+                        (core, LiteralKind::Like { negated: *negated, case_insensitive: *case_insensitive, pattern })
+                    }
+                };
+                self.found.push(LiteralRef {
+                    range,
+                    value,
+                    kind,
+                    table: origin.table.clone(),
+                    column: origin.column.clone(),
+                });
+            }
+        }
+        for subquery in scanner.subqueries {
+            self.query(&subquery, Some(scope), ctes);
+        }
+    }
+
+    /// The byte range of a literal's span, checked to be a plain `'...'` token.
+    fn literal_range(&self, span: sqlparser::tokenizer::Span) -> Option<TextRange> {
+        let start = self.offsets.byte(self.sql, span.start)?;
+        let end = self.offsets.byte(self.sql, span.end)?;
+        let text = self.sql.get(start..end)?;
+        (text.len() >= 2 && text.starts_with('\'') && text.ends_with('\'')).then_some(TextRange { start, end })
+    }
+}
+
+/// Renames a relation's columns after `AS alias(a, b, ...)`.
+fn rename_columns(columns: &mut [OutCol], alias: &TableAlias) {
+    for (col, name) in columns.iter_mut().zip(&alias.columns) {
+        col.name = ident_name(&name.name);
+    }
+}
+
+fn apply_alias(relation: &mut Relation, alias: Option<&TableAlias>) {
+    if let Some(alias) = alias {
+        relation.alias = Some(ident_name(&alias.name));
+        if let Some(columns) = relation.columns.as_mut() {
+            rename_columns(columns, alias);
+        }
+    }
+}
+
+/// The output columns of a SELECT list.
+fn projection_columns(items: &[SelectItem], scope: &Scope<'_>) -> Vec<OutCol> {
+    let mut out = Vec::new();
+    for item in items {
+        match item {
+            SelectItem::UnnamedExpr(expr) => {
+                let parts = column_parts(expr);
+                let name = match (&parts, expr) {
+                    (Some(p), _) => p.last().cloned().unwrap_or_default(),
+                    (None, Expr::Function(f)) => object_name_parts(&f.name)
+                        .and_then(|p| p.last().cloned())
+                        .unwrap_or_else(|| "?column?".to_owned()),
+                    _ => "?column?".to_owned(),
+                };
+                out.push(OutCol { name, origin: parts.and_then(|p| scope.resolve(&p)) });
+            }
+            SelectItem::ExprWithAlias { expr, alias } => out.push(OutCol {
+                name: ident_name(alias),
+                origin: column_parts(expr).and_then(|p| scope.resolve(&p)),
+            }),
+            SelectItem::ExprWithAliases { aliases, .. } => {
+                out.extend(aliases.iter().map(|a| OutCol { name: ident_name(a), origin: None }))
+            }
+            SelectItem::Wildcard(_) => {
+                for r in &scope.relations {
+                    out.extend(r.columns.iter().flatten().cloned());
+                }
+            }
+            SelectItem::QualifiedWildcard(SelectItemQualifiedWildcardKind::ObjectName(name), _) => {
+                if let Some(q) = object_name_parts(name) {
+                    if let Some(r) = scope.relations.iter().find(|r| r.answers_to(&q)) {
+                        out.extend(r.columns.iter().flatten().cloned());
+                    }
+                }
+            }
+            SelectItem::QualifiedWildcard(..) => {}
+        }
+    }
+    out
+}
+
+/// PostgreSQL's identifier folding: unquoted names are lower-cased.
+fn ident_name(ident: &Ident) -> String {
+    if ident.quote_style.is_some() {
+        ident.value.clone()
+    } else {
+        ident.value.to_lowercase()
+    }
+}
+
+fn object_name_parts(name: &ObjectName) -> Option<Vec<String>> {
+    name.0
+        .iter()
+        .map(|p| match p {
+            ObjectNamePart::Identifier(i) => Some(ident_name(i)),
+            ObjectNamePart::Function(_) => None,
+        })
+        .collect()
+}
+
+/// The name parts of a column reference, looking through parentheses and casts.
+fn column_parts(expr: &Expr) -> Option<Vec<String>> {
+    match expr {
+        Expr::Identifier(i) => Some(vec![ident_name(i)]),
+        Expr::CompoundIdentifier(parts) if parts.len() <= 4 => Some(parts.iter().map(ident_name).collect()),
+        Expr::Nested(inner) => column_parts(inner),
+        Expr::Cast { expr, .. } => column_parts(expr),
+        _ => None,
+    }
+}
+
+/// A single-quoted string literal (possibly cast, `'x'::text`): its value and span.
+fn string_literal(expr: &Expr) -> Option<(String, sqlparser::tokenizer::Span)> {
+    match expr {
+        Expr::Value(v) => match &v.value {
+            Value::SingleQuotedString(s) => Some((s.clone(), v.span)),
+            _ => None,
+        },
+        Expr::Nested(inner) => string_literal(inner),
+        Expr::Cast { expr, .. } => string_literal(expr),
+        _ => None,
+    }
+}
+
+#[derive(Debug, Clone)]
+enum RawKind {
+    Plain(LiteralKind),
+    Like { negated: bool, case_insensitive: bool },
+}
+
+/// A comparison found by the scanner, before resolution.
+#[derive(Debug)]
+struct RawComparison {
+    column: Vec<String>,
+    literals: Vec<(String, sqlparser::tokenizer::Span)>,
+    kind: RawKind,
+}
+
+/// Visits one query level's expressions: records comparisons, and the subqueries (to be
+/// analysed with their own scope) without looking into them.
+#[derive(Default)]
+struct Scanner {
+    depth: usize,
+    comparisons: Vec<RawComparison>,
+    subqueries: Vec<Query>,
+}
+
+impl Visitor for Scanner {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, query: &Query) -> ControlFlow<()> {
+        if self.depth == 0 {
+            self.subqueries.push(query.clone());
+        }
+        self.depth += 1;
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, _query: &Query) -> ControlFlow<()> {
+        self.depth -= 1;
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<()> {
+        if self.depth == 0 {
+            if let Some(cmp) = comparison(expr) {
+                self.comparisons.push(cmp);
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// Recognises `column <op> literal(s)`.
+fn comparison(expr: &Expr) -> Option<RawComparison> {
+    let plain = |column: &Expr, literals: Vec<&Expr>, kind: LiteralKind| -> Option<RawComparison> {
+        let column = column_parts(column)?;
+        let literals: Vec<_> = literals.into_iter().filter_map(string_literal).collect();
+        (!literals.is_empty()).then_some(RawComparison { column, literals, kind: RawKind::Plain(kind) })
+    };
+    match expr {
+        Expr::BinaryOp { left, op, right } => {
+            let kind = match op {
+                BinaryOperator::Eq => LiteralKind::Eq,
+                BinaryOperator::NotEq => LiteralKind::NotEq,
+                _ => return None,
+            };
+            if column_parts(left).is_some() {
+                plain(left, vec![right], kind)
+            } else {
+                plain(right, vec![left], kind)
+            }
+        }
+        Expr::InList { expr, list, negated } => plain(expr, list.iter().collect(), LiteralKind::In { negated: *negated }),
+        Expr::AnyOp { left, compare_op: BinaryOperator::Eq, right, .. } => match right.as_ref() {
+            Expr::Array(array) => plain(left, array.elem.iter().collect(), LiteralKind::In { negated: false }),
+            _ => None,
+        },
+        Expr::Between { expr, negated, low, high } => {
+            plain(expr, vec![low, high], LiteralKind::Between { negated: *negated })
+        }
+        Expr::Like { negated, any: false, expr, pattern, escape_char: None } => like(expr, pattern, *negated, false),
+        Expr::ILike { negated, any: false, expr, pattern, escape_char: None } => like(expr, pattern, *negated, true),
+        _ => None,
+    }
+}
+
+fn like(column: &Expr, pattern: &Expr, negated: bool, case_insensitive: bool) -> Option<RawComparison> {
+    Some(RawComparison {
+        column: column_parts(column)?,
+        literals: vec![string_literal(pattern)?],
+        kind: RawKind::Like { negated, case_insensitive },
+    })
+}
+
+/// Converts sqlparser's line/column locations (1-based, columns in characters) to byte offsets.
+struct LineOffsets {
+    /// Byte offset of the start of each line.
+    starts: Vec<usize>,
+}
+
+impl LineOffsets {
+    fn new(sql: &str) -> LineOffsets {
+        let mut starts = vec![0];
+        starts.extend(sql.match_indices('\n').map(|(i, _)| i + 1));
+        LineOffsets { starts }
+    }
+
+    fn byte(&self, sql: &str, loc: Location) -> Option<usize> {
+        let line_start = *self.starts.get(usize::try_from(loc.line).ok()?.checked_sub(1)?)?;
+        let column = usize::try_from(loc.column).ok()?.checked_sub(1)?;
+        let line = &sql[line_start..];
+        match line.char_indices().nth(column) {
+            Some((i, _)) => Some(line_start + i),
+            None if line.chars().count() == column => Some(sql.len()),
+            None => None,
+        }
+    }
+}

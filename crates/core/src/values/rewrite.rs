@@ -1,0 +1,183 @@
+//! Replacing string literals in SQL text, and comparing queries with their literals masked.
+//!
+//! [`rewrite`] splices new literals into the original text, so everything else (layout,
+//! comments, casing) is kept byte for byte, and then proves the edit: the output must parse to
+//! exactly the original syntax tree with the replaced literals' values changed, and nothing else.
+//! [`same_structure`] is the acceptance test for SQL an LLM corrected: with every string
+//! literal masked, both syntax trees must be equal.
+
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{Statement, Value, ValueWithSpan, VisitMut, VisitorMut};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+
+use super::literals::{LiteralRef, TextRange};
+
+/// One literal to replace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replacement {
+    /// The quoted literal's range in the SQL text (from [`LiteralRef::range`]).
+    pub range: TextRange,
+    /// The new string value, unquoted (for a LIKE pattern: the whole new pattern).
+    pub text: String,
+}
+
+impl Replacement {
+    /// Replaces `literal`'s value by `value`, keeping a LIKE pattern's wildcards around it.
+    pub fn for_literal(literal: &LiteralRef, value: &str) -> Replacement {
+        Replacement { range: literal.range, text: literal.replacement_text(value) }
+    }
+}
+
+/// Errors of rewriting.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RewriteError {
+    /// The input SQL does not parse.
+    #[error("cannot parse the SQL: {0}")]
+    Parse(String),
+    /// A range is not a plain single-quoted literal of the SQL.
+    #[error("bytes {}..{} of the SQL are not a string literal", .0.start, .0.end)]
+    NotALiteral(TextRange),
+    /// Two replacements overlap.
+    #[error("replacements overlap at byte {0}")]
+    Overlap(usize),
+    /// The rewritten SQL does not parse back to the expected tree (a bug; never returned
+    /// SQL is wrong, it is refused).
+    #[error("the rewritten SQL does not keep the query's structure: {0}")]
+    StructureChanged(String),
+}
+
+/// `'value'` with single quotes doubled: a standard SQL string literal
+/// (`standard_conforming_strings` on, the default since PostgreSQL 9.1).
+pub fn quote_literal(value: &str) -> String {
+    format!("'{}'", value.replace('\'', "''"))
+}
+
+fn parse(sql: &str) -> Result<Vec<Statement>, RewriteError> {
+    Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| RewriteError::Parse(e.to_string()))
+}
+
+/// Replaces the literals at the given ranges, checking the result as described in the
+/// [module documentation](self). Replacements may come in any order; an empty list returns
+/// the SQL unchanged.
+pub fn rewrite(sql: &str, replacements: &[Replacement]) -> Result<String, RewriteError> {
+    if replacements.is_empty() {
+        return Ok(sql.to_owned());
+    }
+    let mut sorted: Vec<&Replacement> = replacements.iter().collect();
+    sorted.sort_by_key(|r| r.range.start);
+    for pair in sorted.windows(2) {
+        if pair[1].range.start < pair[0].range.end {
+            return Err(RewriteError::Overlap(pair[1].range.start));
+        }
+    }
+    for r in &sorted {
+        let text = sql.get(r.range.start..r.range.end).ok_or(RewriteError::NotALiteral(r.range))?;
+        if text.len() < 2 || !text.starts_with('\'') || !text.ends_with('\'') {
+            return Err(RewriteError::NotALiteral(r.range));
+        }
+    }
+
+    // The expected tree: the original with the values swapped at the same places.
+    let mut expected = parse(sql)?;
+    let offsets = line_starts(sql);
+    let mut by_start: HashMap<usize, &str> = sorted.iter().map(|r| (r.range.start, r.text.as_str())).collect();
+    let _ = expected.visit(&mut SwapValues { sql, offsets: &offsets, by_start: &mut by_start });
+    if let Some((&start, _)) = by_start.iter().next() {
+        let r = sorted.iter().find(|r| r.range.start == start).expect("a requested range");
+        return Err(RewriteError::NotALiteral(r.range));
+    }
+
+    let mut out = String::with_capacity(sql.len() + 16);
+    let mut at = 0;
+    for r in &sorted {
+        out.push_str(&sql[at..r.range.start]);
+        out.push_str(&quote_literal(&r.text));
+        at = r.range.end;
+    }
+    out.push_str(&sql[at..]);
+
+    let actual = parse(&out).map_err(|e| RewriteError::StructureChanged(e.to_string()))?;
+    if actual != expected {
+        return Err(RewriteError::StructureChanged(out));
+    }
+    Ok(out)
+}
+
+/// Sets the value of each single-quoted literal whose span starts at a requested byte offset.
+struct SwapValues<'a, 'b> {
+    sql: &'a str,
+    offsets: &'a [usize],
+    by_start: &'b mut HashMap<usize, &'a str>,
+}
+
+impl VisitorMut for SwapValues<'_, '_> {
+    type Break = ();
+
+    fn pre_visit_value(&mut self, value: &mut ValueWithSpan) -> ControlFlow<()> {
+        if let Value::SingleQuotedString(s) = &mut value.value {
+            let start = byte_offset(self.sql, self.offsets, value.span.start);
+            if let Some(text) = start.and_then(|b| self.by_start.remove(&b)) {
+                *s = text.to_owned();
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+fn line_starts(sql: &str) -> Vec<usize> {
+    let mut starts = vec![0];
+    starts.extend(sql.match_indices('\n').map(|(i, _)| i + 1));
+    starts
+}
+
+fn byte_offset(sql: &str, starts: &[usize], loc: sqlparser::tokenizer::Location) -> Option<usize> {
+    let line_start = *starts.get(usize::try_from(loc.line).ok()?.checked_sub(1)?)?;
+    let column = usize::try_from(loc.column).ok()?.checked_sub(1)?;
+    sql[line_start..].char_indices().nth(column).map(|(i, _)| line_start + i)
+}
+
+/// Replaces every string literal of a tree by `'?'`.
+struct MaskStrings;
+
+impl VisitorMut for MaskStrings {
+    type Break = ();
+
+    fn pre_visit_value(&mut self, value: &mut ValueWithSpan) -> ControlFlow<()> {
+        if matches!(
+            value.value,
+            Value::SingleQuotedString(_)
+                | Value::EscapedStringLiteral(_)
+                | Value::NationalStringLiteral(_)
+                | Value::DollarQuotedString(_)
+                | Value::UnicodeStringLiteral(_)
+                | Value::DoubleQuotedString(_)
+        ) {
+            value.value = Value::SingleQuotedString("?".to_owned());
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+fn masked_tree(sql: &str) -> Result<Vec<Statement>, RewriteError> {
+    let mut statements = parse(sql)?;
+    let _ = statements.visit(&mut MaskStrings);
+    Ok(statements)
+}
+
+/// The SQL's syntax tree printed with every string literal replaced by `'?'`: two queries that
+/// differ only in string values print the same. For traces; compare with [`same_structure`].
+pub fn mask_literals(sql: &str) -> Result<String, RewriteError> {
+    Ok(masked_tree(sql)?.iter().map(ToString::to_string).collect::<Vec<_>>().join(";\n"))
+}
+
+/// Whether `candidate` is `original` with, at most, different string literal values: the
+/// acceptance test for SQL an LLM corrected. Numbers, identifiers, operators, layout-independent
+/// structure must all be equal. `Err` when `original` does not parse; `Ok(false)` when only the
+/// candidate does not.
+pub fn same_structure(original: &str, candidate: &str) -> Result<bool, RewriteError> {
+    let original = masked_tree(original)?;
+    Ok(masked_tree(candidate).is_ok_and(|c| c == original))
+}
