@@ -13,6 +13,7 @@ pub mod prompt;
 pub mod rows;
 pub mod schema;
 pub mod secret;
+pub mod selection;
 pub mod shadow;
 pub mod trace;
 pub mod values;

@@ -1,0 +1,495 @@
+//! Ranking tables and schemas: embedding cosine fused with the lexical score.
+//!
+//! The glue gets, per table (or schema) description, the cosine between its embedding and the
+//! question's from pgvector; [`Catalog`] computes the [lexical](super::lexical) score itself.
+//! The two are fused into one ranking by [`Fusion`]:
+//!
+//! * **Reciprocal rank fusion** (the default; Cormack et al., 2009): each signal ranks the
+//!   candidates it has evidence for (a cosine; a lexical score above zero) and a candidate
+//!   scores `Σ_signal w_signal / (k + rank_signal)`. Ranks, not raw values, are combined, so
+//!   the very different scales of cosines (≈ 0.1–0.7 for MiniLM) and BM25 scores (unbounded)
+//!   need no calibration. Ties share the best rank of the tie.
+//! * **Normalised weighted sum**: cosines min–max normalised over the candidates, lexical scores
+//!   divided by the best one, then `w · cos' + (1 − w) · lex'`. It keeps the size of the gaps,
+//!   which helps when one signal is sure and the other is flat.
+//!
+//! Without embeddings (embedding provider `off`, or an object not yet embedded) the lexical
+//! ranking alone decides; without any lexical match, the cosines alone. Names the cosines
+//! mention that are not in the catalog (dropped or renamed since they were embedded, or not
+//! readable by the calling role) are ignored: the catalog, built from what the role may read
+//! now, is the only source of candidates.
+//!
+//! [`Catalog::select_tables`] then adds the tables the picked tables' foreign keys need for
+//! joins, and every pick carries its score parts for `ask.explain()`.
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde::Serialize;
+
+use super::describe::{describe_schema, describe_table, schema_document, table_document, SchemaProfile, TableProfile};
+use super::lexical::{LexicalIndex, LexicalScore, SCHEMA_WEIGHTS, TABLE_WEIGHTS};
+use crate::schema::Table;
+
+/// The `k` of reciprocal rank fusion: larger values flatten the difference between ranks. The
+/// usual 60 is tuned for web-scale result lists; a catalog has tens to hundreds of tables, and
+/// with 20 the first ranks still stand apart from the tenth.
+pub const RRF_K: f64 = 20.0;
+/// The weight of the embedding signal in reciprocal rank fusion.
+pub const RRF_EMBEDDING_WEIGHT: f64 = 1.0;
+/// The weight of the lexical signal in reciprocal rank fusion.
+pub const RRF_LEXICAL_WEIGHT: f64 = 1.0;
+/// The weight of the normalised cosine in the weighted sum (the lexical score gets the rest).
+pub const WEIGHTED_EMBEDDING_WEIGHT: f64 = 0.5;
+/// The default number of tables `select_tables` returns before adding join tables.
+pub const DEFAULT_TABLES: usize = 10;
+/// The default number of schemas `select_schemas` returns.
+pub const DEFAULT_SCHEMAS: usize = 5;
+/// At most this many tables are added for joins to the `k` picked ones.
+pub const MAX_JOIN_TABLES: usize = 5;
+
+/// How the embedding and lexical signals are combined (see the [module documentation](self)).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "method", rename_all = "snake_case")]
+pub enum Fusion {
+    /// Reciprocal rank fusion.
+    Rrf { k: f64, embedding_weight: f64, lexical_weight: f64 },
+    /// Normalised weighted sum; `embedding_weight` in 0..=1.
+    WeightedSum { embedding_weight: f64 },
+}
+
+impl Default for Fusion {
+    fn default() -> Fusion {
+        Fusion::Rrf { k: RRF_K, embedding_weight: RRF_EMBEDDING_WEIGHT, lexical_weight: RRF_LEXICAL_WEIGHT }
+    }
+}
+
+/// Cosine similarity between the question's embedding and each description's, by name: a
+/// table's [`Table::qualified`] name or a schema's name, as in the catalog. Missing names have
+/// no embedding evidence.
+pub type Cosines = HashMap<String, f64>;
+
+/// Why ranking failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SelectError {
+    /// A cosine was NaN or infinite (a broken embedding).
+    #[error("the embedding similarity of {name} is not a number ({value})")]
+    NotFinite { name: String, value: f64 },
+    /// A schema filter named a schema with no readable table.
+    #[error("schema {0} has no table the current role may read")]
+    UnknownSchema(String),
+}
+
+/// The parts of a fused score, for `ask.explain()`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct ScoreParts {
+    /// The cosine, when the description has an embedding.
+    pub cosine: Option<f64>,
+    /// The rank by cosine among the candidates (1 = best).
+    pub cosine_rank: Option<usize>,
+    pub lexical: f64,
+    /// The rank by lexical score, when it is above zero.
+    pub lexical_rank: Option<usize>,
+    /// The question terms that matched the description.
+    pub matched: Vec<String>,
+}
+
+/// One candidate after fusion.
+#[derive(Debug, Clone, PartialEq)]
+struct Fused {
+    index: usize,
+    score: f64,
+    parts: ScoreParts,
+}
+
+/// Competition ranks (1, 2, 2, 4) of `values`, larger is better; `None` stays unranked.
+fn ranks(values: &[Option<f64>]) -> Vec<Option<usize>> {
+    values
+        .iter()
+        .map(|v| v.map(|v| 1 + values.iter().filter(|o| o.is_some_and(|o| o > v)).count()))
+        .collect()
+}
+
+/// Fuse per-candidate lexical scores and cosines into one ranking, best first. Ties are
+/// broken by the lexical score, then the cosine, then the candidate's position.
+fn fuse(lexical: Vec<LexicalScore>, cosines: &[Option<f64>], fusion: Fusion) -> Vec<Fused> {
+    let lex: Vec<Option<f64>> = lexical.iter().map(|l| (l.score > 0.0).then_some(l.score)).collect();
+    let lex_ranks = ranks(&lex);
+    let cos_ranks = ranks(cosines);
+    let (cos_min, cos_max) = cosines
+        .iter()
+        .flatten()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &c| (lo.min(c), hi.max(c)));
+    let lex_max = lex.iter().flatten().fold(0.0_f64, |m, &l| m.max(l));
+    let mut out: Vec<Fused> = lexical
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let score = match fusion {
+                Fusion::Rrf { k, embedding_weight, lexical_weight } => {
+                    cos_ranks[i].map_or(0.0, |r| embedding_weight / (k + r as f64))
+                        + lex_ranks[i].map_or(0.0, |r| lexical_weight / (k + r as f64))
+                }
+                Fusion::WeightedSum { embedding_weight } => {
+                    let cos = cosines[i].map_or(0.0, |c| {
+                        if cos_max > cos_min {
+                            (c - cos_min) / (cos_max - cos_min)
+                        } else {
+                            1.0
+                        }
+                    });
+                    let lexn = if lex_max > 0.0 { l.score / lex_max } else { 0.0 };
+                    embedding_weight * cos + (1.0 - embedding_weight) * lexn
+                }
+            };
+            Fused {
+                index: i,
+                score,
+                parts: ScoreParts {
+                    cosine: cosines[i],
+                    cosine_rank: cos_ranks[i],
+                    lexical: l.score,
+                    lexical_rank: lex_ranks[i],
+                    matched: l.matched,
+                },
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then(b.parts.lexical.total_cmp(&a.parts.lexical))
+            .then(b.parts.cosine.unwrap_or(-2.0).total_cmp(&a.parts.cosine.unwrap_or(-2.0)))
+            .then(a.index.cmp(&b.index))
+    });
+    out
+}
+
+/// Why a table is in the selection.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum PickReason {
+    /// Among the `k` best by fused score.
+    Retrieved,
+    /// Referenced by a foreign key of a picked table.
+    Referenced { by: String, columns: Vec<String> },
+    /// Links two picked tables: it has foreign keys to both (a junction table).
+    Links { tables: Vec<String> },
+}
+
+/// One table of a selection.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TablePick {
+    /// The table's schema-qualified, quoted name.
+    pub table: String,
+    /// Its fused score (0 when it has no evidence of its own).
+    pub score: f64,
+    #[serde(flatten)]
+    pub reason: PickReason,
+    pub parts: ScoreParts,
+}
+
+/// One schema of a selection.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SchemaPick {
+    /// The schema's quoted name.
+    pub schema: String,
+    pub score: f64,
+    pub parts: ScoreParts,
+}
+
+/// What `select_tables` should do.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SelectOptions {
+    /// How many tables to pick by score.
+    pub k: usize,
+    /// At most how many tables to add for joins.
+    pub max_join_tables: usize,
+    /// Only tables of these schemas (quoted names as in the catalog); `None`: all.
+    pub schemas: Option<Vec<String>>,
+    pub fusion: Fusion,
+}
+
+impl Default for SelectOptions {
+    fn default() -> SelectOptions {
+        SelectOptions { k: DEFAULT_TABLES, max_join_tables: MAX_JOIN_TABLES, schemas: None, fusion: Fusion::default() }
+    }
+}
+
+/// A schema of the catalog and its description.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchemaEntry {
+    pub profile: SchemaProfile,
+    /// Indexes of its tables in [`Catalog::tables`].
+    pub tables: Vec<usize>,
+    /// The text to embed.
+    pub description: String,
+}
+
+/// The tables the calling role may read, their descriptions and the lexical indexes over them.
+///
+/// Building one costs a tokenisation of every description (well under a millisecond per
+/// hundred tables in a release build); the glue may keep one per backend, keyed by the
+/// catalog's state, in a thread-local.
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    tables: Vec<TableProfile>,
+    table_descriptions: Vec<String>,
+    schemas: Vec<SchemaEntry>,
+    by_name: HashMap<String, usize>,
+    table_index: LexicalIndex,
+    schema_index: LexicalIndex,
+}
+
+impl Catalog {
+    /// Build the catalog of `tables`. `schemas` gives the comments of schemas; a schema with
+    /// tables but not listed there has no comment, and a listed schema without tables is left
+    /// out. Schemas keep the order in which their first table appears.
+    pub fn new(tables: Vec<TableProfile>, schemas: &[SchemaProfile]) -> Catalog {
+        let mut entries: Vec<SchemaEntry> = Vec::new();
+        for (i, p) in tables.iter().enumerate() {
+            match entries.iter_mut().find(|e| e.profile.name == p.table.schema) {
+                Some(e) => e.tables.push(i),
+                None => {
+                    let profile = schemas
+                        .iter()
+                        .find(|s| s.name == p.table.schema)
+                        .cloned()
+                        .unwrap_or_else(|| SchemaProfile { name: p.table.schema.clone(), comment: None });
+                    entries.push(SchemaEntry { profile, tables: vec![i], description: String::new() });
+                }
+            }
+        }
+        let mut schema_docs = Vec::with_capacity(entries.len());
+        for e in &mut entries {
+            let members: Vec<&TableProfile> = e.tables.iter().map(|&i| &tables[i]).collect();
+            e.description = describe_schema(&e.profile, &members);
+            schema_docs.push(schema_document(&e.profile, &members));
+        }
+        let table_docs: Vec<_> = tables.iter().map(table_document).collect();
+        let table_descriptions = tables.iter().map(describe_table).collect();
+        let by_name = tables.iter().enumerate().map(|(i, p)| (p.table.qualified(), i)).collect();
+        Catalog {
+            table_index: LexicalIndex::new(&table_docs, TABLE_WEIGHTS),
+            schema_index: LexicalIndex::new(&schema_docs, SCHEMA_WEIGHTS),
+            tables,
+            table_descriptions,
+            schemas: entries,
+            by_name,
+        }
+    }
+
+    /// The tables, in the order given.
+    pub fn tables(&self) -> &[TableProfile] {
+        &self.tables
+    }
+
+    /// The schemas with their tables and descriptions.
+    pub fn schemas(&self) -> &[SchemaEntry] {
+        &self.schemas
+    }
+
+    /// A table by its qualified name.
+    pub fn table(&self, qualified: &str) -> Option<&Table> {
+        self.by_name.get(qualified).map(|&i| &self.tables[i].table)
+    }
+
+    /// Every table's qualified name and the text to embed for it.
+    pub fn table_descriptions(&self) -> impl Iterator<Item = (String, &str)> {
+        self.tables.iter().zip(&self.table_descriptions).map(|(p, d)| (p.table.qualified(), d.as_str()))
+    }
+
+    /// Every schema's name and the text to embed for it.
+    pub fn schema_descriptions(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.schemas.iter().map(|e| (e.profile.name.as_str(), e.description.as_str()))
+    }
+
+    fn cosines_for(names: impl Iterator<Item = String>, cosines: &Cosines) -> Result<Vec<Option<f64>>, SelectError> {
+        names
+            .map(|name| match cosines.get(&name) {
+                Some(&c) if !c.is_finite() => Err(SelectError::NotFinite { name, value: c }),
+                c => Ok(c.copied()),
+            })
+            .collect()
+    }
+
+    /// The `k` schemas that best match `question`, best first.
+    pub fn select_schemas(&self, question: &str, cosines: &Cosines, k: usize, fusion: Fusion) -> Result<Vec<SchemaPick>, SelectError> {
+        let cos = Self::cosines_for(self.schemas.iter().map(|e| e.profile.name.clone()), cosines)?;
+        let lexical = self.schema_index.score(question);
+        Ok(fuse(lexical, &cos, fusion)
+            .into_iter()
+            .take(k)
+            .map(|f| SchemaPick { schema: self.schemas[f.index].profile.name.clone(), score: f.score, parts: f.parts })
+            .collect())
+    }
+
+    /// The `options.k` tables that best match `question`, best first, followed by at most
+    /// `options.max_join_tables` tables their joins need: first those the picked tables'
+    /// foreign keys reference, then junction tables with foreign keys to two picked tables,
+    /// each group in fused-score order. Only tables of `options.schemas` are candidates, and
+    /// only candidates are added for joins.
+    pub fn select_tables(&self, question: &str, cosines: &Cosines, options: &SelectOptions) -> Result<Vec<TablePick>, SelectError> {
+        let candidates: Vec<usize> = match &options.schemas {
+            None => (0..self.tables.len()).collect(),
+            Some(names) => {
+                let mut c = Vec::new();
+                for name in names {
+                    let entry = self
+                        .schemas
+                        .iter()
+                        .find(|e| &e.profile.name == name)
+                        .ok_or_else(|| SelectError::UnknownSchema(name.clone()))?;
+                    c.extend(&entry.tables);
+                }
+                c.sort_unstable();
+                c.dedup();
+                c
+            }
+        };
+        let cos = Self::cosines_for(candidates.iter().map(|&i| self.tables[i].table.qualified()), cosines)?;
+        let all_lexical = self.table_index.score(question);
+        let lexical: Vec<LexicalScore> = candidates.iter().map(|&i| all_lexical[i].clone()).collect();
+        let ranked = fuse(lexical, &cos, options.fusion);
+
+        let mut picks: Vec<TablePick> = Vec::new();
+        let mut picked: BTreeSet<usize> = BTreeSet::new();
+        for f in ranked.iter().take(options.k) {
+            let i = candidates[f.index];
+            picked.insert(i);
+            picks.push(TablePick {
+                table: self.tables[i].table.qualified(),
+                score: f.score,
+                reason: PickReason::Retrieved,
+                parts: f.parts.clone(),
+            });
+        }
+        if options.k == 0 {
+            return Ok(picks);
+        }
+
+        // Join tables, in fused-score order within each kind.
+        let order: Vec<usize> = ranked.iter().map(|f| candidates[f.index]).collect();
+        let parts_of = |i: usize| ranked.iter().find(|f| candidates[f.index] == i).map(|f| (f.score, f.parts.clone()));
+        let retrieved: Vec<usize> = picks.iter().map(|p| self.by_name[&p.table]).collect();
+        let mut additions: Vec<(usize, PickReason)> = Vec::new();
+        // 1. Tables referenced by a picked table's foreign key.
+        for &target in &order {
+            if picked.contains(&target) {
+                continue;
+            }
+            let target_name = self.tables[target].table.qualified();
+            let referrer = retrieved.iter().find_map(|&r| {
+                self.tables[r]
+                    .table
+                    .foreign_keys
+                    .iter()
+                    .find(|fk| fk.references == target_name)
+                    .map(|fk| (self.tables[r].table.qualified(), fk.columns.clone()))
+            });
+            if let Some((by, columns)) = referrer {
+                additions.push((target, PickReason::Referenced { by, columns }));
+            }
+        }
+        // 2. Junction tables with foreign keys to at least two distinct picked tables.
+        for &j in &order {
+            if picked.contains(&j) || additions.iter().any(|(a, _)| *a == j) {
+                continue;
+            }
+            let linked: BTreeSet<String> = self.tables[j]
+                .table
+                .foreign_keys
+                .iter()
+                .filter(|fk| retrieved.iter().any(|&r| self.tables[r].table.qualified() == fk.references))
+                .map(|fk| fk.references.clone())
+                .collect();
+            if linked.len() >= 2 {
+                additions.push((j, PickReason::Links { tables: linked.into_iter().collect() }));
+            }
+        }
+        for (i, reason) in additions.into_iter().take(options.max_join_tables) {
+            let (score, parts) = parts_of(i).unwrap_or_default();
+            picks.push(TablePick { table: self.tables[i].table.qualified(), score, reason, parts });
+        }
+        Ok(picks)
+    }
+
+    /// The tables of a selection, for [`crate::schema::render`].
+    pub fn picked_tables(&self, picks: &[TablePick]) -> Vec<Table> {
+        picks.iter().filter_map(|p| self.table(&p.table).cloned()).collect()
+    }
+}
+
+/// Cosine similarity of two embeddings (0 when either is all zeros or their lengths differ).
+pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    if a.len() != b.len() {
+        return 0.0;
+    }
+    let (mut dot, mut na, mut nb) = (0.0f64, 0.0f64, 0.0f64);
+    for (&x, &y) in a.iter().zip(b) {
+        let (x, y) = (f64::from(x), f64::from(y));
+        dot += x * y;
+        na += x * x;
+        nb += y * y;
+    }
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        dot / (na.sqrt() * nb.sqrt())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lex(scores: &[f64]) -> Vec<LexicalScore> {
+        scores.iter().map(|&s| LexicalScore { score: s, matched: vec![] }).collect()
+    }
+
+    #[test]
+    fn ranks_share_ties() {
+        assert_eq!(ranks(&[Some(0.5), None, Some(0.9), Some(0.5)]), [Some(2), None, Some(1), Some(2)]);
+    }
+
+    #[test]
+    fn rrf_prefers_agreement() {
+        // Candidate 2 is second in both rankings; 0 is first lexically and last by embedding,
+        // 1 the other way round. With k = 20: 2/22 > 1/21 + 1/25. The tie of 0 and 1 goes to
+        // the better lexical score.
+        let out = fuse(lex(&[5.0, 1.0, 4.0, 3.0, 2.0]), &[Some(0.1), Some(0.9), Some(0.8), Some(0.3), Some(0.2)], Fusion::default());
+        assert_eq!(out.iter().map(|f| f.index).collect::<Vec<_>>(), [2, 0, 1, 3, 4]);
+        assert_eq!((out[0].parts.cosine_rank, out[0].parts.lexical_rank), (Some(2), Some(2)));
+        assert!((out[0].score - 2.0 / 22.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn one_signal_alone_decides() {
+        let out = fuse(lex(&[0.0, 1.0, 2.0]), &[None, None, None], Fusion::default());
+        assert_eq!(out.iter().map(|f| f.index).collect::<Vec<_>>(), [2, 1, 0]);
+        assert_eq!(out[2].score, 0.0);
+        let out = fuse(lex(&[0.0, 0.0]), &[Some(0.1), Some(0.3)], Fusion::WeightedSum { embedding_weight: 0.5 });
+        assert_eq!(out[0].index, 1);
+    }
+
+    #[test]
+    fn weighted_sum_keeps_gaps() {
+        // Lexically candidate 0 is far ahead; by embedding 1 is slightly ahead of 0.
+        let out = fuse(
+            lex(&[10.0, 1.0, 0.0, 0.0]),
+            &[Some(0.50), Some(0.52), Some(0.20), Some(0.10)],
+            Fusion::WeightedSum { embedding_weight: 0.5 },
+        );
+        assert_eq!(out.iter().map(|f| f.index).collect::<Vec<_>>(), [0, 1, 2, 3]);
+        // 0.5 · (0.40 / 0.42) + 0.5 · 1.0, against 0.5 · 1.0 + 0.5 · 0.1.
+        assert!((out[0].score - (0.5 * 0.40 / 0.42 + 0.5)).abs() < 1e-9, "{}", out[0].score);
+        assert!((out[1].score - 0.55).abs() < 1e-9, "{}", out[1].score);
+    }
+
+    #[test]
+    fn cosine_of_vectors() {
+        assert!((cosine(&[1.0, 0.0], &[1.0, 0.0]) - 1.0).abs() < 1e-12);
+        assert!(cosine(&[1.0, 0.0], &[0.0, 1.0]).abs() < 1e-12);
+        assert_eq!(cosine(&[0.0, 0.0], &[1.0, 1.0]), 0.0);
+        assert_eq!(cosine(&[1.0], &[1.0, 1.0]), 0.0);
+    }
+}

@@ -1,0 +1,414 @@
+//! Lexical scoring of a question against table and schema descriptions.
+//!
+//! # Tokens
+//!
+//! [`words`] splits text and identifiers into lower-case words: at every character that is not
+//! a letter or digit (so `_`, `.`, spaces, quotes), at camelCase humps (`sbCustJoinDate` →
+//! `sb cust join date`, `HTTPServer` → `http server`) and between letters and digits
+//! (`day30` → `day 30`). [`tokenize`] then drops one-letter words, numbers of one or two
+//! digits, and English stop words
+//! (including the verbs questions open with: show, list, find…) and [`stem`]s plurals
+//! (`cities` → `city`, `addresses` → `address`, `sales` → `sale`; `status` stays).
+//!
+//! # Score (BM25F)
+//!
+//! A description is a [`Document`] of fields: the schema's name, the table's name, column names,
+//! comments, values. With `N` documents, `df(t)` the number of documents containing term `t`,
+//! `tf(t,d,f)` the occurrences of `t` in field `f` of document `d`, `len(d,f)` the field's
+//! length in tokens and `avg(f)` its mean over the documents, field weights `w_f`
+//! ([`FieldWeights`]) and the constants [`K1`] and [`B`]:
+//!
+//! ```text
+//! tf'(t,d)   = Σ_f  w_f · tf(t,d,f) / (1 − B + B · len(d,f) / avg(f))
+//! idf(t)     = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
+//! s(t,d)     = idf(t) · tf'(t,d) · (K1 + 1) / (K1 + tf'(t,d))
+//! score(q,d) = Σ_{t ∈ terms(q)}  max( s(t,d),  PARTIAL · max_{v ∈ partial(t)} s(v,d) )
+//! ```
+//!
+//! `terms(q)` are the question's distinct tokens, plus the stem of each pair of adjacent
+//! words written together when some description has it (`check ins` → `checkin`,
+//! `zip code` → `zipcode`). `partial(t)` are the terms of names (schema, table, column; not
+//! comments or values) that are an abbreviation of `t` (a proper prefix of at least
+//! [`MIN_ABBREVIATION`] letters: `cust` for `customer`) or a compound starting or ending
+//! with `t` (at least [`MIN_CONTAINED`] letters: `sbdailyprice` for `price`), counted at the
+//! discount [`PARTIAL`]. This is what lets identifiers folded to lower case
+//! or abbreviated still match, without any hand-written synonym list. Names weigh more than
+//! comments through the field weights.
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde::Serialize;
+
+/// The parts of a description, each with its own weight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Field {
+    /// The schema's name.
+    Schema,
+    /// A table's name.
+    Table,
+    /// A column's name.
+    Column,
+    /// A comment on the schema, a table or a column.
+    Comment,
+    /// A frequent value of a column.
+    Value,
+}
+
+const FIELDS: usize = 5;
+
+impl Field {
+    fn index(self) -> usize {
+        match self {
+            Field::Schema => 0,
+            Field::Table => 1,
+            Field::Column => 2,
+            Field::Comment => 3,
+            Field::Value => 4,
+        }
+    }
+}
+
+/// One description, as text by field.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Document {
+    pub parts: Vec<(Field, String)>,
+}
+
+impl Document {
+    pub fn push(&mut self, field: Field, text: impl Into<String>) {
+        self.parts.push((field, text.into()));
+    }
+}
+
+/// The weight of a match in each field.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FieldWeights {
+    pub schema: f64,
+    pub table: f64,
+    pub column: f64,
+    pub comment: f64,
+    pub value: f64,
+}
+
+impl FieldWeights {
+    fn get(&self, i: usize) -> f64 {
+        [self.schema, self.table, self.column, self.comment, self.value][i]
+    }
+}
+
+/// Field weights for ranking tables: a table's own name counts most, then its columns; the
+/// schema's name little (every table of the schema shares it).
+pub const TABLE_WEIGHTS: FieldWeights = FieldWeights { schema: 0.5, table: 3.0, column: 1.5, comment: 1.0, value: 0.8 };
+
+/// Field weights for ranking schemas: the schema's name, then its tables' names.
+pub const SCHEMA_WEIGHTS: FieldWeights = FieldWeights { schema: 3.0, table: 2.0, column: 1.0, comment: 0.8, value: 0.6 };
+
+/// BM25 term-frequency saturation.
+pub const K1: f64 = 1.2;
+/// BM25 length normalisation, the same for every field.
+pub const B: f64 = 0.75;
+/// The discount of a partial match (abbreviation or compound) against an exact one.
+pub const PARTIAL: f64 = 0.5;
+/// The shortest description term taken as an abbreviation of a longer question word.
+pub const MIN_ABBREVIATION: usize = 3;
+/// The shortest question word looked for inside longer description terms.
+pub const MIN_CONTAINED: usize = 4;
+
+/// English stop words, and the verbs and fillers questions are phrased with. They carry no
+/// information about which table holds the answer.
+#[rustfmt::skip]
+const STOP_WORDS: &[&str] = &[
+    "a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any",
+    "are", "as", "at", "be", "been", "before", "being", "below", "between", "both", "but", "by",
+    "can", "could", "did", "do", "does", "doing", "down", "during", "each", "either", "else",
+    "ever", "every", "few", "for", "from", "further", "get", "give", "had", "has", "have",
+    "having", "he", "her", "here", "hers", "him", "his", "how", "i", "if", "in", "into", "is",
+    "it", "its", "itself", "just", "let", "like", "list", "many", "me", "more", "most", "much",
+    "must", "my", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other",
+    "our", "ours", "out", "over", "own", "please", "provide", "return", "same", "she", "should",
+    "show", "so", "some", "such", "tell", "than", "that", "the", "their", "theirs", "them",
+    "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until",
+    "up", "us", "very", "want", "was", "we", "were", "what", "whats", "when", "where", "whether",
+    "which", "while", "who", "whom", "whose", "why", "will", "with", "within", "would", "you",
+    "your", "yours", "display", "find", "known", "use", "used", "using", "s", "t",
+];
+
+fn is_stop_word(w: &str) -> bool {
+    STOP_WORDS.contains(&w)
+}
+
+/// Numbers of one or two digits (`01` of a date, `2` of "top 2") say nothing about tables.
+fn is_short_number(w: &str) -> bool {
+    w.len() <= 2 && w.chars().all(|c| c.is_ascii_digit())
+}
+
+/// Text and identifiers split into lower-case words (see the [module documentation](self)).
+pub fn words(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = Vec::new();
+    let mut current = String::new();
+    for (i, &c) in chars.iter().enumerate() {
+        if !c.is_alphanumeric() {
+            if !current.is_empty() {
+                out.push(std::mem::take(&mut current));
+            }
+            continue;
+        }
+        if let Some(&prev) = i.checked_sub(1).and_then(|j| chars.get(j)) {
+            let next = chars.get(i + 1).copied();
+            let boundary = (prev.is_lowercase() && c.is_uppercase())
+                || (prev.is_uppercase() && c.is_uppercase() && next.is_some_and(char::is_lowercase))
+                || (prev.is_alphabetic() && c.is_ascii_digit())
+                || (prev.is_ascii_digit() && c.is_alphabetic());
+            if boundary && !current.is_empty() {
+                out.push(std::mem::take(&mut current));
+            }
+        }
+        current.extend(c.to_lowercase());
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// Light stemming of English plurals: `-ies` → `-y`, `-sses`/`-xes`/`-ches`/`-shes` lose `es`,
+/// a final `s` goes unless the word ends in `ss`, `us` or `is`. Words of three letters or
+/// fewer, and words with digits, stay as they are.
+pub fn stem(word: &str) -> String {
+    if word.chars().count() <= 3 || !word.chars().all(char::is_alphabetic) {
+        return word.to_string();
+    }
+    if let Some(base) = word.strip_suffix("ies") {
+        if base.chars().count() >= 2 {
+            return format!("{base}y");
+        }
+    }
+    for suffix in ["sses", "xes", "ches", "shes"] {
+        if word.ends_with(suffix) {
+            return word[..word.len() - 2].to_string();
+        }
+    }
+    if word.ends_with('s') && !(word.ends_with("ss") || word.ends_with("us") || word.ends_with("is")) {
+        return word[..word.len() - 1].to_string();
+    }
+    word.to_string()
+}
+
+/// The scoring tokens of `text`: [`words`] without one-letter words, short numbers and stop
+/// words, stemmed.
+pub fn tokenize(text: &str) -> Vec<String> {
+    words(text)
+        .into_iter()
+        .filter(|w| w.chars().count() > 1 && !is_stop_word(w) && !is_short_number(w))
+        .map(|w| stem(&w))
+        .collect()
+}
+
+/// The lexical score of one document, with the question terms that matched (`term`, or
+/// `term~description_term` for a partial match), for `ask.explain()`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct LexicalScore {
+    pub score: f64,
+    pub matched: Vec<String>,
+}
+
+/// Occurrences of one term in one document, per field.
+#[derive(Debug, Clone, Copy)]
+struct Posting {
+    doc: usize,
+    tf: [u32; FIELDS],
+}
+
+/// A BM25F index over a catalog of descriptions (see the [module documentation](self)).
+#[derive(Debug, Clone)]
+pub struct LexicalIndex {
+    postings: HashMap<String, Vec<Posting>>,
+    /// The terms that occur in a name (schema, table, column), sorted: the only ones partial
+    /// matches look at, since abbreviations and compounds are a habit of identifiers.
+    identifiers: BTreeSet<String>,
+    lengths: Vec<[u32; FIELDS]>,
+    avg_len: [f64; FIELDS],
+    weights: FieldWeights,
+}
+
+impl LexicalIndex {
+    /// Index `docs`; scores come back in the same order.
+    pub fn new(docs: &[Document], weights: FieldWeights) -> LexicalIndex {
+        let mut postings: HashMap<String, Vec<Posting>> = HashMap::new();
+        let mut identifiers = BTreeSet::new();
+        let mut lengths = Vec::with_capacity(docs.len());
+        for (i, doc) in docs.iter().enumerate() {
+            let mut tf: HashMap<String, [u32; FIELDS]> = HashMap::new();
+            let mut len = [0u32; FIELDS];
+            for (field, text) in &doc.parts {
+                for token in tokenize(text) {
+                    if matches!(field, Field::Schema | Field::Table | Field::Column) {
+                        identifiers.insert(token.clone());
+                    }
+                    tf.entry(token).or_default()[field.index()] += 1;
+                    len[field.index()] += 1;
+                }
+            }
+            for (term, tf) in tf {
+                postings.entry(term).or_default().push(Posting { doc: i, tf });
+            }
+            lengths.push(len);
+        }
+        let mut avg_len = [0.0; FIELDS];
+        if !docs.is_empty() {
+            for (f, avg) in avg_len.iter_mut().enumerate() {
+                *avg = lengths.iter().map(|l| f64::from(l[f])).sum::<f64>() / docs.len() as f64;
+            }
+        }
+        LexicalIndex { postings, identifiers, lengths, avg_len, weights }
+    }
+
+    /// How many documents are indexed.
+    pub fn len(&self) -> usize {
+        self.lengths.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lengths.is_empty()
+    }
+
+    fn idf(&self, term: &str) -> f64 {
+        let n = self.len() as f64;
+        let df = self.postings.get(term).map_or(0, Vec::len) as f64;
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+    }
+
+    /// `s(t,d)` for every document containing `term`.
+    fn term_scores(&self, term: &str) -> Vec<(usize, f64)> {
+        let Some(postings) = self.postings.get(term) else { return Vec::new() };
+        let idf = self.idf(term);
+        postings
+            .iter()
+            .map(|p| {
+                let len = &self.lengths[p.doc];
+                let tf: f64 = (0..FIELDS)
+                    .filter(|&f| p.tf[f] > 0)
+                    .map(|f| {
+                        let norm = if self.avg_len[f] > 0.0 {
+                            1.0 - B + B * f64::from(len[f]) / self.avg_len[f]
+                        } else {
+                            1.0
+                        };
+                        self.weights.get(f) * f64::from(p.tf[f]) / norm
+                    })
+                    .sum();
+                (p.doc, idf * tf * (K1 + 1.0) / (K1 + tf))
+            })
+            .collect()
+    }
+
+    /// The question's terms (see the [module documentation](self)).
+    pub fn query_terms(&self, question: &str) -> Vec<String> {
+        let mut terms: Vec<String> = Vec::new();
+        for t in tokenize(question) {
+            if !terms.contains(&t) {
+                terms.push(t);
+            }
+        }
+        let raw = words(question);
+        for pair in raw.windows(2) {
+            let joined = stem(&format!("{}{}", pair[0], pair[1]));
+            if self.postings.contains_key(&joined) && !terms.contains(&joined) {
+                terms.push(joined);
+            }
+        }
+        terms
+    }
+
+    /// Identifier terms that partially match `term`: abbreviations of it (proper prefixes) and
+    /// compounds that start or end with it.
+    fn partial_terms(&self, term: &str) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        if !term.chars().all(char::is_alphabetic) {
+            return out;
+        }
+        let chars: Vec<(usize, char)> = term.char_indices().collect();
+        for (n, _) in chars.iter().enumerate().skip(MIN_ABBREVIATION) {
+            let prefix = &term[..chars[n].0];
+            if let Some(v) = self.identifiers.get(prefix) {
+                out.push(v.as_str());
+            }
+        }
+        if chars.len() >= MIN_CONTAINED {
+            for v in &self.identifiers {
+                if v.len() > term.len() && (v.starts_with(term) || v.ends_with(term)) {
+                    out.push(v.as_str());
+                }
+            }
+        }
+        out
+    }
+
+    /// The score of every document against `question`, in document order.
+    pub fn score(&self, question: &str) -> Vec<LexicalScore> {
+        let mut scores = vec![LexicalScore::default(); self.len()];
+        for term in self.query_terms(question) {
+            // Best contribution of this term per document: (score, label).
+            let mut best: HashMap<usize, (f64, String)> = HashMap::new();
+            for (doc, s) in self.term_scores(&term) {
+                best.insert(doc, (s, term.clone()));
+            }
+            for v in self.partial_terms(&term) {
+                for (doc, s) in self.term_scores(v) {
+                    let s = PARTIAL * s;
+                    let entry = best.entry(doc).or_insert((0.0, String::new()));
+                    if s > entry.0 {
+                        *entry = (s, format!("{term}~{v}"));
+                    }
+                }
+            }
+            for (doc, (s, label)) in best {
+                if s > 0.0 {
+                    scores[doc].score += s;
+                    scores[doc].matched.push(label);
+                }
+            }
+        }
+        scores
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_split_into_words() {
+        assert_eq!(words("sbCustJoinDate"), ["sb", "cust", "join", "date"]);
+        assert_eq!(words("HTTPServer_log"), ["http", "server", "log"]);
+        assert_eq!(words("day30_remission"), ["day", "30", "remission"]);
+        assert_eq!(words("\"Order Items\".unit-price"), ["order", "items", "unit", "price"]);
+        assert_eq!(words("Café Zürich"), ["café", "zürich"]);
+    }
+
+    #[test]
+    fn plurals_are_stemmed() {
+        for (w, s) in [
+            ("cities", "city"),
+            ("addresses", "address"),
+            ("sales", "sale"),
+            ("boxes", "box"),
+            ("matches", "match"),
+            ("status", "status"),
+            ("analysis", "analysis"),
+            ("class", "class"),
+            ("bus", "bus"),
+            ("ids", "ids"),
+            ("customers", "customer"),
+        ] {
+            assert_eq!(stem(w), s, "{w}");
+        }
+    }
+
+    #[test]
+    fn stop_words_and_single_letters_go() {
+        assert_eq!(tokenize("What are the names of all the customers in a city?"), ["name", "customer", "city"]);
+    }
+}
