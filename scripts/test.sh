@@ -30,8 +30,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-step "1/4 core and stand-in unit tests"
-cargo test -p pg_ask_core -p llm-standin
+step "1/4 core, embedding and stand-in tests"
+cargo test -p pg_ask_core -p pg_ask_embed -p llm-standin
 
 step "2/4 in-backend tests (cargo pgrx test)"
 cargo pgrx test pg15 -p pg_ask --runas postgres --pgdata "$WORK/pgrx"

@@ -20,6 +20,18 @@ pub enum GucProvider {
     Ollama,
 }
 
+#[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub enum EmbeddingProvider {
+    #[name = c"local"]
+    Local,
+    #[name = c"openai"]
+    OpenAi,
+    #[name = c"ollama"]
+    Ollama,
+    #[name = c"off"]
+    Off,
+}
+
 /// Wire protocol of the LLM server: openai (any OpenAI-compatible server), anthropic, ollama.
 static PROVIDER: GucSetting<GucProvider> = GucSetting::<GucProvider>::new(GucProvider::OpenAi);
 /// Base URL of the LLM server. The default is a local Ollama's OpenAI-compatible endpoint.
@@ -40,6 +52,16 @@ static MAX_ATTEMPTS: GucSetting<i32> = GucSetting::<i32>::new(3);
 static ROW_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(1000);
 /// Time limit for running one generated statement (ms, 0 = none beyond statement_timeout).
 static STATEMENT_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(10_000);
+
+/// Where embeddings come from: the local model, an OpenAI-compatible or Ollama server, or off.
+static EMBEDDING_PROVIDER: GucSetting<EmbeddingProvider> = GucSetting::<EmbeddingProvider>::new(EmbeddingProvider::Local);
+/// Embedding model name for the openai and ollama providers.
+static EMBEDDING_MODEL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"all-minilm"));
+/// Base URL of the embedding server (empty: ask.base_url).
+static EMBEDDING_BASE_URL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+/// Directory of the local model (empty: the one setup installs). Superuser-only: it names
+/// files on the server.
+static MODEL_PATH: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 
 pub fn init() {
     GucRegistry::define_enum_guc(
@@ -143,6 +165,38 @@ pub fn init() {
         GucContext::Userset,
         GucFlags::UNIT_MS,
     );
+    GucRegistry::define_enum_guc(
+        c"ask.embedding_provider",
+        c"Where embeddings come from.",
+        c"local: all-MiniLM-L6-v2 in the backend; openai: an OpenAI-compatible /embeddings server; ollama: /api/embed; off: no embeddings (value matching by trigrams only).",
+        &EMBEDDING_PROVIDER,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"ask.embedding_model",
+        c"Embedding model name for the openai and ollama providers.",
+        c"",
+        &EMBEDDING_MODEL,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"ask.embedding_base_url",
+        c"Base URL of the embedding server (empty: ask.base_url).",
+        c"",
+        &EMBEDDING_BASE_URL,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"ask.model_path",
+        c"Directory of the local embedding model (empty: the directory setup installs).",
+        c"It must hold model.safetensors, config.json and tokenizer.json.",
+        &MODEL_PATH,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
     // SAFETY: plain call with a static C string, from _PG_init.
     unsafe { pg_sys::MarkGUCPrefixReserved(c"ask".as_ptr()) };
 }
@@ -179,6 +233,27 @@ pub fn model() -> String {
 
 pub fn api_key() -> Secret {
     Secret::new(string(&API_KEY))
+}
+
+pub fn embedding_provider() -> EmbeddingProvider {
+    EMBEDDING_PROVIDER.get()
+}
+
+pub fn embedding_model() -> String {
+    string(&EMBEDDING_MODEL)
+}
+
+pub fn embedding_base_url() -> String {
+    let own = string(&EMBEDDING_BASE_URL);
+    if own.is_empty() { base_url() } else { own }
+}
+
+pub fn model_path() -> String {
+    string(&MODEL_PATH)
+}
+
+pub fn request_timeout() -> std::time::Duration {
+    std::time::Duration::from_millis(REQUEST_TIMEOUT.get() as u64)
 }
 
 pub fn statement_timeout_ms() -> i32 {
@@ -222,7 +297,7 @@ pub fn llm_config(o: &LlmOverrides) -> Result<LlmConfig, String> {
         base_url,
         model,
         api_key: api_key(),
-        request_timeout: std::time::Duration::from_millis(REQUEST_TIMEOUT.get() as u64),
+        request_timeout: request_timeout(),
         temperature: o.temperature.unwrap_or_else(|| TEMPERATURE.get()),
         max_tokens: MAX_TOKENS.get() as u32,
     })

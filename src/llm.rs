@@ -18,7 +18,7 @@ thread_local! {
 }
 
 /// A query cancel, a statement timeout or a termination request is pending.
-fn cancel_pending() -> bool {
+pub fn cancel_pending() -> bool {
     // SAFETY: reads of sig_atomic_t flags that signal handlers set; this is the backend's
     // own thread (the runtime is current-thread, so the check runs here).
     unsafe {
@@ -43,19 +43,26 @@ fn with_runner<R>(f: impl FnOnce(&Runner) -> R) -> R {
     })
 }
 
+/// Run `f` with the backend's runner; when it reports an interrupt, let PostgreSQL raise the
+/// pending cancel (or say the request was interrupted).
+pub fn with_runner_interruptible<T>(
+    f: impl FnOnce(&Runner) -> Result<Result<T, LlmError>, llm::Interrupted>,
+) -> Result<T, LlmError> {
+    match with_runner(f) {
+        Ok(result) => result,
+        Err(llm::Interrupted) => {
+            pgrx::check_for_interrupts!();
+            Err(LlmError::Interrupted)
+        }
+    }
+}
+
 /// One chat call on behalf of `stage`. A pending cancel drops the request and raises the
 /// cancel as PostgreSQL's own error; everything else comes back as a value.
 pub fn chat(cfg: &LlmConfig, stage: &str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
     let started = Instant::now();
-    let outcome = with_runner(|r| r.block_on(llm::chat(r.http(), cfg, req), &cancel_pending));
-    let result = match outcome {
-        Ok(result) => result,
-        Err(llm::Interrupted) => {
-            // The request is dropped; let PostgreSQL raise the cancel or timeout it has pending.
-            pgrx::check_for_interrupts!();
-            Err(LlmError::Interrupted)
-        }
-    };
+    // A dropped request lets PostgreSQL raise the cancel or timeout it has pending.
+    let result = with_runner_interruptible(|r| r.block_on(llm::chat(r.http(), cfg, req), &cancel_pending));
     ledger::record(cfg, stage, &result, started.elapsed());
     result
 }

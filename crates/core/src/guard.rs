@@ -16,6 +16,10 @@
 //! [`Refusal::UnicodeEscapeIdentifier`]): the text that is checked is the text that runs, so the
 //! guard must not see one statement where the server would see two.
 //!
+//! [`check_write_step`] is the allowlist of a step of `ask.do()` (DESIGN §1.4): the same walk
+//! and deny list, widened to a plain `INSERT`, `UPDATE` or `DELETE` (and `nextval` in an
+//! `INSERT`); never DDL, `MERGE` or DML hidden under `WITH`.
+//!
 //! This is defence in depth, not the only line: the database layer then runs the statement in
 //! a read-only subtransaction as the calling role, and refuses a plan that calls any volatile
 //! function. The deny list therefore names the functions that matter (side effects outside the
@@ -32,8 +36,8 @@ use std::collections::HashSet;
 use std::ops::ControlFlow;
 
 use sqlparser::ast::{
-    Expr, Ident, ObjectName, ObjectNamePart, Query, Select, SetExpr, Statement, TableFactor, Visit,
-    Visitor,
+    Expr, Ident, ObjectName, ObjectNamePart, Query, Select, SetExpr, Statement, TableFactor,
+    TableObject, Visit, Visitor,
 };
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
@@ -70,6 +74,13 @@ pub enum Refusal {
     /// The statement is not a query; the statement kind is given (`DELETE`, `COPY`, …).
     #[error("{0} is not allowed: only a single read-only query (SELECT, VALUES or WITH … SELECT) may run")]
     NotAQuery(String),
+    /// A statement kind that may not run as a step of `ask.do()` (see [`check_write_step`]):
+    /// DDL, `MERGE`, a DML statement under `WITH`, and everything but `SELECT`, `INSERT`,
+    /// `UPDATE` and `DELETE`; the kind is given.
+    #[error(
+        "{0} is not allowed in a step of ask.do(): only SELECT, INSERT, UPDATE or DELETE may run"
+    )]
+    NotAWriteStep(String),
     /// A common table expression (named) inserts, updates, deletes or merges.
     #[error("the common table expression \"{0}\" modifies data; only read-only WITH queries are allowed")]
     DataModifyingCte(String),
@@ -132,6 +143,7 @@ impl Refusal {
             Refusal::Empty => "empty",
             Refusal::MultipleStatements(_) => "multiple_statements",
             Refusal::NotAQuery(_) => "not_a_query",
+            Refusal::NotAWriteStep(_) => "not_a_write_step",
             Refusal::DataModifyingCte(_) => "data_modifying_cte",
             Refusal::DataModifyingSubquery(_) => "data_modifying_subquery",
             Refusal::SelectInto => "select_into",
@@ -296,6 +308,70 @@ fn forbidden_reason_suffix(written: &str) -> String {
 /// On success the statement is returned as given (trimmed, see [`CheckedSql::sql`]) together
 /// with the relations it reads. The text is never rewritten: what was checked is what runs.
 pub fn check_read_only(sql: &str) -> Result<CheckedSql, Refusal> {
+    let parsed = parse_one(sql)?;
+    let query = match &parsed.statement {
+        Statement::Query(query) => query,
+        other => return Err(Refusal::NotAQuery(statement_kind(other))),
+    };
+    // `WITH x AS (…) INSERT …` parses as a query whose body is the INSERT.
+    if let Some(inner) = data_modifying_statement(&query.body) {
+        return Err(Refusal::NotAQuery(statement_kind(inner)));
+    }
+    walk_and_finish(sql, parsed, Walker::default())
+}
+
+/// Checks that `sql` may run as one step of a chain of memory (`ask.do()`, DESIGN §1.4).
+///
+/// The write allowlist is the read-only one of [`check_read_only`] widened by exactly three
+/// statement kinds, everything else being the same walk with the same deny list:
+///
+/// * a read-only query, under every rule of [`check_read_only`];
+/// * a plain `INSERT` (with `VALUES` or a read-only query as source, `ON CONFLICT` and
+///   `RETURNING` allowed), `UPDATE` (with `FROM`) or `DELETE` (with `USING`).
+///
+/// Refused besides what [`check_read_only`] refuses anywhere in the tree (data-modifying CTEs
+/// and subqueries, `SELECT … INTO`, locking clauses, forbidden functions, ambiguous literals):
+/// DDL and every other statement kind, `MERGE`, and a DML statement under a `WITH` (`WITH x AS
+/// (…) DELETE …`), all as [`Refusal::NotAWriteStep`]. The one exception to the deny list is
+/// `nextval`, which an `INSERT` may call (to take ids from a sequence); anywhere else it is
+/// refused as before.
+///
+/// In the result, [`CheckedSql::tables`] also lists the table an `INSERT` writes, first;
+/// the targets of `UPDATE` and `DELETE` are found by the walk like any other relation.
+pub fn check_write_step(sql: &str) -> Result<CheckedSql, Refusal> {
+    let parsed = parse_one(sql)?;
+    let mut walker = Walker::default();
+    match &parsed.statement {
+        Statement::Query(query) => {
+            if let Some(inner) = data_modifying_statement(&query.body) {
+                return Err(Refusal::NotAWriteStep(format!(
+                    "WITH … {}",
+                    statement_kind(inner)
+                )));
+            }
+        }
+        Statement::Insert(insert) => {
+            walker.allow_nextval = true;
+            if let TableObject::TableName(name) = &insert.table {
+                walker.add_relation(name.to_string(), normalized_parts(name));
+            }
+        }
+        Statement::Update(_) | Statement::Delete(_) => {}
+        other => return Err(Refusal::NotAWriteStep(statement_kind(other))),
+    }
+    walk_and_finish(sql, parsed, walker)
+}
+
+/// One statement, parsed, with the source locations of its first and last token.
+struct ParsedOne {
+    statement: Statement,
+    start: Location,
+    end: Location,
+}
+
+/// The checks every statement goes through before its kind is looked at: it tokenizes, is
+/// not empty, not too large, lexically unambiguous, parses, and is exactly one statement.
+fn parse_one(sql: &str) -> Result<ParsedOne, Refusal> {
     let dialect = PostgreSqlDialect {};
     let tokens = Tokenizer::new(&dialect, sql)
         .tokenize_with_location()
@@ -306,29 +382,30 @@ pub fn check_read_only(sql: &str) -> Result<CheckedSql, Refusal> {
     check_size(&tokens)?;
     check_lexical(&tokens)?;
 
-    let statements =
+    let mut statements =
         Parser::parse_sql(&dialect, sql).map_err(|e| Refusal::Unparsable(e.to_string()))?;
-    let statement = match statements.as_slice() {
-        [] => return Err(Refusal::Empty),
-        [one] => one,
-        many => return Err(Refusal::MultipleStatements(many.len())),
-    };
-    let query = match statement {
-        Statement::Query(query) => query,
-        other => return Err(Refusal::NotAQuery(statement_kind(other))),
-    };
-    // `WITH x AS (…) INSERT …` parses as a query whose body is the INSERT.
-    if let Some(inner) = data_modifying_statement(&query.body) {
-        return Err(Refusal::NotAQuery(statement_kind(inner)));
+    match statements.len() {
+        0 => Err(Refusal::Empty),
+        1 => Ok(ParsedOne {
+            statement: statements.remove(0),
+            start,
+            end,
+        }),
+        many => Err(Refusal::MultipleStatements(many)),
     }
+}
 
-    let mut walker = Walker::default();
-    if let ControlFlow::Break(refusal) = statement.visit(&mut walker) {
+/// Walks the whole statement with `walker` and returns the checked text and relations.
+fn walk_and_finish(
+    sql: &str,
+    parsed: ParsedOne,
+    mut walker: Walker,
+) -> Result<CheckedSql, Refusal> {
+    if let ControlFlow::Break(refusal) = parsed.statement.visit(&mut walker) {
         return Err(refusal);
     }
-
     let mut cursor = OffsetCursor::new(sql);
-    let (start, end) = (cursor.offset(start), cursor.offset(end));
+    let (start, end) = (cursor.offset(parsed.start), cursor.offset(parsed.end));
     let text = &sql[start..end];
     Ok(CheckedSql {
         sql: text.to_string(),
@@ -447,6 +524,17 @@ fn normalized(ident: &Ident) -> String {
     }
 }
 
+/// The parts of a (possibly qualified) name as PostgreSQL resolves them, for de-duplication.
+fn normalized_parts(name: &ObjectName) -> Vec<String> {
+    name.0
+        .iter()
+        .map(|part| match part {
+            ObjectNamePart::Identifier(ident) => normalized(ident),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
 /// The last part of a (possibly qualified) name, lower-cased, for deny-list matching.
 fn bare_name(name: &ObjectName) -> String {
     match name.0.last() {
@@ -456,8 +544,14 @@ fn bare_name(name: &ObjectName) -> String {
     }
 }
 
-fn check_function(name: &ObjectName) -> ControlFlow<Refusal> {
-    if forbidden_function_reason(&bare_name(name)).is_some() {
+/// Refuses a call of a forbidden function; `nextval` passes when `allow_nextval` is set (in
+/// the `INSERT` steps of [`check_write_step`]).
+fn check_function(name: &ObjectName, allow_nextval: bool) -> ControlFlow<Refusal> {
+    let bare = bare_name(name);
+    if allow_nextval && bare == "nextval" {
+        return ControlFlow::Continue(());
+    }
+    if forbidden_function_reason(&bare).is_some() {
         ControlFlow::Break(Refusal::ForbiddenFunction(name.to_string()))
     } else {
         ControlFlow::Continue(())
@@ -473,6 +567,8 @@ struct Walker {
     relations: Vec<(String, Vec<String>)>,
     /// Normalized names of every CTE defined anywhere in the statement.
     cte_names: HashSet<String>,
+    /// Whether `nextval` may be called (an `INSERT` step of [`check_write_step`]).
+    allow_nextval: bool,
 }
 
 impl Walker {
@@ -544,20 +640,10 @@ impl Visitor for Walker {
                 args: Some(_),
                 ..
             }
-            | TableFactor::Function { name, .. } => check_function(name)?,
+            | TableFactor::Function { name, .. } => check_function(name, self.allow_nextval)?,
             TableFactor::Table {
                 name, args: None, ..
-            } => {
-                let parts = name
-                    .0
-                    .iter()
-                    .map(|part| match part {
-                        ObjectNamePart::Identifier(ident) => normalized(ident),
-                        other => other.to_string(),
-                    })
-                    .collect();
-                self.add_relation(name.to_string(), parts);
-            }
+            } => self.add_relation(name.to_string(), normalized_parts(name)),
             _ => {}
         }
         ControlFlow::Continue(())
@@ -565,7 +651,7 @@ impl Visitor for Walker {
 
     fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<Refusal> {
         if let Expr::Function(function) = expr {
-            check_function(&function.name)?;
+            check_function(&function.name, self.allow_nextval)?;
         }
         ControlFlow::Continue(())
     }
@@ -920,6 +1006,7 @@ mod tests {
             Refusal::Empty,
             Refusal::MultipleStatements(2),
             Refusal::NotAQuery(String::new()),
+            Refusal::NotAWriteStep(String::new()),
             Refusal::DataModifyingCte(String::new()),
             Refusal::DataModifyingSubquery(String::new()),
             Refusal::SelectInto,
@@ -976,6 +1063,126 @@ mod tests {
             .join()
             .expect("no stack overflow");
         assert_eq!(checked, [true; 4]);
+    }
+
+    fn write_refusal(sql: &str) -> Refusal {
+        match check_write_step(sql) {
+            Ok(checked) => panic!("accepted {sql:?} as a write step: {checked:?}"),
+            Err(refusal) => refusal,
+        }
+    }
+
+    fn write_accepted(sql: &str) -> CheckedSql {
+        check_write_step(sql).unwrap_or_else(|r| panic!("refused write step {sql:?}: {r}"))
+    }
+
+    #[test]
+    fn write_steps_accept_plain_dml_and_queries() {
+        let checked = write_accepted(
+            "INSERT INTO purchases (supplier_id, purchased_on) VALUES (3, '2023-01-01') \
+             RETURNING purchase_id;",
+        );
+        assert_eq!(checked.tables, ["purchases"]);
+        assert!(checked.sql.ends_with("RETURNING purchase_id"));
+        let checked = write_accepted(
+            "INSERT INTO public.stock (fruit_id, qty) SELECT f.fruit_id, 0 FROM fruits f \
+             WHERE f.name = 'cherry' ON CONFLICT (fruit_id) DO UPDATE SET qty = stock.qty + 1",
+        );
+        assert_eq!(checked.tables, ["public.stock", "fruits"]);
+        let checked = write_accepted(
+            "UPDATE fruits SET stock_kg = stock_kg + s.kg FROM sale_items s \
+             WHERE s.fruit_id = fruits.fruit_id AND s.sale_id = 7",
+        );
+        assert_eq!(checked.tables, ["fruits", "sale_items"]);
+        let checked = write_accepted(
+            "DELETE FROM sale_items USING sales WHERE sales.sale_id = sale_items.sale_id",
+        );
+        assert_eq!(checked.tables, ["sale_items", "sales"]);
+        write_accepted("SELECT sale_id FROM sales WHERE customer_id = 1");
+        write_accepted("WITH s AS (SELECT 1 AS x) SELECT x FROM s");
+    }
+
+    #[test]
+    fn nextval_only_in_an_insert() {
+        write_accepted(
+            "INSERT INTO sales (sale_id, customer_id) VALUES (nextval('sales_sale_id_seq'), 2)",
+        );
+        write_accepted("INSERT INTO sales (sale_id) SELECT nextval('sales_sale_id_seq')");
+        for sql in [
+            "SELECT nextval('sales_sale_id_seq')",
+            "UPDATE sales SET sale_id = nextval('s') WHERE sale_id = 1",
+            "DELETE FROM sales WHERE sale_id = nextval('s')",
+            "INSERT INTO sales (sale_id) VALUES (setval('s', 1))",
+            "INSERT INTO log (x) SELECT pg_sleep(1)",
+        ] {
+            assert_eq!(
+                write_refusal(sql).reason_code(),
+                "forbidden_function",
+                "{sql:?}"
+            );
+        }
+        // The read-only guard is unchanged.
+        assert_eq!(
+            refusal("SELECT nextval('s')").reason_code(),
+            "forbidden_function"
+        );
+    }
+
+    #[test]
+    fn write_steps_refuse_ddl_merge_and_nesting() {
+        for (sql, kind) in [
+            ("DROP TABLE sales", "DROP"),
+            ("CREATE TABLE t (x int)", "CREATE TABLE"),
+            ("ALTER TABLE sales ADD COLUMN x int", "ALTER TABLE"),
+            ("TRUNCATE sales", "TRUNCATE"),
+            ("GRANT ALL ON sales TO public", "GRANT"),
+            ("COPY sales FROM '/tmp/x'", "COPY"),
+            ("BEGIN", "START TRANSACTION"),
+            ("COMMIT", "COMMIT"),
+            ("SET role postgres", "SET"),
+            (
+                "MERGE INTO fruits f USING new_fruits n ON f.name = n.name \
+                 WHEN NOT MATCHED THEN INSERT (name) VALUES (n.name)",
+                "MERGE",
+            ),
+            (
+                "WITH old AS (SELECT sale_id FROM sales WHERE sale_id = 1) \
+                 DELETE FROM sale_items WHERE sale_id IN (SELECT sale_id FROM old)",
+                "WITH … DELETE",
+            ),
+        ] {
+            assert_eq!(
+                write_refusal(sql),
+                Refusal::NotAWriteStep(kind.into()),
+                "{sql:?}"
+            );
+        }
+        assert_eq!(
+            write_refusal(
+                "INSERT INTO archive WITH d AS (DELETE FROM sales RETURNING *) SELECT * FROM d"
+            ),
+            Refusal::DataModifyingCte("d".into())
+        );
+        assert_eq!(
+            write_refusal("DELETE FROM sales; DROP TABLE sales"),
+            Refusal::MultipleStatements(2)
+        );
+        assert_eq!(
+            write_refusal("SELECT * FROM sales FOR UPDATE"),
+            Refusal::LockingClause
+        );
+        assert_eq!(
+            write_refusal("SELECT * INTO copy FROM sales"),
+            Refusal::SelectInto
+        );
+        assert_eq!(
+            write_refusal("UPDATE sales SET note = 'a\\''b' WHERE true"),
+            Refusal::AmbiguousStringLiteral
+        );
+        assert!(write_refusal("").reason_code() == "empty");
+        assert!(Refusal::NotAWriteStep("DROP".into())
+            .to_string()
+            .contains("only SELECT, INSERT, UPDATE or DELETE"));
     }
 
     #[test]

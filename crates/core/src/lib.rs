@@ -5,9 +5,11 @@
 //! here into PostgreSQL errors with specific SQLSTATEs.
 
 pub mod config;
+pub mod evaluate;
 pub mod extract;
 pub mod guard;
 pub mod llm;
+pub mod memory;
 pub mod pipeline;
 pub mod prompt;
 pub mod rows;

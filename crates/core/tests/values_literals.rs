@@ -20,10 +20,26 @@ fn catalog() -> Catalog {
         .with_table(
             "public",
             "location",
-            vec![CatalogColumn::other("restaurant_id"), CatalogColumn::text("street_name"), CatalogColumn::text("city_name")],
+            vec![
+                CatalogColumn::other("restaurant_id"),
+                CatalogColumn::text("street_name"),
+                CatalogColumn::text("city_name"),
+            ],
         )
-        .with_table("public", "geographic", vec![CatalogColumn::text("city_name"), CatalogColumn::text("county"), CatalogColumn::text("region")])
-        .with_table("shop", "customers", vec![CatalogColumn::other("id"), CatalogColumn::text("country"), CatalogColumn::text("Name")])
+        .with_table(
+            "public",
+            "geographic",
+            vec![
+                CatalogColumn::text("city_name"),
+                CatalogColumn::text("county"),
+                CatalogColumn::text("region"),
+            ],
+        )
+        .with_table(
+            "shop",
+            "customers",
+            vec![CatalogColumn::other("id"), CatalogColumn::text("country"), CatalogColumn::text("Name")],
+        )
         .with_table("sales", "customers", vec![CatalogColumn::other("id"), CatalogColumn::text("segment")])
 }
 
@@ -126,10 +142,19 @@ fn join_conditions_and_table_names_without_alias() {
 
 #[test]
 fn search_path_and_schema_qualification() {
-    assert_eq!(found("SELECT 1 FROM customers WHERE country = 'US'"), vec![triple("US", "shop.customers", "country")]);
-    assert_eq!(found("SELECT 1 FROM sales.customers c WHERE c.segment = 'smb'"), vec![triple("smb", "sales.customers", "segment")]);
+    assert_eq!(
+        found("SELECT 1 FROM customers WHERE country = 'US'"),
+        vec![triple("US", "shop.customers", "country")]
+    );
+    assert_eq!(
+        found("SELECT 1 FROM sales.customers c WHERE c.segment = 'smb'"),
+        vec![triple("smb", "sales.customers", "segment")]
+    );
     // Quoted identifiers keep their case; unquoted fold to lower case.
-    assert_eq!(found(r#"SELECT 1 FROM CUSTOMERS c WHERE c."Name" = 'Bob'"#), vec![triple("Bob", "shop.customers", "Name")]);
+    assert_eq!(
+        found(r#"SELECT 1 FROM CUSTOMERS c WHERE c."Name" = 'Bob'"#),
+        vec![triple("Bob", "shop.customers", "Name")]
+    );
     assert!(found("SELECT 1 FROM customers c WHERE c.Name = 'Bob'").is_empty());
     // Unknown tables resolve to nothing.
     assert!(found("SELECT 1 FROM nowhere WHERE city_name = 'LA'").is_empty());
@@ -172,7 +197,10 @@ fn cte_body_literals_and_star_projections() {
     let sql = "WITH x AS (SELECT * FROM restaurant WHERE city_name = 'LA') SELECT * FROM x WHERE x.food_type = 'thai'";
     assert_eq!(
         found(sql),
-        vec![triple("LA", "public.restaurant", "city_name"), triple("thai", "public.restaurant", "food_type")]
+        vec![
+            triple("LA", "public.restaurant", "city_name"),
+            triple("thai", "public.restaurant", "food_type")
+        ]
     );
     // A CTE shadows a table of the same name.
     let sql = "WITH restaurant AS (SELECT 'a' AS name) SELECT 1 FROM restaurant WHERE name = 'b'";
@@ -189,7 +217,8 @@ fn unions_keep_a_source_only_when_both_branches_agree() {
 
 #[test]
 fn ranges_are_byte_exact_with_unicode_and_newlines() {
-    let sql = "SELECT 'Zürich' AS x\nFROM restaurant\n  WHERE city_name = 'São Paulo'\n    AND name = 'O''Brien'";
+    let sql =
+        "SELECT 'Zürich' AS x\nFROM restaurant\n  WHERE city_name = 'São Paulo'\n    AND name = 'O''Brien'";
     let lits: Vec<LiteralRef> = find_literals(sql, &catalog()).unwrap();
     assert_eq!(lits.len(), 2);
     assert_eq!(&sql[lits[0].range.start..lits[0].range.end], "'São Paulo'");

@@ -28,8 +28,9 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-/// Minimum cosine of the embedding top-1 for a replacement on embedding evidence alone.
-pub const EMBED_MIN_COSINE: f64 = 0.65;
+/// Minimum cosine of the embedding top-1 for a replacement on embedding evidence alone
+/// (sibling values reach 0.66 with a clear margin: 'Korean'→'Japanese', 'Nevada'→'California').
+pub const EMBED_MIN_COSINE: f64 = 0.70;
 /// Minimum lead in cosine of the top-1 over the runner-up for a replacement on embedding
 /// evidence alone (demonyms and aliases clear it: 'French'→'France' +0.23, 'Great Britain'→
 /// 'United Kingdom' +0.18; sibling values do not: 'spain'→'France' +0.02, 'Japan'→'China' +0.07).
@@ -163,8 +164,8 @@ pub enum Lexical {
     Typo,
     /// Weak: the literal's initials begin a short value or the reverse ('United States' / 'usa').
     InitialismPrefix,
-    /// Weak: a shared prefix of at least [`STEM_MIN_LEN`] characters and half the shorter word
-    /// ('Italian' / 'Italy').
+    /// Weak: two single words sharing a prefix of at least [`STEM_MIN_LEN`] characters and 60 %
+    /// of the shorter word ('Italian' / 'Italy').
     SharedStem,
 }
 
@@ -296,7 +297,10 @@ fn choose(
 ) -> (Decision, Rule) {
     let keep = |reason| (Decision::Keep { reason }, reason);
     let replace = |value: &str, reason, confidence: f64| {
-        (Decision::Replace { value: value.to_owned(), reason, confidence: confidence.clamp(0.0, 1.0) }, reason)
+        (
+            Decision::Replace { value: value.to_owned(), reason, confidence: confidence.clamp(0.0, 1.0) },
+            reason,
+        )
     };
     if evidence.exact {
         return keep(Rule::Exact);
@@ -318,7 +322,8 @@ fn choose(
     // Strong lexical evidence: the strongest kind present; unique, or clearly best by cosine.
     if let Some(best_kind) = ranked.iter().filter_map(|r| r.lexical).filter(|l| l.is_strong()).min() {
         let mut holders: Vec<&Ranked> = ranked.iter().filter(|r| r.lexical == Some(best_kind)).collect();
-        holders.sort_by(|a, b| cosine_of(b).total_cmp(&cosine_of(a)).then_with(|| b.fused.total_cmp(&a.fused)));
+        holders
+            .sort_by(|a, b| cosine_of(b).total_cmp(&cosine_of(a)).then_with(|| b.fused.total_cmp(&a.fused)));
         let lead = holders.get(1).map_or(f64::INFINITY, |next| cosine_of(holders[0]) - cosine_of(next));
         if lead >= th.lexical_tie_margin {
             let confidence = match best_kind {
@@ -336,15 +341,23 @@ fn choose(
         let margin = top_cos - by_cosine.get(1).map_or(0.0, |r| r.1);
         let hint = ranked[top].lexical.is_some();
         if hint && top_cos >= th.hint_min_cosine && margin >= th.hint_min_margin {
-            return replace(&ranked[top].value, Rule::EmbeddingWithHint, 0.5 + margin + (top_cos - th.hint_min_cosine));
+            return replace(
+                &ranked[top].value,
+                Rule::EmbeddingWithHint,
+                0.5 + margin + (top_cos - th.hint_min_cosine),
+            );
         }
         if top_cos >= th.embed_min_cosine && margin >= th.embed_min_margin {
-            return replace(&ranked[top].value, Rule::Embedding, 0.5 + margin + (top_cos - th.embed_min_cosine));
+            return replace(
+                &ranked[top].value,
+                Rule::Embedding,
+                0.5 + margin + (top_cos - th.embed_min_cosine),
+            );
         }
     }
-    let plausible = ranked
-        .iter()
-        .any(|r| r.cosine.is_some_and(|c| c >= th.ask_min_cosine) || r.trigram.is_some_and(|t| t >= th.ask_min_trigram));
+    let plausible = ranked.iter().any(|r| {
+        r.cosine.is_some_and(|c| c >= th.ask_min_cosine) || r.trigram.is_some_and(|t| t >= th.ask_min_trigram)
+    });
     if plausible {
         ask(ranked)
     } else {
@@ -359,7 +372,8 @@ fn ask(ranked: &[Ranked]) -> (Decision, Rule) {
 
 /// Candidate indices with a cosine, best first.
 fn cosine_order(ranked: &[Ranked]) -> Vec<(usize, f64)> {
-    let mut v: Vec<(usize, f64)> = ranked.iter().enumerate().filter_map(|(i, r)| r.cosine.map(|c| (i, c))).collect();
+    let mut v: Vec<(usize, f64)> =
+        ranked.iter().enumerate().filter_map(|(i, r)| r.cosine.map(|c| (i, c))).collect();
     v.sort_by(|a, b| b.1.total_cmp(&a.1));
     v
 }
@@ -385,7 +399,8 @@ pub fn rank(literal: &str, candidates: &[Candidate]) -> Vec<Ranked> {
     }
     let mut fused = vec![0.0; merged.len()];
     for score in [|c: &Candidate| c.cosine, |c: &Candidate| c.trigram] {
-        let mut order: Vec<(usize, f64)> = merged.iter().enumerate().filter_map(|(i, c)| score(c).map(|s| (i, s))).collect();
+        let mut order: Vec<(usize, f64)> =
+            merged.iter().enumerate().filter_map(|(i, c)| score(c).map(|s| (i, s))).collect();
         order.sort_by(|a, b| b.1.total_cmp(&a.1));
         for (rank, (i, _)) in order.into_iter().enumerate() {
             fused[i] += 1.0 / (RRF_K + rank as f64 + 1.0);
@@ -422,10 +437,7 @@ fn max_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 
 /// The words of a text: lower-cased runs of letters and digits.
 pub fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect()
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
 }
 
 /// A word without a regular English plural ending (`cities`→`city`, `boxes`→`box`, `cats`→`cat`).
@@ -434,7 +446,12 @@ fn singular(word: &str) -> &str {
         // Not an exact singular ("city" → "cit"), but equal for both forms compared.
         return &word[..word.len() - 3];
     }
-    if word.len() > 3 && (word.ends_with("ses") || word.ends_with("xes") || word.ends_with("ches") || word.ends_with("shes")) {
+    if word.len() > 3
+        && (word.ends_with("ses")
+            || word.ends_with("xes")
+            || word.ends_with("ches")
+            || word.ends_with("shes"))
+    {
         return &word[..word.len() - 2];
     }
     if word.len() > 3 && word.ends_with('s') && !word.ends_with("ss") {
@@ -448,8 +465,9 @@ fn singular(word: &str) -> &str {
 
 /// Initials of words, skipping short all-lower-case function words when `skip_minor`
 /// ('United States of America' → 'usa').
+/// Words are split at anything but letters, digits and apostrophes ('O’Hare' is one word).
 fn initials(text: &str, skip_minor: bool) -> String {
-    text.split(|c: char| !c.is_alphanumeric())
+    text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
         .filter(|w| !w.is_empty())
         .filter(|w| !(skip_minor && w.len() <= 3 && w.chars().all(|c| c.is_lowercase())))
         .filter_map(|w| w.chars().next())
@@ -491,14 +509,15 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 /// Whether each word of `short` begins a word of `long`, in order, and `short` has fewer
-/// characters.
+/// characters. A one-letter word must equal a word (an initial proves little).
 fn word_prefixes(short: &[String], long: &[String]) -> bool {
     if short.is_empty() || short.len() > long.len() || short.concat().len() >= long.concat().len() {
         return false;
     }
+    let matches = |w: &str, l: &str| l == w || (w.chars().count() >= 2 && l.starts_with(w));
     let mut j = 0;
     for w in short {
-        while j < long.len() && !long[j].starts_with(w.as_str()) {
+        while j < long.len() && !matches(w, &long[j]) {
             j += 1;
         }
         if j == long.len() {
@@ -506,8 +525,7 @@ fn word_prefixes(short: &[String], long: &[String]) -> bool {
         }
         j += 1;
     }
-    // A one-letter word prefix proves little; ask for some substance.
-    short.iter().all(|w| w.chars().count() >= 2) || short.len() == long.len()
+    true
 }
 
 /// The strongest lexical evidence that `value` is `literal` written differently, if any.
@@ -542,15 +560,18 @@ pub fn lexical_evidence(literal: &str, value: &str) -> Option<Lexical> {
     }
     let initialism_prefix = |short: &[String], short_c: &str, long: &str| {
         let init = initials(long, true);
-        short.len() == 1 && short_c.chars().count() <= 5 && init.chars().count() >= 2
-            && (short_c.starts_with(&init) || init.starts_with(short_c)) && short_c != init
+        short.len() == 1
+            && short_c.chars().count() <= 5
+            && init.chars().count() >= 2
+            && (short_c.starts_with(&init) || init.starts_with(short_c))
+            && short_c != init
     };
     if initialism_prefix(&lw, &lc, value) || initialism_prefix(&vw, &vc, literal) {
         return Some(Lexical::InitialismPrefix);
     }
     let stem = lc.chars().zip(vc.chars()).take_while(|(a, b)| a == b).count();
     let shorter = lc.chars().count().min(vc.chars().count());
-    if stem >= STEM_MIN_LEN && 2 * stem >= shorter {
+    if lw.len() == 1 && vw.len() == 1 && stem >= STEM_MIN_LEN && 5 * stem >= 3 * shorter {
         return Some(Lexical::SharedStem);
     }
     None

@@ -27,8 +27,8 @@ use std::ops::ControlFlow;
 use serde::{Deserialize, Serialize};
 use sqlparser::ast::{
     BinaryOperator, Expr, Ident, ObjectName, ObjectNamePart, Query, Select, SelectItem,
-    SelectItemQualifiedWildcardKind, SetExpr, Statement, TableAlias, TableFactor,
-    TableWithJoins, Value, Visit, Visitor,
+    SelectItemQualifiedWildcardKind, SetExpr, Statement, TableAlias, TableFactor, TableWithJoins, Value,
+    Visit, Visitor,
 };
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
@@ -288,8 +288,8 @@ pub enum LiteralError {
 /// Parses `sql` (PostgreSQL dialect, any number of statements) and lists every string literal
 /// compared with a text column, in text order. See the [module documentation](self).
 pub fn find_literals(sql: &str, catalog: &Catalog) -> Result<Vec<LiteralRef>, LiteralError> {
-    let statements = Parser::parse_sql(&PostgreSqlDialect {}, sql)
-        .map_err(|e| LiteralError::Parse(e.to_string()))?;
+    let statements =
+        Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| LiteralError::Parse(e.to_string()))?;
     let mut analyzer = Analyzer { catalog, offsets: LineOffsets::new(sql), sql, found: Vec::new() };
     for statement in &statements {
         if let Statement::Query(query) = statement {
@@ -338,7 +338,8 @@ impl Relation {
             ([q], None) => self.name.as_ref() == Some(q),
             ([s, t], None) => {
                 self.name.as_ref() == Some(t)
-                    && (self.schema.as_ref() == Some(s) || self.table.as_ref().is_some_and(|q| &q.schema == s))
+                    && (self.schema.as_ref() == Some(s)
+                        || self.table.as_ref().is_some_and(|q| &q.schema == s))
             }
             _ => false,
         }
@@ -384,9 +385,9 @@ impl Scope<'_> {
         if !qualifier.is_empty() && candidates.is_empty() {
             return Resolved::Missing;
         }
-        let mut hits = candidates.iter().filter_map(|r| {
-            r.columns.as_ref().map(|cols| cols.iter().find(|c| &c.name == column))
-        });
+        let mut hits = candidates
+            .iter()
+            .filter_map(|r| r.columns.as_ref().map(|cols| cols.iter().find(|c| &c.name == column)));
         let unknown = candidates.iter().any(|r| r.columns.is_none());
         let found: Vec<&OutCol> = hits.by_ref().flatten().collect();
         match (found.as_slice(), unknown) {
@@ -482,21 +483,39 @@ impl Analyzer<'_, '_> {
     }
 
     /// Adds the relations of a FROM item (and its joins) to `scope`.
-    fn from_item(&mut self, twj: &TableWithJoins, scope: &mut Scope<'_>, outer: Option<&Scope<'_>>, ctes: &[CteDef]) {
+    fn from_item(
+        &mut self,
+        twj: &TableWithJoins,
+        scope: &mut Scope<'_>,
+        outer: Option<&Scope<'_>>,
+        ctes: &[CteDef],
+    ) {
         self.factor(&twj.relation, scope, outer, ctes);
         for join in &twj.joins {
             self.factor(&join.relation, scope, outer, ctes);
         }
     }
 
-    fn factor(&mut self, factor: &TableFactor, scope: &mut Scope<'_>, outer: Option<&Scope<'_>>, ctes: &[CteDef]) {
+    fn factor(
+        &mut self,
+        factor: &TableFactor,
+        scope: &mut Scope<'_>,
+        outer: Option<&Scope<'_>>,
+        ctes: &[CteDef],
+    ) {
         match factor {
             TableFactor::Table { name, alias, .. } => {
                 let parts = object_name_parts(name);
                 let mut relation = match parts.as_deref() {
                     Some([table]) if ctes.iter().any(|c| &c.name == table) => {
                         let cte = ctes.iter().rev().find(|c| &c.name == table).expect("checked");
-                        Relation { alias: None, schema: None, name: Some(table.clone()), table: None, columns: Some(cte.columns.clone()) }
+                        Relation {
+                            alias: None,
+                            schema: None,
+                            name: Some(table.clone()),
+                            table: None,
+                            columns: Some(cte.columns.clone()),
+                        }
                     }
                     Some([table]) => self.catalog_relation(None, table),
                     Some([schema, table]) => self.catalog_relation(Some(schema), table),
@@ -512,7 +531,8 @@ impl Analyzer<'_, '_> {
                 } else {
                     self.query(subquery, outer, ctes)
                 };
-                let mut relation = Relation { alias: None, schema: None, name: None, table: None, columns: Some(columns) };
+                let mut relation =
+                    Relation { alias: None, schema: None, name: None, table: None, columns: Some(columns) };
                 apply_alias(&mut relation, alias.as_ref());
                 scope.relations.push(relation);
             }
@@ -527,7 +547,8 @@ impl Analyzer<'_, '_> {
                         .map(|r| r.columns.clone())
                         .collect::<Option<Vec<_>>>()
                         .map(|cs| cs.into_iter().flatten().collect());
-                    let mut relation = Relation { alias: None, schema: None, name: None, table: None, columns };
+                    let mut relation =
+                        Relation { alias: None, schema: None, name: None, table: None, columns };
                     apply_alias(&mut relation, Some(alias));
                     scope.relations.push(relation);
                 }
@@ -542,7 +563,8 @@ impl Analyzer<'_, '_> {
                 };
                 let probe = Scope { relations: scope.relations.clone(), parent: outer };
                 self.scan(other, &probe, ctes);
-                let mut relation = Relation { alias: None, schema: None, name: None, table: None, columns: None };
+                let mut relation =
+                    Relation { alias: None, schema: None, name: None, table: None, columns: None };
                 apply_alias(&mut relation, alias);
                 scope.relations.push(relation);
             }
@@ -598,7 +620,14 @@ impl Analyzer<'_, '_> {
                     RawKind::Plain(kind) => (value, kind.clone()),
                     RawKind::Like { negated, case_insensitive } => {
                         let Some((pattern, core)) = LikePattern::parse(&value) else { continue };
-                        (core, LiteralKind::Like { negated: *negated, case_insensitive: *case_insensitive, pattern })
+                        (
+                            core,
+                            LiteralKind::Like {
+                                negated: *negated,
+                                case_insensitive: *case_insensitive,
+                                pattern,
+                            },
+                        )
                     }
                 };
                 self.found.push(LiteralRef {
@@ -620,7 +649,8 @@ impl Analyzer<'_, '_> {
         let start = self.offsets.byte(self.sql, span.start)?;
         let end = self.offsets.byte(self.sql, span.end)?;
         let text = self.sql.get(start..end)?;
-        (text.len() >= 2 && text.starts_with('\'') && text.ends_with('\'')).then_some(TextRange { start, end })
+        (text.len() >= 2 && text.starts_with('\'') && text.ends_with('\''))
+            .then_some(TextRange { start, end })
     }
 }
 
@@ -793,16 +823,24 @@ fn comparison(expr: &Expr) -> Option<RawComparison> {
                 plain(right, vec![left], kind)
             }
         }
-        Expr::InList { expr, list, negated } => plain(expr, list.iter().collect(), LiteralKind::In { negated: *negated }),
+        Expr::InList { expr, list, negated } => {
+            plain(expr, list.iter().collect(), LiteralKind::In { negated: *negated })
+        }
         Expr::AnyOp { left, compare_op: BinaryOperator::Eq, right, .. } => match right.as_ref() {
-            Expr::Array(array) => plain(left, array.elem.iter().collect(), LiteralKind::In { negated: false }),
+            Expr::Array(array) => {
+                plain(left, array.elem.iter().collect(), LiteralKind::In { negated: false })
+            }
             _ => None,
         },
         Expr::Between { expr, negated, low, high } => {
             plain(expr, vec![low, high], LiteralKind::Between { negated: *negated })
         }
-        Expr::Like { negated, any: false, expr, pattern, escape_char: None } => like(expr, pattern, *negated, false),
-        Expr::ILike { negated, any: false, expr, pattern, escape_char: None } => like(expr, pattern, *negated, true),
+        Expr::Like { negated, any: false, expr, pattern, escape_char: None } => {
+            like(expr, pattern, *negated, false)
+        }
+        Expr::ILike { negated, any: false, expr, pattern, escape_char: None } => {
+            like(expr, pattern, *negated, true)
+        }
         _ => None,
     }
 }

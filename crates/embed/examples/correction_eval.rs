@@ -1,0 +1,555 @@
+//! Literal-correction accuracy on perturbations of the defog databases' real text values:
+//! `cargo run --release -p pg_ask_embed --example correction_eval [DEFOG_DIR]`.
+//!
+//! For every text column of the eleven defog databases (`../shared/datasets/defog/NAME.sql`,
+//! read at run time, never copied), each value is perturbed the ways an LLM miswrites values
+//! (case, typos, spacing/punctuation, plural/singular, initialisms, word prefixes, partial
+//! names, and demonyms/aliases of values that have them); legitimate absent values (each value
+//! held out of its column in turn, plus named siblings such as 'Japan' among countries and
+//! 'Gotham' among cities) must be left alone. Three methods are compared:
+//!
+//! * plain trigram: the pg_trgm-similarity top-1, applied when ≥ 0.3 (pg_trgm's default
+//!   `similarity_threshold`);
+//! * plain embedding: the cosine top-1, applied when ≥ 0.7;
+//! * pg_ask: [`pg_ask_core::values::decide`] on the union of the embedding top-10 and trigram
+//!   top-10, as the glue will build it from pgvector and pg_trgm.
+//!
+//! Reported: fixed top-1 without the LLM (perturbed cases), gold within the top-10 candidates,
+//! legitimate values not replaced (and, for pg_ask, kept outright without asking the LLM).
+//! The demonym/alias pairs below are perturbations of the test data only; the product has no
+//! such table. Trigram similarity is re-implemented here the way pg_trgm computes it, for the
+//! offline benchmark only (the product calls pg_trgm).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use pg_ask_core::values::decide::{decide, lexical_evidence, Candidate, Comparison, Decision, Evidence};
+use sqlparser::ast::{DataType, Expr, SetExpr, Statement, Value};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+
+const DEFAULT_MODEL_DIR: &str = "/usr/share/postgresql/15/extension/pg_ask/models/all-MiniLM-L6-v2";
+const TOP_K: usize = 10;
+const PLAIN_TRIGRAM_MIN: f64 = 0.3;
+const PLAIN_EMBED_MIN: f64 = 0.7;
+
+/// Demonyms and aliases, used only to perturb values present in the data.
+const PAIRS: &[(&str, &str, &str)] = &[
+    ("demonym", "France", "French"),
+    ("demonym", "Italy", "Italian"),
+    ("demonym", "Japan", "Japanese"),
+    ("demonym", "China", "Chinese"),
+    ("demonym", "Mexico", "Mexican"),
+    ("demonym", "Germany", "German"),
+    ("demonym", "Spain", "Spanish"),
+    ("demonym", "India", "Indian"),
+    ("demonym", "Canada", "Canadian"),
+    ("demonym", "Italian", "Italy"),
+    ("demonym", "Japanese", "Japan"),
+    ("demonym", "Mexican", "Mexico"),
+    ("demonym", "Chinese", "China"),
+    ("demonym", "American", "America"),
+    ("alias", "United States", "USA"),
+    ("alias", "United States", "America"),
+    ("alias", "USA", "United States"),
+    ("alias", "US", "United States"),
+    ("alias", "United Kingdom", "Great Britain"),
+    ("alias", "UK", "United Kingdom"),
+    ("alias", "New York", "NYC"),
+    ("alias", "New York", "New York City"),
+    ("alias", "California", "Calif."),
+    ("alias", "Massachusetts", "Mass."),
+];
+
+/// Legitimate values to try against columns holding a related value (key → absent siblings).
+const SIBLINGS: &[(&str, &[&str])] = &[
+    ("France", &["Japan", "Spain", "Norway", "Peru"]),
+    ("United States", &["Japan", "Norway"]),
+    ("Los Angeles", &["Gotham", "Denver", "Philadelphia"]),
+    ("New York", &["Gotham", "Seattle", "Boston"]),
+    ("Italian", &["Ethiopian", "Korean", "Greek"]),
+    ("California", &["Oregon", "Nevada", "Vermont"]),
+];
+
+struct Column {
+    /// `db.table.column`, for failure listings.
+    name: String,
+    values: Vec<String>,
+}
+
+struct Case {
+    column: usize,
+    category: &'static str,
+    literal: String,
+    /// The value to fix to, or None: a legitimate value that must stay.
+    gold: Option<String>,
+    /// For held-out legitimate values: the value removed from the column.
+    held_out: Option<String>,
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let defog = std::env::args().nth(1).map_or_else(
+        || PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/datasets/defog")),
+        PathBuf::from,
+    );
+    let model =
+        std::env::var_os("PG_ASK_MODEL_DIR").map_or_else(|| PathBuf::from(DEFAULT_MODEL_DIR), PathBuf::from);
+    let columns = load_columns(&defog)?;
+    let cases = build_cases(&columns);
+
+    let embedder = pg_ask_embed::Embedder::load(&model)?;
+    let mut texts: BTreeSet<&str> =
+        columns.iter().flat_map(|c| c.values.iter().map(String::as_str)).collect();
+    texts.extend(cases.iter().map(|c| c.literal.as_str()));
+    let texts: Vec<&str> = texts.into_iter().collect();
+    let t = std::time::Instant::now();
+    let vectors = embedder.embed(&texts)?;
+    eprintln!("embedded {} texts in {:.1} s", texts.len(), t.elapsed().as_secs_f64());
+    let emb: HashMap<&str, &[f32]> = texts.iter().copied().zip(vectors.iter().map(Vec::as_slice)).collect();
+
+    let mut stats: BTreeMap<&str, Stats> = BTreeMap::new();
+    let mut failures = Vec::new();
+    for case in &cases {
+        let col = &columns[case.column];
+        let values: Vec<&str> =
+            col.values.iter().map(String::as_str).filter(|v| Some(*v) != case.held_out.as_deref()).collect();
+        let q = emb[case.literal.as_str()];
+        let scored: Vec<(&str, f64, f64)> =
+            values.iter().map(|v| (*v, cosine(q, emb[v]), trigram_similarity(&case.literal, v))).collect();
+        let top = |key: fn(&(&str, f64, f64)) -> f64| {
+            let mut s = scored.clone();
+            s.sort_by(|a, b| key(b).total_cmp(&key(a)));
+            s.truncate(TOP_K);
+            s
+        };
+        let by_cos = top(|s| s.1);
+        let by_trgm = top(|s| s.2);
+        let mut union: Vec<(&str, f64, f64)> = by_cos.clone();
+        union.extend(by_trgm.iter().filter(|t| !by_cos.iter().any(|c| c.0 == t.0)));
+
+        let exact = values.contains(&case.literal.as_str());
+        let ci =
+            values.iter().find(|v| v.to_lowercase() == case.literal.to_lowercase()).map(|v| v.to_string());
+        let evidence = Evidence {
+            literal: case.literal.clone(),
+            exact,
+            case_insensitive: ci,
+            candidates: union
+                .iter()
+                .map(|(v, c, t)| Candidate {
+                    value: v.to_string(),
+                    frequency: 1,
+                    cosine: Some(*c),
+                    trigram: Some(*t),
+                })
+                .collect(),
+            distinct_values: values.len() as u64,
+        };
+        let trace = decide(&evidence, Comparison::CaseSensitive);
+        let ours = match &trace.decision {
+            Decision::Replace { value, .. } => Outcome::Replace(value.clone()),
+            Decision::Keep { .. } => Outcome::Keep,
+            Decision::AskLlm { .. } => Outcome::Ask,
+        };
+        let plain = |best: &(&str, f64, f64), score: f64, min: f64| {
+            if exact {
+                Outcome::Keep
+            } else if score >= min {
+                Outcome::Replace(best.0.to_owned())
+            } else {
+                Outcome::Keep
+            }
+        };
+        let trgm_out = by_trgm.first().map_or(Outcome::Keep, |b| plain(b, b.2, PLAIN_TRIGRAM_MIN));
+        let cos_out = by_cos.first().map_or(Outcome::Keep, |b| plain(b, b.1, PLAIN_EMBED_MIN));
+        let in10 =
+            |list: Vec<&str>| case.gold.as_deref().is_some_and(|g| list.iter().take(TOP_K).any(|v| *v == g));
+
+        for (cat, s) in [(case.category, 0), ("ALL", 1)] {
+            let _ = s;
+            let st = stats.entry(cat).or_default();
+            st.add(
+                case,
+                &trgm_out,
+                &cos_out,
+                &ours,
+                in10(by_trgm.iter().map(|s| s.0).collect()),
+                in10(by_cos.iter().map(|s| s.0).collect()),
+                in10(trace.ranked.iter().map(|r| r.value.as_str()).collect())
+                    || exact_or_ci_gold(case, &evidence),
+            );
+        }
+        let wrong = match (&case.gold, &ours) {
+            (Some(g), Outcome::Replace(v)) => v != g,
+            (Some(_), _) => true,
+            (None, Outcome::Replace(_)) => true,
+            (None, _) => false,
+        };
+        if wrong {
+            let top3: Vec<String> = trace
+                .ranked
+                .iter()
+                .take(3)
+                .map(|r| {
+                    format!(
+                        "{}:{:.2}/{:.2}/{:?}",
+                        r.value,
+                        r.cosine.unwrap_or(0.0),
+                        r.trigram.unwrap_or(0.0),
+                        r.lexical
+                    )
+                })
+                .collect();
+            failures.push(format!(
+                "[{}] {} {:?} -> {:?} (gold {:?}) rule {:?} | {}",
+                case.category,
+                col.name,
+                case.literal,
+                ours,
+                case.gold,
+                trace.rule,
+                top3.join(", ")
+            ));
+        }
+    }
+
+    println!("{} text columns, {} cases", columns.len(), cases.len());
+    println!(
+        "{:<16} {:>5} | {:>21} | {:>21} | {:>21} | {:>8}",
+        "category",
+        "n",
+        "fixed top-1 trg/emb/ours",
+        "gold top-10 trg/emb/ours",
+        "legit kept trg/emb/ours",
+        "ours: kept w/o LLM"
+    );
+    for (cat, s) in &stats {
+        println!(
+            "{:<16} {:>5} | {:>21} | {:>21} | {:>21} | {:>8}",
+            cat,
+            s.n,
+            s.triple(s.fixed, s.fixable),
+            s.triple(s.top10, s.fixable),
+            s.triple(s.kept, s.legit),
+            ratio(s.kept_outright, s.legit),
+        );
+        if *cat == "ALL" {
+            println!(
+                "ours asked the LLM on {} of {} perturbed and {} of {} legitimate cases",
+                s.asked_fixable, s.fixable[0], s.asked_legit, s.legit[0]
+            );
+        }
+    }
+    if std::env::var_os("VERBOSE").is_some() {
+        for f in &failures {
+            println!("{f}");
+        }
+    }
+    Ok(())
+}
+
+fn exact_or_ci_gold(case: &Case, e: &Evidence) -> bool {
+    e.case_insensitive.is_some() && case.gold.as_deref() == e.case_insensitive.as_deref()
+}
+
+#[derive(Debug, PartialEq)]
+enum Outcome {
+    Keep,
+    Replace(String),
+    Ask,
+}
+
+#[derive(Default)]
+struct Stats {
+    n: usize,
+    fixable: [usize; 3],
+    fixed: [usize; 3],
+    top10: [usize; 3],
+    legit: [usize; 3],
+    kept: [usize; 3],
+    kept_outright: [usize; 3],
+    asked_fixable: usize,
+    asked_legit: usize,
+}
+
+impl Stats {
+    #[allow(clippy::too_many_arguments)]
+    fn add(
+        &mut self,
+        case: &Case,
+        trg: &Outcome,
+        emb: &Outcome,
+        ours: &Outcome,
+        t10: bool,
+        e10: bool,
+        o10: bool,
+    ) {
+        self.n += 1;
+        let outs = [trg, emb, ours];
+        match &case.gold {
+            Some(g) => {
+                for (i, o) in outs.iter().enumerate() {
+                    self.fixable[i] += 1;
+                    self.fixed[i] += usize::from(**o == Outcome::Replace(g.clone()));
+                }
+                self.top10[0] += usize::from(t10);
+                self.top10[1] += usize::from(e10);
+                self.top10[2] += usize::from(o10);
+                self.asked_fixable += usize::from(*ours == Outcome::Ask);
+            }
+            None => {
+                for (i, o) in outs.iter().enumerate() {
+                    self.legit[i] += 1;
+                    self.kept[i] += usize::from(!matches!(o, Outcome::Replace(_)));
+                }
+                self.kept_outright[0] += usize::from(*ours == Outcome::Keep);
+                self.asked_legit += usize::from(*ours == Outcome::Ask);
+            }
+        }
+    }
+
+    fn triple(&self, num: [usize; 3], den: [usize; 3]) -> String {
+        if den[0] == 0 {
+            return "-".into();
+        }
+        format!(
+            "{:.2}/{:.2}/{:.2}",
+            num[0] as f64 / den[0] as f64,
+            num[1] as f64 / den[1] as f64,
+            num[2] as f64 / den[2] as f64
+        )
+    }
+}
+
+fn ratio(num: [usize; 3], den: [usize; 3]) -> String {
+    if den[0] == 0 {
+        "-".into()
+    } else {
+        format!("{:.2}", num[0] as f64 / den[0] as f64)
+    }
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| f64::from(*x) * f64::from(*y)).sum()
+}
+
+/// pg_trgm's trigrams of a text: lower-cased alphanumeric words, each padded with two spaces
+/// before and one after, every 3-character window, as a set.
+fn trigrams(text: &str) -> BTreeSet<[char; 3]> {
+    let mut set = BTreeSet::new();
+    for word in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+        let padded: Vec<char> = "  ".chars().chain(word.to_lowercase().chars()).chain(" ".chars()).collect();
+        for w in padded.windows(3) {
+            set.insert([w[0], w[1], w[2]]);
+        }
+    }
+    set
+}
+
+/// pg_trgm's `similarity(a, b)`: shared trigrams over all distinct trigrams.
+fn trigram_similarity(a: &str, b: &str) -> f64 {
+    let (ta, tb) = (trigrams(a), trigrams(b));
+    let shared = ta.intersection(&tb).count();
+    let all = ta.len() + tb.len() - shared;
+    if all == 0 {
+        0.0
+    } else {
+        shared as f64 / all as f64
+    }
+}
+
+/// Text columns of every defog database, with their distinct, name-like values.
+fn load_columns(dir: &Path) -> Result<Vec<Column>, Box<dyn std::error::Error>> {
+    let mut out = Vec::new();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "sql"))
+        .collect();
+    files.sort();
+    for file in files {
+        let db = file.file_stem().unwrap().to_string_lossy().to_string();
+        let sql = std::fs::read_to_string(&file)?;
+        let statements =
+            Parser::parse_sql(&PostgreSqlDialect {}, &sql).map_err(|e| format!("{}: {e}", file.display()))?;
+        let mut text_cols: HashMap<(String, String), ()> = HashMap::new();
+        let mut values: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+        for st in &statements {
+            match st {
+                Statement::CreateTable(ct) => {
+                    for c in &ct.columns {
+                        if matches!(
+                            c.data_type,
+                            DataType::Text
+                                | DataType::Varchar(_)
+                                | DataType::CharacterVarying(_)
+                                | DataType::Char(_)
+                                | DataType::Character(_)
+                        ) {
+                            text_cols.insert((ct.name.to_string(), c.name.value.clone()), ());
+                        }
+                    }
+                }
+                Statement::Insert(ins) => {
+                    let table = ins.table.to_string();
+                    let Some(source) = &ins.source else { continue };
+                    let SetExpr::Values(v) = source.body.as_ref() else { continue };
+                    for row in &v.rows {
+                        for (col, e) in ins.columns.iter().zip(&row.content) {
+                            if let Expr::Value(val) = e {
+                                if let Value::SingleQuotedString(s) = &val.value {
+                                    values
+                                        .entry((table.clone(), col.to_string()))
+                                        .or_default()
+                                        .insert(s.clone());
+                                }
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        for ((table, col), vals) in values {
+            if !text_cols.contains_key(&(table.clone(), col.clone())) {
+                continue;
+            }
+            let vals: Vec<String> = vals.into_iter().filter(|v| name_like(v)).collect();
+            if vals.len() >= 3 {
+                out.push(Column { name: format!("{db}.{table}.{col}"), values: vals });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A value a question would name: short, with letters, not an id, e-mail, URL or date.
+fn name_like(v: &str) -> bool {
+    let letters = v.chars().filter(|c| c.is_alphabetic()).count();
+    v.chars().count() <= 40
+        && letters >= 2
+        && letters * 2 > v.chars().count()
+        && !v.contains('@')
+        && !v.contains("://")
+        && !v.contains("www.")
+}
+
+fn build_cases(columns: &[Column]) -> Vec<Case> {
+    let mut cases = Vec::new();
+    for (ci, col) in columns.iter().enumerate() {
+        let lower: HashMap<String, &String> = col.values.iter().map(|v| (v.to_lowercase(), v)).collect();
+        let mut push =
+            |category: &'static str, literal: String, gold: Option<&String>, held_out: Option<&String>| {
+                // A perturbation that is itself another stored value (any case) is not a miswriting.
+                if let Some(g) = gold {
+                    if literal == *g || lower.get(&literal.to_lowercase()).is_some_and(|v| *v != g) {
+                        return;
+                    }
+                }
+                cases.push(Case {
+                    column: ci,
+                    category,
+                    literal,
+                    gold: gold.cloned(),
+                    held_out: held_out.cloned(),
+                });
+            };
+        for (i, v) in col.values.iter().enumerate() {
+            let words: Vec<&str> = v.split_whitespace().collect();
+            // case
+            let flipped = if i % 2 == 0 { v.to_lowercase() } else { v.to_uppercase() };
+            if flipped != *v {
+                push("case", flipped, Some(v), None);
+            }
+            // typo: swap two adjacent letters in the middle, or drop one
+            let chars: Vec<char> = v.chars().collect();
+            if chars.iter().filter(|c| c.is_alphanumeric()).count() >= 6 {
+                let mid = chars.len() / 2;
+                let mut t = chars.clone();
+                if i % 2 == 0
+                    && chars[mid].is_alphabetic()
+                    && chars[mid + 1].is_alphabetic()
+                    && chars[mid] != chars[mid + 1]
+                {
+                    t.swap(mid, mid + 1);
+                } else {
+                    t.remove(mid);
+                }
+                push("typo", t.into_iter().collect(), Some(v), None);
+            }
+            // spacing / punctuation
+            if words.len() >= 2 {
+                let s = if i % 2 == 0 { words.join("-") } else { words.join("") };
+                push("spacing", s, Some(v), None);
+            }
+            // plural / singular on the last word
+            if let Some(last) = words.last() {
+                if last.chars().all(char::is_alphabetic) && last.len() >= 4 {
+                    let head = &words[..words.len() - 1];
+                    let changed = if last.ends_with('s') && !last.ends_with("ss") {
+                        last[..last.len() - 1].to_owned()
+                    } else {
+                        format!("{last}s")
+                    };
+                    let mut w: Vec<String> = head.iter().map(|s| s.to_string()).collect();
+                    w.push(changed);
+                    push("plural", w.join(" "), Some(v), None);
+                }
+            }
+            // initialism of multi-word names
+            // (names of 2-4 capitalised words; only when no other value of the column shares it)
+            let initial = |s: &str| -> Option<String> {
+                let ws: Vec<&str> = s.split_whitespace().collect();
+                let name = (2..=4).contains(&ws.len())
+                    && ws.iter().all(|w| {
+                        w.chars().next().is_some_and(char::is_uppercase)
+                            && w.chars().all(|c| c.is_alphabetic() || c == '\'' || c == '’')
+                    });
+                name.then(|| ws.iter().filter_map(|w| w.chars().next()).collect())
+            };
+            if let Some(init) = initial(v) {
+                if col.values.iter().filter(|o| initial(o).as_deref() == Some(init.as_str())).count() == 1 {
+                    push("initialism", init, Some(v), None);
+                }
+            }
+            // word prefixes ('San Fran') and partial names ('Pasta House')
+            if words.len() >= 2 {
+                let pre: Vec<String> = words.iter().map(|w| w.chars().take(4).collect()).collect();
+                let pre = pre.join(" ");
+                if pre != *v {
+                    push("prefix", pre, Some(v), None);
+                }
+                let partial = words[1..].join(" ");
+                let unique = col.values.iter().filter(|o| o.contains(&partial)).count() == 1;
+                if unique && partial.chars().filter(|c| c.is_alphabetic()).count() >= 4 {
+                    push("partial", partial, Some(v), None);
+                }
+            }
+            for (kind, gold, lit) in PAIRS {
+                if v == gold {
+                    push(
+                        if *kind == "demonym" { "demonym" } else { "alias" },
+                        lit.to_string(),
+                        Some(v),
+                        None,
+                    );
+                }
+            }
+            // legitimate: the value held out of its column, unless another value is a variant of it
+            let has_variant =
+                col.values.iter().any(|o| o != v && lexical_evidence(v, o).is_some_and(|l| l.is_strong()));
+            if !has_variant {
+                push("legit_holdout", v.clone(), None, Some(v));
+            }
+            for (key, siblings) in SIBLINGS {
+                if v == key {
+                    for s in *siblings {
+                        if !lower.contains_key(&s.to_lowercase()) {
+                            push("legit_sibling", s.to_string(), None, None);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    cases
+}

@@ -1,0 +1,330 @@
+//! Local sentence embeddings: all-MiniLM-L6-v2 run in-process with candle's BERT.
+//!
+//! [`Embedder::load`] reads a model directory holding `model.safetensors`, `config.json` (the
+//! BERT configuration) and `tokenizer.json`; [`Embedder::embed`] turns a batch of texts into
+//! L2-normalised sentence vectors (384 dimensions for all-MiniLM-L6-v2) by mean pooling the last
+//! hidden states over the real tokens of each text.
+//!
+//! # Running inside a PostgreSQL backend
+//!
+//! * Nothing here prints or logs.
+//! * The weights are memory-mapped: the ~90 MB of all-MiniLM-L6-v2 are shared between backends
+//!   through the page cache; a loaded model adds about 100 MB to a backend's RSS, mostly those
+//!   mapped pages.
+//! * candle (and its matrix kernels, `gemm`) run their parallel parts on rayon's global thread
+//!   pool. [`Embedder::load`] calls [`init_thread_pool`], which builds that pool (if nobody has
+//!   yet) with threads that block every signal, so that PostgreSQL's signal handlers only ever
+//!   run on the backend's own thread. The worker threads only do arithmetic on candle's buffers;
+//!   they never call into PostgreSQL. The pool lives as long as the process.
+//! * An [`Embedder`] is meant to be used from one thread (the backend's); it is loaded once per
+//!   backend by the caller, e.g. in a `thread_local!`.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config as BertConfig};
+use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
+
+/// File names expected in a model directory.
+pub const WEIGHTS_FILE: &str = "model.safetensors";
+/// The BERT configuration (Hugging Face `config.json` of the transformer, not of a pooling layer).
+pub const CONFIG_FILE: &str = "config.json";
+/// The Hugging Face `tokenizers` description.
+pub const TOKENIZER_FILE: &str = "tokenizer.json";
+
+/// Longest input, in word pieces including `[CLS]` and `[SEP]`, that is embedded; longer texts
+/// are cut at the end. 256 is all-MiniLM-L6-v2's `max_seq_length` (it was trained on at most 128,
+/// its position table holds 512); the limit is lowered further if a model has fewer positions.
+pub const MAX_TOKENS: usize = 256;
+
+/// Texts run through the transformer together. Within a call, texts are sorted by length
+/// before they are cut into batches, so little work goes into padding.
+pub const BATCH_SIZE: usize = 32;
+
+/// Errors of loading or running the embedding model.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    /// A file the model directory must hold is not there.
+    #[error("the embedding model directory {dir} has no {file} (install the model with scripts/setup.sh)")]
+    MissingFile {
+        /// The model directory.
+        dir: PathBuf,
+        /// The missing file's name.
+        file: &'static str,
+    },
+    /// A file exists but cannot be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the operating system said.
+        source: std::io::Error,
+    },
+    /// `config.json` is not a BERT configuration.
+    #[error("{path} is not a BERT model configuration: {reason}")]
+    BadConfig {
+        /// The file.
+        path: PathBuf,
+        /// Why it was rejected.
+        reason: String,
+    },
+    /// The weights do not load into a BERT of that configuration.
+    #[error("cannot load the weights {path}: {source}")]
+    BadWeights {
+        /// The safetensors file.
+        path: PathBuf,
+        /// candle's error.
+        source: candle_core::Error,
+    },
+    /// The tokenizer cannot be loaded or fails on an input.
+    #[error("tokenizer error: {0}")]
+    Tokenizer(String),
+    /// The forward pass failed (out of memory, shape mismatch).
+    #[error("embedding inference failed: {0}")]
+    Inference(#[from] candle_core::Error),
+}
+
+/// Blocks every signal in the calling thread.
+///
+/// Used as the start handler of the worker threads that compute embeddings, so that signals
+/// sent to a PostgreSQL backend (SIGINT for cancel, SIGTERM, SIGUSR1 latches, SIGALRM timeouts)
+/// are always delivered to the backend's main thread. Call it first thing in any other thread
+/// started inside a backend.
+pub fn block_signals_in_current_thread() {
+    // SAFETY: `set` is a plain, fully initialised signal set on our stack; pthread_sigmask only
+    // changes the calling thread's mask. Failure (impossible with SIG_BLOCK and a valid set) would
+    // leave the mask as it was, which is no worse than not calling this.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut set);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+/// How rayon's global pool came to be, as seen by [`init_thread_pool`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThreadPoolState {
+    /// Built here: its threads block all signals.
+    BuiltWithSignalsBlocked,
+    /// Someone built the global pool before us; its threads' signal mask is theirs.
+    BuiltElsewhere,
+}
+
+/// Builds rayon's global thread pool, used by candle's CPU kernels, with worker threads that
+/// block all signals (see [`block_signals_in_current_thread`]). Idempotent; the first call
+/// decides. The number of threads follows `RAYON_NUM_THREADS`, else the number of CPUs.
+pub fn init_thread_pool() -> ThreadPoolState {
+    static STATE: OnceLock<ThreadPoolState> = OnceLock::new();
+    *STATE.get_or_init(|| {
+        match rayon::ThreadPoolBuilder::new()
+            .thread_name(|i| format!("pg_ask-embed-{i}"))
+            .start_handler(|_| block_signals_in_current_thread())
+            .build_global()
+        {
+            Ok(()) => ThreadPoolState::BuiltWithSignalsBlocked,
+            Err(_) => ThreadPoolState::BuiltElsewhere,
+        }
+    })
+}
+
+/// A loaded sentence-embedding model (BERT encoder + WordPiece tokenizer), CPU only.
+pub struct Embedder {
+    model: BertModel,
+    tokenizer: Tokenizer,
+    dim: usize,
+    max_tokens: usize,
+    device: Device,
+}
+
+impl std::fmt::Debug for Embedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Embedder")
+            .field("dim", &self.dim)
+            .field("max_tokens", &self.max_tokens)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Embedder {
+    /// Loads the model from `dir` (`model.safetensors`, `config.json`, `tokenizer.json`).
+    ///
+    /// The tokenizer's own padding and truncation settings are replaced: texts are not padded
+    /// by the tokenizer (batches are padded here and masked) and are cut at [`MAX_TOKENS`].
+    pub fn load(dir: &Path) -> Result<Embedder, EmbedError> {
+        let file = |name: &'static str| -> Result<PathBuf, EmbedError> {
+            let path = dir.join(name);
+            if path.is_file() {
+                Ok(path)
+            } else {
+                Err(EmbedError::MissingFile { dir: dir.to_path_buf(), file: name })
+            }
+        };
+        let weights = file(WEIGHTS_FILE)?;
+        let config_path = file(CONFIG_FILE)?;
+        let tokenizer_path = file(TOKENIZER_FILE)?;
+
+        let config = read_config(&config_path)?;
+        let max_tokens = MAX_TOKENS.min(config.max_position_embeddings);
+
+        let mut tokenizer = Tokenizer::from_file(&tokenizer_path)
+            .map_err(|e| EmbedError::Tokenizer(format!("{}: {e}", tokenizer_path.display())))?;
+        tokenizer.with_padding(None);
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                direction: TruncationDirection::Right,
+                max_length: max_tokens,
+                strategy: TruncationStrategy::LongestFirst,
+                stride: 0,
+            }))
+            .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+
+        init_thread_pool();
+        let device = Device::Cpu;
+        // SAFETY: the safetensors file is memory-mapped read-only. The mapping is undefined
+        // behaviour only if the file is modified while mapped; model files are installed once by
+        // setup and not rewritten in place.
+        let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights], DType::F32, &device) }
+            .map_err(|source| EmbedError::BadWeights { path: weights.clone(), source })?;
+        let model = BertModel::load(vb, &config)
+            .map_err(|source| EmbedError::BadWeights { path: weights.clone(), source })?;
+        Ok(Embedder { model, tokenizer, dim: config.hidden_size, max_tokens, device })
+    }
+
+    /// Number of dimensions of the vectors (384 for all-MiniLM-L6-v2).
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Longest input in word pieces (including `[CLS]`/`[SEP]`); longer texts are truncated.
+    pub fn max_tokens(&self) -> usize {
+        self.max_tokens
+    }
+
+    /// Number of word pieces `text` becomes (including `[CLS]`/`[SEP]`), after truncation.
+    pub fn token_count(&self, text: &str) -> Result<usize, EmbedError> {
+        Ok(self.encode(text)?.len())
+    }
+
+    /// Embeds one text; see [`Embedder::embed`].
+    pub fn embed_one(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
+        Ok(self.embed(&[text])?.pop().expect("one vector per text"))
+    }
+
+    /// Embeds `texts`, returning one L2-normalised vector of [`Embedder::dim`] floats per text,
+    /// in the order given.
+    ///
+    /// Texts are run in batches of [`BATCH_SIZE`] grouped by length; each batch is padded to
+    /// its longest text and the padding is masked out of attention and pooling, so a text's
+    /// vector does not depend on what it is batched with (up to float rounding, ~1e-6).
+    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let encoded: Vec<Vec<u32>> = texts.iter().map(|t| self.encode(t)).collect::<Result<_, _>>()?;
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| encoded[i].len());
+
+        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        for chunk in order.chunks(BATCH_SIZE) {
+            let batch: Vec<&[u32]> = chunk.iter().map(|&i| encoded[i].as_slice()).collect();
+            let vectors = self.embed_batch(&batch)?;
+            for (&i, v) in chunk.iter().zip(vectors) {
+                out[i] = v;
+            }
+        }
+        Ok(out)
+    }
+
+    fn encode(&self, text: &str) -> Result<Vec<u32>, EmbedError> {
+        let enc = self.tokenizer.encode(text, true).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+        Ok(enc.get_ids().to_vec())
+    }
+
+    /// One forward pass over token id sequences, padded to the longest and masked.
+    fn embed_batch(&self, batch: &[&[u32]]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let n = batch.len();
+        let len = batch.iter().map(|ids| ids.len()).max().unwrap_or(0);
+        let mut ids = vec![0u32; n * len];
+        let mut mask = vec![0u32; n * len];
+        for (row, seq) in batch.iter().enumerate() {
+            ids[row * len..row * len + seq.len()].copy_from_slice(seq);
+            mask[row * len..row * len + seq.len()].iter_mut().for_each(|m| *m = 1);
+        }
+        let ids = Tensor::from_vec(ids, (n, len), &self.device)?;
+        let mask = Tensor::from_vec(mask, (n, len), &self.device)?;
+        let token_types = ids.zeros_like()?;
+        let hidden = self.model.forward(&ids, &token_types, Some(&mask))?; // (n, len, dim)
+
+        // Mean over real tokens: sum(hidden * mask) / sum(mask), then L2 normalisation.
+        let mask_f = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // (n, len, 1)
+        let summed = hidden.broadcast_mul(&mask_f)?.sum(1)?; // (n, dim)
+        let counts = mask_f.sum(1)?; // (n, 1)
+        let mean = summed.broadcast_div(&counts)?;
+        let norm = mean.sqr()?.sum_keepdim(1)?.sqrt()?;
+        let unit = mean.broadcast_div(&norm)?;
+        Ok(unit.to_vec2::<f32>()?)
+    }
+}
+
+/// Reads a BERT `config.json`, explaining the common mistake of a sentence-transformers pooling
+/// configuration (`1_Pooling/config.json`) installed in its place.
+fn read_config(path: &Path) -> Result<BertConfig, EmbedError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|source| EmbedError::Io { path: path.to_path_buf(), source })?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| EmbedError::BadConfig { path: path.to_path_buf(), reason: e.to_string() })?;
+    if value.get("word_embedding_dimension").is_some() && value.get("hidden_size").is_none() {
+        return Err(EmbedError::BadConfig {
+            path: path.to_path_buf(),
+            reason: "it is a sentence-transformers pooling configuration (1_Pooling/config.json); \
+                     the model's own config.json (with hidden_size, num_attention_heads, ...) \
+                     must be installed instead (scripts/setup.sh)"
+                .to_owned(),
+        });
+    }
+    serde_json::from_value(value)
+        .map_err(|e| EmbedError::BadConfig { path: path.to_path_buf(), reason: e.to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_directory_names_the_file_and_setup() {
+        let err = Embedder::load(Path::new("/nonexistent/model")).unwrap_err();
+        let msg = err.to_string();
+        assert!(matches!(err, EmbedError::MissingFile { file: WEIGHTS_FILE, .. }), "{msg}");
+        assert!(msg.contains("model.safetensors") && msg.contains("setup.sh"), "{msg}");
+    }
+
+    #[test]
+    fn pooling_config_is_rejected_with_an_explanation() {
+        let dir = std::env::temp_dir().join(format!("pg_ask_embed_cfg_{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(CONFIG_FILE);
+        std::fs::write(&path, r#"{"word_embedding_dimension": 384, "pooling_mode_mean_tokens": true}"#)
+            .unwrap();
+        let err = read_config(&path).unwrap_err();
+        assert!(err.to_string().contains("pooling configuration"), "{err}");
+        std::fs::write(&path, r#"{"hidden_size": 384}"#).unwrap();
+        let err = read_config(&path).unwrap_err();
+        assert!(matches!(err, EmbedError::BadConfig { .. }), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn worker_threads_block_signals() {
+        init_thread_pool();
+        let blocked = rayon::broadcast(|_| {
+            // SAFETY: querying the calling thread's mask into a zeroed set.
+            unsafe {
+                let mut set: libc::sigset_t = std::mem::zeroed();
+                libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut set);
+                libc::sigismember(&set, libc::SIGINT) == 1 && libc::sigismember(&set, libc::SIGTERM) == 1
+            }
+        });
+        if init_thread_pool() == ThreadPoolState::BuiltWithSignalsBlocked {
+            assert!(blocked.iter().all(|&b| b), "{blocked:?}");
+        }
+    }
+}

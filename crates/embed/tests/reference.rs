@@ -1,0 +1,167 @@
+//! Checks the candle embeddings against the numpy reference implementation
+//! (`../shared/tools/minilm_reference.py`), and the batching/masking/truncation behaviour.
+
+mod common;
+
+use std::process::Command;
+
+/// The reference script, relative to this crate.
+const REFERENCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/tools/minilm_reference.py");
+
+/// Largest allowed absolute difference to the reference.
+const TOLERANCE: f64 = 1e-4;
+
+/// The reference prints cosines rounded to 3 decimals: a value within [`TOLERANCE`] of the true
+/// cosine may differ from the printed one by up to half a unit in the last place more.
+const COSINE_TOLERANCE: f64 = 5e-4 + TOLERANCE;
+
+fn long_sentence() -> String {
+    // About 170 word pieces: more than the 128 the shipped tokenizer.json pads/truncates to,
+    // less than the 256 the embedder keeps, so both implementations see every token.
+    "The municipal archive of the city keeps records of every restaurant, bakery and small \
+     grocery that opened between eighteen ninety and nineteen seventy, including the names of \
+     their owners, the streets they stood on, the dishes they were known for and the dates on \
+     which they closed; historians from Los Angeles, San Francisco and São Paulo have used these \
+     ledgers to trace how immigrant families from Italy, France, Japan and Mexico shaped the food \
+     of the neighbourhoods they settled in, and how prohibition, two world wars and the arrival \
+     of supermarkets changed what people ate on ordinary weekdays and at festivals alike; the \
+     collection also holds menus, photographs, tax receipts and letters written by cooks to \
+     their relatives abroad, which together describe prices, wages and working hours in detail."
+        .to_owned()
+}
+
+struct Reference {
+    dims: Vec<Vec<f64>>,
+    cosines: Vec<f64>,
+}
+
+/// The Python with numpy, scipy, safetensors and tokenizers: `PG_ASK_PYTHON`, else the
+/// virtual environment scripts/setup.sh makes, else `python3` on the PATH.
+fn python() -> String {
+    if let Ok(p) = std::env::var("PG_ASK_PYTHON") {
+        return p;
+    }
+    let venv = "/var/cache/pg_ask/venv/bin/python3";
+    if std::path::Path::new(venv).exists() { venv.to_string() } else { "python3".to_string() }
+}
+
+fn run_reference(dir: &std::path::Path, texts: &[&str]) -> Reference {
+    let out = Command::new(python())
+        .arg(REFERENCE)
+        .arg(dir)
+        .args(texts)
+        .output()
+        .expect("python3 must be installed to run the reference embeddings (scripts/setup.sh)");
+    assert!(
+        out.status.success(),
+        "the reference script failed (scripts/setup.sh installs numpy, scipy, safetensors, tokenizers):\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).expect("utf-8 output");
+    let n = texts.len();
+    let lines: Vec<&str> = stdout.lines().collect();
+    let pairs = n * (n - 1) / 2;
+    assert_eq!(lines.len(), pairs + n, "unexpected reference output:\n{stdout}");
+    let cosines =
+        lines[..pairs].iter().map(|l| l.split_whitespace().last().unwrap().parse::<f64>().unwrap()).collect();
+    let dims = lines[pairs..]
+        .iter()
+        .map(|l| {
+            let list = &l[l.rfind('[').unwrap() + 1..l.rfind(']').unwrap()];
+            list.split(',').map(|x| x.trim().parse::<f64>().unwrap()).collect()
+        })
+        .collect();
+    Reference { dims, cosines }
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| f64::from(*x) * f64::from(*y)).sum()
+}
+
+#[test]
+fn matches_the_numpy_reference() {
+    let long = long_sentence();
+    let texts: Vec<&str> = vec![
+        "Los Angeles",
+        "LA",
+        "United States",
+        "usa",
+        "French",
+        "france",
+        " ",
+        &long,
+        "Zürich",
+        "São Paulo",
+        "San Francisco",
+        "Great Britain",
+        "United Kingdom",
+    ];
+    let embedder = common::embedder();
+    assert_eq!(embedder.dim(), 384);
+    let long_tokens = embedder.token_count(&long).unwrap();
+    assert!(long_tokens > 128 && long_tokens < embedder.max_tokens(), "{long_tokens} tokens");
+
+    let reference = run_reference(&common::model_dir(), &texts);
+    let ours = embedder.embed(&texts).unwrap();
+
+    let mut worst_dim: f64 = 0.0;
+    for (i, (r, o)) in reference.dims.iter().zip(&ours).enumerate() {
+        assert_eq!(o.len(), 384);
+        let norm: f64 = o.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-5, "{:?} is not unit length: {norm}", texts[i]);
+        for (k, (rv, ov)) in r.iter().zip(o).enumerate() {
+            let d = (rv - f64::from(*ov)).abs();
+            worst_dim = worst_dim.max(d);
+            assert!(d <= TOLERANCE, "{:?} dim {k}: reference {rv}, ours {ov}", texts[i]);
+        }
+    }
+    let mut worst_cos: f64 = 0.0;
+    let mut p = 0;
+    for i in 0..texts.len() {
+        for j in i + 1..texts.len() {
+            let c = cosine(&ours[i], &ours[j]);
+            let d = (c - reference.cosines[p]).abs();
+            worst_cos = worst_cos.max(d);
+            assert!(
+                d <= COSINE_TOLERANCE,
+                "{:?}~{:?}: reference {}, ours {c}",
+                texts[i],
+                texts[j],
+                reference.cosines[p]
+            );
+            p += 1;
+        }
+    }
+    eprintln!(
+        "max |diff| first 8 dims: {worst_dim:.2e}; cosines (reference rounded to 1e-3): {worst_cos:.2e}"
+    );
+    // The figure DESIGN.md §5 quotes.
+    assert!((cosine(&ours[0], &ours[1]) - 0.8424).abs() < 1e-3);
+}
+
+#[test]
+fn a_vector_does_not_depend_on_its_batch() {
+    let embedder = common::embedder();
+    let long = long_sentence();
+    let alone = embedder.embed(&["Zürich"]).unwrap().remove(0);
+    let batched = embedder.embed(&[&long, "Zürich", "a", "United States of America"]).unwrap();
+    let diff = alone.iter().zip(&batched[1]).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+    assert!(diff < 1e-5, "padding leaks into the vector: max diff {diff}");
+    // Order is preserved although batches are sorted by length.
+    assert!(cosine(&batched[3], &embedder.embed_one("United States of America").unwrap()) > 0.99999);
+    assert!(embedder.embed(&[]).unwrap().is_empty());
+}
+
+#[test]
+fn long_texts_are_truncated_not_rejected() {
+    let embedder = common::embedder();
+    let huge = "restaurant ".repeat(2000);
+    assert_eq!(embedder.token_count(&huge).unwrap(), embedder.max_tokens());
+    let v = embedder.embed_one(&huge).unwrap();
+    assert_eq!(v.len(), 384);
+    assert!(v.iter().all(|x| x.is_finite()));
+    // Everything after the limit is ignored.
+    let longer = format!("{huge} Los Angeles");
+    let w = embedder.embed_one(&longer).unwrap();
+    assert!(cosine(&v, &w) > 0.99999);
+}
