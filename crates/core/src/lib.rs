@@ -17,5 +17,6 @@ pub mod schema;
 pub mod secret;
 pub mod selection;
 pub mod shadow;
+pub mod sqltext;
 pub mod trace;
 pub mod values;

@@ -9,7 +9,6 @@
 //! keyword, an operator, `(` or `,` (`VALUES (<supplier_id>, …)`, `= <sale_id>`,
 //! `WHERE <flag>`) opens a placeholder.
 
-use serde_json::Value;
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::tokenizer::{Token, Tokenizer};
@@ -122,27 +121,7 @@ pub fn substitute(sql: &str, placeholders: &[Placeholder], values: &[String]) ->
     out
 }
 
-/// A JSON value of a result row as a SQL literal: `NULL`, `TRUE`/`FALSE`, a number as written,
-/// text quoted (`'O''Brien'`; as an `E'…'` string when it holds a backslash, so that the guard's
-/// ambiguity check never trips on data), arrays and objects as their JSON text quoted.
-pub fn sql_literal(value: &Value) -> String {
-    match value {
-        Value::Null => "NULL".to_string(),
-        Value::Bool(true) => "TRUE".to_string(),
-        Value::Bool(false) => "FALSE".to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => quote_text(s),
-        other => quote_text(&other.to_string()),
-    }
-}
-
-fn quote_text(s: &str) -> String {
-    if s.contains('\\') {
-        format!("E'{}'", s.replace('\\', "\\\\").replace('\'', "''"))
-    } else {
-        format!("'{}'", s.replace('\'', "''"))
-    }
-}
+pub use crate::sqltext::sql_literal;
 
 #[cfg(test)]
 mod tests {

@@ -57,17 +57,7 @@ impl fmt::Display for QualifiedName {
     }
 }
 
-/// Quotes an identifier the way `quote_ident()` does when it is not a plain lower-case name.
-/// (Keywords are not recognised here; the glue uses `regclass` for anything it executes.)
-pub fn quote_ident(name: &str) -> String {
-    let plain = name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '$');
-    if plain {
-        name.to_owned()
-    } else {
-        format!("\"{}\"", name.replace('"', "\"\""))
-    }
-}
+pub use crate::sqltext::quote_ident;
 
 /// A column known to the catalog.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -49,11 +49,7 @@ pub enum RewriteError {
     StructureChanged(String),
 }
 
-/// `'value'` with single quotes doubled: a standard SQL string literal
-/// (`standard_conforming_strings` on, the default since PostgreSQL 9.1).
-pub fn quote_literal(value: &str) -> String {
-    format!("'{}'", value.replace('\'', "''"))
-}
+pub use crate::sqltext::quote_literal;
 
 fn parse(sql: &str) -> Result<Vec<Statement>, RewriteError> {
     Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| RewriteError::Parse(e.to_string()))
