@@ -38,7 +38,7 @@ fn insert_renders_every_json_kind() {
     assert_eq!(
         sql,
         "INSERT INTO public.\"Items\" (\"Weird Col\", id, name, neg, note, ok, price, tags) \
-         VALUES ('back\\slash', 1, 'O''Brien', -3, NULL, TRUE, 12.5, '[\"a\",\"b\"]');"
+         VALUES (E'back\\\\slash', 1, 'O''Brien', -3, NULL, TRUE, 12.5, '[\"a\",\"b\"]');"
     );
     parses(&sql);
     assert_eq!(

@@ -295,7 +295,7 @@ fn sql_filter(pairs: &[(&str, &Value)]) -> String {
 
 /// `the A = 1, the B = 'x', and the C = NULL`
 fn nl_pairs(pairs: &[(&str, &Value)], conjunction: &str) -> String {
-    let items: Vec<String> = pairs.iter().map(|(k, v)| format!("the {k} = {}", sql_literal(v))).collect();
+    let items: Vec<String> = pairs.iter().map(|(k, v)| format!("the {k} = {}", prose_value(v))).collect();
     join_english(&items, conjunction)
 }
 
@@ -309,6 +309,15 @@ pub fn join_english(items: &[String], conjunction: &str) -> String {
     }
 }
 
+
+/// A value in an English sentence: like a SQL literal, but text is always plainly quoted
+/// (`'back\slash'`), since prose is read by the model, not parsed.
+fn prose_value(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("'{}'", s.replace('\'', "''")),
+        other => sql_literal(other),
+    }
+}
 
 #[cfg(test)]
 mod tests {
