@@ -15,10 +15,12 @@ mod host;
 mod ledger;
 mod llm;
 mod subxact;
+mod values;
 
 ::pgrx::pg_module_magic!(name, version);
 
 pgrx::extension_sql_file!("../sql/ledger.sql", name = "ledger", bootstrap);
+pgrx::extension_sql_file!("../sql/values.sql", name = "value_memory_tables", requires = ["ledger"]);
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {

@@ -402,4 +402,65 @@ mod tests {
         assert_eq!(code, "0A000", "{msg}");
         assert!(hint.unwrap().contains("ask.embedding_provider"));
     }
+
+    fn similar(sql: &str) -> Vec<(String, f64, String)> {
+        Spi::connect(|c| {
+            c.select(sql, None, &[])
+                .unwrap()
+                .map(|r| (r.get::<String>(1).unwrap().unwrap(), r.get::<f64>(2).unwrap().unwrap(), r.get::<String>(3).unwrap().unwrap()))
+                .collect()
+        })
+    }
+
+    #[pg_test]
+    fn value_memory_finds_what_is_stored() {
+        setup();
+        let n: i64 = one("SELECT ask.index_values('public.cities')");
+        assert_eq!(n, 3, "Los Angeles, San Francisco (name) and CA (state)");
+        let found = similar("SELECT * FROM ask.similar_values('public.cities', 'name', 'LA', 5)");
+        let (value, score, method) = &found[0];
+        assert_eq!((value.as_str(), method.as_str()), ("Los Angeles", "embedding"), "{found:?}");
+        assert!((score - 0.8424).abs() < 2e-3, "{found:?}");
+        let typo = similar("SELECT * FROM ask.similar_values('public.cities', 'name', 'San Fransisco')");
+        assert!(typo.iter().any(|(v, s, m)| v == "San Francisco" && m == "trigram" && *s > 0.5), "{typo:?}");
+        // Rebuilding replaces the memory instead of adding to it.
+        Spi::run("UPDATE public.cities SET name = 'Los Angeles County' WHERE id = 1").unwrap();
+        assert_eq!(one::<i64>("SELECT ask.index_values('public.cities', ARRAY['name'])"), 2);
+        let after = similar("SELECT * FROM ask.similar_values('public.cities', 'name', 'Los Angeles', 10)");
+        assert!(after.iter().all(|(v, _, _)| v != "Los Angeles"), "{after:?}");
+    }
+
+    #[pg_test]
+    fn value_memory_respects_privileges_and_rls() {
+        setup();
+        Spi::run("SELECT ask.index_values('public.cities')").unwrap();
+        Spi::run("CREATE ROLE ask_test_partial; GRANT SELECT (id, state) ON public.cities TO ask_test_partial;").unwrap();
+        Spi::run("SET ROLE ask_test_partial").unwrap();
+        let (code, msg, _) = error_of("SELECT * FROM ask.similar_values('public.cities', 'name', 'LA')");
+        assert_eq!(code, "42501", "{msg}");
+        let ok = similar("SELECT * FROM ask.similar_values('public.cities', 'state', 'California')");
+        assert!(ok.iter().any(|(v, _, _)| v == "CA"), "a readable column is searchable: {ok:?}");
+        let (code, msg, _) = error_of("SELECT count(*) FROM ask.value_memory");
+        assert_eq!(code, "42501", "{msg}");
+        let (code, msg, _) = error_of("SELECT ask.index_values('public.restaurants')");
+        assert_eq!(code, "42501", "only the owner indexes: {msg}");
+        Spi::run("RESET ROLE").unwrap();
+        Spi::run("ALTER TABLE public.restaurants ENABLE ROW LEVEL SECURITY").unwrap();
+        let (code, msg, hint) = error_of("SELECT ask.index_values('public.restaurants')");
+        assert_eq!(code, "42501", "{msg}");
+        assert!(hint.unwrap().contains("allow_rls"));
+        assert_eq!(one::<i64>("SELECT ask.index_values('public.restaurants', allow_rls => true)"), 5);
+    }
+
+    #[pg_test]
+    fn dropped_columns_leave_no_stale_values() {
+        setup();
+        Spi::run("SELECT ask.index_values('public.cities')").unwrap();
+        Spi::run("ALTER TABLE public.cities DROP COLUMN state").unwrap();
+        let (code, msg, _) = error_of("SELECT * FROM ask.similar_values('public.cities', 'state', 'CA')");
+        assert_eq!(code, "42703", "{msg}");
+        // A new column of the same name does not inherit the old one's memory.
+        Spi::run("ALTER TABLE public.cities ADD COLUMN state text").unwrap();
+        assert!(similar("SELECT * FROM ask.similar_values('public.cities', 'state', 'CA')").is_empty());
+    }
 }
