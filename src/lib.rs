@@ -25,6 +25,7 @@ pgrx::extension_sql_file!("../sql/values.sql", name = "value_memory_tables", req
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     gucs::init();
+    catalog::init();
 }
 
 #[cfg(any(test, feature = "pg_test"))]
