@@ -3,11 +3,11 @@
 
 use pg_ask_core::config::LlmConfig;
 use pg_ask_core::llm::{ChatRequest, ChatResponse, LlmError};
-use pg_ask_core::pipeline::{ExecFailure, Host};
+use pg_ask_core::pipeline::{Correction, ExecFailure, Host};
 use pg_ask_core::rows::ResultSet;
 use pg_ask_core::schema;
 
-use crate::{catalog, guarded, llm};
+use crate::{catalog, correct, guarded, llm};
 
 pub struct BackendHost {
     pub llm: LlmConfig,
@@ -25,5 +25,9 @@ impl Host for BackendHost {
 
     fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
         guarded::execute(sql, &self.limits)
+    }
+
+    fn correct_values(&mut self, sql: &str) -> Result<Correction, String> {
+        correct::correct(sql, Some(&self.llm))
     }
 }

@@ -114,10 +114,12 @@ mod tests {
         assert_eq!(rows, vec![serde_json::json!({"name": "Roma"}), serde_json::json!({"name": "Trattoria"})]);
         let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{q}')"));
         let stages: Vec<&str> = trace["stages"].as_array().unwrap().iter().map(|s| s["stage"].as_str().unwrap()).collect();
-        assert_eq!(stages, ["schema", "generate", "guard", "execute", "answer"]);
+        // The literals were looked at; no value memory exists, so nothing changed.
+        assert_eq!(stages, ["schema", "generate", "guard", "correct", "execute", "answer"]);
+        assert_eq!(trace["stages"][3]["output"]["literals"][0]["decision"], "not_indexed", "{trace}");
         assert_eq!(trace["final_sql"].as_str().unwrap(), sql);
         assert!(trace["stages"][1]["ms"].as_f64().unwrap() > 0.0);
-        assert_eq!(trace["stages"][3]["output"]["rows"], 2);
+        assert_eq!(trace["stages"][4]["output"]["rows"], 2);
     }
 
     #[pg_test]
@@ -493,5 +495,30 @@ mod tests {
         Spi::run("RESET ROLE").unwrap();
         Spi::run("DROP TABLE public.fresh").unwrap();
         assert!(!prompt(&s).contains("public.fresh"));
+    }
+
+    #[pg_test]
+    fn literals_are_corrected_from_the_value_memory() {
+        setup();
+        Spi::run("SELECT ask.index_values('public.cities')").unwrap();
+        let q = "Italian restaurants in LA";
+        let _llm = llm(pipeline_script(
+            q,
+            "SELECT r.name FROM public.restaurants r JOIN public.cities c ON c.id = r.city_id WHERE c.name = 'LA' AND r.cuisine = 'Italian' ORDER BY r.name",
+            "ROWS",
+        ));
+        let sql: String = one(&format!("SELECT ask.sql('{q}')"));
+        assert!(sql.contains("c.name = 'Los Angeles'"), "{sql}");
+        assert!(sql.contains("r.cuisine = 'Italian'"), "untouched: {sql}");
+        let n: i64 = one(&format!("SELECT count(*) FROM ask.rows('{q}')"));
+        assert_eq!(n, 2);
+        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{q}')"));
+        let correct = trace["stages"].as_array().unwrap().iter().find(|s| s["stage"] == "correct").unwrap().clone();
+        assert_eq!(correct["output"]["changed"], true, "{correct}");
+        // Without the LLM: a case slip is fixed, a legitimate absent value is left alone.
+        let fixed: String = one("SELECT ask.correct_sql($$SELECT id FROM public.cities WHERE name = 'san francisco'$$, use_llm => false)");
+        assert_eq!(fixed, "SELECT id FROM public.cities WHERE name = 'San Francisco'");
+        let kept: String = one("SELECT ask.correct_sql($$SELECT id FROM public.cities WHERE name = 'Gotham'$$, use_llm => false)");
+        assert_eq!(kept, "SELECT id FROM public.cities WHERE name = 'Gotham'");
     }
 }

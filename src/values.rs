@@ -27,7 +27,7 @@ fn raise(code: PgSqlErrorCode, msg: String, hint: &str) -> ! {
 
 /// Run `f` as the owner of ask.value_memory (the extension's owner), then switch back, also
 /// when `f` raises an error (PostgreSQL restores the user id at (sub)transaction abort).
-fn as_memory_owner<R>(f: impl FnOnce() -> R) -> R {
+pub(crate) fn as_memory_owner<R>(f: impl FnOnce() -> R) -> R {
     let owner = Spi::get_one::<pg_sys::Oid>("SELECT relowner FROM pg_catalog.pg_class WHERE oid = 'ask.value_memory'::regclass")
         .ok()
         .flatten()
@@ -46,7 +46,7 @@ fn as_memory_owner<R>(f: impl FnOnce() -> R) -> R {
 }
 
 /// The schema an extension lives in, quoted, for schema-qualified operators.
-fn ext_schema(ext: &str) -> String {
+pub(crate) fn ext_schema(ext: &str) -> String {
     Spi::get_one_with_args::<String>(
         "SELECT quote_ident(n.nspname) FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = $1",
         &[ext.into()],
@@ -54,6 +54,11 @@ fn ext_schema(ext: &str) -> String {
     .ok()
     .flatten()
     .unwrap_or_else(|| raise(PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT, format!("extension {ext} is not installed"), "CREATE EXTENSION pg_ask CASCADE installs it."))
+}
+
+/// A vector in pgvector's text form, `[x,y,...]`.
+pub(crate) fn vector_text(v: &[f32]) -> String {
+    format!("[{}]", v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","))
 }
 
 /// A text-like column of `rel` that the caller may read: (attnum, quoted name).
@@ -162,10 +167,7 @@ fn index_values(
             let vectors = embeddings::embed_texts(&texts);
             let vals: Vec<String> = chunk.iter().map(|(v, _)| v.clone()).collect();
             let freqs: Vec<i64> = chunk.iter().map(|(_, f)| *f).collect();
-            let embs: Vec<String> = vectors
-                .iter()
-                .map(|e| format!("[{}]", e.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",")))
-                .collect();
+            let embs: Vec<String> = vectors.iter().map(|e| vector_text(e)).collect();
             let args: [DatumWithOid; 4] = [column_id.into(), vals.into(), freqs.into(), embs.into()];
             as_memory_owner(|| {
                 Spi::run_with_args(
@@ -203,7 +205,7 @@ fn similar_values(
     let vector = ext_schema("vector");
     let trgm = ext_schema("pg_trgm");
     let embedding = embeddings::embed_texts(&[phrase]).pop().unwrap_or_default();
-    let emb_text = format!("[{}]", embedding.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","));
+    let emb_text = vector_text(&embedding);
     let sql = format!(
         "WITH col AS (
              SELECT vc.id FROM ask.value_columns vc

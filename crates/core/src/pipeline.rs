@@ -20,6 +20,7 @@ pub mod stage {
     pub const GENERATE: &str = "generate";
     pub const REPAIR: &str = "repair";
     pub const GUARD: &str = "guard";
+    pub const CORRECT: &str = "correct";
     pub const EXECUTE: &str = "execute";
     pub const ANSWER: &str = "answer";
 }
@@ -52,6 +53,17 @@ impl ExecFailure {
     }
 }
 
+/// The outcome of value correction for one statement.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Correction {
+    /// The statement, with corrected literals where any were corrected.
+    pub sql: String,
+    /// Whether any literal changed.
+    pub changed: bool,
+    /// Every literal looked at and the decision on it, for the trace.
+    pub trace: Value,
+}
+
 /// What the pipeline needs from its surroundings.
 pub trait Host {
     /// The description of the tables the caller may read, as prompt text (empty: none).
@@ -61,6 +73,11 @@ pub trait Host {
     /// Run a statement that passed the parse-level guard, with the database-level checks,
     /// read-only, under the statement timeout and row limit.
     fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure>;
+    /// Correct string literals of a checked statement against the value memory. The default
+    /// changes nothing (no memory).
+    fn correct_values(&mut self, sql: &str) -> Result<Correction, String> {
+        Ok(Correction { sql: sql.to_string(), changed: false, trace: Value::Null })
+    }
 }
 
 /// How far to take a question.
@@ -283,6 +300,16 @@ fn guarded_execute(
         }
     };
 
+    // Value correction; a corrected statement passes the guard again.
+    let checked = if let Some(c) = correct(host, trace, attempt, &checked.sql) {
+        match check_read_only(&c) {
+            Ok(again) => again,
+            Err(refusal) => return Err(ExecFailure::Refused { reason: refusal.to_string() }),
+        }
+    } else {
+        checked
+    };
+
     let t = Instant::now();
     let mut st = StageTrace::new(stage::EXECUTE, json!({"sql": checked.sql}));
     st.attempt = Some(attempt);
@@ -300,6 +327,29 @@ fn guarded_execute(
     }
     trace.push(st);
     result.map(|rs| (checked.sql, rs))
+}
+
+/// Run the host's value correction, recording it; `Some(sql)` when a literal changed. A
+/// failing correction is recorded and the statement runs as written.
+fn correct(host: &mut dyn Host, trace: &mut Trace, attempt: u32, sql: &str) -> Option<String> {
+    let t = Instant::now();
+    let result = host.correct_values(sql);
+    let mut st = StageTrace::new(stage::CORRECT, json!({"sql": sql}));
+    st.attempt = Some(attempt);
+    st.ms = ms_since(t);
+    let out = match result {
+        Ok(c) if c.trace.is_null() && !c.changed => return None,
+        Ok(c) => {
+            st.output = json!({"sql": c.sql, "changed": c.changed, "literals": c.trace});
+            c.changed.then_some(c.sql)
+        }
+        Err(e) => {
+            st.error = Some(e);
+            None
+        }
+    };
+    trace.push(st);
+    out
 }
 
 #[cfg(test)]
@@ -434,6 +484,30 @@ mod tests {
         let err = run(&mut h, "q", &cfg(), Goal::Answer).unwrap_err();
         assert_eq!(err.0, AskError::Llm { stage: "generate", source: LlmError::EmptyContent });
         assert_eq!(err.1.error.as_ref().unwrap()["kind"], "empty");
+    }
+
+    #[test]
+    fn corrected_sql_is_checked_again_and_executed() {
+        struct Correcting(Scripted, &'static str);
+        impl Host for Correcting {
+            fn schema_text(&mut self) -> Result<String, String> { self.0.schema_text() }
+            fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> { self.0.chat(stage, req) }
+            fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> { self.0.execute(sql) }
+            fn correct_values(&mut self, sql: &str) -> Result<Correction, String> {
+                Ok(Correction { sql: sql.replace("'LA'", self.1), changed: true, trace: json!([{"literal": "LA"}]) })
+            }
+        }
+        let mut h = Correcting(Scripted::new(&["SELECT name FROM public.restaurants WHERE city = 'LA'", "ROWS"]), "'Los Angeles'");
+        let out = run(&mut h, "q", &cfg(), Goal::Answer).unwrap();
+        assert_eq!(out.sql, "SELECT name FROM public.restaurants WHERE city = 'Los Angeles'");
+        assert_eq!(h.0.executed, ["SELECT name FROM public.restaurants WHERE city = 'Los Angeles'"]);
+        let stages: Vec<_> = out.trace.stages.iter().map(|s| s.stage).collect();
+        assert_eq!(stages, ["schema", "generate", "guard", "correct", "execute", "answer"]);
+        // A "correction" that smuggles in a second statement is refused, never run.
+        let mut bad = Correcting(Scripted::new(&["SELECT name FROM public.restaurants WHERE city = 'LA'"]), "'x'; DELETE FROM t; SELECT 'y'");
+        let err = run(&mut bad, "q", &AskConfig { max_attempts: 1, ..cfg() }, Goal::Rows).unwrap_err();
+        assert!(matches!(err.0, AskError::Refused { .. }), "{:?}", err.0);
+        assert!(bad.0.executed.is_empty());
     }
 
     #[test]
