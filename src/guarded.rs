@@ -166,7 +166,7 @@ unsafe fn list_nth(l: *mut pg_sys::List, n: i32) -> *mut std::ffi::c_void {
 }
 
 /// Copy SPI's result into plain values (at most `limit` rows; one more means truncated).
-unsafe fn copy_rows(limit: u32) -> ResultSet {
+pub(crate) unsafe fn copy_rows(limit: u32) -> ResultSet {
     let tt = pg_sys::SPI_tuptable;
     let processed = pg_sys::SPI_processed as usize;
     if tt.is_null() {

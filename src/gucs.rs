@@ -63,6 +63,11 @@ static EMBEDDING_BASE_URL: GucSetting<Option<CString>> = GucSetting::<Option<CSt
 /// files on the server.
 static MODEL_PATH: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 
+/// Whether ask.do() may write.
+static ALLOW_WRITES: GucSetting<bool> = GucSetting::<bool>::new(false);
+/// Statements per ask.do() chain at most.
+static MAX_STEPS: GucSetting<i32> = GucSetting::<i32>::new(10);
+
 pub fn init() {
     GucRegistry::define_enum_guc(
         c"ask.provider",
@@ -197,6 +202,24 @@ pub fn init() {
         GucContext::Suset,
         GucFlags::default(),
     );
+    GucRegistry::define_bool_guc(
+        c"ask.allow_writes",
+        c"Whether ask.do() may run INSERT, UPDATE and DELETE steps.",
+        c"Off by default; set it per role or database (ALTER ROLE ... SET ask.allow_writes = on). The steps run with the caller's privileges.",
+        &ALLOW_WRITES,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"ask.max_steps",
+        c"Statements per ask.do() chain at most.",
+        c"",
+        &MAX_STEPS,
+        1,
+        100,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
     // SAFETY: plain call with a static C string, from _PG_init.
     unsafe { pg_sys::MarkGUCPrefixReserved(c"ask".as_ptr()) };
 }
@@ -246,6 +269,14 @@ pub fn embedding_model() -> String {
 pub fn embedding_base_url() -> String {
     let own = string(&EMBEDDING_BASE_URL);
     if own.is_empty() { base_url() } else { own }
+}
+
+pub fn allow_writes() -> bool {
+    ALLOW_WRITES.get()
+}
+
+pub fn max_steps() -> u32 {
+    MAX_STEPS.get().max(1) as u32
 }
 
 pub fn model_path() -> String {

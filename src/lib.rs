@@ -7,6 +7,7 @@ use pgrx::prelude::*;
 
 mod api;
 mod catalog;
+mod chain;
 mod correct;
 mod embeddings;
 mod errors;

@@ -1,0 +1,132 @@
+//! `ask.do(instruction)`: a chain of SQL writes planned by the LLM (ChatDB's chain of memory),
+//! run step by step as the caller, in the caller's transaction: any failing step raises an
+//! error and nothing of the chain persists.
+
+use pgrx::pg_sys;
+use pgrx::pg_sys::errcodes::PgSqlErrorCode;
+use pgrx::pg_sys::panic::CaughtError;
+use pgrx::prelude::*;
+use pgrx::JsonB;
+
+use pg_ask_core::config::LlmConfig;
+use pg_ask_core::llm::{ChatRequest, ChatResponse, LlmError};
+use pg_ask_core::memory::{run_chain, ChainError, MemoryConfig, MemoryHost, StepResult};
+use pg_ask_core::pipeline::ExecFailure;
+use pg_ask_core::schema;
+
+use crate::errors::{self, sqlstate_code, sqlstate_text, Raised};
+use crate::gucs::{self, LlmOverrides};
+use crate::subxact::{self, OnSuccess};
+use crate::{catalog, llm};
+
+struct ChainHost {
+    llm: LlmConfig,
+}
+
+impl MemoryHost for ChainHost {
+    fn schema_text(&mut self) -> Result<String, String> {
+        Ok(schema::render(&catalog::readable_tables()?))
+    }
+
+    fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        llm::chat(&self.llm, stage, req)
+    }
+
+    /// One step in a subtransaction that is kept on success; an error rolls the step back and
+    /// comes back as a failure, which ends the chain with an error (so the caller's statement,
+    /// and with it every earlier step, is rolled back too).
+    fn execute_step(&mut self, sql: &str) -> Result<StepResult, ExecFailure> {
+        let limit = gucs::row_limit();
+        let Ok(csql) = std::ffi::CString::new(sql) else {
+            return Err(ExecFailure::Refused { reason: "the statement contains a NUL character".into() });
+        };
+        let outcome = subxact::run(OnSuccess::Release, move || unsafe {
+            // SAFETY: a plain SPI session around one statement; the rows are copied out before
+            // SPI_finish frees them.
+            if pg_sys::SPI_connect() < 0 {
+                return Err("SPI_connect failed".to_string());
+            }
+            let rc = pg_sys::SPI_execute(csql.as_ptr(), false, limit.saturating_add(1) as std::ffi::c_long);
+            let processed = pg_sys::SPI_processed as u64;
+            let rs = crate::guarded::copy_rows(limit);
+            pg_sys::SPI_finish();
+            if rc < 0 {
+                return Err(format!("SPI_execute failed ({rc})"));
+            }
+            Ok((rs.columns, rs.rows, processed))
+        });
+        match outcome {
+            Ok(Ok((columns, rows, affected))) => Ok(StepResult { rows_affected: affected, columns, rows }),
+            Ok(Err(message)) => Err(ExecFailure::Error { sqlstate: "XX000".into(), message, detail: None, hint: None }),
+            Err(CaughtError::PostgresError(r)) | Err(CaughtError::ErrorReport(r)) => {
+                if r.sql_error_code() as isize == PgSqlErrorCode::ERRCODE_QUERY_CANCELED as isize {
+                    Raised::new(PgSqlErrorCode::ERRCODE_QUERY_CANCELED, r.message().to_string()).raise(&Default::default());
+                }
+                Err(ExecFailure::Error {
+                    sqlstate: sqlstate_text(r.sql_error_code()),
+                    message: r.message().to_string(),
+                    detail: r.detail().map(str::to_string),
+                    hint: r.hint().map(str::to_string),
+                })
+            }
+            Err(e @ CaughtError::RustPanic { .. }) => e.rethrow(),
+        }
+    }
+}
+
+fn chain_error(e: &ChainError) -> Raised {
+    use PgSqlErrorCode::*;
+    match e {
+        ChainError::Llm { stage, source } => errors::from_llm(source, stage),
+        ChainError::StepFailed { failure, .. } => {
+            let code = match failure.as_ref() {
+                ExecFailure::Error { sqlstate, .. } => sqlstate_code(sqlstate).unwrap_or(ERRCODE_DATA_EXCEPTION),
+                ExecFailure::Refused { .. } => ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED,
+            };
+            Raised::new(code, e.to_string()).detail(failure.for_llm()).hint("Nothing of the chain was kept.")
+        }
+        ChainError::Refused { .. } | ChainError::RewriteChangedKind { .. } => {
+            Raised::new(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED, e.to_string())
+                .hint("ask.do() runs only SELECT, INSERT, UPDATE and DELETE steps, never DDL.")
+        }
+        ChainError::TooManySteps { .. } => Raised::new(ERRCODE_PROGRAM_LIMIT_EXCEEDED, e.to_string()).hint("Raise ask.max_steps, or split the instruction."),
+        ChainError::NoTables => Raised::new(ERRCODE_INSUFFICIENT_PRIVILEGE, e.to_string()).hint("GRANT the role access to the tables to change."),
+        ChainError::EmptyInstruction => Raised::new(ERRCODE_INVALID_PARAMETER_VALUE, e.to_string()),
+        _ => Raised::new(ERRCODE_INVALID_TEXT_REPRESENTATION, e.to_string()).hint("Rephrase the instruction, or try another model (ask.model)."),
+    }
+}
+
+/// Carry out an instruction as a chain of SQL steps (SELECT, INSERT, UPDATE, DELETE) planned by
+/// the LLM, filling later steps from earlier results. Runs only with `ask.allow_writes` on, in
+/// the caller's transaction; returns the steps with their results and a summary.
+#[pg_extern(name = "do", volatile, parallel_unsafe)]
+fn ask_do(
+    instruction: &str,
+    model: default!(Option<&str>, "NULL"),
+    provider: default!(Option<&str>, "NULL"),
+    base_url: default!(Option<&str>, "NULL"),
+) -> JsonB {
+    if !gucs::allow_writes() {
+        Raised::new(PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE, "ask.do() may write only with ask.allow_writes on")
+            .hint("SET ask.allow_writes = on (or ALTER ROLE ... SET ask.allow_writes = on for a role).")
+            .raise(&Default::default());
+    }
+    let overrides = LlmOverrides {
+        model: model.map(str::to_string),
+        provider: provider.map(str::to_string),
+        base_url: base_url.map(str::to_string),
+        temperature: None,
+    };
+    let cfg = gucs::llm_config(&overrides).unwrap_or_else(|m| errors::config(m).raise(&gucs::api_key()));
+    let mcfg = MemoryConfig { max_steps: gucs::max_steps(), ..MemoryConfig::default() };
+    let mut host = ChainHost { llm: cfg };
+    match run_chain(&mut host, instruction, &mcfg) {
+        Ok(outcome) => {
+            for step in &outcome.steps {
+                notice!("pg_ask step {}: {}", step.number, step.sql);
+            }
+            JsonB(outcome.to_json(mcfg.output_rows as usize))
+        }
+        Err((e, _)) => chain_error(&e).raise(&host.llm.api_key),
+    }
+}
