@@ -48,13 +48,11 @@ use plan::{parse_chain, PlannedStep};
 
 /// Stage names, as they appear in traces and in the ledger.
 pub mod stage {
-    pub const SCHEMA: &str = "schema";
+    pub use crate::pipeline::stage::{EXECUTE, GUARD, SCHEMA};
     pub const PLAN: &str = "plan";
     pub const PRECHECK: &str = "precheck";
     pub const FILL: &str = "fill";
     pub const REWRITE: &str = "rewrite";
-    pub const GUARD: &str = "guard";
-    pub const EXECUTE: &str = "execute";
     pub const SUMMARY: &str = "summary";
 }
 
