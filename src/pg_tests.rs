@@ -579,4 +579,21 @@ mod tests {
         assert_eq!(one::<i64>("SELECT count(*) FROM public.suppliers"), 0);
         assert_eq!(one::<i64>("SELECT count(*) FROM pg_class WHERE relname = 'purchases'"), 1);
     }
+
+    #[pg_test]
+    fn refresh_values_adds_new_and_drops_vanished_values() {
+        setup();
+        Spi::run("SELECT ask.index_values('public.cities')").unwrap();
+        Spi::run("INSERT INTO public.cities VALUES (4, 'Chicago', NULL); UPDATE public.cities SET name = 'San Jose' WHERE id = 2").unwrap();
+        assert_eq!(one::<i64>("SELECT ask.refresh_values('public.cities')"), 3, "+Chicago +San Jose -San Francisco");
+        assert_eq!(one::<i64>("SELECT ask.refresh_values('public.cities')"), 0, "nothing left to do");
+        let found = similar("SELECT * FROM ask.similar_values('public.cities', 'name', 'Chicago', 10)");
+        assert_eq!(found[0].0, "Chicago");
+        assert!(found.iter().all(|(v, _, _)| v != "San Francisco"), "{found:?}");
+        // A dropped column's memory is forgotten by a refresh of everything.
+        Spi::run("ALTER TABLE public.cities DROP COLUMN state").unwrap();
+        Spi::run("SELECT ask.refresh_values()").unwrap();
+        let columns: i64 = one("SELECT count(*) FROM ask.value_columns");
+        assert_eq!(columns, 1, "only cities.name is left");
+    }
 }

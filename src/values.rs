@@ -127,68 +127,173 @@ fn index_values(
         }),
     };
     let provider = format!("{:?}", crate::gucs::embedding_provider()).to_lowercase();
-    let vector = ext_schema("vector");
     let mut total = 0i64;
     for name in names {
-        let (attnum, quoted) = readable_text_column(rel, &name);
-        let distinct_sql = format!(
-            "SELECT v, count(*)::bigint FROM (SELECT {quoted}::text AS v FROM {} WHERE {quoted} IS NOT NULL) s
-             GROUP BY v ORDER BY count(*) DESC, v LIMIT {}",
-            relname(rel),
-            VALUE_CAP + 1
-        );
-        let mut values: Vec<(String, i64)> = Spi::connect(|client| {
-            client
-                .select(&distinct_sql, None, &[])
-                .map(|rows| rows.filter_map(|r| Some((r.get::<String>(1).ok()??, r.get::<i64>(2).ok()??))).collect())
-                .unwrap_or_default()
-        });
-        let capped = values.len() as i64 > VALUE_CAP;
-        values.truncate(VALUE_CAP as usize);
-        let n = values.len();
-        let column_id = as_memory_owner(|| {
-            Spi::get_one_with_args::<i64>(
-                "INSERT INTO ask.value_columns (relid, attnum, distinct_values, capped, allow_rls, embedding_provider)
-                 VALUES ($1, $2, $3, $4, $5, $6)
-                 ON CONFLICT (relid, attnum) DO UPDATE SET distinct_values = EXCLUDED.distinct_values,
-                    capped = EXCLUDED.capped, allow_rls = EXCLUDED.allow_rls,
-                    embedding_provider = EXCLUDED.embedding_provider, indexed_at = now(), indexed_by = session_user
-                 RETURNING id",
-                &[rel.into(), attnum.into(), (n as i64).into(), capped.into(), allow_rls.into(), provider.as_str().into()],
-            )
-            .ok()
-            .flatten()
-            .expect("value_columns row")
-        });
-        as_memory_owner(|| Spi::run_with_args("DELETE FROM ask.value_memory WHERE column_id = $1", &[column_id.into()]).unwrap());
-        for (i, chunk) in values.chunks(BATCH).enumerate() {
-            pgrx::check_for_interrupts!();
-            let texts: Vec<&str> = chunk.iter().map(|(v, _)| v.as_str()).collect();
-            let vectors = embeddings::embed_texts(&texts);
-            let vals: Vec<String> = chunk.iter().map(|(v, _)| v.clone()).collect();
-            let freqs: Vec<i64> = chunk.iter().map(|(_, f)| *f).collect();
-            let embs: Vec<String> = vectors.iter().map(|e| vector_text(e)).collect();
-            let args: [DatumWithOid; 4] = [column_id.into(), vals.into(), freqs.into(), embs.into()];
-            as_memory_owner(|| {
-                Spi::run_with_args(
-                    &format!(
-                        "INSERT INTO ask.value_memory (column_id, value, frequency, embedding)
-                         SELECT $1, u.v, u.f, u.e::{vector}.vector FROM unnest($2::text[], $3::bigint[], $4::text[]) AS u(v, f, e)"
-                    ),
-                    &args,
-                )
-                .unwrap()
-            });
-            if n > BATCH * 4 && (i + 1) % 4 == 0 {
-                notice!("pg_ask: {}.{}: {} of {} values indexed", relname(rel), name, ((i + 1) * BATCH).min(n), n);
-            }
-        }
-        if capped {
-            notice!("pg_ask: {}.{} has more than {VALUE_CAP} distinct values; the {VALUE_CAP} most frequent are remembered", relname(rel), name);
-        }
-        total += n as i64;
+        total += remember_column(rel, &name, allow_rls, &provider, false).remembered;
     }
     total
+}
+
+/// What one column's (re)indexing did.
+struct Remembered {
+    remembered: i64,
+    added: i64,
+    removed: i64,
+}
+
+/// Read a column's distinct values and bring its memory up to date: rebuilt from scratch, or
+/// (`incremental`) only new values embedded and vanished ones dropped, frequencies updated.
+fn remember_column(rel: pg_sys::Oid, name: &str, allow_rls: bool, provider: &str, incremental: bool) -> Remembered {
+    let vector = ext_schema("vector");
+    let (attnum, quoted) = readable_text_column(rel, name);
+    let distinct_sql = format!(
+        "SELECT v, count(*)::bigint FROM (SELECT {quoted}::text AS v FROM {} WHERE {quoted} IS NOT NULL) s
+         GROUP BY v ORDER BY count(*) DESC, v LIMIT {}",
+        relname(rel),
+        VALUE_CAP + 1
+    );
+    let mut values: Vec<(String, i64)> = Spi::connect(|client| {
+        client
+            .select(&distinct_sql, None, &[])
+            .map(|rows| rows.filter_map(|r| Some((r.get::<String>(1).ok()??, r.get::<i64>(2).ok()??))).collect())
+            .unwrap_or_default()
+    });
+    let capped = values.len() as i64 > VALUE_CAP;
+    values.truncate(VALUE_CAP as usize);
+    let n = values.len();
+    let column_id = as_memory_owner(|| {
+        Spi::get_one_with_args::<i64>(
+            "INSERT INTO ask.value_columns (relid, attnum, distinct_values, capped, allow_rls, embedding_provider)
+             VALUES ($1, $2, $3, $4, $5, $6)
+             ON CONFLICT (relid, attnum) DO UPDATE SET distinct_values = EXCLUDED.distinct_values,
+                capped = EXCLUDED.capped, allow_rls = EXCLUDED.allow_rls,
+                embedding_provider = EXCLUDED.embedding_provider, indexed_at = now(), indexed_by = session_user
+             RETURNING id",
+            &[rel.into(), attnum.into(), (n as i64).into(), capped.into(), allow_rls.into(), provider.into()],
+        )
+        .ok()
+        .flatten()
+        .expect("value_columns row")
+    });
+    let mut removed = 0i64;
+    let to_embed: Vec<(String, i64)> = if incremental {
+        let current: std::collections::HashSet<&str> = values.iter().map(|(v, _)| v.as_str()).collect();
+        let stored: Vec<String> = as_memory_owner(|| {
+            Spi::connect(|client| {
+                client
+                    .select("SELECT value FROM ask.value_memory WHERE column_id = $1", None, &[column_id.into()])
+                    .map(|rows| rows.filter_map(|r| r.get::<String>(1).ok().flatten()).collect())
+                    .unwrap_or_default()
+            })
+        });
+        let vanished: Vec<String> = stored.iter().filter(|v| !current.contains(v.as_str())).cloned().collect();
+        removed = vanished.len() as i64;
+        let stored: std::collections::HashSet<String> = stored.into_iter().collect();
+        let vals: Vec<String> = values.iter().map(|(v, _)| v.clone()).collect();
+        let freqs: Vec<i64> = values.iter().map(|(_, f)| *f).collect();
+        as_memory_owner(|| {
+            Spi::run_with_args(
+                "DELETE FROM ask.value_memory WHERE column_id = $1 AND value = ANY($2)",
+                &[column_id.into(), vanished.into()],
+            )
+            .unwrap();
+            Spi::run_with_args(
+                "UPDATE ask.value_memory m SET frequency = u.f FROM unnest($2::text[], $3::bigint[]) AS u(v, f)
+                 WHERE m.column_id = $1 AND m.value = u.v AND m.frequency <> u.f",
+                &[column_id.into(), vals.into(), freqs.into()],
+            )
+            .unwrap();
+        });
+        values.into_iter().filter(|(v, _)| !stored.contains(v)).collect()
+    } else {
+        as_memory_owner(|| Spi::run_with_args("DELETE FROM ask.value_memory WHERE column_id = $1", &[column_id.into()]).unwrap());
+        values
+    };
+    let added = to_embed.len();
+    for (i, chunk) in to_embed.chunks(BATCH).enumerate() {
+        pgrx::check_for_interrupts!();
+        let texts: Vec<&str> = chunk.iter().map(|(v, _)| v.as_str()).collect();
+        let vectors = embeddings::embed_texts(&texts);
+        let vals: Vec<String> = chunk.iter().map(|(v, _)| v.clone()).collect();
+        let freqs: Vec<i64> = chunk.iter().map(|(_, f)| *f).collect();
+        let embs: Vec<String> = vectors.iter().map(|e| vector_text(e)).collect();
+        let args: [DatumWithOid; 4] = [column_id.into(), vals.into(), freqs.into(), embs.into()];
+        as_memory_owner(|| {
+            Spi::run_with_args(
+                &format!(
+                    "INSERT INTO ask.value_memory (column_id, value, frequency, embedding)
+                     SELECT $1, u.v, u.f, u.e::{vector}.vector FROM unnest($2::text[], $3::bigint[], $4::text[]) AS u(v, f, e)"
+                ),
+                &args,
+            )
+            .unwrap()
+        });
+        if added > BATCH * 4 && (i + 1) % 4 == 0 {
+            notice!("pg_ask: {}.{}: {} of {} values embedded", relname(rel), name, ((i + 1) * BATCH).min(added), added);
+        }
+    }
+    if capped {
+        notice!("pg_ask: {}.{} has more than {VALUE_CAP} distinct values; the {VALUE_CAP} most frequent are remembered", relname(rel), name);
+    }
+    Remembered { remembered: n as i64, added: added as i64, removed }
+}
+
+/// Bring the value memory up to date with the tables' current values: new values are embedded
+/// and added, vanished ones dropped, frequencies updated; memory of dropped tables and columns
+/// is removed. `rel` NULL: every indexed table the caller owns. Returns values added + removed.
+#[pg_extern(name = "_refresh_values", volatile, parallel_unsafe)]
+fn refresh_values(rel: Option<pg_sys::Oid>) -> i64 {
+    // Memory of dropped tables or columns goes first (nothing can be served from it anyway).
+    let purged = as_memory_owner(|| {
+        Spi::get_one::<i64>(
+            "WITH gone AS (DELETE FROM ask.value_columns vc WHERE NOT EXISTS (
+                 SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid = vc.relid AND a.attnum = vc.attnum AND NOT a.attisdropped)
+             RETURNING 1) SELECT count(*) FROM gone",
+        )
+        .ok()
+        .flatten()
+        .unwrap_or(0)
+    });
+    if purged > 0 {
+        notice!("pg_ask: forgot the values of {purged} dropped column(s)");
+    }
+    let columns: Vec<(pg_sys::Oid, String, bool)> = as_memory_owner(|| {
+        Spi::connect(|client| {
+            client
+                .select(
+                    "SELECT vc.relid, a.attname::text, vc.allow_rls FROM ask.value_columns vc
+                     JOIN pg_catalog.pg_attribute a ON a.attrelid = vc.relid AND a.attnum = vc.attnum
+                     WHERE $1::oid IS NULL OR vc.relid = $1 ORDER BY vc.relid, vc.attnum",
+                    None,
+                    &[rel.into()],
+                )
+                .map(|rows| {
+                    rows.filter_map(|r| Some((r.get::<pg_sys::Oid>(1).ok()??, r.get::<String>(2).ok()??, r.get::<bool>(3).ok()??)))
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
+    });
+    let provider = format!("{:?}", crate::gucs::embedding_provider()).to_lowercase();
+    let mut changed = 0;
+    for (relid, name, allow_rls) in columns {
+        let owner = Spi::get_one_with_args::<bool>(
+            "SELECT pg_catalog.pg_has_role(relowner, 'USAGE') FROM pg_catalog.pg_class WHERE oid = $1",
+            &[relid.into()],
+        )
+        .ok()
+        .flatten()
+        .unwrap_or(false);
+        if !owner {
+            if rel.is_some() {
+                raise(PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE, format!("must be owner of table {} to refresh its values", relname(relid)), "");
+            }
+            continue;
+        }
+        let r = remember_column(relid, &name, allow_rls, &provider, true);
+        changed += r.added + r.removed;
+    }
+    changed
 }
 
 /// What the value memory finds for a phrase in one column: embedding neighbours and trigram
@@ -245,6 +350,11 @@ CREATE FUNCTION index_values(rel regclass, columns text[] DEFAULT NULL, allow_rl
     RETURN _index_values(rel::oid, columns, coalesce(allow_rls, false));
 COMMENT ON FUNCTION index_values(regclass, text[], boolean) IS
     'Remember the distinct values of a table''s text-like columns (all, or the listed ones), with embeddings and trigrams, for value correction. Needs ownership of the table.';
+CREATE FUNCTION refresh_values(rel regclass DEFAULT NULL)
+    RETURNS bigint LANGUAGE sql VOLATILE PARALLEL UNSAFE
+    RETURN _refresh_values(rel::oid);
+COMMENT ON FUNCTION refresh_values(regclass) IS
+    'Bring the value memory up to date: new values added, vanished ones dropped, dropped columns forgotten. NULL: every indexed table the caller owns. Returns values added + removed.';
 CREATE FUNCTION similar_values(rel regclass, col text, phrase text, k int DEFAULT 10)
     RETURNS TABLE (value text, score float8, method text) LANGUAGE sql VOLATILE PARALLEL UNSAFE
     BEGIN ATOMIC SELECT * FROM _similar_values(rel::oid, col, phrase, coalesce(k, 10)); END;
@@ -252,5 +362,5 @@ COMMENT ON FUNCTION similar_values(regclass, text, text, int) IS
     'What the value memory finds for a phrase in one column: embedding neighbours and trigram matches, with scores.';
 "#,
     name = "value_functions",
-    requires = [index_values, similar_values]
+    requires = [index_values, similar_values, refresh_values]
 );
