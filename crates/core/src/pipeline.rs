@@ -12,7 +12,7 @@ use crate::guard::check_read_only;
 use crate::llm::{ChatRequest, ChatResponse, LlmError};
 use crate::prompt::{self, AnswerDecision};
 use crate::rows::ResultSet;
-use crate::trace::{StageTrace, Trace};
+use crate::trace::{ms_since, StageTrace, Trace};
 
 /// Stage names, as they appear in traces and in the ledger.
 pub mod stage {
@@ -146,9 +146,6 @@ impl AskError {
     }
 }
 
-fn ms_since(t: Instant) -> f64 {
-    (t.elapsed().as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0
-}
 
 /// One LLM call, recorded in the trace.
 fn call(
@@ -164,23 +161,8 @@ fn call(
         json!({"prompt_chars": req.prompt_chars(), "messages": req.messages.len()}),
     );
     st.attempt = attempt;
-    trace.llm_calls += 1;
     let result = host.chat(stage, req);
-    st.ms = ms_since(t);
-    match result {
-        Ok(resp) => {
-            st.output = json!({"reply": resp.content, "model": resp.model, "http_attempts": resp.attempts});
-            st.prompt_tokens = resp.prompt_tokens;
-            st.completion_tokens = resp.completion_tokens;
-            trace.push(st);
-            Ok(resp.content)
-        }
-        Err(e) => {
-            st.error = Some(e.to_string());
-            trace.push(st);
-            Err(AskError::Llm { stage, source: e })
-        }
-    }
+    trace.record_call(st, t, result).map_err(|source| AskError::Llm { stage, source })
 }
 
 /// Run the pipeline for `question` up to `goal`. On failure the trace so far comes back with

@@ -1,7 +1,16 @@
 //! The record of one pipeline run, returned by `ask.explain()`.
 
+use std::time::Instant;
+
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{json, Value};
+
+use crate::llm::{ChatResponse, LlmError};
+
+/// Milliseconds since `t`, to the microsecond.
+pub fn ms_since(t: Instant) -> f64 {
+    (t.elapsed().as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0
+}
 
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct Trace {
@@ -50,6 +59,32 @@ impl StageTrace {
 }
 
 impl Trace {
+    /// Record an LLM call made for `st` and started at `started`: the reply, model, HTTP
+    /// attempts and tokens, or the error. Gives back the reply's text.
+    pub fn record_call(
+        &mut self,
+        mut st: StageTrace,
+        started: Instant,
+        result: Result<ChatResponse, LlmError>,
+    ) -> Result<String, LlmError> {
+        st.ms = ms_since(started);
+        self.llm_calls += 1;
+        match result {
+            Ok(resp) => {
+                st.output = json!({"reply": resp.content, "model": resp.model, "http_attempts": resp.attempts});
+                st.prompt_tokens = resp.prompt_tokens;
+                st.completion_tokens = resp.completion_tokens;
+                self.push(st);
+                Ok(resp.content)
+            }
+            Err(e) => {
+                st.error = Some(e.to_string());
+                self.push(st);
+                Err(e)
+            }
+        }
+    }
+
     pub fn push(&mut self, stage: StageTrace) {
         self.prompt_tokens += stage.prompt_tokens.unwrap_or(0);
         self.completion_tokens += stage.completion_tokens.unwrap_or(0);

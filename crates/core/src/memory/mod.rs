@@ -42,7 +42,7 @@ use crate::extract::extract_sql;
 use crate::guard::{check_write_step, Refusal};
 use crate::llm::{ChatRequest, ChatResponse, LlmError};
 use crate::pipeline::ExecFailure;
-use crate::trace::{StageTrace, Trace};
+use crate::trace::{ms_since, StageTrace, Trace};
 use placeholder::{find_placeholders, sql_literal, substitute, Placeholder};
 use plan::{parse_chain, PlannedStep};
 
@@ -377,9 +377,6 @@ impl ChainError {
     }
 }
 
-fn ms_since(t: Instant) -> f64 {
-    (t.elapsed().as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0
-}
 
 /// `sql` with every placeholder read as `NULL`.
 fn with_nulls(sql: &str) -> String {
@@ -396,28 +393,12 @@ fn call(
     req: &ChatRequest,
 ) -> Result<String, ChainError> {
     let t = Instant::now();
-    let mut st = StageTrace::new(
+    let st = StageTrace::new(
         stage,
         json!({"prompt_chars": req.prompt_chars(), "messages": req.messages.len(), "step": step}),
     );
-    trace.llm_calls += 1;
     let result = host.chat(stage, req);
-    st.ms = ms_since(t);
-    match result {
-        Ok(resp) => {
-            st.output =
-                json!({"reply": resp.content, "model": resp.model, "http_attempts": resp.attempts});
-            st.prompt_tokens = resp.prompt_tokens;
-            st.completion_tokens = resp.completion_tokens;
-            trace.push(st);
-            Ok(resp.content)
-        }
-        Err(e) => {
-            st.error = Some(e.to_string());
-            trace.push(st);
-            Err(ChainError::Llm { stage, source: e })
-        }
-    }
+    trace.record_call(st, t, result).map_err(|source| ChainError::Llm { stage, source })
 }
 
 /// Plans `instruction`, runs its steps and summarises them. On failure the trace so far comes
