@@ -596,4 +596,22 @@ mod tests {
         let columns: i64 = one("SELECT count(*) FROM ask.value_columns");
         assert_eq!(columns, 1, "only cities.name is left");
     }
+
+    #[pg_test]
+    fn a_trigger_keeps_the_memory_current_for_any_writer() {
+        setup();
+        Spi::run("SELECT ask.index_values('public.cities', ARRAY['name'])").unwrap();
+        Spi::run("SELECT ask.keep_values_current('public.cities')").unwrap();
+        // A writer who may not read the table still keeps its memory current (as its owner).
+        Spi::run("CREATE ROLE ask_test_writer; GRANT INSERT ON public.cities TO ask_test_writer").unwrap();
+        Spi::run("SET ROLE ask_test_writer").unwrap();
+        Spi::run("INSERT INTO public.cities VALUES (7, 'Boston', 'MA')").unwrap();
+        Spi::run("RESET ROLE").unwrap();
+        let found = similar("SELECT * FROM ask.similar_values('public.cities', 'name', 'Boston', 3)");
+        assert_eq!(found[0].0, "Boston", "{found:?}");
+        Spi::run("SELECT ask.keep_values_current('public.cities', false)").unwrap();
+        Spi::run("INSERT INTO public.cities VALUES (8, 'Denver', 'CO')").unwrap();
+        let found = similar("SELECT * FROM ask.similar_values('public.cities', 'name', 'Denver', 3)");
+        assert!(found.iter().all(|(v, _, _)| v != "Denver"), "{found:?}");
+    }
 }

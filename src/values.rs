@@ -32,6 +32,11 @@ pub(crate) fn as_memory_owner<R>(f: impl FnOnce() -> R) -> R {
         .ok()
         .flatten()
         .unwrap_or_else(|| raise(PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE, "ask.value_memory is missing".into(), "Reinstall the extension."));
+    as_user(owner, f)
+}
+
+/// Run `f` as `owner`, then switch back (at error, transaction abort restores the user).
+fn as_user<R>(owner: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
     let mut saved_user = pg_sys::Oid::INVALID;
     let mut saved_ctx = 0;
     // SAFETY: the same switch PostgreSQL's own RI triggers make; the previous identity is put
@@ -296,6 +301,17 @@ fn refresh_values(rel: Option<pg_sys::Oid>) -> i64 {
     changed
 }
 
+/// The trigger's refresh: as the table's owner, who opted in with `ask.keep_values_current()`,
+/// whoever wrote to the table.
+#[pg_extern(name = "_refresh_values_as_owner", volatile, strict, parallel_unsafe)]
+fn refresh_values_as_owner(rel: pg_sys::Oid) -> i64 {
+    let owner = Spi::get_one_with_args::<pg_sys::Oid>("SELECT relowner FROM pg_catalog.pg_class WHERE oid = $1", &[rel.into()])
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| raise(PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE, format!("no table with oid {rel:?}"), ""));
+    as_user(owner, || refresh_values(Some(rel)))
+}
+
 /// What the value memory finds for a phrase in one column: embedding neighbours and trigram
 /// matches, best first, each with its score and the method that found it.
 #[pg_extern(name = "_similar_values", volatile, parallel_unsafe)]
@@ -355,6 +371,25 @@ CREATE FUNCTION refresh_values(rel regclass DEFAULT NULL)
     RETURN _refresh_values(rel::oid);
 COMMENT ON FUNCTION refresh_values(regclass) IS
     'Bring the value memory up to date: new values added, vanished ones dropped, dropped columns forgotten. NULL: every indexed table the caller owns. Returns values added + removed.';
+CREATE FUNCTION _values_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM ask._refresh_values_as_owner(TG_RELID);
+    RETURN NULL;
+END $$;
+CREATE FUNCTION keep_values_current(rel regclass, enabled boolean DEFAULT true)
+    RETURNS void LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    IF NOT pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = rel), 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of table % to keep its values current', rel USING ERRCODE = '42501';
+    END IF;
+    EXECUTE format('DROP TRIGGER IF EXISTS ask_values_current ON %s', rel);
+    IF enabled THEN
+        EXECUTE format('CREATE TRIGGER ask_values_current AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s
+                        FOR EACH STATEMENT EXECUTE FUNCTION ask._values_changed()', rel);
+    END IF;
+END $$;
+COMMENT ON FUNCTION keep_values_current(regclass, boolean) IS
+    'Opt in (or out) to refreshing a table''s value memory after every writing statement, as the table''s owner. Each refresh reads the indexed columns'' distinct values: meant for small, slowly changing tables.';
 CREATE FUNCTION similar_values(rel regclass, col text, phrase text, k int DEFAULT 10)
     RETURNS TABLE (value text, score float8, method text) LANGUAGE sql VOLATILE PARALLEL UNSAFE
     BEGIN ATOMIC SELECT * FROM _similar_values(rel::oid, col, phrase, coalesce(k, 10)); END;
@@ -362,5 +397,5 @@ COMMENT ON FUNCTION similar_values(regclass, text, text, int) IS
     'What the value memory finds for a phrase in one column: embedding neighbours and trigram matches, with scores.';
 "#,
     name = "value_functions",
-    requires = [index_values, similar_values, refresh_values]
+    requires = [index_values, similar_values, refresh_values, refresh_values_as_owner]
 );
