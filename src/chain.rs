@@ -2,7 +2,6 @@
 //! run step by step as the caller, in the caller's transaction: any failing step raises an
 //! error and nothing of the chain persists.
 
-use pgrx::pg_sys;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use pgrx::pg_sys::panic::CaughtError;
 use pgrx::prelude::*;
@@ -40,23 +39,10 @@ impl MemoryHost for ChainHost {
         let Ok(csql) = std::ffi::CString::new(sql) else {
             return Err(ExecFailure::Refused { reason: "the statement contains a NUL character".into() });
         };
-        let outcome = subxact::run(OnSuccess::Release, move || unsafe {
-            // SAFETY: a plain SPI session around one statement; the rows are copied out before
-            // SPI_finish frees them.
-            if pg_sys::SPI_connect() < 0 {
-                return Err("SPI_connect failed".to_string());
-            }
-            let rc = pg_sys::SPI_execute(csql.as_ptr(), false, limit.saturating_add(1) as std::ffi::c_long);
-            let processed = pg_sys::SPI_processed as u64;
-            let rs = crate::guarded::copy_rows(limit);
-            pg_sys::SPI_finish();
-            if rc < 0 {
-                return Err(format!("SPI_execute failed ({rc})"));
-            }
-            Ok((rs.columns, rs.rows, processed))
-        });
+        // SAFETY: one statement in its own SPI session; the rows are copied out before it ends.
+        let outcome = subxact::run(OnSuccess::Release, move || unsafe { crate::guarded::spi_execute(&csql, false, limit) });
         match outcome {
-            Ok(Ok((columns, rows, affected))) => Ok(StepResult { rows_affected: affected, columns, rows }),
+            Ok(Ok(out)) => Ok(StepResult { rows_affected: out.processed, columns: out.rows.columns, rows: out.rows.rows }),
             Ok(Err(message)) => Err(ExecFailure::Error { sqlstate: "XX000".into(), message, detail: None, hint: None }),
             Err(CaughtError::PostgresError(r)) | Err(CaughtError::ErrorReport(r)) => {
                 if r.sql_error_code() as isize == PgSqlErrorCode::ERRCODE_QUERY_CANCELED as isize {

@@ -114,18 +114,37 @@ unsafe fn run_in_subtransaction(sql: &CStr, limits: &Limits) -> Inner {
         0,
         false,
     );
-    if pg_sys::SPI_connect() < 0 {
-        return Inner::Refused("SPI_connect failed".into());
+    match spi_execute(sql, true, limits.row_limit) {
+        Ok(out) if out.rc == pg_sys::SPI_OK_SELECT as i32 => Inner::Rows(out.rows),
+        Ok(out) => Inner::Refused(format!("not a query (SPI result code {})", out.rc)),
+        Err(reason) => Inner::Refused(reason),
     }
-    let fetch = limits.row_limit.saturating_add(1).min(i64::MAX as u32) as std::ffi::c_long;
-    let rc = pg_sys::SPI_execute(sql.as_ptr(), true, fetch);
-    let result = if rc != pg_sys::SPI_OK_SELECT as i32 {
-        Inner::Refused(format!("not a query (SPI result code {rc})"))
-    } else {
-        Inner::Rows(copy_rows(limits.row_limit))
-    };
+}
+
+/// What one statement run through SPI gave.
+pub(crate) struct SpiOutcome {
+    /// SPI's result code (`SPI_OK_SELECT`, `SPI_OK_INSERT`, ...).
+    pub rc: i32,
+    /// Rows processed (returned or affected).
+    pub processed: u64,
+    /// At most `limit` rows of the result, copied out of SPI's memory.
+    pub rows: ResultSet,
+}
+
+/// Run one statement in its own SPI session, fetching at most `limit` rows (one more is asked
+/// for, to tell a cut result). PostgreSQL errors propagate to the caller's error handling.
+pub(crate) unsafe fn spi_execute(sql: &CStr, read_only: bool, limit: u32) -> Result<SpiOutcome, String> {
+    if pg_sys::SPI_connect() < 0 {
+        return Err("SPI_connect failed".into());
+    }
+    let rc = pg_sys::SPI_execute(sql.as_ptr(), read_only, limit.saturating_add(1) as std::ffi::c_long);
+    let processed = pg_sys::SPI_processed as u64;
+    let rows = copy_rows(limit);
     pg_sys::SPI_finish();
-    result
+    if rc < 0 {
+        return Err(format!("SPI_execute failed ({rc})"));
+    }
+    Ok(SpiOutcome { rc, processed, rows })
 }
 
 /// Parse analysis of the statement; `Some(reason)` refuses it.
@@ -166,7 +185,7 @@ unsafe fn list_nth(l: *mut pg_sys::List, n: i32) -> *mut std::ffi::c_void {
 }
 
 /// Copy SPI's result into plain values (at most `limit` rows; one more means truncated).
-pub(crate) unsafe fn copy_rows(limit: u32) -> ResultSet {
+unsafe fn copy_rows(limit: u32) -> ResultSet {
     let tt = pg_sys::SPI_tuptable;
     let processed = pg_sys::SPI_processed as usize;
     if tt.is_null() {

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 use super::protocol::{error_message, headers, parse_response, request_body};
 use super::{ChatRequest, ChatResponse, LlmError};
 use crate::config::LlmConfig;
+use crate::secret::Secret;
 
 /// First backoff pause; doubled after each retry, capped at [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(200);
@@ -63,17 +64,7 @@ async fn send_once(
     for (name, value) in headers(cfg) {
         rb = rb.header(name, value);
     }
-    let transport = |e: reqwest::Error| -> LlmError {
-        if e.is_timeout() {
-            LlmError::Timeout { url: url.to_string(), ms: timeout_ms }
-        } else if e.is_connect() {
-            LlmError::Connect { url: url.to_string(), detail: cfg.api_key.scrub(&root_cause(&e)) }
-        } else if e.is_body() || e.is_decode() {
-            LlmError::Truncated { detail: cfg.api_key.scrub(&root_cause(&e)) }
-        } else {
-            LlmError::Connect { url: url.to_string(), detail: cfg.api_key.scrub(&root_cause(&e)) }
-        }
-    };
+    let transport = |e: reqwest::Error| transport_error(&e, url, timeout_ms, &cfg.api_key);
     let resp = rb.send().await.map_err(transport)?;
     let status = resp.status();
     let retry_after_s = resp
@@ -98,6 +89,18 @@ fn scrub_error(e: LlmError, cfg: &LlmConfig) -> LlmError {
         LlmError::Malformed { detail } => LlmError::Malformed { detail: cfg.api_key.scrub(&detail) },
         LlmError::Truncated { detail } => LlmError::Truncated { detail: cfg.api_key.scrub(&detail) },
         other => other,
+    }
+}
+
+/// A transport failure (no HTTP status to speak of) as an [`LlmError`]: a timeout, a body cut
+/// off mid-way, or a connection that could not be made or broke; details scrubbed of the key.
+pub(crate) fn transport_error(e: &reqwest::Error, url: &str, timeout_ms: u64, key: &Secret) -> LlmError {
+    if e.is_timeout() {
+        LlmError::Timeout { url: url.to_string(), ms: timeout_ms }
+    } else if e.is_body() || e.is_decode() {
+        LlmError::Truncated { detail: key.scrub(&root_cause(e)) }
+    } else {
+        LlmError::Connect { url: url.to_string(), detail: key.scrub(&root_cause(e)) }
     }
 }
 

@@ -2,6 +2,7 @@
 
 use serde_json::{json, Value};
 
+use super::client::transport_error;
 use super::protocol::{error_message, parse_json};
 use super::LlmError;
 use crate::secret::Secret;
@@ -81,15 +82,7 @@ pub async fn embed(http: &reqwest::Client, cfg: &EmbedConfig, texts: &[&str]) ->
     if !cfg.api_key.is_empty() {
         rb = rb.header("authorization", format!("Bearer {}", cfg.api_key.expose()));
     }
-    let transport = |e: reqwest::Error| {
-        if e.is_timeout() {
-            LlmError::Timeout { url: url.clone(), ms: timeout_ms }
-        } else if e.is_body() || e.is_decode() {
-            LlmError::Truncated { detail: cfg.api_key.scrub(&e.to_string()) }
-        } else {
-            LlmError::Connect { url: url.clone(), detail: cfg.api_key.scrub(&e.to_string()) }
-        }
-    };
+    let transport = |e: reqwest::Error| transport_error(&e, &url, timeout_ms, &cfg.api_key);
     let resp = rb.send().await.map_err(transport)?;
     let status = resp.status();
     let bytes = resp.bytes().await.map_err(transport)?;
