@@ -66,6 +66,7 @@ static MODEL_PATH: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::
 /// Whether ask.do() may write.
 static ALLOW_WRITES: GucSetting<bool> = GucSetting::<bool>::new(false);
 /// Statements per ask.do() chain at most.
+static CONCURRENCY: GucSetting<i32> = GucSetting::<i32>::new(8);
 static MAX_STEPS: GucSetting<i32> = GucSetting::<i32>::new(10);
 
 pub fn init() {
@@ -220,6 +221,16 @@ pub fn init() {
         GucContext::Userset,
         GucFlags::default(),
     );
+    GucRegistry::define_int_guc(
+        c"ask.concurrency",
+        c"LLM requests a benchmark or an evaluation keeps in flight at once.",
+        c"Lower it for rate-limited providers; 1 sends one request at a time.",
+        &CONCURRENCY,
+        1,
+        64,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
     // SAFETY: plain call with a static C string, from _PG_init.
     unsafe { pg_sys::MarkGUCPrefixReserved(c"ask".as_ptr()) };
 }
@@ -277,6 +288,10 @@ pub fn allow_writes() -> bool {
 
 pub fn max_steps() -> u32 {
     MAX_STEPS.get().max(1) as u32
+}
+
+pub fn concurrency() -> usize {
+    CONCURRENCY.get().max(1) as usize
 }
 
 pub fn model_path() -> String {

@@ -66,3 +66,28 @@ pub fn chat(cfg: &LlmConfig, stage: &str, req: &ChatRequest) -> Result<ChatRespo
     ledger::record(cfg, stage, &result, started.elapsed());
     result
 }
+
+/// Many chat calls on behalf of `stage`, at most `concurrency` in flight; results in the order
+/// of `reqs`, each written to the ledger. A pending cancel abandons every call in flight and
+/// raises the cancel.
+pub fn chat_many(
+    cfg: &LlmConfig,
+    stage: &str,
+    reqs: Vec<ChatRequest>,
+    concurrency: usize,
+) -> Vec<(Result<ChatResponse, LlmError>, std::time::Duration)> {
+    let n = reqs.len();
+    let out = with_runner(|r| r.block_on(llm::chat_all(r.http(), cfg, reqs, concurrency), &cancel_pending));
+    match out {
+        Ok(results) => {
+            for (result, took) in &results {
+                ledger::record(cfg, stage, result, *took);
+            }
+            results
+        }
+        Err(llm::Interrupted) => {
+            pgrx::check_for_interrupts!();
+            (0..n).map(|_| (Err(LlmError::Interrupted), std::time::Duration::ZERO)).collect()
+        }
+    }
+}

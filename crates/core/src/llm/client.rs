@@ -122,3 +122,39 @@ fn jittered(d: Duration) -> Duration {
         .unwrap_or(0);
     d + d.mul_f64((nanos % 1000) as f64 / 4000.0)
 }
+
+/// One finished call of [`chat_all`]: its result and how long it took.
+pub type Timed = (Result<ChatResponse, LlmError>, Duration);
+
+/// Send every request, at most `concurrency` in flight at once, and return the results in the
+/// order of `reqs`. Each call retries on its own, as [`chat`] does. Dropping the returned
+/// future (an interrupt) aborts every call still in flight.
+pub async fn chat_all(
+    http: &reqwest::Client,
+    cfg: &LlmConfig,
+    reqs: Vec<ChatRequest>,
+    concurrency: usize,
+) -> Vec<Timed> {
+    use std::sync::Arc;
+    let n = reqs.len();
+    let slots = Arc::new(tokio::sync::Semaphore::new(concurrency.max(1)));
+    let mut set = tokio::task::JoinSet::new();
+    for (i, req) in reqs.into_iter().enumerate() {
+        let (http, cfg, slots) = (http.clone(), cfg.clone(), Arc::clone(&slots));
+        set.spawn(async move {
+            let _slot = slots.acquire_owned().await.expect("the semaphore is never closed");
+            let started = Instant::now();
+            let result = chat(&http, &cfg, &req).await;
+            (i, result, started.elapsed())
+        });
+    }
+    let mut out: Vec<Option<Timed>> = (0..n).map(|_| None).collect();
+    while let Some(joined) = set.join_next().await {
+        match joined {
+            Ok((i, result, took)) => out[i] = Some((result, took)),
+            // A task only ends without a value if it panicked; the panic is re-raised here.
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        }
+    }
+    out.into_iter().map(|o| o.expect("every task reported")).collect()
+}

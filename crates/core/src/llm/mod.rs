@@ -11,7 +11,7 @@ pub mod runtime;
 
 use serde::Serialize;
 
-pub use client::chat;
+pub use client::{chat, chat_all};
 pub use runtime::{Interrupted, Runner};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
