@@ -1,20 +1,52 @@
 #!/usr/bin/env bash
 # Benchmarks (slow, not part of CI). As root, on a machine prepared by scripts/setup.sh:
-#   bash scripts/bench.sh
+#   bash scripts/bench.sh [all|ask|shadow]
 # Builds pg_ask in release mode, installs it into PostgreSQL 15, starts a throwaway cluster
-# and runs each benchmark; the numbers go to stdout (see BENCHMARKS.md for recorded ones).
+# and runs the chosen benchmarks; the numbers go to stdout (see BENCHMARKS.md for recorded ones).
+#   ask     ask() outside the LLM on a 200-table schema
+#   shadow  capture overhead (200k-row INSERT/UPDATE, many small transactions with pgbench)
+#           and CALL ask.benchmark at concurrency 1 vs 8
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/cache/pg_ask/target}
 WORK=${PG_ASK_BENCH_DIR:-/var/tmp/pg_ask-bench}
 PORT=${PG_ASK_BENCH_PORT:-55440}
+MODE=${1:-all}
 # shellcheck source=scripts/cluster.sh
 source scripts/cluster.sh
 trap 'cluster_stop "$WORK/db"' EXIT
 
 cargo pgrx install --release -p pg_ask --pg-config /usr/lib/postgresql/15/bin/pg_config >/dev/null
 cluster_start "$WORK/db" "$PORT"
-cargo build -q --release -p pg_ask_it --bin bench_ask
-echo "== ask() outside the LLM"
-PG_ASK_IT_HOST=$WORK PG_ASK_IT_PORT=$PORT "$CARGO_TARGET_DIR/release/bench_ask"
+cargo build -q --release -p pg_ask_it --bins
+export PG_ASK_IT_HOST=$WORK PG_ASK_IT_PORT=$PORT
+
+if [ "$MODE" = all ] || [ "$MODE" = ask ]; then
+  echo "== ask() outside the LLM"
+  "$CARGO_TARGET_DIR/release/bench_ask"
+fi
+
+if [ "$MODE" = all ] || [ "$MODE" = shadow ]; then
+  "$CARGO_TARGET_DIR/release/bench_shadow" all
+  echo "== many small transactions (pgbench, 2 clients, 20 s each): capture off vs on"
+  PSQL=(runuser -u postgres -- "$PGBIN/psql" -X -q -h "$WORK" -p "$PORT" -d postgres -v ON_ERROR_STOP=1)
+  "${PSQL[@]}" -c "DROP TABLE IF EXISTS bench_tx; CREATE TABLE bench_tx (id int PRIMARY KEY, qty int NOT NULL, note text);
+                   INSERT INTO bench_tx SELECT g, 0, 'row ' || g FROM generate_series(1, 100000) g; VACUUM ANALYZE bench_tx;"
+  cat >"$WORK/tx.sql" <<'SQL'
+\set id random(1, 100000)
+\set nid random(100001, 100000000)
+BEGIN;
+UPDATE bench_tx SET qty = qty + 1 WHERE id = :id;
+INSERT INTO bench_tx VALUES (:nid, 1, 'new') ON CONFLICT (id) DO NOTHING;
+COMMIT;
+SQL
+  chown postgres: "$WORK/tx.sql"
+  for capture in off on; do
+    if [ "$capture" = on ]; then "${PSQL[@]}" -c "SELECT ask.shadow_enable('bench_tx', snapshot => false)" >/dev/null; fi
+    tps=$(runuser -u postgres -- "$PGBIN/pgbench" -n -h "$WORK" -p "$PORT" -c 2 -j 2 -T 20 -f "$WORK/tx.sql" postgres 2>/dev/null \
+          | sed -n 's/^tps = \([0-9.]*\) .*/\1/p')
+    echo "capture $capture: $tps transactions/s"
+  done
+  "${PSQL[@]}" -c "SELECT ask.shadow_disable('bench_tx'); DROP TABLE bench_tx;" >/dev/null
+fi

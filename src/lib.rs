@@ -6,6 +6,7 @@
 use pgrx::prelude::*;
 
 mod api;
+mod benchmark;
 mod catalog;
 mod chain;
 mod correct;
@@ -16,6 +17,7 @@ mod gucs;
 mod host;
 mod ledger;
 mod llm;
+mod shadow;
 mod subxact;
 mod values;
 
@@ -23,6 +25,9 @@ mod values;
 
 pgrx::extension_sql_file!("../sql/ledger.sql", name = "ledger", bootstrap);
 pgrx::extension_sql_file!("../sql/values.sql", name = "value_memory_tables", requires = ["ledger"]);
+pgrx::extension_sql_file!("../sql/shadow.sql", name = "shadow_tables", requires = ["ledger"]);
+pgrx::extension_sql_file!("../sql/shadow_views.sql", name = "shadow_views", requires = ["shadow_tables", shadow::shadow_command]);
+pgrx::extension_sql_file!("../sql/benchmark.sql", name = "benchmark", requires = ["shadow_tables", benchmark::_benchmark_start, benchmark::_benchmark_step, benchmark::_benchmark_finish, benchmark::_metric]);
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
@@ -32,6 +37,8 @@ pub extern "C-unwind" fn _PG_init() {
 
 #[cfg(any(test, feature = "pg_test"))]
 mod pg_tests;
+#[cfg(any(test, feature = "pg_test"))]
+mod pg_tests_shadow;
 
 /// Required by `cargo pgrx test`.
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! end, against a stand-in LLM server started inside the test's backend on a free port.
 
 #[pgrx::pg_schema]
-mod tests {
+pub(crate) mod tests {
     use llm_standin::{Reply, Rule, Script, StandIn};
     use pgrx::pg_sys::panic::CaughtError;
     use pgrx::prelude::*;
@@ -26,7 +26,7 @@ mod tests {
     const ITALIAN_SQL: &str = "```sql\nSELECT r.name FROM public.restaurants r JOIN public.cities c ON c.id = r.city_id\nWHERE c.name = 'Los Angeles' AND r.cuisine = 'Italian' ORDER BY r.name;\n```";
 
     /// A stand-in server answering with `script`, and ask.base_url pointing at it.
-    fn llm(script: Script) -> StandIn {
+    pub(crate) fn llm(script: Script) -> StandIn {
         let s = StandIn::start(script).expect("start the stand-in LLM server");
         Spi::run(&format!("SET ask.base_url = '{}/v1'", s.url())).unwrap();
         s
@@ -44,7 +44,7 @@ mod tests {
     }
 
     /// The SQLSTATE, message and hint of the error `sql` raises (it must raise one).
-    fn error_of(sql: &str) -> (String, String, Option<String>) {
+    pub(crate) fn error_of(sql: &str) -> (String, String, Option<String>) {
         let sql = sql.to_string();
         match subxact::run(OnSuccess::RollBack, move || Spi::run(&sql).unwrap()) {
             Ok(()) => panic!("expected an error"),
@@ -55,7 +55,7 @@ mod tests {
         }
     }
 
-    fn one<T: pgrx::FromDatum + pgrx::IntoDatum>(sql: &str) -> T {
+    pub(crate) fn one<T: pgrx::FromDatum + pgrx::IntoDatum>(sql: &str) -> T {
         Spi::get_one::<T>(sql).unwrap().expect("a non-null value")
     }
 

@@ -6,12 +6,17 @@ use std::sync::Once;
 
 use postgres::{Client, NoTls};
 
-/// A new session as the superuser `postgres` in the database `postgres`.
-pub fn connect() -> Client {
+/// The connection string of the test PostgreSQL (superuser `postgres`, database `postgres`).
+pub fn conninfo() -> String {
     let host = std::env::var("PG_ASK_IT_HOST").expect("PG_ASK_IT_HOST: where the test PostgreSQL listens");
     let port = std::env::var("PG_ASK_IT_PORT").unwrap_or_else(|_| "5432".into());
-    let mut c = Client::connect(&format!("host={host} port={port} user=postgres dbname=postgres"), NoTls)
-        .unwrap_or_else(|e| panic!("connect to the test PostgreSQL at {host}:{port}: {e}"));
+    format!("host={host} port={port} user=postgres dbname=postgres")
+}
+
+/// A new session as the superuser `postgres` in the database `postgres`.
+pub fn connect() -> Client {
+    let info = conninfo();
+    let mut c = Client::connect(&info, NoTls).unwrap_or_else(|e| panic!("connect to the test PostgreSQL ({info}): {e}"));
     setup(&mut c);
     c
 }

@@ -83,6 +83,7 @@
 //! matching what is sent).
 
 mod embed;
+pub mod oracle;
 mod protocol;
 mod script;
 mod server;

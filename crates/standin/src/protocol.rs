@@ -192,6 +192,22 @@ pub(crate) fn prompt_of(endpoint: Endpoint, body: &Value) -> Prompt {
     }
 }
 
+/// A chat body's system prompt and its other messages as (role, text), in order.
+pub(crate) fn turns_of(body: &Value) -> (String, Vec<(String, String)>) {
+    let mut system: Vec<String> = body.get("system").map(content_text).into_iter().collect();
+    let mut turns = Vec::new();
+    for m in body.get("messages").and_then(Value::as_array).into_iter().flatten() {
+        let role = m.get("role").and_then(Value::as_str).unwrap_or("user").to_owned();
+        let text = content_text(m.get("content").unwrap_or(&Value::Null));
+        if role == "system" {
+            system.push(text);
+        } else {
+            turns.push((role, text));
+        }
+    }
+    (system.join("\n"), turns)
+}
+
 /// The texts to embed, or a message saying why the body has none.
 pub(crate) fn embedding_inputs(endpoint: Endpoint, body: &Value) -> Result<Vec<String>, String> {
     let field = if endpoint == Endpoint::OllamaEmbeddings {

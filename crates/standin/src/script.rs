@@ -64,6 +64,9 @@ pub enum Reply {
     Truncated,
     /// 200 with a well-formed response whose content is the empty string.
     Empty,
+    /// Answer an in-context database prompt by executing it on a real PostgreSQL (see
+    /// [`crate::oracle`]).
+    Oracle(crate::oracle::OracleSpec),
 }
 
 impl Script {

@@ -309,6 +309,13 @@ fn api(
             Out::json(200, &success(&content.replace("{{last}}", &prompt.last)))
         }
         Reply::Empty => Out::json(200, &success("")),
+        Reply::Oracle(spec) => {
+            let (system, turns) = protocol::turns_of(&body);
+            match crate::oracle::answer(&spec, &system, &turns) {
+                Ok(content) => Out::json(200, &success(&content)),
+                Err(message) => Out::error(500, style, ErrorKind::Server, &format!("stand-in oracle: {message}")),
+            }
+        }
         Reply::Hang => return Action::Hang(style),
         Reply::Status {
             code,

@@ -15,6 +15,7 @@
 
 pub mod delta;
 pub mod prompting;
+pub mod replay;
 pub mod report;
 pub mod sampler;
 pub mod score;

@@ -1,0 +1,699 @@
+//! In-database benchmarks of the LLM as an in-context database (InConDB): workloads, the
+//! `CALL ask.benchmark(...)` procedure's steps, and the comparison report.
+//!
+//! The procedure (SQL, in sql/benchmark.sql) starts or resumes a run, then calls
+//! `ask._benchmark_step(run)` and COMMITs until nothing is left: every step scores a batch of
+//! answers and commits them, so a cancelled or crashed run keeps what it finished and the
+//! same CALL resumes it. Within a step the truths are computed in PostgreSQL (a scratch schema
+//! inside a subtransaction that is always rolled back) and the LLM calls go out together,
+//! `ask.concurrency` at a time.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ffi::CString;
+
+use pgrx::pg_sys::errcodes::PgSqlErrorCode;
+use pgrx::pg_sys::panic::CaughtError;
+use pgrx::prelude::*;
+use pgrx::JsonB;
+use serde_json::{json, Value};
+
+use pg_ask_core::llm::LlmError;
+use pg_ask_core::shadow::delta::Encoding;
+use pg_ask_core::shadow::prompting::{parse_reply, Answer, PastCommand, Prompting, QueryKind, ReplayPrompt};
+use pg_ask_core::shadow::report::{render_html, ReportOptions, ResultRow};
+use pg_ask_core::shadow::sampler::{sample_one, Sample, SamplerConfig, Target};
+use pg_ask_core::shadow::score::{aggregate, has_order_by, score_sample, TruthClass};
+use pg_ask_core::shadow::workload::{CommandKind, Workload};
+
+use crate::errors::Raised;
+use crate::gucs::{self, LlmOverrides};
+use crate::shadow::answer_json;
+use crate::subxact::{self, OnSuccess};
+use crate::values::as_memory_owner;
+use crate::{guarded, llm};
+
+fn raise(code: PgSqlErrorCode, msg: impl Into<String>, hint: &str) -> ! {
+    let r = Raised::new(code, msg);
+    let r = if hint.is_empty() { r } else { r.hint(hint) };
+    r.raise(&Default::default())
+}
+
+fn internal(what: &str, e: impl std::fmt::Display) -> ! {
+    raise(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, format!("{what}: {e}"), "")
+}
+
+/// Loading workloads and running benchmarks creates scratch schemas: the caller needs CREATE
+/// on the database, as for any schema.
+fn require_create_on_database(what: &str) {
+    let ok = Spi::get_one::<bool>("SELECT pg_catalog.has_database_privilege(current_database(), 'CREATE')").ok().flatten();
+    if ok != Some(true) {
+        raise(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("permission denied to {what}"),
+            "Benchmarks create scratch schemas: the role needs CREATE on the database (GRANT CREATE ON DATABASE ...).",
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Workloads
+
+fn parse_workload(name: &str, spec: &Value, nl: Option<&Value>) -> Workload {
+    Workload::from_json(name, spec, nl).unwrap_or_else(|e| {
+        raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("workload {name:?} cannot be loaded: {e}"),
+            "A workload is InConDB's JSON object (create_tables, insert, delete, update, select by category); its NL twin may be given as nl, or both as {\"sql\": ..., \"nl\": ...}.",
+        )
+    })
+}
+
+/// Load (or replace) a workload in InConDB's JSON format. `spec` is the `*_sql.json` object,
+/// or `{"sql": ..., "nl": ...}`; `nl` the aligned `*_nl.json` object for the NL encoding.
+/// Statements in MySQL's dialect are translated; what cannot be translated is skipped with a
+/// NOTICE. Returns a summary.
+#[pg_extern(volatile, parallel_unsafe)]
+fn load_workload(name: &str, spec: JsonB, nl: default!(Option<JsonB>, "NULL")) -> JsonB {
+    require_create_on_database("load a workload");
+    if name.trim().is_empty() {
+        raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, "the workload needs a name", "");
+    }
+    let (sql, nl) = match (&spec.0, nl) {
+        (Value::Object(o), None) if o.contains_key("sql") && !o.contains_key("create_tables") => {
+            (o["sql"].clone(), o.get("nl").cloned().filter(|v| !v.is_null()))
+        }
+        (_, nl) => (spec.0.clone(), nl.map(|j| j.0)),
+    };
+    let w = parse_workload(name, &sql, nl.as_ref());
+    let (translated, skipped) = w.translation_counts();
+    for (i, c) in w.skipped().enumerate() {
+        if i < 20 {
+            let why = match &c.translation {
+                pg_ask_core::shadow::workload::Translation::Skipped { reason, .. } => reason.clone(),
+                _ => String::new(),
+            };
+            notice!("pg_ask: workload {name}: skipped {:?} #{}: {why}", c.kind, c.index);
+        }
+    }
+    if skipped > 20 {
+        notice!("pg_ask: workload {name}: {} more statements skipped", skipped - 20);
+    }
+    if !w.unknown_keys.is_empty() {
+        notice!("pg_ask: workload {name}: ignored keys {}", w.unknown_keys.join(", "));
+    }
+    let tables = w.create_tables.iter().filter(|c| c.sql().is_some()).count();
+    let selects: BTreeMap<String, usize> = w.selects.iter().map(|(k, v)| (k.as_str().to_string(), v.len())).collect();
+    let summary = json!({
+        "name": name,
+        "tables": tables,
+        "inserts": w.inserts.len(),
+        "deletes": w.deletes.len(),
+        "updates": w.updates.len(),
+        "selects": selects,
+        "translated": translated,
+        "skipped": skipped,
+        "nl": nl.is_some(),
+    });
+    as_memory_owner(|| {
+        Spi::run_with_args(
+            "INSERT INTO ask.workloads (name, spec, nl, statements, translated, skipped, loaded_by) VALUES ($1, $2, $3, $4, $5, $6, session_user)
+             ON CONFLICT (name) DO UPDATE SET spec = EXCLUDED.spec, nl = EXCLUDED.nl, statements = EXCLUDED.statements,
+                 translated = EXCLUDED.translated, skipped = EXCLUDED.skipped, loaded_at = now(), loaded_by = EXCLUDED.loaded_by",
+            &[
+                name.into(),
+                JsonB(sql).into(),
+                nl.map(JsonB).into(),
+                ((translated + skipped) as i32).into(),
+                (translated as i32).into(),
+                (skipped as i32).into(),
+            ],
+        )
+        .unwrap_or_else(|e| internal("could not store the workload", e))
+    });
+    notice!("pg_ask: workload {name}: {translated} statements translated, {skipped} skipped");
+    JsonB(summary)
+}
+
+thread_local! {
+    /// Parsed workloads by name, with the load time they were parsed from.
+    static WORKLOADS: RefCell<HashMap<String, (String, std::rc::Rc<Workload>)>> = RefCell::new(HashMap::new());
+}
+
+fn workload(name: &str) -> std::rc::Rc<Workload> {
+    let row = as_memory_owner(|| {
+        Spi::get_three_with_args::<JsonB, JsonB, String>(
+            "SELECT spec, nl, loaded_at::text FROM ask.workloads WHERE name = $1",
+            &[name.into()],
+        )
+    });
+    let (spec, nl, loaded_at) = match row {
+        Ok((Some(spec), nl, Some(at))) => (spec, nl, at),
+        _ => raise(
+            PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+            format!("workload {name:?} does not exist"),
+            "Load it first with ask.load_workload(name, spec).",
+        ),
+    };
+    WORKLOADS.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if let Some((at, w)) = cache.get(name) {
+            if *at == loaded_at {
+                return w.clone();
+            }
+        }
+        let w = std::rc::Rc::new(parse_workload(name, &spec.0, nl.as_ref().map(|j| &j.0)));
+        cache.insert(name.to_string(), (loaded_at, w.clone()));
+        w
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runs
+
+struct Run {
+    workload: String,
+    config: SamplerConfig,
+    encodings: Vec<Encoding>,
+    promptings: Vec<Prompting>,
+    provider: String,
+    model: String,
+    base_url: String,
+}
+
+fn parse_list<T: std::str::FromStr>(items: &[String], what: &str, hint: &str) -> Vec<T> {
+    if items.is_empty() {
+        raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("no {what} given"), hint);
+    }
+    let mut seen = HashSet::new();
+    items
+        .iter()
+        .filter(|s| seen.insert(s.trim().to_ascii_lowercase()))
+        .map(|s| {
+            s.parse().unwrap_or_else(|_| raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("unknown {what} {s:?}"), hint))
+        })
+        .collect()
+}
+
+const ENCODING_HINT: &str = "Encodings are 'sql' and 'nl'.";
+const PROMPTING_HINT: &str = "Promptings are 'zero_shot', 'zero_cot' and 'few_shot'.";
+
+fn load_run(id: i64) -> Run {
+    let row = as_memory_owner(|| {
+        Spi::connect(|c| {
+            let mut rows = c.select(
+                "SELECT workload, length, insert_ratio, overlap, samples, encodings, promptings, seed, provider, model, base_url
+                   FROM ask.benchmark_runs WHERE id = $1",
+                None,
+                &[id.into()],
+            )?;
+            let Some(r) = rows.next() else { return Ok(None) };
+            Ok::<_, pgrx::spi::Error>(Some((
+                r.get::<String>(1)?.unwrap_or_default(),
+                r.get::<i32>(2)?.unwrap_or(0),
+                r.get::<f64>(3)?.unwrap_or(0.0),
+                r.get::<f64>(4)?.unwrap_or(0.0),
+                r.get::<i32>(5)?.unwrap_or(0),
+                r.get::<Vec<String>>(6)?.unwrap_or_default(),
+                r.get::<Vec<String>>(7)?.unwrap_or_default(),
+                r.get::<i32>(8)?.unwrap_or(0),
+                r.get::<String>(9)?.unwrap_or_default(),
+                r.get::<String>(10)?.unwrap_or_default(),
+                r.get::<String>(11)?.unwrap_or_default(),
+            )))
+        })
+    })
+    .unwrap_or_else(|e| internal("could not read the run", e));
+    let Some((workload, length, insert_ratio, overlap, samples, encodings, promptings, seed, provider, model, base_url)) = row else {
+        raise(PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT, format!("benchmark run {id} does not exist"), "")
+    };
+    let encodings: Vec<Encoding> = parse_list(&encodings, "encoding", ENCODING_HINT);
+    Run {
+        workload,
+        config: SamplerConfig {
+            length: length as usize,
+            insert_ratio,
+            overlap,
+            samples: samples as usize,
+            seed: seed as u32 as u64,
+            targets: Target::all(),
+            encoding: encodings[0],
+        },
+        promptings: parse_list(&promptings, "prompting", PROMPTING_HINT),
+        encodings,
+        provider,
+        model,
+        base_url,
+    }
+}
+
+/// Start a run, or find the unfinished run with the same parameters and model to resume.
+#[allow(clippy::too_many_arguments)]
+#[pg_extern(volatile, parallel_unsafe)]
+fn _benchmark_start(
+    workload_name: &str,
+    length: i32,
+    insert_ratio: f64,
+    overlap: f64,
+    samples: i32,
+    encodings: Vec<String>,
+    promptings: Vec<String>,
+    seed: i32,
+) -> i64 {
+    require_create_on_database("run a benchmark");
+    if length < 0 || samples <= 0 {
+        raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, "length must be >= 0 and samples > 0", "");
+    }
+    for (name, v) in [("insert_ratio", insert_ratio), ("overlap", overlap)] {
+        if !(0.0..=1.0).contains(&v) {
+            raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("{name} must be between 0 and 1, not {v}"), "");
+        }
+    }
+    let encs: Vec<Encoding> = parse_list(&encodings, "encoding", ENCODING_HINT);
+    let proms: Vec<Prompting> = parse_list(&promptings, "prompting", PROMPTING_HINT);
+    let w = workload(workload_name);
+    // Every query kind must be drawable in every encoding: fail now rather than mid-run.
+    for &encoding in &encs {
+        let cfg = SamplerConfig {
+            length: length as usize,
+            insert_ratio,
+            overlap,
+            samples: samples as usize,
+            seed: seed as u32 as u64,
+            targets: Target::all(),
+            encoding,
+        };
+        for i in 0..(samples as usize).min(cfg.targets.len()) {
+            if let Err(e) = sample_one(&w, &cfg, i) {
+                raise(
+                    PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                    format!("workload {workload_name:?} cannot be sampled with encoding {encoding}: {e}"),
+                    if encoding == Encoding::Nl { "The NL encoding needs the workload's NL twin: ask.load_workload(name, spec, nl)." } else { "" },
+                );
+            }
+        }
+    }
+    let cfg = gucs::llm_config(&LlmOverrides::default()).unwrap_or_else(|m| crate::errors::config(m).raise(&gucs::api_key()));
+    let provider = cfg.provider.as_str().to_string();
+    let encs: Vec<String> = encs.iter().map(|e| e.as_str().to_string()).collect();
+    let proms: Vec<String> = proms.iter().map(|p| p.as_str().to_string()).collect();
+    let args = vec![
+        workload_name.into(),
+        length.into(),
+        insert_ratio.into(),
+        overlap.into(),
+        samples.into(),
+        encs.clone().into(),
+        proms.clone().into(),
+        seed.into(),
+        provider.clone().into(),
+        cfg.model.clone().into(),
+        cfg.base_url.clone().into(),
+    ];
+    let (id, resumed) = as_memory_owner(|| {
+        let existing = Spi::get_one_with_args::<i64>(
+            "SELECT id FROM ask.benchmark_runs
+              WHERE workload = $1 AND length = $2 AND insert_ratio = $3 AND overlap = $4 AND samples = $5
+                AND encodings = $6 AND promptings = $7 AND seed = $8 AND provider = $9 AND model = $10 AND base_url = $11
+                AND status = 'running' AND started_by = session_user
+              ORDER BY id DESC LIMIT 1",
+            &args,
+        )
+        .ok()
+        .flatten();
+        match existing {
+            Some(id) => (id, true),
+            None => (
+                Spi::get_one_with_args::<i64>(
+                    "INSERT INTO ask.benchmark_runs (workload, length, insert_ratio, overlap, samples, encodings, promptings, seed, provider, model, base_url, started_by)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, session_user) RETURNING id",
+                    &args,
+                )
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| internal("could not start the run", "no id")),
+                false,
+            ),
+        }
+    });
+    let total = samples as i64 * encs.len() as i64 * proms.len() as i64;
+    if resumed {
+        let done = done_count(id);
+        notice!("pg_ask: resuming benchmark run {id} ({done} of {total} answers done)");
+    } else {
+        notice!(
+            "pg_ask: benchmark run {id}: workload {workload_name}, {samples} samples × {} encodings × {} promptings = {total} LLM calls, model {}",
+            encs.len(),
+            proms.len(),
+            cfg.model
+        );
+    }
+    id
+}
+
+fn done_count(run: i64) -> i64 {
+    as_memory_owner(|| {
+        Spi::get_one_with_args::<i64>("SELECT count(*) FROM ask.benchmark_samples WHERE run_id = $1", &[run.into()]).ok().flatten().unwrap_or(0)
+    })
+}
+
+/// The true results of a sample, computed by PostgreSQL.
+struct Truth {
+    /// Succeed or Fail of every command before the query.
+    past: Vec<Answer>,
+    query: Answer,
+    query_kind: QueryKind,
+}
+
+/// Whether a workload statement may run in the scratch schema: it names no table outside it.
+fn scratch_safe(c: &pg_ask_core::shadow::workload::Command) -> bool {
+    c.sql().is_some() && !c.tables.iter().any(|t| t.contains('.'))
+}
+
+/// Run one statement in its own subtransaction (kept on success): Succeed or Fail.
+fn outcome_of(sql: &str) -> Answer {
+    let Ok(csql) = CString::new(sql) else { return Answer::Fail };
+    // SAFETY: one statement in its own SPI session.
+    match subxact::run(OnSuccess::Release, move || unsafe { guarded::spi_execute(&csql, false, 0) }) {
+        Ok(Ok(_)) => Answer::Succeed,
+        Ok(Err(_)) => Answer::Fail,
+        Err(e) => fail_or_rethrow(e),
+    }
+}
+
+/// A statement's error means Fail; a cancel or a panic goes on up.
+fn fail_or_rethrow(e: CaughtError) -> Answer {
+    match &e {
+        CaughtError::PostgresError(r) | CaughtError::ErrorReport(r)
+            if r.sql_error_code() as isize != PgSqlErrorCode::ERRCODE_QUERY_CANCELED as isize
+                && r.sql_error_code() as isize != PgSqlErrorCode::ERRCODE_ADMIN_SHUTDOWN as isize =>
+        {
+            Answer::Fail
+        }
+        _ => e.rethrow(),
+    }
+}
+
+/// Rows most a truth may have; a benchmark query returning more is cut (and scored as cut).
+const TRUTH_ROW_LIMIT: u32 = 100_000;
+
+/// Execute the sample in a scratch schema inside a subtransaction that is always rolled back.
+fn compute_truth(w: &Workload, sample: &Sample) -> Truth {
+    let query_cmd = sample.query.resolve(w).expect("the sampler draws from the workload");
+    let query_kind = match query_cmd.kind {
+        CommandKind::Select(_) => QueryKind::Select,
+        _ => QueryKind::Modify,
+    };
+    let commands: Vec<&pg_ask_core::shadow::workload::Command> =
+        sample.commands.iter().map(|r| r.resolve(w).expect("the sampler draws from the workload")).collect();
+    // SAFETY: backend-local work; the subtransaction is rolled back whatever happens inside.
+    let pid = unsafe { pg_sys::MyProcPid };
+    let out = subxact::run(OnSuccess::RollBack, || {
+        let schema = format!("ask_scratch_{pid}");
+        Spi::run(&format!("CREATE SCHEMA {schema}")).unwrap_or_else(|e| internal("could not create the scratch schema", e));
+        Spi::run_with_args("SELECT pg_catalog.set_config('search_path', $1, true)", &[schema.clone().into()])
+            .unwrap_or_else(|e| internal("could not set the search_path", e));
+        for table in &w.create_tables {
+            if scratch_safe(table) {
+                let _ = outcome_of(table.sql().unwrap_or_default());
+            }
+        }
+        let past: Vec<Answer> =
+            commands.iter().map(|c| if scratch_safe(c) { outcome_of(c.sql().unwrap_or_default()) } else { Answer::Fail }).collect();
+        let query = if !scratch_safe(query_cmd) {
+            Answer::Fail
+        } else {
+            let sql = query_cmd.sql().unwrap_or_default();
+            match query_kind {
+                QueryKind::Select => {
+                    let Ok(csql) = CString::new(sql) else { return (past, Answer::Fail) };
+                    // SAFETY: one statement in its own SPI session; rows copied out.
+                    match subxact::run(OnSuccess::Release, move || unsafe { guarded::spi_execute(&csql, true, TRUTH_ROW_LIMIT) }) {
+                        Ok(Ok(out)) => Answer::Rows(out.rows.rows),
+                        Ok(Err(_)) => Answer::Fail,
+                        Err(e) => fail_or_rethrow(e),
+                    }
+                }
+                QueryKind::Modify => outcome_of(sql),
+            }
+        };
+        (past, query)
+    });
+    match out {
+        Ok((past, query)) => Truth { past, query, query_kind },
+        Err(e) => e.rethrow(),
+    }
+}
+
+/// One answer to get: sample `index` in one encoding and prompting.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct Job {
+    sample: usize,
+    encoding: Encoding,
+    prompting: Prompting,
+}
+
+/// Score the next batch of pending answers of `run` and record them. Returns how many were
+/// recorded (0: the run is complete).
+#[pg_extern(volatile, parallel_unsafe)]
+fn _benchmark_step(run: i64) -> i32 {
+    let r = load_run(run);
+    let w = workload(&r.workload);
+    let cfg = gucs::llm_config(&LlmOverrides {
+        provider: Some(r.provider.clone()),
+        base_url: Some(r.base_url.clone()),
+        model: Some(r.model.clone()),
+        temperature: None,
+    })
+    .unwrap_or_else(|m| crate::errors::config(m).raise(&gucs::api_key()));
+    let concurrency = gucs::concurrency();
+    let batch = (concurrency * 4).max(8);
+
+    let done: HashSet<(usize, String, String)> = as_memory_owner(|| {
+        Spi::connect(|c| {
+            let rows = c.select("SELECT sample, encoding, prompting FROM ask.benchmark_samples WHERE run_id = $1", None, &[run.into()])?;
+            let mut out = HashSet::new();
+            for row in rows {
+                out.insert((
+                    row.get::<i32>(1)?.unwrap_or(0) as usize,
+                    row.get::<String>(2)?.unwrap_or_default(),
+                    row.get::<String>(3)?.unwrap_or_default(),
+                ));
+            }
+            Ok::<_, pgrx::spi::Error>(out)
+        })
+    })
+    .unwrap_or_else(|e| internal("could not read the finished answers", e));
+
+    let mut jobs = Vec::with_capacity(batch);
+    'all: for sample in 0..r.config.samples {
+        for &encoding in &r.encodings {
+            for &prompting in &r.promptings {
+                if !done.contains(&(sample, encoding.as_str().to_string(), prompting.as_str().to_string())) {
+                    jobs.push(Job { sample, encoding, prompting });
+                    if jobs.len() == batch {
+                        break 'all;
+                    }
+                }
+            }
+        }
+    }
+    if jobs.is_empty() {
+        return 0;
+    }
+
+    // Samples and truths, once per (sample, encoding).
+    let mut drawn: HashMap<(usize, Encoding), (Sample, Truth)> = HashMap::new();
+    for job in &jobs {
+        drawn.entry((job.sample, job.encoding)).or_insert_with(|| {
+            let cfg = SamplerConfig { encoding: job.encoding, ..r.config.clone() };
+            let sample = sample_one(&w, &cfg, job.sample).unwrap_or_else(|e| {
+                raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("sample {} cannot be drawn: {e}", job.sample), "")
+            });
+            let truth = compute_truth(&w, &sample);
+            (sample, truth)
+        });
+    }
+
+    let schemas: HashMap<Encoding, Vec<String>> = r.encodings.iter().map(|&e| (e, w.schema(e))).collect();
+    let requests = jobs
+        .iter()
+        .map(|job| {
+            let (sample, truth) = &drawn[&(job.sample, job.encoding)];
+            let text = |c: &pg_ask_core::shadow::sampler::CommandRef| {
+                c.resolve(&w).and_then(|c| c.text(job.encoding)).unwrap_or_default()
+            };
+            let history: Vec<PastCommand> = sample
+                .commands
+                .iter()
+                .zip(&truth.past)
+                .map(|(c, result)| PastCommand { command: text(c), result: Some(result.clone()) })
+                .collect();
+            let query = text(&sample.query);
+            ReplayPrompt {
+                encoding: job.encoding,
+                prompting: job.prompting,
+                schema: &schemas[&job.encoding],
+                history: &history,
+                query: &query,
+                initially_empty: true,
+                texts: None,
+            }
+            .build()
+            .unwrap_or_else(|e| internal("could not build the prompt", e))
+        })
+        .collect();
+    let answers = llm::chat_many(&cfg, "benchmark", requests, concurrency);
+
+    let mut recorded = 0;
+    let mut unreachable: Option<LlmError> = None;
+    for (job, (result, took)) in jobs.iter().zip(answers) {
+        let (sample, truth) = &drawn[&(job.sample, job.encoding)];
+        let query_cmd = sample.query.resolve(&w).expect("drawn from the workload");
+        let (reply, answer, error, score, pt, ct) = match result {
+            Ok(resp) => {
+                let parsed = parse_reply(&resp.content, truth.query_kind);
+                let ordered = query_cmd.sql().is_some_and(has_order_by);
+                let score = score_sample(&truth.query, parsed.as_ref().ok(), ordered);
+                let error = parsed.as_ref().err().map(|e| e.to_string());
+                (Some(resp.content), parsed.ok().map(|a| answer_json(&a)), error, score, resp.prompt_tokens, resp.completion_tokens)
+            }
+            // The server could not be reached or refused: not the model's answer. Leave the
+            // job pending (a later CALL resumes it).
+            Err(e @ (LlmError::Connect { .. } | LlmError::Timeout { .. } | LlmError::Http { .. } | LlmError::Interrupted)) => {
+                unreachable = Some(e);
+                continue;
+            }
+            // A reply that is not a usable answer scores 0.
+            Err(e) => (None, None, Some(e.to_string()), 0.0, None, None),
+        };
+        let class = TruthClass::of(&truth.query);
+        let target = sample.target;
+        as_memory_owner(|| {
+            Spi::run_with_args(
+                "INSERT INTO ask.benchmark_samples (run_id, sample, encoding, prompting, operation, category, achieved_insert_ratio,
+                     achieved_overlap, query, truth, truth_class, reply, answer, error, score, prompt_tokens, completion_tokens, ms)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
+                &[
+                    run.into(),
+                    (job.sample as i32).into(),
+                    job.encoding.as_str().into(),
+                    job.prompting.as_str().into(),
+                    target.operation().into(),
+                    target.category().map(|c| c.as_str()).into(),
+                    sample.achieved_insert_ratio.into(),
+                    sample.achieved_overlap.into(),
+                    query_cmd.text(job.encoding).unwrap_or_default().into(),
+                    JsonB(answer_json(&truth.query)).into(),
+                    class.as_str().into(),
+                    reply.into(),
+                    answer.map(JsonB).into(),
+                    error.into(),
+                    score.into(),
+                    pt.map(|t| t as i64).into(),
+                    ct.map(|t| t as i64).into(),
+                    (took.as_secs_f64() * 1000.0).into(),
+                ],
+            )
+            .unwrap_or_else(|e| internal("could not record an answer", e))
+        });
+        recorded += 1;
+    }
+    if recorded == 0 {
+        let e = unreachable.unwrap_or(LlmError::EmptyContent);
+        crate::errors::from_llm(&e, "benchmark")
+            .hint(format!("The answers so far are kept: CALL ask.benchmark(...) again with the same arguments to resume run {run}."))
+            .raise(&cfg.api_key);
+    }
+    let (finished, mean) = as_memory_owner(|| {
+        Spi::get_two_with_args::<i64, f64>(
+            "SELECT count(*), avg(score) FROM ask.benchmark_samples WHERE run_id = $1",
+            &[run.into()],
+        )
+    })
+    .unwrap_or((None, None));
+    let total = r.config.samples * r.encodings.len() * r.promptings.len();
+    let finished = finished.unwrap_or(0);
+    notice!(
+        "pg_ask: benchmark run {run}: {finished}/{total} answers ({:.0}%), mean sample score {:.3}",
+        100.0 * finished as f64 / total.max(1) as f64,
+        mean.unwrap_or(0.0)
+    );
+    recorded
+}
+
+/// Mark a run done and report its scores per operation.
+#[pg_extern(volatile, parallel_unsafe)]
+fn _benchmark_finish(run: i64) {
+    as_memory_owner(|| {
+        Spi::run_with_args("UPDATE ask.benchmark_runs SET status = 'done', finished_at = now() WHERE id = $1", &[run.into()])
+            .unwrap_or_else(|e| internal("could not finish the run", e))
+    });
+    let rows = report_rows(Some(vec![run]));
+    let mut by_op: BTreeMap<&str, Vec<(TruthClass, f64)>> = BTreeMap::new();
+    for r in &rows {
+        by_op.entry(r.operation.as_str()).or_default().push((r.truth, r.score));
+    }
+    let parts: Vec<String> = by_op
+        .iter()
+        .filter_map(|(op, v)| aggregate(v.iter().copied()).map(|s| format!("{op} {s:.3}")))
+        .collect();
+    notice!("pg_ask: benchmark run {run} done: {}", parts.join(", "));
+}
+
+/// The paper's metric over a group of sample scores with their truth classes (`non_empty`,
+/// `empty`, `succeed`, `fail`): SELECT samples β-weighted, modifications α-balanced.
+#[pg_extern(immutable, parallel_safe)]
+fn _metric(scores: Vec<Option<f64>>, classes: Vec<Option<String>>) -> Option<f64> {
+    let samples = scores.into_iter().zip(classes).filter_map(|(s, c)| {
+        let class: TruthClass = serde_json::from_value(Value::String(c?)).ok()?;
+        Some((class, s?))
+    });
+    aggregate(samples)
+}
+
+fn report_rows(run_ids: Option<Vec<i64>>) -> Vec<ResultRow> {
+    Spi::connect(|c| {
+        let rows = c.select(
+            "SELECT run, model, encoding, prompting, operation, select_category, length, insert_ratio, overlap, score, truth_class
+               FROM ask.benchmark_results WHERE score IS NOT NULL AND ($1::bigint[] IS NULL OR run = ANY($1)) ORDER BY run, sample",
+            None,
+            &[run_ids.into()],
+        )?;
+        let mut out = Vec::new();
+        for row in rows {
+            let truth: Option<TruthClass> =
+                row.get::<String>(11)?.and_then(|c| serde_json::from_value(Value::String(c)).ok());
+            let Some(truth) = truth else { continue };
+            out.push(ResultRow {
+                run: row.get::<i64>(1)?.unwrap_or(0),
+                model: row.get::<String>(2)?.unwrap_or_default(),
+                encoding: row.get::<String>(3)?.unwrap_or_default(),
+                prompting: row.get::<String>(4)?.unwrap_or_default(),
+                operation: row.get::<String>(5)?.unwrap_or_default(),
+                category: row.get::<String>(6)?,
+                length: row.get::<i32>(7)?.unwrap_or(0) as i64,
+                insert_ratio: row.get::<f64>(8)?.unwrap_or(0.0),
+                overlap: row.get::<f64>(9)?.unwrap_or(0.0),
+                score: row.get::<f64>(10)?.unwrap_or(0.0),
+                truth,
+            });
+        }
+        Ok::<_, pgrx::spi::Error>(out)
+    })
+    .unwrap_or_else(|e| internal("could not read the results", e))
+}
+
+/// One self-contained HTML page (inline CSS and SVG) comparing benchmark runs: the paper's
+/// Table 1 and Table 2 and the score against l, b and o. NULL: every run.
+#[pg_extern(stable, parallel_safe)]
+fn benchmark_report_html(run_ids: default!(Option<Vec<i64>>, "NULL")) -> String {
+    let rows = report_rows(run_ids);
+    let subtitle = Spi::get_one::<String>(
+        "SELECT format('database %s, %s', current_database(), to_char(now(), 'YYYY-MM-DD HH24:MI TZ'))",
+    )
+    .ok()
+    .flatten()
+    .unwrap_or_default();
+    render_html(&rows, &ReportOptions { title: String::new(), subtitle })
+}

@@ -1,0 +1,198 @@
+//! In-backend tests of shadow tables: capture, the commands view, replay.
+
+#[pgrx::pg_schema]
+mod tests {
+    use llm_standin::{Reply, Rule, Script};
+    use pgrx::prelude::*;
+    use pgrx::JsonB;
+    use serde_json::json;
+
+    use crate::pg_tests::tests::{error_of, llm, one};
+    use crate::subxact::{self, OnSuccess};
+
+    const FRUITS: &str = "
+        CREATE TABLE public.fruits (id int PRIMARY KEY, name text NOT NULL, price numeric(6,2), picked date);
+        CREATE TABLE public.notes (body text);";
+
+    fn commands() -> Vec<(String, String)> {
+        Spi::connect(|c| {
+            c.select("SELECT command, sentence FROM ask.shadow_commands ORDER BY seq", None, &[])
+                .unwrap()
+                .map(|r| (r.get::<String>(1).unwrap().unwrap(), r.get::<String>(2).unwrap().unwrap()))
+                .collect()
+        })
+    }
+
+    #[pg_test]
+    fn captures_inserts_updates_deletes_in_order_and_forgets_rolled_back_ones() {
+        Spi::run(FRUITS).unwrap();
+        let snap: i64 = one("SELECT ask.shadow_enable('public.fruits')");
+        assert_eq!(snap, 0);
+        Spi::run("INSERT INTO public.fruits VALUES (1, 'cherry', 1.30, '2023-01-01'), (2, 'apple', 0.5, NULL)").unwrap();
+        Spi::run("UPDATE public.fruits SET price = 1.40 WHERE id = 1").unwrap();
+        // A rolled-back statement leaves nothing in the log.
+        let r = subxact::run(OnSuccess::RollBack, || Spi::run("INSERT INTO public.fruits VALUES (3, 'pear', 2, NULL)").unwrap());
+        assert!(r.is_ok());
+        let failed = subxact::run(OnSuccess::Release, || Spi::run("INSERT INTO public.fruits VALUES (1, 'dup', 1, NULL)").unwrap());
+        assert!(failed.is_err());
+        Spi::run("DELETE FROM public.fruits WHERE id = 2").unwrap();
+        Spi::run("UPDATE public.fruits SET id = 10 WHERE id = 1").unwrap();
+
+        let got = commands();
+        let sql: Vec<&str> = got.iter().map(|(s, _)| s.as_str()).collect();
+        assert_eq!(
+            sql,
+            [
+                "INSERT INTO public.fruits (id, name, picked, price) VALUES (1, 'cherry', '2023-01-01', 1.30);",
+                "INSERT INTO public.fruits (id, name, picked, price) VALUES (2, 'apple', NULL, 0.50);",
+                "UPDATE public.fruits SET price = 1.40 WHERE id = 1;",
+                "DELETE FROM public.fruits WHERE id = 2;",
+                "UPDATE public.fruits SET id = 10 WHERE id = 1;",
+            ]
+        );
+        assert_eq!(got[2].1, "update the row of the public.fruits table with the id = 1 to have the price = 1.40.");
+        // One transaction id for all of them (the test's transaction), increasing sequence.
+        let xids: i64 = one("SELECT count(DISTINCT xid) FROM ask.shadow_log");
+        assert_eq!(xids, 1);
+        let status: i64 = one("SELECT entries FROM ask.shadow_status WHERE rel = 'public.fruits'::regclass");
+        assert_eq!(status, 5);
+    }
+
+    #[pg_test]
+    fn snapshot_truncate_disable_and_drop() {
+        Spi::run(FRUITS).unwrap();
+        Spi::run("INSERT INTO public.fruits VALUES (1, 'cherry', 1.3, NULL), (2, 'kiwi', 0.2, NULL)").unwrap();
+        let snap: i64 = one("SELECT ask.shadow_enable('public.fruits')");
+        assert_eq!(snap, 2);
+        let complete: bool = one("SELECT complete FROM ask.shadow_status WHERE rel = 'public.fruits'::regclass");
+        assert!(complete);
+        // Enabling twice is harmless.
+        let again: i64 = one("SELECT ask.shadow_enable('public.fruits')");
+        assert_eq!(again, 0);
+        Spi::run("TRUNCATE public.fruits").unwrap();
+        let n: i64 = one("SELECT count(*) FROM ask.shadow_log");
+        assert_eq!(n, 0);
+        Spi::run("INSERT INTO public.fruits VALUES (5, 'fig', 3, NULL)").unwrap();
+        let n: i64 = one("SELECT ask.shadow_disable('public.fruits')");
+        assert_eq!(n, 1);
+        Spi::run("INSERT INTO public.fruits VALUES (6, 'lime', 3, NULL)").unwrap();
+        let n: i64 = one("SELECT count(*) FROM ask.shadow_log");
+        assert_eq!(n, 0, "no capture after disable");
+        let (state, msg, _) = error_of("SELECT ask.shadow_disable('public.fruits')");
+        assert_eq!(state, "55000", "{msg}");
+
+        // Without a snapshot, existing rows stay out of the log and the log is not complete.
+        let snap: i64 = one("SELECT ask.shadow_enable('public.fruits', snapshot => false)");
+        assert_eq!(snap, 0);
+        let complete: bool = one("SELECT complete FROM ask.shadow_status WHERE rel = 'public.fruits'::regclass");
+        assert!(!complete);
+        Spi::run("DELETE FROM public.fruits WHERE id = 6").unwrap();
+        Spi::run("DROP TABLE public.fruits").unwrap();
+        let n: i64 = one("SELECT count(*) FROM ask.shadow_log");
+        assert_eq!(n, 0, "a dropped table's log is forgotten");
+        let n: i64 = one("SELECT count(*) FROM ask.shadow_tables");
+        assert_eq!(n, 0);
+    }
+
+    #[pg_test]
+    fn tables_without_key_views_and_other_owners() {
+        Spi::run(FRUITS).unwrap();
+        Spi::run("SELECT ask.shadow_enable('public.notes')").unwrap();
+        Spi::run("INSERT INTO public.notes VALUES ('it''s ripe')").unwrap();
+        Spi::run("UPDATE public.notes SET body = 'eaten'").unwrap();
+        let sql: Vec<String> = commands().into_iter().map(|(s, _)| s).collect();
+        assert_eq!(sql[1], "UPDATE public.notes SET body = 'eaten' WHERE body = 'it''s ripe';");
+
+        Spi::run("CREATE VIEW public.v AS SELECT * FROM public.fruits").unwrap();
+        let (state, _, _) = error_of("SELECT ask.shadow_enable('public.v')");
+        assert_eq!(state, "42809");
+        Spi::run("CREATE ROLE ask_shadow_stranger").unwrap();
+        Spi::run("GRANT USAGE ON SCHEMA ask TO ask_shadow_stranger").unwrap();
+        Spi::run("SET LOCAL ROLE ask_shadow_stranger").unwrap();
+        let (state, msg, _) = error_of("SELECT ask.shadow_enable('public.fruits')");
+        assert_eq!(state, "42501", "{msg}");
+        // Nor does the commands view show the log of tables the role cannot read.
+        let n: i64 = one("SELECT count(*) FROM ask.shadow_commands");
+        assert_eq!(n, 0);
+        Spi::run("RESET ROLE").unwrap();
+    }
+
+    #[pg_test]
+    fn replay_scores_the_llm_against_the_real_answer() {
+        Spi::run(FRUITS).unwrap();
+        Spi::run("SELECT ask.shadow_enable('public.fruits')").unwrap();
+        Spi::run("INSERT INTO public.fruits VALUES (1, 'cherry', 1.30, NULL), (2, 'apple', 0.50, NULL), (3, 'fig', 3, NULL)").unwrap();
+        Spi::run("DELETE FROM public.fruits WHERE id = 3").unwrap();
+        let q = "SELECT name FROM public.fruits ORDER BY price";
+        let s = llm(Script::default()
+            .rule(Rule::new(&["fig"], Reply::text("Executing...\n```\n[\"apple\", \"cherry\"]\n```")).last(&["ORDER BY price"]))
+            .rule(Rule::new(&["fig"], Reply::text("Fail")).last(&["VALUES (1"]))
+            .or_else(Reply::text("[\"cherry\"]")));
+
+        let (answer, truth, score): (JsonB, JsonB, f64) = Spi::get_three(&format!(
+            "SELECT llm_answer, true_answer, score FROM ask.shadow_replay('{q}')"
+        ))
+        .map(|(a, t, s)| (a.unwrap(), t.unwrap(), s.unwrap()))
+        .unwrap();
+        assert_eq!(truth.0, json!([["apple"], ["cherry"]]));
+        assert_eq!(answer.0, json!([["apple"], ["cherry"]]));
+        assert_eq!(score, 1.0);
+
+        // Few-shot: every captured change is a user turn answered "Succeed".
+        let req = s.requests().last().unwrap().clone();
+        let body = req.body;
+        let msgs = body["messages"].as_array().unwrap();
+        // system + 4 changes × (command, Succeed) + the query
+        assert_eq!(msgs.len(), 1 + 8 + 1, "{body}");
+        assert_eq!(msgs[1]["content"], "INSERT INTO public.fruits (id, name, picked, price) VALUES (1, 'cherry', NULL, 1.30);");
+        assert_eq!(msgs[2]["content"], "Succeed");
+        assert_eq!(msgs[7]["content"], "DELETE FROM public.fruits WHERE id = 3;");
+        assert!(msgs[0]["content"].as_str().unwrap().contains("CREATE TABLE public.fruits (id integer NOT NULL, name text NOT NULL, price numeric(6,2), picked date, PRIMARY KEY (id));"));
+        assert!(msgs[0]["content"].as_str().unwrap().contains("The tables are empty before the first command."));
+
+        // A wrong answer scores below 1; zero-shot numbers the commands in one user turn.
+        let score: f64 = one(&format!("SELECT score FROM ask.shadow_replay('SELECT name FROM public.fruits', prompting => 'zero_shot')"));
+        assert_eq!(score, 0.5);
+        let body = s.requests().last().unwrap().body.clone();
+        assert_eq!(body["messages"].as_array().unwrap().len(), 2);
+        assert!(body["messages"][1]["content"].as_str().unwrap().starts_with("Commands, in order:\n1. INSERT"));
+
+        // A modification: the truth comes from running it (rolled back): a duplicate key fails.
+        let (answer, truth, score): (JsonB, JsonB, f64) = Spi::get_three(
+            "SELECT llm_answer, true_answer, score FROM ask.shadow_replay('INSERT INTO public.fruits VALUES (1, ''x'', 1, NULL)', encoding => 'nl')",
+        )
+        .map(|(a, t, s)| (a.unwrap(), t.unwrap(), s.unwrap()))
+        .unwrap();
+        assert_eq!((answer.0, truth.0, score), (json!("Fail"), json!("Fail"), 1.0));
+        let n: i64 = one("SELECT count(*) FROM public.fruits");
+        assert_eq!(n, 2, "the replayed INSERT was rolled back");
+        let body = s.requests().last().unwrap().body.clone();
+        assert_eq!(body["messages"][1]["content"], "insert a row into the public.fruits table with the id = 1, the name = 'cherry', the picked = NULL, and the price = 1.30.");
+
+        // last_n keeps only the newest changes, and then the tables are not said to start empty.
+        let _ = one::<f64>("SELECT score FROM ask.shadow_replay('SELECT name FROM public.fruits', last_n => 1)");
+        let body = s.requests().last().unwrap().body.clone();
+        assert_eq!(body["messages"].as_array().unwrap().len(), 4);
+        assert!(!body["messages"][0]["content"].as_str().unwrap().contains("empty before"));
+
+        let n: i64 = one("SELECT count(*) FROM ask.shadow_replays WHERE score IS NOT NULL AND true_answer IS NOT NULL");
+        assert_eq!(n, 4);
+        let calls: i64 = one("SELECT count(*) FROM ask.llm_calls WHERE stage = 'shadow_replay'");
+        assert_eq!(calls, 4);
+    }
+
+    #[pg_test]
+    fn replay_refuses_what_it_cannot_replay() {
+        Spi::run(FRUITS).unwrap();
+        let _s = llm(Script::default().or_else(Reply::text("[]")));
+        let (state, msg, hint) = error_of("SELECT * FROM ask.shadow_replay('SELECT * FROM public.fruits')");
+        assert_eq!(state, "55000", "{msg}");
+        assert!(hint.unwrap().contains("ask.shadow_enable"));
+        let (state, _, _) = error_of("SELECT * FROM ask.shadow_replay('DROP TABLE public.fruits')");
+        assert_eq!(state, "0A000");
+        let (state, _, _) = error_of("SELECT * FROM ask.shadow_replay('SELECT 1', encoding => 'xml')");
+        assert_eq!(state, "22023");
+        let (state, _, _) = error_of("SELECT * FROM ask.shadow_replay('SELECT * FROM public.nope')");
+        assert_eq!(state, "42P01");
+    }
+}

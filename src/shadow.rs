@@ -1,0 +1,597 @@
+//! Shadow tables: a row-level trigger captures every INSERT, UPDATE and DELETE of a table into
+//! `ask.shadow_log`; `ask.shadow_replay()` shows the captured changes to the LLM, asks it to
+//! answer a query as if it were the database, runs the query for real and scores the answer.
+//!
+//! The capture trigger is on the write path of the user's table, so it does the least it can:
+//! the row images are turned into jsonb by PostgreSQL's own `to_jsonb` (called directly, no
+//! executor), and the log row goes straight into the heap (`simple_heap_insert`; the log has
+//! no index to maintain). It is an AFTER trigger, so it sees rows as stored (defaults,
+//! generated columns, ON CONFLICT outcomes) and a rolled-back change leaves nothing behind.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::time::Instant;
+
+use pgrx::pg_sys::errcodes::PgSqlErrorCode;
+use pgrx::pg_sys::panic::CaughtError;
+use pgrx::prelude::*;
+use pgrx::heap_tuple::PgHeapTuple;
+use pgrx::{AllocatedByPostgres, JsonB, PgTrigger};
+use serde_json::{json, Map, Value};
+
+use pg_ask_core::shadow::delta::{DeltaEntry, Encoding, Operation, TableName};
+use pg_ask_core::shadow::prompting::{parse_reply, Answer, PastCommand, Prompting, QueryKind, ReplayPrompt};
+use pg_ask_core::shadow::replay::{query_kind, table_text, ColumnDef};
+use pg_ask_core::shadow::score::{has_order_by, score_sample};
+
+use crate::errors::Raised;
+use crate::gucs::{self, LlmOverrides};
+use crate::subxact::{self, OnSuccess};
+use crate::values::as_memory_owner;
+use crate::{guarded, llm};
+
+extern "C-unwind" {
+    // commands/sequence.c; not in pgrx's bindings.
+    fn nextval_internal(relid: pg_sys::Oid, check_permissions: bool) -> i64;
+}
+
+fn raise(code: PgSqlErrorCode, msg: impl Into<String>, hint: &str) -> ! {
+    let r = Raised::new(code, msg);
+    let r = if hint.is_empty() { r } else { r.hint(hint) };
+    r.raise(&Default::default())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Capture
+
+thread_local! {
+    /// `to_jsonb` call info per row type, made once per backend in TopMemoryContext.
+    static TO_JSONB: RefCell<HashMap<pg_sys::Oid, *mut pg_sys::FmgrInfo>> = RefCell::new(HashMap::new());
+}
+
+/// `to_jsonb(row)` for a row of `typid`. `to_jsonb` reads its argument's type from the call's
+/// expression, so the call info carries a `to_jsonb($row::typid)` expression.
+unsafe fn row_to_jsonb(tuple: pg_sys::HeapTuple, tupdesc: pg_sys::TupleDesc) -> pg_sys::Datum {
+    let typid = (*tupdesc).tdtypeid;
+    let finfo = TO_JSONB.with(|cache| {
+        *cache.borrow_mut().entry(typid).or_insert_with(|| {
+            let top = pg_sys::TopMemoryContext;
+            let old = pg_sys::MemoryContextSwitchTo(top);
+            let finfo = pg_sys::palloc0(std::mem::size_of::<pg_sys::FmgrInfo>()) as *mut pg_sys::FmgrInfo;
+            pg_sys::fmgr_info_cxt(pg_sys::Oid::from(pg_sys::F_TO_JSONB), finfo, top);
+            let arg = pg_sys::makeNullConst(typid, -1, pg_sys::InvalidOid);
+            let args = pg_sys::lappend(std::ptr::null_mut(), arg.cast());
+            let expr = pg_sys::makeFuncExpr(
+                pg_sys::Oid::from(pg_sys::F_TO_JSONB),
+                pg_sys::JSONBOID,
+                args,
+                pg_sys::InvalidOid,
+                pg_sys::InvalidOid,
+                pg_sys::CoercionForm::COERCE_EXPLICIT_CALL,
+            );
+            (*finfo).fn_expr = expr.cast();
+            pg_sys::MemoryContextSwitchTo(old);
+            finfo
+        })
+    });
+    let row = pg_sys::heap_copy_tuple_as_datum(tuple, tupdesc);
+    pg_sys::FunctionCall1Coll(finfo, pg_sys::InvalidOid, row)
+}
+
+/// The oid of a relation of the extension's schema.
+fn ask_relid(name: &std::ffi::CStr) -> pg_sys::Oid {
+    // SAFETY: catalog lookups by name.
+    unsafe {
+        let nsp = pg_sys::get_namespace_oid(c"ask".as_ptr(), false);
+        let relid = pg_sys::get_relname_relid(name.as_ptr(), nsp);
+        if relid == pg_sys::InvalidOid {
+            raise(PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE, format!("ask.{} is missing", name.to_string_lossy()), "Reinstall the extension.");
+        }
+        relid
+    }
+}
+
+/// The capture trigger (AFTER INSERT OR UPDATE OR DELETE ... FOR EACH ROW), installed by
+/// `ask.shadow_enable()`.
+#[pg_trigger]
+fn _shadow_capture<'a>(
+    trigger: &'a PgTrigger<'a>,
+) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, std::convert::Infallible> {
+    let td = trigger.trigger_data();
+    let event = td.tg_event;
+    let after_row = (event & pg_sys::TRIGGER_EVENT_ROW) != 0 && (event & pg_sys::TRIGGER_EVENT_TIMINGMASK) == pg_sys::TRIGGER_EVENT_AFTER;
+    if !after_row {
+        raise(
+            PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+            "ask._shadow_capture() must run AFTER ... FOR EACH ROW",
+            "Use ask.shadow_enable(table) to install it.",
+        );
+    }
+    // SAFETY: the trigger manager hands us valid tuples and relation for the event; everything
+    // allocated here lives in the trigger's per-row memory context.
+    unsafe {
+        let rel = td.tg_relation;
+        let tupdesc = (*rel).rd_att;
+        let (op, old, new) = match event & pg_sys::TRIGGER_EVENT_OPMASK {
+            pg_sys::TRIGGER_EVENT_INSERT => (b'I', None, Some(td.tg_trigtuple)),
+            pg_sys::TRIGGER_EVENT_UPDATE => (b'U', Some(td.tg_trigtuple), Some(td.tg_newtuple)),
+            pg_sys::TRIGGER_EVENT_DELETE => (b'D', Some(td.tg_trigtuple), None),
+            _ => return Ok(None),
+        };
+        let old = old.map(|t| row_to_jsonb(t, tupdesc));
+        let new = new.map(|t| row_to_jsonb(t, tupdesc));
+
+        let log = pg_sys::table_open(ask_relid(c"shadow_log"), pg_sys::RowExclusiveLock as i32);
+        if (*(*log).rd_rel).relhasindex || (*(*log).rd_att).natts != 6 {
+            pg_sys::table_close(log, pg_sys::RowExclusiveLock as i32);
+            raise(
+                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                "ask.shadow_log has been altered (an index or a column was added)",
+                "The capture trigger writes the log directly: drop the index, or reinstall the extension.",
+            );
+        }
+        let seq = nextval_internal(ask_relid(c"shadow_log_seq"), false);
+        let xid = pg_sys::GetTopFullTransactionId().value as i64;
+        let mut values = [
+            pg_sys::Datum::from(seq),
+            pg_sys::Datum::from(xid),
+            pg_sys::Datum::from((*rel).rd_id),
+            pg_sys::Datum::from(op as i8),
+            old.unwrap_or(pg_sys::Datum::from(0)),
+            new.unwrap_or(pg_sys::Datum::from(0)),
+        ];
+        let mut nulls = [false, false, false, false, old.is_none(), new.is_none()];
+        let tuple = pg_sys::heap_form_tuple((*log).rd_att, values.as_mut_ptr(), nulls.as_mut_ptr());
+        pg_sys::simple_heap_insert(log, tuple);
+        pg_sys::table_close(log, pg_sys::NoLock as i32);
+    }
+    Ok(None)
+}
+
+/// Primary-key column names of `rel`, in key order.
+fn key_columns(rel: pg_sys::Oid) -> Vec<String> {
+    Spi::get_one_with_args::<Vec<String>>(
+        "SELECT coalesce(array_agg(a.attname::text ORDER BY k.ord), '{}')
+           FROM pg_catalog.pg_index i
+           CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+           JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+          WHERE i.indrelid = $1 AND i.indisprimary",
+        &[rel.into()],
+    )
+    .ok()
+    .flatten()
+    .unwrap_or_default()
+}
+
+fn require_owner(rel: pg_sys::Oid, what: &str) {
+    let owner = Spi::get_one_with_args::<bool>(
+        "SELECT pg_catalog.pg_has_role(relowner, 'USAGE') FROM pg_catalog.pg_class WHERE oid = $1",
+        &[rel.into()],
+    )
+    .ok()
+    .flatten();
+    if owner != Some(true) {
+        raise(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("must be the owner of table {} to {what}", regclass_text(rel)),
+            "Ask the table's owner (or a superuser) to do it.",
+        );
+    }
+}
+
+fn regclass_text(rel: pg_sys::Oid) -> String {
+    Spi::get_one_with_args::<String>("SELECT $1::regclass::text", &[rel.into()]).ok().flatten().unwrap_or_else(|| format!("{rel:?}"))
+}
+
+fn require_table(rel: pg_sys::Oid) {
+    let kind = Spi::get_one_with_args::<i8>("SELECT relkind::\"char\" FROM pg_catalog.pg_class WHERE oid = $1", &[rel.into()])
+        .ok()
+        .flatten();
+    if !matches!(kind.map(|k| k as u8), Some(b'r') | Some(b'p')) {
+        raise(
+            PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
+            format!("{} is not a table", regclass_text(rel)),
+            "Only ordinary and partitioned tables can be shadowed.",
+        );
+    }
+}
+
+/// Start capturing the row changes of `rel`. With `snapshot` (the default) the rows already in
+/// the table are logged first as INSERTs, so that a replay starts from an empty table.
+/// Returns the number of rows snapshotted.
+#[pg_extern(volatile, parallel_unsafe)]
+fn shadow_enable(rel: pg_sys::Oid, snapshot: default!(bool, true)) -> i64 {
+    require_table(rel);
+    require_owner(rel, "shadow it");
+    let name = regclass_text(rel);
+    let already = Spi::get_one_with_args::<bool>("SELECT EXISTS (SELECT FROM ask.shadow_tables WHERE relid = $1)", &[rel.into()])
+        .ok()
+        .flatten()
+        .unwrap_or(false);
+    if already {
+        notice!("pg_ask: {name} is already shadowed");
+        return 0;
+    }
+    let keys = key_columns(rel);
+    if keys.is_empty() {
+        notice!("pg_ask: {name} has no primary key: replayed UPDATEs and DELETEs are keyed by every column of the old row");
+    }
+    Spi::run(&format!(
+        "CREATE TRIGGER ask_shadow_capture AFTER INSERT OR UPDATE OR DELETE ON {name} FOR EACH ROW EXECUTE FUNCTION ask._shadow_capture()"
+    ))
+    .unwrap_or_else(|e| raise(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, format!("could not create the capture trigger: {e}"), ""));
+    Spi::run(&format!(
+        "CREATE TRIGGER ask_shadow_truncate AFTER TRUNCATE ON {name} FOR EACH STATEMENT EXECUTE FUNCTION ask._shadow_truncated()"
+    ))
+    .unwrap_or_else(|e| raise(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, format!("could not create the truncate trigger: {e}"), ""));
+    let rows = Spi::get_one::<i64>(&format!("SELECT count(*) FROM {name}")).ok().flatten().unwrap_or(0);
+    let complete = rows == 0 || snapshot;
+    as_memory_owner(|| {
+        Spi::run_with_args(
+            "INSERT INTO ask.shadow_tables (relid, key_columns, complete, enabled_by) VALUES ($1, $2, $3, session_user)",
+            &[rel.into(), keys.clone().into(), complete.into()],
+        )
+        .unwrap_or_else(|e| raise(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, format!("could not record the shadowed table: {e}"), ""));
+        if snapshot && rows > 0 {
+            Spi::run_with_args(
+                &format!(
+                    "INSERT INTO ask.shadow_log (seq, xid, relid, op, old_row, new_row)
+                     SELECT nextval('ask.shadow_log_seq'), pg_catalog.txid_current(), $1, 'I', NULL, pg_catalog.to_jsonb(t) FROM {name} t"
+                ),
+                &[rel.into()],
+            )
+            .unwrap_or_else(|e| raise(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, format!("could not snapshot {name}: {e}"), ""));
+        }
+    });
+    if snapshot && rows > 0 {
+        notice!("pg_ask: {name} is shadowed; its {rows} current rows were logged as INSERTs");
+        rows
+    } else {
+        if rows > 0 {
+            notice!("pg_ask: {name} is shadowed; its {rows} current rows are not in the log (snapshot => false)");
+        }
+        0
+    }
+}
+
+/// Stop capturing `rel`; unless `keep_log`, its captured changes are deleted. Returns the
+/// number of log entries deleted.
+#[pg_extern(volatile, parallel_unsafe)]
+fn shadow_disable(rel: pg_sys::Oid, keep_log: default!(bool, false)) -> i64 {
+    require_owner(rel, "stop shadowing it");
+    let name = regclass_text(rel);
+    let known = as_memory_owner(|| {
+        Spi::get_one_with_args::<bool>("SELECT EXISTS (SELECT FROM ask.shadow_tables WHERE relid = $1)", &[rel.into()])
+            .ok()
+            .flatten()
+            .unwrap_or(false)
+    });
+    if !known {
+        raise(PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, format!("{name} is not shadowed"), "ask.shadow_enable(table) starts capturing.");
+    }
+    Spi::run(&format!("DROP TRIGGER IF EXISTS ask_shadow_capture ON {name}")).ok();
+    Spi::run(&format!("DROP TRIGGER IF EXISTS ask_shadow_truncate ON {name}")).ok();
+    as_memory_owner(|| {
+        Spi::run_with_args("DELETE FROM ask.shadow_tables WHERE relid = $1", &[rel.into()]).ok();
+        if keep_log {
+            0
+        } else {
+            Spi::get_one_with_args::<i64>(
+                "WITH d AS (DELETE FROM ask.shadow_log WHERE relid = $1 RETURNING 1) SELECT count(*) FROM d",
+                &[rel.into()],
+            )
+            .ok()
+            .flatten()
+            .unwrap_or(0)
+        }
+    })
+}
+
+/// TRUNCATE empties the table: the changes before it no longer matter, and the log is again
+/// complete from an empty table.
+#[pg_trigger]
+fn _shadow_truncated<'a>(
+    trigger: &'a PgTrigger<'a>,
+) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, std::convert::Infallible> {
+    let rel = trigger.relid().unwrap_or_else(|e| raise(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, e.to_string(), ""));
+    as_memory_owner(|| {
+        Spi::run_with_args("DELETE FROM ask.shadow_log WHERE relid = $1", &[rel.into()]).ok();
+        Spi::run_with_args("UPDATE ask.shadow_tables SET complete = true WHERE relid = $1", &[rel.into()]).ok();
+    });
+    Ok(None)
+}
+
+fn operation(op: i8) -> Operation {
+    match op as u8 {
+        b'I' => Operation::Insert,
+        b'U' => Operation::Update,
+        _ => Operation::Delete,
+    }
+}
+
+fn parse_encoding(encoding: &str) -> Encoding {
+    encoding.parse().unwrap_or_else(|_| {
+        raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("unknown encoding {encoding:?}"), "Use 'sql' or 'nl'.")
+    })
+}
+
+fn parse_prompting(prompting: &str) -> Prompting {
+    prompting.parse().unwrap_or_else(|_| {
+        raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("unknown prompting {prompting:?}"),
+            "Use 'zero_shot', 'zero_cot' or 'few_shot'.",
+        )
+    })
+}
+
+/// Schema-qualified name parts of a relation.
+fn table_name(rel: pg_sys::Oid) -> TableName {
+    let parts = Spi::get_two_with_args::<String, String>(
+        "SELECT n.nspname::text, c.relname::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1",
+        &[rel.into()],
+    );
+    match parts {
+        Ok((Some(schema), Some(name))) => TableName::new(Some(&schema), &name),
+        _ => raise(PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE, format!("relation {rel:?} does not exist"), ""),
+    }
+}
+
+fn entry(rel: pg_sys::Oid, op: i8, old: Option<JsonB>, new: Option<JsonB>, seq: i64, xid: i64, keys: Vec<String>) -> DeltaEntry {
+    let obj = |j: Option<JsonB>| match j.map(|j| j.0) {
+        Some(Value::Object(m)) => Some(m),
+        _ => None::<Map<String, Value>>,
+    };
+    DeltaEntry { seq, xid, op: operation(op), table: table_name(rel), key_columns: keys, old_row: obj(old), new_row: obj(new) }
+}
+
+/// One log entry as a command: an SQL statement (`encoding => 'sql'`) or an English sentence
+/// (`'nl'`). Used by the ask.shadow_commands view.
+#[pg_extern(stable, parallel_safe)]
+fn shadow_command(
+    rel: pg_sys::Oid,
+    op: i8,
+    old_row: Option<JsonB>,
+    new_row: Option<JsonB>,
+    encoding: default!(&str, "'sql'"),
+) -> Option<String> {
+    let encoding = parse_encoding(encoding);
+    let keys = key_columns(rel);
+    entry(rel, op, old_row, new_row, 0, 0, keys).encode(encoding).ok()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Replay
+
+/// Tables a query names, resolved as the caller's search_path resolves them.
+fn tables_of(query: &str) -> Vec<pg_sys::Oid> {
+    let names = pg_ask_core::shadow::workload::tables_in(query).unwrap_or_else(|e| {
+        raise(PgSqlErrorCode::ERRCODE_SYNTAX_ERROR, format!("cannot read the query: {e}"), "Pass one SELECT, INSERT, UPDATE or DELETE statement.")
+    });
+    let mut out = Vec::new();
+    for name in names {
+        let oid = Spi::get_one_with_args::<pg_sys::Oid>("SELECT pg_catalog.to_regclass($1)::oid", &[name.clone().into()]).ok().flatten();
+        match oid {
+            Some(oid) => out.push(oid),
+            None => raise(PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE, format!("relation \"{name}\" does not exist"), ""),
+        }
+    }
+    out.sort_by_key(|o| o.to_u32());
+    out.dedup();
+    out
+}
+
+fn columns_of(rel: pg_sys::Oid) -> Vec<ColumnDef> {
+    let mut out = Vec::new();
+    Spi::connect(|client| {
+        let rows = client.select(
+            "SELECT attname::text, pg_catalog.format_type(atttypid, atttypmod), attnotnull
+               FROM pg_catalog.pg_attribute WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+            None,
+            &[rel.into()],
+        )?;
+        for row in rows {
+            out.push(ColumnDef {
+                name: row.get::<String>(1)?.unwrap_or_default(),
+                type_name: row.get::<String>(2)?.unwrap_or_default(),
+                not_null: row.get::<bool>(3)?.unwrap_or(false),
+            });
+        }
+        Ok::<_, pgrx::spi::Error>(())
+    })
+    .unwrap_or_else(|e| raise(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, format!("could not read the columns: {e}"), ""));
+    out
+}
+
+/// The truth of `query`, run for real as the caller: rows of a SELECT (read-only, guarded), or
+/// whether an INSERT/UPDATE/DELETE succeeds (run in a subtransaction that is rolled back).
+fn true_answer(query: &str, kind: QueryKind) -> Answer {
+    match kind {
+        QueryKind::Select => {
+            let limits = guarded::Limits { row_limit: gucs::row_limit(), timeout_ms: gucs::statement_timeout_ms() };
+            match guarded::execute(query, &limits) {
+                Ok(rs) => Answer::Rows(rs.rows),
+                Err(e) => raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("the query cannot be run: {}", e.for_llm()), ""),
+            }
+        }
+        QueryKind::Modify => {
+            if let Err(refusal) = pg_ask_core::guard::check_write_step(query) {
+                raise(PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE, format!("the statement is refused: {refusal}"), "");
+            }
+            let sql = std::ffi::CString::new(query)
+                .unwrap_or_else(|_| raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, "the query contains a NUL character", ""));
+            // SAFETY: one statement in its own SPI session, always rolled back.
+            match subxact::run(OnSuccess::RollBack, move || unsafe { guarded::spi_execute(&sql, false, 0) }) {
+                Ok(Ok(_)) => Answer::Succeed,
+                Ok(Err(_)) => Answer::Fail,
+                Err(CaughtError::RustPanic { .. }) => raise(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, "the query panicked", ""),
+                Err(CaughtError::PostgresError(r)) | Err(CaughtError::ErrorReport(r))
+                    if r.sql_error_code() as isize == PgSqlErrorCode::ERRCODE_QUERY_CANCELED as isize =>
+                {
+                    raise(PgSqlErrorCode::ERRCODE_QUERY_CANCELED, r.message().to_string(), "")
+                }
+                Err(_) => Answer::Fail,
+            }
+        }
+    }
+}
+
+pub(crate) fn answer_json(a: &Answer) -> Value {
+    match a {
+        Answer::Rows(rows) => Value::Array(rows.iter().map(|r| Value::Array(r.clone())).collect()),
+        Answer::Succeed => json!("Succeed"),
+        Answer::Fail => json!("Fail"),
+    }
+}
+
+/// Show the LLM the last `last_n` captured changes of the tables `query` reads, ask it for the
+/// query's result, run the query for real, and score the LLM's answer (the InConDB metric).
+#[allow(clippy::too_many_arguments)]
+#[pg_extern(volatile, parallel_unsafe)]
+fn shadow_replay(
+    query: &str,
+    encoding: default!(&str, "'sql'"),
+    prompting: default!(&str, "'few_shot'"),
+    last_n: default!(i32, 100),
+    model: default!(Option<&str>, "NULL"),
+    provider: default!(Option<&str>, "NULL"),
+    base_url: default!(Option<&str>, "NULL"),
+) -> TableIterator<
+    'static,
+    (
+        name!(llm_answer, Option<JsonB>),
+        name!(true_answer, JsonB),
+        name!(score, f64),
+        name!(tokens, Option<i64>),
+        name!(ms, f64),
+    ),
+> {
+    let started = Instant::now();
+    let encoding = parse_encoding(encoding);
+    let prompting = parse_prompting(prompting);
+    if last_n < 0 {
+        raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, "last_n must not be negative", "");
+    }
+    let kind = query_kind(query).unwrap_or_else(|| {
+        raise(
+            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            "ask.shadow_replay() replays one SELECT, INSERT, UPDATE or DELETE",
+            "Pass a single statement of one of those kinds.",
+        )
+    });
+    let overrides = LlmOverrides {
+        provider: provider.map(str::to_string),
+        base_url: base_url.map(str::to_string),
+        model: model.map(str::to_string),
+        temperature: None,
+    };
+    let cfg = gucs::llm_config(&overrides).unwrap_or_else(|m| crate::errors::config(m).raise(&gucs::api_key()));
+
+    let rels = tables_of(query);
+    if rels.is_empty() {
+        raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, "the query reads no table", "");
+    }
+    let mut schema = Vec::new();
+    let mut complete = true;
+    for &rel in &rels {
+        let allowed = Spi::get_one_with_args::<bool>("SELECT pg_catalog.has_table_privilege($1, 'SELECT')", &[rel.into()]).ok().flatten();
+        if allowed != Some(true) {
+            raise(PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE, format!("permission denied for table {}", regclass_text(rel)), "");
+        }
+        let shadowed = as_memory_owner(|| {
+            Spi::get_one_with_args::<bool>("SELECT complete FROM ask.shadow_tables WHERE relid = $1", &[rel.into()]).ok().flatten()
+        });
+        match shadowed {
+            None => raise(
+                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!("{} is not shadowed", regclass_text(rel)),
+                &format!("SELECT ask.shadow_enable('{}'); captures its changes from now on.", regclass_text(rel).replace('\'', "''")),
+            ),
+            Some(c) => complete &= c,
+        }
+        schema.push(table_text(&table_name(rel), &columns_of(rel), &key_columns(rel), encoding));
+    }
+
+    // The last N entries of those tables, oldest first.
+    let rel_list: Vec<pg_sys::Oid> = rels.clone();
+    let (entries, total) = as_memory_owner(|| {
+        let total = Spi::get_one_with_args::<i64>("SELECT count(*) FROM ask.shadow_log WHERE relid = ANY($1)", &[rel_list.clone().into()])
+            .ok()
+            .flatten()
+            .unwrap_or(0);
+        let mut raw = Vec::new();
+        Spi::connect(|client| {
+            let rows = client.select(
+                "SELECT seq, xid, relid, op, old_row, new_row FROM
+                   (SELECT * FROM ask.shadow_log WHERE relid = ANY($1) ORDER BY seq DESC LIMIT $2) l ORDER BY seq",
+                None,
+                &[rel_list.clone().into(), (last_n as i64).into()],
+            )?;
+            for row in rows {
+                raw.push((
+                    row.get::<i64>(1)?.unwrap_or(0),
+                    row.get::<i64>(2)?.unwrap_or(0),
+                    row.get::<pg_sys::Oid>(3)?.unwrap_or(pg_sys::InvalidOid),
+                    row.get::<i8>(4)?.unwrap_or(b'I' as i8),
+                    row.get::<JsonB>(5)?,
+                    row.get::<JsonB>(6)?,
+                ));
+            }
+            Ok::<_, pgrx::spi::Error>(())
+        })
+        .unwrap_or_else(|e| raise(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, format!("could not read the log: {e}"), ""));
+        (raw, total)
+    });
+    let mut keys: HashMap<u32, Vec<String>> = HashMap::new();
+    let mut history = Vec::with_capacity(entries.len());
+    for (seq, xid, rel, op, old, new) in entries {
+        let k = keys.entry(rel.to_u32()).or_insert_with(|| key_columns(rel)).clone();
+        let e = entry(rel, op, old, new, seq, xid, k);
+        match e.encode(encoding) {
+            Ok(command) => history.push(PastCommand { command, result: Some(Answer::Succeed) }),
+            Err(err) => raise(PgSqlErrorCode::ERRCODE_DATA_CORRUPTED, format!("log entry {seq} cannot be encoded: {err}"), ""),
+        }
+    }
+    let initially_empty = complete && total <= last_n as i64;
+
+    let req = ReplayPrompt { encoding, prompting, schema: &schema, history: &history, query, initially_empty, texts: None }
+        .build()
+        .unwrap_or_else(|e| raise(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, e.to_string(), ""));
+    let (reply, prompt_tokens, completion_tokens) = match llm::chat(&cfg, "shadow_replay", &req) {
+        Ok(r) => (r.content, r.prompt_tokens, r.completion_tokens),
+        Err(e) => crate::errors::from_llm(&e, "shadow_replay").raise(&cfg.api_key),
+    };
+    let parsed = parse_reply(&reply, kind);
+    let truth = true_answer(query, kind);
+    let score = score_sample(&truth, parsed.as_ref().ok(), has_order_by(query));
+    if let Err(e) = &parsed {
+        notice!("pg_ask: the LLM's reply could not be read ({e}); it scores 0");
+    }
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    let llm_answer = parsed.as_ref().ok().map(answer_json);
+    let tokens = match (prompt_tokens, completion_tokens) {
+        (None, None) => None,
+        (p, c) => Some((p.unwrap_or(0) + c.unwrap_or(0)) as i64),
+    };
+    Spi::run_with_args(
+        "INSERT INTO ask.shadow_replays (query, encoding, prompting, last_n, commands, model, llm_answer, true_answer, reply, score, prompt_tokens, completion_tokens, ms)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+        &[
+            query.into(),
+            encoding.as_str().into(),
+            prompting.as_str().into(),
+            last_n.into(),
+            (history.len() as i32).into(),
+            cfg.model.clone().into(),
+            llm_answer.clone().map(JsonB).into(),
+            JsonB(answer_json(&truth)).into(),
+            reply.into(),
+            score.into(),
+            prompt_tokens.map(|t| t as i64).into(),
+            completion_tokens.map(|t| t as i64).into(),
+            ms.into(),
+        ],
+    )
+    .unwrap_or_else(|e| raise(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, format!("could not record the replay: {e}"), ""));
+    TableIterator::once((llm_answer.map(JsonB), JsonB(answer_json(&truth)), score, tokens, ms))
+}
