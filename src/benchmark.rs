@@ -198,6 +198,19 @@ fn parse_list<T: std::str::FromStr>(items: &[String], what: &str, hint: &str) ->
 const ENCODING_HINT: &str = "Encodings are 'sql' and 'nl'.";
 const PROMPTING_HINT: &str = "Promptings are 'zero_shot', 'zero_cot' and 'few_shot'.";
 
+/// The sampler's settings for a run: every query kind, round-robin.
+fn sampler_config(length: i32, insert_ratio: f64, overlap: f64, samples: i32, seed: i32, encoding: Encoding) -> SamplerConfig {
+    SamplerConfig {
+        length: length as usize,
+        insert_ratio,
+        overlap,
+        samples: samples as usize,
+        seed: seed as u32 as u64,
+        targets: Target::all(),
+        encoding,
+    }
+}
+
 fn load_run(id: i64) -> Run {
     let row = as_memory_owner(|| {
         Spi::connect(|c| {
@@ -230,15 +243,7 @@ fn load_run(id: i64) -> Run {
     let encodings: Vec<Encoding> = parse_list(&encodings, "encoding", ENCODING_HINT);
     Run {
         workload,
-        config: SamplerConfig {
-            length: length as usize,
-            insert_ratio,
-            overlap,
-            samples: samples as usize,
-            seed: seed as u32 as u64,
-            targets: Target::all(),
-            encoding: encodings[0],
-        },
+        config: sampler_config(length, insert_ratio, overlap, samples, seed, encodings[0]),
         promptings: parse_list(&promptings, "prompting", PROMPTING_HINT),
         encodings,
         provider,
@@ -274,15 +279,7 @@ fn _benchmark_start(
     let w = workload(workload_name);
     // Every query kind must be drawable in every encoding: fail now rather than mid-run.
     for &encoding in &encs {
-        let cfg = SamplerConfig {
-            length: length as usize,
-            insert_ratio,
-            overlap,
-            samples: samples as usize,
-            seed: seed as u32 as u64,
-            targets: Target::all(),
-            encoding,
-        };
+        let cfg = sampler_config(length, insert_ratio, overlap, samples, seed, encoding);
         for i in 0..(samples as usize).min(cfg.targets.len()) {
             if let Err(e) = sample_one(&w, &cfg, i) {
                 raise(
@@ -427,8 +424,10 @@ fn compute_truth(w: &Workload, sample: &Sample) -> Truth {
             match query_kind {
                 QueryKind::Select => {
                     let Ok(csql) = CString::new(sql) else { return (past, Answer::Fail) };
-                    // SAFETY: one statement in its own SPI session; rows copied out.
-                    match subxact::run(OnSuccess::Release, move || unsafe { guarded::spi_execute(&csql, true, TRUTH_ROW_LIMIT) }) {
+                    // SAFETY: one statement in its own SPI session; rows copied out. Not SPI's
+                    // read-only mode: that would read with the statement's snapshot, from
+                    // before the sample's commands.
+                    match subxact::run(OnSuccess::Release, move || unsafe { guarded::spi_execute(&csql, false, TRUTH_ROW_LIMIT) }) {
                         Ok(Ok(out)) => Answer::Rows(out.rows.rows),
                         Ok(Err(_)) => Answer::Fail,
                         Err(e) => fail_or_rethrow(e),

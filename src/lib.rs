@@ -26,8 +26,8 @@ mod values;
 pgrx::extension_sql_file!("../sql/ledger.sql", name = "ledger", bootstrap);
 pgrx::extension_sql_file!("../sql/values.sql", name = "value_memory_tables", requires = ["ledger"]);
 pgrx::extension_sql_file!("../sql/shadow.sql", name = "shadow_tables", requires = ["ledger"]);
-pgrx::extension_sql_file!("../sql/shadow_views.sql", name = "shadow_views", requires = ["shadow_tables", shadow::shadow_command]);
-pgrx::extension_sql_file!("../sql/benchmark.sql", name = "benchmark", requires = ["shadow_tables", benchmark::_benchmark_start, benchmark::_benchmark_step, benchmark::_benchmark_finish, benchmark::_metric]);
+pgrx::extension_sql_file!("../sql/shadow_views.sql", name = "shadow_views", requires = ["shadow_tables", shadow::_shadow_command, shadow::_shadow_enable, shadow::_shadow_disable]);
+pgrx::extension_sql_file!("../sql/benchmark.sql", name = "benchmark", requires = ["shadow_views", benchmark::_benchmark_start, benchmark::_benchmark_step, benchmark::_benchmark_finish, benchmark::_metric]);
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {

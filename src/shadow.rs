@@ -33,6 +33,8 @@ use crate::{guarded, llm};
 extern "C-unwind" {
     // commands/sequence.c; not in pgrx's bindings.
     fn nextval_internal(relid: pg_sys::Oid, check_permissions: bool) -> i64;
+    // catalog/partition.c
+    fn get_partition_ancestors(relid: pg_sys::Oid) -> *mut pg_sys::List;
 }
 
 fn raise(code: PgSqlErrorCode, msg: impl Into<String>, hint: &str) -> ! {
@@ -91,6 +93,20 @@ fn ask_relid(name: &std::ffi::CStr) -> pg_sys::Oid {
     }
 }
 
+/// The table a change is logged under: a partition's changes belong to the partitioned table
+/// that was shadowed (the root of its tree).
+unsafe fn logged_relid(rel: pg_sys::Relation) -> pg_sys::Oid {
+    let relid = (*rel).rd_id;
+    if !(*(*rel).rd_rel).relispartition {
+        return relid;
+    }
+    let ancestors = get_partition_ancestors(relid);
+    if ancestors.is_null() || (*ancestors).length == 0 {
+        return relid;
+    }
+    (*(*ancestors).elements.add((*ancestors).length as usize - 1)).oid_value
+}
+
 /// The capture trigger (AFTER INSERT OR UPDATE OR DELETE ... FOR EACH ROW), installed by
 /// `ask.shadow_enable()`.
 #[pg_trigger]
@@ -135,7 +151,7 @@ fn _shadow_capture<'a>(
         let mut values = [
             pg_sys::Datum::from(seq),
             pg_sys::Datum::from(xid),
-            pg_sys::Datum::from((*rel).rd_id),
+            pg_sys::Datum::from(logged_relid(rel)),
             pg_sys::Datum::from(op as i8),
             old.unwrap_or(pg_sys::Datum::from(0)),
             new.unwrap_or(pg_sys::Datum::from(0)),
@@ -200,7 +216,7 @@ fn require_table(rel: pg_sys::Oid) {
 /// the table are logged first as INSERTs, so that a replay starts from an empty table.
 /// Returns the number of rows snapshotted.
 #[pg_extern(volatile, parallel_unsafe)]
-fn shadow_enable(rel: pg_sys::Oid, snapshot: default!(bool, true)) -> i64 {
+fn _shadow_enable(rel: pg_sys::Oid, snapshot: bool) -> i64 {
     require_table(rel);
     require_owner(rel, "shadow it");
     let name = regclass_text(rel);
@@ -257,7 +273,7 @@ fn shadow_enable(rel: pg_sys::Oid, snapshot: default!(bool, true)) -> i64 {
 /// Stop capturing `rel`; unless `keep_log`, its captured changes are deleted. Returns the
 /// number of log entries deleted.
 #[pg_extern(volatile, parallel_unsafe)]
-fn shadow_disable(rel: pg_sys::Oid, keep_log: default!(bool, false)) -> i64 {
+fn _shadow_disable(rel: pg_sys::Oid, keep_log: bool) -> i64 {
     require_owner(rel, "stop shadowing it");
     let name = regclass_text(rel);
     let known = as_memory_owner(|| {
@@ -348,12 +364,12 @@ fn entry(rel: pg_sys::Oid, op: i8, old: Option<JsonB>, new: Option<JsonB>, seq: 
 /// One log entry as a command: an SQL statement (`encoding => 'sql'`) or an English sentence
 /// (`'nl'`). Used by the ask.shadow_commands view.
 #[pg_extern(stable, parallel_safe)]
-fn shadow_command(
+fn _shadow_command(
     rel: pg_sys::Oid,
     op: i8,
     old_row: Option<JsonB>,
     new_row: Option<JsonB>,
-    encoding: default!(&str, "'sql'"),
+    encoding: &str,
 ) -> Option<String> {
     let encoding = parse_encoding(encoding);
     let keys = key_columns(rel);

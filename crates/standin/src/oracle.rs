@@ -10,6 +10,9 @@
 //! `forget_first` makes a degraded oracle: it ignores that many of the first commands, as a
 //! model with a short memory would.
 
+// Without the `oracle` feature only the prompt reading is compiled in.
+#![cfg_attr(not(feature = "oracle"), allow(dead_code, unused_imports))]
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
