@@ -32,6 +32,8 @@ pub extern "C-unwind" fn _PG_init() {
 
 #[cfg(any(test, feature = "pg_test"))]
 mod pg_tests;
+#[cfg(any(test, feature = "pg_test"))]
+mod pg_tests_values;
 
 /// Required by `cargo pgrx test`.
 #[cfg(test)]
