@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Benchmarks (slow, not part of CI). As root, on a machine prepared by scripts/setup.sh:
-#   bash scripts/bench.sh [all|ask|shadow]
+#   bash scripts/bench.sh [all|ask|shadow|values]
 # Builds pg_ask in release mode, installs it into PostgreSQL 15, starts a throwaway cluster
 # and runs the chosen benchmarks; the numbers go to stdout (see BENCHMARKS.md for recorded ones).
 #   ask     ask() outside the LLM on a 200-table schema
 #   shadow  capture overhead (200k-row INSERT/UPDATE, many small transactions with pgbench)
 #           and CALL ask.benchmark at concurrency 1 vs 8
+#   values  value memory: lookups against 1,000,000 values, local embeddings, a 100k-value
+#           build (not part of `all`: it needs ~20 minutes and a 2 GB shared_buffers restart)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -49,4 +51,14 @@ SQL
     echo "capture $capture: $tps transactions/s"
   done
   "${PSQL[@]}" -c "SELECT ask.shadow_disable('bench_tx'); DROP TABLE bench_tx;" >/dev/null
+fi
+
+if [ "$MODE" = values ]; then
+  # Value memory: lookups against 1,000,000 values, local embeddings, a 100k-value build.
+  # The HNSW build of a million values wants its graph in memory; warm lookups want the
+  # index in shared buffers.
+  runuser -u postgres -- "$PGBIN/psql" -h "$WORK" -p "$PORT" -qAt -c "ALTER SYSTEM SET shared_buffers = '2GB'" \
+    -c "ALTER SYSTEM SET maintenance_work_mem = '3GB'" -c "ALTER SYSTEM SET max_parallel_maintenance_workers = 1" postgres
+  runuser -u postgres -- "$PGBIN/pg_ctl" -D "$WORK/db" -l "$WORK/db.log" -w restart >/dev/null
+  "$CARGO_TARGET_DIR/release/bench_values"
 fi

@@ -1,6 +1,34 @@
 -- The value memory: distinct values of indexed text columns, with embeddings and trigrams.
 -- Nobody but the extension's owner reads these tables directly: pg_ask's functions check the
 -- caller's SELECT privilege on the source column first, then read them as the owner.
+--
+-- Search: a column of at most 2,000 values is searched exactly (its rows are found through
+-- the primary key, every cosine and trigram similarity computed); a larger column gets its own
+-- partial HNSW index (cosine, on the embeddings as halfvec of the column's dimension) and its
+-- own partial pg_trgm GIN index, named value_memory_c<id>_hnsw and value_memory_c<id>_trgm.
+-- One index over every column would return the neighbours of other columns first and miss a
+-- small column's; one index per large column also lets each provider have its own dimension.
+
+-- The text-like type a column's type stands for: the type itself, or a domain's base type,
+-- when it is text, varchar, char (bpchar), citext or an enum; NULL for anything else.
+CREATE FUNCTION _text_base(typ oid) RETURNS oid LANGUAGE sql STABLE STRICT PARALLEL SAFE
+BEGIN ATOMIC
+    WITH RECURSIVE chain(oid, typtype, typbasetype, typname, depth) AS (
+        SELECT t.oid, t.typtype, t.typbasetype, t.typname, 0 FROM pg_catalog.pg_type t WHERE t.oid = typ
+        UNION ALL
+        SELECT t.oid, t.typtype, t.typbasetype, t.typname, c.depth + 1
+        FROM chain c JOIN pg_catalog.pg_type t ON t.oid = c.typbasetype
+        WHERE c.typtype = 'd' AND c.depth < 32
+    )
+    SELECT c.oid FROM chain c
+    WHERE c.typtype <> 'd'
+      AND (c.typtype = 'e'
+           OR c.oid IN ('pg_catalog.text'::pg_catalog.regtype, 'pg_catalog.varchar'::pg_catalog.regtype,
+                        'pg_catalog.bpchar'::pg_catalog.regtype)
+           OR (c.typname = 'citext' AND c.typtype = 'b'));
+END;
+COMMENT ON FUNCTION _text_base(oid) IS 'The text-like base type (text, varchar, char, citext or an enum) of a type or domain, else NULL.';
+
 CREATE TABLE value_columns (
     id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     relid           oid NOT NULL,
@@ -9,22 +37,28 @@ CREATE TABLE value_columns (
     capped          boolean NOT NULL DEFAULT false,
     allow_rls       boolean NOT NULL DEFAULT false,
     embedding_provider text NOT NULL,
+    embedding_model text,
+    dims            integer,
+    own_indexes     boolean NOT NULL DEFAULT false,
     indexed_at      timestamptz NOT NULL DEFAULT now(),
     indexed_by      name NOT NULL DEFAULT current_user,
     UNIQUE (relid, attnum)
 );
 COMMENT ON TABLE value_columns IS 'Columns whose distinct values pg_ask remembers (ask.index_values).';
+COMMENT ON COLUMN value_columns.embedding_provider IS 'ask.embedding_provider when the values were embedded (off: trigrams only).';
+COMMENT ON COLUMN value_columns.embedding_model IS 'The embedding model: the local model directory''s name, or ask.embedding_model.';
+COMMENT ON COLUMN value_columns.dims IS 'Dimension of the stored embeddings (NULL: none).';
+COMMENT ON COLUMN value_columns.own_indexes IS 'The column has its own partial HNSW and trigram indexes (more than 2,000 values).';
 
 CREATE TABLE value_memory (
     column_id bigint NOT NULL REFERENCES value_columns(id) ON DELETE CASCADE,
     value     text NOT NULL,
     frequency bigint NOT NULL,
-    embedding vector(384),
+    embedding vector,
     PRIMARY KEY (column_id, value)
 );
-COMMENT ON TABLE value_memory IS 'Distinct values of indexed columns with their frequency and embedding.';
-CREATE INDEX value_memory_embedding ON value_memory USING hnsw (embedding vector_cosine_ops);
-CREATE INDEX value_memory_trigram ON value_memory USING gin (value gin_trgm_ops);
+COMMENT ON TABLE value_memory IS 'Distinct values of indexed columns with their frequency and embedding (any dimension; one per column).';
+CREATE INDEX value_memory_lower ON value_memory (column_id, lower(value));
 
 REVOKE ALL ON value_columns, value_memory FROM PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('value_columns', '');

@@ -1,7 +1,11 @@
 //! Value correction from a backend: literals of a checked statement are looked up in the value
 //! memory, decided on by the core's rules, and replaced (or put to the LLM).
 
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+
 use pgrx::datum::DatumWithOid;
+use pgrx::pg_sys;
 use pgrx::prelude::*;
 use serde_json::{json, Value};
 
@@ -13,111 +17,253 @@ use pg_ask_core::values::literals::{find_literals, Catalog, CatalogColumn, Liter
 use pg_ask_core::values::prompt::{correction_request, parse_correction, LiteralQuestion};
 use pg_ask_core::values::rewrite::{rewrite, Replacement};
 
+use crate::values::{EmbeddingUse, MemoryColumn};
 use crate::{catalog, embeddings, llm, values};
 
-/// Type names (as format_type writes them) whose columns hold text.
-fn text_like(data_type: &str) -> bool {
-    let t = data_type.trim_start_matches('"');
-    ["text", "character varying", "character", "varchar", "citext", "name", "bpchar"]
-        .iter()
-        .any(|p| t.starts_with(p))
+/// Enum labels embedded at most for one literal (larger enums are matched by trigrams only).
+const MAX_EMBEDDED_LABELS: usize = 1_000;
+
+thread_local! {
+    /// Whether a type name (as format_type writes it) stands for a text-like type: text,
+    /// varchar, char, citext, an enum, or a domain over one of them. Dropped when any type
+    /// changes.
+    static TEXT_TYPES: RefCell<HashMap<String, bool>> = RefCell::new(HashMap::new());
+    static TYPES_VALID: Cell<bool> = const { Cell::new(false) };
+    static TYPES_WATCHED: Cell<bool> = const { Cell::new(false) };
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn on_type_change(_arg: pg_sys::Datum, _cache: std::ffi::c_int, _hash: u32) {
+    TYPES_VALID.with(|v| v.set(false));
+}
+
+/// Which of `names` are text-like types, from the per-backend cache, reading the missing ones
+/// in one query.
+fn text_like_types(names: &[String]) -> HashMap<String, bool> {
+    if !TYPES_WATCHED.with(|w| w.replace(true)) {
+        // SAFETY: registers a plain function that flips a backend-local flag; once per backend.
+        unsafe {
+            pg_sys::CacheRegisterSyscacheCallback(pg_sys::SysCacheIdentifier::TYPEOID as _, Some(on_type_change), pg_sys::Datum::from(0));
+        }
+    }
+    if !TYPES_VALID.with(|v| v.replace(true)) {
+        TEXT_TYPES.with(|t| t.borrow_mut().clear());
+    }
+    let missing: Vec<String> = TEXT_TYPES.with(|t| {
+        let t = t.borrow();
+        let mut m: Vec<String> = names.iter().filter(|n| !t.contains_key(*n)).cloned().collect();
+        m.sort();
+        m.dedup();
+        m
+    });
+    if !missing.is_empty() {
+        let found: Vec<(String, bool)> = Spi::connect(|client| {
+            client
+                .select(
+                    "SELECT s, ask._text_base(pg_catalog.to_regtype(s)) IS NOT NULL FROM unnest($1::text[]) s",
+                    None,
+                    &[missing.clone().into()],
+                )
+                .map(|rows| rows.filter_map(|r| Some((r.get::<String>(1).ok()??, r.get::<bool>(2).ok()??))).collect())
+                .unwrap_or_default()
+        });
+        TEXT_TYPES.with(|t| t.borrow_mut().extend(found));
+    }
+    TEXT_TYPES.with(|t| {
+        let t = t.borrow();
+        names.iter().map(|n| (n.clone(), t.get(n).copied().unwrap_or(false))).collect()
+    })
+}
+
+/// The schemas of the session's search path (implicit ones left out), without a query.
+fn search_path() -> Vec<String> {
+    let mut out = Vec::new();
+    // SAFETY: fetch_search_path returns a freshly palloc'd list of namespace oids;
+    // get_namespace_name a palloc'd C string or NULL for a namespace dropped meanwhile.
+    unsafe {
+        let list = pg_sys::fetch_search_path(false);
+        if list.is_null() {
+            return out;
+        }
+        for i in 0..(*list).length as usize {
+            let oid = (*(*list).elements.add(i)).oid_value;
+            let name = pg_sys::get_namespace_name(oid);
+            if !name.is_null() {
+                out.push(std::ffi::CStr::from_ptr(name).to_string_lossy().into_owned());
+            }
+        }
+        pg_sys::list_free(list);
+    }
+    out
 }
 
 /// The catalog of readable tables for literal resolution, with the session's search path.
 fn literal_catalog() -> Result<Catalog, String> {
-    let path: Vec<String> = Spi::get_one::<Vec<String>>("SELECT pg_catalog.current_schemas(false)::text[]")
-        .map_err(|e| e.to_string())?
-        .unwrap_or_default();
-    let mut cat = Catalog::new(path);
-    for t in catalog::readable_tables()? {
+    let tables = catalog::readable_tables()?;
+    let type_names: Vec<String> = tables.iter().flat_map(|t| t.columns.iter().map(|c| c.data_type.clone())).collect();
+    let text_like = text_like_types(&type_names);
+    let mut cat = Catalog::new(search_path());
+    for t in &tables {
         let cols = t
             .columns
             .iter()
-            .map(|c| CatalogColumn { name: unquote(&c.name), text_like: text_like(&c.data_type) })
+            .map(|c| CatalogColumn {
+                name: unquote(&c.name),
+                text_like: text_like.get(&c.data_type).copied().unwrap_or(false),
+            })
             .collect();
         cat.add_table(&unquote(&t.schema), &unquote(&t.name), cols);
     }
     Ok(cat)
 }
 
-/// The value-memory column of a literal's column, if it is indexed and readable by the caller:
-/// (column id, distinct values).
-fn memory_column(lit: &LiteralRef) -> Option<(i64, i64)> {
-    let rel = format!("{}.{}", pg_ask_core::sqltext::quote_ident(&lit.table.schema), pg_ask_core::sqltext::quote_ident(&lit.table.table));
-    let args: [DatumWithOid; 2] = [rel.as_str().into(), lit.column.as_str().into()];
-    let found = Spi::get_three_with_args::<pgrx::pg_sys::Oid, i16, bool>(
-        "SELECT a.attrelid, a.attnum, pg_catalog.has_column_privilege(a.attrelid, a.attnum, 'SELECT')
-         FROM pg_catalog.pg_attribute a WHERE a.attrelid = pg_catalog.to_regclass($1) AND a.attname = $2 AND NOT a.attisdropped",
-        &args,
-    )
-    .ok()?;
-    let (Some(relid), Some(attnum), Some(true)) = found else { return None };
-    values::as_memory_owner(|| {
-        Spi::get_two_with_args::<i64, i64>(
-            "SELECT id, distinct_values FROM ask.value_columns WHERE relid = $1 AND attnum = $2",
-            &[relid.into(), attnum.into()],
-        )
-        .ok()
-        .and_then(|(id, n)| Some((id?, n?)))
-    })
+/// What the value memory and the catalog know about the column a literal is compared with.
+#[derive(Default, Clone)]
+struct ColumnFacts {
+    /// The enum's labels, when the column is an enum (or a domain over one).
+    labels: Option<Vec<String>>,
+    /// The column's memory, when indexed.
+    memory: Option<MemoryColumn>,
 }
 
-/// Everything the decision needs about one literal, read from the memory.
-fn evidence(column_id: i64, distinct: i64, lit: &LiteralRef) -> Evidence {
-    let core = lit.value.clone();
-    let (exact_probe, like) = match &lit.kind {
-        LiteralKind::Like { pattern, .. } => (pattern.pattern.clone(), true),
-        _ => (lit.value.clone(), false),
-    };
-    let vector = values::ext_schema("vector");
-    let trgm = values::ext_schema("pg_trgm");
-    let emb = embeddings::embed_texts(&[core.as_str()]).pop().unwrap_or_default();
-    let emb_text = values::vector_text(&emb);
-    values::as_memory_owner(|| {
-        let exact_sql = if like {
-            "SELECT EXISTS (SELECT 1 FROM ask.value_memory WHERE column_id = $1 AND value LIKE $2)"
-        } else {
-            "SELECT EXISTS (SELECT 1 FROM ask.value_memory WHERE column_id = $1 AND value = $2)"
-        };
-        let exact = Spi::get_one_with_args::<bool>(exact_sql, &[column_id.into(), exact_probe.as_str().into()])
-            .ok()
-            .flatten()
-            .unwrap_or(false);
-        let case_insensitive = Spi::get_one_with_args::<String>(
-            "SELECT value FROM ask.value_memory WHERE column_id = $1 AND lower(value) = lower($2) ORDER BY frequency DESC, value LIMIT 1",
-            &[column_id.into(), core.as_str().into()],
-        )
-        .ok()
-        .flatten();
-        let sql = format!(
-            "WITH emb AS (SELECT value FROM ask.value_memory WHERE column_id = $1
-                          ORDER BY embedding OPERATOR({vector}.<=>) $2::{vector}.vector LIMIT 10),
-                  tri AS (SELECT value FROM ask.value_memory WHERE column_id = $1 AND value OPERATOR({trgm}.%) $3
-                          ORDER BY value OPERATOR({trgm}.<->) $3 LIMIT 10)
-             SELECT m.value, m.frequency, 1 - (m.embedding OPERATOR({vector}.<=>) $2::{vector}.vector),
-                    {trgm}.similarity(m.value, $3)::float8
-             FROM (SELECT value FROM emb UNION SELECT value FROM tri) c
-             JOIN ask.value_memory m ON m.column_id = $1 AND m.value = c.value"
-        );
-        let args: [DatumWithOid; 3] = [column_id.into(), emb_text.as_str().into(), core.as_str().into()];
-        let candidates = Spi::connect(|client| {
+/// The one check made for every statement with literals: for each literal's column, whether
+/// the caller may read it, whether it is an enum (with its labels), and its memory, if any.
+fn column_facts(literals: &[LiteralRef]) -> Vec<ColumnFacts> {
+    let rels: Vec<String> = literals.iter().map(|l| l.table.to_string()).collect();
+    let cols: Vec<String> = literals.iter().map(|l| l.column.clone()).collect();
+    // SAFETY: reads the backend's current user id.
+    let caller = unsafe { pg_sys::GetUserId() };
+    let args: [DatumWithOid; 3] = [rels.into(), cols.into(), caller.into()];
+    let mut out = vec![ColumnFacts::default(); literals.len()];
+    let rows: Vec<(usize, ColumnFacts)> = values::as_memory_owner(|| {
+        Spi::connect(|client| {
             client
-                .select(&sql, None, &args)
+                .select(
+                    "SELECT u.i::int,
+                            CASE WHEN bt.typtype = 'e' THEN ARRAY(SELECT e.enumlabel::text FROM pg_catalog.pg_enum e
+                                                                  WHERE e.enumtypid = bt.oid ORDER BY e.enumsortorder) END,
+                            vc.id, vc.distinct_values, vc.embedding_provider, vc.embedding_model, vc.dims, vc.own_indexes
+                     FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(rel, col, i)
+                     JOIN pg_catalog.pg_attribute a ON a.attrelid = pg_catalog.to_regclass(u.rel) AND a.attname = u.col
+                                                   AND a.attnum > 0 AND NOT a.attisdropped
+                     LEFT JOIN pg_catalog.pg_type bt ON bt.oid = ask._text_base(a.atttypid)
+                     LEFT JOIN ask.value_columns vc ON vc.relid = a.attrelid AND vc.attnum = a.attnum
+                     WHERE pg_catalog.has_column_privilege($3, a.attrelid, a.attnum, 'SELECT')",
+                    None,
+                    &args,
+                )
                 .map(|rows| {
                     rows.filter_map(|r| {
-                        Some(Candidate {
-                            value: r.get::<String>(1).ok()??,
-                            frequency: r.get::<i64>(2).ok()?.unwrap_or(0).max(0) as u64,
-                            cosine: r.get::<f64>(3).ok()?,
-                            trigram: r.get::<f64>(4).ok()?,
-                        })
+                        let i = r.get::<i32>(1).ok()?? as usize - 1;
+                        let memory = match r.get::<i64>(3).ok()? {
+                            Some(id) => Some(MemoryColumn {
+                                id,
+                                distinct: r.get::<i64>(4).ok()?.unwrap_or(0),
+                                provider: r.get::<String>(5).ok()?.unwrap_or_default(),
+                                model: r.get::<String>(6).ok()?,
+                                dims: r.get::<i32>(7).ok()?,
+                                own_indexes: r.get::<bool>(8).ok()?.unwrap_or(false),
+                            }),
+                            None => None,
+                        };
+                        Some((i, ColumnFacts { labels: r.get::<Vec<String>>(2).ok()?, memory }))
                     })
                     .collect()
                 })
                 .unwrap_or_default()
+        })
+    });
+    for (i, f) in rows {
+        if i < out.len() {
+            out[i] = f;
+        }
+    }
+    out
+}
+
+/// Evidence for a literal compared with an enum column: its labels are every value it can
+/// hold (a closed set), read from pg_enum, so no memory is needed.
+fn enum_evidence(labels: &[String], literal: &str) -> Evidence {
+    let exact = labels.iter().any(|l| l == literal);
+    let lower = literal.to_lowercase();
+    let case_insensitive = if exact { None } else { labels.iter().find(|l| l.to_lowercase() == lower).cloned() };
+    let mut candidates = Vec::new();
+    if !exact && case_insensitive.is_none() && !labels.is_empty() {
+        let trgm = values::ext_schema("pg_trgm");
+        let trigrams: Vec<f64> = Spi::connect(|client| {
+            client
+                .select(
+                    &format!("SELECT {trgm}.similarity(l, $2)::float8 FROM unnest($1::text[]) WITH ORDINALITY AS u(l, i) ORDER BY i"),
+                    None,
+                    &[labels.to_vec().into(), literal.into()],
+                )
+                .map(|rows| rows.map(|r| r.get::<f64>(1).ok().flatten().unwrap_or(0.0)).collect())
+                .unwrap_or_default()
         });
-        Evidence { literal: core.clone(), exact, case_insensitive, candidates, distinct_values: distinct.max(0) as u64 }
-    })
+        let cosines: Option<Vec<f64>> = (values::current_embedder().is_some() && labels.len() <= MAX_EMBEDDED_LABELS).then(|| {
+            let mut texts: Vec<&str> = vec![literal];
+            texts.extend(labels.iter().map(String::as_str));
+            let v = embeddings::embed_texts(&texts);
+            v[1..].iter().map(|l| l.iter().zip(&v[0]).map(|(a, b)| (*a as f64) * (*b as f64)).sum::<f64>() / (norm(l) * norm(&v[0])).max(1e-12)).collect()
+        });
+        candidates = labels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| Candidate {
+                value: l.clone(),
+                frequency: 0,
+                cosine: cosines.as_ref().map(|c| c[i]),
+                trigram: trigrams.get(i).copied(),
+            })
+            .collect();
+        // The decision ranks by embedding and trigram; keep the best of each, as the memory would.
+        candidates = best_of_each(candidates, values::NEIGHBOURS as usize);
+    }
+    Evidence { literal: literal.to_string(), exact, case_insensitive, candidates, distinct_values: labels.len() as u64, closed_set: true }
+}
+
+fn norm(v: &[f32]) -> f64 {
+    v.iter().map(|x| (*x as f64) * (*x as f64)).sum::<f64>().sqrt()
+}
+
+/// The `k` best candidates by cosine and the `k` best by trigram similarity.
+fn best_of_each(all: Vec<Candidate>, k: usize) -> Vec<Candidate> {
+    let mut keep = vec![false; all.len()];
+    for key in [|c: &Candidate| c.cosine, |c: &Candidate| c.trigram] {
+        let mut order: Vec<(usize, f64)> = all.iter().enumerate().filter_map(|(i, c)| key(c).map(|s| (i, s))).collect();
+        order.sort_by(|a, b| b.1.total_cmp(&a.1));
+        for (i, _) in order.into_iter().take(k) {
+            keep[i] = true;
+        }
+    }
+    all.into_iter().zip(keep).filter_map(|(c, k)| k.then_some(c)).collect()
+}
+
+/// Evidence for a literal compared with an indexed column, and a note when its embeddings
+/// could not be used.
+fn memory_evidence(col: &MemoryColumn, lit: &LiteralRef) -> (Evidence, Option<String>) {
+    let like = match &lit.kind {
+        LiteralKind::Like { pattern, .. } => Some(pattern.pattern.clone()),
+        _ => None,
+    };
+    let mut note = None;
+    let ev = values::literal_evidence(col, &lit.value, like.as_deref(), || match values::embedding_use(col) {
+        EmbeddingUse::Off => None,
+        EmbeddingUse::Mismatch(why) => {
+            note = Some(why);
+            None
+        }
+        EmbeddingUse::Usable => {
+            let v = embeddings::embed_texts(&[lit.value.as_str()]).pop().unwrap_or_default();
+            if Some(v.len() as i32) == col.dims {
+                Some(v)
+            } else {
+                note = Some(format!("the literal's embedding has {} dimensions, the column's values {:?}", v.len(), col.dims));
+                None
+            }
+        }
+    });
+    (ev, note)
 }
 
 /// Correct the literals of `sql`. With `llm`, literals the rules leave open go to the LLM with
@@ -125,15 +271,30 @@ fn evidence(column_id: i64, distinct: i64, lit: &LiteralRef) -> Evidence {
 pub fn correct(sql: &str, llm_cfg: Option<&LlmConfig>) -> Result<Correction, String> {
     let cat = literal_catalog()?;
     let literals = find_literals(sql, &cat).map_err(|e| e.to_string())?;
+    if literals.is_empty() {
+        return Ok(Correction { sql: sql.to_string(), changed: false, trace: Value::Null });
+    }
+    let facts = column_facts(&literals);
     let mut replacements = Vec::new();
     let mut questions = Vec::new();
     let mut traces = Vec::new();
-    for lit in &literals {
-        let Some((column_id, distinct)) = memory_column(lit) else {
-            traces.push(json!({"literal": lit.value, "column": format!("{}.{}", lit.table, lit.column), "decision": "not_indexed"}));
-            continue;
+    for (lit, f) in literals.iter().zip(&facts) {
+        let column = format!("{}.{}", lit.table, lit.column);
+        let (ev, note) = match (&f.labels, &f.memory) {
+            (Some(_), _) if matches!(lit.kind, LiteralKind::Like { .. }) => {
+                traces.push(json!({"literal": lit.value, "column": column, "decision": "enum_pattern"}));
+                continue;
+            }
+            (Some(labels), _) => (enum_evidence(labels, &lit.value), None),
+            (None, Some(col)) => memory_evidence(col, lit),
+            (None, None) => {
+                traces.push(json!({"literal": lit.value, "column": column, "decision": "not_indexed"}));
+                continue;
+            }
         };
-        let ev = evidence(column_id, distinct, lit);
+        if let Some(why) = &note {
+            notice!("pg_ask: literal {} of {column} matched by trigrams only: {why}", pg_ask_core::sqltext::quote_literal(&lit.value));
+        }
         let t = decide(&ev, Comparison::from(&lit.kind));
         match &t.decision {
             Decision::Replace { value, .. } => replacements.push(Replacement::for_literal(lit, value)),
@@ -146,7 +307,13 @@ pub fn correct(sql: &str, llm_cfg: Option<&LlmConfig>) -> Result<Correction, Str
             Decision::Keep { .. } => {}
         }
         let mut tv = serde_json::to_value(&t).unwrap_or(Value::Null);
-        tv["column"] = json!(format!("{}.{}", lit.table, lit.column));
+        tv["column"] = json!(column);
+        if f.labels.is_some() {
+            tv["source"] = json!("enum_labels");
+        }
+        if let Some(why) = note {
+            tv["embeddings_unused"] = json!(why);
+        }
         traces.push(tv);
     }
     let mut out = if replacements.is_empty() { sql.to_string() } else { rewrite(sql, &replacements).map_err(|e| e.to_string())? };

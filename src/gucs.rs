@@ -68,6 +68,8 @@ static ALLOW_WRITES: GucSetting<bool> = GucSetting::<bool>::new(false);
 /// Statements per ask.do() chain at most.
 static CONCURRENCY: GucSetting<i32> = GucSetting::<i32>::new(8);
 static MAX_STEPS: GucSetting<i32> = GucSetting::<i32>::new(10);
+/// Distinct values the value memory keeps per column at most (the most frequent).
+static MAX_VALUES_PER_COLUMN: GucSetting<i32> = GucSetting::<i32>::new(100_000);
 
 pub fn init() {
     GucRegistry::define_enum_guc(
@@ -231,6 +233,16 @@ pub fn init() {
         GucContext::Userset,
         GucFlags::default(),
     );
+    GucRegistry::define_int_guc(
+        c"ask.max_values_per_column",
+        c"Distinct values ask.index_values() remembers per column at most.",
+        c"A column with more distinct values keeps its most frequent ones (ties by value), with a NOTICE.",
+        &MAX_VALUES_PER_COLUMN,
+        1,
+        100_000_000,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
     // SAFETY: plain call with a static C string, from _PG_init.
     unsafe { pg_sys::MarkGUCPrefixReserved(c"ask".as_ptr()) };
 }
@@ -292,6 +304,10 @@ pub fn max_steps() -> u32 {
 
 pub fn concurrency() -> usize {
     CONCURRENCY.get().max(1) as usize
+}
+
+pub fn max_values_per_column() -> i64 {
+    MAX_VALUES_PER_COLUMN.get().max(1) as i64
 }
 
 pub fn model_path() -> String {

@@ -39,6 +39,8 @@ pub extern "C-unwind" fn _PG_init() {
 mod pg_tests;
 #[cfg(any(test, feature = "pg_test"))]
 mod pg_tests_shadow;
+#[cfg(any(test, feature = "pg_test"))]
+mod pg_tests_values;
 
 /// Required by `cargo pgrx test`.
 #[cfg(test)]

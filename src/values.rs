@@ -14,10 +14,16 @@ use pgrx::prelude::*;
 use crate::embeddings;
 use crate::errors::Raised;
 
-/// Distinct values per column at most (the most frequent are kept).
-const VALUE_CAP: i64 = 100_000;
 /// Values embedded and written per batch (interrupts are checked between batches).
 const BATCH: usize = 512;
+/// Columns with at most this many values are searched exactly (every cosine and trigram
+/// similarity computed over the column's rows, found through the primary key); larger ones get
+/// their own partial HNSW and trigram indexes.
+pub(crate) const EXACT_SCAN_MAX: i64 = 2_000;
+/// pgvector's HNSW indexes halfvec of at most 4,000 dimensions.
+const MAX_INDEX_DIMS: usize = 4_000;
+/// Neighbours taken from each ranking (embedding, trigram) per lookup.
+pub(crate) const NEIGHBOURS: i64 = 10;
 
 fn raise(code: PgSqlErrorCode, msg: String, hint: &str) -> ! {
     let r = Raised::new(code, msg);
@@ -73,9 +79,7 @@ fn readable_text_column(rel: pg_sys::Oid, column: &str) -> (i16, String) {
                 pg_catalog.has_column_privilege(a.attrelid, a.attnum, 'SELECT')
          FROM pg_catalog.pg_attribute a
          WHERE a.attrelid = $1 AND a.attname = $2 AND a.attnum > 0 AND NOT a.attisdropped
-           AND a.atttypid IN (SELECT t.oid FROM pg_catalog.pg_type t
-                              WHERE t.typcategory = 'S' OR t.typtype = 'e'
-                                 OR t.typname IN ('citext'))",
+           AND ask._text_base(a.atttypid) IS NOT NULL",
         &[rel.into(), column.into()],
     );
     match row {
@@ -84,7 +88,7 @@ fn readable_text_column(rel: pg_sys::Oid, column: &str) -> (i16, String) {
         _ => raise(
             PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
             format!("column \"{column}\" of {} is not a text-like column", relname(rel)),
-            "The value memory holds text, varchar, char, enum and citext columns.",
+            "The value memory holds text, varchar, char, citext and enum columns, and domains over them.",
         ),
     }
 }
@@ -121,9 +125,9 @@ fn index_values(
         None => Spi::connect(|client| {
             client
                 .select(
-                    "SELECT a.attname::text FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
+                    "SELECT a.attname::text FROM pg_catalog.pg_attribute a
                      WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped
-                       AND (t.typcategory = 'S' OR t.typtype = 'e' OR t.typname = 'citext') ORDER BY a.attnum",
+                       AND ask._text_base(a.atttypid) IS NOT NULL ORDER BY a.attnum",
                     None,
                     &[rel.into()],
                 )
@@ -131,10 +135,9 @@ fn index_values(
                 .unwrap_or_default()
         }),
     };
-    let provider = format!("{:?}", crate::gucs::embedding_provider()).to_lowercase();
     let mut total = 0i64;
     for name in names {
-        total += remember_column(rel, &name, allow_rls, &provider, false).remembered;
+        total += remember_column(rel, &name, allow_rls, false).remembered;
     }
     total
 }
@@ -146,16 +149,130 @@ struct Remembered {
     removed: i64,
 }
 
+/// The embeddings in force: (provider, model), or None when `ask.embedding_provider = off`.
+/// The local model is named by its directory.
+pub(crate) fn current_embedder() -> Option<(String, String)> {
+    use crate::gucs::EmbeddingProvider as P;
+    match crate::gucs::embedding_provider() {
+        P::Off => None,
+        P::Local => Some((
+            "local".into(),
+            embeddings::model_dir().file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+        )),
+        P::OpenAi => Some(("openai".into(), crate::gucs::embedding_model())),
+        P::Ollama => Some(("ollama".into(), crate::gucs::embedding_model())),
+    }
+}
+
+/// A column of the value memory, as stored in ask.value_columns.
+#[derive(Debug, Clone)]
+pub(crate) struct MemoryColumn {
+    pub id: i64,
+    pub distinct: i64,
+    pub provider: String,
+    pub model: Option<String>,
+    pub dims: Option<i32>,
+    pub own_indexes: bool,
+}
+
+/// Whether a literal's embedding under the current settings can be compared with a column's.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum EmbeddingUse {
+    /// Same provider and model: embed the literal.
+    Usable,
+    /// The column holds no embeddings, or embeddings are off: trigrams only.
+    Off,
+    /// The column was embedded by another provider or model: comparing would be meaningless.
+    Mismatch(String),
+}
+
+pub(crate) fn embedding_use(col: &MemoryColumn) -> EmbeddingUse {
+    let Some((provider, model)) = current_embedder() else { return EmbeddingUse::Off };
+    if col.dims.is_none() {
+        return EmbeddingUse::Off;
+    }
+    if col.provider == provider && col.model.as_deref() == Some(model.as_str()) {
+        EmbeddingUse::Usable
+    } else {
+        EmbeddingUse::Mismatch(format!(
+            "its values were embedded by {} model {} ({} dimensions), the current setting is {provider} model {model}",
+            col.provider,
+            col.model.as_deref().unwrap_or("?"),
+            col.dims.unwrap_or(0)
+        ))
+    }
+}
+
+pub(crate) const MISMATCH_HINT: &str =
+    "Rebuild the column's memory with ask.index_values() under the current settings, or set ask.embedding_provider and ask.embedding_model back to the ones it was built with.";
+
+/// Drop a column's own indexes, if it has any.
+fn drop_own_indexes(column_id: i64) {
+    Spi::run(&format!("DROP INDEX IF EXISTS ask.value_memory_c{column_id}_hnsw, ask.value_memory_c{column_id}_trgm")).unwrap();
+}
+
+/// Give a large column its own partial indexes: HNSW over its embeddings (as halfvec of its
+/// dimension), and pg_trgm GIN over its values. Run as the memory's owner.
+fn create_own_indexes(column_id: i64, dims: Option<i32>) {
+    let vector = ext_schema("vector");
+    let trgm = ext_schema("pg_trgm");
+    Spi::run(&format!(
+        "CREATE INDEX IF NOT EXISTS value_memory_c{column_id}_trgm ON ask.value_memory
+         USING gin (value {trgm}.gin_trgm_ops) WHERE column_id = {column_id}"
+    ))
+    .unwrap();
+    if let Some(d) = dims {
+        Spi::run(&format!(
+            "CREATE INDEX IF NOT EXISTS value_memory_c{column_id}_hnsw ON ask.value_memory
+             USING hnsw ((embedding::{vector}.halfvec({d})) {vector}.halfvec_cosine_ops) WHERE column_id = {column_id}"
+        ))
+        .unwrap();
+    }
+}
+
+/// Embed one batch, checking that every vector has the column's dimension (set by the first
+/// batch) and that the dimension can be indexed.
+fn embed_batch(texts: &[&str], dims: &mut Option<usize>) -> Vec<Vec<f32>> {
+    let vectors = embeddings::embed_texts(texts);
+    if vectors.len() != texts.len() {
+        raise(
+            PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
+            format!("the embedding provider returned {} vectors for {} texts", vectors.len(), texts.len()),
+            "",
+        );
+    }
+    for v in &vectors {
+        let d = *dims.get_or_insert(v.len());
+        if v.len() != d || d == 0 {
+            raise(
+                PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
+                format!("the embedding provider returned vectors of {} and {d} dimensions", v.len()),
+                "Every value of a column must be embedded by the same model.",
+            );
+        }
+        if d > MAX_INDEX_DIMS {
+            raise(
+                PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+                format!("embeddings of {d} dimensions cannot be indexed (at most {MAX_INDEX_DIMS})"),
+                "pgvector's HNSW index takes at most 4000 dimensions (as halfvec): choose a smaller ask.embedding_model (many OpenAI models accept fewer dimensions), use ask.embedding_provider = 'local', or 'off' for trigram matching only.",
+            );
+        }
+    }
+    vectors
+}
+
 /// Read a column's distinct values and bring its memory up to date: rebuilt from scratch, or
 /// (`incremental`) only new values embedded and vanished ones dropped, frequencies updated.
-fn remember_column(rel: pg_sys::Oid, name: &str, allow_rls: bool, provider: &str, incremental: bool) -> Remembered {
+/// An incremental update under other embedding settings than the column's rebuilds it.
+fn remember_column(rel: pg_sys::Oid, name: &str, allow_rls: bool, incremental: bool) -> Remembered {
     let vector = ext_schema("vector");
     let (attnum, quoted) = readable_text_column(rel, name);
+    let cap = crate::gucs::max_values_per_column();
     let distinct_sql = format!(
         "SELECT v, count(*)::bigint FROM (SELECT {quoted}::text AS v FROM {} WHERE {quoted} IS NOT NULL) s
          GROUP BY v ORDER BY count(*) DESC, v LIMIT {}",
         relname(rel),
-        VALUE_CAP + 1
+        cap + 1
     );
     let mut values: Vec<(String, i64)> = Spi::connect(|client| {
         client
@@ -163,18 +280,46 @@ fn remember_column(rel: pg_sys::Oid, name: &str, allow_rls: bool, provider: &str
             .map(|rows| rows.filter_map(|r| Some((r.get::<String>(1).ok()??, r.get::<i64>(2).ok()??))).collect())
             .unwrap_or_default()
     });
-    let capped = values.len() as i64 > VALUE_CAP;
-    values.truncate(VALUE_CAP as usize);
+    let capped = values.len() as i64 > cap;
+    values.truncate(cap as usize);
     let n = values.len();
+    let embedder = current_embedder();
+    let (provider, model) = match &embedder {
+        Some((p, m)) => (p.clone(), Some(m.clone())),
+        None => ("off".to_string(), None),
+    };
+    // The column's memory before this update: id, embedder and dimension.
+    let before = as_memory_owner(|| {
+        Spi::get_three_with_args::<i64, String, String>(
+            "SELECT id, embedding_provider, coalesce(embedding_model, '') FROM ask.value_columns WHERE relid = $1 AND attnum = $2",
+            &[rel.into(), attnum.into()],
+        )
+        .ok()
+    });
+    let same_embedder = matches!(&before, Some((Some(_), Some(p), Some(m))) if *p == provider && *m == model.clone().unwrap_or_default());
+    if incremental && before.is_some() && !same_embedder {
+        notice!(
+            "pg_ask: {}.{} was embedded under other embedding settings than the current ones; rebuilding its memory",
+            relname(rel),
+            name
+        );
+    }
+    let incremental = incremental && same_embedder;
+    if !incremental {
+        if let Some((Some(old_id), _, _)) = before {
+            as_memory_owner(|| drop_own_indexes(old_id));
+        }
+    }
     let column_id = as_memory_owner(|| {
         Spi::get_one_with_args::<i64>(
-            "INSERT INTO ask.value_columns (relid, attnum, distinct_values, capped, allow_rls, embedding_provider)
-             VALUES ($1, $2, $3, $4, $5, $6)
+            "INSERT INTO ask.value_columns (relid, attnum, distinct_values, capped, allow_rls, embedding_provider, embedding_model)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)
              ON CONFLICT (relid, attnum) DO UPDATE SET distinct_values = EXCLUDED.distinct_values,
                 capped = EXCLUDED.capped, allow_rls = EXCLUDED.allow_rls,
-                embedding_provider = EXCLUDED.embedding_provider, indexed_at = now(), indexed_by = session_user
+                embedding_provider = EXCLUDED.embedding_provider, embedding_model = EXCLUDED.embedding_model,
+                indexed_at = now(), indexed_by = session_user
              RETURNING id",
-            &[rel.into(), attnum.into(), (n as i64).into(), capped.into(), allow_rls.into(), provider.into()],
+            &[rel.into(), attnum.into(), (n as i64).into(), capped.into(), allow_rls.into(), provider.as_str().into(), model.clone().into()],
         )
         .ok()
         .flatten()
@@ -214,14 +359,22 @@ fn remember_column(rel: pg_sys::Oid, name: &str, allow_rls: bool, provider: &str
         as_memory_owner(|| Spi::run_with_args("DELETE FROM ask.value_memory WHERE column_id = $1", &[column_id.into()]).unwrap());
         values
     };
+    let mut dims: Option<usize> = as_memory_owner(|| {
+        Spi::get_one_with_args::<i32>("SELECT dims FROM ask.value_columns WHERE id = $1", &[column_id.into()]).ok().flatten()
+    })
+    .filter(|_| incremental && embedder.is_some())
+    .map(|d| d as usize);
     let added = to_embed.len();
     for (i, chunk) in to_embed.chunks(BATCH).enumerate() {
         pgrx::check_for_interrupts!();
-        let texts: Vec<&str> = chunk.iter().map(|(v, _)| v.as_str()).collect();
-        let vectors = embeddings::embed_texts(&texts);
         let vals: Vec<String> = chunk.iter().map(|(v, _)| v.clone()).collect();
         let freqs: Vec<i64> = chunk.iter().map(|(_, f)| *f).collect();
-        let embs: Vec<String> = vectors.iter().map(|e| vector_text(e)).collect();
+        let embs: Vec<Option<String>> = if embedder.is_some() {
+            let texts: Vec<&str> = chunk.iter().map(|(v, _)| v.as_str()).collect();
+            embed_batch(&texts, &mut dims).iter().map(|e| Some(vector_text(e))).collect()
+        } else {
+            vec![None; chunk.len()]
+        };
         let args: [DatumWithOid; 4] = [column_id.into(), vals.into(), freqs.into(), embs.into()];
         as_memory_owner(|| {
             Spi::run_with_args(
@@ -237,8 +390,29 @@ fn remember_column(rel: pg_sys::Oid, name: &str, allow_rls: bool, provider: &str
             notice!("pg_ask: {}.{}: {} of {} values embedded", relname(rel), name, ((i + 1) * BATCH).min(added), added);
         }
     }
+    let dims = dims.map(|d| d as i32);
+    let own = n as i64 > EXACT_SCAN_MAX;
+    as_memory_owner(|| {
+        Spi::run_with_args(
+            "UPDATE ask.value_columns SET dims = $2, own_indexes = $3 WHERE id = $1",
+            &[column_id.into(), dims.into(), own.into()],
+        )
+        .unwrap();
+        if own {
+            if added > BATCH * 4 {
+                notice!("pg_ask: {}.{}: building the nearest-neighbour and trigram indexes of {n} values", relname(rel), name);
+            }
+            create_own_indexes(column_id, dims);
+        } else {
+            drop_own_indexes(column_id);
+        }
+    });
     if capped {
-        notice!("pg_ask: {}.{} has more than {VALUE_CAP} distinct values; the {VALUE_CAP} most frequent are remembered", relname(rel), name);
+        notice!(
+            "pg_ask: {}.{} has more than {cap} distinct values; the {cap} most frequent are remembered",
+            relname(rel),
+            name
+        );
     }
     Remembered { remembered: n as i64, added: added as i64, removed }
 }
@@ -249,16 +423,25 @@ fn remember_column(rel: pg_sys::Oid, name: &str, allow_rls: bool, provider: &str
 #[pg_extern(name = "_refresh_values", volatile, parallel_unsafe)]
 fn refresh_values(rel: Option<pg_sys::Oid>) -> i64 {
     // Memory of dropped tables or columns goes first (nothing can be served from it anyway).
-    let purged = as_memory_owner(|| {
-        Spi::get_one::<i64>(
-            "WITH gone AS (DELETE FROM ask.value_columns vc WHERE NOT EXISTS (
-                 SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid = vc.relid AND a.attnum = vc.attnum AND NOT a.attisdropped)
-             RETURNING 1) SELECT count(*) FROM gone",
-        )
-        .ok()
-        .flatten()
-        .unwrap_or(0)
+    let gone: Vec<i64> = as_memory_owner(|| {
+        let ids: Vec<i64> = Spi::connect_mut(|client| {
+            client
+                .update(
+                    "DELETE FROM ask.value_columns vc WHERE NOT EXISTS (
+                         SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid = vc.relid AND a.attnum = vc.attnum AND NOT a.attisdropped)
+                     RETURNING id",
+                    None,
+                    &[],
+                )
+                .map(|rows| rows.filter_map(|r| r.get::<i64>(1).ok().flatten()).collect())
+                .unwrap_or_default()
+        });
+        for id in &ids {
+            drop_own_indexes(*id);
+        }
+        ids
     });
+    let purged = gone.len();
     if purged > 0 {
         notice!("pg_ask: forgot the values of {purged} dropped column(s)");
     }
@@ -279,7 +462,6 @@ fn refresh_values(rel: Option<pg_sys::Oid>) -> i64 {
                 .unwrap_or_default()
         })
     });
-    let provider = format!("{:?}", crate::gucs::embedding_provider()).to_lowercase();
     let mut changed = 0;
     for (relid, name, allow_rls) in columns {
         let owner = Spi::get_one_with_args::<bool>(
@@ -295,7 +477,7 @@ fn refresh_values(rel: Option<pg_sys::Oid>) -> i64 {
             }
             continue;
         }
-        let r = remember_column(relid, &name, allow_rls, &provider, true);
+        let r = remember_column(relid, &name, allow_rls, true);
         changed += r.added + r.removed;
     }
     changed
@@ -312,6 +494,154 @@ fn refresh_values_as_owner(rel: pg_sys::Oid) -> i64 {
     as_user(owner, || refresh_values(Some(rel)))
 }
 
+/// The memory of a column, if it was indexed (read as the memory's owner: check the caller's
+/// privilege on the column first).
+pub(crate) fn memory_column(relid: pg_sys::Oid, attnum: i16) -> Option<MemoryColumn> {
+    as_memory_owner(|| {
+        Spi::connect(|client| {
+            let rows = client
+                .select(
+                    "SELECT id, distinct_values, embedding_provider, embedding_model, dims, own_indexes
+                     FROM ask.value_columns WHERE relid = $1 AND attnum = $2",
+                    None,
+                    &[relid.into(), attnum.into()],
+                )
+                .ok()?;
+            let r = rows.into_iter().next()?;
+            Some(MemoryColumn {
+                id: r.get::<i64>(1).ok()??,
+                distinct: r.get::<i64>(2).ok()??,
+                provider: r.get::<String>(3).ok()??,
+                model: r.get::<String>(4).ok()?,
+                dims: r.get::<i32>(5).ok()?,
+                own_indexes: r.get::<bool>(6).ok()??,
+            })
+        })
+    })
+}
+
+/// A value the memory found for a phrase, with both scores and the rankings that found it.
+#[derive(Debug, Clone)]
+pub(crate) struct Found {
+    pub value: String,
+    pub frequency: i64,
+    pub cosine: Option<f64>,
+    pub trigram: f64,
+    pub by_embedding: bool,
+    pub by_trigram: bool,
+}
+
+/// The `k` nearest values by embedding (when `embedding` is given) and the `k` most similar by
+/// trigrams (pg_trgm's `%`), each with both scores. A small column is scanned exactly; a large
+/// one is searched through its own HNSW and trigram indexes. Run as the memory's owner.
+pub(crate) fn search(col: &MemoryColumn, phrase: &str, embedding: Option<&[f32]>, k: i64) -> Vec<Found> {
+    let vector = ext_schema("vector");
+    let trgm = ext_schema("pg_trgm");
+    let id = col.id;
+    let emb_text = embedding.map(vector_text);
+    let sql = if col.own_indexes {
+        let emb_cte = match (col.dims, embedding.is_some()) {
+            (Some(d), true) => format!(
+                "SELECT value FROM ask.value_memory WHERE column_id = {id}
+                 ORDER BY embedding::{vector}.halfvec({d}) OPERATOR({vector}.<=>) $1::{vector}.vector::{vector}.halfvec({d}) LIMIT $3"
+            ),
+            _ => "SELECT NULL::text AS value WHERE false".to_string(),
+        };
+        format!(
+            "WITH e AS ({emb_cte}),
+                  t AS (SELECT value FROM ask.value_memory WHERE column_id = {id} AND value OPERATOR({trgm}.%) $2
+                        ORDER BY value OPERATOR({trgm}.<->) $2, value LIMIT $3),
+                  c AS (SELECT value, bool_or(src = 'e') AS by_e, bool_or(src = 't') AS by_t
+                        FROM (SELECT value, 'e' AS src FROM e UNION ALL SELECT value, 't' FROM t) u GROUP BY value)
+             SELECT m.value, m.frequency, 1 - (m.embedding OPERATOR({vector}.<=>) $1::{vector}.vector),
+                    {trgm}.similarity(m.value, $2)::float8, c.by_e, c.by_t
+             FROM c JOIN ask.value_memory m ON m.column_id = {id} AND m.value = c.value"
+        )
+    } else {
+        format!(
+            "WITH m AS MATERIALIZED (
+                 SELECT value, frequency, 1 - (embedding OPERATOR({vector}.<=>) $1::{vector}.vector) AS cos,
+                        {trgm}.similarity(value, $2)::float8 AS tri, value OPERATOR({trgm}.%) $2 AS near
+                 FROM ask.value_memory WHERE column_id = {id}),
+              e AS (SELECT value FROM m WHERE cos IS NOT NULL ORDER BY cos DESC, value LIMIT $3),
+              t AS (SELECT value FROM m WHERE near ORDER BY tri DESC, value LIMIT $3)
+             SELECT m.value, m.frequency, m.cos, m.tri, m.value IN (SELECT value FROM e), m.value IN (SELECT value FROM t)
+             FROM m WHERE m.value IN (SELECT value FROM e) OR m.value IN (SELECT value FROM t)"
+        )
+    };
+    let args: [DatumWithOid; 3] = [emb_text.into(), phrase.into(), k.into()];
+    as_memory_owner(|| {
+        Spi::connect(|client| {
+            client
+                .select(&sql, None, &args)
+                .map(|rows| {
+                    rows.filter_map(|r| {
+                        Some(Found {
+                            value: r.get::<String>(1).ok()??,
+                            frequency: r.get::<i64>(2).ok()??,
+                            cosine: r.get::<f64>(3).ok()?,
+                            trigram: r.get::<f64>(4).ok()?.unwrap_or(0.0),
+                            by_embedding: r.get::<bool>(5).ok()?.unwrap_or(false),
+                            by_trigram: r.get::<bool>(6).ok()?.unwrap_or(false),
+                        })
+                    })
+                    .collect()
+                })
+                .unwrap_or_default()
+        })
+    })
+}
+
+/// Whether a value occurs in the column as written (for a LIKE pattern: matches one), and the
+/// stored spelling of a value equal to `value` ignoring case. One query, as the memory's owner.
+pub(crate) fn probe(col: &MemoryColumn, value: &str, like_pattern: Option<&str>) -> (bool, Option<String>) {
+    let id = col.id;
+    let exact = if like_pattern.is_some() { "value LIKE $2" } else { "value = $1" };
+    let sql = format!(
+        "SELECT EXISTS (SELECT 1 FROM ask.value_memory WHERE column_id = {id} AND {exact}),
+                (SELECT value FROM ask.value_memory WHERE column_id = {id} AND lower(value) = lower($1)
+                 ORDER BY frequency DESC, value LIMIT 1)"
+    );
+    let args: [DatumWithOid; 2] = [value.into(), like_pattern.unwrap_or("").into()];
+    as_memory_owner(|| {
+        Spi::get_two_with_args::<bool, String>(&sql, &args).map(|(e, ci)| (e.unwrap_or(false), ci)).unwrap_or((false, None))
+    })
+}
+
+/// A readable, indexed column of `rel`, or an error that says why not.
+fn indexed_column(rel: pg_sys::Oid, col: &str) -> Option<MemoryColumn> {
+    let (attnum, _) = readable_text_column(rel, col);
+    memory_column(rel, attnum)
+}
+
+/// The embedding of `phrase` for searching `col`, None for trigrams only; an error when the
+/// column was embedded by another model.
+fn phrase_embedding(col: &MemoryColumn, phrase: &str) -> Option<Vec<f32>> {
+    match embedding_use(col) {
+        EmbeddingUse::Off => None,
+        EmbeddingUse::Mismatch(why) => raise(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("the value memory of this column cannot be searched by embedding: {why}"),
+            MISMATCH_HINT,
+        ),
+        EmbeddingUse::Usable => {
+            let v = embeddings::embed_texts(&[phrase]).pop().unwrap_or_default();
+            if Some(v.len() as i32) != col.dims {
+                raise(
+                    PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                    format!(
+                        "the phrase's embedding has {} dimensions, the column's values {}",
+                        v.len(),
+                        col.dims.unwrap_or(0)
+                    ),
+                    MISMATCH_HINT,
+                );
+            }
+            Some(v)
+        }
+    }
+}
+
 /// What the value memory finds for a phrase in one column: embedding neighbours and trigram
 /// matches, best first, each with its score and the method that found it.
 #[pg_extern(name = "_similar_values", volatile, parallel_unsafe)]
@@ -321,42 +651,80 @@ fn similar_values(
     phrase: &str,
     k: i32,
 ) -> TableIterator<'static, (name!(value, String), name!(score, f64), name!(method, String))> {
-    let (attnum, _) = readable_text_column(rel, col);
+    let Some(column) = indexed_column(rel, col) else { return TableIterator::new(Vec::new()) };
     let k = k.clamp(1, 1000) as i64;
-    let vector = ext_schema("vector");
-    let trgm = ext_schema("pg_trgm");
-    let embedding = embeddings::embed_texts(&[phrase]).pop().unwrap_or_default();
-    let emb_text = vector_text(&embedding);
-    let sql = format!(
-        "WITH col AS (
-             SELECT vc.id FROM ask.value_columns vc
-             JOIN pg_catalog.pg_attribute a ON a.attrelid = vc.relid AND a.attnum = vc.attnum AND NOT a.attisdropped
-             WHERE vc.relid = $1 AND vc.attnum = $2),
-         emb AS (
-             SELECT m.value, 1 - (m.embedding OPERATOR({vector}.<=>) $3::{vector}.vector) AS score, 'embedding'::text AS method
-             FROM ask.value_memory m WHERE m.column_id = (SELECT id FROM col)
-             ORDER BY m.embedding OPERATOR({vector}.<=>) $3::{vector}.vector LIMIT $5),
-         tri AS (
-             SELECT m.value, {trgm}.similarity(m.value, $4)::float8 AS score, 'trigram'::text AS method
-             FROM ask.value_memory m WHERE m.column_id = (SELECT id FROM col)
-               AND m.value OPERATOR({trgm}.%) $4
-             ORDER BY m.value OPERATOR({trgm}.<->) $4 LIMIT $5)
-         SELECT value, score, method FROM (SELECT * FROM emb UNION ALL SELECT * FROM tri) x
-         ORDER BY score DESC, value, method"
-    );
-    let args: [DatumWithOid; 5] = [rel.into(), attnum.into(), emb_text.as_str().into(), phrase.into(), k.into()];
-    let rows: Vec<(String, f64, String)> = as_memory_owner(|| {
-        Spi::connect(|client| {
-            client
-                .select(&sql, None, &args)
-                .map(|rows| {
-                    rows.filter_map(|r| Some((r.get::<String>(1).ok()??, r.get::<f64>(2).ok()??, r.get::<String>(3).ok()??)))
-                        .collect()
-                })
-                .unwrap_or_default()
-        })
-    });
+    let embedding = phrase_embedding(&column, phrase);
+    let mut rows: Vec<(String, f64, String)> = Vec::new();
+    for f in search(&column, phrase, embedding.as_deref(), k) {
+        if let (true, Some(c)) = (f.by_embedding, f.cosine) {
+            rows.push((f.value.clone(), c, "embedding".into()));
+        }
+        if f.by_trigram {
+            rows.push((f.value, f.trigram, "trigram".into()));
+        }
+    }
+    rows.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)).then_with(|| a.2.cmp(&b.2)));
     TableIterator::new(rows)
+}
+
+/// The correction decision for one literal compared with an indexed column, the literal's
+/// embedding given (`NULL`: embedded here): the path `ask()` takes, for inspection and
+/// benchmarks. Returns the decision trace, with the lookup's own milliseconds.
+#[pg_extern(name = "_value_lookup", volatile, parallel_unsafe)]
+fn value_lookup(rel: pg_sys::Oid, col: &str, literal: &str, embedding: Option<Vec<f32>>) -> pgrx::JsonB {
+    let Some(column) = indexed_column(rel, col) else {
+        raise(PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT, format!("column {col} of {} is not in the value memory", relname(rel)), "Index it with ask.index_values().")
+    };
+    let embedding = match embedding {
+        Some(v) if Some(v.len() as i32) == column.dims && embedding_use(&column) == EmbeddingUse::Usable => Some(v),
+        Some(v) => raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("the given embedding ({} dimensions) does not match the column's ({:?})", v.len(), column.dims),
+            MISMATCH_HINT,
+        ),
+        None => phrase_embedding(&column, literal),
+    };
+    let t = std::time::Instant::now();
+    let ev = literal_evidence(&column, literal, None, || embedding);
+    let trace = pg_ask_core::values::decide::decide(&ev, pg_ask_core::values::decide::Comparison::CaseSensitive);
+    let ms = t.elapsed().as_secs_f64() * 1000.0;
+    let mut v = serde_json::to_value(&trace).unwrap_or_default();
+    v["lookup_ms"] = serde_json::json!(ms);
+    pgrx::JsonB(v)
+}
+
+/// Everything the correction decision needs about one literal, from the memory: exact and
+/// case-insensitive probes, then (only when both miss) the literal's embedding and the
+/// candidates.
+pub(crate) fn literal_evidence(
+    col: &MemoryColumn,
+    literal: &str,
+    like_pattern: Option<&str>,
+    embedding: impl FnOnce() -> Option<Vec<f32>>,
+) -> pg_ask_core::values::decide::Evidence {
+    use pg_ask_core::values::decide::{Candidate, Evidence};
+    let (exact, case_insensitive) = probe(col, literal, like_pattern);
+    let candidates = if exact || case_insensitive.is_some() {
+        Vec::new()
+    } else {
+        search(col, literal, embedding().as_deref(), NEIGHBOURS)
+            .into_iter()
+            .map(|f| Candidate {
+                value: f.value,
+                frequency: f.frequency.max(0) as u64,
+                cosine: f.cosine,
+                trigram: Some(f.trigram),
+            })
+            .collect()
+    };
+    Evidence {
+        literal: literal.to_string(),
+        exact,
+        case_insensitive,
+        candidates,
+        distinct_values: col.distinct.max(0) as u64,
+        closed_set: false,
+    }
 }
 
 pgrx::extension_sql!(
@@ -397,5 +765,5 @@ COMMENT ON FUNCTION similar_values(regclass, text, text, int) IS
     'What the value memory finds for a phrase in one column: embedding neighbours and trigram matches, with scores.';
 "#,
     name = "value_functions",
-    requires = [index_values, similar_values, refresh_values, refresh_values_as_owner]
+    requires = [index_values, similar_values, refresh_values, refresh_values_as_owner, value_lookup]
 );

@@ -16,6 +16,7 @@ fn evidence(literal: &str, candidates: Vec<Candidate>) -> Evidence {
         case_insensitive: None,
         candidates,
         distinct_values: 10,
+        closed_set: false,
     }
 }
 
@@ -165,4 +166,25 @@ fn ranking_fuses_and_merges_duplicates_and_trace_serialises() {
     assert_eq!(json["rule"], "lexical");
     assert_eq!(json["ranked"][0]["lexical"], "typo");
     assert!(json["thresholds"]["embed_min_margin"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn a_closed_set_never_keeps_an_unknown_value() {
+    // 'Gotham' among city names is left alone; among an enum's labels it cannot be stored at all.
+    let open = evidence("Gotham", vec![cand("Los Angeles", 0.30, 0.0), cand("Chicago", 0.28, 0.0)]);
+    let t = decide(&open, Comparison::CaseSensitive);
+    assert_eq!(t.rule, Rule::NoPlausibleCandidate);
+    let closed = Evidence { closed_set: true, ..open };
+    let t = decide(&closed, Comparison::CaseSensitive);
+    assert_eq!(t.rule, Rule::ClosedSet);
+    match t.decision {
+        Decision::AskLlm { candidates } => assert_eq!(candidates.len(), 2),
+        d => panic!("{d:?}"),
+    }
+    // One label only: nothing to choose from.
+    let single = Evidence { candidates: vec![cand("active", 0.2, 0.0)], closed_set: true, ..evidence("x", vec![]) };
+    assert_eq!(replaced(&single).as_deref(), Some("active"));
+    // Clear evidence decides as in an open column.
+    let typo = Evidence { closed_set: true, ..evidence("shiped", vec![cand("shipped", 0.8, 0.5), cand("pending", 0.3, 0.0)]) };
+    assert_eq!(replaced(&typo).as_deref(), Some("shipped"));
 }

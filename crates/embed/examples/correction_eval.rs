@@ -144,6 +144,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 })
                 .collect(),
             distinct_values: values.len() as u64,
+            closed_set: false,
         };
         let trace = decide(&evidence, Comparison::CaseSensitive);
         let ours = match &trace.decision {

@@ -16,6 +16,7 @@
 //! | `embedding` | the cosine top-1 has cosine ≥ [`EMBED_MIN_COSINE`] and a margin ≥ [`EMBED_MIN_MARGIN`] over the runner-up | replace |
 //! | `ambiguous` | some candidate is plausible (cosine ≥ [`ASK_MIN_COSINE`] or trigram ≥ [`ASK_MIN_TRIGRAM`]) | ask the LLM with the top candidates |
 //! | `no_plausible_candidate` | otherwise | keep: a legitimate value with no rows |
+//! | `closed_set` | instead of `no_candidates` / `no_plausible_candidate` when the column's values are a closed set (an enum's labels) | ask the LLM with the best candidates (replace when the set has one value): a value outside the set is an error, never a legitimate value |
 //!
 //! Why margins: raw cosine does not separate a variant from a sibling value (with
 //! all-MiniLM-L6-v2, 'spain'→'France' is 0.70 and 'Great Britain'→'United Kingdom' 0.71), but a
@@ -121,6 +122,10 @@ pub struct Evidence {
     pub candidates: Vec<Candidate>,
     /// Number of distinct values of the column (for the trace).
     pub distinct_values: u64,
+    /// The candidates are every value the column can hold (an enum's labels): a literal
+    /// outside them cannot be a legitimate value with no rows.
+    #[serde(default)]
+    pub closed_set: bool,
 }
 
 /// How the literal is compared, as far as the decision cares.
@@ -215,6 +220,8 @@ pub enum Rule {
     Ambiguous,
     /// No plausible candidate: a legitimate value with no rows.
     NoPlausibleCandidate,
+    /// Not a value of a closed set (an enum), and no candidate clearly best.
+    ClosedSet,
 }
 
 /// The decision for one literal.
@@ -317,6 +324,9 @@ fn choose(
     if ranked.is_empty() {
         return keep(Rule::NoCandidates);
     }
+    if evidence.closed_set && ranked.len() == 1 {
+        return replace(&ranked[0].value, Rule::ClosedSet, 0.9);
+    }
     let cosine_of = |r: &Ranked| r.cosine.unwrap_or(0.0);
 
     // Strong lexical evidence: the strongest kind present; unique, or clearly best by cosine.
@@ -360,6 +370,8 @@ fn choose(
     });
     if plausible {
         ask(ranked)
+    } else if evidence.closed_set {
+        (ask(ranked).0, Rule::ClosedSet)
     } else {
         (Decision::Keep { reason: Rule::NoPlausibleCandidate }, Rule::NoPlausibleCandidate)
     }
