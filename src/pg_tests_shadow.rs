@@ -135,7 +135,7 @@ mod tests {
         let q = "SELECT name FROM public.fruits ORDER BY price";
         let s = llm(Script::default()
             .rule(Rule::new(&["fig"], Reply::text("Executing...\n```\n[\"apple\", \"cherry\"]\n```")).last(&["ORDER BY price"]))
-            .rule(Rule::new(&["fig"], Reply::text("Fail")).last(&["VALUES (1"]))
+            .rule(Rule::new(&["fig"], Reply::text("Fail")).last(&["VALUES (1, 'x'"]))
             .or_else(Reply::text("[\"cherry\"]")));
 
         let (answer, truth, score): (JsonB, JsonB, f64) = Spi::get_three(&format!(
