@@ -34,7 +34,8 @@ if [ "$MODE" = all ] || [ "$MODE" = shadow ]; then
   echo "== many small transactions (pgbench, 2 clients, 20 s each): capture off vs on"
   PSQL=(runuser -u postgres -- "$PGBIN/psql" -X -q -h "$WORK" -p "$PORT" -d postgres -v ON_ERROR_STOP=1)
   "${PSQL[@]}" -c "DROP TABLE IF EXISTS bench_tx; CREATE TABLE bench_tx (id int PRIMARY KEY, qty int NOT NULL, note text);
-                   INSERT INTO bench_tx SELECT g, 0, 'row ' || g FROM generate_series(1, 100000) g; VACUUM ANALYZE bench_tx;"
+                   INSERT INTO bench_tx SELECT g, 0, 'row ' || g FROM generate_series(1, 100000) g;"
+  "${PSQL[@]}" -c "VACUUM ANALYZE bench_tx"
   cat >"$WORK/tx.sql" <<'SQL'
 \set id random(1, 100000)
 \set nid random(100001, 100000000)

@@ -394,16 +394,12 @@ fn fail_or_rethrow(e: CaughtError) -> Answer {
 /// Rows most a truth may have; a benchmark query returning more is cut (and scored as cut).
 const TRUTH_ROW_LIMIT: u32 = 100_000;
 
-/// Execute the sample in a scratch schema inside a subtransaction that is always rolled back.
-fn compute_truth(w: &Workload, sample: &Sample) -> Truth {
-    let query_cmd = sample.query.resolve(w).expect("the sampler draws from the workload");
-    let query_kind = match query_cmd.kind {
-        CommandKind::Select(_) => QueryKind::Select,
-        _ => QueryKind::Modify,
-    };
-    let commands: Vec<&pg_ask_core::shadow::workload::Command> =
-        sample.commands.iter().map(|r| r.resolve(w).expect("the sampler draws from the workload")).collect();
-    // SAFETY: backend-local work; the subtransaction is rolled back whatever happens inside.
+/// The truths of several samples. The workload's tables are created once, in a scratch schema
+/// inside a subtransaction that is always rolled back; each sample then runs in its own
+/// subtransaction (also rolled back) after restarting the tables' sequences, so every sample
+/// starts from empty tables, as the LLM is told.
+fn compute_truths(w: &Workload, samples: &[&Sample]) -> Vec<Truth> {
+    // SAFETY: reads the backend's own pid.
     let pid = unsafe { pg_sys::MyProcPid };
     let out = subxact::run(OnSuccess::RollBack, || {
         let schema = format!("ask_scratch_{pid}");
@@ -415,33 +411,68 @@ fn compute_truth(w: &Workload, sample: &Sample) -> Truth {
                 let _ = outcome_of(table.sql().unwrap_or_default());
             }
         }
-        let past: Vec<Answer> =
-            commands.iter().map(|c| if scratch_safe(c) { outcome_of(c.sql().unwrap_or_default()) } else { Answer::Fail }).collect();
-        let query = if !scratch_safe(query_cmd) {
-            Answer::Fail
-        } else {
-            let sql = query_cmd.sql().unwrap_or_default();
-            match query_kind {
-                QueryKind::Select => {
-                    let Ok(csql) = CString::new(sql) else { return (past, Answer::Fail) };
-                    // SAFETY: one statement in its own SPI session; rows copied out. Not SPI's
-                    // read-only mode: that would read with the statement's snapshot, from
-                    // before the sample's commands.
-                    match subxact::run(OnSuccess::Release, move || unsafe { guarded::spi_execute(&csql, false, TRUTH_ROW_LIMIT) }) {
-                        Ok(Ok(out)) => Answer::Rows(out.rows.rows),
-                        Ok(Err(_)) => Answer::Fail,
-                        Err(e) => fail_or_rethrow(e),
+        let restart: Vec<String> = Spi::connect(|c| {
+            c.select(
+                "SELECT format('ALTER SEQUENCE %I.%I RESTART', n.nspname, s.relname) FROM pg_catalog.pg_class s
+                   JOIN pg_catalog.pg_namespace n ON n.oid = s.relnamespace WHERE n.nspname = $1 AND s.relkind = 'S'",
+                None,
+                &[schema.clone().into()],
+            )?
+            .map(|r| r.get::<String>(1).map(Option::unwrap_or_default))
+            .collect::<Result<Vec<_>, _>>()
+        })
+        .unwrap_or_else(|e| internal("could not list the scratch sequences", e));
+        samples
+            .iter()
+            .map(|sample| {
+                let restart = restart.clone();
+                match subxact::run(OnSuccess::RollBack, || {
+                    for stmt in &restart {
+                        Spi::run(stmt).unwrap_or_else(|e| internal("could not restart a scratch sequence", e));
                     }
+                    sample_truth(w, sample)
+                }) {
+                    Ok(t) => t,
+                    Err(e) => e.rethrow(),
                 }
-                QueryKind::Modify => outcome_of(sql),
-            }
-        };
-        (past, query)
+            })
+            .collect::<Vec<Truth>>()
     });
     match out {
-        Ok((past, query)) => Truth { past, query, query_kind },
+        Ok(truths) => truths,
         Err(e) => e.rethrow(),
     }
+}
+
+/// One sample's commands and query, run in the scratch schema.
+fn sample_truth(w: &Workload, sample: &Sample) -> Truth {
+    let query_cmd = sample.query.resolve(w).expect("the sampler draws from the workload");
+    let query_kind = match query_cmd.kind {
+        CommandKind::Select(_) => QueryKind::Select,
+        _ => QueryKind::Modify,
+    };
+    let past: Vec<Answer> = sample
+        .commands
+        .iter()
+        .map(|r| r.resolve(w).expect("the sampler draws from the workload"))
+        .map(|c| if scratch_safe(c) { outcome_of(c.sql().unwrap_or_default()) } else { Answer::Fail })
+        .collect();
+    let sql = query_cmd.sql().unwrap_or_default();
+    let query = match (scratch_safe(query_cmd), query_kind, CString::new(sql)) {
+        (true, QueryKind::Select, Ok(csql)) => {
+            // SAFETY: one statement in its own SPI session; rows copied out. Not SPI's
+            // read-only mode: that would read with the statement's snapshot, from before the
+            // sample's commands.
+            match subxact::run(OnSuccess::Release, move || unsafe { guarded::spi_execute(&csql, false, TRUTH_ROW_LIMIT) }) {
+                Ok(Ok(out)) => Answer::Rows(out.rows.rows),
+                Ok(Err(_)) => Answer::Fail,
+                Err(e) => fail_or_rethrow(e),
+            }
+        }
+        (true, QueryKind::Modify, _) => outcome_of(sql),
+        _ => Answer::Fail,
+    };
+    Truth { past, query, query_kind }
 }
 
 /// One answer to get: sample `index` in one encoding and prompting.
@@ -502,17 +533,19 @@ fn _benchmark_step(run: i64) -> i32 {
     }
 
     // Samples and truths, once per (sample, encoding).
-    let mut drawn: HashMap<(usize, Encoding), (Sample, Truth)> = HashMap::new();
+    let mut keys: Vec<(usize, Encoding)> = Vec::new();
+    let mut samples: Vec<Sample> = Vec::new();
     for job in &jobs {
-        drawn.entry((job.sample, job.encoding)).or_insert_with(|| {
+        if !keys.contains(&(job.sample, job.encoding)) {
             let cfg = SamplerConfig { encoding: job.encoding, ..r.config.clone() };
-            let sample = sample_one(&w, &cfg, job.sample).unwrap_or_else(|e| {
+            samples.push(sample_one(&w, &cfg, job.sample).unwrap_or_else(|e| {
                 raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("sample {} cannot be drawn: {e}", job.sample), "")
-            });
-            let truth = compute_truth(&w, &sample);
-            (sample, truth)
-        });
+            }));
+            keys.push((job.sample, job.encoding));
+        }
     }
+    let truths = compute_truths(&w, &samples.iter().collect::<Vec<_>>());
+    let drawn: HashMap<(usize, Encoding), (Sample, Truth)> = keys.into_iter().zip(samples.into_iter().zip(truths)).collect();
 
     let schemas: HashMap<Encoding, Vec<String>> = r.encodings.iter().map(|&e| (e, w.schema(e))).collect();
     let requests = jobs

@@ -59,6 +59,44 @@ mod tests {
     }
 
     #[pg_test]
+    fn row_images_equal_to_jsonb_of_the_row() {
+        Spi::run(
+            "CREATE TABLE public.kinds (id int8 PRIMARY KEY, s int2, i int4, n numeric, f4 float4, f8 float8, b bool,
+                 t text, v varchar(9), c char(4), u uuid, d date, ts timestamp, tz timestamptz, gone text);
+             ALTER TABLE public.kinds DROP COLUMN gone;
+             CREATE TABLE public.other (id int PRIMARY KEY, j jsonb, a int[], m money);",
+        )
+        .unwrap();
+        Spi::run("SELECT ask.shadow_enable('public.kinds'); SELECT ask.shadow_enable('public.other')").unwrap();
+        Spi::run(
+            "INSERT INTO public.kinds VALUES
+               (1, -3, 2147483647, 12345678901234567890.123456789, 1.5, 0.30000000000000004, true, 'it''s \"q\" é', 'var', 'ab',
+                'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '2023-01-05', '2023-01-05 10:11:12.5', '2023-01-05 10:11:12+02'),
+               (2, NULL, NULL, 'NaN', 'Infinity', '-Infinity', false, '', NULL, NULL, NULL, 'infinity', NULL, NULL),
+               (9223372036854775807, 0, 0, -0.000100, 'NaN', 1e300, NULL, repeat('x', 5000), 'x', 'abcd', NULL, NULL, NULL, NULL);
+             INSERT INTO public.other VALUES (1, '{\"a\": [1, {\"b\": null}]}', '{1,2,NULL}', 12.5);
+             UPDATE public.kinds SET n = n * 2, t = upper(t);",
+        )
+        .unwrap();
+        let mismatches: i64 = one(
+            "SELECT count(*) FROM ask.shadow_log l
+               JOIN (SELECT 'public.kinds'::regclass::oid AS relid, id, to_jsonb(k) AS j FROM public.kinds k
+                     UNION ALL SELECT 'public.other'::regclass::oid, id, to_jsonb(o) FROM public.other o) r
+                 ON r.relid = l.relid AND (l.new_row->>'id')::int8 = r.id
+              WHERE l.seq = (SELECT max(seq) FROM ask.shadow_log l2 WHERE l2.relid = l.relid AND l2.new_row->>'id' = l.new_row->>'id')
+                AND l.new_row IS DISTINCT FROM r.j",
+        );
+        assert_eq!(mismatches, 0);
+        let checked: i64 = one("SELECT count(DISTINCT (relid, new_row->>'id')) FROM ask.shadow_log");
+        assert_eq!(checked, 4);
+        // The old images of the UPDATE are the rows as inserted.
+        let old_ok: bool = one(
+            "SELECT bool_and(old_row->>'t' = lower(new_row->>'t') OR old_row->>'t' = new_row->>'t') FROM ask.shadow_log WHERE op = 'U'",
+        );
+        assert!(old_ok);
+    }
+
+    #[pg_test]
     fn snapshot_truncate_disable_and_drop() {
         Spi::run(FRUITS).unwrap();
         Spi::run("INSERT INTO public.fruits VALUES (1, 'cherry', 1.3, NULL), (2, 'kiwi', 0.2, NULL)").unwrap();

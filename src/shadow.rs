@@ -51,9 +51,166 @@ thread_local! {
     static TO_JSONB: RefCell<HashMap<pg_sys::Oid, *mut pg_sys::FmgrInfo>> = RefCell::new(HashMap::new());
 }
 
+/// How one column becomes a jsonb value on the fast path (the same value `to_jsonb` gives).
+#[derive(Clone, Copy)]
+enum Kind {
+    Dropped,
+    Numeric,
+    Int2,
+    Int4,
+    Int8,
+    Bool,
+    /// text, varchar: the string itself.
+    Text,
+    /// date, timestamp, timestamptz: ISO 8601 as `to_jsonb` writes it.
+    DateTime(pg_sys::Oid),
+    /// A type written through its output function (bpchar, uuid); `numeric` when the text is a
+    /// number (float4, float8).
+    Out { outfn: pg_sys::Oid, numeric: bool },
+}
+
+/// Per row type: the column shape it was made for, and the columns' names and kinds; `None`
+/// when a column's type is not on the fast path (then the whole row goes through `to_jsonb`).
+struct RowPlan {
+    shape: Vec<(pg_sys::Oid, bool)>,
+    columns: Option<Vec<(std::ffi::CString, Kind)>>,
+}
+
+thread_local! {
+    static ROW_PLANS: RefCell<HashMap<pg_sys::Oid, RowPlan>> = RefCell::new(HashMap::new());
+}
+
+unsafe fn shape_of(tupdesc: pg_sys::TupleDesc) -> Vec<(pg_sys::Oid, bool)> {
+    let natts = (*tupdesc).natts as usize;
+    (0..natts)
+        .map(|i| {
+            let a = &*(*tupdesc).attrs.as_ptr().add(i);
+            (a.atttypid, a.attisdropped)
+        })
+        .collect()
+}
+
+unsafe fn plan_for(tupdesc: pg_sys::TupleDesc) -> RowPlan {
+    let shape = shape_of(tupdesc);
+    let mut columns = Vec::with_capacity(shape.len());
+    for i in 0..shape.len() {
+        let a = &*(*tupdesc).attrs.as_ptr().add(i);
+        let kind = if a.attisdropped {
+            Kind::Dropped
+        } else {
+            match a.atttypid {
+                pg_sys::NUMERICOID => Kind::Numeric,
+                pg_sys::INT2OID => Kind::Int2,
+                pg_sys::INT4OID => Kind::Int4,
+                pg_sys::INT8OID => Kind::Int8,
+                pg_sys::BOOLOID => Kind::Bool,
+                pg_sys::TEXTOID | pg_sys::VARCHAROID => Kind::Text,
+                t @ (pg_sys::DATEOID | pg_sys::TIMESTAMPOID | pg_sys::TIMESTAMPTZOID) => Kind::DateTime(t),
+                t @ (pg_sys::BPCHAROID | pg_sys::UUIDOID | pg_sys::FLOAT4OID | pg_sys::FLOAT8OID) => {
+                    let mut outfn = pg_sys::InvalidOid;
+                    let mut varlena = false;
+                    pg_sys::getTypeOutputInfo(t, &mut outfn, &mut varlena);
+                    Kind::Out { outfn, numeric: matches!(t, pg_sys::FLOAT4OID | pg_sys::FLOAT8OID) }
+                }
+                _ => return RowPlan { shape, columns: None },
+            }
+        };
+        let name = std::ffi::CStr::from_ptr(a.attname.data.as_ptr()).to_owned();
+        columns.push((name, kind));
+    }
+    RowPlan { shape, columns: Some(columns) }
+}
+
+fn jsonb_string(ptr: *mut std::ffi::c_char, len: usize) -> pg_sys::JsonbValue {
+    pg_sys::JsonbValue {
+        type_: pg_sys::jbvType::jbvString,
+        val: pg_sys::JsonbValue__bindgen_ty_1 {
+            string: pg_sys::JsonbValue__bindgen_ty_1__bindgen_ty_1 { len: len as i32, val: ptr },
+        },
+    }
+}
+
+fn jsonb_numeric(n: pg_sys::Numeric) -> pg_sys::JsonbValue {
+    pg_sys::JsonbValue { type_: pg_sys::jbvType::jbvNumeric, val: pg_sys::JsonbValue__bindgen_ty_1 { numeric: n } }
+}
+
+/// One column's value as a jsonb scalar.
+unsafe fn column_value(kind: Kind, d: pg_sys::Datum) -> pg_sys::JsonbValue {
+    match kind {
+        Kind::Numeric => jsonb_numeric(pg_sys::pg_detoast_datum(d.cast_mut_ptr()) as pg_sys::Numeric),
+        Kind::Int2 => jsonb_numeric(pg_sys::int64_to_numeric(d.value() as i16 as i64)),
+        Kind::Int4 => jsonb_numeric(pg_sys::int64_to_numeric(d.value() as i32 as i64)),
+        Kind::Int8 => jsonb_numeric(pg_sys::int64_to_numeric(d.value() as i64)),
+        Kind::Bool => pg_sys::JsonbValue {
+            type_: pg_sys::jbvType::jbvBool,
+            val: pg_sys::JsonbValue__bindgen_ty_1 { boolean: d.value() != 0 },
+        },
+        Kind::Text => {
+            let v = pg_sys::pg_detoast_datum_packed(d.cast_mut_ptr());
+            jsonb_string(pgrx::varlena::vardata_any(v) as *mut _, pgrx::varlena::varsize_any_exhdr(v))
+        }
+        Kind::DateTime(typid) => {
+            let s = pg_sys::JsonEncodeDateTime(std::ptr::null_mut(), d, typid, std::ptr::null());
+            jsonb_string(s, std::ffi::CStr::from_ptr(s).to_bytes().len())
+        }
+        Kind::Out { outfn, numeric } => {
+            let s = pg_sys::OidOutputFunctionCall(outfn, d);
+            let text = std::ffi::CStr::from_ptr(s).to_str().unwrap_or("");
+            if numeric && text.parse::<f64>().is_ok_and(f64::is_finite) {
+                let n = pg_sys::OidInputFunctionCall(pg_sys::Oid::from(pg_sys::F_NUMERIC_IN), s, pg_sys::InvalidOid, -1);
+                jsonb_numeric(n.cast_mut_ptr())
+            } else {
+                jsonb_string(s, text.len())
+            }
+        }
+        Kind::Dropped => unreachable!("dropped columns are skipped"),
+    }
+}
+
+/// The row as jsonb, the same value `to_jsonb(row)` gives. Rows whose columns are all of common
+/// scalar types are built directly (column kinds worked out once per row type); others go
+/// through `to_jsonb` itself.
+unsafe fn row_to_jsonb(tuple: pg_sys::HeapTuple, tupdesc: pg_sys::TupleDesc) -> pg_sys::Datum {
+    let typid = (*tupdesc).tdtypeid;
+    let fast = ROW_PLANS.with(|plans| {
+        let mut plans = plans.borrow_mut();
+        let plan = plans.entry(typid).or_insert_with(|| plan_for(tupdesc));
+        if plan.shape != shape_of(tupdesc) {
+            *plan = plan_for(tupdesc);
+        }
+        plan.columns.as_ref().map(|cols| {
+            let natts = cols.len();
+            let mut values = vec![pg_sys::Datum::from(0); natts];
+            let mut nulls = vec![false; natts];
+            pg_sys::heap_deform_tuple(tuple, tupdesc, values.as_mut_ptr(), nulls.as_mut_ptr());
+            let mut state: *mut pg_sys::JsonbParseState = std::ptr::null_mut();
+            pg_sys::pushJsonbValue(&mut state, pg_sys::JsonbIteratorToken::WJB_BEGIN_OBJECT, std::ptr::null_mut());
+            for (i, (name, kind)) in cols.iter().enumerate() {
+                if matches!(kind, Kind::Dropped) {
+                    continue;
+                }
+                let mut key = jsonb_string(name.as_ptr() as *mut _, name.as_bytes().len());
+                pg_sys::pushJsonbValue(&mut state, pg_sys::JsonbIteratorToken::WJB_KEY, &mut key);
+                let mut value = if nulls[i] {
+                    pg_sys::JsonbValue { type_: pg_sys::jbvType::jbvNull, val: pg_sys::JsonbValue__bindgen_ty_1 { boolean: false } }
+                } else {
+                    column_value(*kind, values[i])
+                };
+                pg_sys::pushJsonbValue(&mut state, pg_sys::JsonbIteratorToken::WJB_VALUE, &mut value);
+            }
+            let res = pg_sys::pushJsonbValue(&mut state, pg_sys::JsonbIteratorToken::WJB_END_OBJECT, std::ptr::null_mut());
+            pg_sys::Datum::from(pg_sys::JsonbValueToJsonb(res))
+        })
+    });
+    match fast {
+        Some(d) => d,
+        None => row_to_jsonb_generic(tuple, tupdesc),
+    }
+}
+
 /// `to_jsonb(row)` for a row of `typid`. `to_jsonb` reads its argument's type from the call's
 /// expression, so the call info carries a `to_jsonb($row::typid)` expression.
-unsafe fn row_to_jsonb(tuple: pg_sys::HeapTuple, tupdesc: pg_sys::TupleDesc) -> pg_sys::Datum {
+unsafe fn row_to_jsonb_generic(tuple: pg_sys::HeapTuple, tupdesc: pg_sys::TupleDesc) -> pg_sys::Datum {
     let typid = (*tupdesc).tdtypeid;
     let finfo = TO_JSONB.with(|cache| {
         *cache.borrow_mut().entry(typid).or_insert_with(|| {
