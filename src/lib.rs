@@ -11,6 +11,7 @@ mod chain;
 mod correct;
 mod embeddings;
 mod errors;
+mod evaluate;
 mod guarded;
 mod gucs;
 mod host;
@@ -32,6 +33,10 @@ pub extern "C-unwind" fn _PG_init() {
 
 #[cfg(any(test, feature = "pg_test"))]
 mod pg_tests;
+#[cfg(any(test, feature = "pg_test"))]
+mod pg_tests_chain;
+#[cfg(any(test, feature = "pg_test"))]
+mod pg_tests_evaluate;
 
 /// Required by `cargo pgrx test`.
 #[cfg(test)]
