@@ -45,8 +45,8 @@ fn load(c: &mut Client, suite: &str, dbs: &[&str]) -> Vec<(String, String)> {
     let csv = std::fs::canonicalize(format!("{DEFOG}/questions_gen_postgres.csv")).unwrap();
     let list = dbs.iter().map(|d| format!("'{d}'")).collect::<Vec<_>>().join(", ");
     c.batch_execute(&format!(
-        "DROP TABLE IF EXISTS it_defog;
-         CREATE TABLE it_defog (n serial, question text, query text, db_name text, query_category text, instructions text);
+        "DROP TABLE IF EXISTS pg_temp.it_defog;
+         CREATE TEMP TABLE it_defog (n serial, question text, query text, db_name text, query_category text, instructions text);
          COPY it_defog (question, query, db_name, query_category, instructions) FROM '{}' (FORMAT csv, HEADER true);
          DELETE FROM it_defog WHERE db_name NOT IN ({list}) OR query LIKE '%{{%'
              OR position(';' IN rtrim(rtrim(query), ';')) > 0 OR instructions <> '';
