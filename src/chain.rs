@@ -39,11 +39,18 @@ impl MemoryHost for ChainHost {
         let Ok(csql) = std::ffi::CString::new(sql) else {
             return Err(ExecFailure::Refused { reason: "the statement contains a NUL character".into() });
         };
-        // SAFETY: one statement in its own SPI session; the rows are copied out before it ends.
-        let outcome = subxact::run(OnSuccess::Release, move || unsafe { crate::guarded::spi_execute(&csql, false, limit) });
+        // SAFETY: one statement analysed, then run in its own SPI session; the rows are copied
+        // out before it ends.
+        let outcome = subxact::run(OnSuccess::Release, move || unsafe {
+            if let Some(reason) = volatile_refusal(&csql) {
+                return Err(ExecFailure::Refused { reason });
+            }
+            crate::guarded::spi_execute(&csql, false, limit)
+                .map_err(|message| ExecFailure::Error { sqlstate: "XX000".into(), message, detail: None, hint: None })
+        });
         match outcome {
             Ok(Ok(out)) => Ok(StepResult { rows_affected: out.processed, columns: out.rows.columns, rows: out.rows.rows }),
-            Ok(Err(message)) => Err(ExecFailure::Error { sqlstate: "XX000".into(), message, detail: None, hint: None }),
+            Ok(Err(failure)) => Err(failure),
             Err(CaughtError::PostgresError(r)) | Err(CaughtError::ErrorReport(r)) => {
                 if r.sql_error_code() as isize == PgSqlErrorCode::ERRCODE_QUERY_CANCELED as isize {
                     Raised::new(PgSqlErrorCode::ERRCODE_QUERY_CANCELED, r.message().to_string()).raise(&Default::default());
@@ -58,6 +65,35 @@ impl MemoryHost for ChainHost {
             Err(e @ CaughtError::RustPanic { .. }) => e.rethrow(),
         }
     }
+}
+
+/// The database layer of the step allowlist: PostgreSQL's own parse analysis of the statement
+/// as written (before column defaults are added, so an identity or serial column's `nextval`
+/// does not count) must call no volatile function, except `nextval` in an INSERT. The
+/// parse-level guard names only the functions it knows; this catches every other volatile
+/// one (`random()`, a user's function that writes elsewhere), views excluded as they are
+/// expanded only later.
+unsafe fn volatile_refusal(sql: &std::ffi::CStr) -> Option<String> {
+    use pgrx::pg_sys;
+    let raw = pg_sys::pg_parse_query(sql.as_ptr());
+    if raw.is_null() || (*raw).length != 1 {
+        return Some("expected exactly one statement".into());
+    }
+    let raw_stmt = (*(*raw).elements).ptr_value as *mut pg_sys::RawStmt;
+    let query = pg_sys::parse_analyze_fixedparams(raw_stmt, sql.as_ptr(), std::ptr::null(), 0, std::ptr::null_mut());
+    let node = query as *mut pg_sys::Node;
+    let insert = (*query).commandType == pg_sys::CmdType::CMD_INSERT;
+    let volatile = if insert {
+        pg_sys::contain_volatile_functions_not_nextval(node)
+    } else {
+        pg_sys::contain_volatile_functions(node)
+    };
+    volatile.then(|| {
+        format!(
+            "the statement calls a volatile function{} (one that can change the database or give a different result each call)",
+            if insert { " other than nextval" } else { "" }
+        )
+    })
 }
 
 fn chain_error(e: &ChainError) -> Raised {

@@ -12,6 +12,7 @@ mod chain;
 mod correct;
 mod embeddings;
 mod errors;
+mod evaluate;
 mod guarded;
 mod gucs;
 mod host;
@@ -41,6 +42,10 @@ mod pg_tests;
 mod pg_tests_shadow;
 #[cfg(any(test, feature = "pg_test"))]
 mod pg_tests_values;
+#[cfg(any(test, feature = "pg_test"))]
+mod pg_tests_chain;
+#[cfg(any(test, feature = "pg_test"))]
+mod pg_tests_evaluate;
 
 /// Required by `cargo pgrx test`.
 #[cfg(test)]

@@ -9,10 +9,12 @@
 //!   `;`-separated alternatives) expanded into plain queries, and whether a query orders rows;
 //! * [`compare`]: the comparison of two results, with its normalisation rules;
 //! * [`judge`]: one question judged through an [`EvalHost`] that executes SQL;
-//! * [`report`]: per-question records rolled up by category or difficulty.
+//! * [`report`]: per-question records rolled up by category or difficulty;
+//! * [`prefetch`]: hosts that let a batch of questions send their first LLM calls at once.
 
 pub mod compare;
 pub mod gold;
+pub mod prefetch;
 pub mod report;
 pub mod suite;
 
@@ -135,6 +137,22 @@ pub fn judge(host: &mut dyn EvalHost, gold: &str, predicted: &str) -> Judgement 
         Some(mismatch) => failed(JudgeError::WrongResult(mismatch.to_string())),
         None => failed(JudgeError::GoldFailed(gold_errors.join("; "))),
     }
+}
+
+/// For a question that got no prediction at all: `Ok` when some gold alternative runs (the
+/// question counts as wrong), else [`JudgeError::GoldFailed`] (the question is broken and is
+/// left out of EX).
+pub fn check_gold(host: &mut dyn EvalHost, gold: &str) -> Result<(), JudgeError> {
+    let alternatives =
+        gold_alternatives(gold).map_err(|e| JudgeError::GoldFailed(e.to_string()))?;
+    let mut gold_errors = Vec::new();
+    for alternative in &alternatives {
+        match run_gold(host, alternative) {
+            Ok(_) => return Ok(()),
+            Err(message) => gold_errors.push(message),
+        }
+    }
+    Err(JudgeError::GoldFailed(gold_errors.join("; ")))
 }
 
 /// The verdict for a prediction that did not run: wrong, unless no gold runs either.

@@ -1,0 +1,119 @@
+//! Many questions' first LLM calls in flight at once, without changing the pipeline.
+//!
+//! The pipeline ([`crate::pipeline::run`]) makes its LLM calls one after another, through its
+//! [`Host`]. To evaluate a batch of questions with their calls concurrent, `ask.evaluate()`
+//! runs each question's pipeline twice:
+//!
+//! 1. with a [`Capture`] host, whose [`Host::chat`] records the request and fails at once
+//!    ([`LlmError::Interrupted`]): the pipeline stops at its first call, having built exactly
+//!    the request it would send (after reading the schema, before executing anything);
+//! 2. the captured requests of the whole batch are sent together (the glue's `chat_many`);
+//! 3. with a [`Replay`] host, which answers a request equal to the prefetched one from the
+//!    prefetched reply, once, and passes every other call (repairs after an error) to the real
+//!    host, live.
+//!
+//! The pipeline is deterministic up to its first LLM call, so the request it makes in step 3
+//! equals the captured one; should it not (the schema changed in between), [`Replay`] simply
+//! calls the LLM live, and the prefetched reply goes unused ([`Replay::served`] says which).
+
+use std::time::Duration;
+
+use crate::llm::{ChatRequest, ChatResponse, LlmError};
+use crate::pipeline::{Correction, ExecFailure, Host};
+use crate::rows::ResultSet;
+
+/// A host that records the first LLM request and stops the pipeline there.
+pub struct Capture<'a> {
+    inner: &'a mut dyn Host,
+    /// The stage and request of the first LLM call, once the pipeline has made it.
+    pub captured: Option<(&'static str, ChatRequest)>,
+}
+
+impl<'a> Capture<'a> {
+    /// Wraps `inner`, whose schema description (and nothing else) the pipeline reaches before
+    /// its first call.
+    pub fn new(inner: &'a mut dyn Host) -> Capture<'a> {
+        Capture {
+            inner,
+            captured: None,
+        }
+    }
+}
+
+impl Host for Capture<'_> {
+    fn schema_text(&mut self) -> Result<String, String> {
+        self.inner.schema_text()
+    }
+
+    fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        if self.captured.is_none() {
+            self.captured = Some((stage, req.clone()));
+        }
+        Err(LlmError::Interrupted)
+    }
+
+    /// Never reached before the first call; refuses, so that nothing runs twice.
+    fn execute(&mut self, _sql: &str) -> Result<ResultSet, ExecFailure> {
+        Err(ExecFailure::Refused {
+            reason: "capturing the first LLM request only".into(),
+        })
+    }
+
+    fn correct_values(&mut self, sql: &str) -> Result<Correction, String> {
+        Ok(Correction {
+            sql: sql.to_string(),
+            changed: false,
+            trace: serde_json::Value::Null,
+        })
+    }
+}
+
+/// A reply fetched ahead of the pipeline, with how long the call took.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prefetched {
+    pub request: ChatRequest,
+    pub reply: Result<ChatResponse, LlmError>,
+    pub took: Duration,
+}
+
+/// A host that serves one prefetched reply and delegates everything else to `inner`.
+pub struct Replay<'a> {
+    inner: &'a mut dyn Host,
+    prefetched: Option<Prefetched>,
+    /// How long the prefetched call took, once it was served (its time is part of the
+    /// question's, though the pipeline's own clock saw it answered at once).
+    pub served: Option<Duration>,
+}
+
+impl<'a> Replay<'a> {
+    pub fn new(inner: &'a mut dyn Host, prefetched: Option<Prefetched>) -> Replay<'a> {
+        Replay {
+            inner,
+            prefetched,
+            served: None,
+        }
+    }
+}
+
+impl Host for Replay<'_> {
+    fn schema_text(&mut self) -> Result<String, String> {
+        self.inner.schema_text()
+    }
+
+    fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        if self.prefetched.as_ref().is_some_and(|p| &p.request == req) {
+            let p = self.prefetched.take().expect("checked above");
+            self.served = Some(p.took);
+            return p.reply;
+        }
+        self.inner.chat(stage, req)
+    }
+
+    fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
+        self.inner.execute(sql)
+    }
+
+    fn correct_values(&mut self, sql: &str) -> Result<Correction, String> {
+        self.inner.correct_values(sql)
+    }
+}
