@@ -35,6 +35,8 @@ extern "C-unwind" {
     fn nextval_internal(relid: pg_sys::Oid, check_permissions: bool) -> i64;
     // catalog/partition.c
     fn get_partition_ancestors(relid: pg_sys::Oid) -> *mut pg_sys::List;
+    // utils/adt/datum.c
+    fn datumIsEqual(value1: pg_sys::Datum, value2: pg_sys::Datum, typ_by_val: bool, typ_len: std::ffi::c_int) -> bool;
 }
 
 fn raise(code: PgSqlErrorCode, msg: impl Into<String>, hint: &str) -> ! {
@@ -73,7 +75,14 @@ enum Kind {
 /// when a column's type is not on the fast path (then the whole row goes through `to_jsonb`).
 struct RowPlan {
     shape: Vec<(pg_sys::Oid, bool)>,
-    columns: Option<Vec<(std::ffi::CString, Kind)>>,
+    columns: Option<Vec<Column>>,
+}
+
+struct Column {
+    name: std::ffi::CString,
+    kind: Kind,
+    byval: bool,
+    len: i16,
 }
 
 thread_local! {
@@ -116,7 +125,7 @@ unsafe fn plan_for(tupdesc: pg_sys::TupleDesc) -> RowPlan {
             }
         };
         let name = std::ffi::CStr::from_ptr(a.attname.data.as_ptr()).to_owned();
-        columns.push((name, kind));
+        columns.push(Column { name, kind, byval: a.attbyval, len: a.attlen });
     }
     RowPlan { shape, columns: Some(columns) }
 }
@@ -169,8 +178,9 @@ unsafe fn column_value(kind: Kind, d: pg_sys::Datum) -> pg_sys::JsonbValue {
 
 /// The row as jsonb, the same value `to_jsonb(row)` gives. Rows whose columns are all of common
 /// scalar types are built directly (column kinds worked out once per row type); others go
-/// through `to_jsonb` itself.
-unsafe fn row_to_jsonb(tuple: pg_sys::HeapTuple, tupdesc: pg_sys::TupleDesc) -> pg_sys::Datum {
+/// through `to_jsonb` itself. With `before` (an UPDATE's old row), only the columns whose value
+/// differs from it are included, when the fast path applies and at least one differs.
+unsafe fn row_to_jsonb(tuple: pg_sys::HeapTuple, tupdesc: pg_sys::TupleDesc, before: Option<pg_sys::HeapTuple>) -> pg_sys::Datum {
     let typid = (*tupdesc).tdtypeid;
     let fast = ROW_PLANS.with(|plans| {
         let mut plans = plans.borrow_mut();
@@ -183,18 +193,31 @@ unsafe fn row_to_jsonb(tuple: pg_sys::HeapTuple, tupdesc: pg_sys::TupleDesc) -> 
             let mut values = vec![pg_sys::Datum::from(0); natts];
             let mut nulls = vec![false; natts];
             pg_sys::heap_deform_tuple(tuple, tupdesc, values.as_mut_ptr(), nulls.as_mut_ptr());
+            let mut include = vec![true; natts];
+            if let Some(old) = before {
+                let mut old_values = vec![pg_sys::Datum::from(0); natts];
+                let mut old_nulls = vec![false; natts];
+                pg_sys::heap_deform_tuple(old, tupdesc, old_values.as_mut_ptr(), old_nulls.as_mut_ptr());
+                for (i, c) in cols.iter().enumerate() {
+                    include[i] = nulls[i] != old_nulls[i]
+                        || (!nulls[i] && !datumIsEqual(values[i], old_values[i], c.byval, c.len as i32));
+                }
+                if !include.iter().any(|&x| x) {
+                    include = vec![true; natts];
+                }
+            }
             let mut state: *mut pg_sys::JsonbParseState = std::ptr::null_mut();
             pg_sys::pushJsonbValue(&mut state, pg_sys::JsonbIteratorToken::WJB_BEGIN_OBJECT, std::ptr::null_mut());
-            for (i, (name, kind)) in cols.iter().enumerate() {
-                if matches!(kind, Kind::Dropped) {
+            for (i, c) in cols.iter().enumerate() {
+                if matches!(c.kind, Kind::Dropped) || !include[i] {
                     continue;
                 }
-                let mut key = jsonb_string(name.as_ptr() as *mut _, name.as_bytes().len());
+                let mut key = jsonb_string(c.name.as_ptr() as *mut _, c.name.as_bytes().len());
                 pg_sys::pushJsonbValue(&mut state, pg_sys::JsonbIteratorToken::WJB_KEY, &mut key);
                 let mut value = if nulls[i] {
                     pg_sys::JsonbValue { type_: pg_sys::jbvType::jbvNull, val: pg_sys::JsonbValue__bindgen_ty_1 { boolean: false } }
                 } else {
-                    column_value(*kind, values[i])
+                    column_value(c.kind, values[i])
                 };
                 pg_sys::pushJsonbValue(&mut state, pg_sys::JsonbIteratorToken::WJB_VALUE, &mut value);
             }
@@ -291,8 +314,10 @@ fn _shadow_capture<'a>(
             pg_sys::TRIGGER_EVENT_DELETE => (b'D', Some(td.tg_trigtuple), None),
             _ => return Ok(None),
         };
-        let old = old.map(|t| row_to_jsonb(t, tupdesc));
-        let new = new.map(|t| row_to_jsonb(t, tupdesc));
+        // An UPDATE's new image holds the columns that changed (all of them when none did, or
+        // when a column type is off the fast path); the old image is the whole row.
+        let new = new.map(|t| row_to_jsonb(t, tupdesc, old));
+        let old = old.map(|t| row_to_jsonb(t, tupdesc, None));
 
         let log = pg_sys::table_open(ask_relid(c"shadow_log"), pg_sys::RowExclusiveLock as i32);
         if (*(*log).rd_rel).relhasindex || (*(*log).rd_att).natts != 6 {
