@@ -16,6 +16,7 @@ mod gucs;
 mod host;
 mod ledger;
 mod llm;
+mod schema_memory;
 mod subxact;
 mod values;
 
@@ -23,6 +24,7 @@ mod values;
 
 pgrx::extension_sql_file!("../sql/ledger.sql", name = "ledger", bootstrap);
 pgrx::extension_sql_file!("../sql/values.sql", name = "value_memory_tables", requires = ["ledger"]);
+pgrx::extension_sql_file!("../sql/schema_memory.sql", name = "schema_memory_tables", requires = ["value_memory_tables"]);
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
@@ -32,6 +34,8 @@ pub extern "C-unwind" fn _PG_init() {
 
 #[cfg(any(test, feature = "pg_test"))]
 mod pg_tests;
+#[cfg(any(test, feature = "pg_test"))]
+mod pg_tests_schema;
 
 /// Required by `cargo pgrx test`.
 #[cfg(test)]
