@@ -15,6 +15,14 @@ trap 'cluster_stop "$WORK/db"' EXIT
 
 cargo pgrx install --release -p pg_ask --pg-config /usr/lib/postgresql/15/bin/pg_config >/dev/null
 cluster_start "$WORK/db" "$PORT"
+case "${1:-}" in
+schema)
+    # bash scripts/bench.sh schema: the schema selection memory on 200 tables (BENCHMARKS.md).
+    cargo build -q --release -p pg_ask_it --bin bench_schema
+    echo "== schema selection memory"
+    PG_ASK_IT_HOST=$WORK PG_ASK_IT_PORT=$PORT "$CARGO_TARGET_DIR/release/bench_schema"
+    exit 0 ;;
+esac
 cargo build -q --release -p pg_ask_it --bin bench_ask
 echo "== ask() outside the LLM"
 PG_ASK_IT_HOST=$WORK PG_ASK_IT_PORT=$PORT "$CARGO_TARGET_DIR/release/bench_ask"
