@@ -3,7 +3,7 @@
 //! the end, against a stand-in LLM server started inside the test's backend.
 
 #[pgrx::pg_schema]
-mod tests_schema {
+mod tests {
     use llm_standin::{Reply, Rule, Script, StandIn};
     use pgrx::pg_sys::panic::CaughtError;
     use pgrx::prelude::*;
@@ -62,7 +62,8 @@ mod tests_schema {
         assert_eq!(n, 5);
         let stored: i64 = one("SELECT count(*) FROM ask.schema_memory_tables WHERE embedding IS NULL AND embedding_provider = 'off'");
         assert_eq!(stored, 5);
-        assert_eq!(names("SELECT schema::text FROM ask.select_schemas('how many singers performed in concerts?', 2)"), ["music", "staff"]);
+        let schemas = names("SELECT schema::text FROM ask.select_schemas('how many singers performed in concerts?', 2)");
+        assert_eq!((schemas.len(), schemas[0].as_str()), (2, "music"));
         let tables = names("SELECT rel::text FROM ask.select_tables('what is the average salary per department?', 2)");
         assert_eq!(tables.len(), 2);
         assert!(tables.contains(&"staff.employee".to_string()) && tables.contains(&"staff.department".to_string()), "{tables:?}");
@@ -115,11 +116,11 @@ mod tests_schema {
         Spi::run("SET ask.embedding_provider = 'off'").unwrap();
         let _: i64 = one("SELECT ask.index_schema()");
         Spi::run(
-            "CREATE ROLE pg_ask_fan NOLOGIN;
-             GRANT USAGE ON SCHEMA music, staff, ask TO pg_ask_fan;
-             GRANT SELECT ON music.singer TO pg_ask_fan;
-             GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ask TO pg_ask_fan;
-             SET ROLE pg_ask_fan",
+            "CREATE ROLE ask_schema_fan NOLOGIN;
+             GRANT USAGE ON SCHEMA music, staff, ask TO ask_schema_fan;
+             GRANT SELECT ON music.singer TO ask_schema_fan;
+             GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ask TO ask_schema_fan;
+             SET ROLE ask_schema_fan",
         )
         .unwrap();
         let tables = names("SELECT rel::text FROM ask.select_tables('employees salary singers', 10)");
@@ -141,7 +142,7 @@ mod tests_schema {
         let s = llm(
             Script::default()
                 .rule(Rule::new(&["retrieval steps", q], Reply::text(plan)))
-                .rule(Rule::new(&["<step n=\"2\"", "\"employees\":5", "\"singers\":3"], Reply::text("There are more employees (5) than singers (3)."))),
+                .rule(Rule::new(&["<step n=\"2\"", "[\"singers\"]\n[3]", "[\"employees\"]\n[5]"], Reply::text("There are more employees (5) than singers (3)."))),
         );
         let answer: String = one(&format!("SELECT ask('{q}')"));
         assert_eq!(answer, "There are more employees (5) than singers (3).");
@@ -155,7 +156,10 @@ mod tests_schema {
         let stages: Vec<&str> = trace.0["stages"].as_array().unwrap().iter().map(|s| s["stage"].as_str().unwrap()).collect();
         assert_eq!(stages, ["select", "schema", "plan", "plan", "guard", "execute", "guard", "execute", "answer", "answer"]);
         let select = &trace.0["stages"][0]["output"];
-        assert_eq!(select["schemas"][0]["schema"], "music");
+        let mut schemas: Vec<&str> = select["schemas"].as_array().unwrap().iter().map(|s| s["schema"].as_str().unwrap()).collect();
+        schemas.sort_unstable();
+        // The garden schema has no evidence for this question: no candidate.
+        assert_eq!(schemas, ["music", "staff"]);
         assert_eq!(select["readable_tables"], 5);
         assert!(select["tables"].as_array().unwrap().iter().all(|t| t["reason"].is_string()));
         assert_eq!(trace.0["stages"][3]["output"]["steps"].as_array().unwrap().len(), 2);

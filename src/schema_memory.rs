@@ -30,7 +30,7 @@ use serde_json::json;
 
 use pg_ask_core::pipeline::{SchemaCandidate, Selection};
 use pg_ask_core::schema::render;
-use pg_ask_core::selection::{Catalog, ColumnValues, Cosines, Fusion, SchemaProfile, SelectOptions, TableProfile};
+use pg_ask_core::selection::{Catalog, ColumnValues, Cosines, Fusion, PickReason, SchemaProfile, SelectOptions, TableProfile};
 
 use crate::errors::Raised;
 use crate::gucs::{self, EmbeddingProvider};
@@ -327,14 +327,20 @@ pub fn memory_exists() -> bool {
 /// The tables `ask()` describes for `question`: `None` without a schema selection memory
 /// (then every readable table is described). With one: the [`PLAN_SCHEMAS`] best schemas,
 /// the `max_tables` best tables among them plus the tables their joins need, grouped by
-/// schema in schema order; schemas without a picked table are left out.
+/// schema in schema order; schemas without a picked table, and schemas and tables with no
+/// evidence at all (no cosine, no matching word), are left out.
 pub fn selection_for(question: &str, max_tables: usize) -> Result<Option<Selection>, String> {
     if !memory_exists() {
         return Ok(None);
     }
     let r = rank(question);
     let fusion = Fusion::default();
-    let schemas = r.catalog.select_schemas(question, &r.schemas, PLAN_SCHEMAS, fusion).map_err(|e| e.to_string())?;
+    let mut schemas = r.catalog.select_schemas(question, &r.schemas, PLAN_SCHEMAS, fusion).map_err(|e| e.to_string())?;
+    // Schemas (and below, tables) without any evidence — no cosine and no matching word — are
+    // no candidates, unless nothing has evidence.
+    if schemas.iter().any(|s| s.score > 0.0) {
+        schemas.retain(|s| s.score > 0.0);
+    }
     if schemas.is_empty() {
         return Ok(None);
     }
@@ -344,7 +350,10 @@ pub fn selection_for(question: &str, max_tables: usize) -> Result<Option<Selecti
         fusion,
         ..Default::default()
     };
-    let picks = r.catalog.select_tables(question, &r.tables, &options).map_err(|e| e.to_string())?;
+    let mut picks = r.catalog.select_tables(question, &r.tables, &options).map_err(|e| e.to_string())?;
+    if picks.iter().any(|p| p.score > 0.0) {
+        picks.retain(|p| p.score > 0.0 || p.reason != PickReason::Retrieved);
+    }
     let mut candidates = Vec::new();
     for s in &schemas {
         let mine: Vec<_> = picks.iter().filter(|p| r.catalog.table(&p.table).is_some_and(|t| t.schema == s.schema)).cloned().collect();
