@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks (slow, not part of CI). As root, on a machine prepared by scripts/setup.sh:
-#   bash scripts/bench.sh [all|ask|shadow|values]
+#   bash scripts/bench.sh [all|ask|shadow|values|schema]
 # Builds pg_ask in release mode, installs it into PostgreSQL 15, starts a throwaway cluster
 # and runs the chosen benchmarks; the numbers go to stdout (see BENCHMARKS.md for recorded ones).
 #   ask     ask() outside the LLM on a 200-table schema
@@ -8,6 +8,7 @@
 #           and CALL ask.benchmark at concurrency 1 vs 8
 #   values  value memory: lookups against 1,000,000 values, local embeddings, a 100k-value
 #           build (not part of `all`: it needs ~20 minutes and a 2 GB shared_buffers restart)
+#   schema  schema selection memory on 200 tables: prompt size, selection time (not in `all`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -62,4 +63,9 @@ if [ "$MODE" = values ]; then
     -c "ALTER SYSTEM SET maintenance_work_mem = '3GB'" -c "ALTER SYSTEM SET max_parallel_maintenance_workers = 1" postgres
   runuser -u postgres -- "$PGBIN/pg_ctl" -D "$WORK/db" -l "$WORK/db.log" -w restart >/dev/null
   "$CARGO_TARGET_DIR/release/bench_values"
+fi
+
+if [ "$MODE" = schema ]; then
+  echo "== schema selection memory (200 tables)"
+  "$CARGO_TARGET_DIR/release/bench_schema"
 fi

@@ -26,10 +26,10 @@ fn host(args: &CallArgs) -> BackendHost {
 }
 
 /// Run the pipeline, raising its error as a PostgreSQL error.
-fn run(question: &str, args: &CallArgs, goal: Goal) -> Outcome {
+fn run(question: &str, context: Option<&str>, args: &CallArgs, goal: Goal) -> Outcome {
     let mut h = host(args);
     let cfg = gucs::ask_config(args.max_attempts);
-    match pipeline::run(&mut h, question, &cfg, goal) {
+    match pipeline::run_with_context(&mut h, question, context, &cfg, goal) {
         Ok(outcome) => {
             if outcome.result.truncated {
                 notice!("pg_ask: the result was cut at ask.row_limit ({} rows)", cfg.row_limit);
@@ -75,7 +75,8 @@ mod public {
 
     /// Answer a question about the database in plain language. The final SQL is raised as a
     /// NOTICE; the answer is either a short text or, when the rows are the answer, the rows as a
-    /// table.
+    /// table. With `context`, the LLM first decides whether the context already answers the
+    /// question; if it does, no SQL runs.
     #[pg_extern(name = "ask", volatile, parallel_unsafe)]
     fn ask_answer(
         question: &str,
@@ -84,10 +85,15 @@ mod public {
         base_url: default!(Option<&str>, "NULL"),
         temperature: default!(Option<f64>, "NULL"),
         max_attempts: default!(Option<i32>, "NULL"),
+        context: default!(Option<&str>, "NULL"),
     ) -> String {
         let a = args(model, provider, base_url, temperature, max_attempts);
-        let out = run(question, &a, Goal::Answer);
-        notice!("pg_ask SQL: {}", out.sql);
+        let out = run(question, context, &a, Goal::Answer);
+        if out.sql.is_empty() {
+            notice!("pg_ask: answered from the context; no SQL ran");
+        } else {
+            notice!("pg_ask SQL: {}", out.sql);
+        }
         out.answer_text()
     }
 }
@@ -104,7 +110,7 @@ fn ask_sql(
     max_attempts: default!(Option<i32>, "NULL"),
 ) -> String {
     let a = args(model, provider, base_url, temperature, max_attempts);
-    run(question, &a, Goal::Sql).sql
+    run(question, None, &a, Goal::Sql).sql
 }
 
 /// The result rows of the final SQL, one jsonb object per row.
@@ -118,13 +124,14 @@ fn ask_rows(
     max_attempts: default!(Option<i32>, "NULL"),
 ) -> SetOfIterator<'static, JsonB> {
     let a = args(model, provider, base_url, temperature, max_attempts);
-    let out = run(question, &a, Goal::Rows);
+    let out = run(question, None, &a, Goal::Rows);
     notice!("pg_ask SQL: {}", out.sql);
     SetOfIterator::new(out.result.to_objects().into_iter().map(JsonB))
 }
 
 /// The full trace of the pipeline for a question: every stage with its input, output, tokens
-/// and milliseconds. A failing run returns its trace with an "error" entry instead of raising,
+/// and milliseconds, and every decision (context switch, selected schemas and tables with
+/// their scores, retrieval plan, per-step SQL, answer). A failing run returns its trace with an "error" entry instead of raising,
 /// so the trace shows where it stopped.
 #[pg_extern(name = "explain", volatile, parallel_unsafe)]
 fn ask_explain(
@@ -134,11 +141,12 @@ fn ask_explain(
     base_url: default!(Option<&str>, "NULL"),
     temperature: default!(Option<f64>, "NULL"),
     max_attempts: default!(Option<i32>, "NULL"),
+    context: default!(Option<&str>, "NULL"),
 ) -> JsonB {
     let a = args(model, provider, base_url, temperature, max_attempts);
     let mut h = host(&a);
     let cfg = gucs::ask_config(a.max_attempts);
-    let trace = match pipeline::run(&mut h, question, &cfg, Goal::Answer) {
+    let trace = match pipeline::run_with_context(&mut h, question, context, &cfg, Goal::Answer) {
         Ok(out) => {
             let mut v = serde_json::to_value(&out.trace).unwrap_or_default();
             v["answer"] = serde_json::Value::String(out.answer_text());

@@ -18,6 +18,14 @@ const DESCRIBE_TABLES: &str = include_str!("../sql/describe_tables.sql");
 thread_local! {
     static CACHE: RefCell<Option<(pg_sys::Oid, Vec<Table>)>> = const { RefCell::new(None) };
     static VALID: Cell<bool> = const { Cell::new(false) };
+    /// Counts the reads of the catalog: a change means the description may have changed.
+    static GENERATION: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The number of times this backend read the catalog description; caches built from
+/// [`readable_tables`] compare it to know when to rebuild.
+pub fn generation() -> u64 {
+    GENERATION.with(|g| g.get())
 }
 
 #[pg_guard]
@@ -55,6 +63,7 @@ pub fn readable_tables() -> Result<Vec<Table>, String> {
     // Mark valid before reading: an invalidation that arrives while the query runs clears it
     // again, so the next call reads afresh.
     VALID.with(|v| v.set(true));
+    GENERATION.with(|g| g.set(g.get() + 1));
     let tables = match Spi::get_one::<JsonB>(DESCRIBE_TABLES) {
         Ok(Some(JsonB(v))) => schema::from_json(v),
         Ok(None) => Ok(Vec::new()),

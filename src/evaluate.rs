@@ -150,6 +150,14 @@ impl Host for SuiteHost<'_> {
     fn correct_values(&mut self, sql: &str) -> Result<Correction, String> {
         self.backend.correct_values(sql)
     }
+    /// A question tied to a schema is described from that schema alone; others go through
+    /// the schema selection memory, as ask.sql() does.
+    fn select_tables(&mut self, question: &str) -> Result<Option<pg_ask_core::pipeline::Selection>, String> {
+        match self.schema {
+            None => self.backend.select_tables(question),
+            Some(_) => Ok(None),
+        }
+    }
 }
 
 /// Judging runs the prediction and the gold SQL under guarded execution with a generous row

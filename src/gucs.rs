@@ -70,6 +70,7 @@ static CONCURRENCY: GucSetting<i32> = GucSetting::<i32>::new(8);
 static MAX_STEPS: GucSetting<i32> = GucSetting::<i32>::new(10);
 /// Distinct values the value memory keeps per column at most (the most frequent).
 static MAX_VALUES_PER_COLUMN: GucSetting<i32> = GucSetting::<i32>::new(100_000);
+static MAX_TABLES: GucSetting<i32> = GucSetting::<i32>::new(10);
 
 pub fn init() {
     GucRegistry::define_enum_guc(
@@ -224,6 +225,16 @@ pub fn init() {
         GucFlags::default(),
     );
     GucRegistry::define_int_guc(
+        c"ask.max_tables",
+        c"Tables ask() describes to the LLM when a schema selection memory exists (ask.index_schema), before the tables their joins need.",
+        c"Without a schema selection memory every readable table is described.",
+        &MAX_TABLES,
+        1,
+        1000,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
         c"ask.concurrency",
         c"LLM requests a benchmark or an evaluation keeps in flight at once.",
         c"Lower it for rate-limited providers; 1 sends one request at a time.",
@@ -300,6 +311,10 @@ pub fn allow_writes() -> bool {
 
 pub fn max_steps() -> u32 {
     MAX_STEPS.get().max(1) as u32
+}
+
+pub fn max_tables() -> usize {
+    MAX_TABLES.get().max(1) as usize
 }
 
 pub fn concurrency() -> usize {

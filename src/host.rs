@@ -1,13 +1,14 @@
 //! The pipeline's [`Host`] inside a backend: catalog through SPI, LLM calls through the
-//! backend's runner, generated SQL through guarded execution.
+//! backend's runner, generated SQL through guarded execution, table selection through the
+//! schema selection memory.
 
 use pg_ask_core::config::LlmConfig;
 use pg_ask_core::llm::{ChatRequest, ChatResponse, LlmError};
-use pg_ask_core::pipeline::{Correction, ExecFailure, Host};
+use pg_ask_core::pipeline::{Correction, ExecFailure, Host, Selection};
 use pg_ask_core::rows::ResultSet;
 use pg_ask_core::schema;
 
-use crate::{catalog, correct, guarded, llm};
+use crate::{catalog, correct, guarded, gucs, llm, schema_memory};
 
 pub struct BackendHost {
     pub llm: LlmConfig,
@@ -29,5 +30,12 @@ impl Host for BackendHost {
 
     fn correct_values(&mut self, sql: &str) -> Result<Correction, String> {
         correct::correct(sql, Some(&self.llm))
+    }
+
+    /// With a schema selection memory (`ask.index_schema`), the `ask.max_tables` best tables
+    /// of the best schemas and the tables their joins need; without one, `None`: every
+    /// readable table is described.
+    fn select_tables(&mut self, question: &str) -> Result<Option<Selection>, String> {
+        schema_memory::selection_for(question, gucs::max_tables())
     }
 }

@@ -19,6 +19,7 @@ mod host;
 mod ledger;
 mod llm;
 mod shadow;
+mod schema_memory;
 mod subxact;
 mod values;
 
@@ -29,6 +30,7 @@ pgrx::extension_sql_file!("../sql/values.sql", name = "value_memory_tables", req
 pgrx::extension_sql_file!("../sql/shadow.sql", name = "shadow_tables", requires = ["ledger"]);
 pgrx::extension_sql_file!("../sql/shadow_views.sql", name = "shadow_views", requires = ["shadow_tables", shadow::_shadow_command, shadow::_shadow_enable, shadow::_shadow_disable]);
 pgrx::extension_sql_file!("../sql/benchmark.sql", name = "benchmark", requires = ["shadow_views", benchmark::_benchmark_start, benchmark::_benchmark_step, benchmark::_benchmark_finish, benchmark::_metric]);
+pgrx::extension_sql_file!("../sql/schema_memory.sql", name = "schema_memory_tables", requires = ["value_memory_tables"]);
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
@@ -46,6 +48,8 @@ mod pg_tests_values;
 mod pg_tests_chain;
 #[cfg(any(test, feature = "pg_test"))]
 mod pg_tests_evaluate;
+#[cfg(any(test, feature = "pg_test"))]
+mod pg_tests_schema;
 
 /// Required by `cargo pgrx test`.
 #[cfg(test)]

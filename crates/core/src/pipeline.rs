@@ -12,6 +12,8 @@ use crate::guard::check_read_only;
 use crate::llm::{ChatRequest, ChatResponse, LlmError};
 use crate::prompt::{self, AnswerDecision};
 use crate::rows::ResultSet;
+use crate::selection::context::{context_request, parse_context, parse_steps_answer, steps_answer_request, ContextDecision, StepOutcome, StepsAnswer};
+use crate::selection::plan::{parse_plan, plan_request, PlanCandidate};
 use crate::trace::{ms_since, StageTrace, Trace};
 
 /// Stage names, as they appear in traces and in the ledger.
@@ -23,6 +25,12 @@ pub mod stage {
     pub const CORRECT: &str = "correct";
     pub const EXECUTE: &str = "execute";
     pub const ANSWER: &str = "answer";
+    /// The context switch (seed 001 A.1): does the supplied context answer the question?
+    pub const CONTEXT: &str = "context";
+    /// Schema and table selection from the schema selection memory (no LLM call).
+    pub const SELECT: &str = "select";
+    /// The retrieval plan over several candidate schemas (seed 001 A.2).
+    pub const PLAN: &str = "plan";
 }
 
 /// Why the database refused or failed a statement.
@@ -64,7 +72,30 @@ pub struct Correction {
     pub trace: Value,
 }
 
+/// One candidate schema of a [`Selection`]: its selected tables, rendered for the prompt.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SchemaCandidate {
+    /// The schema's quoted name.
+    pub schema: String,
+    /// The tables selected in it (plus those their joins need), as [`crate::schema::render`]
+    /// writes them.
+    pub tables: String,
+}
+
+/// The tables the schema selection memory picked for a question.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Selection {
+    /// The candidate schemas, most relevant first. One candidate: a single-schema question;
+    /// several: the retrieval-plan stage decides which to query.
+    pub candidates: Vec<SchemaCandidate>,
+    /// Every decision (schema and table scores, why each table is in), for the trace.
+    pub detail: Value,
+}
+
 /// What the pipeline needs from its surroundings.
+///
+/// Only the first three methods are required; the others have defaults that keep the plain
+/// single-prompt pipeline (no value memory, no schema selection memory).
 pub trait Host {
     /// The description of the tables the caller may read, as prompt text (empty: none).
     fn schema_text(&mut self) -> Result<String, String>;
@@ -77,6 +108,12 @@ pub trait Host {
     /// changes nothing (no memory).
     fn correct_values(&mut self, sql: &str) -> Result<Correction, String> {
         Ok(Correction { sql: sql.to_string(), changed: false, trace: Value::Null })
+    }
+    /// The tables to describe for `question`, from the schema selection memory. `None` (the
+    /// default, and the glue's answer when no memory was built): describe every readable table
+    /// ([`Host::schema_text`]).
+    fn select_tables(&mut self, _question: &str) -> Result<Option<Selection>, String> {
+        Ok(None)
     }
 }
 
@@ -93,6 +130,8 @@ pub enum Goal {
 
 #[derive(Debug, Clone)]
 pub struct Outcome {
+    /// The final SQL: the answering step's, or every step's joined by `;` and a line break
+    /// when a written answer combines several steps; empty when the context answered.
     pub sql: String,
     pub result: ResultSet,
     pub answer: Option<AnswerDecision>,
@@ -173,9 +212,23 @@ pub fn run(
     cfg: &AskConfig,
     goal: Goal,
 ) -> Result<Outcome, (AskError, Trace)> {
+    run_with_context(host, question, None, cfg, goal)
+}
+
+/// [`run`] with a context the question may be answered from. With a non-empty `context` and
+/// [`Goal::Answer`], the LLM first decides whether the context answers the question (seed 001
+/// A.1); when it does, that answer is the outcome and no SQL runs. Otherwise, and for the
+/// other goals, the context is ignored.
+pub fn run_with_context(
+    host: &mut dyn Host,
+    question: &str,
+    context: Option<&str>,
+    cfg: &AskConfig,
+    goal: Goal,
+) -> Result<Outcome, (AskError, Trace)> {
     let started = Instant::now();
     let mut trace = Trace { question: question.to_string(), ..Default::default() };
-    let result = run_inner(host, question, cfg, goal, &mut trace);
+    let result = run_inner(host, question, context, cfg, goal, &mut trace);
     trace.ms = ms_since(started);
     match result {
         Ok((sql, result, answer)) => {
@@ -194,6 +247,7 @@ type Produced = (String, ResultSet, Option<AnswerDecision>);
 fn run_inner(
     host: &mut dyn Host,
     question: &str,
+    context: Option<&str>,
     cfg: &AskConfig,
     goal: Goal,
     trace: &mut Trace,
@@ -201,41 +255,106 @@ fn run_inner(
     if question.trim().is_empty() {
         return Err(AskError::EmptyQuestion);
     }
+    if let (Some(ctx), Goal::Answer) = (context.filter(|c| !c.trim().is_empty()), goal) {
+        let req = context_request(question, ctx);
+        let reply = call(host, trace, stage::CONTEXT, None, &req)?;
+        let decision = parse_context(&reply);
+        let mut st = StageTrace::new(stage::CONTEXT, json!({"decision_of": "the reply above"}));
+        st.output = serde_json::to_value(&decision).unwrap_or_default();
+        trace.push(st);
+        if let ContextDecision::Answered { answer } = decision {
+            return Ok((String::new(), ResultSet::default(), Some(AnswerDecision::Text(answer))));
+        }
+    }
+
     let t = Instant::now();
-    let schema = host.schema_text().map_err(AskError::Host)?;
+    let selection = host.select_tables(question).map_err(AskError::Host)?;
+    let selection = match selection {
+        Some(sel) => {
+            let mut st = StageTrace::new(stage::SELECT, json!({"question": question}));
+            st.output = sel.detail.clone();
+            st.ms = ms_since(t);
+            trace.push(st);
+            sel.candidates.into_iter().filter(|c| !c.tables.trim().is_empty()).collect::<Vec<_>>()
+        }
+        None => Vec::new(),
+    };
+    if selection.len() > 1 {
+        return run_plan(host, question, &selection, cfg, goal, trace);
+    }
+
+    let t = Instant::now();
+    let schema = match selection.into_iter().next() {
+        Some(c) => c.tables,
+        None => host.schema_text().map_err(AskError::Host)?,
+    };
     let mut st = StageTrace::new(stage::SCHEMA, Value::Null);
-    st.output = json!({"chars": schema.len(), "tables": schema.lines().filter(|l| !l.starts_with(' ')).count()});
+    st.output = json!({"chars": schema.len(), "tables": count_tables(&schema)});
     st.ms = ms_since(t);
     trace.push(st);
     if schema.trim().is_empty() {
         return Err(AskError::NoTables);
     }
+    let (sql, result) = generate_and_run(host, trace, question, &schema, cfg, None, None)?;
+    let answer = answer(host, trace, question, &sql, &result, cfg, goal)?;
+    Ok((sql, result, answer))
+}
 
-    let first = prompt::sql_request(question, &schema);
-    let mut req = first.clone();
+/// Tables in a rendered description (each starts an unindented line).
+fn count_tables(schema: &str) -> usize {
+    schema.lines().filter(|l| !l.is_empty() && !l.starts_with(' ')).count()
+}
+
+/// The answer stage over one statement's rows, for [`Goal::Answer`].
+fn answer(
+    host: &mut dyn Host,
+    trace: &mut Trace,
+    question: &str,
+    sql: &str,
+    result: &ResultSet,
+    cfg: &AskConfig,
+    goal: Goal,
+) -> Result<Option<AnswerDecision>, AskError> {
+    if goal != Goal::Answer {
+        return Ok(None);
+    }
+    let req = prompt::answer_request(question, sql, result, cfg.answer_rows as usize);
+    let reply = call(host, trace, stage::ANSWER, None, &req)?;
+    Ok(Some(prompt::parse_answer(&reply)))
+}
+
+/// Generate SQL for `question` over `schema`, check, correct and execute it, and repair it
+/// from errors up to `cfg.max_attempts` times. `draft`: a query already written (by the plan
+/// stage) that stands for the first reply. `step`: the plan step this belongs to, for the
+/// trace.
+fn generate_and_run(
+    host: &mut dyn Host,
+    trace: &mut Trace,
+    question: &str,
+    schema: &str,
+    cfg: &AskConfig,
+    draft: Option<&str>,
+    step: Option<usize>,
+) -> Result<(String, ResultSet), AskError> {
+    let mut req = prompt::sql_request(question, schema);
     let max_attempts = cfg.max_attempts.max(1);
     let mut last: Option<AskError> = None;
     for attempt in 1..=max_attempts {
-        trace.attempts = attempt;
-        let stage_name = if attempt == 1 { stage::GENERATE } else { stage::REPAIR };
-        let reply = call(host, trace, stage_name, Some(attempt), &req)?;
-
+        trace.attempts += 1;
+        let reply = match (attempt, draft) {
+            (1, Some(d)) => format!("```sql\n{}\n```", d.trim()),
+            _ => {
+                let stage_name = if attempt == 1 { stage::GENERATE } else { stage::REPAIR };
+                call(host, trace, stage_name, Some(attempt), &req)?
+            }
+        };
         let failure = match extract_sql(&reply) {
             None => {
                 last = Some(AskError::NoSql { attempts: attempt, reply: reply.chars().take(300).collect() });
                 "the reply contained no SQL query".to_string()
             }
-            Some(sql) => match guarded_execute(host, trace, attempt, &sql) {
-                Ok((sql, result)) => {
-                    let answer = if goal == Goal::Answer {
-                        let req = prompt::answer_request(question, &sql, &result, cfg.answer_rows as usize);
-                        let reply = call(host, trace, stage::ANSWER, None, &req)?;
-                        Some(prompt::parse_answer(&reply))
-                    } else {
-                        None
-                    };
-                    return Ok((sql, result, answer));
-                }
+            Some(sql) => match guarded_execute(host, trace, attempt, step, &sql) {
+                Ok(done) => return Ok(done),
                 Err(failure) => {
                     let text = failure.for_llm();
                     last = Some(match failure {
@@ -255,16 +374,137 @@ fn run_inner(
     Err(last.unwrap_or(AskError::NoSql { attempts: max_attempts, reply: String::new() }))
 }
 
+/// One executed step of a retrieval plan.
+struct StepRun {
+    goal: String,
+    schema: String,
+    sql: String,
+    result: Result<ResultSet, AskError>,
+}
+
+/// Several candidate schemas: the LLM writes a retrieval plan of (goal, SQL, schema) steps
+/// (seed 001 A.2); each step goes through value correction, guarded execution and
+/// self-correction over its schema's selected tables; the answer stage reads every step's
+/// result (A.5/A.6). A plan that cannot be read falls back to the single-schema pipeline over
+/// the most relevant candidate. [`Goal::Sql`] and [`Goal::Rows`] run the first step only:
+/// they return one statement.
+fn run_plan(
+    host: &mut dyn Host,
+    question: &str,
+    candidates: &[SchemaCandidate],
+    cfg: &AskConfig,
+    goal: Goal,
+    trace: &mut Trace,
+) -> Result<Produced, AskError> {
+    let t = Instant::now();
+    let shown: Vec<PlanCandidate> =
+        candidates.iter().map(|c| PlanCandidate { schema: c.schema.clone(), tables: c.tables.clone() }).collect();
+    let mut st = StageTrace::new(stage::SCHEMA, Value::Null);
+    st.output = json!({
+        "chars": candidates.iter().map(|c| c.tables.len()).sum::<usize>(),
+        "tables": candidates.iter().map(|c| count_tables(&c.tables)).sum::<usize>(),
+        "schemas": candidates.iter().map(|c| c.schema.as_str()).collect::<Vec<_>>(),
+    });
+    st.ms = ms_since(t);
+    trace.push(st);
+
+    let req = plan_request(question, &shown);
+    let reply = call(host, trace, stage::PLAN, None, &req)?;
+    let names: Vec<String> = candidates.iter().map(|c| c.schema.clone()).collect();
+    let plan = parse_plan(&reply, &names);
+    let mut st = StageTrace::new(stage::PLAN, json!({"candidates": names}));
+    let plan = match plan {
+        Ok(p) => {
+            st.output = serde_json::to_value(&p).unwrap_or_default();
+            trace.push(st);
+            p
+        }
+        Err(e) => {
+            st.error = Some(e.to_string());
+            st.output = json!({"fallback": candidates[0].schema});
+            trace.push(st);
+            let top = &candidates[0];
+            let (sql, result) = generate_and_run(host, trace, question, &top.tables, cfg, None, None)?;
+            let answer = answer(host, trace, question, &sql, &result, cfg, goal)?;
+            return Ok((sql, result, answer));
+        }
+    };
+
+    let to_run = if goal == Goal::Answer { plan.steps.len() } else { 1 };
+    let mut runs: Vec<StepRun> = Vec::new();
+    for (i, step) in plan.steps.iter().take(to_run).enumerate() {
+        let tables = candidates.iter().find(|c| c.schema == step.schema).map(|c| c.tables.as_str()).unwrap_or_default();
+        let goal_text = if step.goal.is_empty() { question } else { step.goal.as_str() };
+        let result = generate_and_run(host, trace, goal_text, tables, cfg, step.sql.as_deref(), Some(i + 1));
+        let (sql, result) = match result {
+            Ok((sql, rs)) => (sql, Ok(rs)),
+            Err(e) => (failed_sql(&e).unwrap_or_default(), Err(e)),
+        };
+        runs.push(StepRun { goal: goal_text.to_string(), schema: step.schema.clone(), sql, result });
+    }
+
+    if runs.len() == 1 {
+        let run = runs.pop().expect("one step");
+        let result = run.result?;
+        let answer = answer(host, trace, question, &run.sql, &result, cfg, goal)?;
+        return Ok((run.sql, result, answer));
+    }
+    if runs.iter().all(|r| r.result.is_err()) {
+        return Err(runs.into_iter().next().and_then(|r| r.result.err()).expect("a failed step"));
+    }
+    let errors: Vec<String> = runs.iter().map(|r| r.result.as_ref().err().map(ToString::to_string).unwrap_or_default()).collect();
+    let outcomes: Vec<StepOutcome<'_>> = runs
+        .iter()
+        .zip(&errors)
+        .map(|(r, e)| StepOutcome {
+            goal: &r.goal,
+            schema: &r.schema,
+            sql: &r.sql,
+            result: r.result.as_ref().map_err(|_| e.as_str()),
+        })
+        .collect();
+    let succeeded: Vec<bool> = runs.iter().map(|r| r.result.is_ok()).collect();
+    let req = steps_answer_request(question, &outcomes, cfg.answer_rows as usize);
+    let reply = call(host, trace, stage::ANSWER, None, &req)?;
+    let decision = parse_steps_answer(&reply, &succeeded);
+    let mut st = StageTrace::new(stage::ANSWER, json!({"steps": runs.len()}));
+    match &decision {
+        Ok(d) => st.output = serde_json::to_value(d).unwrap_or_default(),
+        Err(e) => st.error = Some(e.to_string()),
+    }
+    trace.push(st);
+    let all_sql = runs.iter().filter(|r| !r.sql.is_empty()).map(|r| r.sql.as_str()).collect::<Vec<_>>().join(";\n");
+    let last_rows = runs.iter().rev().find_map(|r| r.result.as_ref().ok().cloned()).unwrap_or_default();
+    Ok(match decision {
+        Ok(StepsAnswer::Rows { step }) => {
+            let run = runs.swap_remove(step - 1);
+            (run.sql, run.result.expect("a step with rows"), Some(AnswerDecision::Rows))
+        }
+        Ok(StepsAnswer::Text { text }) => (all_sql, last_rows, Some(AnswerDecision::Text(text))),
+        // An answer that names no usable step: the reply stands as a written answer.
+        Err(_) => (all_sql, last_rows, Some(AnswerDecision::Text(reply.trim().to_string()))),
+    })
+}
+
+/// The statement an error was about, when it names one.
+fn failed_sql(e: &AskError) -> Option<String> {
+    match e {
+        AskError::Refused { sql, .. } | AskError::Failed { sql, .. } => Some(sql.clone()),
+        _ => None,
+    }
+}
+
 /// Parse-level guard, then the host's execution; both recorded in the trace.
 /// On success, the statement as executed (trimmed of surrounding comments) and its rows.
 fn guarded_execute(
     host: &mut dyn Host,
     trace: &mut Trace,
     attempt: u32,
+    step: Option<usize>,
     sql: &str,
 ) -> Result<(String, ResultSet), ExecFailure> {
     let t = Instant::now();
-    let mut st = StageTrace::new(stage::GUARD, json!({"sql": sql}));
+    let mut st = StageTrace::new(stage::GUARD, with_step(json!({"sql": sql}), step));
     st.attempt = Some(attempt);
     let checked = check_read_only(sql);
     st.ms = ms_since(t);
@@ -283,7 +523,7 @@ fn guarded_execute(
     };
 
     // Value correction; a corrected statement passes the guard again.
-    let checked = if let Some(c) = correct(host, trace, attempt, &checked.sql) {
+    let checked = if let Some(c) = correct(host, trace, attempt, step, &checked.sql) {
         match check_read_only(&c) {
             Ok(again) => again,
             Err(refusal) => return Err(ExecFailure::Refused { reason: refusal.to_string() }),
@@ -293,7 +533,7 @@ fn guarded_execute(
     };
 
     let t = Instant::now();
-    let mut st = StageTrace::new(stage::EXECUTE, json!({"sql": checked.sql}));
+    let mut st = StageTrace::new(stage::EXECUTE, with_step(json!({"sql": checked.sql}), step));
     st.attempt = Some(attempt);
     let result = host.execute(&checked.sql);
     st.ms = ms_since(t);
@@ -311,12 +551,20 @@ fn guarded_execute(
     result.map(|rs| (checked.sql, rs))
 }
 
+/// A stage's input with the plan step it belongs to, when there is one.
+fn with_step(mut input: Value, step: Option<usize>) -> Value {
+    if let Some(n) = step {
+        input["step"] = json!(n);
+    }
+    input
+}
+
 /// Run the host's value correction, recording it; `Some(sql)` when a literal changed. A
 /// failing correction is recorded and the statement runs as written.
-fn correct(host: &mut dyn Host, trace: &mut Trace, attempt: u32, sql: &str) -> Option<String> {
+fn correct(host: &mut dyn Host, trace: &mut Trace, attempt: u32, step: Option<usize>, sql: &str) -> Option<String> {
     let t = Instant::now();
     let result = host.correct_values(sql);
-    let mut st = StageTrace::new(stage::CORRECT, json!({"sql": sql}));
+    let mut st = StageTrace::new(stage::CORRECT, with_step(json!({"sql": sql}), step));
     st.attempt = Some(attempt);
     st.ms = ms_since(t);
     let out = match result {
@@ -490,6 +738,112 @@ mod tests {
         let err = run(&mut bad, "q", &AskConfig { max_attempts: 1, ..cfg() }, Goal::Rows).unwrap_err();
         assert!(matches!(err.0, AskError::Refused { .. }), "{:?}", err.0);
         assert!(bad.0.executed.is_empty());
+    }
+
+    /// A scripted host with a schema selection memory of two schemas.
+    struct Selecting(Scripted, Vec<SchemaCandidate>);
+    impl Host for Selecting {
+        fn schema_text(&mut self) -> Result<String, String> { panic!("the full description is not read when a selection exists") }
+        fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> { self.0.chat(stage, req) }
+        fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> { self.0.execute(sql) }
+        fn select_tables(&mut self, _: &str) -> Result<Option<Selection>, String> {
+            Ok(Some(Selection { candidates: self.1.clone(), detail: json!({"schemas": ["music", "staff"]}) }))
+        }
+    }
+
+    fn two_schemas() -> Vec<SchemaCandidate> {
+        vec![
+            SchemaCandidate { schema: "music".into(), tables: "TABLE music.singer\n  id integer\n".into() },
+            SchemaCandidate { schema: "staff".into(), tables: "TABLE staff.employee\n  id integer\n".into() },
+        ]
+    }
+
+    fn count(n: i64) -> ResultSet {
+        ResultSet { columns: vec!["count".into()], rows: vec![vec![json!(n)]], truncated: false }
+    }
+
+    #[test]
+    fn a_context_that_answers_runs_no_sql() {
+        let mut h = Scripted::new(&["{\"answerable\": true, \"answer\": \"Roma.\"}"]);
+        let out = run_with_context(&mut h, "which restaurant?", Some("Our only restaurant is Roma."), &cfg(), Goal::Answer).unwrap();
+        assert_eq!(out.answer_text(), "Roma.");
+        assert_eq!(out.sql, "");
+        assert!(h.executed.is_empty());
+        assert!(h.seen[0].1.messages.iter().any(|m| m.content.contains("<context>\nOur only restaurant is Roma.")));
+        let stages: Vec<_> = out.trace.stages.iter().map(|s| s.stage).collect();
+        assert_eq!(stages, ["context", "context"]);
+        assert_eq!(out.trace.stages[1].output["decision"], "answered");
+        // A context that does not answer: the pipeline goes on to SQL.
+        let mut h = Scripted::new(&["{\"answerable\": false}", "SELECT name FROM public.restaurants", "ROWS"]);
+        let out = run_with_context(&mut h, "which restaurant?", Some("The weather is fine."), &cfg(), Goal::Answer).unwrap();
+        assert_eq!(h.executed, ["SELECT name FROM public.restaurants"]);
+        assert_eq!(out.answer, Some(AnswerDecision::Rows));
+        // Without a context, no context call.
+        let mut h = Scripted::new(&["SELECT name FROM public.restaurants", "ROWS"]);
+        run_with_context(&mut h, "which restaurant?", Some("  "), &cfg(), Goal::Answer).unwrap();
+        assert_eq!(h.seen[0].0, "generate");
+    }
+
+    #[test]
+    fn a_plan_over_two_schemas_runs_both_steps_and_compares() {
+        let plan = r#"[{"goal": "count singers", "sql": "SELECT count(*) FROM music.singer", "schema": "music"},
+                      {"goal": "count employees", "sql": "SELECT count(*) FROM staff.employee", "schema": "staff"}]"#;
+        let mut h = Selecting(Scripted::new(&[plan, "There are more employees (5) than singers (3)."]), two_schemas());
+        h.0.exec = Box::new(|sql| Ok(count(if sql.contains("singer") { 3 } else { 5 })));
+        let out = run(&mut h, "which has more: singers or employees?", &cfg(), Goal::Answer).unwrap();
+        assert_eq!(h.0.executed, ["SELECT count(*) FROM music.singer", "SELECT count(*) FROM staff.employee"]);
+        assert_eq!(out.answer_text(), "There are more employees (5) than singers (3).");
+        assert_eq!(out.sql, "SELECT count(*) FROM music.singer;\nSELECT count(*) FROM staff.employee");
+        let plan_prompt = &h.0.seen[0].1.messages[0].content;
+        assert!(plan_prompt.contains("<schema name=\"music\">\nTABLE music.singer") && plan_prompt.contains("TABLE staff.employee"));
+        let answer_prompt = &h.0.seen[1].1.messages[0].content;
+        assert!(answer_prompt.contains("<step n=\"2\" schema=\"staff\">"), "{answer_prompt}");
+        let stages: Vec<_> = out.trace.stages.iter().map(|s| s.stage).collect();
+        assert_eq!(stages, ["select", "schema", "plan", "plan", "guard", "execute", "guard", "execute", "answer", "answer"]);
+        assert_eq!(out.trace.stages[7].input["step"], 2);
+        assert_eq!(out.trace.llm_calls, 2);
+    }
+
+    #[test]
+    fn a_failing_step_is_repaired_and_one_step_rows_can_be_the_answer() {
+        let plan = r#"[{"goal": "list singers", "sql": "SELECT nme FROM music.singer", "schema": "music"},
+                      {"goal": "count employees", "schema": "staff"}]"#;
+        let mut h = Selecting(
+            Scripted::new(&[plan, "SELECT name FROM music.singer", "SELECT count(*) FROM staff.employee", "ROWS 1"]),
+            two_schemas(),
+        );
+        h.0.exec = Box::new(|sql| {
+            if sql.contains("nme") {
+                Err(ExecFailure::Error { sqlstate: "42703".into(), message: "column \"nme\" does not exist".into(), detail: None, hint: None })
+            } else {
+                Ok(one_row())
+            }
+        });
+        let out = run(&mut h, "list singers", &cfg(), Goal::Answer).unwrap();
+        assert_eq!(out.answer, Some(AnswerDecision::Rows));
+        assert_eq!(out.sql, "SELECT name FROM music.singer");
+        // The repair conversation is about the step's goal over its schema's tables.
+        let repair = &h.0.seen[1];
+        assert_eq!(repair.0, "repair");
+        assert!(repair.1.messages[0].content.contains("TABLE music.singer") && repair.1.messages[0].content.contains("<question>list singers"));
+        // A step without SQL gets it generated over its schema.
+        assert_eq!(h.0.seen[2].0, "generate");
+        assert!(h.0.seen[2].1.messages[0].content.contains("TABLE staff.employee"));
+    }
+
+    #[test]
+    fn an_unreadable_plan_falls_back_to_the_best_schema_and_one_schema_needs_no_plan() {
+        let mut h = Selecting(Scripted::new(&["I would look at singers.", "SELECT count(*) FROM music.singer", "ROWS"]), two_schemas());
+        let out = run(&mut h, "how many singers?", &cfg(), Goal::Answer).unwrap();
+        assert_eq!(out.sql, "SELECT count(*) FROM music.singer");
+        assert!(out.trace.stages.iter().any(|s| s.stage == "plan" && s.output["fallback"] == "music"));
+
+        let mut h = Selecting(Scripted::new(&["SELECT count(*) FROM music.singer", "ROWS"]), two_schemas()[..1].to_vec());
+        let out = run(&mut h, "how many singers?", &cfg(), Goal::Sql).unwrap();
+        assert_eq!(h.0.seen[0].0, "generate");
+        assert!(h.0.seen[0].1.messages[0].content.starts_with("<schema>\nTABLE music.singer\n  id integer\n</schema>"));
+        let stages: Vec<_> = out.trace.stages.iter().map(|s| s.stage).collect();
+        assert_eq!(stages, ["select", "schema", "generate", "guard", "execute"]);
     }
 
     #[test]

@@ -44,6 +44,9 @@ impl Host for Capture<'_> {
     fn schema_text(&mut self) -> Result<String, String> {
         self.inner.schema_text()
     }
+    fn select_tables(&mut self, question: &str) -> Result<Option<crate::pipeline::Selection>, String> {
+        self.inner.select_tables(question)
+    }
 
     fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
         if self.captured.is_none() {
@@ -98,6 +101,9 @@ impl<'a> Replay<'a> {
 impl Host for Replay<'_> {
     fn schema_text(&mut self) -> Result<String, String> {
         self.inner.schema_text()
+    }
+    fn select_tables(&mut self, question: &str) -> Result<Option<crate::pipeline::Selection>, String> {
+        self.inner.select_tables(question)
     }
 
     fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {

@@ -1,0 +1,211 @@
+//! In-backend tests of the schema selection memory, retrieval plans over several schemas and
+//! the context switch (`cargo pgrx test`). Each runs in its own transaction, rolled back at
+//! the end, against a stand-in LLM server started inside the test's backend.
+
+#[pgrx::pg_schema]
+mod tests {
+    use llm_standin::{Reply, Rule, Script, StandIn};
+    use pgrx::pg_sys::panic::CaughtError;
+    use pgrx::prelude::*;
+    use pgrx::JsonB;
+    use serde_json::Value;
+
+    use crate::errors::sqlstate_text;
+    use crate::subxact::{self, OnSuccess};
+
+    /// Two schemas, each one "database", and a third that has nothing to do with the questions.
+    const TWO_DATABASES: &str = "
+        CREATE SCHEMA music;
+        COMMENT ON SCHEMA music IS 'Concerts and singers';
+        CREATE TABLE music.singer (id int PRIMARY KEY, name text NOT NULL, country text);
+        COMMENT ON TABLE music.singer IS 'Singers who performed';
+        CREATE TABLE music.concert (id int PRIMARY KEY, singer_id int REFERENCES music.singer(id), venue text, year int);
+        CREATE SCHEMA staff;
+        CREATE TABLE staff.employee (id int PRIMARY KEY, name text NOT NULL, department_id int, salary numeric);
+        COMMENT ON TABLE staff.employee IS 'Employees of the company';
+        CREATE TABLE staff.department (id int PRIMARY KEY, title text);
+        CREATE SCHEMA garden;
+        CREATE TABLE garden.plant (id int PRIMARY KEY, species text, watered_at date);
+        INSERT INTO music.singer VALUES (1, 'Ada', 'France'), (2, 'Bo', 'Chile'), (3, 'Cy', 'Peru');
+        INSERT INTO staff.employee VALUES (1, 'Di', 1, 10), (2, 'Ed', 1, 20), (3, 'Fa', 2, 30), (4, 'Gu', 2, 40), (5, 'Ha', 2, 50);";
+
+    fn llm(script: Script) -> StandIn {
+        let s = StandIn::start(script).expect("start the stand-in LLM server");
+        Spi::run(&format!("SET ask.base_url = '{}/v1'", s.url())).unwrap();
+        s
+    }
+
+    fn one<T: pgrx::FromDatum + pgrx::IntoDatum>(sql: &str) -> T {
+        Spi::get_one::<T>(sql).unwrap().expect("a non-null value")
+    }
+
+    fn names(sql: &str) -> Vec<String> {
+        Spi::connect(|c| {
+            c.select(sql, None, &[]).unwrap().map(|r| r.get::<String>(1).unwrap().unwrap_or_default()).collect()
+        })
+    }
+
+    fn error_of(sql: &str) -> (String, String) {
+        let sql = sql.to_string();
+        match subxact::run(OnSuccess::RollBack, move || Spi::run(&sql).unwrap()) {
+            Ok(()) => panic!("expected an error"),
+            Err(CaughtError::PostgresError(r)) | Err(CaughtError::ErrorReport(r)) => (sqlstate_text(r.sql_error_code()), r.message().to_string()),
+            Err(e @ CaughtError::RustPanic { .. }) => e.rethrow(),
+        }
+    }
+
+    #[pg_test]
+    fn selection_is_lexical_when_embeddings_are_off() {
+        Spi::run(TWO_DATABASES).unwrap();
+        Spi::run("SET ask.embedding_provider = 'off'").unwrap();
+        let n: i64 = one("SELECT ask.index_schema()");
+        assert_eq!(n, 5);
+        let stored: i64 = one("SELECT count(*) FROM ask.schema_memory_tables WHERE embedding IS NULL AND embedding_provider = 'off'");
+        assert_eq!(stored, 5);
+        let schemas = names("SELECT schema::text FROM ask.select_schemas('how many singers performed in concerts?', 2)");
+        assert_eq!((schemas.len(), schemas[0].as_str()), (2, "music"));
+        let tables = names("SELECT rel::text FROM ask.select_tables('what is the average salary per department?', 2)");
+        assert_eq!(tables.len(), 2);
+        assert!(tables.contains(&"staff.employee".to_string()) && tables.contains(&"staff.department".to_string()), "{tables:?}");
+        // Only the listed schemas are described.
+        Spi::run("DELETE FROM ask.schema_memory_tables; DELETE FROM ask.schema_memory_schemas").unwrap();
+        let n: i64 = one("SELECT ask.index_schema(ARRAY['music'])");
+        assert_eq!(n, 2);
+        assert_eq!(names("SELECT name FROM ask.schema_memory_schemas"), ["music"]);
+        let (code, _) = error_of("SELECT * FROM ask.select_tables('x', -1)");
+        assert_eq!(code, "22023");
+    }
+
+    #[pg_test]
+    fn local_embeddings_rank_and_stale_rows_are_never_served() {
+        Spi::run(TWO_DATABASES).unwrap();
+        Spi::run("SET ask.embedding_provider = 'local'").unwrap();
+        let n: i64 = one("SELECT ask.index_schema()");
+        assert_eq!(n, 5);
+        let embedded: i64 = one("SELECT count(*) FROM ask.schema_memory_tables WHERE vector_dims(embedding) = 384");
+        assert_eq!(embedded, 5);
+        let schemas: i64 = one("SELECT count(*) FROM ask.schema_memory_schemas WHERE embedding IS NOT NULL");
+        assert_eq!(schemas, 3);
+        // A question with no word in common with any name: the embedding decides.
+        assert_eq!(names("SELECT schema::text FROM ask.select_schemas('vocalists and their performances', 1)"), ["music"]);
+        assert_eq!(names("SELECT rel::text FROM ask.select_tables('flowers that need water', 1)"), ["garden.plant"]);
+
+        // Renamed: the new name is served, with a fresh description; the old one never.
+        Spi::run("ALTER TABLE music.singer RENAME TO vocalist").unwrap();
+        let top = names("SELECT rel::text FROM ask.select_tables('vocalist names', 10)");
+        assert!(top.contains(&"music.vocalist".to_string()) && !top.iter().any(|t| t.contains("singer")), "{top:?}");
+        let row: String = one("SELECT name FROM ask.schema_memory_tables WHERE relid = 'music.vocalist'::regclass");
+        assert_eq!(row, "music.vocalist");
+        let fresh: bool = one("SELECT description LIKE 'Table music.vocalist%' FROM ask.schema_memory_tables WHERE relid = 'music.vocalist'::regclass");
+        assert!(fresh);
+        // Dropped: gone from the selection and, at the next refresh, from the memory.
+        Spi::run("DROP TABLE garden.plant").unwrap();
+        let top = names("SELECT rel::text FROM ask.select_tables('flowers that need water', 10)");
+        assert!(!top.iter().any(|t| t.contains("plant")), "{top:?}");
+        Spi::run("ALTER TABLE music.concert ADD COLUMN ticket_price numeric").unwrap();
+        let _ = names("SELECT rel::text FROM ask.select_tables('ticket price', 3)");
+        let left: i64 = one("SELECT count(*) FROM ask.schema_memory_tables WHERE name LIKE 'garden.%'");
+        assert_eq!(left, 0);
+        let altered: bool = one("SELECT description LIKE '%ticket_price%' FROM ask.schema_memory_tables WHERE relid = 'music.concert'::regclass");
+        assert!(altered);
+    }
+
+    #[pg_test]
+    fn only_tables_the_role_may_select_are_candidates() {
+        Spi::run(TWO_DATABASES).unwrap();
+        Spi::run("SET ask.embedding_provider = 'off'").unwrap();
+        let _: i64 = one("SELECT ask.index_schema()");
+        Spi::run(
+            "CREATE ROLE ask_schema_fan NOLOGIN;
+             GRANT USAGE ON SCHEMA music, staff, ask TO ask_schema_fan;
+             GRANT SELECT ON music.singer TO ask_schema_fan;
+             GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ask TO ask_schema_fan;
+             SET ROLE ask_schema_fan",
+        )
+        .unwrap();
+        let tables = names("SELECT rel::text FROM ask.select_tables('employees salary singers', 10)");
+        assert_eq!(tables, ["music.singer"]);
+        assert_eq!(names("SELECT schema::text FROM ask.select_schemas('employees salary', 5)"), ["music"]);
+        let (code, _) = error_of("SELECT count(*) FROM ask.schema_memory_tables");
+        assert_eq!(code, "42501");
+        Spi::run("RESET ROLE").unwrap();
+    }
+
+    #[pg_test]
+    fn ask_plans_over_two_schemas_and_compares_their_results() {
+        Spi::run(TWO_DATABASES).unwrap();
+        Spi::run("SET ask.embedding_provider = 'off'").unwrap();
+        let _: i64 = one("SELECT ask.index_schema()");
+        let q = "which has more: singers or employees?";
+        let plan = r#"[{"goal": "count the singers", "sql": "SELECT count(*) AS singers FROM music.singer", "schema": "music"},
+                       {"goal": "count the employees", "sql": "SELECT count(*) AS employees FROM staff.employee", "schema": "staff"}]"#;
+        let s = llm(
+            Script::default()
+                .rule(Rule::new(&["retrieval steps", q], Reply::text(plan)))
+                .rule(Rule::new(&["<step n=\"2\"", "[\"singers\"]\n[3]", "[\"employees\"]\n[5]"], Reply::text("There are more employees (5) than singers (3)."))),
+        );
+        let answer: String = one(&format!("SELECT ask('{q}')"));
+        assert_eq!(answer, "There are more employees (5) than singers (3).");
+        let reqs = s.requests();
+        assert_eq!(reqs.len(), 2, "{:?}", reqs.iter().map(|r| &r.prompt).collect::<Vec<_>>());
+        // The plan prompt shows the candidate schemas' selected tables, the unrelated one not.
+        assert!(reqs[0].prompt.contains("<schema name=\"music\">") && reqs[0].prompt.contains("TABLE staff.employee"));
+        assert!(!reqs[0].prompt.contains("garden.plant"), "{}", reqs[0].prompt);
+
+        let trace: JsonB = one(&format!("SELECT ask.explain('{q}')"));
+        let stages: Vec<&str> = trace.0["stages"].as_array().unwrap().iter().map(|s| s["stage"].as_str().unwrap()).collect();
+        assert_eq!(stages, ["select", "schema", "plan", "plan", "guard", "execute", "guard", "execute", "answer", "answer"]);
+        let select = &trace.0["stages"][0]["output"];
+        let mut schemas: Vec<&str> = select["schemas"].as_array().unwrap().iter().map(|s| s["schema"].as_str().unwrap()).collect();
+        schemas.sort_unstable();
+        // The garden schema has no evidence for this question: no candidate.
+        assert_eq!(schemas, ["music", "staff"]);
+        assert_eq!(select["readable_tables"], 5);
+        assert!(select["tables"].as_array().unwrap().iter().all(|t| t["reason"].is_string()));
+        assert_eq!(trace.0["stages"][3]["output"]["steps"].as_array().unwrap().len(), 2);
+    }
+
+    #[pg_test]
+    fn ask_describes_only_the_selected_tables() {
+        Spi::run(TWO_DATABASES).unwrap();
+        Spi::run("SET ask.embedding_provider = 'off'; SET ask.max_tables = 1").unwrap();
+        let _: i64 = one("SELECT ask.index_schema(ARRAY['music'])");
+        // One indexed schema is one candidate: no plan stage, the SQL prompt carries the best
+        // table and the table its foreign key needs, nothing else.
+        let q = "in which venues did concerts take place?";
+        let s = llm(
+            Script::default()
+                .rule(Rule::new(&["<schema>", q], Reply::text("```sql\nSELECT DISTINCT venue FROM music.concert\n```")))
+                .rule(Rule::new(&["<result", q], Reply::text("ROWS"))),
+        );
+        let _: String = one(&format!("SELECT ask('{q}')"));
+        let reqs = s.requests();
+        assert_eq!(reqs.len(), 2);
+        let prompt = &reqs[0].prompt;
+        assert!(prompt.contains("TABLE music.concert") && prompt.contains("TABLE music.singer"), "{prompt}");
+        assert!(!prompt.contains("staff.") && !prompt.contains("garden."), "{prompt}");
+    }
+
+    #[pg_test]
+    fn a_context_that_answers_runs_no_sql() {
+        Spi::run(TWO_DATABASES).unwrap();
+        let q = "how many singers are there?";
+        let s = llm(
+            Script::default()
+                .rule(Rule::new(&["<context>", "three singers"], Reply::text("{\"answerable\": true, \"answer\": \"There are three singers.\"}")))
+                .rule(Rule::new(&["<context>"], Reply::text("{\"answerable\": false}")))
+                .rule(Rule::new(&["<schema>", q], Reply::text("SELECT count(*) FROM music.singer")))
+                .rule(Rule::new(&["<result", q], Reply::text("3 singers."))),
+        );
+        let answer: String = one(&format!("SELECT ask('{q}', context => 'The label signed three singers.')"));
+        assert_eq!(answer, "There are three singers.");
+        assert_eq!(s.requests().len(), 1);
+        let answer: String = one(&format!("SELECT ask('{q}', context => 'The weather was fine.')"));
+        assert_eq!(answer, "3 singers.");
+        assert_eq!(s.requests().len(), 4);
+        let trace: JsonB = one(&format!("SELECT ask.explain('{q}', context => 'The label signed three singers.')"));
+        assert_eq!(trace.0["answer"], "There are three singers.");
+        assert_eq!(trace.0["stages"][1]["output"]["decision"], "answered");
+        assert!(trace.0["stages"].as_array().unwrap().iter().all(|s| s["stage"] != Value::from("execute")));
+    }
+}

@@ -1,0 +1,477 @@
+//! The schema selection memory in PostgreSQL: `ask.index_schema()`, `ask.select_tables()`,
+//! `ask.select_schemas()`, and the selection `ask()` describes to the LLM.
+//!
+//! Descriptions come from the core ([`pg_ask_core::selection`]); this module stores them with
+//! their embeddings (pgvector) and gets the cosines back.
+//!
+//! * **Privileges.** Candidates are the tables the caller may SELECT now, with only the
+//!   columns it may SELECT ([`catalog::readable_tables`]), and values only from the value
+//!   memory of those columns. The memory tables are closed to PUBLIC and read as the
+//!   extension's owner; a stored embedding is used only for a candidate whose stored
+//!   description is exactly the caller's description of it.
+//! * **Freshness** (lazy check): on every selection the caller's descriptions are compared to
+//!   the stored ones. A dropped object has no candidate; a renamed or altered one has another
+//!   description, so its stale embedding is never used: the tables and schemas of indexed
+//!   schemas whose description changed are embedded again and stored (not in a read-only
+//!   transaction: then the new embeddings serve this call only). Rows of dropped relations
+//!   and schemas are deleted then.
+//! * **Embeddings off** (`ask.embedding_provider = off`): descriptions are stored without
+//!   embeddings and the lexical score alone ranks.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+use pgrx::datum::DatumWithOid;
+use pgrx::pg_sys;
+use pgrx::pg_sys::errcodes::PgSqlErrorCode;
+use pgrx::prelude::*;
+use serde_json::json;
+
+use pg_ask_core::pipeline::{SchemaCandidate, Selection};
+use pg_ask_core::schema::render;
+use pg_ask_core::selection::{Catalog, ColumnValues, Cosines, Fusion, PickReason, SchemaProfile, SelectOptions, TableProfile};
+
+use crate::errors::Raised;
+use crate::gucs::{self, EmbeddingProvider};
+use crate::values::{as_memory_owner, ext_schema, vector_text};
+use crate::{catalog, embeddings};
+
+/// Candidate schemas `ask()` shows the retrieval-plan stage at most.
+pub const PLAN_SCHEMAS: usize = 3;
+
+thread_local! {
+    /// The caller's selection catalog, with the catalog generation and user it was built for.
+    static BUILT: RefCell<Option<(u64, pg_sys::Oid, Rc<Catalog>)>> = const { RefCell::new(None) };
+}
+
+fn raise(code: PgSqlErrorCode, msg: impl Into<String>, hint: &str) -> ! {
+    let r = Raised::new(code, msg);
+    let r = if hint.is_empty() { r } else { r.hint(hint) };
+    r.raise(&Default::default())
+}
+
+/// The most frequent values the value memory holds for readable columns: qualified table name
+/// → column → values. Tables with row-level security appear only where their owner opted in
+/// (`allow_rls`), as in the value memory itself.
+fn frequent_values() -> HashMap<String, Vec<ColumnValues>> {
+    let rows: Vec<(String, String, Vec<String>)> = as_memory_owner(|| {
+        Spi::connect(|client| {
+            client
+                .select(
+                    "SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname), quote_ident(a.attname),
+                            ARRAY(SELECT m.value FROM ask.value_memory m WHERE m.column_id = vc.id
+                                  ORDER BY m.frequency DESC, m.value LIMIT 3)
+                     FROM ask.value_columns vc
+                     JOIN pg_catalog.pg_class c ON c.oid = vc.relid
+                     JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                     JOIN pg_catalog.pg_attribute a ON a.attrelid = vc.relid AND a.attnum = vc.attnum AND NOT a.attisdropped
+                     WHERE NOT c.relrowsecurity OR vc.allow_rls",
+                    None,
+                    &[],
+                )
+                .map(|rows| {
+                    rows.filter_map(|r| Some((r.get::<String>(1).ok()??, r.get::<String>(2).ok()??, r.get::<Vec<String>>(3).ok()??)))
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
+    });
+    let mut out: HashMap<String, Vec<ColumnValues>> = HashMap::new();
+    for (table, column, values) in rows {
+        if !values.is_empty() {
+            out.entry(table).or_default().push(ColumnValues { column, values });
+        }
+    }
+    out
+}
+
+/// Comments of the schemas, by quoted name.
+fn schema_profiles() -> Vec<SchemaProfile> {
+    Spi::connect(|client| {
+        client
+            .select(
+                "SELECT quote_ident(n.nspname), d.description FROM pg_catalog.pg_namespace n
+                 JOIN pg_catalog.pg_description d ON d.classoid = 'pg_catalog.pg_namespace'::regclass AND d.objoid = n.oid",
+                None,
+                &[],
+            )
+            .map(|rows| {
+                rows.filter_map(|r| Some(SchemaProfile { name: r.get::<String>(1).ok()??, comment: r.get::<String>(2).ok().flatten() }))
+                    .collect()
+            })
+            .unwrap_or_default()
+    })
+}
+
+/// The caller's catalog for selection: its readable tables, their columns it may read, and
+/// the frequent values of those columns. Rebuilt when the catalog description is read afresh
+/// (after DDL, COMMENT, GRANT or a change of user).
+pub fn selection_catalog() -> Rc<Catalog> {
+    let tables = catalog::readable_tables().unwrap_or_else(|e| raise(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, e, ""));
+    let generation = catalog::generation();
+    // SAFETY: reads the backend's current user id.
+    let user = unsafe { pg_sys::GetUserId() };
+    if let Some(c) = BUILT.with(|b| b.borrow().as_ref().filter(|(g, u, _)| *g == generation && *u == user).map(|(_, _, c)| c.clone())) {
+        return c;
+    }
+    let mut values = frequent_values();
+    let profiles: Vec<TableProfile> = tables
+        .into_iter()
+        .map(|t| {
+            let mut p = TableProfile::new(t);
+            if let Some(v) = values.remove(&p.table.qualified()) {
+                // Only columns the caller may read are in the table.
+                p.values = v.into_iter().filter(|cv| p.table.columns.iter().any(|c| c.name == cv.column)).collect();
+            }
+            p
+        })
+        .collect();
+    let built = Rc::new(Catalog::new(profiles, &schema_profiles()));
+    BUILT.with(|b| *b.borrow_mut() = Some((generation, user, built.clone())));
+    built
+}
+
+fn provider_name() -> String {
+    format!("{:?}", gucs::embedding_provider()).to_lowercase()
+}
+
+fn embeddings_on() -> bool {
+    gucs::embedding_provider() != EmbeddingProvider::Off
+}
+
+/// Which of the two memory tables.
+#[derive(Clone, Copy)]
+enum Kind {
+    Tables,
+    Schemas,
+}
+
+impl Kind {
+    fn table(self) -> &'static str {
+        match self {
+            Kind::Tables => "ask.schema_memory_tables",
+            Kind::Schemas => "ask.schema_memory_schemas",
+        }
+    }
+    /// The expression that turns a stored quoted name into the object's oid.
+    fn oid_of(self) -> &'static str {
+        match self {
+            Kind::Tables => "to_regclass(u.n)::oid",
+            Kind::Schemas => "to_regnamespace(u.n)::oid",
+        }
+    }
+    fn key(self) -> &'static str {
+        match self {
+            Kind::Tables => "relid",
+            Kind::Schemas => "nspid",
+        }
+    }
+}
+
+/// For each (name, description) of the caller's catalog: whether the memory holds exactly
+/// that description under that name, and the cosine of its embedding with `question` (when
+/// both exist).
+fn stored_cosines(kind: Kind, items: &[(String, String)], question: Option<&[f32]>) -> HashMap<String, (bool, Option<f64>)> {
+    let vector = ext_schema("vector");
+    let names: Vec<String> = items.iter().map(|(n, _)| n.clone()).collect();
+    let descriptions: Vec<String> = items.iter().map(|(_, d)| d.clone()).collect();
+    let q: Option<String> = question.map(vector_text);
+    let sql = format!(
+        "SELECT u.n, m.name IS NOT NULL,
+                CASE WHEN $3::text IS NULL OR m.embedding IS NULL THEN NULL
+                     ELSE 1 - (m.embedding OPERATOR({vector}.<=>) $3::text::{vector}.vector) END
+         FROM unnest($1::text[], $2::text[]) AS u(n, d)
+         LEFT JOIN {} m ON m.name = u.n AND m.description = u.d",
+        kind.table()
+    );
+    let args: [DatumWithOid; 3] = [names.into(), descriptions.into(), q.into()];
+    as_memory_owner(|| {
+        Spi::connect(|client| {
+            client
+                .select(&sql, None, &args)
+                .map(|rows| {
+                    rows.filter_map(|r| Some((r.get::<String>(1).ok()??, (r.get::<bool>(2).ok()??, r.get::<f64>(3).ok().flatten()))))
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
+    })
+}
+
+/// Store descriptions (and embeddings, when on) of `items`; returns the embeddings made.
+fn store(kind: Kind, items: &[(String, String)]) -> Vec<Option<Vec<f32>>> {
+    if items.is_empty() {
+        return Vec::new();
+    }
+    let vectors: Vec<Option<Vec<f32>>> = if embeddings_on() {
+        let texts: Vec<&str> = items.iter().map(|(_, d)| d.as_str()).collect();
+        embeddings::embed_texts(&texts).into_iter().map(Some).collect()
+    } else {
+        vec![None; items.len()]
+    };
+    // SAFETY: reads a backend-global flag.
+    if unsafe { pg_sys::XactReadOnly } {
+        return vectors;
+    }
+    let vector = ext_schema("vector");
+    let names: Vec<String> = items.iter().map(|(n, _)| n.clone()).collect();
+    let descriptions: Vec<String> = items.iter().map(|(_, d)| d.clone()).collect();
+    let embs: Vec<Option<String>> = vectors.iter().map(|v| v.as_deref().map(vector_text)).collect();
+    let sql = format!(
+        "INSERT INTO {table} ({key}, name, description, embedding, embedding_provider)
+         SELECT {oid}, u.n, u.d, u.e::{vector}.vector, $4
+         FROM unnest($1::text[], $2::text[], $3::text[]) AS u(n, d, e) WHERE {oid} IS NOT NULL
+         ON CONFLICT ({key}) DO UPDATE SET name = EXCLUDED.name, description = EXCLUDED.description,
+            embedding = EXCLUDED.embedding, embedding_provider = EXCLUDED.embedding_provider, indexed_at = now()",
+        table = kind.table(),
+        key = kind.key(),
+        oid = kind.oid_of(),
+    );
+    let args: [DatumWithOid; 4] = [names.into(), descriptions.into(), embs.into(), provider_name().into()];
+    as_memory_owner(|| Spi::run_with_args(&sql, &args))
+        .unwrap_or_else(|e| raise(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, format!("could not store the schema selection memory: {e}"), ""));
+    vectors
+}
+
+/// Delete the rows of relations and schemas that no longer exist.
+fn forget_dropped() {
+    // SAFETY: reads a backend-global flag.
+    if unsafe { pg_sys::XactReadOnly } {
+        return;
+    }
+    as_memory_owner(|| {
+        Spi::run(
+            "DELETE FROM ask.schema_memory_tables m WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = m.relid);
+             DELETE FROM ask.schema_memory_schemas m WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace n WHERE n.oid = m.nspid);",
+        )
+    })
+    .unwrap_or_else(|e| raise(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, format!("could not clean the schema selection memory: {e}"), ""));
+}
+
+/// The quoted names of the schemas the memory was built for (under their current names).
+fn indexed_schemas() -> HashSet<String> {
+    as_memory_owner(|| {
+        Spi::connect(|client| {
+            client
+                .select(
+                    "SELECT quote_ident(n.nspname) FROM ask.schema_memory_schemas s JOIN pg_catalog.pg_namespace n ON n.oid = s.nspid",
+                    None,
+                    &[],
+                )
+                .map(|rows| rows.filter_map(|r| r.get::<String>(1).ok().flatten()).collect())
+                .unwrap_or_default()
+        })
+    })
+}
+
+/// The catalog and the question's cosines with every readable table and schema whose
+/// description is in the memory, after the lazy refresh.
+pub struct Ranking {
+    pub catalog: Rc<Catalog>,
+    pub tables: Cosines,
+    pub schemas: Cosines,
+    /// Whether the question was embedded.
+    pub embedded: bool,
+    /// Tables and schemas described again because their description changed.
+    pub refreshed: usize,
+}
+
+/// Rank for `question`: embed it (when embeddings are on), read the stored cosines, and
+/// describe again what changed in the indexed schemas.
+pub fn rank(question: &str) -> Ranking {
+    let catalog = selection_catalog();
+    let q: Option<Vec<f32>> = embeddings_on().then(|| embeddings::embed_texts(&[question]).pop().unwrap_or_default());
+    let indexed = indexed_schemas();
+    let mut refreshed = 0;
+    let mut cosines = |kind: Kind, items: Vec<(String, String)>, schema_of: &dyn Fn(&str) -> String| -> Cosines {
+        let stored = stored_cosines(kind, &items, q.as_deref());
+        let stale: Vec<(String, String)> = items
+            .into_iter()
+            .filter(|(n, _)| !stored.get(n).is_some_and(|(fresh, _)| *fresh) && indexed.contains(&schema_of(n)))
+            .collect();
+        let mut out: Cosines = stored.into_iter().filter_map(|(n, (_, c))| c.map(|c| (n, c))).collect();
+        if !stale.is_empty() {
+            refreshed += stale.len();
+            let vectors = store(kind, &stale);
+            if let Some(q) = &q {
+                for ((n, _), v) in stale.iter().zip(vectors) {
+                    if let Some(v) = v {
+                        out.insert(n.clone(), pg_ask_core::selection::fuse::cosine(q, &v));
+                    }
+                }
+            }
+        }
+        out
+    };
+    let table_items: Vec<(String, String)> = catalog.table_descriptions().map(|(n, d)| (n, d.to_string())).collect();
+    let tables = cosines(Kind::Tables, table_items, &|n: &str| {
+        catalog.table(n).map(|t| t.schema.clone()).unwrap_or_default()
+    });
+    let schema_items: Vec<(String, String)> = catalog.schema_descriptions().map(|(n, d)| (n.to_string(), d.to_string())).collect();
+    let schemas = cosines(Kind::Schemas, schema_items, &|n: &str| n.to_string());
+    if refreshed > 0 {
+        forget_dropped();
+    }
+    Ranking { catalog, tables, schemas, embedded: q.is_some(), refreshed }
+}
+
+/// Whether a schema selection memory was built (by anyone) in this database.
+pub fn memory_exists() -> bool {
+    as_memory_owner(|| Spi::get_one::<bool>("SELECT EXISTS (SELECT 1 FROM ask.schema_memory_schemas)"))
+        .ok()
+        .flatten()
+        .unwrap_or(false)
+}
+
+/// The tables `ask()` describes for `question`: `None` without a schema selection memory
+/// (then every readable table is described). With one: the [`PLAN_SCHEMAS`] best schemas,
+/// the `max_tables` best tables among them plus the tables their joins need, grouped by
+/// schema in schema order; schemas without a picked table, and schemas and tables with no
+/// evidence at all (no cosine, no matching word), are left out.
+pub fn selection_for(question: &str, max_tables: usize) -> Result<Option<Selection>, String> {
+    if !memory_exists() {
+        return Ok(None);
+    }
+    let r = rank(question);
+    let fusion = Fusion::default();
+    let mut schemas = r.catalog.select_schemas(question, &r.schemas, PLAN_SCHEMAS, fusion).map_err(|e| e.to_string())?;
+    // Schemas (and below, tables) without any evidence — no cosine and no matching word — are
+    // no candidates, unless nothing has evidence.
+    if schemas.iter().any(|s| s.score > 0.0) {
+        schemas.retain(|s| s.score > 0.0);
+    }
+    if schemas.is_empty() {
+        return Ok(None);
+    }
+    let options = SelectOptions {
+        k: max_tables,
+        schemas: Some(schemas.iter().map(|s| s.schema.clone()).collect()),
+        fusion,
+        ..Default::default()
+    };
+    let mut picks = r.catalog.select_tables(question, &r.tables, &options).map_err(|e| e.to_string())?;
+    if picks.iter().any(|p| p.score > 0.0) {
+        picks.retain(|p| p.score > 0.0 || p.reason != PickReason::Retrieved);
+    }
+    let mut candidates = Vec::new();
+    for s in &schemas {
+        let mine: Vec<_> = picks.iter().filter(|p| r.catalog.table(&p.table).is_some_and(|t| t.schema == s.schema)).cloned().collect();
+        if !mine.is_empty() {
+            candidates.push(SchemaCandidate { schema: s.schema.clone(), tables: render(&r.catalog.picked_tables(&mine)) });
+        }
+    }
+    let all: Vec<_> = r.catalog.tables().iter().map(|p| p.table.clone()).collect();
+    let detail = json!({
+        "memory": true,
+        "embedding": r.embedded,
+        "refreshed": r.refreshed,
+        "readable_tables": all.len(),
+        "described_tables": picks.len(),
+        "described_chars": candidates.iter().map(|c| c.tables.len()).sum::<usize>(),
+        "full_chars": render(&all).len(),
+        "fusion": fusion,
+        "schemas": schemas,
+        "tables": picks,
+    });
+    Ok(Some(Selection { candidates, detail }))
+}
+
+/// Build (or rebuild) the schema selection memory for the given schemas (NULL: every schema
+/// with a table the caller may read). Returns the number of tables described.
+#[pg_extern(name = "_index_schema", volatile, parallel_unsafe)]
+fn index_schema(schemas: Option<Vec<String>>) -> i64 {
+    // SAFETY: reads a backend-global flag.
+    if unsafe { pg_sys::XactReadOnly } {
+        raise(PgSqlErrorCode::ERRCODE_READ_ONLY_SQL_TRANSACTION, "cannot build the schema selection memory in a read-only transaction", "");
+    }
+    let catalog = selection_catalog();
+    let wanted: Option<HashSet<String>> = schemas.map(|names| {
+        names
+            .iter()
+            .map(|n| {
+                Spi::get_one_with_args::<String>("SELECT quote_ident($1)", &[n.as_str().into()]).ok().flatten().unwrap_or_default()
+            })
+            .collect()
+    });
+    if let Some(w) = &wanted {
+        for name in w {
+            if !catalog.schemas().iter().any(|s| &s.profile.name == name) {
+                notice!("pg_ask: schema {name} has no table the current role may read; nothing is described for it");
+            }
+        }
+    }
+    let keep = |schema: &str| wanted.as_ref().is_none_or(|w| w.contains(schema));
+    let tables: Vec<(String, String)> = catalog
+        .table_descriptions()
+        .filter(|(n, _)| catalog.table(n).is_some_and(|t| keep(&t.schema)))
+        .map(|(n, d)| (n, d.to_string()))
+        .collect();
+    let schemas: Vec<(String, String)> =
+        catalog.schema_descriptions().filter(|(n, _)| keep(n)).map(|(n, d)| (n.to_string(), d.to_string())).collect();
+    if !embeddings_on() {
+        notice!("pg_ask: ask.embedding_provider is off: descriptions are stored without embeddings, and selection is lexical only");
+    }
+    forget_dropped();
+    store(Kind::Tables, &tables);
+    store(Kind::Schemas, &schemas);
+    tables.len() as i64
+}
+
+/// `ask.select_tables()`: the `k` readable tables that best match `question`, with their fused
+/// scores. No LLM call.
+#[pg_extern(name = "_select_tables", volatile, parallel_unsafe)]
+fn select_tables(question: &str, k: i32) -> TableIterator<'static, (name!(rel, String), name!(score, f64))> {
+    if k < 0 {
+        raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("k must not be negative, not {k}"), "");
+    }
+    if !memory_exists() {
+        notice!("pg_ask: no schema selection memory: the ranking is lexical only; ask.index_schema() builds it");
+    }
+    let r = rank(question);
+    let options = SelectOptions { k: k as usize, ..Default::default() };
+    let picks = r
+        .catalog
+        .select_tables(question, &r.tables, &options)
+        .unwrap_or_else(|e| raise(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, e.to_string(), ""));
+    TableIterator::new(picks.into_iter().take(k as usize).map(|p| (p.table, p.score)).collect::<Vec<_>>())
+}
+
+/// `ask.select_schemas()`: the `k` schemas (each a "database") that best match `question`.
+#[pg_extern(name = "_select_schemas", volatile, parallel_unsafe)]
+fn select_schemas(question: &str, k: i32) -> TableIterator<'static, (name!(schema, String), name!(score, f64))> {
+    if k < 0 {
+        raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("k must not be negative, not {k}"), "");
+    }
+    if !memory_exists() {
+        notice!("pg_ask: no schema selection memory: the ranking is lexical only; ask.index_schema() builds it");
+    }
+    let r = rank(question);
+    let picks = r
+        .catalog
+        .select_schemas(question, &r.schemas, k as usize, Fusion::default())
+        .unwrap_or_else(|e| raise(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, e.to_string(), ""));
+    TableIterator::new(picks.into_iter().map(|p| (pg_ask_core::selection::unquote(&p.schema), p.score)).collect::<Vec<_>>())
+}
+
+pgrx::extension_sql!(
+    r#"
+CREATE FUNCTION index_schema(schemas name[] DEFAULT NULL)
+    RETURNS bigint LANGUAGE sql VOLATILE PARALLEL UNSAFE
+    RETURN _index_schema(schemas::text[]);
+COMMENT ON FUNCTION index_schema(name[]) IS
+    'Build the schema selection memory: a description and an embedding of every table the caller may read in the given schemas (NULL: all) and of each schema. Returns the number of tables described.';
+CREATE FUNCTION select_tables(question text, k int DEFAULT 10)
+    RETURNS TABLE (rel regclass, score float8) LANGUAGE sql VOLATILE PARALLEL UNSAFE
+    BEGIN ATOMIC SELECT pg_catalog.to_regclass(s.rel), s.score FROM _select_tables(question, coalesce(k, 10)) s; END;
+COMMENT ON FUNCTION select_tables(text, int) IS
+    'The k readable tables that best match a question: embedding similarity fused with a lexical score. No LLM call.';
+CREATE FUNCTION select_schemas(question text, k int DEFAULT 5)
+    RETURNS TABLE (schema name, score float8) LANGUAGE sql VOLATILE PARALLEL UNSAFE
+    BEGIN ATOMIC SELECT s.schema::name, s.score FROM _select_schemas(question, coalesce(k, 5)) s; END;
+COMMENT ON FUNCTION select_schemas(text, int) IS
+    'The k schemas (each treated as one database) that best match a question: embedding similarity fused with a lexical score. No LLM call.';
+"#,
+    name = "schema_memory_functions",
+    requires = [index_schema, select_tables, select_schemas]
+);
