@@ -16,33 +16,12 @@ mod tests {
 
     use pg_ask_core::evaluate::{parse_suite_rows, SuiteQuestion};
 
-    use crate::errors::sqlstate_text;
+    use crate::pg_tests::tests::{error_of, llm, one};
     use crate::subxact::{self, OnSuccess};
 
     const DEFOG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/datasets/defog");
     const DATABASES: [&str; 3] = ["restaurants", "academic", "scholar"];
     const WRONG_SQL: &str = "SELECT 'no such answer' AS wrong";
-
-    fn one<T: pgrx::FromDatum + pgrx::IntoDatum>(sql: &str) -> T {
-        Spi::get_one::<T>(sql).unwrap().expect("a non-null value")
-    }
-
-    fn error_of(sql: &str) -> (String, String, Option<String>) {
-        let sql = sql.to_string();
-        match subxact::run(OnSuccess::RollBack, move || Spi::run(&sql).unwrap()) {
-            Ok(()) => panic!("expected an error"),
-            Err(CaughtError::PostgresError(r)) | Err(CaughtError::ErrorReport(r)) => {
-                (sqlstate_text(r.sql_error_code()), r.message().to_string(), r.hint().map(str::to_string))
-            }
-            Err(e @ CaughtError::RustPanic { .. }) => e.rethrow(),
-        }
-    }
-
-    fn llm(script: Script) -> StandIn {
-        let s = StandIn::start(script).expect("start the stand-in LLM server");
-        Spi::run(&format!("SET ask.base_url = '{}/v1'", s.url())).unwrap();
-        s
-    }
 
     /// The defog database `db` in a schema of its name (its file creates tables in public).
     fn load_database(db: &str) {

@@ -81,15 +81,18 @@ mod tests {
         // The newest entry of each row, with an UPDATE's changed columns laid over its old row,
         // is the row as it is now.
         let mismatches: i64 = one(
-            "SELECT count(*) FROM ask.shadow_log l
+            "WITH latest AS (
+                 SELECT DISTINCT ON (relid, coalesce(new_row->>'id', old_row->>'id'))
+                        relid, coalesce(new_row->>'id', old_row->>'id')::int8 AS id, coalesce(old_row, '{}') || new_row AS image
+                   FROM ask.shadow_log ORDER BY relid, coalesce(new_row->>'id', old_row->>'id'), seq DESC)
+             SELECT count(*) FROM latest l
                JOIN (SELECT 'public.kinds'::regclass::oid AS relid, id, to_jsonb(k) AS j FROM public.kinds k
                      UNION ALL SELECT 'public.other'::regclass::oid, id, to_jsonb(o) FROM public.other o) r
-                 ON r.relid = l.relid AND (l.new_row->>'id')::int8 = r.id
-              WHERE l.seq = (SELECT max(seq) FROM ask.shadow_log l2 WHERE l2.relid = l.relid AND l2.new_row->>'id' = l.new_row->>'id')
-                AND coalesce(l.old_row, '{}') || l.new_row IS DISTINCT FROM r.j",
+                 ON r.relid = l.relid AND r.id = l.id
+              WHERE l.image IS DISTINCT FROM r.j",
         );
         assert_eq!(mismatches, 0);
-        let checked: i64 = one("SELECT count(DISTINCT (relid, new_row->>'id')) FROM ask.shadow_log");
+        let checked: i64 = one("SELECT count(DISTINCT (relid, coalesce(new_row->>'id', old_row->>'id'))) FROM ask.shadow_log");
         assert_eq!(checked, 4);
         // An UPDATE's new image holds only the columns that changed (n and t; the row with an
         // empty t and a NaN n changes neither, and then the whole row is kept).

@@ -4,30 +4,13 @@
 #[pgrx::pg_schema]
 mod tests {
     use llm_standin::{Script, StandIn};
-    use pgrx::pg_sys::panic::CaughtError;
     use pgrx::prelude::*;
 
-    use crate::errors::sqlstate_text;
-    use crate::subxact::{self, OnSuccess};
+    use crate::pg_tests::tests::{error_of, one};
 
     const CITIES: &str = "
         CREATE TABLE public.vcities (id int PRIMARY KEY, name text NOT NULL, state text);
         INSERT INTO public.vcities VALUES (1, 'Los Angeles', 'CA'), (2, 'San Francisco', 'CA'), (3, 'Chicago', 'IL');";
-
-    fn error_of(sql: &str) -> (String, String, Option<String>) {
-        let sql = sql.to_string();
-        match subxact::run(OnSuccess::RollBack, move || Spi::run(&sql).unwrap()) {
-            Ok(()) => panic!("expected an error"),
-            Err(CaughtError::PostgresError(r)) | Err(CaughtError::ErrorReport(r)) => {
-                (sqlstate_text(r.sql_error_code()), r.message().to_string(), r.hint().map(str::to_string))
-            }
-            Err(e @ CaughtError::RustPanic { .. }) => e.rethrow(),
-        }
-    }
-
-    fn one<T: pgrx::FromDatum + pgrx::IntoDatum>(sql: &str) -> T {
-        Spi::get_one::<T>(sql).unwrap().expect("a non-null value")
-    }
 
     fn similar(sql: &str) -> Vec<(String, f64, String)> {
         Spi::connect(|c| {

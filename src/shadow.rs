@@ -146,7 +146,16 @@ fn jsonb_numeric(n: pg_sys::Numeric) -> pg_sys::JsonbValue {
 /// One column's value as a jsonb scalar.
 unsafe fn column_value(kind: Kind, d: pg_sys::Datum) -> pg_sys::JsonbValue {
     match kind {
-        Kind::Numeric => jsonb_numeric(pg_sys::pg_detoast_datum(d.cast_mut_ptr()) as pg_sys::Numeric),
+        Kind::Numeric => {
+            let n = pg_sys::pg_detoast_datum(d.cast_mut_ptr()) as pg_sys::Numeric;
+            if pg_sys::numeric_is_nan(n) || pg_sys::numeric_is_inf(n) {
+                // Not a JSON number: to_jsonb writes its text.
+                let s = pg_sys::OidOutputFunctionCall(pg_sys::Oid::from(pg_sys::F_NUMERIC_OUT), pg_sys::Datum::from(n));
+                jsonb_string(s, std::ffi::CStr::from_ptr(s).to_bytes().len())
+            } else {
+                jsonb_numeric(n)
+            }
+        }
         Kind::Int2 => jsonb_numeric(pg_sys::int64_to_numeric(d.value() as i16 as i64)),
         Kind::Int4 => jsonb_numeric(pg_sys::int64_to_numeric(d.value() as i32 as i64)),
         Kind::Int8 => jsonb_numeric(pg_sys::int64_to_numeric(d.value() as i64)),

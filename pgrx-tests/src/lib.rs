@@ -50,3 +50,20 @@ pub fn sqlstate(e: &postgres::Error) -> String {
 pub fn message(e: &postgres::Error) -> String {
     e.as_db_error().map(|d| d.message().to_string()).unwrap_or_else(|| e.to_string())
 }
+
+/// The value at quantile `p` of sorted samples (nearest rank).
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+/// Print p50, p95 and max of millisecond samples under `name`.
+pub fn report(name: &str, mut v: Vec<f64>) {
+    v.sort_by(f64::total_cmp);
+    println!(
+        "{name:<52} p50 {:>7.2} ms   p95 {:>7.2} ms   max {:>7.2} ms   (n = {})",
+        percentile(&v, 0.5),
+        percentile(&v, 0.95),
+        v[v.len() - 1],
+        v.len()
+    );
+}

@@ -9,7 +9,7 @@
 use std::time::Instant;
 
 use llm_standin::{Reply, Rule, Script, StandIn};
-use pg_ask_it::{connect, use_llm};
+use pg_ask_it::{connect, report, use_llm};
 
 /// Areas (schemas) of a made-up enterprise and their entities; each entity gets a main table
 /// and four satellites: 10 × 4 × 5 = 200 tables.
@@ -42,20 +42,7 @@ const QUESTIONS: [&str; 12] = [
 ];
 const REPEATS: usize = 25;
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
-}
 
-fn report(name: &str, mut v: Vec<f64>) {
-    v.sort_by(f64::total_cmp);
-    println!(
-        "{name:<46} p50 {:>7.2} ms   p95 {:>7.2} ms   max {:>7.2} ms   (n = {})",
-        percentile(&v, 0.5),
-        percentile(&v, 0.95),
-        v[v.len() - 1],
-        v.len()
-    );
-}
 
 fn ddl() -> String {
     let mut out = String::new();

@@ -15,23 +15,9 @@
 use std::time::Instant;
 
 use llm_standin::{Script, StandIn};
-use pg_ask_it::connect;
+use pg_ask_it::{connect, report};
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[idx]
-}
 
-fn report(name: &str, mut v: Vec<f64>) {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    println!(
-        "{name:<52} p50 {:>7.2} ms   p95 {:>7.2} ms   max {:>7.2} ms   (n = {})",
-        percentile(&v, 0.5),
-        percentile(&v, 0.95),
-        v[v.len() - 1],
-        v.len()
-    );
-}
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
