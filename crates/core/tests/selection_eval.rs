@@ -14,22 +14,9 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use pg_ask_core::schema::{render, Column, ForeignKey, Table};
-use pg_ask_core::selection::eval::{apply_column_descriptions, evaluate, tables_from_ddl, Embedder, EvalCase, EvalReport};
+use pg_ask_core::selection::eval::{DEFOG_DATABASES as DATABASES, SYNTHETIC_AREAS as AREAS, SYNTHETIC_SATELLITES as SATELLITES, apply_column_descriptions, evaluate, tables_from_ddl, Embedder, EvalCase, EvalReport};
 use pg_ask_core::selection::{Catalog, Cosines, Fusion, PickReason, SelectOptions, TableProfile};
 
-const DATABASES: [&str; 11] = [
-    "academic",
-    "advising",
-    "atis",
-    "broker",
-    "car_dealership",
-    "derm_treatment",
-    "ewallet",
-    "geography",
-    "restaurants",
-    "scholar",
-    "yelp",
-];
 
 fn defog_dir() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/datasets/defog"))
@@ -145,20 +132,6 @@ fn the_harness_takes_an_embedding_function() {
 // ---------------------------------------------------------------------------------------------
 // A generated 200-table database: prompt size of the selection against the full schema.
 
-/// Entities of a made-up enterprise, by area (schema). Each gets a main table and satellites.
-const AREAS: [(&str, [&str; 4]); 10] = [
-    ("sales", ["customer", "invoice", "quote", "discount"]),
-    ("hr", ["employee", "department", "payslip", "vacancy"]),
-    ("stock", ["warehouse", "product", "shipment", "supplier"]),
-    ("finance", ["ledger", "budget", "expense", "tax_rate"]),
-    ("support", ["ticket", "agent", "escalation", "survey"]),
-    ("fleet", ["vehicle", "driver", "route", "fuel_card"]),
-    ("marketing", ["campaign", "newsletter", "lead", "channel"]),
-    ("projects", ["project", "milestone", "timesheet", "risk"]),
-    ("facilities", ["building", "room", "booking", "maintenance_job"]),
-    ("legal", ["contract", "clause", "dispute", "license"]),
-];
-const SATELLITES: [&str; 5] = ["", "_history", "_note", "_attachment", "_tag"];
 
 fn col(name: &str, ty: &str, comment: Option<&str>) -> Column {
     Column { name: name.into(), data_type: ty.into(), not_null: name == "id", comment: comment.map(Into::into) }

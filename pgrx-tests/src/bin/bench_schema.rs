@@ -9,23 +9,9 @@
 use std::time::Instant;
 
 use llm_standin::{Reply, Rule, Script, StandIn};
+use pg_ask_core::selection::eval::{SYNTHETIC_AREAS as AREAS, SYNTHETIC_SATELLITES as SATELLITES};
 use pg_ask_it::{connect, report, use_llm};
 
-/// Areas (schemas) of a made-up enterprise and their entities; each entity gets a main table
-/// and four satellites: 10 × 4 × 5 = 200 tables.
-const AREAS: [(&str, [&str; 4]); 10] = [
-    ("sales", ["customer", "invoice", "quote", "discount"]),
-    ("hr", ["employee", "department", "payslip", "vacancy"]),
-    ("stock", ["warehouse", "product", "shipment", "supplier"]),
-    ("finance", ["ledger", "budget", "expense", "tax_rate"]),
-    ("support", ["ticket", "agent", "escalation", "survey"]),
-    ("fleet", ["vehicle", "driver", "route", "fuel_card"]),
-    ("marketing", ["campaign", "newsletter", "lead", "channel"]),
-    ("projects", ["project", "milestone", "timesheet", "risk"]),
-    ("facilities", ["building", "room", "booking", "maintenance_job"]),
-    ("legal", ["contract", "clause", "dispute", "license"]),
-];
-const SATELLITES: [&str; 5] = ["", "_history", "_note", "_attachment", "_tag"];
 const QUESTIONS: [&str; 12] = [
     "How many invoices did each customer get last year?",
     "Which employees work in the finance department?",

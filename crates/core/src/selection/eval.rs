@@ -497,6 +497,21 @@ pub fn evaluate(
     Ok(EvalReport { selection: ours.metrics(), baseline: embedded.map(|_| base.metrics()), misses })
 }
 
+/// Entities of a made-up enterprise, by area (schema). Each gets a main table and satellites.
+pub const SYNTHETIC_AREAS: [(&str, [&str; 4]); 10] = [
+    ("sales", ["customer", "invoice", "quote", "discount"]),
+    ("hr", ["employee", "department", "payslip", "vacancy"]),
+    ("stock", ["warehouse", "product", "shipment", "supplier"]),
+    ("finance", ["ledger", "budget", "expense", "tax_rate"]),
+    ("support", ["ticket", "agent", "escalation", "survey"]),
+    ("fleet", ["vehicle", "driver", "route", "fuel_card"]),
+    ("marketing", ["campaign", "newsletter", "lead", "channel"]),
+    ("projects", ["project", "milestone", "timesheet", "risk"]),
+    ("facilities", ["building", "room", "booking", "maintenance_job"]),
+    ("legal", ["contract", "clause", "dispute", "license"]),
+];
+pub const SYNTHETIC_SATELLITES: [&str; 5] = ["", "_history", "_note", "_attachment", "_tag"];
+
 /// The eleven defog databases, each loaded as one schema.
 pub const DEFOG_DATABASES: [&str; 11] = [
     "academic",
