@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use pg_ask_core::schema::{render, Column, ForeignKey, Table};
-use pg_ask_core::selection::eval::{DEFOG_DATABASES as DATABASES, SYNTHETIC_AREAS as AREAS, SYNTHETIC_SATELLITES as SATELLITES, apply_column_descriptions, evaluate, tables_from_ddl, Embedder, EvalCase, EvalReport};
+use pg_ask_core::selection::eval::{DEFOG_DATABASES as DATABASES, SYNTHETIC_AREAS as AREAS, SYNTHETIC_SATELLITES as SATELLITES, SYNTHETIC_QUESTIONS as GENERATED_QUESTIONS, apply_column_descriptions, evaluate, tables_from_ddl, Embedder, EvalCase, EvalReport};
 use pg_ask_core::selection::{Catalog, Cosines, Fusion, PickReason, SelectOptions, TableProfile};
 
 
@@ -186,20 +186,6 @@ fn generated_database() -> Vec<TableProfile> {
     out
 }
 
-const GENERATED_QUESTIONS: [&str; 12] = [
-    "How many invoices did each customer get last year?",
-    "Which employees work in the finance department?",
-    "Total amount of shipments per supplier",
-    "List open tickets with their escalations",
-    "Which drivers use a fuel card on more than two routes?",
-    "How many leads did each campaign bring?",
-    "Show the milestones of projects at risk",
-    "Which rooms were booked most often?",
-    "Contracts with disputes and the clauses concerned",
-    "Average budget by ledger",
-    "Notes written about vehicles this month",
-    "Which products are stored in more than one warehouse?",
-];
 
 #[test]
 fn prompt_of_selected_tables_is_a_fraction_of_the_full_schema() {

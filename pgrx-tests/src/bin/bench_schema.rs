@@ -9,23 +9,9 @@
 use std::time::Instant;
 
 use llm_standin::{Reply, Rule, Script, StandIn};
-use pg_ask_core::selection::eval::{SYNTHETIC_AREAS as AREAS, SYNTHETIC_SATELLITES as SATELLITES};
+use pg_ask_core::selection::eval::{SYNTHETIC_AREAS as AREAS, SYNTHETIC_QUESTIONS as QUESTIONS, SYNTHETIC_SATELLITES as SATELLITES};
 use pg_ask_it::{connect, report, use_llm};
 
-const QUESTIONS: [&str; 12] = [
-    "How many invoices did each customer get last year?",
-    "Which employees work in the finance department?",
-    "Total amount of shipments per supplier",
-    "List open tickets with their escalations",
-    "Which drivers use a fuel card on more than two routes?",
-    "How many leads did each campaign bring?",
-    "Show the milestones of projects at risk",
-    "Which rooms were booked most often?",
-    "Contracts with disputes and the clauses concerned",
-    "Average budget by ledger",
-    "Notes written about vehicles this month",
-    "Which products are stored in more than one warehouse?",
-];
 const REPEATS: usize = 25;
 
 

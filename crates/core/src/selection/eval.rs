@@ -512,6 +512,22 @@ pub const SYNTHETIC_AREAS: [(&str, [&str; 4]); 10] = [
 ];
 pub const SYNTHETIC_SATELLITES: [&str; 5] = ["", "_history", "_note", "_attachment", "_tag"];
 
+/// Questions over the synthetic enterprise, one or two areas each.
+pub const SYNTHETIC_QUESTIONS: [&str; 12] = [
+    "How many invoices did each customer get last year?",
+    "Which employees work in the finance department?",
+    "Total amount of shipments per supplier",
+    "List open tickets with their escalations",
+    "Which drivers use a fuel card on more than two routes?",
+    "How many leads did each campaign bring?",
+    "Show the milestones of projects at risk",
+    "Which rooms were booked most often?",
+    "Contracts with disputes and the clauses concerned",
+    "Average budget by ledger",
+    "Notes written about vehicles this month",
+    "Which products are stored in more than one warehouse?",
+];
+
 /// The eleven defog databases, each loaded as one schema.
 pub const DEFOG_DATABASES: [&str; 11] = [
     "academic",
