@@ -78,24 +78,33 @@ mod tests {
              UPDATE public.kinds SET n = n * 2, t = upper(t);",
         )
         .unwrap();
-        // The newest entry of each row, with an UPDATE's changed columns laid over its old row,
-        // is the row as it is now.
+        // Each row's INSERT image with its UPDATE's changed columns laid over it is the row as
+        // it is now.
         let mismatches: i64 = one(
-            "WITH latest AS (
-                 SELECT DISTINCT ON (relid, coalesce(new_row->>'id', old_row->>'id'))
-                        relid, coalesce(new_row->>'id', old_row->>'id')::int8 AS id, coalesce(old_row, '{}') || new_row AS image
-                   FROM ask.shadow_log ORDER BY relid, coalesce(new_row->>'id', old_row->>'id'), seq DESC)
-             SELECT count(*) FROM latest l
-               JOIN (SELECT 'public.kinds'::regclass::oid AS relid, id, to_jsonb(k) AS j FROM public.kinds k
-                     UNION ALL SELECT 'public.other'::regclass::oid, id, to_jsonb(o) FROM public.other o) r
+            "WITH rows AS (
+                 SELECT relid, new_row->>'id' AS id,
+                        new_row || coalesce((SELECT u.new_row FROM ask.shadow_log u
+                                              WHERE u.op = 'U' AND u.relid = i.relid AND u.old_row->>'id' = i.new_row->>'id'), '{}') AS image
+                   FROM ask.shadow_log i WHERE op = 'I')
+             SELECT count(*) FROM rows l
+               JOIN (SELECT 'public.kinds'::regclass::oid AS relid, id::text AS id, to_jsonb(k) AS j FROM public.kinds k
+                     UNION ALL SELECT 'public.other'::regclass::oid, id::text, to_jsonb(o) FROM public.other o) r
                  ON r.relid = l.relid AND r.id = l.id
               WHERE l.image IS DISTINCT FROM r.j",
         );
         assert_eq!(mismatches, 0);
-        let checked: i64 = one("SELECT count(DISTINCT (relid, coalesce(new_row->>'id', old_row->>'id'))) FROM ask.shadow_log");
+        let checked: i64 = one("SELECT count(*) FROM ask.shadow_log WHERE op = 'I'");
         assert_eq!(checked, 4);
         // An UPDATE's new image holds only the columns that changed (n and t; the row with an
-        // empty t and a NaN n changes neither, and then the whole row is kept).
+        // empty t and a NaN n changes neither, and then the whole row is kept); its old image
+        // holds the primary key and the changed columns.
+        let old_keys: Vec<String> = Spi::connect(|c| {
+            c.select("SELECT string_agg(k, ',' ORDER BY k) FROM ask.shadow_log, jsonb_object_keys(old_row) k WHERE op = 'U' GROUP BY seq ORDER BY seq", None, &[])
+                .unwrap()
+                .map(|r| r.get::<String>(1).unwrap().unwrap())
+                .collect()
+        });
+        assert_eq!(old_keys, ["id,n,t", "id", "id,n,t"]);
         let keys: Vec<String> = Spi::connect(|c| {
             c.select("SELECT string_agg(k, ',' ORDER BY k) FROM ask.shadow_log, jsonb_object_keys(new_row) k WHERE op = 'U' GROUP BY seq ORDER BY seq", None, &[])
                 .unwrap()

@@ -185,11 +185,45 @@ unsafe fn column_value(kind: Kind, d: pg_sys::Datum) -> pg_sys::JsonbValue {
     }
 }
 
-/// The row as jsonb, the same value `to_jsonb(row)` gives. Rows whose columns are all of common
+/// A row's columns as jsonb (those `include` marks), the same values `to_jsonb` gives.
+unsafe fn build_jsonb(cols: &[Column], values: &[pg_sys::Datum], nulls: &[bool], include: &[bool]) -> pg_sys::Datum {
+    let mut state: *mut pg_sys::JsonbParseState = std::ptr::null_mut();
+    pg_sys::pushJsonbValue(&mut state, pg_sys::JsonbIteratorToken::WJB_BEGIN_OBJECT, std::ptr::null_mut());
+    for (i, c) in cols.iter().enumerate() {
+        if matches!(c.kind, Kind::Dropped) || !include[i] {
+            continue;
+        }
+        let mut key = jsonb_string(c.name.as_ptr() as *mut _, c.name.as_bytes().len());
+        pg_sys::pushJsonbValue(&mut state, pg_sys::JsonbIteratorToken::WJB_KEY, &mut key);
+        let mut value = if nulls[i] {
+            pg_sys::JsonbValue { type_: pg_sys::jbvType::jbvNull, val: pg_sys::JsonbValue__bindgen_ty_1 { boolean: false } }
+        } else {
+            column_value(c.kind, values[i])
+        };
+        pg_sys::pushJsonbValue(&mut state, pg_sys::JsonbIteratorToken::WJB_VALUE, &mut value);
+    }
+    let res = pg_sys::pushJsonbValue(&mut state, pg_sys::JsonbIteratorToken::WJB_END_OBJECT, std::ptr::null_mut());
+    pg_sys::Datum::from(pg_sys::JsonbValueToJsonb(res))
+}
+
+unsafe fn deform(tuple: pg_sys::HeapTuple, tupdesc: pg_sys::TupleDesc, natts: usize) -> (Vec<pg_sys::Datum>, Vec<bool>) {
+    let mut values = vec![pg_sys::Datum::from(0); natts];
+    let mut nulls = vec![false; natts];
+    pg_sys::heap_deform_tuple(tuple, tupdesc, values.as_mut_ptr(), nulls.as_mut_ptr());
+    (values, nulls)
+}
+
+/// The row images of a change as jsonb: (old, new). Rows whose columns are all of common
 /// scalar types are built directly (column kinds worked out once per row type); others go
-/// through `to_jsonb` itself. With `before` (an UPDATE's old row), only the columns whose value
-/// differs from it are included, when the fast path applies and at least one differs.
-unsafe fn row_to_jsonb(tuple: pg_sys::HeapTuple, tupdesc: pg_sys::TupleDesc, before: Option<pg_sys::HeapTuple>) -> pg_sys::Datum {
+/// through `to_jsonb` whole. On the direct path an UPDATE keeps, in the old image, the
+/// primary key and the columns that changed, and in the new image the columns that changed
+/// (whole rows when nothing changed, or when the table has no primary key for the old one).
+unsafe fn row_images(
+    rel: pg_sys::Relation,
+    old: Option<pg_sys::HeapTuple>,
+    new: Option<pg_sys::HeapTuple>,
+) -> (Option<pg_sys::Datum>, Option<pg_sys::Datum>) {
+    let tupdesc = (*rel).rd_att;
     let typid = (*tupdesc).tdtypeid;
     let fast = ROW_PLANS.with(|plans| {
         let mut plans = plans.borrow_mut();
@@ -199,44 +233,41 @@ unsafe fn row_to_jsonb(tuple: pg_sys::HeapTuple, tupdesc: pg_sys::TupleDesc, bef
         }
         plan.columns.as_ref().map(|cols| {
             let natts = cols.len();
-            let mut values = vec![pg_sys::Datum::from(0); natts];
-            let mut nulls = vec![false; natts];
-            pg_sys::heap_deform_tuple(tuple, tupdesc, values.as_mut_ptr(), nulls.as_mut_ptr());
-            let mut include = vec![true; natts];
-            if let Some(old) = before {
-                let mut old_values = vec![pg_sys::Datum::from(0); natts];
-                let mut old_nulls = vec![false; natts];
-                pg_sys::heap_deform_tuple(old, tupdesc, old_values.as_mut_ptr(), old_nulls.as_mut_ptr());
-                for (i, c) in cols.iter().enumerate() {
-                    include[i] = nulls[i] != old_nulls[i]
-                        || (!nulls[i] && !datumIsEqual(values[i], old_values[i], c.byval, c.len as i32));
+            let all = vec![true; natts];
+            match (old, new) {
+                (Some(o), Some(n)) => {
+                    let (ov, on) = deform(o, tupdesc, natts);
+                    let (nv, nn) = deform(n, tupdesc, natts);
+                    let changed: Vec<bool> = cols
+                        .iter()
+                        .enumerate()
+                        .map(|(i, c)| nn[i] != on[i] || (!nn[i] && !datumIsEqual(nv[i], ov[i], c.byval, c.len as i32)))
+                        .collect();
+                    let pk = pg_sys::RelationGetIndexAttrBitmap(rel, pg_sys::IndexAttrBitmapKind::INDEX_ATTR_BITMAP_PRIMARY_KEY);
+                    let any_changed = changed.iter().any(|&x| x);
+                    let new_mask = if any_changed { changed.clone() } else { all.clone() };
+                    let old_mask: Vec<bool> = if pk.is_null() {
+                        all.clone()
+                    } else {
+                        (0..natts)
+                            .map(|i| changed[i] || pg_sys::bms_is_member(i as i32 + 1 - pg_sys::FirstLowInvalidHeapAttributeNumber, pk))
+                            .collect()
+                    };
+                    (Some(build_jsonb(cols, &ov, &on, &old_mask)), Some(build_jsonb(cols, &nv, &nn, &new_mask)))
                 }
-                if !include.iter().any(|&x| x) {
-                    include = vec![true; natts];
+                (o, n) => {
+                    let image = |t: pg_sys::HeapTuple| {
+                        let (v, nulls) = deform(t, tupdesc, natts);
+                        build_jsonb(cols, &v, &nulls, &all)
+                    };
+                    (o.map(image), n.map(image))
                 }
             }
-            let mut state: *mut pg_sys::JsonbParseState = std::ptr::null_mut();
-            pg_sys::pushJsonbValue(&mut state, pg_sys::JsonbIteratorToken::WJB_BEGIN_OBJECT, std::ptr::null_mut());
-            for (i, c) in cols.iter().enumerate() {
-                if matches!(c.kind, Kind::Dropped) || !include[i] {
-                    continue;
-                }
-                let mut key = jsonb_string(c.name.as_ptr() as *mut _, c.name.as_bytes().len());
-                pg_sys::pushJsonbValue(&mut state, pg_sys::JsonbIteratorToken::WJB_KEY, &mut key);
-                let mut value = if nulls[i] {
-                    pg_sys::JsonbValue { type_: pg_sys::jbvType::jbvNull, val: pg_sys::JsonbValue__bindgen_ty_1 { boolean: false } }
-                } else {
-                    column_value(c.kind, values[i])
-                };
-                pg_sys::pushJsonbValue(&mut state, pg_sys::JsonbIteratorToken::WJB_VALUE, &mut value);
-            }
-            let res = pg_sys::pushJsonbValue(&mut state, pg_sys::JsonbIteratorToken::WJB_END_OBJECT, std::ptr::null_mut());
-            pg_sys::Datum::from(pg_sys::JsonbValueToJsonb(res))
         })
     });
     match fast {
-        Some(d) => d,
-        None => row_to_jsonb_generic(tuple, tupdesc),
+        Some(images) => images,
+        None => (old.map(|t| row_to_jsonb_generic(t, tupdesc)), new.map(|t| row_to_jsonb_generic(t, tupdesc))),
     }
 }
 
@@ -316,17 +347,13 @@ fn _shadow_capture<'a>(
     // allocated here lives in the trigger's per-row memory context.
     unsafe {
         let rel = td.tg_relation;
-        let tupdesc = (*rel).rd_att;
         let (op, old, new) = match event & pg_sys::TRIGGER_EVENT_OPMASK {
             pg_sys::TRIGGER_EVENT_INSERT => (b'I', None, Some(td.tg_trigtuple)),
             pg_sys::TRIGGER_EVENT_UPDATE => (b'U', Some(td.tg_trigtuple), Some(td.tg_newtuple)),
             pg_sys::TRIGGER_EVENT_DELETE => (b'D', Some(td.tg_trigtuple), None),
             _ => return Ok(None),
         };
-        // An UPDATE's new image holds the columns that changed (all of them when none did, or
-        // when a column type is off the fast path); the old image is the whole row.
-        let new = new.map(|t| row_to_jsonb(t, tupdesc, old));
-        let old = old.map(|t| row_to_jsonb(t, tupdesc, None));
+        let (old, new) = row_images(rel, old, new);
 
         let log = pg_sys::table_open(ask_relid(c"shadow_log"), pg_sys::RowExclusiveLock as i32);
         if (*(*log).rd_rel).relhasindex || (*(*log).rd_att).natts != 6 {
