@@ -116,7 +116,7 @@ fn main() {
     let n: i64 = c.query_one("SELECT ask.index_values('bv.big')", &[]).unwrap().get(0);
     let built = t.elapsed().as_secs_f64();
     let hnsw: f64 = c
-        .query_one("SELECT pg_relation_size(indexname::regclass)::float8 / 1048576 FROM pg_indexes WHERE indexname LIKE 'value_memory_c%_hnsw'", &[])
+        .query_one("SELECT pg_relation_size(format('%I.%I', schemaname, indexname)::regclass)::float8 / 1048576 FROM pg_indexes WHERE indexname LIKE 'value_memory_c%_hnsw'", &[])
         .unwrap()
         .get(0);
     println!("index_values: {n} values in {built:.1} s (embedding over HTTP, inserts, HNSW + GIN builds); HNSW index {hnsw:.0} MiB");
