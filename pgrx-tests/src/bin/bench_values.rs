@@ -57,7 +57,7 @@ fn literals(values: &[String], n: usize) -> Vec<String> {
 
 fn lookups(c: &mut postgres::Client, table: &str, lits: &[String]) -> (Vec<f64>, Vec<f64>, usize) {
     let embs: Vec<Vec<f32>> = lits.iter().map(|l| c.query_one("SELECT ask.embed_real($1)", &[l]).unwrap().get(0)).collect();
-    let q = format!("SELECT ask._value_lookup('{table}', 'name', $1, $2)::text");
+    let q = format!("SELECT ask._value_lookup('{table}'::regclass, 'name', $1, $2)::text");
     // Warm-up pass over the same literals, then the measured one.
     for (l, e) in lits.iter().zip(&embs) {
         c.query_one(&q, &[l, e]).unwrap();
