@@ -13,7 +13,6 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::CString;
 
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
-use pgrx::pg_sys::panic::CaughtError;
 use pgrx::prelude::*;
 use pgrx::JsonB;
 use serde_json::{json, Value};
@@ -26,18 +25,12 @@ use pg_ask_core::shadow::sampler::{sample_one, Sample, SamplerConfig, Target};
 use pg_ask_core::shadow::score::{aggregate, has_order_by, score_sample, TruthClass};
 use pg_ask_core::shadow::workload::{CommandKind, Workload};
 
-use crate::errors::Raised;
+use crate::errors::raise;
 use crate::gucs::{self, LlmOverrides};
-use crate::shadow::answer_json;
+use crate::shadow::{answer_json, fail_or_rethrow, outcome_of};
 use crate::subxact::{self, OnSuccess};
 use crate::values::as_memory_owner;
 use crate::{guarded, llm};
-
-fn raise(code: PgSqlErrorCode, msg: impl Into<String>, hint: &str) -> ! {
-    let r = Raised::new(code, msg);
-    let r = if hint.is_empty() { r } else { r.hint(hint) };
-    r.raise(&Default::default())
-}
 
 fn internal(what: &str, e: impl std::fmt::Display) -> ! {
     raise(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, format!("{what}: {e}"), "")
@@ -367,30 +360,6 @@ fn scratch_safe(c: &pg_ask_core::shadow::workload::Command) -> bool {
     c.sql().is_some() && !c.tables.iter().any(|t| t.contains('.'))
 }
 
-/// Run one statement in its own subtransaction (kept on success): Succeed or Fail.
-fn outcome_of(sql: &str) -> Answer {
-    let Ok(csql) = CString::new(sql) else { return Answer::Fail };
-    // SAFETY: one statement in its own SPI session.
-    match subxact::run(OnSuccess::Release, move || unsafe { guarded::spi_execute(&csql, false, 0) }) {
-        Ok(Ok(_)) => Answer::Succeed,
-        Ok(Err(_)) => Answer::Fail,
-        Err(e) => fail_or_rethrow(e),
-    }
-}
-
-/// A statement's error means Fail; a cancel or a panic goes on up.
-fn fail_or_rethrow(e: CaughtError) -> Answer {
-    match &e {
-        CaughtError::PostgresError(r) | CaughtError::ErrorReport(r)
-            if r.sql_error_code() as isize != PgSqlErrorCode::ERRCODE_QUERY_CANCELED as isize
-                && r.sql_error_code() as isize != PgSqlErrorCode::ERRCODE_ADMIN_SHUTDOWN as isize =>
-        {
-            Answer::Fail
-        }
-        _ => e.rethrow(),
-    }
-}
-
 /// Rows most a truth may have; a benchmark query returning more is cut (and scored as cut).
 const TRUTH_ROW_LIMIT: u32 = 100_000;
 
@@ -408,7 +377,7 @@ fn compute_truths(w: &Workload, samples: &[&Sample]) -> Vec<Truth> {
             .unwrap_or_else(|e| internal("could not set the search_path", e));
         for table in &w.create_tables {
             if scratch_safe(table) {
-                let _ = outcome_of(table.sql().unwrap_or_default());
+                let _ = outcome_of(table.sql().unwrap_or_default(), OnSuccess::Release);
             }
         }
         let restart: Vec<String> = Spi::connect(|c| {
@@ -455,7 +424,7 @@ fn sample_truth(w: &Workload, sample: &Sample) -> Truth {
         .commands
         .iter()
         .map(|r| r.resolve(w).expect("the sampler draws from the workload"))
-        .map(|c| if scratch_safe(c) { outcome_of(c.sql().unwrap_or_default()) } else { Answer::Fail })
+        .map(|c| if scratch_safe(c) { outcome_of(c.sql().unwrap_or_default(), OnSuccess::Release) } else { Answer::Fail })
         .collect();
     let sql = query_cmd.sql().unwrap_or_default();
     let query = match (scratch_safe(query_cmd), query_kind, CString::new(sql)) {
@@ -469,7 +438,7 @@ fn sample_truth(w: &Workload, sample: &Sample) -> Truth {
                 Err(e) => fail_or_rethrow(e),
             }
         }
-        (true, QueryKind::Modify, _) => outcome_of(sql),
+        (true, QueryKind::Modify, _) => outcome_of(sql, OnSuccess::Release),
         _ => Answer::Fail,
     };
     Truth { past, query, query_kind }

@@ -99,3 +99,16 @@ CREATE EVENT TRIGGER ask_comment_changed ON ddl_command_end WHEN TAG IN ('COMMEN
     name = "comment_invalidation",
     requires = [invalidate_relation]
 );
+
+/// A relation's name as `regclass` prints it (qualified when not on the search_path).
+pub(crate) fn relname(rel: pg_sys::Oid) -> String {
+    Spi::get_one_with_args::<String>("SELECT $1::regclass::text", &[rel.into()]).ok().flatten().unwrap_or_else(|| format!("{rel:?}"))
+}
+
+/// Whether the current role owns `rel` (or is a member of its owner).
+pub(crate) fn owns(rel: pg_sys::Oid) -> bool {
+    Spi::get_one_with_args::<bool>("SELECT pg_catalog.pg_has_role(relowner, 'USAGE') FROM pg_catalog.pg_class WHERE oid = $1", &[rel.into()])
+        .ok()
+        .flatten()
+        .unwrap_or(false)
+}

@@ -174,9 +174,7 @@ fn column_facts(literals: &[LiteralRef]) -> Vec<ColumnFacts> {
         })
     });
     for (i, f) in rows {
-        if i < out.len() {
-            out[i] = f;
-        }
+        out[i] = f;
     }
     out
 }
@@ -204,7 +202,7 @@ fn enum_evidence(labels: &[String], literal: &str) -> Evidence {
             let mut texts: Vec<&str> = vec![literal];
             texts.extend(labels.iter().map(String::as_str));
             let v = embeddings::embed_texts(&texts);
-            v[1..].iter().map(|l| l.iter().zip(&v[0]).map(|(a, b)| (*a as f64) * (*b as f64)).sum::<f64>() / (norm(l) * norm(&v[0])).max(1e-12)).collect()
+            v[1..].iter().map(|l| pg_ask_core::selection::fuse::cosine(l, &v[0])).collect()
         });
         candidates = labels
             .iter()
@@ -220,10 +218,6 @@ fn enum_evidence(labels: &[String], literal: &str) -> Evidence {
         candidates = best_of_each(candidates, values::NEIGHBOURS as usize);
     }
     Evidence { literal: literal.to_string(), exact, case_insensitive, candidates, distinct_values: labels.len() as u64, closed_set: true }
-}
-
-fn norm(v: &[f32]) -> f64 {
-    v.iter().map(|x| (*x as f64) * (*x as f64)).sum::<f64>().sqrt()
 }
 
 /// The `k` best candidates by cosine and the `k` best by trigram similarity.
@@ -328,7 +322,7 @@ pub fn correct(sql: &str, llm_cfg: Option<&LlmConfig>) -> Result<Correction, Str
         }
     }
     let changed = out != sql;
-    Ok(Correction { sql: out, changed, trace: if literals.is_empty() { Value::Null } else { Value::Array(traces) } })
+    Ok(Correction { sql: out, changed, trace: Value::Array(traces) })
 }
 
 /// Value correction alone: the statement with its literals corrected against the value memory.

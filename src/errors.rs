@@ -9,6 +9,13 @@ use pg_ask_core::llm::LlmError;
 use pg_ask_core::pipeline::AskError;
 use pg_ask_core::secret::Secret;
 
+/// Raise an error with a SQLSTATE, a message and (unless empty) a hint. Never returns.
+pub fn raise(code: PgSqlErrorCode, message: impl Into<String>, hint: &str) -> ! {
+    let r = Raised::new(code, message);
+    let r = if hint.is_empty() { r } else { r.hint(hint) };
+    r.raise(&Default::default())
+}
+
 /// An error on its way out: code, message, detail and hint.
 pub struct Raised {
     pub code: PgSqlErrorCode,

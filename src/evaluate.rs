@@ -25,7 +25,7 @@ use pg_ask_core::rows::ResultSet;
 use pg_ask_core::schema;
 use pg_ask_core::sqltext::quote_ident;
 
-use crate::errors::{self, Raised};
+use crate::errors::{self, raise};
 use crate::gucs::{self, LlmOverrides};
 use crate::guarded::{self, Limits};
 use crate::host::BackendHost;
@@ -35,10 +35,6 @@ use crate::{catalog, llm};
 /// limit; a result cut by it cannot be judged).
 const JUDGE_ROW_LIMIT: u32 = 100_000;
 
-fn raise(code: PgSqlErrorCode, message: String, hint: &str) -> ! {
-    Raised::new(code, message).hint(hint).raise(&Default::default())
-}
-
 /// Load a suite of questions with gold SQL (replacing the caller's suite of that name, and its
 /// runs). `rows` is a JSON array of objects with `question` and `gold_sql` (or `query`), and
 /// optionally `schema` (or `db_name`), `category`, `difficulty`, `instructions`. Returns the
@@ -46,7 +42,7 @@ fn raise(code: PgSqlErrorCode, message: String, hint: &str) -> ! {
 #[pg_extern(name = "load_suite", volatile, strict, parallel_unsafe)]
 fn load_suite(name: &str, rows: JsonB) -> i32 {
     if name.trim().is_empty() {
-        raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, "the suite name is empty".into(), "Name the suite, e.g. ask.load_suite('mine', rows).");
+        raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, "the suite name is empty", "Name the suite, e.g. ask.load_suite('mine', rows).");
     }
     let questions = parse_suite_rows(&rows.0).unwrap_or_else(|e| {
         let hint = match e {
@@ -213,7 +209,7 @@ fn current_user() -> String {
 /// The run's row (made when missing); says when a resumed run now uses another model.
 fn ensure_run(suite: &str, run_label: &str, cfg: &pg_ask_core::config::LlmConfig) {
     if run_label.trim().is_empty() {
-        raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, "the run label is empty".into(), "Label the run, e.g. CALL ask.evaluate('mine', 'qwen-7b-1').");
+        raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, "the run label is empty", "Label the run, e.g. CALL ask.evaluate('mine', 'qwen-7b-1').");
     }
     let before = Spi::get_two_with_args::<String, String>(
         "SELECT provider, model FROM ask.eval_runs WHERE owner = current_user AND suite = $1 AND run_label = $2",
@@ -300,10 +296,11 @@ fn evaluate_step(suite: &str, run_label: &str, batch: default!(Option<i32>, "NUL
         }));
     }
 
-    // 2. All of them at once, at most ask.concurrency in flight (grouped by stage for the
-    //    ledger; the pipeline's first call is always "generate").
+    // 2. All of them at once, at most ask.concurrency in flight, grouped by stage for the
+    //    ledger (a first call is "generate", or "plan" when several schemas are candidates).
     let mut prefetched: Vec<Option<Prefetched>> = vec![None; pending.len()];
     let mut stages: Vec<&'static str> = captured.iter().flatten().map(|(s, _)| *s).collect();
+    stages.sort_unstable();
     stages.dedup();
     for stage in stages {
         let members: Vec<usize> = (0..pending.len()).filter(|&i| captured[i].as_ref().is_some_and(|(s, _)| *s == stage)).collect();

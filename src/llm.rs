@@ -77,17 +77,14 @@ pub fn chat_many(
     concurrency: usize,
 ) -> Vec<(Result<ChatResponse, LlmError>, std::time::Duration)> {
     let n = reqs.len();
-    let out = with_runner(|r| r.block_on(llm::chat_all(r.http(), cfg, reqs, concurrency), &cancel_pending));
-    match out {
+    let sent = with_runner_interruptible(|r| r.block_on(llm::chat_all(r.http(), cfg, reqs, concurrency), &cancel_pending).map(Ok));
+    match sent {
         Ok(results) => {
             for (result, took) in &results {
                 ledger::record(cfg, stage, result, *took);
             }
             results
         }
-        Err(llm::Interrupted) => {
-            pgrx::check_for_interrupts!();
-            (0..n).map(|_| (Err(LlmError::Interrupted), std::time::Duration::ZERO)).collect()
-        }
+        Err(e) => (0..n).map(|_| (Err(e.clone()), std::time::Duration::ZERO)).collect(),
     }
 }

@@ -32,8 +32,7 @@ use pg_ask_core::pipeline::{SchemaCandidate, Selection};
 use pg_ask_core::schema::render;
 use pg_ask_core::selection::{Catalog, ColumnValues, Cosines, Fusion, PickReason, SchemaProfile, SelectOptions, TableProfile};
 
-use crate::errors::Raised;
-use crate::gucs::{self, EmbeddingProvider};
+use crate::errors::raise;
 use crate::values::{as_memory_owner, ext_schema, vector_text};
 use crate::{catalog, embeddings};
 
@@ -42,13 +41,8 @@ pub const PLAN_SCHEMAS: usize = 3;
 
 thread_local! {
     /// The caller's selection catalog, with the catalog generation and user it was built for.
-    static BUILT: RefCell<Option<(u64, pg_sys::Oid, Rc<Catalog>)>> = const { RefCell::new(None) };
-}
-
-fn raise(code: PgSqlErrorCode, msg: impl Into<String>, hint: &str) -> ! {
-    let r = Raised::new(code, msg);
-    let r = if hint.is_empty() { r } else { r.hint(hint) };
-    r.raise(&Default::default())
+    /// Also the length of the full description of every readable table, for traces.
+    static BUILT: RefCell<Option<(u64, pg_sys::Oid, Rc<Catalog>, usize)>> = const { RefCell::new(None) };
 }
 
 /// The most frequent values the value memory holds for readable columns: qualified table name
@@ -108,13 +102,15 @@ fn schema_profiles() -> Vec<SchemaProfile> {
 /// the frequent values of those columns. Rebuilt when the catalog description is read afresh
 /// (after DDL, COMMENT, GRANT or a change of user).
 pub fn selection_catalog() -> Rc<Catalog> {
+    // Read first: reading is what notices catalog changes and moves the generation.
     let tables = catalog::readable_tables().unwrap_or_else(|e| raise(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, e, ""));
     let generation = catalog::generation();
     // SAFETY: reads the backend's current user id.
     let user = unsafe { pg_sys::GetUserId() };
-    if let Some(c) = BUILT.with(|b| b.borrow().as_ref().filter(|(g, u, _)| *g == generation && *u == user).map(|(_, _, c)| c.clone())) {
+    if let Some(c) = BUILT.with(|b| b.borrow().as_ref().filter(|(g, u, _, _)| *g == generation && *u == user).map(|(_, _, c, _)| c.clone())) {
         return c;
     }
+    let full_chars = render(&tables).len();
     let mut values = frequent_values();
     let profiles: Vec<TableProfile> = tables
         .into_iter()
@@ -128,16 +124,18 @@ pub fn selection_catalog() -> Rc<Catalog> {
         })
         .collect();
     let built = Rc::new(Catalog::new(profiles, &schema_profiles()));
-    BUILT.with(|b| *b.borrow_mut() = Some((generation, user, built.clone())));
+    BUILT.with(|b| *b.borrow_mut() = Some((generation, user, built.clone(), full_chars)));
     built
 }
 
+/// The embedding provider the memory's vectors come from, as the value memory names it
+/// (`off` when embeddings are off).
 fn provider_name() -> String {
-    format!("{:?}", gucs::embedding_provider()).to_lowercase()
+    crate::values::current_embedder().map_or_else(|| "off".to_string(), |(provider, _)| provider)
 }
 
 fn embeddings_on() -> bool {
-    gucs::embedding_provider() != EmbeddingProvider::Off
+    crate::values::current_embedder().is_some()
 }
 
 /// Which of the two memory tables.
@@ -361,15 +359,15 @@ pub fn selection_for(question: &str, max_tables: usize) -> Result<Option<Selecti
             candidates.push(SchemaCandidate { schema: s.schema.clone(), tables: render(&r.catalog.picked_tables(&mine)) });
         }
     }
-    let all: Vec<_> = r.catalog.tables().iter().map(|p| p.table.clone()).collect();
+    let full_chars = BUILT.with(|b| b.borrow().as_ref().map_or(0, |(_, _, _, n)| *n));
     let detail = json!({
         "memory": true,
         "embedding": r.embedded,
         "refreshed": r.refreshed,
-        "readable_tables": all.len(),
+        "readable_tables": r.catalog.tables().len(),
         "described_tables": picks.len(),
         "described_chars": candidates.iter().map(|c| c.tables.len()).sum::<usize>(),
-        "full_chars": render(&all).len(),
+        "full_chars": full_chars,
         "fusion": fusion,
         "schemas": schemas,
         "tables": picks,
@@ -429,12 +427,13 @@ fn select_tables(question: &str, k: i32) -> TableIterator<'static, (name!(rel, S
         notice!("pg_ask: no schema selection memory: the ranking is lexical only; ask.index_schema() builds it");
     }
     let r = rank(question);
-    let options = SelectOptions { k: k as usize, ..Default::default() };
+    // The k retrieved tables only: join tables are for prompts, not for this ranking.
+    let options = SelectOptions { k: k as usize, max_join_tables: 0, ..Default::default() };
     let picks = r
         .catalog
         .select_tables(question, &r.tables, &options)
         .unwrap_or_else(|e| raise(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, e.to_string(), ""));
-    TableIterator::new(picks.into_iter().take(k as usize).map(|p| (p.table, p.score)).collect::<Vec<_>>())
+    TableIterator::new(picks.into_iter().map(|p| (p.table, p.score)).collect::<Vec<_>>())
 }
 
 /// `ask.select_schemas()`: the `k` schemas (each a "database") that best match `question`.

@@ -24,7 +24,8 @@ use pg_ask_core::shadow::prompting::{parse_reply, Answer, PastCommand, Prompting
 use pg_ask_core::shadow::replay::{query_kind, table_text, ColumnDef};
 use pg_ask_core::shadow::score::{has_order_by, score_sample};
 
-use crate::errors::Raised;
+use crate::catalog::relname;
+use crate::errors::raise;
 use crate::gucs::{self, LlmOverrides};
 use crate::subxact::{self, OnSuccess};
 use crate::values::as_memory_owner;
@@ -37,12 +38,6 @@ extern "C-unwind" {
     fn get_partition_ancestors(relid: pg_sys::Oid) -> *mut pg_sys::List;
     // utils/adt/datum.c
     fn datumIsEqual(value1: pg_sys::Datum, value2: pg_sys::Datum, typ_by_val: bool, typ_len: std::ffi::c_int) -> bool;
-}
-
-fn raise(code: PgSqlErrorCode, msg: impl Into<String>, hint: &str) -> ! {
-    let r = Raised::new(code, msg);
-    let r = if hint.is_empty() { r } else { r.hint(hint) };
-    r.raise(&Default::default())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -398,23 +393,13 @@ fn key_columns(rel: pg_sys::Oid) -> Vec<String> {
 }
 
 fn require_owner(rel: pg_sys::Oid, what: &str) {
-    let owner = Spi::get_one_with_args::<bool>(
-        "SELECT pg_catalog.pg_has_role(relowner, 'USAGE') FROM pg_catalog.pg_class WHERE oid = $1",
-        &[rel.into()],
-    )
-    .ok()
-    .flatten();
-    if owner != Some(true) {
+    if !crate::catalog::owns(rel) {
         raise(
             PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-            format!("must be the owner of table {} to {what}", regclass_text(rel)),
+            format!("must be the owner of table {} to {what}", relname(rel)),
             "Ask the table's owner (or a superuser) to do it.",
         );
     }
-}
-
-fn regclass_text(rel: pg_sys::Oid) -> String {
-    Spi::get_one_with_args::<String>("SELECT $1::regclass::text", &[rel.into()]).ok().flatten().unwrap_or_else(|| format!("{rel:?}"))
 }
 
 fn require_table(rel: pg_sys::Oid) {
@@ -424,7 +409,7 @@ fn require_table(rel: pg_sys::Oid) {
     if !matches!(kind.map(|k| k as u8), Some(b'r') | Some(b'p')) {
         raise(
             PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
-            format!("{} is not a table", regclass_text(rel)),
+            format!("{} is not a table", relname(rel)),
             "Only ordinary and partitioned tables can be shadowed.",
         );
     }
@@ -437,7 +422,7 @@ fn require_table(rel: pg_sys::Oid) {
 fn _shadow_enable(rel: pg_sys::Oid, snapshot: bool) -> i64 {
     require_table(rel);
     require_owner(rel, "shadow it");
-    let name = regclass_text(rel);
+    let name = relname(rel);
     let already = Spi::get_one_with_args::<bool>("SELECT EXISTS (SELECT FROM ask.shadow_tables WHERE relid = $1)", &[rel.into()])
         .ok()
         .flatten()
@@ -493,7 +478,7 @@ fn _shadow_enable(rel: pg_sys::Oid, snapshot: bool) -> i64 {
 #[pg_extern(volatile, parallel_unsafe)]
 fn _shadow_disable(rel: pg_sys::Oid, keep_log: bool) -> i64 {
     require_owner(rel, "stop shadowing it");
-    let name = regclass_text(rel);
+    let name = relname(rel);
     let known = as_memory_owner(|| {
         Spi::get_one_with_args::<bool>("SELECT EXISTS (SELECT FROM ask.shadow_tables WHERE relid = $1)", &[rel.into()])
             .ok()
@@ -571,12 +556,12 @@ fn table_name(rel: pg_sys::Oid) -> TableName {
     }
 }
 
-fn entry(rel: pg_sys::Oid, op: i8, old: Option<JsonB>, new: Option<JsonB>, seq: i64, xid: i64, keys: Vec<String>) -> DeltaEntry {
+fn entry(table: TableName, op: i8, old: Option<JsonB>, new: Option<JsonB>, seq: i64, xid: i64, keys: Vec<String>) -> DeltaEntry {
     let obj = |j: Option<JsonB>| match j.map(|j| j.0) {
         Some(Value::Object(m)) => Some(m),
         _ => None::<Map<String, Value>>,
     };
-    DeltaEntry { seq, xid, op: operation(op), table: table_name(rel), key_columns: keys, old_row: obj(old), new_row: obj(new) }
+    DeltaEntry { seq, xid, op: operation(op), table, key_columns: keys, old_row: obj(old), new_row: obj(new) }
 }
 
 /// One log entry as a command: an SQL statement (`encoding => 'sql'`) or an English sentence
@@ -591,7 +576,7 @@ fn _shadow_command(
 ) -> Option<String> {
     let encoding = parse_encoding(encoding);
     let keys = key_columns(rel);
-    entry(rel, op, old_row, new_row, 0, 0, keys).encode(encoding).ok()
+    entry(table_name(rel), op, old_row, new_row, 0, 0, keys).encode(encoding).ok()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -652,21 +637,33 @@ fn true_answer(query: &str, kind: QueryKind) -> Answer {
             if let Err(refusal) = pg_ask_core::guard::check_write_step(query) {
                 raise(PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE, format!("the statement is refused: {refusal}"), "");
             }
-            let sql = std::ffi::CString::new(query)
-                .unwrap_or_else(|_| raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, "the query contains a NUL character", ""));
-            // SAFETY: one statement in its own SPI session, always rolled back.
-            match subxact::run(OnSuccess::RollBack, move || unsafe { guarded::spi_execute(&sql, false, 0) }) {
-                Ok(Ok(_)) => Answer::Succeed,
-                Ok(Err(_)) => Answer::Fail,
-                Err(CaughtError::RustPanic { .. }) => raise(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, "the query panicked", ""),
-                Err(CaughtError::PostgresError(r)) | Err(CaughtError::ErrorReport(r))
-                    if r.sql_error_code() as isize == PgSqlErrorCode::ERRCODE_QUERY_CANCELED as isize =>
-                {
-                    raise(PgSqlErrorCode::ERRCODE_QUERY_CANCELED, r.message().to_string(), "")
-                }
-                Err(_) => Answer::Fail,
-            }
+            outcome_of(query, OnSuccess::RollBack)
         }
+    }
+}
+
+/// Run one statement in its own subtransaction, kept or rolled back as `on_success` says:
+/// Succeed or Fail.
+pub(crate) fn outcome_of(sql: &str, on_success: OnSuccess) -> Answer {
+    let Ok(csql) = std::ffi::CString::new(sql) else { return Answer::Fail };
+    // SAFETY: one statement in its own SPI session.
+    match subxact::run(on_success, move || unsafe { guarded::spi_execute(&csql, false, 0) }) {
+        Ok(Ok(_)) => Answer::Succeed,
+        Ok(Err(_)) => Answer::Fail,
+        Err(e) => fail_or_rethrow(e),
+    }
+}
+
+/// A statement's error means Fail; a cancel or a panic goes on up.
+pub(crate) fn fail_or_rethrow(e: CaughtError) -> Answer {
+    match &e {
+        CaughtError::PostgresError(r) | CaughtError::ErrorReport(r)
+            if r.sql_error_code() as isize != PgSqlErrorCode::ERRCODE_QUERY_CANCELED as isize
+                && r.sql_error_code() as isize != PgSqlErrorCode::ERRCODE_ADMIN_SHUTDOWN as isize =>
+        {
+            Answer::Fail
+        }
+        _ => e.rethrow(),
     }
 }
 
@@ -726,11 +723,13 @@ fn shadow_replay(
         raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, "the query reads no table", "");
     }
     let mut schema = Vec::new();
+    // Name and key of each table, read once for the schema and every log entry.
+    let mut tables: HashMap<u32, (TableName, Vec<String>)> = HashMap::new();
     let mut complete = true;
     for &rel in &rels {
         let allowed = Spi::get_one_with_args::<bool>("SELECT pg_catalog.has_table_privilege($1, 'SELECT')", &[rel.into()]).ok().flatten();
         if allowed != Some(true) {
-            raise(PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE, format!("permission denied for table {}", regclass_text(rel)), "");
+            raise(PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE, format!("permission denied for table {}", relname(rel)), "");
         }
         let shadowed = as_memory_owner(|| {
             Spi::get_one_with_args::<bool>("SELECT complete FROM ask.shadow_tables WHERE relid = $1", &[rel.into()]).ok().flatten()
@@ -738,18 +737,19 @@ fn shadow_replay(
         match shadowed {
             None => raise(
                 PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-                format!("{} is not shadowed", regclass_text(rel)),
-                &format!("SELECT ask.shadow_enable('{}'); captures its changes from now on.", regclass_text(rel).replace('\'', "''")),
+                format!("{} is not shadowed", relname(rel)),
+                &format!("SELECT ask.shadow_enable('{}'); captures its changes from now on.", relname(rel).replace('\'', "''")),
             ),
             Some(c) => complete &= c,
         }
-        schema.push(table_text(&table_name(rel), &columns_of(rel), &key_columns(rel), encoding));
+        let (name, keys) = (table_name(rel), key_columns(rel));
+        schema.push(table_text(&name, &columns_of(rel), &keys, encoding));
+        tables.insert(rel.to_u32(), (name, keys));
     }
 
     // The last N entries of those tables, oldest first.
-    let rel_list: Vec<pg_sys::Oid> = rels.clone();
     let (entries, total) = as_memory_owner(|| {
-        let total = Spi::get_one_with_args::<i64>("SELECT count(*) FROM ask.shadow_log WHERE relid = ANY($1)", &[rel_list.clone().into()])
+        let total = Spi::get_one_with_args::<i64>("SELECT count(*) FROM ask.shadow_log WHERE relid = ANY($1)", &[rels.clone().into()])
             .ok()
             .flatten()
             .unwrap_or(0);
@@ -759,7 +759,7 @@ fn shadow_replay(
                 "SELECT seq, xid, relid, op, old_row, new_row FROM
                    (SELECT * FROM ask.shadow_log WHERE relid = ANY($1) ORDER BY seq DESC LIMIT $2) l ORDER BY seq",
                 None,
-                &[rel_list.clone().into(), (last_n as i64).into()],
+                &[rels.clone().into(), (last_n as i64).into()],
             )?;
             for row in rows {
                 raw.push((
@@ -776,11 +776,10 @@ fn shadow_replay(
         .unwrap_or_else(|e| raise(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, format!("could not read the log: {e}"), ""));
         (raw, total)
     });
-    let mut keys: HashMap<u32, Vec<String>> = HashMap::new();
     let mut history = Vec::with_capacity(entries.len());
     for (seq, xid, rel, op, old, new) in entries {
-        let k = keys.entry(rel.to_u32()).or_insert_with(|| key_columns(rel)).clone();
-        let e = entry(rel, op, old, new, seq, xid, k);
+        let (name, keys) = tables[&rel.to_u32()].clone();
+        let e = entry(name, op, old, new, seq, xid, keys);
         match e.encode(encoding) {
             Ok(command) => history.push(PastCommand { command, result: Some(Answer::Succeed) }),
             Err(err) => raise(PgSqlErrorCode::ERRCODE_DATA_CORRUPTED, format!("log entry {seq} cannot be encoded: {err}"), ""),

@@ -11,8 +11,9 @@ use pgrx::pg_sys;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use pgrx::prelude::*;
 
+use crate::catalog::{self, relname};
 use crate::embeddings;
-use crate::errors::Raised;
+use crate::errors::raise;
 
 /// Values embedded and written per batch (interrupts are checked between batches).
 const BATCH: usize = 512;
@@ -25,19 +26,13 @@ const MAX_INDEX_DIMS: usize = 4_000;
 /// Neighbours taken from each ranking (embedding, trigram) per lookup.
 pub(crate) const NEIGHBOURS: i64 = 10;
 
-fn raise(code: PgSqlErrorCode, msg: String, hint: &str) -> ! {
-    let r = Raised::new(code, msg);
-    let r = if hint.is_empty() { r } else { r.hint(hint) };
-    r.raise(&Default::default())
-}
-
 /// Run `f` as the owner of ask.value_memory (the extension's owner), then switch back, also
 /// when `f` raises an error (PostgreSQL restores the user id at (sub)transaction abort).
 pub(crate) fn as_memory_owner<R>(f: impl FnOnce() -> R) -> R {
     let owner = Spi::get_one::<pg_sys::Oid>("SELECT relowner FROM pg_catalog.pg_class WHERE oid = 'ask.value_memory'::regclass")
         .ok()
         .flatten()
-        .unwrap_or_else(|| raise(PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE, "ask.value_memory is missing".into(), "Reinstall the extension."));
+        .unwrap_or_else(|| raise(PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE, "ask.value_memory is missing", "Reinstall the extension."));
     as_user(owner, f)
 }
 
@@ -91,10 +86,6 @@ fn readable_text_column(rel: pg_sys::Oid, column: &str) -> (i16, String) {
             "The value memory holds text, varchar, char, citext and enum columns, and domains over them.",
         ),
     }
-}
-
-fn relname(rel: pg_sys::Oid) -> String {
-    Spi::get_one_with_args::<String>("SELECT $1::regclass::text", &[rel.into()]).ok().flatten().unwrap_or_default()
 }
 
 /// Build (or rebuild) the value memory of a table's text-like columns, or of the listed ones.
@@ -464,14 +455,7 @@ fn refresh_values(rel: Option<pg_sys::Oid>) -> i64 {
     });
     let mut changed = 0;
     for (relid, name, allow_rls) in columns {
-        let owner = Spi::get_one_with_args::<bool>(
-            "SELECT pg_catalog.pg_has_role(relowner, 'USAGE') FROM pg_catalog.pg_class WHERE oid = $1",
-            &[relid.into()],
-        )
-        .ok()
-        .flatten()
-        .unwrap_or(false);
-        if !owner {
+        if !catalog::owns(relid) {
             if rel.is_some() {
                 raise(PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE, format!("must be owner of table {} to refresh its values", relname(relid)), "");
             }

@@ -7,7 +7,7 @@
 //!   must be matched by exactly one row of the other side (duplicates count; `sql-eval` drops
 //!   duplicates first, we do not, so `SELECT x` and `SELECT DISTINCT x` differ when `x`
 //!   repeats). When the gold query's outermost query has an `ORDER BY`
-//!   ([`RowOrder::Ordered`], see [`super::gold::orders_rows`]), row `i` must match row `i`.
+//!   ([`RowOrder::Ordered`], see [`super::orders_rows`]), row `i` must match row `i`.
 //!   Ties in the gold `ORDER BY` are not modelled: rows that tie in the sort key but come back
 //!   in another order are a mismatch, as in `sql-eval`.
 //! * **Columns by values, not names.** Column names never matter. Rows are compared as tuples

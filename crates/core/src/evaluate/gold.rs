@@ -259,18 +259,6 @@ fn subsets(options: &[String]) -> Vec<String> {
     out
 }
 
-/// Whether the result of `sql` has a defined row order: its outermost query has an
-/// `ORDER BY` (an `ORDER BY` only inside a CTE or subquery does not count). `false` for text
-/// that does not parse as one query.
-pub fn orders_rows(sql: &str) -> bool {
-    use sqlparser::ast::Statement;
-    use sqlparser::parser::Parser;
-    match Parser::parse_sql(&PostgreSqlDialect {}, sql).as_deref() {
-        Ok([Statement::Query(query)]) => query.order_by.is_some(),
-        _ => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -25,7 +25,9 @@ use crate::pipeline::ExecFailure;
 use crate::rows::ResultSet;
 
 pub use compare::{compare_results, Cell, ColumnMatch, Mismatch, RowOrder};
-pub use gold::{gold_alternatives, orders_rows, GoldError};
+pub use gold::{gold_alternatives, GoldError};
+/// Whether a gold query's rows have a defined order (its outermost query orders them).
+pub use crate::shadow::score::has_order_by as orders_rows;
 pub use report::{summarize, GroupBy, GroupStats, QuestionRecord, RecordOutcome, SuiteReport};
 pub use suite::{parse_suite_rows, SuiteError, SuiteQuestion};
 

@@ -42,8 +42,6 @@ pub const RRF_LEXICAL_WEIGHT: f64 = 1.0;
 pub const WEIGHTED_EMBEDDING_WEIGHT: f64 = 0.5;
 /// The default number of tables `select_tables` returns before adding join tables.
 pub const DEFAULT_TABLES: usize = 10;
-/// The default number of schemas `select_schemas` returns.
-pub const DEFAULT_SCHEMAS: usize = 5;
 /// At most this many tables are added for joins to the `k` picked ones.
 pub const MAX_JOIN_TABLES: usize = 5;
 
