@@ -43,16 +43,33 @@ pub(crate) mod tests {
         Spi::run(SAMPLE).unwrap();
     }
 
-    /// The SQLSTATE, message and hint of the error `sql` raises (it must raise one).
-    pub(crate) fn error_of(sql: &str) -> (String, String, Option<String>) {
+    /// The SQLSTATE, message, detail and hint of the error `sql` raises (it must raise one).
+    pub(crate) fn error_report_of(sql: &str) -> (String, String, Option<String>, Option<String>) {
         let sql = sql.to_string();
         match subxact::run(OnSuccess::RollBack, move || Spi::run(&sql).unwrap()) {
             Ok(()) => panic!("expected an error"),
-            Err(CaughtError::PostgresError(r)) | Err(CaughtError::ErrorReport(r)) => {
-                (sqlstate_text(r.sql_error_code()), r.message().to_string(), r.hint().map(str::to_string))
-            }
+            Err(CaughtError::PostgresError(r)) | Err(CaughtError::ErrorReport(r)) => (
+                sqlstate_text(r.sql_error_code()),
+                r.message().to_string(),
+                r.detail().map(str::to_string),
+                r.hint().map(str::to_string),
+            ),
             Err(e @ CaughtError::RustPanic { .. }) => e.rethrow(),
         }
+    }
+
+    /// The SQLSTATE, message and hint of the error `sql` raises (it must raise one).
+    pub(crate) fn error_of(sql: &str) -> (String, String, Option<String>) {
+        let (code, message, _, hint) = error_report_of(sql);
+        (code, message, hint)
+    }
+
+    /// The URL of a stand-in that was just shut down: nothing listens there.
+    pub(crate) fn closed_url() -> String {
+        let s = StandIn::start(Script::default()).unwrap();
+        let url = s.url();
+        s.shutdown();
+        url
     }
 
     pub(crate) fn one<T: pgrx::FromDatum + pgrx::IntoDatum>(sql: &str) -> T {
@@ -212,12 +229,7 @@ pub(crate) mod tests {
             assert!(hint.is_some(), "{reply:?} has a hint");
         }
         // Nothing listens on a port that was just closed.
-        let closed = {
-            let s = StandIn::start(Script::default()).unwrap();
-            let url = s.url();
-            s.shutdown();
-            url
-        };
+        let closed = closed_url();
         Spi::run(&format!("SET ask.base_url = '{closed}/v1'")).unwrap();
         let (got, msg, hint) = error_of(&format!("SELECT ask('{q}')"));
         assert_eq!(got, "08001", "{msg}");
@@ -405,7 +417,7 @@ pub(crate) mod tests {
         assert!(hint.unwrap().contains("ask.embedding_provider"));
     }
 
-    fn similar(sql: &str) -> Vec<(String, f64, String)> {
+    pub(crate) fn similar(sql: &str) -> Vec<(String, f64, String)> {
         Spi::connect(|c| {
             c.select(sql, None, &[])
                 .unwrap()

@@ -6,13 +6,11 @@
 #[pgrx::pg_schema]
 mod tests {
     use llm_standin::{Reply, Rule, Script, StandIn};
-    use pgrx::pg_sys::panic::CaughtError;
     use pgrx::prelude::*;
     use pgrx::JsonB;
     use serde_json::{json, Value};
 
-    use crate::errors::sqlstate_text;
-    use crate::subxact::{self, OnSuccess};
+    use crate::pg_tests::tests::{error_report_of as error_of, llm, one};
 
     const SHOP: &str = "
         CREATE TABLE public.suppliers (id int GENERATED ALWAYS AS IDENTITY PRIMARY KEY, name text NOT NULL UNIQUE);
@@ -33,24 +31,6 @@ mod tests {
         INSERT INTO public.sales (customer_id, sold_on, clerk) VALUES (1, '2023-01-05', 'ask_clerk_a'), (2, '2023-01-05', 'ask_clerk_a');
         INSERT INTO public.sale_items VALUES (1, 1, 2, 1.3), (1, 2, 3, 0.9), (2, 3, 1, 0.5);";
 
-    fn one<T: pgrx::FromDatum + pgrx::IntoDatum>(sql: &str) -> T {
-        Spi::get_one::<T>(sql).unwrap().expect("a non-null value")
-    }
-
-    fn error_of(sql: &str) -> (String, String, Option<String>, Option<String>) {
-        let sql = sql.to_string();
-        match subxact::run(OnSuccess::RollBack, move || Spi::run(&sql).unwrap()) {
-            Ok(()) => panic!("expected an error"),
-            Err(CaughtError::PostgresError(r)) | Err(CaughtError::ErrorReport(r)) => (
-                sqlstate_text(r.sql_error_code()),
-                r.message().to_string(),
-                r.detail().map(str::to_string),
-                r.hint().map(str::to_string),
-            ),
-            Err(e @ CaughtError::RustPanic { .. }) => e.rethrow(),
-        }
-    }
-
     /// The shop, writes allowed, and a stand-in that plans `plan` for `instruction`, rewrites
     /// steps as `rewrites` say (step marker → reply), and summarises with `summary`.
     fn shop(instruction: &str, plan: &str, rewrites: &[(&str, &str)], summary: &str) -> StandIn {
@@ -62,9 +42,7 @@ mod tests {
             script = script.rule(Rule::new(&["You complete one step", &key, step], Reply::text(*reply)));
         }
         script = script.rule(Rule::new(&["what was just done", &key], Reply::text(summary)));
-        let s = StandIn::start(script).expect("start the stand-in LLM server");
-        Spi::run(&format!("SET ask.base_url = '{}/v1'", s.url())).unwrap();
-        s
+        llm(script)
     }
 
     fn ask_do(instruction: &str) -> Value {

@@ -16,7 +16,7 @@ mod tests {
 
     use pg_ask_core::evaluate::{parse_suite_rows, SuiteQuestion};
 
-    use crate::pg_tests::tests::{error_of, llm, one};
+    use crate::pg_tests::tests::{closed_url, error_of, llm, one};
     use crate::subxact::{self, OnSuccess};
 
     const DEFOG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/datasets/defog");
@@ -288,6 +288,11 @@ mod tests {
         assert!(error.contains("order") || error.contains("rows differ"), "{error}");
         let error: String = one("SELECT error FROM ask.eval_results WHERE qno = 2");
         assert!(error.contains("permission denied"), "{error}");
+        // The summary leaves the question whose gold cannot run out of the accuracy.
+        let (judged, gold_failed, ex): (i64, i64, pgrx::AnyNumeric) = Spi::get_three("SELECT judged, gold_failed, ex FROM ask.eval_summary")
+            .map(|(j, g, e)| (j.unwrap(), g.unwrap(), e.unwrap()))
+            .unwrap();
+        assert_eq!((judged, gold_failed, ex.to_string()), (1, 1, "0.0000".to_string()));
 
         // Another role sees none of it, and cannot run it.
         Spi::run("RESET ROLE; SET ROLE ask_eval_b").unwrap();
@@ -304,12 +309,7 @@ mod tests {
     fn an_unreachable_llm_stops_the_run_instead_of_failing_questions() {
         Spi::run("CREATE SCHEMA shop; CREATE TABLE shop.fruits (name text)").unwrap();
         Spi::run(r#"SELECT ask.load_suite('s', '[{"question": "fruits", "gold_sql": "SELECT name FROM fruits", "schema": "shop"}]')"#).unwrap();
-        let closed = {
-            let s = StandIn::start(Script::default()).unwrap();
-            let url = s.url();
-            s.shutdown();
-            url
-        };
+        let closed = closed_url();
         Spi::run(&format!("SET ask.base_url = '{closed}/v1'")).unwrap();
         let (code, msg, _) = error_of("SELECT ask.evaluate_step('s', 'r')");
         assert_eq!(code, "08001", "{msg}");

@@ -161,7 +161,15 @@ mod tests {
         // The garden schema has no evidence for this question: no candidate.
         assert_eq!(schemas, ["music", "staff"]);
         assert_eq!(select["readable_tables"], 5);
-        assert!(select["tables"].as_array().unwrap().iter().all(|t| t["reason"].is_string()));
+        // The singers' and employees' tables are retrieved on their own evidence.
+        let retrieved: Vec<&str> = select["tables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["reason"] == "retrieved")
+            .map(|t| t["table"].as_str().unwrap())
+            .collect();
+        assert!(retrieved.contains(&"music.singer") && retrieved.contains(&"staff.employee"), "{select}");
         assert_eq!(trace.0["stages"][3]["output"]["steps"].as_array().unwrap().len(), 2);
     }
 

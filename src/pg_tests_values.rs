@@ -6,20 +6,11 @@ mod tests {
     use llm_standin::{Script, StandIn};
     use pgrx::prelude::*;
 
-    use crate::pg_tests::tests::{error_of, one};
+    use crate::pg_tests::tests::{error_of, one, similar};
 
     const CITIES: &str = "
         CREATE TABLE public.vcities (id int PRIMARY KEY, name text NOT NULL, state text);
         INSERT INTO public.vcities VALUES (1, 'Los Angeles', 'CA'), (2, 'San Francisco', 'CA'), (3, 'Chicago', 'IL');";
-
-    fn similar(sql: &str) -> Vec<(String, f64, String)> {
-        Spi::connect(|c| {
-            c.select(sql, None, &[])
-                .unwrap()
-                .map(|r| (r.get::<String>(1).unwrap().unwrap(), r.get::<f64>(2).unwrap().unwrap(), r.get::<String>(3).unwrap().unwrap()))
-                .collect()
-        })
-    }
 
     /// Embeddings from the stand-in server (deterministic pseudo-embeddings of `dim` dimensions)
     /// through the openai protocol.
@@ -44,7 +35,6 @@ mod tests {
         )
         .unwrap();
         let _s = standin_embeddings(384);
-        assert_eq!(one::<String>("SHOW ask.max_values_per_column"), "100000");
         Spi::run("SET ask.max_values_per_column = 2").unwrap();
         assert_eq!(one::<i64>("SELECT ask.index_values('public.votes')"), 2);
         let kept: Vec<String> = one("SELECT array_agg(value ORDER BY frequency DESC) FROM ask.value_memory");

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use pg_ask_core::schema::{render, Column, ForeignKey, Table};
 use pg_ask_core::selection::eval::{DEFOG_DATABASES as DATABASES, SYNTHETIC_AREAS as AREAS, SYNTHETIC_SATELLITES as SATELLITES, SYNTHETIC_QUESTIONS as GENERATED_QUESTIONS, apply_column_descriptions, evaluate, tables_from_ddl, Embedder, EvalCase, EvalReport};
-use pg_ask_core::selection::{Catalog, Cosines, Fusion, PickReason, SelectOptions, TableProfile};
+use pg_ask_core::selection::{Catalog, Cosines, Fusion, SelectOptions, TableProfile};
 
 
 fn defog_dir() -> PathBuf {
@@ -126,7 +126,10 @@ fn the_harness_takes_an_embedding_function() {
     println!("defog, hashed bag-of-words stand-in embedding, fused: {}", report.selection);
     println!("defog, hashed bag-of-words stand-in embedding, baseline: {base}");
     assert_eq!(base.questions, 210);
-    assert!(base.schema_recall_at_5 > 0.0 && report.selection.schema_recall_at_5 > 0.0);
+    // The embedding function really ranks: the embedding-only baseline is far above the chance
+    // of picking the right one of eleven schemas (0.09).
+    assert!(base.schema_recall_at_1 > 0.3, "{base}");
+    assert!(report.selection.schema_recall_at_5 > 0.9, "{}", report.selection);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -204,7 +207,6 @@ fn prompt_of_selected_tables_is_a_fraction_of_the_full_schema() {
         let t = Instant::now();
         let picks = catalog.select_tables(q, &Cosines::new(), &options).expect("selection");
         times.push(t.elapsed().as_secs_f64() * 1000.0);
-        assert!(picks.len() <= options.k + options.max_join_tables);
         let selected = render(&catalog.picked_tables(&picks)).len();
         ratios.push(selected as f64 / full as f64);
     }
@@ -212,7 +214,6 @@ fn prompt_of_selected_tables_is_a_fraction_of_the_full_schema() {
     let picks = catalog.select_tables(GENERATED_QUESTIONS[0], &Cosines::new(), &options).unwrap();
     let top: Vec<&str> = picks.iter().take(4).map(|p| p.table.as_str()).collect();
     assert!(top.contains(&"sales.invoice") && top.contains(&"sales.customer"), "{top:?}");
-    assert!(picks.iter().all(|p| p.reason == PickReason::Retrieved || p.parts.lexical <= picks[0].parts.lexical));
 
     times.sort_by(f64::total_cmp);
     let p95 = times[((times.len() as f64 * 0.95).ceil() as usize).min(times.len()) - 1];

@@ -196,7 +196,10 @@ fn schema_filter_limits_candidates() {
 fn schemas_are_ranked_as_databases() {
     let c = catalog();
     let picks = c.select_schemas("Which has more: singers or employees?", &Cosines::new(), 5, Fusion::default()).unwrap();
-    assert_eq!(picks.len(), 2);
+    // Both schemas have evidence for a question that names one table of each.
+    let mut found: Vec<&str> = picks.iter().filter(|p| p.score > 0.0).map(|p| p.schema.as_str()).collect();
+    found.sort_unstable();
+    assert_eq!(found, ["music", "staff"], "{picks:?}");
     let picks = c.select_schemas("How big is the largest stadium?", &Cosines::new(), 1, Fusion::default()).unwrap();
     assert_eq!(picks[0].schema, "music");
     let picks = c.select_schemas("quantity of each order item by sku", &Cosines::new(), 2, Fusion::default()).unwrap();
