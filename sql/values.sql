@@ -2,10 +2,17 @@
 -- Nobody but the extension's owner reads these tables directly: pg_ask's functions check the
 -- caller's SELECT privilege on the source column first, then read them as the owner.
 --
--- Search: a column of at most 2,000 values is searched exactly (its rows are found through
--- the primary key, every cosine and trigram similarity computed); a larger column gets its own
--- partial HNSW index (cosine, on the embeddings as halfvec of the column's dimension) and its
--- own partial pg_trgm GIN index, named value_memory_c<id>_hnsw and value_memory_c<id>_trgm.
+-- Search: a column of at most 500 values is searched exactly (its rows are found through the
+-- primary key, every cosine and trigram similarity computed). A larger column gets its own
+-- partial indexes, named value_memory_c<id>_hnsw (HNSW, cosine, on the embeddings as halfvec of
+-- the column's dimension), value_memory_c<id>_trgm (pg_trgm GIN) and value_memory_c<id>_rev
+-- (btree on the reversed lower-cased values), and is searched through a pool of candidates
+-- that pgvector and pg_trgm then score: the HNSW beam and the literal's sort-order neighbours
+-- in value_memory_lower and _rev (a typo after the first letters or before the last keeps the
+-- literal next to its value). pg_trgm's own trigram search through the GIN index costs too
+-- much for correction (about 5 ms at 2,000 three-word names, 70–200 ms at a million: its
+-- posting lists grow with the column); ask.similar_values(), which should be complete, and
+-- lookups without an embedding use it.
 -- One index over every column would return the neighbours of other columns first and miss a
 -- small column's; one index per large column also lets each provider have its own dimension.
 
@@ -48,7 +55,7 @@ COMMENT ON TABLE value_columns IS 'Columns whose distinct values pg_ask remember
 COMMENT ON COLUMN value_columns.embedding_provider IS 'ask.embedding_provider when the values were embedded (off: trigrams only).';
 COMMENT ON COLUMN value_columns.embedding_model IS 'The embedding model: the local model directory''s name, or ask.embedding_model.';
 COMMENT ON COLUMN value_columns.dims IS 'Dimension of the stored embeddings (NULL: none).';
-COMMENT ON COLUMN value_columns.own_indexes IS 'The column has its own partial HNSW and trigram indexes (more than 2,000 values).';
+COMMENT ON COLUMN value_columns.own_indexes IS 'The column has its own partial HNSW, trigram and reversed-value indexes (more than 500 values).';
 
 CREATE TABLE value_memory (
     column_id bigint NOT NULL REFERENCES value_columns(id) ON DELETE CASCADE,
@@ -58,7 +65,7 @@ CREATE TABLE value_memory (
     PRIMARY KEY (column_id, value)
 );
 COMMENT ON TABLE value_memory IS 'Distinct values of indexed columns with their frequency and embedding (any dimension; one per column).';
-CREATE INDEX value_memory_lower ON value_memory (column_id, lower(value));
+CREATE INDEX value_memory_lower ON value_memory (column_id, lower(value) COLLATE "C");
 
 REVOKE ALL ON value_columns, value_memory FROM PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('value_columns', '');

@@ -108,13 +108,14 @@ mod tests {
         .unwrap();
         assert_eq!(one::<i64>("SELECT ask.index_values('public.vcities', ARRAY['name'])"), 3);
         assert_eq!(one::<i64>("SELECT ask.index_values('public.streets')"), 3000);
-        // The large column has its own nearest-neighbour and trigram indexes; the small one none.
+        // The large column has its own nearest-neighbour, trigram and reversed-value indexes; the
+        // small one none.
         let own: Vec<String> = one(
             "SELECT array_agg(i.indexname::text ORDER BY i.indexname) FROM pg_indexes i
              JOIN ask.value_columns vc ON i.indexname LIKE 'value_memory_c' || vc.id || '_%'
              WHERE vc.relid = 'public.streets'::regclass",
         );
-        assert_eq!(own.len(), 2, "{own:?}");
+        assert_eq!(own.len(), 3, "{own:?}");
         assert!(!one::<bool>("SELECT own_indexes FROM ask.value_columns WHERE relid = 'public.vcities'::regclass"));
         // Every value of the small column comes back as a neighbour, none of the large one's.
         let found = similar("SELECT * FROM ask.similar_values('public.vcities', 'name', 'Los Angeles', 10)");
@@ -129,6 +130,12 @@ mod tests {
         // Correction uses the same path.
         let fixed: String = one("SELECT ask.correct_sql($$SELECT 1 FROM public.streets WHERE name = 'street 1234 of chicago'$$, use_llm => false)");
         assert!(fixed.contains("'Street 1234 of Chicago'"), "{fixed}");
+        // A typo is found among the literal's index neighbours and fixed without the LLM, early
+        // in the value and late.
+        for (typo, gold) in [("Stret 1234 of Chicago", "Street 1234 of Chicago"), ("Street 2346 of Los Angels", "Street 2346 of Los Angeles")] {
+            let fixed: String = one(&format!("SELECT ask.correct_sql($$SELECT 1 FROM public.streets WHERE name = '{typo}'$$, use_llm => false)"));
+            assert!(fixed.contains(&format!("'{gold}'")), "{typo}: {fixed}");
+        }
         // Dropping the table's columns drops their own indexes at the next refresh.
         Spi::run("DROP TABLE public.streets").unwrap();
         Spi::run("SELECT ask.refresh_values()").unwrap();

@@ -15,10 +15,16 @@ pub fn conninfo() -> String {
 
 /// A new session as the superuser `postgres` in the database `postgres`.
 pub fn connect() -> Client {
-    let info = conninfo();
-    let mut c = Client::connect(&info, NoTls).unwrap_or_else(|e| panic!("connect to the test PostgreSQL ({info}): {e}"));
+    let mut c = connect_as_is();
     setup(&mut c);
     c
+}
+
+/// A connection to the test PostgreSQL as it is, pg_ask not reinstalled (a benchmark that keeps
+/// what an earlier run built).
+pub fn connect_as_is() -> Client {
+    let info = conninfo();
+    Client::connect(&info, NoTls).unwrap_or_else(|e| panic!("connect to the test PostgreSQL ({info}): {e}"))
 }
 
 static SETUP: Once = Once::new();
