@@ -3,7 +3,9 @@
 //! The cache is keyed by the current user and dropped whenever PostgreSQL announces a change
 //! that could alter the description: relation, column, constraint, schema or role-membership
 //! catalog changes (syscache invalidations, which reach every backend), and comments (an event
-//! trigger turns COMMENT into a relcache invalidation of the commented relation).
+//! trigger turns COMMENT ON TABLE/COLUMN/VIEW into a relcache invalidation of the commented
+//! relation, and COMMENT ON SCHEMA into one of `pg_namespace`, since a schema's comment is part
+//! of the schema's description in the selection memory).
 
 use std::cell::{Cell, RefCell};
 
@@ -88,9 +90,10 @@ pgrx::extension_sql!(
 CREATE FUNCTION _comment_changed() RETURNS event_trigger LANGUAGE plpgsql AS $$
 DECLARE r record;
 BEGIN
-    FOR r IN SELECT objid FROM pg_catalog.pg_event_trigger_ddl_commands()
-             WHERE classid = 'pg_catalog.pg_class'::regclass LOOP
-        PERFORM ask._invalidate_relation(r.objid);
+    FOR r IN SELECT classid, objid FROM pg_catalog.pg_event_trigger_ddl_commands()
+             WHERE classid IN ('pg_catalog.pg_class'::regclass, 'pg_catalog.pg_namespace'::regclass) LOOP
+        PERFORM ask._invalidate_relation(CASE WHEN r.classid = 'pg_catalog.pg_class'::regclass THEN r.objid
+                                              ELSE 'pg_catalog.pg_namespace'::regclass::oid END);
     END LOOP;
 END $$;
 CREATE EVENT TRIGGER ask_comment_changed ON ddl_command_end WHEN TAG IN ('COMMENT')

@@ -39,6 +39,16 @@ impl Raised {
 
     /// Raise it as an ERROR. Never returns.
     pub fn raise(self, key: &Secret) -> ! {
+        self.report(key, PgLogLevel::ERROR);
+        unreachable!("ERROR does not return")
+    }
+
+    /// Send it to the client as a NOTICE (with its detail and hint) and carry on.
+    pub fn notice(self) {
+        self.report(&Default::default(), PgLogLevel::NOTICE);
+    }
+
+    fn report(self, key: &Secret, level: PgLogLevel) {
         let mut report = ErrorReport::new(self.code, key.scrub(&self.message), "pg_ask");
         if let Some(d) = self.detail {
             report = report.set_detail(key.scrub(&d));
@@ -46,8 +56,7 @@ impl Raised {
         if let Some(h) = self.hint {
             report = report.set_hint(key.scrub(&h));
         }
-        report.report(PgLogLevel::ERROR);
-        unreachable!("ERROR does not return")
+        report.report(level);
     }
 }
 

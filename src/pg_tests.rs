@@ -25,6 +25,19 @@ pub(crate) mod tests {
 
     const ITALIAN_SQL: &str = "```sql\nSELECT r.name FROM public.restaurants r JOIN public.cities c ON c.id = r.city_id\nWHERE c.name = 'Los Angeles' AND r.cuisine = 'Italian' ORDER BY r.name;\n```";
 
+    /// Embeddings from the stand-in server (deterministic pseudo-embeddings of `dim` dimensions)
+    /// through the openai protocol.
+    pub(crate) fn standin_embeddings(dim: usize) -> StandIn {
+        let s = StandIn::start(Script::default()).expect("start the stand-in server");
+        s.set_embedding_dim(dim);
+        Spi::run(&format!(
+            "SET ask.embedding_provider = 'openai'; SET ask.embedding_model = 'pseudo-{dim}'; SET ask.embedding_base_url = '{}/v1'",
+            s.url()
+        ))
+        .unwrap();
+        s
+    }
+
     /// A stand-in server answering with `script`, and ask.base_url pointing at it.
     pub(crate) fn llm(script: Script) -> StandIn {
         let s = StandIn::start(script).expect("start the stand-in LLM server");

@@ -11,6 +11,7 @@ mod tests {
     use serde_json::Value;
 
     use crate::errors::sqlstate_text;
+    use crate::pg_tests::tests::standin_embeddings;
     use crate::subxact::{self, OnSuccess};
 
     /// Two schemas, each one "database", and a third that has nothing to do with the questions.
@@ -108,6 +109,79 @@ mod tests {
         assert_eq!(left, 0);
         let altered: bool = one("SELECT description LIKE '%ticket_price%' FROM ask.schema_memory_tables WHERE relid = 'music.concert'::regclass");
         assert!(altered);
+    }
+
+    #[pg_test]
+    fn comments_on_schemas_tables_and_columns_refresh_the_memory() {
+        Spi::run(TWO_DATABASES).unwrap();
+        Spi::run("SET ask.embedding_provider = 'off'").unwrap();
+        let _: i64 = one("SELECT ask.index_schema()");
+        // Read once, so that the backend's catalog is cached before the comments change.
+        assert_eq!(names("SELECT schema::text FROM ask.select_schemas('botanical collection', 1)").len(), 1);
+        Spi::run(
+            "COMMENT ON SCHEMA garden IS 'Botanical collection';
+             COMMENT ON TABLE staff.department IS 'Organisational units';
+             COMMENT ON COLUMN music.concert.venue IS 'Auditorium where it was held'",
+        )
+        .unwrap();
+        assert_eq!(names("SELECT schema::text FROM ask.select_schemas('botanical collection', 1)"), ["garden"]);
+        let described: bool = one("SELECT description LIKE '%Botanical collection%' FROM ask.schema_memory_schemas WHERE name = 'garden'");
+        assert!(described);
+        assert_eq!(names("SELECT rel::text FROM ask.select_tables('organisational units', 1)"), ["staff.department"]);
+        assert_eq!(names("SELECT rel::text FROM ask.select_tables('auditorium', 1)"), ["music.concert"]);
+        let described: i64 = one(
+            "SELECT count(*) FROM ask.schema_memory_tables
+             WHERE (name = 'staff.department' AND description LIKE '%Organisational units%')
+                OR (name = 'music.concert' AND description LIKE '%Auditorium where it was held%')",
+        );
+        assert_eq!(described, 2);
+    }
+
+    #[pg_test]
+    fn a_read_only_transaction_ranks_changed_tables_lexically() {
+        Spi::run(TWO_DATABASES).unwrap();
+        Spi::run("SET ask.embedding_provider = 'local'").unwrap();
+        let _: i64 = one("SELECT ask.index_schema()");
+        Spi::run("ALTER TABLE music.concert ADD COLUMN ticket_price numeric; CREATE TABLE garden.greenhouse (id int PRIMARY KEY, heated boolean)").unwrap();
+        // As on a hot standby: nothing can be stored, so nothing is embedded again either.
+        Spi::run("SET TRANSACTION READ ONLY").unwrap();
+        // The changed and the new table have no usable embedding now, but their words count.
+        let top = names("SELECT rel::text FROM ask.select_tables('ticket price of each concert', 3)");
+        assert!(top.contains(&"music.concert".to_string()), "{top:?}");
+        let top = names("SELECT rel::text FROM ask.select_tables('heated greenhouse', 3)");
+        assert!(top.contains(&"garden.greenhouse".to_string()), "{top:?}");
+        // Unchanged tables keep their cosines: this question shares no word with any name.
+        assert_eq!(names("SELECT rel::text FROM ask.select_tables('flowers that need water', 1)"), ["garden.plant"]);
+        let stored: i64 = one("SELECT count(*) FROM ask.schema_memory_tables WHERE description LIKE '%ticket_price%' OR name = 'garden.greenhouse'");
+        assert_eq!(stored, 0);
+    }
+
+    #[pg_test]
+    fn embeddings_of_another_provider_or_model_are_never_compared() {
+        Spi::run(TWO_DATABASES).unwrap();
+        // A memory built with 1536-dimension embeddings of another provider and model.
+        let _embedder = standin_embeddings(1536);
+        let _: i64 = one("SELECT ask.index_schema()");
+        let built: i64 = one("SELECT count(*) FROM ask.schema_memory_tables WHERE vector_dims(embedding) = 1536 AND embedding_provider = 'openai' AND embedding_model = 'pseudo-1536'");
+        assert_eq!(built, 5);
+        // Under local all-MiniLM-L6-v2, a question sharing no word with the catalog finds no
+        // evidence at all: the other model's vectors are not compared (pgvector would raise on
+        // the different dimensions) and not rewritten.
+        Spi::run("SET ask.embedding_provider = 'local'").unwrap();
+        let scores: Vec<f64> = Spi::connect(|c| {
+            c.select("SELECT score FROM ask.select_tables('flowers that need water', 5)", None, &[])
+                .unwrap()
+                .map(|r| r.get::<f64>(1).unwrap().unwrap())
+                .collect()
+        });
+        assert!(scores.len() == 5 && scores.iter().all(|&s| s == 0.0), "{scores:?}");
+        let kept: i64 = one("SELECT count(*) FROM ask.schema_memory_tables WHERE embedding_model = 'pseudo-1536'");
+        assert_eq!(kept, 5);
+        // Rebuilt under the current settings, the embeddings count again.
+        let _: i64 = one("SELECT ask.index_schema()");
+        assert_eq!(names("SELECT rel::text FROM ask.select_tables('flowers that need water', 1)"), ["garden.plant"]);
+        let local: i64 = one("SELECT count(*) FROM ask.schema_memory_tables WHERE embedding_provider = 'local' AND embedding_model = 'all-MiniLM-L6-v2'");
+        assert_eq!(local, 5);
     }
 
     #[pg_test]

@@ -6,24 +6,11 @@ mod tests {
     use llm_standin::{Script, StandIn};
     use pgrx::prelude::*;
 
-    use crate::pg_tests::tests::{error_of, one, similar};
+    use crate::pg_tests::tests::{error_of, one, similar, standin_embeddings};
 
     const CITIES: &str = "
         CREATE TABLE public.vcities (id int PRIMARY KEY, name text NOT NULL, state text);
         INSERT INTO public.vcities VALUES (1, 'Los Angeles', 'CA'), (2, 'San Francisco', 'CA'), (3, 'Chicago', 'IL');";
-
-    /// Embeddings from the stand-in server (deterministic pseudo-embeddings of `dim` dimensions)
-    /// through the openai protocol.
-    fn standin_embeddings(dim: usize) -> StandIn {
-        let s = StandIn::start(Script::default()).expect("start the stand-in server");
-        s.set_embedding_dim(dim);
-        Spi::run(&format!(
-            "SET ask.embedding_provider = 'openai'; SET ask.embedding_model = 'pseudo-{dim}'; SET ask.embedding_base_url = '{}/v1'",
-            s.url()
-        ))
-        .unwrap();
-        s
-    }
 
     #[pg_test]
     fn the_cap_keeps_the_most_frequent_values() {

@@ -10,11 +10,19 @@
 //!   extension's owner; a stored embedding is used only for a candidate whose stored
 //!   description is exactly the caller's description of it.
 //! * **Freshness** (lazy check): on every selection the caller's descriptions are compared to
-//!   the stored ones. A dropped object has no candidate; a renamed or altered one has another
-//!   description, so its stale embedding is never used: the tables and schemas of indexed
-//!   schemas whose description changed are embedded again and stored (not in a read-only
-//!   transaction: then the new embeddings serve this call only). Rows of dropped relations
-//!   and schemas are deleted then.
+//!   the stored ones. A dropped object has no candidate; a renamed or altered one (COMMENT on
+//!   a table, column or schema included) has another description, so its stale embedding is
+//!   never used: the tables and schemas of indexed schemas whose description changed are
+//!   embedded again and stored, and rows of dropped relations and schemas are deleted then.
+//!   In a read-only transaction (or on a hot standby) nothing can be stored: the changed
+//!   objects are ranked by the lexical score alone, with a NOTICE, rather than embedded
+//!   again on every call.
+//! * **Provider and model**: each row records the provider and model that embedded it; a
+//!   stored embedding is compared with the question only when both come from the current
+//!   `ask.embedding_provider` and model. Rows from another one are ranked lexically, with a
+//!   NOTICE naming both and the fix (`ask.index_schema()` under the current settings). They
+//!   are not re-embedded lazily: sessions with different settings would otherwise take turns
+//!   rewriting the whole memory.
 //! * **Embeddings off** (`ask.embedding_provider = off`): descriptions are stored without
 //!   embeddings and the lexical score alone ranks.
 
@@ -32,7 +40,7 @@ use pg_ask_core::pipeline::{SchemaCandidate, Selection};
 use pg_ask_core::schema::render;
 use pg_ask_core::selection::{Catalog, ColumnValues, Cosines, Fusion, PickReason, SchemaProfile, SelectOptions, TableProfile};
 
-use crate::errors::raise;
+use crate::errors::{raise, Raised};
 use crate::values::{as_memory_owner, ext_schema, vector_text};
 use crate::{catalog, embeddings};
 
@@ -128,15 +136,6 @@ pub fn selection_catalog() -> Rc<Catalog> {
     built
 }
 
-/// The embedding provider the memory's vectors come from, as the value memory names it
-/// (`off` when embeddings are off).
-fn provider_name() -> String {
-    crate::values::current_embedder().map_or_else(|| "off".to_string(), |(provider, _)| provider)
-}
-
-fn embeddings_on() -> bool {
-    crate::values::current_embedder().is_some()
-}
 
 /// Which of the two memory tables.
 #[derive(Clone, Copy)]
@@ -167,77 +166,100 @@ impl Kind {
     }
 }
 
-/// For each (name, description) of the caller's catalog: whether the memory holds exactly
-/// that description under that name, and the cosine of its embedding with `question` (when
-/// both exist).
-fn stored_cosines(kind: Kind, items: &[(String, String)], question: Option<&[f32]>) -> HashMap<String, (bool, Option<f64>)> {
+/// What the memory holds for one (name, description) of the caller's catalog.
+#[derive(Clone, Copy, Default)]
+struct Stored {
+    /// The memory holds exactly that description under that name.
+    fresh: bool,
+    /// It holds an embedding of it made by another provider or model than the current one.
+    other_embedder: bool,
+    /// The cosine of its embedding with the question's (same provider and model).
+    cosine: Option<f64>,
+}
+
+/// What the memory holds for each (name, description) of the caller's catalog, with cosines
+/// against `question` (embedded by `embedder`, the current provider and model).
+fn stored_cosines(kind: Kind, items: &[(String, String)], question: Option<&[f32]>, embedder: Option<&(String, String)>) -> HashMap<String, Stored> {
     let vector = ext_schema("vector");
     let names: Vec<String> = items.iter().map(|(n, _)| n.clone()).collect();
     let descriptions: Vec<String> = items.iter().map(|(_, d)| d.clone()).collect();
     let q: Option<String> = question.map(vector_text);
     let sql = format!(
-        "SELECT u.n, m.name IS NOT NULL,
-                CASE WHEN $3::text IS NULL OR m.embedding IS NULL THEN NULL
+        "SELECT u.n, m.name IS NOT NULL, m.embedding IS NOT NULL AND NOT same.e,
+                CASE WHEN $3::text IS NULL OR m.embedding IS NULL OR NOT same.e THEN NULL
                      ELSE 1 - (m.embedding OPERATOR({vector}.<=>) $3::text::{vector}.vector) END
          FROM unnest($1::text[], $2::text[]) AS u(n, d)
-         LEFT JOIN {} m ON m.name = u.n AND m.description = u.d",
+         LEFT JOIN {} m ON m.name = u.n AND m.description = u.d
+         CROSS JOIN LATERAL (SELECT $4::text IS NULL
+                                    OR (m.embedding_provider = $4::text AND m.embedding_model IS NOT DISTINCT FROM $5::text)) AS same(e)",
         kind.table()
     );
-    let args: [DatumWithOid; 3] = [names.into(), descriptions.into(), q.into()];
+    let args: [DatumWithOid; 5] = [
+        names.into(),
+        descriptions.into(),
+        q.into(),
+        embedder.map(|(p, _)| p.clone()).into(),
+        embedder.map(|(_, m)| m.clone()).into(),
+    ];
     as_memory_owner(|| {
         Spi::connect(|client| {
             client
                 .select(&sql, None, &args)
                 .map(|rows| {
-                    rows.filter_map(|r| Some((r.get::<String>(1).ok()??, (r.get::<bool>(2).ok()??, r.get::<f64>(3).ok().flatten()))))
-                        .collect()
+                    rows.filter_map(|r| {
+                        Some((
+                            r.get::<String>(1).ok()??,
+                            Stored {
+                                fresh: r.get::<bool>(2).ok()??,
+                                other_embedder: r.get::<bool>(3).ok().flatten().unwrap_or(false),
+                                cosine: r.get::<f64>(4).ok().flatten(),
+                            },
+                        ))
+                    })
+                    .collect()
                 })
                 .unwrap_or_default()
         })
     })
 }
 
-/// Store descriptions (and embeddings, when on) of `items`; returns the embeddings made.
-fn store(kind: Kind, items: &[(String, String)]) -> Vec<Option<Vec<f32>>> {
+/// Store descriptions (and embeddings by `embedder`, the current provider and model, when
+/// on) of `items`; returns the embeddings made. Not in a read-only transaction.
+fn store(kind: Kind, items: &[(String, String)], embedder: Option<&(String, String)>) -> Vec<Option<Vec<f32>>> {
     if items.is_empty() {
         return Vec::new();
     }
-    let vectors: Vec<Option<Vec<f32>>> = if embeddings_on() {
+    let vectors: Vec<Option<Vec<f32>>> = if embedder.is_some() {
         let texts: Vec<&str> = items.iter().map(|(_, d)| d.as_str()).collect();
         embeddings::embed_texts(&texts).into_iter().map(Some).collect()
     } else {
         vec![None; items.len()]
     };
-    // SAFETY: reads a backend-global flag.
-    if unsafe { pg_sys::XactReadOnly } {
-        return vectors;
-    }
     let vector = ext_schema("vector");
     let names: Vec<String> = items.iter().map(|(n, _)| n.clone()).collect();
     let descriptions: Vec<String> = items.iter().map(|(_, d)| d.clone()).collect();
     let embs: Vec<Option<String>> = vectors.iter().map(|v| v.as_deref().map(vector_text)).collect();
     let sql = format!(
-        "INSERT INTO {table} ({key}, name, description, embedding, embedding_provider)
-         SELECT {oid}, u.n, u.d, u.e::{vector}.vector, $4
+        "INSERT INTO {table} ({key}, name, description, embedding, embedding_provider, embedding_model)
+         SELECT {oid}, u.n, u.d, u.e::{vector}.vector, $4, $5
          FROM unnest($1::text[], $2::text[], $3::text[]) AS u(n, d, e) WHERE {oid} IS NOT NULL
          ON CONFLICT ({key}) DO UPDATE SET name = EXCLUDED.name, description = EXCLUDED.description,
-            embedding = EXCLUDED.embedding, embedding_provider = EXCLUDED.embedding_provider, indexed_at = now()",
+            embedding = EXCLUDED.embedding, embedding_provider = EXCLUDED.embedding_provider,
+            embedding_model = EXCLUDED.embedding_model, indexed_at = now()",
         table = kind.table(),
         key = kind.key(),
         oid = kind.oid_of(),
     );
-    let args: [DatumWithOid; 4] = [names.into(), descriptions.into(), embs.into(), provider_name().into()];
+    let (provider, model) = embedder.cloned().map_or(("off".to_string(), None), |(p, m)| (p, Some(m)));
+    let args: [DatumWithOid; 5] = [names.into(), descriptions.into(), embs.into(), provider.into(), model.into()];
     as_memory_owner(|| Spi::run_with_args(&sql, &args))
         .unwrap_or_else(|e| raise(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, format!("could not store the schema selection memory: {e}"), ""));
     vectors
 }
 
-/// Delete the rows of relations and schemas that no longer exist.
+/// Delete the rows of relations and schemas that no longer exist. Not in a read-only
+/// transaction.
 fn forget_dropped() {
-    // SAFETY: reads a backend-global flag.
-    if unsafe { pg_sys::XactReadOnly } {
-        return;
-    }
     as_memory_owner(|| {
         Spi::run(
             "DELETE FROM ask.schema_memory_tables m WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = m.relid);
@@ -247,56 +269,99 @@ fn forget_dropped() {
     .unwrap_or_else(|e| raise(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, format!("could not clean the schema selection memory: {e}"), ""));
 }
 
-/// The quoted names of the schemas the memory was built for (under their current names).
-fn indexed_schemas() -> HashSet<String> {
-    as_memory_owner(|| {
-        Spi::connect(|client| {
-            client
-                .select(
-                    "SELECT quote_ident(n.nspname) FROM ask.schema_memory_schemas s JOIN pg_catalog.pg_namespace n ON n.oid = s.nspid",
-                    None,
-                    &[],
-                )
-                .map(|rows| rows.filter_map(|r| r.get::<String>(1).ok().flatten()).collect())
-                .unwrap_or_default()
-        })
-    })
-}
-
 /// The catalog and the question's cosines with every readable table and schema whose
 /// description is in the memory, after the lazy refresh.
 pub struct Ranking {
     pub catalog: Rc<Catalog>,
+    /// Whether a schema selection memory was built in this database.
+    pub memory: bool,
     pub tables: Cosines,
     pub schemas: Cosines,
-    /// Whether the question was embedded.
-    pub embedded: bool,
+    /// The time embedding the question took, when it was embedded (milliseconds).
+    pub embed_ms: Option<f64>,
     /// Tables and schemas described again because their description changed.
     pub refreshed: usize,
+    /// Tables and schemas whose description changed but could not be stored again (read-only
+    /// transaction): ranked lexically.
+    pub not_refreshed: usize,
+    /// Tables and schemas whose stored embedding comes from another provider or model than
+    /// the current one: ranked lexically.
+    pub other_embedder: usize,
 }
 
-/// Rank for `question`: embed it (when embeddings are on), read the stored cosines, and
-/// describe again what changed in the indexed schemas.
+/// Whether a memory was built in this database ([`memory_exists`]), the quoted names of the
+/// schemas it was built for (under their current names), and whether it holds any embedding
+/// made by `embedder` (the current provider and model).
+fn memory_state(embedder: Option<&(String, String)>) -> (bool, HashSet<String>, bool) {
+    let args: [DatumWithOid; 2] = [embedder.map(|(p, _)| p.clone()).into(), embedder.map(|(_, m)| m.clone()).into()];
+    let row = as_memory_owner(|| {
+        Spi::get_three_with_args::<bool, Vec<String>, bool>(
+            "SELECT EXISTS (SELECT 1 FROM ask.schema_memory_schemas),
+                    ARRAY(SELECT quote_ident(n.nspname) FROM ask.schema_memory_schemas s
+                          JOIN pg_catalog.pg_namespace n ON n.oid = s.nspid),
+                    $1::text IS NOT NULL AND EXISTS (
+                        SELECT 1 FROM ask.schema_memory_tables
+                        WHERE embedding IS NOT NULL AND embedding_provider = $1::text AND embedding_model IS NOT DISTINCT FROM $2::text
+                        UNION ALL
+                        SELECT 1 FROM ask.schema_memory_schemas
+                        WHERE embedding IS NOT NULL AND embedding_provider = $1::text AND embedding_model IS NOT DISTINCT FROM $2::text)",
+            &args,
+        )
+    });
+    match row {
+        Ok((exists, indexed, usable)) => {
+            (exists.unwrap_or(false), indexed.unwrap_or_default().into_iter().collect(), usable.unwrap_or(false))
+        }
+        Err(_) => (false, HashSet::new(), false),
+    }
+}
+
+/// Rank for `question`: embed it (when embeddings are on and the memory holds embeddings of
+/// the same provider and model, or changed descriptions are about to be embedded), read the
+/// stored cosines, and describe again what changed in the indexed schemas.
 pub fn rank(question: &str) -> Ranking {
     let catalog = selection_catalog();
-    let q: Option<Vec<f32>> = embeddings_on().then(|| embeddings::embed_texts(&[question]).pop().unwrap_or_default());
-    let indexed = indexed_schemas();
-    let mut refreshed = 0;
+    let embedder = crate::values::current_embedder();
+    // SAFETY: reads a backend-global flag (also set on a hot standby).
+    let read_only = unsafe { pg_sys::XactReadOnly };
+    let (memory, indexed, usable) = memory_state(embedder.as_ref());
+    let mut q: Option<Vec<f32>> = None;
+    let embed_ms = std::cell::Cell::new(None);
+    let embed_question = |q: &mut Option<Vec<f32>>| {
+        if q.is_none() && embedder.is_some() {
+            let t = std::time::Instant::now();
+            *q = embeddings::embed_texts(&[question]).pop();
+            embed_ms.set(Some(t.elapsed().as_secs_f64() * 1000.0));
+        }
+    };
+    if usable {
+        embed_question(&mut q);
+    }
+    let (mut refreshed, mut not_refreshed, mut other_embedder) = (0, 0, 0);
     let mut cosines = |kind: Kind, items: Vec<(String, String)>, schema_of: &dyn Fn(&str) -> String| -> Cosines {
-        let stored = stored_cosines(kind, &items, q.as_deref());
+        let stored = stored_cosines(kind, &items, q.as_deref(), embedder.as_ref());
+        other_embedder += stored.values().filter(|s| s.fresh && s.other_embedder).count();
         let stale: Vec<(String, String)> = items
             .into_iter()
-            .filter(|(n, _)| !stored.get(n).is_some_and(|(fresh, _)| *fresh) && indexed.contains(&schema_of(n)))
+            .filter(|(n, _)| !stored.get(n).is_some_and(|s| s.fresh) && indexed.contains(&schema_of(n)))
             .collect();
-        let mut out: Cosines = stored.into_iter().filter_map(|(n, (_, c))| c.map(|c| (n, c))).collect();
-        if !stale.is_empty() {
-            refreshed += stale.len();
-            let vectors = store(kind, &stale);
-            if let Some(q) = &q {
-                for ((n, _), v) in stale.iter().zip(vectors) {
-                    if let Some(v) = v {
-                        out.insert(n.clone(), pg_ask_core::selection::fuse::cosine(q, &v));
-                    }
+        let mut out: Cosines = stored.into_iter().filter_map(|(n, s)| s.cosine.map(|c| (n, c))).collect();
+        if stale.is_empty() {
+            return out;
+        }
+        if read_only {
+            not_refreshed += stale.len();
+            return out;
+        }
+        refreshed += stale.len();
+        let vectors = store(kind, &stale, embedder.as_ref());
+        if vectors.iter().any(Option::is_some) {
+            embed_question(&mut q);
+        }
+        if let Some(q) = &q {
+            for ((n, _), v) in stale.iter().zip(vectors) {
+                if let Some(v) = v {
+                    out.insert(n.clone(), pg_ask_core::selection::fuse::cosine(q, &v));
                 }
             }
         }
@@ -311,7 +376,24 @@ pub fn rank(question: &str) -> Ranking {
     if refreshed > 0 {
         forget_dropped();
     }
-    Ranking { catalog, tables, schemas, embedded: q.is_some(), refreshed }
+    if not_refreshed > 0 {
+        Raised::new(
+            PgSqlErrorCode::ERRCODE_WARNING,
+            format!("pg_ask: {not_refreshed} tables and schemas changed since the schema selection memory described them; in a read-only transaction it cannot be refreshed, so they are ranked by their words only"),
+        )
+        .hint("Any ask.select_tables() or ask() in a read-write transaction on the primary refreshes the memory, as does ask.index_schema().")
+        .notice();
+    }
+    if other_embedder > 0 {
+        let (provider, model) = embedder.clone().unwrap_or_default();
+        Raised::new(
+            PgSqlErrorCode::ERRCODE_WARNING,
+            format!("pg_ask: {other_embedder} tables and schemas of the schema selection memory were embedded by another provider or model than the current {provider} model {model}; they are ranked by their words only"),
+        )
+        .hint("Rebuild the memory with ask.index_schema() under the current settings, or set ask.embedding_provider and ask.embedding_model back to the ones it was built with.")
+        .notice();
+    }
+    Ranking { catalog, memory, tables, schemas, embed_ms: embed_ms.get(), refreshed, not_refreshed, other_embedder }
 }
 
 /// Whether a schema selection memory was built (by anyone) in this database.
@@ -362,8 +444,11 @@ pub fn selection_for(question: &str, max_tables: usize) -> Result<Option<Selecti
     let full_chars = BUILT.with(|b| b.borrow().as_ref().map_or(0, |(_, _, _, n)| *n));
     let detail = json!({
         "memory": true,
-        "embedding": r.embedded,
+        "embedding": r.embed_ms.is_some(),
+        "embedding_ms": r.embed_ms,
         "refreshed": r.refreshed,
+        "not_refreshed": r.not_refreshed,
+        "other_embedder": r.other_embedder,
         "readable_tables": r.catalog.tables().len(),
         "described_tables": picks.len(),
         "described_chars": candidates.iter().map(|c| c.tables.len()).sum::<usize>(),
@@ -407,13 +492,20 @@ fn index_schema(schemas: Option<Vec<String>>) -> i64 {
         .collect();
     let schemas: Vec<(String, String)> =
         catalog.schema_descriptions().filter(|(n, _)| keep(n)).map(|(n, d)| (n.to_string(), d.to_string())).collect();
-    if !embeddings_on() {
+    let embedder = crate::values::current_embedder();
+    if embedder.is_none() {
         notice!("pg_ask: ask.embedding_provider is off: descriptions are stored without embeddings, and selection is lexical only");
     }
     forget_dropped();
-    store(Kind::Tables, &tables);
-    store(Kind::Schemas, &schemas);
+    store(Kind::Tables, &tables, embedder.as_ref());
+    store(Kind::Schemas, &schemas, embedder.as_ref());
     tables.len() as i64
+}
+
+fn no_memory_notice(r: &Ranking) {
+    if !r.memory {
+        notice!("pg_ask: no schema selection memory: the ranking is lexical only; ask.index_schema() builds it");
+    }
 }
 
 /// `ask.select_tables()`: the `k` readable tables that best match `question`, with their fused
@@ -423,10 +515,8 @@ fn select_tables(question: &str, k: i32) -> TableIterator<'static, (name!(rel, S
     if k < 0 {
         raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("k must not be negative, not {k}"), "");
     }
-    if !memory_exists() {
-        notice!("pg_ask: no schema selection memory: the ranking is lexical only; ask.index_schema() builds it");
-    }
     let r = rank(question);
+    no_memory_notice(&r);
     // The k retrieved tables only: join tables are for prompts, not for this ranking.
     let options = SelectOptions { k: k as usize, max_join_tables: 0, ..Default::default() };
     let picks = r
@@ -442,10 +532,8 @@ fn select_schemas(question: &str, k: i32) -> TableIterator<'static, (name!(schem
     if k < 0 {
         raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("k must not be negative, not {k}"), "");
     }
-    if !memory_exists() {
-        notice!("pg_ask: no schema selection memory: the ranking is lexical only; ask.index_schema() builds it");
-    }
     let r = rank(question);
+    no_memory_notice(&r);
     let picks = r
         .catalog
         .select_schemas(question, &r.schemas, k as usize, Fusion::default())

@@ -2,7 +2,8 @@
 //! twenty tables, with keys and comments). Run through `scripts/bench.sh schema`.
 //!
 //! Reports the time `ask.index_schema()` takes, p50/p95 of `ask.select_tables(q, 10)` (client
-//! wall time, and the `select` stage of `ask.explain()` inside the backend) with local
+//! wall time, and the `select` stage of `ask.explain()` inside the backend, with the time
+//! embedding the question took in it) with local
 //! embeddings and with embeddings off, and the size of the first prompt `ask()` sends with
 //! the memory against the prompt with every table described.
 
@@ -100,6 +101,7 @@ fn main() {
         }
         report("client wall time of ask.select_tables(q, 10)", wall);
         let mut select_ms = Vec::new();
+        let mut embed_ms = Vec::new();
         let mut ratios = Vec::new();
         let mut schema_ratios = Vec::new();
         for _ in 0..(REPEATS / 5).max(1) {
@@ -107,12 +109,16 @@ fn main() {
                 let t = trace(&mut c, q);
                 let sel = stage(&t, "select").expect("a select stage");
                 select_ms.push(sel["ms"].as_f64().unwrap());
+                embed_ms.extend(sel["output"]["embedding_ms"].as_f64());
                 let first = t["stages"].as_array().unwrap().iter().find(|s| s["input"]["prompt_chars"].is_number()).unwrap();
                 ratios.push(first["input"]["prompt_chars"].as_f64().unwrap() / *full_chars as f64);
                 schema_ratios.push(sel["output"]["described_chars"].as_f64().unwrap() / sel["output"]["full_chars"].as_f64().unwrap());
             }
         }
         report("select stage of ask() (explain)", select_ms);
+        if !embed_ms.is_empty() {
+            report("  of which embedding the question", embed_ms);
+        }
         let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
         let max = |v: &[f64]| v.iter().cloned().fold(0.0, f64::max);
         println!(

@@ -1,0 +1,49 @@
+//! Latency of embedding one short question, the way the selection stage does:
+//! `cargo run --release -p pg_ask_embed --example question_latency [REPEATS]`.
+//!
+//! Embeds each of the twelve synthetic selection questions alone, REPEATS (default 25) times
+//! after a warm-up, and prints p50/p95 of one `embed_one` call and of the tokenizer alone.
+//! The model directory is `PG_ASK_MODEL_DIR` or the path setup installs to.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use pg_ask_core::selection::eval::SYNTHETIC_QUESTIONS;
+
+const DEFAULT_MODEL_DIR: &str = "/usr/share/postgresql/15/extension/pg_ask/models/all-MiniLM-L6-v2";
+
+fn percentile(v: &mut [f64], p: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[((v.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let repeats: usize = std::env::args().nth(1).map(|a| a.parse()).transpose()?.unwrap_or(25);
+    let dir =
+        std::env::var_os("PG_ASK_MODEL_DIR").map_or_else(|| PathBuf::from(DEFAULT_MODEL_DIR), PathBuf::from);
+    let embedder = pg_ask_embed::Embedder::load(&dir)?;
+    for q in SYNTHETIC_QUESTIONS {
+        embedder.embed_one(q)?;
+    }
+    let (mut embed_ms, mut token_ms) = (Vec::new(), Vec::new());
+    for _ in 0..repeats {
+        for q in SYNTHETIC_QUESTIONS {
+            let t = Instant::now();
+            embedder.token_count(q)?;
+            token_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+            let t = Instant::now();
+            embedder.embed_one(q)?;
+            embed_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+    }
+    let tokens: Vec<usize> = SYNTHETIC_QUESTIONS.iter().map(|q| embedder.token_count(q)).collect::<Result<_, _>>()?;
+    println!("word pieces per question: {tokens:?}");
+    println!("tokenizer alone, p50 / p95: {:.3} / {:.3} ms", percentile(&mut token_ms, 0.5), percentile(&mut token_ms, 0.95));
+    println!(
+        "one question embedded (n = {}), p50 / p95: {:.2} / {:.2} ms",
+        embed_ms.len(),
+        percentile(&mut embed_ms, 0.5),
+        percentile(&mut embed_ms, 0.95)
+    );
+    Ok(())
+}
