@@ -4,6 +4,7 @@
 # Builds pg_ask in release mode, installs it into PostgreSQL 15, starts a throwaway cluster
 # and runs the chosen benchmarks; the numbers go to stdout (see BENCHMARKS.md for recorded ones).
 #   ask     ask() outside the LLM on a 200-table schema
+#   capture capture overhead only, capture off and on alternating (quick; not part of `all`)
 #   shadow  capture overhead (200k-row INSERT/UPDATE, many small transactions with pgbench)
 #           and CALL ask.benchmark at concurrency 1 vs 8
 #   values  value memory: lookups against 1,000,000 values, local embeddings, a 100k-value
@@ -53,6 +54,10 @@ SQL
     echo "capture $capture: $tps transactions/s"
   done
   "${PSQL[@]}" -c "SELECT ask.shadow_disable('bench_tx'); DROP TABLE bench_tx;" >/dev/null
+fi
+
+if [ "$MODE" = capture ]; then
+  "$CARGO_TARGET_DIR/release/bench_shadow" overhead
 fi
 
 if [ "$MODE" = values ]; then

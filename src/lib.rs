@@ -36,6 +36,7 @@ pgrx::extension_sql_file!("../sql/schema_memory.sql", name = "schema_memory_tabl
 pub extern "C-unwind" fn _PG_init() {
     gucs::init();
     catalog::init();
+    shadow::init();
 }
 
 #[cfg(any(test, feature = "pg_test"))]

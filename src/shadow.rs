@@ -3,12 +3,13 @@
 //! answer a query as if it were the database, runs the query for real and scores the answer.
 //!
 //! The capture trigger is on the write path of the user's table, so it does the least it can:
-//! the row images are turned into jsonb by PostgreSQL's own `to_jsonb` (called directly, no
-//! executor), and the log row goes straight into the heap (`simple_heap_insert`; the log has
-//! no index to maintain). It is an AFTER trigger, so it sees rows as stored (defaults,
+//! rows of common scalar types become jsonb objects built directly, with the values `to_jsonb`
+//! gives (other rows go through `to_jsonb` itself, called without the executor), the log's
+//! oids are looked up once per backend, and the log row goes straight into the heap
+//! (`simple_heap_insert`; the log has no index to maintain). It is an AFTER trigger, so it sees rows as stored (defaults,
 //! generated columns, ON CONFLICT outcomes) and a rolled-back change leaves nothing behind.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -36,8 +37,6 @@ extern "C-unwind" {
     fn nextval_internal(relid: pg_sys::Oid, check_permissions: bool) -> i64;
     // catalog/partition.c
     fn get_partition_ancestors(relid: pg_sys::Oid) -> *mut pg_sys::List;
-    // utils/adt/datum.c
-    fn datumIsEqual(value1: pg_sys::Datum, value2: pg_sys::Datum, typ_by_val: bool, typ_len: std::ffi::c_int) -> bool;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -71,6 +70,28 @@ enum Kind {
 struct RowPlan {
     shape: Vec<(pg_sys::Oid, bool)>,
     columns: Option<Vec<Column>>,
+    /// Column indexes in jsonb key order (shorter names first, then bytewise): the order a
+    /// jsonb object keeps its keys in, so the object is built without sorting.
+    key_order: Vec<usize>,
+    /// Per-row scratch, reused: the deformed old and new rows and the object's pairs.
+    old: Deformed,
+    new: Deformed,
+    pairs: Vec<pg_sys::JsonbPair>,
+}
+
+#[derive(Default)]
+struct Deformed {
+    values: Vec<pg_sys::Datum>,
+    nulls: Vec<bool>,
+}
+
+impl Deformed {
+    unsafe fn deform(&mut self, tuple: pg_sys::HeapTuple, tupdesc: pg_sys::TupleDesc) {
+        let natts = (*tupdesc).natts as usize;
+        self.values.resize(natts, pg_sys::Datum::from(0));
+        self.nulls.resize(natts, false);
+        pg_sys::heap_deform_tuple(tuple, tupdesc, self.values.as_mut_ptr(), self.nulls.as_mut_ptr());
+    }
 }
 
 struct Column {
@@ -94,8 +115,28 @@ unsafe fn shape_of(tupdesc: pg_sys::TupleDesc) -> Vec<(pg_sys::Oid, bool)> {
         .collect()
 }
 
+impl RowPlan {
+    /// Whether the plan was made for this column shape (no allocation: checked on every row).
+    unsafe fn fits(&self, tupdesc: pg_sys::TupleDesc) -> bool {
+        let natts = (*tupdesc).natts as usize;
+        natts == self.shape.len()
+            && self.shape.iter().enumerate().all(|(i, &(typid, dropped))| {
+                let a = &*(*tupdesc).attrs.as_ptr().add(i);
+                a.atttypid == typid && a.attisdropped == dropped
+            })
+    }
+}
+
 unsafe fn plan_for(tupdesc: pg_sys::TupleDesc) -> RowPlan {
     let shape = shape_of(tupdesc);
+    let scratch = |columns| RowPlan {
+        shape: shape.clone(),
+        columns,
+        key_order: Vec::new(),
+        old: Deformed::default(),
+        new: Deformed::default(),
+        pairs: Vec::new(),
+    };
     let mut columns = Vec::with_capacity(shape.len());
     for i in 0..shape.len() {
         let a = &*(*tupdesc).attrs.as_ptr().add(i);
@@ -116,13 +157,19 @@ unsafe fn plan_for(tupdesc: pg_sys::TupleDesc) -> RowPlan {
                     pg_sys::getTypeOutputInfo(t, &mut outfn, &mut varlena);
                     Kind::Out { outfn, numeric: matches!(t, pg_sys::FLOAT4OID | pg_sys::FLOAT8OID) }
                 }
-                _ => return RowPlan { shape, columns: None },
+                _ => return scratch(None),
             }
         };
         let name = std::ffi::CStr::from_ptr(a.attname.data.as_ptr()).to_owned();
         columns.push(Column { name, kind, byval: a.attbyval, len: a.attlen });
     }
-    RowPlan { shape, columns: Some(columns) }
+    // jsonb's key order (lengthCompareJsonbStringValue); names are unique within a row type.
+    let mut key_order: Vec<usize> = (0..columns.len()).filter(|&i| !matches!(columns[i].kind, Kind::Dropped)).collect();
+    key_order.sort_by(|&a, &b| {
+        let (a, b) = (columns[a].name.as_bytes(), columns[b].name.as_bytes());
+        a.len().cmp(&b.len()).then_with(|| a.cmp(b))
+    });
+    RowPlan { key_order, ..scratch(Some(columns)) }
 }
 
 fn jsonb_string(ptr: *mut std::ffi::c_char, len: usize) -> pg_sys::JsonbValue {
@@ -138,12 +185,23 @@ fn jsonb_numeric(n: pg_sys::Numeric) -> pg_sys::JsonbValue {
     pg_sys::JsonbValue { type_: pg_sys::jbvType::jbvNumeric, val: pg_sys::JsonbValue__bindgen_ty_1 { numeric: n } }
 }
 
+/// NaN, Infinity or -Infinity (`NUMERIC_IS_SPECIAL`: the header's two sign bits both set).
+/// `n` is an untoasted numeric with a 4-byte varlena header.
+unsafe fn numeric_is_special(n: pg_sys::Numeric) -> bool {
+    const NUMERIC_SIGN_MASK: u16 = 0xC000;
+    const NUMERIC_SPECIAL: u16 = 0xC000;
+    let header = std::ptr::read_unaligned((n as *const u8).add(pg_sys::VARHDRSZ) as *const u16);
+    header & NUMERIC_SIGN_MASK == NUMERIC_SPECIAL
+}
+
 /// One column's value as a jsonb scalar.
 unsafe fn column_value(kind: Kind, d: pg_sys::Datum) -> pg_sys::JsonbValue {
+    use pgrx::varlena::{varatt_is_1b_e, varatt_is_4b_c, varatt_is_4b_u};
     match kind {
         Kind::Numeric => {
-            let n = pg_sys::pg_detoast_datum(d.cast_mut_ptr()) as pg_sys::Numeric;
-            if pg_sys::numeric_is_nan(n) || pg_sys::numeric_is_inf(n) {
+            let v = d.cast_mut_ptr::<pg_sys::varlena>();
+            let n = if varatt_is_4b_u(v) { v } else { pg_sys::pg_detoast_datum(v) } as pg_sys::Numeric;
+            if numeric_is_special(n) {
                 // Not a JSON number: to_jsonb writes its text.
                 let s = pg_sys::OidOutputFunctionCall(pg_sys::Oid::from(pg_sys::F_NUMERIC_OUT), pg_sys::Datum::from(n));
                 jsonb_string(s, std::ffi::CStr::from_ptr(s).to_bytes().len())
@@ -159,7 +217,11 @@ unsafe fn column_value(kind: Kind, d: pg_sys::Datum) -> pg_sys::JsonbValue {
             val: pg_sys::JsonbValue__bindgen_ty_1 { boolean: d.value() != 0 },
         },
         Kind::Text => {
-            let v = pg_sys::pg_detoast_datum_packed(d.cast_mut_ptr());
+            // pg_detoast_datum_packed: only compressed or out-of-line values need work.
+            let mut v = d.cast_mut_ptr::<pg_sys::varlena>();
+            if varatt_is_4b_c(v) || varatt_is_1b_e(v) {
+                v = pg_sys::pg_detoast_datum_packed(v);
+            }
             jsonb_string(pgrx::varlena::vardata_any(v) as *mut _, pgrx::varlena::varsize_any_exhdr(v))
         }
         Kind::DateTime(typid) => {
@@ -180,32 +242,66 @@ unsafe fn column_value(kind: Kind, d: pg_sys::Datum) -> pg_sys::JsonbValue {
     }
 }
 
-/// A row's columns as jsonb (those `include` marks), the same values `to_jsonb` gives.
-unsafe fn build_jsonb(cols: &[Column], values: &[pg_sys::Datum], nulls: &[bool], include: &[bool]) -> pg_sys::Datum {
-    let mut state: *mut pg_sys::JsonbParseState = std::ptr::null_mut();
-    pg_sys::pushJsonbValue(&mut state, pg_sys::JsonbIteratorToken::WJB_BEGIN_OBJECT, std::ptr::null_mut());
-    for (i, c) in cols.iter().enumerate() {
-        if matches!(c.kind, Kind::Dropped) || !include[i] {
+/// A row's columns as jsonb (those `include` accepts), the same value `to_jsonb` gives: the
+/// object's pairs are laid out in jsonb key order and converted in one call (what
+/// pushJsonbValue would do after sorting them).
+unsafe fn build_jsonb(
+    cols: &[Column],
+    key_order: &[usize],
+    row: &Deformed,
+    pairs: &mut Vec<pg_sys::JsonbPair>,
+    include: impl Fn(usize) -> bool,
+) -> pg_sys::Datum {
+    pairs.clear();
+    for &i in key_order {
+        if !include(i) {
             continue;
         }
-        let mut key = jsonb_string(c.name.as_ptr() as *mut _, c.name.as_bytes().len());
-        pg_sys::pushJsonbValue(&mut state, pg_sys::JsonbIteratorToken::WJB_KEY, &mut key);
-        let mut value = if nulls[i] {
+        let name = &cols[i].name;
+        let value = if row.nulls[i] {
             pg_sys::JsonbValue { type_: pg_sys::jbvType::jbvNull, val: pg_sys::JsonbValue__bindgen_ty_1 { boolean: false } }
         } else {
-            column_value(c.kind, values[i])
+            column_value(cols[i].kind, row.values[i])
         };
-        pg_sys::pushJsonbValue(&mut state, pg_sys::JsonbIteratorToken::WJB_VALUE, &mut value);
+        pairs.push(pg_sys::JsonbPair {
+            key: jsonb_string(name.as_ptr() as *mut _, name.as_bytes().len()),
+            value,
+            order: pairs.len() as u32,
+        });
     }
-    let res = pg_sys::pushJsonbValue(&mut state, pg_sys::JsonbIteratorToken::WJB_END_OBJECT, std::ptr::null_mut());
-    pg_sys::Datum::from(pg_sys::JsonbValueToJsonb(res))
+    let mut object = pg_sys::JsonbValue {
+        type_: pg_sys::jbvType::jbvObject,
+        val: pg_sys::JsonbValue__bindgen_ty_1 {
+            object: pg_sys::JsonbValue__bindgen_ty_1__bindgen_ty_3 { nPairs: pairs.len() as i32, pairs: pairs.as_mut_ptr() },
+        },
+    };
+    pg_sys::Datum::from(pg_sys::JsonbValueToJsonb(&mut object))
 }
 
-unsafe fn deform(tuple: pg_sys::HeapTuple, tupdesc: pg_sys::TupleDesc, natts: usize) -> (Vec<pg_sys::Datum>, Vec<bool>) {
-    let mut values = vec![pg_sys::Datum::from(0); natts];
-    let mut nulls = vec![false; natts];
-    pg_sys::heap_deform_tuple(tuple, tupdesc, values.as_mut_ptr(), nulls.as_mut_ptr());
-    (values, nulls)
+/// `datumIsEqual` (utils/adt/datum.c): the same bytes.
+unsafe fn same_datum(a: pg_sys::Datum, b: pg_sys::Datum, byval: bool, len: i16) -> bool {
+    if byval {
+        return a == b;
+    }
+    let size = |d: pg_sys::Datum| match len {
+        n if n > 0 => n as usize,
+        -1 => pgrx::varlena::varsize_any(d.cast_mut_ptr()),
+        _ => std::ffi::CStr::from_ptr(d.cast_mut_ptr()).to_bytes_with_nul().len(),
+    };
+    let n = size(a);
+    n == size(b) && std::slice::from_raw_parts(a.cast_mut_ptr::<u8>(), n) == std::slice::from_raw_parts(b.cast_mut_ptr::<u8>(), n)
+}
+
+/// Whether attribute number `attnum` is in a bitmap of `RelationGetIndexAttrBitmap` (members
+/// offset by `FirstLowInvalidHeapAttributeNumber`), read without a call per column.
+unsafe fn in_attr_bitmap(bms: *const pg_sys::Bitmapset, attnum: i32) -> bool {
+    if bms.is_null() {
+        return false;
+    }
+    let x = (attnum - pg_sys::FirstLowInvalidHeapAttributeNumber) as usize;
+    let bits = pg_sys::BITS_PER_BITMAPWORD as usize;
+    let word = x / bits;
+    word < (*bms).nwords as usize && ((*bms).words.as_slice((*bms).nwords as usize)[word] >> (x % bits)) & 1 == 1
 }
 
 /// The row images of a change as jsonb: (old, new). Rows whose columns are all of common
@@ -223,41 +319,34 @@ unsafe fn row_images(
     let fast = ROW_PLANS.with(|plans| {
         let mut plans = plans.borrow_mut();
         let plan = plans.entry(typid).or_insert_with(|| plan_for(tupdesc));
-        if plan.shape != shape_of(tupdesc) {
+        if !plan.fits(tupdesc) {
             *plan = plan_for(tupdesc);
         }
-        plan.columns.as_ref().map(|cols| {
-            let natts = cols.len();
-            let all = vec![true; natts];
-            match (old, new) {
-                (Some(o), Some(n)) => {
-                    let (ov, on) = deform(o, tupdesc, natts);
-                    let (nv, nn) = deform(n, tupdesc, natts);
-                    let changed: Vec<bool> = cols
-                        .iter()
-                        .enumerate()
-                        .map(|(i, c)| nn[i] != on[i] || (!nn[i] && !datumIsEqual(nv[i], ov[i], c.byval, c.len as i32)))
-                        .collect();
-                    let pk = pg_sys::RelationGetIndexAttrBitmap(rel, pg_sys::IndexAttrBitmapKind::INDEX_ATTR_BITMAP_PRIMARY_KEY);
-                    let any_changed = changed.iter().any(|&x| x);
-                    let new_mask = if any_changed { changed.clone() } else { all.clone() };
-                    let old_mask: Vec<bool> = if pk.is_null() {
-                        all.clone()
-                    } else {
-                        (0..natts)
-                            .map(|i| changed[i] || pg_sys::bms_is_member(i as i32 + 1 - pg_sys::FirstLowInvalidHeapAttributeNumber, pk))
-                            .collect()
-                    };
-                    (Some(build_jsonb(cols, &ov, &on, &old_mask)), Some(build_jsonb(cols, &nv, &nn, &new_mask)))
-                }
-                (o, n) => {
-                    let image = |t: pg_sys::HeapTuple| {
-                        let (v, nulls) = deform(t, tupdesc, natts);
-                        build_jsonb(cols, &v, &nulls, &all)
-                    };
-                    (o.map(image), n.map(image))
-                }
+        let RowPlan { columns, key_order, old: old_row, new: new_row, pairs, .. } = plan;
+        let cols = columns.as_ref()?;
+        let mut image = |t: pg_sys::HeapTuple, row: &mut Deformed| {
+            row.deform(t, tupdesc);
+            build_jsonb(cols, key_order, row, pairs, |_| true)
+        };
+        Some(match (old, new) {
+            (Some(o), Some(n)) => {
+                old_row.deform(o, tupdesc);
+                new_row.deform(n, tupdesc);
+                let (ov, nv) = (&*old_row, &*new_row);
+                let changed = |i: usize| {
+                    nv.nulls[i] != ov.nulls[i]
+                        || (!nv.nulls[i] && !same_datum(nv.values[i], ov.values[i], cols[i].byval, cols[i].len))
+                };
+                let any_changed = (0..cols.len()).any(changed);
+                let pk = pg_sys::RelationGetIndexAttrBitmap(rel, pg_sys::IndexAttrBitmapKind::INDEX_ATTR_BITMAP_PRIMARY_KEY);
+                let old_image = build_jsonb(cols, key_order, ov, pairs, |i| {
+                    pk.is_null() || changed(i) || in_attr_bitmap(pk, i as i32 + 1)
+                });
+                let new_image = build_jsonb(cols, key_order, nv, pairs, |i| !any_changed || changed(i));
+                (Some(old_image), Some(new_image))
             }
+            (Some(o), None) => (Some(image(o, old_row)), None),
+            (None, n) => (None, n.map(|n| image(n, new_row))),
         })
     });
     match fast {
@@ -308,6 +397,41 @@ fn ask_relid(name: &std::ffi::CStr) -> pg_sys::Oid {
     }
 }
 
+thread_local! {
+    /// The oids of ask.shadow_log and ask.shadow_log_seq, looked up on the first capture and
+    /// forgotten when either relation changes or goes (relcache invalidation).
+    static LOG_RELIDS: Cell<Option<(pg_sys::Oid, pg_sys::Oid)>> = const { Cell::new(None) };
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn on_relcache_change(_arg: pg_sys::Datum, relid: pg_sys::Oid) {
+    LOG_RELIDS.with(|c| {
+        if let Some((log, seq)) = c.get() {
+            if relid == pg_sys::InvalidOid || relid == log || relid == seq {
+                c.set(None);
+            }
+        }
+    });
+}
+
+/// Register the invalidation callback of the log's oids; once per backend, from `_PG_init`.
+pub fn init() {
+    // SAFETY: registering a plain function with PostgreSQL's invalidation machinery at load
+    // time; it only clears a backend-local cache.
+    unsafe { pg_sys::CacheRegisterRelcacheCallback(Some(on_relcache_change), pg_sys::Datum::from(0)) };
+}
+
+/// (ask.shadow_log, ask.shadow_log_seq).
+fn log_relids() -> (pg_sys::Oid, pg_sys::Oid) {
+    LOG_RELIDS.with(|c| {
+        c.get().unwrap_or_else(|| {
+            let relids = (ask_relid(c"shadow_log"), ask_relid(c"shadow_log_seq"));
+            c.set(Some(relids));
+            relids
+        })
+    })
+}
+
 /// The table a change is logged under: a partition's changes belong to the partitioned table
 /// that was shadowed (the root of its tree).
 unsafe fn logged_relid(rel: pg_sys::Relation) -> pg_sys::Oid {
@@ -350,7 +474,8 @@ fn _shadow_capture<'a>(
         };
         let (old, new) = row_images(rel, old, new);
 
-        let log = pg_sys::table_open(ask_relid(c"shadow_log"), pg_sys::RowExclusiveLock as i32);
+        let (log_relid, seq_relid) = log_relids();
+        let log = pg_sys::table_open(log_relid, pg_sys::RowExclusiveLock as i32);
         if (*(*log).rd_rel).relhasindex || (*(*log).rd_att).natts != 6 {
             pg_sys::table_close(log, pg_sys::RowExclusiveLock as i32);
             raise(
@@ -359,7 +484,7 @@ fn _shadow_capture<'a>(
                 "The capture trigger writes the log directly: drop the index, or reinstall the extension.",
             );
         }
-        let seq = nextval_internal(ask_relid(c"shadow_log_seq"), false);
+        let seq = nextval_internal(seq_relid, false);
         let xid = pg_sys::GetTopFullTransactionId().value as i64;
         let mut values = [
             pg_sys::Datum::from(seq),

@@ -51,12 +51,17 @@ fn setup_table(c: &mut Client, mode: &str) {
     c.batch_execute("CHECKPOINT").unwrap();
 }
 
+fn insert_sql() -> String {
+    format!(
+        "INSERT INTO bench_cap SELECT g, 'name ' || g, g * 1.25, now() - g * interval '1 second', md5(g::text) FROM generate_series(1, {ROWS}) g"
+    )
+}
+
+const UPDATE_SQL: &str = "UPDATE bench_cap SET amount = amount + 1, note = upper(note)";
+
 fn capture(c: &mut Client) {
     println!("== capture overhead ({ROWS} rows, one statement each, median of {REPEATS})");
-    let insert = format!(
-        "INSERT INTO bench_cap SELECT g, 'name ' || g, g * 1.25, now() - g * interval '1 second', md5(g::text) FROM generate_series(1, {ROWS}) g"
-    );
-    let update = "UPDATE bench_cap SET amount = amount + 1, note = upper(note)";
+    let (insert, update) = (insert_sql(), UPDATE_SQL);
     let mut base = (0.0, 0.0);
     for mode in ["off", "pg_ask", "plpgsql"] {
         let (mut ins, mut upd) = (Vec::new(), Vec::new());
@@ -86,6 +91,26 @@ fn capture(c: &mut Client) {
     c.batch_execute("SELECT ask.shadow_disable('bench_cap'); DROP TABLE bench_cap, bench_cap_log").unwrap();
 }
 
+/// Capture off and on only, alternating so that both see the same background load (quick
+/// iterations on the trigger: `scripts/bench.sh capture`).
+fn overhead(c: &mut Client) {
+    println!("== capture overhead, off and pg_ask alternating ({ROWS} rows, median of {REPEATS})");
+    let (insert, update) = (insert_sql(), UPDATE_SQL);
+    let mut runs: [(Vec<f64>, Vec<f64>); 2] = Default::default();
+    for _ in 0..REPEATS {
+        for (m, mode) in ["off", "pg_ask"].into_iter().enumerate() {
+            setup_table(c, mode);
+            runs[m].0.push(timed(c, &insert));
+            c.batch_execute("VACUUM ANALYZE bench_cap").unwrap();
+            runs[m].1.push(timed(c, update));
+        }
+    }
+    let [(off_i, off_u), (on_i, on_u)] = runs.map(|(i, u)| (median(i), median(u)));
+    println!("off      INSERT {off_i:>8.0} ms            UPDATE {off_u:>8.0} ms");
+    println!("pg_ask   INSERT {on_i:>8.0} ms ({:.2}×)   UPDATE {on_u:>8.0} ms ({:.2}×)", on_i / off_i, on_u / off_u);
+    c.batch_execute("SELECT ask.shadow_disable('bench_cap'); DROP TABLE bench_cap, bench_cap_log").unwrap();
+}
+
 fn concurrency(c: &mut Client) {
     println!("== CALL ask.benchmark: 300 samples, stand-in answering after 200 ms");
     let workload = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/datasets/incondb/1_sql.json")).unwrap();
@@ -108,6 +133,9 @@ fn main() {
     let what = std::env::args().nth(1).unwrap_or_else(|| "all".into());
     if what == "all" || what == "capture" {
         capture(&mut c);
+    }
+    if what == "overhead" {
+        overhead(&mut c);
     }
     if what == "all" || what == "concurrency" {
         concurrency(&mut c);
