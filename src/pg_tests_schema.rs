@@ -169,7 +169,7 @@ mod tests {
         // the different dimensions) and not rewritten.
         Spi::run("SET ask.embedding_provider = 'local'").unwrap();
         let scores: Vec<f64> = Spi::connect(|c| {
-            c.select("SELECT score FROM ask.select_tables('flowers that need water', 5)", None, &[])
+            c.select("SELECT score FROM ask.select_tables('xylophone quokka', 5)", None, &[])
                 .unwrap()
                 .map(|r| r.get::<f64>(1).unwrap().unwrap())
                 .collect()
