@@ -15,6 +15,12 @@ use pgrx::JsonB;
 
 use pg_ask_core::schema::{self, Table};
 
+/// The rows of a query through SPI, each turned into a value by `row` (rows it returns None
+/// for are skipped; a failed query gives no rows).
+pub(crate) fn select_rows<T>(sql: &str, args: &[pgrx::datum::DatumWithOid], mut row: impl FnMut(pgrx::spi::SpiHeapTupleData<'_>) -> Option<T>) -> Vec<T> {
+    Spi::connect(|client| client.select(sql, None, args).map(|rows| rows.filter_map(&mut row).collect()).unwrap_or_default())
+}
+
 const DESCRIBE_TABLES: &str = include_str!("../sql/describe_tables.sql");
 
 thread_local! {

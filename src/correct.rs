@@ -57,16 +57,11 @@ fn text_like_types(names: &[String]) -> HashMap<String, bool> {
         m
     });
     if !missing.is_empty() {
-        let found: Vec<(String, bool)> = Spi::connect(|client| {
-            client
-                .select(
-                    "SELECT s, ask._text_base(pg_catalog.to_regtype(s)) IS NOT NULL FROM unnest($1::text[]) s",
-                    None,
-                    &[missing.clone().into()],
-                )
-                .map(|rows| rows.filter_map(|r| Some((r.get::<String>(1).ok()??, r.get::<bool>(2).ok()??))).collect())
-                .unwrap_or_default()
-        });
+        let found: Vec<(String, bool)> = catalog::select_rows(
+            "SELECT s, ask._text_base(pg_catalog.to_regtype(s)) IS NOT NULL FROM unnest($1::text[]) s",
+            &[missing.clone().into()],
+            |r| Some((r.get::<String>(1).ok()??, r.get::<bool>(2).ok()??)),
+        );
         TEXT_TYPES.with(|t| t.borrow_mut().extend(found));
     }
     TEXT_TYPES.with(|t| {
@@ -188,16 +183,11 @@ fn enum_evidence(labels: &[String], literal: &str) -> Evidence {
     let mut candidates = Vec::new();
     if !exact && case_insensitive.is_none() && !labels.is_empty() {
         let trgm = values::ext_schema("pg_trgm");
-        let trigrams: Vec<f64> = Spi::connect(|client| {
-            client
-                .select(
-                    &format!("SELECT {trgm}.similarity(l, $2)::float8 FROM unnest($1::text[]) WITH ORDINALITY AS u(l, i) ORDER BY i"),
-                    None,
-                    &[labels.to_vec().into(), literal.into()],
-                )
-                .map(|rows| rows.map(|r| r.get::<f64>(1).ok().flatten().unwrap_or(0.0)).collect())
-                .unwrap_or_default()
-        });
+        let trigrams: Vec<f64> = catalog::select_rows(
+            &format!("SELECT {trgm}.similarity(l, $2)::float8 FROM unnest($1::text[]) WITH ORDINALITY AS u(l, i) ORDER BY i"),
+            &[labels.to_vec().into(), literal.into()],
+            |r| Some(r.get::<f64>(1).ok().flatten().unwrap_or(0.0)),
+        );
         let cosines: Option<Vec<f64>> = (values::current_embedder().is_some() && labels.len() <= MAX_EMBEDDED_LABELS).then(|| {
             let mut texts: Vec<&str> = vec![literal];
             texts.extend(labels.iter().map(String::as_str));

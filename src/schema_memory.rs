@@ -90,20 +90,12 @@ fn frequent_values() -> HashMap<String, Vec<ColumnValues>> {
 
 /// Comments of the schemas, by quoted name.
 fn schema_profiles() -> Vec<SchemaProfile> {
-    Spi::connect(|client| {
-        client
-            .select(
-                "SELECT quote_ident(n.nspname), d.description FROM pg_catalog.pg_namespace n
-                 JOIN pg_catalog.pg_description d ON d.classoid = 'pg_catalog.pg_namespace'::regclass AND d.objoid = n.oid",
-                None,
-                &[],
-            )
-            .map(|rows| {
-                rows.filter_map(|r| Some(SchemaProfile { name: r.get::<String>(1).ok()??, comment: r.get::<String>(2).ok().flatten() }))
-                    .collect()
-            })
-            .unwrap_or_default()
-    })
+    catalog::select_rows(
+        "SELECT quote_ident(n.nspname), d.description FROM pg_catalog.pg_namespace n
+         JOIN pg_catalog.pg_description d ON d.classoid = 'pg_catalog.pg_namespace'::regclass AND d.objoid = n.oid",
+        &[],
+        |r| Some(SchemaProfile { name: r.get::<String>(1).ok()??, comment: r.get::<String>(2).ok().flatten() }),
+    )
 }
 
 /// The caller's catalog for selection: its readable tables, their columns it may read, and
@@ -202,24 +194,18 @@ fn stored_cosines(kind: Kind, items: &[(String, String)], question: Option<&[f32
         embedder.map(|(_, m)| m.clone()).into(),
     ];
     as_memory_owner(|| {
-        Spi::connect(|client| {
-            client
-                .select(&sql, None, &args)
-                .map(|rows| {
-                    rows.filter_map(|r| {
-                        Some((
-                            r.get::<String>(1).ok()??,
-                            Stored {
-                                fresh: r.get::<bool>(2).ok()??,
-                                other_embedder: r.get::<bool>(3).ok().flatten().unwrap_or(false),
-                                cosine: r.get::<f64>(4).ok().flatten(),
-                            },
-                        ))
-                    })
-                    .collect()
-                })
-                .unwrap_or_default()
+        catalog::select_rows(&sql, &args, |r| {
+            Some((
+                r.get::<String>(1).ok()??,
+                Stored {
+                    fresh: r.get::<bool>(2).ok()??,
+                    other_embedder: r.get::<bool>(3).ok().flatten().unwrap_or(false),
+                    cosine: r.get::<f64>(4).ok().flatten(),
+                },
+            ))
         })
+        .into_iter()
+        .collect()
     })
 }
 

@@ -11,7 +11,7 @@ use pgrx::pg_sys;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use pgrx::prelude::*;
 
-use crate::catalog::{self, relname};
+use crate::catalog::{self, relname, select_rows};
 use crate::embeddings;
 use crate::errors::raise;
 
@@ -34,42 +34,43 @@ const SORT_NEIGHBOURS: i64 = 10;
 /// Run `f` as the owner of ask.value_memory (the extension's owner), then switch back, also
 /// when `f` raises an error (PostgreSQL restores the user id at (sub)transaction abort).
 pub(crate) fn as_memory_owner<R>(f: impl FnOnce() -> R) -> R {
-    let owner = cached("owner", || {
-        Spi::get_one::<pg_sys::Oid>("SELECT relowner FROM pg_catalog.pg_class WHERE oid = 'ask.value_memory'::regclass")
+    let owner = per_transaction(|facts| facts.owner).unwrap_or_else(|| {
+        let owner = Spi::get_one::<pg_sys::Oid>("SELECT relowner FROM pg_catalog.pg_class WHERE oid = 'ask.value_memory'::regclass")
             .ok()
             .flatten()
-            .map(|o| o.to_u32().to_string())
-            .unwrap_or_else(|| raise(PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE, "ask.value_memory is missing", "Reinstall the extension."))
+            .unwrap_or_else(|| raise(PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE, "ask.value_memory is missing", "Reinstall the extension."));
+        per_transaction(|facts| facts.owner = Some(owner));
+        owner
     });
-    as_user(pg_sys::Oid::from(owner.parse::<u32>().unwrap_or(0)), f)
+    as_user(owner, f)
+}
+
+/// Catalog facts every lookup needs, read once per transaction.
+#[derive(Default)]
+struct Facts {
+    /// The transaction's local id (MyProc->lxid) the facts were read in.
+    lxid: u32,
+    /// The owner of ask.value_memory.
+    owner: Option<pg_sys::Oid>,
+    /// The quoted schema of each extension asked about (vector, pg_trgm).
+    schemas: Vec<(&'static str, String)>,
 }
 
 thread_local! {
-    /// Catalog facts every lookup needs (the memory's owner, the schemas of pgvector and
-    /// pg_trgm), read once per transaction: (the transaction's local id, facts by name).
-    static PER_TRANSACTION: std::cell::RefCell<(u32, Vec<(&'static str, String)>)> = const { std::cell::RefCell::new((0, Vec::new())) };
+    static FACTS: std::cell::RefCell<Facts> = std::cell::RefCell::new(Facts::default());
 }
 
-/// `key`'s value for the current transaction, computed by `read` on first use in it.
-fn cached(key: &'static str, read: impl FnOnce() -> String) -> String {
+/// `f` over this transaction's facts (forgotten when a new transaction asks).
+fn per_transaction<R>(f: impl FnOnce(&mut Facts) -> R) -> R {
     // SAFETY: MyProc is the backend's own PGPROC, set for the backend's whole life.
     let lxid = unsafe { (*pg_sys::MyProc).lxid };
-    let hit = PER_TRANSACTION.with(|c| {
-        let c = c.borrow();
-        if c.0 == lxid { c.1.iter().find(|(k, _)| *k == key).map(|(_, v)| v.clone()) } else { None }
-    });
-    if let Some(v) = hit {
-        return v;
-    }
-    let v = read();
-    PER_TRANSACTION.with(|c| {
-        let mut c = c.borrow_mut();
-        if c.0 != lxid {
-            *c = (lxid, Vec::new());
+    FACTS.with(|c| {
+        let mut facts = c.borrow_mut();
+        if facts.lxid != lxid {
+            *facts = Facts { lxid, ..Facts::default() };
         }
-        c.1.push((key, v.clone()));
-    });
-    v
+        f(&mut facts)
+    })
 }
 
 /// Run `f` as `owner`, then switch back (at error, transaction abort restores the user).
@@ -89,15 +90,18 @@ fn as_user<R>(owner: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
 
 /// The schema an extension lives in, quoted, for schema-qualified operators.
 pub(crate) fn ext_schema(ext: &'static str) -> String {
-    cached(ext, || {
-        Spi::get_one_with_args::<String>(
-            "SELECT quote_ident(n.nspname) FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = $1",
-            &[ext.into()],
-        )
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| raise(PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT, format!("extension {ext} is not installed"), "CREATE EXTENSION pg_ask CASCADE installs it."))
-    })
+    if let Some(known) = per_transaction(|facts| facts.schemas.iter().find(|(e, _)| *e == ext).map(|(_, s)| s.clone())) {
+        return known;
+    }
+    let schema = Spi::get_one_with_args::<String>(
+        "SELECT quote_ident(n.nspname) FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = $1",
+        &[ext.into()],
+    )
+    .ok()
+    .flatten()
+    .unwrap_or_else(|| raise(PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT, format!("extension {ext} is not installed"), "CREATE EXTENSION pg_ask CASCADE installs it."));
+    per_transaction(|facts| facts.schemas.push((ext, schema.clone())));
+    schema
 }
 
 /// A vector in pgvector's text form, `[x,y,...]`.
@@ -151,18 +155,13 @@ fn index_values(
     }
     let names: Vec<String> = match columns {
         Some(c) => c,
-        None => Spi::connect(|client| {
-            client
-                .select(
-                    "SELECT a.attname::text FROM pg_catalog.pg_attribute a
-                     WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped
-                       AND ask._text_base(a.atttypid) IS NOT NULL ORDER BY a.attnum",
-                    None,
-                    &[rel.into()],
-                )
-                .map(|rows| rows.filter_map(|r| r.get::<String>(1).ok().flatten()).collect())
-                .unwrap_or_default()
-        }),
+        None => select_rows(
+            "SELECT a.attname::text FROM pg_catalog.pg_attribute a
+             WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped
+               AND ask._text_base(a.atttypid) IS NOT NULL ORDER BY a.attnum",
+            &[rel.into()],
+            |r| r.get::<String>(1).ok().flatten(),
+        ),
     };
     let mut total = 0i64;
     for name in names {
@@ -313,12 +312,8 @@ fn remember_column(rel: pg_sys::Oid, name: &str, allow_rls: bool, incremental: b
         relname(rel),
         cap + 1
     );
-    let mut values: Vec<(String, i64)> = Spi::connect(|client| {
-        client
-            .select(&distinct_sql, None, &[])
-            .map(|rows| rows.filter_map(|r| Some((r.get::<String>(1).ok()??, r.get::<i64>(2).ok()??))).collect())
-            .unwrap_or_default()
-    });
+    let mut values: Vec<(String, i64)> =
+        select_rows(&distinct_sql, &[], |r| Some((r.get::<String>(1).ok()??, r.get::<i64>(2).ok()??)));
     let capped = values.len() as i64 > cap;
     values.truncate(cap as usize);
     let n = values.len();
@@ -368,12 +363,7 @@ fn remember_column(rel: pg_sys::Oid, name: &str, allow_rls: bool, incremental: b
     let to_embed: Vec<(String, i64)> = if incremental {
         let current: std::collections::HashSet<&str> = values.iter().map(|(v, _)| v.as_str()).collect();
         let stored: Vec<String> = as_memory_owner(|| {
-            Spi::connect(|client| {
-                client
-                    .select("SELECT value FROM ask.value_memory WHERE column_id = $1", None, &[column_id.into()])
-                    .map(|rows| rows.filter_map(|r| r.get::<String>(1).ok().flatten()).collect())
-                    .unwrap_or_default()
-            })
+            select_rows("SELECT value FROM ask.value_memory WHERE column_id = $1", &[column_id.into()], |r| r.get::<String>(1).ok().flatten())
         });
         let vanished: Vec<String> = stored.iter().filter(|v| !current.contains(v.as_str())).cloned().collect();
         removed = vanished.len() as i64;
@@ -490,21 +480,13 @@ fn refresh_values(rel: Option<pg_sys::Oid>) -> i64 {
         notice!("pg_ask: forgot the values of {purged} dropped column(s)");
     }
     let columns: Vec<(pg_sys::Oid, String, bool)> = as_memory_owner(|| {
-        Spi::connect(|client| {
-            client
-                .select(
-                    "SELECT vc.relid, a.attname::text, vc.allow_rls FROM ask.value_columns vc
-                     JOIN pg_catalog.pg_attribute a ON a.attrelid = vc.relid AND a.attnum = vc.attnum
-                     WHERE $1::oid IS NULL OR vc.relid = $1 ORDER BY vc.relid, vc.attnum",
-                    None,
-                    &[rel.into()],
-                )
-                .map(|rows| {
-                    rows.filter_map(|r| Some((r.get::<pg_sys::Oid>(1).ok()??, r.get::<String>(2).ok()??, r.get::<bool>(3).ok()??)))
-                        .collect()
-                })
-                .unwrap_or_default()
-        })
+        select_rows(
+            "SELECT vc.relid, a.attname::text, vc.allow_rls FROM ask.value_columns vc
+             JOIN pg_catalog.pg_attribute a ON a.attrelid = vc.relid AND a.attnum = vc.attnum
+             WHERE $1::oid IS NULL OR vc.relid = $1 ORDER BY vc.relid, vc.attnum",
+            &[rel.into()],
+            |r| Some((r.get::<pg_sys::Oid>(1).ok()??, r.get::<String>(2).ok()??, r.get::<bool>(3).ok()??)),
+        )
     });
     let mut changed = 0;
     for (relid, name, allow_rls) in columns {
@@ -641,23 +623,15 @@ pub(crate) fn search(col: &MemoryColumn, phrase: &str, embedding: Option<&[f32]>
     );
     let args: [DatumWithOid; 3] = [emb_text.into(), phrase.into(), k.into()];
     as_memory_owner(|| {
-        Spi::connect(|client| {
-            client
-                .select(&sql, None, &args)
-                .map(|rows| {
-                    rows.filter_map(|r| {
-                        Some(Found {
-                            value: r.get::<String>(1).ok()??,
-                            frequency: r.get::<i64>(2).ok()??,
-                            cosine: r.get::<f64>(3).ok()?,
-                            trigram: r.get::<f64>(4).ok()?.unwrap_or(0.0),
-                            by_embedding: r.get::<bool>(5).ok()?.unwrap_or(false),
-                            by_trigram: r.get::<bool>(6).ok()?.unwrap_or(false),
-                        })
-                    })
-                    .collect()
-                })
-                .unwrap_or_default()
+        select_rows(&sql, &args, |r| {
+            Some(Found {
+                value: r.get::<String>(1).ok()??,
+                frequency: r.get::<i64>(2).ok()??,
+                cosine: r.get::<f64>(3).ok()?,
+                trigram: r.get::<f64>(4).ok()?.unwrap_or(0.0),
+                by_embedding: r.get::<bool>(5).ok()?.unwrap_or(false),
+                by_trigram: r.get::<bool>(6).ok()?.unwrap_or(false),
+            })
         })
     })
 }
