@@ -83,6 +83,7 @@
 //! matching what is sent).
 
 mod embed;
+mod http;
 pub mod oracle;
 mod protocol;
 mod script;
@@ -91,7 +92,6 @@ mod server;
 use std::io;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
-use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -101,7 +101,7 @@ pub use script::{Reply, Rule, Script};
 
 use server::Shared;
 
-/// How long shutting down waits for request threads still writing their responses.
+/// How long shutting down waits for connections still writing their responses.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// A request the stand-in received.
@@ -132,8 +132,7 @@ impl Recorded {
 pub struct StandIn {
     addr: SocketAddr,
     shared: Arc<Shared>,
-    server: Option<Arc<tiny_http::Server>>,
-    accept: Option<JoinHandle<()>>,
+    server: http::Server,
 }
 
 impl StandIn {
@@ -153,20 +152,16 @@ impl StandIn {
             };
             addr.set_ip(loopback);
         }
-        let server =
-            Arc::new(tiny_http::Server::from_listener(listener, None).map_err(io::Error::other)?);
         let shared = Arc::new(Shared::new(script, DEFAULT_EMBEDDING_DIM));
-        let accept = {
-            let (server, shared) = (Arc::clone(&server), Arc::clone(&shared));
-            thread::Builder::new()
-                .name("llm-standin".into())
-                .spawn(move || accept_loop(&server, &shared))?
+        let handler = {
+            let shared = Arc::clone(&shared);
+            Arc::new(move |request| server::handle(&shared, request))
         };
+        let server = http::Server::start(listener, addr, handler)?;
         Ok(StandIn {
             addr,
             shared,
-            server: Some(server),
-            accept: Some(accept),
+            server,
         })
     }
 
@@ -202,23 +197,15 @@ impl StandIn {
     }
 
     /// Stops accepting requests, releases hung and delayed requests, and waits (up to five
-    /// seconds) for the request threads to finish. Dropping the handle does the same.
+    /// seconds) for the connections still answering to finish. Dropping the handle does the same.
     pub fn shutdown(self) {
         drop(self);
     }
 
     fn stop(&mut self) {
-        let Some(server) = self.server.take() else {
-            return;
-        };
+        // Release hung and delayed requests first, so that their connections can answer.
         self.shared.stop();
-        server.unblock();
-        if let Some(accept) = self.accept.take() {
-            let _ = accept.join();
-        }
-        // The last reference: dropping it closes the listening socket.
-        drop(server);
-        self.shared.wait_idle(SHUTDOWN_GRACE);
+        self.server.stop(SHUTDOWN_GRACE);
     }
 }
 
@@ -233,28 +220,6 @@ impl std::fmt::Debug for StandIn {
         f.debug_struct("StandIn")
             .field("addr", &self.addr)
             .finish_non_exhaustive()
-    }
-}
-
-/// Hands each request to a thread of its own until the server shuts down.
-fn accept_loop(server: &tiny_http::Server, shared: &Arc<Shared>) {
-    loop {
-        match server.recv() {
-            Ok(request) => {
-                let guard = shared.enter();
-                let shared = Arc::clone(shared);
-                // If no thread can be started, the request is dropped, which answers it 500.
-                let _ = thread::Builder::new()
-                    .name("llm-standin-request".into())
-                    .spawn(move || {
-                        let _guard = guard;
-                        server::handle(&shared, request);
-                    });
-            }
-            // Unblocked by `stop`, or the listener failed (then nothing more will come).
-            Err(_) if shared.is_stopping() => return,
-            Err(_) => {}
-        }
     }
 }
 

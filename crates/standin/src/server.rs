@@ -1,13 +1,13 @@
 //! The HTTP side: accepting requests, one thread per request, and answering them.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use tiny_http::{Header, Method, Request, Response};
 
 use crate::embed::pseudo_embedding;
+use crate::http::{Request, Response};
 use crate::protocol::{self, Endpoint, ErrorKind, Prompt, Style};
 use crate::script::{Choice, Reply, Script, ScriptState};
 use crate::Recorded;
@@ -21,14 +21,12 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// State shared by the handle, the accept loop and the request threads.
+/// State shared by the handle and the connection threads.
 pub(crate) struct Shared {
     script: Mutex<ScriptState>,
     requests: Mutex<Vec<Recorded>>,
     stopping: Mutex<bool>,
     stop_signal: Condvar,
-    active: Mutex<usize>,
-    idle_signal: Condvar,
     embedding_dim: AtomicUsize,
     next_id: AtomicU64,
 }
@@ -40,8 +38,6 @@ impl Shared {
             requests: Mutex::new(Vec::new()),
             stopping: Mutex::new(false),
             stop_signal: Condvar::new(),
-            active: Mutex::new(0),
-            idle_signal: Condvar::new(),
             embedding_dim: AtomicUsize::new(embedding_dim),
             next_id: AtomicU64::new(1),
         }
@@ -63,11 +59,7 @@ impl Shared {
         self.embedding_dim.store(dim.max(1), Ordering::Relaxed);
     }
 
-    pub(crate) fn is_stopping(&self) -> bool {
-        *lock(&self.stopping)
-    }
-
-    /// Tells every waiting request thread that the server is shutting down.
+    /// Tells every waiting (hung or delayed) request that the server is shutting down.
     pub(crate) fn stop(&self) {
         *lock(&self.stopping) = true;
         self.stop_signal.notify_all();
@@ -87,36 +79,6 @@ impl Shared {
                 .wait_timeout(stopping, deadline - now)
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
-        }
-    }
-
-    /// Counts a request thread as running until the returned guard is dropped.
-    pub(crate) fn enter(self: &Arc<Self>) -> ActiveGuard {
-        *lock(&self.active) += 1;
-        ActiveGuard(Arc::clone(self))
-    }
-
-    /// Waits until no request thread is running, or `timeout` passes. Returns whether all
-    /// threads have finished.
-    pub(crate) fn wait_idle(&self, timeout: Duration) -> bool {
-        let active = lock(&self.active);
-        let (active, _) = self
-            .idle_signal
-            .wait_timeout_while(active, timeout, |n| *n > 0)
-            .unwrap_or_else(PoisonError::into_inner);
-        *active == 0
-    }
-}
-
-/// Marks one running request thread (also when it unwinds).
-pub(crate) struct ActiveGuard(Arc<Shared>);
-
-impl Drop for ActiveGuard {
-    fn drop(&mut self) {
-        let mut active = lock(&self.0.active);
-        *active = active.saturating_sub(1);
-        if *active == 0 {
-            self.0.idle_signal.notify_all();
         }
     }
 }
@@ -143,19 +105,16 @@ impl Out {
         Out::json(status, &protocol::error_body(style, kind, message))
     }
 
-    fn send(self, request: Request) {
-        let mut response = Response::from_data(self.body).with_status_code(self.status);
+    fn response(self) -> Response {
         let headers = [
             Some(("Content-Type", self.content_type.to_owned())),
             self.retry_after.map(|s| ("Retry-After", s.to_string())),
         ];
-        for (name, value) in headers.into_iter().flatten() {
-            if let Ok(header) = Header::from_bytes(name.as_bytes(), value.as_bytes()) {
-                response.add_header(header);
-            }
+        Response {
+            status: self.status,
+            headers: headers.into_iter().flatten().collect(),
+            body: self.body,
         }
-        // A client that went away is no concern of the server's.
-        let _ = request.respond(response);
     }
 }
 
@@ -166,47 +125,32 @@ enum Action {
     Hang(Style),
 }
 
-/// Answers one request. Runs on the request's own thread.
-pub(crate) fn handle(shared: &Shared, mut request: Request) {
-    let method = request.method().clone();
-    let url = request.url();
-    let path = url.split(['?', '#']).next().unwrap_or(url).to_owned();
-    let headers: Vec<(String, String)> = request
-        .headers()
-        .iter()
-        .map(|h| {
-            (
-                h.field.as_str().as_str().to_ascii_lowercase(),
-                h.value.as_str().to_owned(),
-            )
-        })
-        .collect();
-    let mut raw = Vec::new();
-    if request.as_reader().read_to_end(&mut raw).is_err() {
-        // The client broke off while sending its body; there is no one to answer.
-        return;
-    }
-    let text = String::from_utf8_lossy(&raw);
+/// Answers one request. Runs on its connection's thread.
+pub(crate) fn handle(shared: &Shared, request: Request) -> Response {
+    let target = request.target.as_str();
+    let path = target.split(['?', '#']).next().unwrap_or(target).to_owned();
+    let text = String::from_utf8_lossy(&request.body);
+    let method = request.method.as_str();
 
     let action = match path.strip_prefix("/_standin/") {
-        Some(command) => Action::Respond(control(shared, &method, command, &text)),
-        None => api(shared, &method, path, headers, &text),
+        Some(command) => Action::Respond(control(shared, method, command, &text)),
+        None => api(shared, method, path, request.headers.clone(), &text),
     };
     match action {
-        Action::Respond(out) => out.send(request),
+        Action::Respond(out) => out.response(),
         Action::Hang(style) => {
             shared.sleep_unless_stopped(HANG_LIMIT);
             let message = "stand-in: a hung request was released (server shut down or time limit)";
-            Out::error(503, style, ErrorKind::Overloaded, message).send(request);
+            Out::error(503, style, ErrorKind::Overloaded, message).response()
         }
     }
 }
 
 /// The `/_standin/...` control endpoints.
-fn control(shared: &Shared, method: &Method, command: &str, body: &str) -> Out {
+fn control(shared: &Shared, method: &str, command: &str, body: &str) -> Out {
     let reply = |status: u16, value: Value| Out::json(status, &value);
     match (method, command) {
-        (Method::Post, "script") => match Script::from_json(body) {
+        ("POST", "script") => match Script::from_json(body) {
             Ok(script) => {
                 let rules = script.rules.len();
                 shared.set_script(script);
@@ -214,11 +158,11 @@ fn control(shared: &Shared, method: &Method, command: &str, body: &str) -> Out {
             }
             Err(e) => reply(400, json!({"error": e})),
         },
-        (Method::Get, "requests") => match serde_json::to_value(shared.requests()) {
+        ("GET", "requests") => match serde_json::to_value(shared.requests()) {
             Ok(list) => reply(200, list),
             Err(e) => reply(500, json!({"error": e.to_string()})),
         },
-        (Method::Post, "clear") => {
+        ("POST", "clear") => {
             shared.clear_requests();
             reply(200, json!({"ok": true}))
         }
@@ -236,7 +180,7 @@ fn control(shared: &Shared, method: &Method, command: &str, body: &str) -> Out {
 /// The LLM API endpoints: record the request, then answer it as the script says.
 fn api(
     shared: &Shared,
-    method: &Method,
+    method: &str,
     path: String,
     headers: Vec<(String, String)>,
     text: &str,
@@ -268,7 +212,7 @@ fn api(
         return Action::Respond(Out::error(404, style, ErrorKind::NotFound, &message));
     };
     let style = endpoint.style();
-    if *method != Method::Post {
+    if method != "POST" {
         let message = format!("stand-in: {path} accepts POST, not {method}");
         return Action::Respond(Out::error(405, style, ErrorKind::InvalidRequest, &message));
     }
@@ -313,7 +257,12 @@ fn api(
             let (system, turns) = protocol::turns_of(&body);
             match crate::oracle::answer(&spec, &system, &turns) {
                 Ok(content) => Out::json(200, &success(&content)),
-                Err(message) => Out::error(500, style, ErrorKind::Server, &format!("stand-in oracle: {message}")),
+                Err(message) => Out::error(
+                    500,
+                    style,
+                    ErrorKind::Server,
+                    &format!("stand-in oracle: {message}"),
+                ),
             }
         }
         Reply::Hang => return Action::Hang(style),

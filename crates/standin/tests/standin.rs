@@ -714,3 +714,87 @@ fn the_binary_writes_its_port_and_serves_the_script_file() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown option --bogus"));
 }
+
+/// Sends one OpenAI chat request over `stream` (HTTP/1.1, keep-alive) and reads the response:
+/// status and body.
+fn exchange(stream: &mut std::net::TcpStream, question: &str) -> std::io::Result<(u16, String)> {
+    use std::io::{Read, Write};
+    let body = openai_chat(question).to_string();
+    write!(
+        stream,
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )?;
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut line = String::new();
+    reader.read_line(&mut line)?;
+    let status = line
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let mut length = 0;
+    loop {
+        line.clear();
+        if reader.read_line(&mut line)? == 0 || line == "\r\n" {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().unwrap_or(0);
+            }
+        }
+    }
+    let mut text = vec![0; length];
+    reader.read_exact(&mut text)?;
+    Ok((status, String::from_utf8_lossy(&text).into_owned()))
+}
+
+#[test]
+fn many_keep_alive_connections_opened_at_once_are_all_answered() {
+    // A client with a connection pool (reqwest in a backend running ask.evaluate at
+    // ask.concurrency = 8) opens its connections together and keeps them open between requests.
+    // Every one of them must be served while the others stay open.
+    const CONNECTIONS: usize = 16;
+    let script = Script::default()
+        .or_else(Reply::text("SELECT {{last}}"))
+        .rule(Rule::new(&["slow"], Reply::text("late")).delay(100));
+    let llm = StandIn::start(script).unwrap();
+    let addr = llm.url().trim_start_matches("http://").to_owned();
+    let content = |i: usize, (status, text): (u16, String)| {
+        assert_eq!(status, 200, "connection {i}: {text}");
+        let v: Value = serde_json::from_str(&text).unwrap();
+        v["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    // All connections at once, each kept open after its answer...
+    let clients: Vec<_> = (0..CONNECTIONS)
+        .map(|i| {
+            let addr = addr.clone();
+            thread::spawn(move || {
+                let mut stream = std::net::TcpStream::connect(&addr)?;
+                stream.set_read_timeout(Some(Duration::from_secs(20)))?;
+                let first = exchange(&mut stream, &format!("slow {i}"))?;
+                Ok::<_, std::io::Error>((stream, first))
+            })
+        })
+        .collect();
+    let mut streams = Vec::new();
+    for (i, client) in clients.into_iter().enumerate() {
+        let (stream, first) = client
+            .join()
+            .unwrap()
+            .unwrap_or_else(|e| panic!("connection {i}: {e}"));
+        assert_eq!(content(i, first), "late");
+        streams.push(stream);
+    }
+    // ... and each serves a second request.
+    for (i, stream) in streams.iter_mut().enumerate() {
+        let second = exchange(stream, &format!("again {i}"))
+            .unwrap_or_else(|e| panic!("connection {i}, second request: {e}"));
+        assert_eq!(content(i, second), format!("SELECT again {i}"));
+    }
+    assert_eq!(llm.requests().len(), 2 * CONNECTIONS);
+}
