@@ -143,14 +143,16 @@ fn pg_terminate_backend_ends_the_session_promptly() {
 
 #[test]
 fn sessions_do_not_wait_for_each_other() {
-    // Two sessions whose LLM answers take 400 ms each finish together, not one after the other.
+    // Two sessions whose LLM answers take 1.5 s each: the second session's request reaches the
+    // LLM while the first one's is still being answered (if sessions waited for each other, it
+    // would come only after the first answer).
+    const ANSWER: Duration = Duration::from_millis(1500);
     let llm = StandIn::start(
         Script::default()
-            .rule(Rule::new(&["<schema>"], Reply::text("SELECT count(*) AS n FROM public.it_cities")).delay(400))
+            .rule(Rule::new(&["<schema>"], Reply::text("SELECT count(*) AS n FROM public.it_cities")).delay(ANSWER.as_millis() as u64))
             .rule(Rule::new(&["<result"], Reply::text("ROWS"))),
     )
     .unwrap();
-    let t = Instant::now();
     let handles: Vec<_> = (0..2)
         .map(|i| {
             let url = llm.url();
@@ -162,8 +164,20 @@ fn sessions_do_not_wait_for_each_other() {
             })
         })
         .collect();
+    let generation_requests = || llm.requests().iter().filter(|r| r.prompt.contains("<schema>")).count();
+    let arrival = |n: usize| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while generation_requests() < n {
+            assert!(Instant::now() < deadline, "{n} SQL-generation requests never arrived");
+            thread::sleep(Duration::from_millis(5));
+        }
+        Instant::now()
+    };
+    let first = arrival(1);
+    let second = arrival(2);
     for h in handles {
         assert_eq!(h.join().unwrap(), 2);
     }
-    assert!(t.elapsed() < Duration::from_millis(790), "{:?}", t.elapsed());
+    let gap = second - first;
+    assert!(gap < ANSWER, "the second session asked {gap:?} after the first, which was answered after {ANSWER:?}");
 }

@@ -8,14 +8,17 @@
 //! # Running inside a PostgreSQL backend
 //!
 //! * Nothing here prints or logs.
-//! * The weights are read from a memory-mapped file into the backend's memory: a loaded model
-//!   adds about 100 MB to a backend's RSS.
-//! * **Speed of one short text** (a question): a forward pass over a handful of tokens is a
-//!   series of thin matrix products, `x (tokens × in) · Wᵀ`, whose cost is streaming the
-//!   weights. candle's `Linear` multiplies by a transposed view of the `(out, in)` weight,
-//!   which the matrix kernels read across rows; [`Embedder::load`] stores every linear weight
-//!   transposed once (`(in, out)`, contiguous, seen by candle as the same `(out, in)` tensor),
-//!   so the kernels read it row by row. Same arithmetic, about half the time for a question.
+//! * **One text at a time** (a question, a literal: calls with at most [`SINGLE_TEXTS`] texts)
+//!   runs through the single-text encoder (`single.rs`), which reads the weights in place from
+//!   the memory-mapped model file: those pages are the page cache's, shared by every backend
+//!   that maps the model, not a private copy. Its linear layers read each weight row once and
+//!   split the rows between rayon's threads; a question of about ten word pieces takes about
+//!   4.5 ms on two cores (`examples/question_latency.rs`).
+//! * **Batches** (building the schema and value memories) run through candle's BERT in padded,
+//!   masked batches. candle's model is loaded on the first such call and copies the weights
+//!   into the backend's memory: about 90 MB more RSS for that backend. Its linear weights are
+//!   stored transposed once (`(in, out)`, contiguous, seen by candle as the same `(out, in)`
+//!   tensor), so that the matrix kernels read them row by row.
 //! * candle (and its matrix kernels, `gemm`) run their parallel parts on rayon's global thread
 //!   pool. [`Embedder::load`] calls [`init_thread_pool`], which builds that pool (if nobody has
 //!   yet) with threads that block every signal, so that PostgreSQL's signal handlers only ever
@@ -34,6 +37,9 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config as BertConfig};
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
+mod single;
+use single::SingleEncoder;
+
 /// File names expected in a model directory.
 pub const WEIGHTS_FILE: &str = "model.safetensors";
 /// The BERT configuration (Hugging Face `config.json` of the transformer, not of a pooling layer).
@@ -49,6 +55,10 @@ pub const MAX_TOKENS: usize = 256;
 /// Texts run through the transformer together. Within a call, texts are sorted by length
 /// before they are cut into batches, so little work goes into padding.
 pub const BATCH_SIZE: usize = 32;
+
+/// Calls with at most this many texts run each text alone through the single-text encoder
+/// (see `single.rs`); larger calls run in padded batches through candle.
+pub const SINGLE_TEXTS: usize = 4;
 
 /// Errors of loading or running the embedding model.
 #[derive(Debug, thiserror::Error)]
@@ -138,7 +148,13 @@ pub fn init_thread_pool() -> ThreadPoolState {
 
 /// A loaded sentence-embedding model (BERT encoder + WordPiece tokenizer), CPU only.
 pub struct Embedder {
-    model: BertModel,
+    /// candle's BERT for padded batches, loaded on the first call that needs it (or at once
+    /// when the single-text encoder does not apply).
+    model: OnceLock<BertModel>,
+    weights: PathBuf,
+    config: BertConfig,
+    /// The same model for one text at a time, when it applies (f32 weights, exact GELU).
+    single: Option<SingleEncoder>,
     tokenizer: Tokenizer,
     dim: usize,
     max_tokens: usize,
@@ -188,16 +204,37 @@ impl Embedder {
             .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
 
         init_thread_pool();
-        let device = Device::Cpu;
+        let single = SingleEncoder::load(&weights, &config)?;
+        let embedder = Embedder {
+            model: OnceLock::new(),
+            dim: config.hidden_size,
+            weights,
+            config,
+            single,
+            tokenizer,
+            max_tokens,
+            device: Device::Cpu,
+        };
+        if embedder.single.is_none() {
+            embedder.batch_model()?;
+        }
+        Ok(embedder)
+    }
+
+    /// candle's model, loaded now if it is not yet. The weights are copied out of the mapped
+    /// file into the process's memory (about 90 MB for all-MiniLM-L6-v2).
+    fn batch_model(&self) -> Result<&BertModel, EmbedError> {
+        if let Some(model) = self.model.get() {
+            return Ok(model);
+        }
+        let bad = |source| EmbedError::BadWeights { path: self.weights.clone(), source };
         // SAFETY: the safetensors file is memory-mapped read-only. The mapping is undefined
         // behaviour only if the file is modified while mapped; model files are installed once by
         // setup and not rewritten in place.
-        let file = unsafe { MmapedSafetensors::new(&weights) }
-            .map_err(|source| EmbedError::BadWeights { path: weights.clone(), source })?;
-        let vb = VarBuilder::from_backend(Box::new(RowMajorLinears(file)), DType::F32, device.clone());
-        let model = BertModel::load(vb, &config)
-            .map_err(|source| EmbedError::BadWeights { path: weights.clone(), source })?;
-        Ok(Embedder { model, tokenizer, dim: config.hidden_size, max_tokens, device })
+        let file = unsafe { MmapedSafetensors::new(&self.weights) }.map_err(bad)?;
+        let vb = VarBuilder::from_backend(Box::new(RowMajorLinears(file)), DType::F32, self.device.clone());
+        let model = BertModel::load(vb, &self.config).map_err(bad)?;
+        Ok(self.model.get_or_init(|| model))
     }
 
     /// Number of dimensions of the vectors (384 for all-MiniLM-L6-v2).
@@ -232,6 +269,12 @@ impl Embedder {
         order.sort_by_key(|&i| encoded[i].len());
 
         let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        if let Some(single) = self.single.as_ref().filter(|_| texts.len() <= SINGLE_TEXTS) {
+            for (v, ids) in out.iter_mut().zip(&encoded) {
+                *v = normalise(single.mean_hidden(ids));
+            }
+            return Ok(out);
+        }
         for chunk in order.chunks(BATCH_SIZE) {
             let batch: Vec<&[u32]> = chunk.iter().map(|&i| encoded[i].as_slice()).collect();
             let vectors = self.embed_batch(&batch)?;
@@ -260,7 +303,7 @@ impl Embedder {
         let ids = Tensor::from_vec(ids, (n, len), &self.device)?;
         let mask = Tensor::from_vec(mask, (n, len), &self.device)?;
         let token_types = ids.zeros_like()?;
-        let hidden = self.model.forward(&ids, &token_types, Some(&mask))?; // (n, len, dim)
+        let hidden = self.batch_model()?.forward(&ids, &token_types, Some(&mask))?; // (n, len, dim)
 
         // Mean over real tokens: sum(hidden * mask) / sum(mask), then L2 normalisation.
         let mask_f = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // (n, len, 1)
@@ -271,6 +314,13 @@ impl Embedder {
         let unit = mean.broadcast_div(&norm)?;
         Ok(unit.to_vec2::<f32>()?)
     }
+}
+
+/// `v / |v|`.
+fn normalise(mut v: Vec<f32>) -> Vec<f32> {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    v.iter_mut().for_each(|x| *x /= norm);
+    v
 }
 
 /// The model's tensors, with every linear layer's weight (a rank-2 `*.weight` that is not an

@@ -102,10 +102,18 @@ fn matches_the_numpy_reference() {
     assert!(long_tokens > 128 && long_tokens < embedder.max_tokens(), "{long_tokens} tokens");
 
     let reference = run_reference(&common::model_dir(), &texts);
-    let ours = embedder.embed(&texts).unwrap();
+    // Both ways through the model: all texts in one call (padded batches through candle) and
+    // each text alone (the single-text encoder).
+    let batched = embedder.embed(&texts).unwrap();
+    let alone: Vec<Vec<f32>> = texts.iter().map(|t| embedder.embed_one(t).unwrap()).collect();
+    for ours in [alone, batched] {
+        compare(&texts, &reference, &ours);
+    }
+}
 
+fn compare(texts: &[&str], reference: &Reference, ours: &[Vec<f32>]) {
     let mut worst_dim: f64 = 0.0;
-    for (i, (r, o)) in reference.dims.iter().zip(&ours).enumerate() {
+    for (i, (r, o)) in reference.dims.iter().zip(ours).enumerate() {
         assert_eq!(o.len(), 384);
         let norm: f64 = o.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
         assert!((norm - 1.0).abs() < 1e-5, "{:?} is not unit length: {norm}", texts[i]);
@@ -144,9 +152,12 @@ fn a_vector_does_not_depend_on_its_batch() {
     let embedder = common::embedder();
     let long = long_sentence();
     let alone = embedder.embed(&["Zürich"]).unwrap().remove(0);
-    let batched = embedder.embed(&[&long, "Zürich", "a", "United States of America"]).unwrap();
+    // More texts than SINGLE_TEXTS: padded batches through candle.
+    let many = [&long, "Zürich", "a", "United States of America", "b", "c"];
+    assert!(many.len() > pg_ask_embed::SINGLE_TEXTS);
+    let batched = embedder.embed(&many).unwrap();
     let diff = alone.iter().zip(&batched[1]).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
-    assert!(diff < 1e-5, "padding leaks into the vector: max diff {diff}");
+    assert!(diff < 1e-5, "padding leaks into the vector, or the single-text encoder differs: max diff {diff}");
     // Order is preserved although batches are sorted by length.
     assert!(cosine(&batched[3], &embedder.embed_one("United States of America").unwrap()) > 0.99999);
     assert!(embedder.embed(&[]).unwrap().is_empty());
