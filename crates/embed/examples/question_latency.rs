@@ -1,5 +1,5 @@
 //! Latency of embedding one short question, the way the selection stage does:
-//! `cargo run --release -p pg_ask_embed --example question_latency [REPEATS]`.
+//! `cargo run --release -p pg_ask_embed --example question_latency [REPEATS [PAUSE_MS]]`.
 //!
 //! Embeds each of the twelve synthetic selection questions alone, REPEATS (default 25) times
 //! after a warm-up, and prints p50/p95 of one `embed_one` call and of the tokenizer alone.
@@ -19,6 +19,8 @@ fn percentile(v: &mut [f64], p: f64) -> f64 {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let repeats: usize = std::env::args().nth(1).map(|a| a.parse()).transpose()?.unwrap_or(25);
+    // A pause before each question (milliseconds), as between the questions a session asks.
+    let pause = std::env::args().nth(2).map(|a| a.parse().map(std::time::Duration::from_millis)).transpose()?;
     let dir =
         std::env::var_os("PG_ASK_MODEL_DIR").map_or_else(|| PathBuf::from(DEFAULT_MODEL_DIR), PathBuf::from);
     let embedder = pg_ask_embed::Embedder::load(&dir)?;
@@ -31,6 +33,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let t = Instant::now();
             embedder.token_count(q)?;
             token_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+            if let Some(pause) = pause {
+                std::thread::sleep(pause);
+            }
             let t = Instant::now();
             embedder.embed_one(q)?;
             embed_ms.push(t.elapsed().as_secs_f64() * 1000.0);

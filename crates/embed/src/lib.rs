@@ -11,9 +11,11 @@
 //! * **One text at a time** (a question, a literal: calls with at most [`SINGLE_TEXTS`] texts)
 //!   runs through the single-text encoder (`single.rs`), which reads the weights in place from
 //!   the memory-mapped model file: those pages are the page cache's, shared by every backend
-//!   that maps the model, not a private copy. Its linear layers read each weight row once and
-//!   split the rows between rayon's threads; a question of about ten word pieces takes about
-//!   4.5 ms on two cores (`examples/question_latency.rs`).
+//!   that maps the model, not a private copy. Its linear layers read each weight row once
+//!   (prefetching the next rows) and dot it with every token; the work of each step is cut
+//!   into chunks that the calling thread and a helper from rayon's pool claim, so a helper that
+//!   wakes late never holds the pass up. A question of about ten word pieces takes about 4 ms
+//!   on two cores, 6–8 ms on one (`examples/question_latency.rs`).
 //! * **Batches** (building the schema and value memories) run through candle's BERT in padded,
 //!   masked batches. candle's model is loaded on the first such call and copies the weights
 //!   into the backend's memory: about 90 MB more RSS for that backend. Its linear weights are

@@ -17,13 +17,12 @@ use std::fs::File;
 use std::path::Path;
 
 use candle_transformers::models::bert::{Config as BertConfig, HiddenAct};
-use rayon::prelude::*;
+use std::marker::PhantomData;
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use safetensors::{Dtype, SafeTensors};
 
 use crate::EmbedError;
-
-/// Output rows of a linear layer computed per task: enough work to be worth a thread.
-const ROWS_PER_TASK: usize = 96;
 
 /// Where a tensor's f32 data lies in the mapped file.
 #[derive(Debug, Clone, Copy)]
@@ -63,15 +62,19 @@ pub(crate) struct SingleEncoder {
 
 impl SingleEncoder {
     /// Maps `weights` and finds the tensors a BERT of `config` needs. Returns `Ok(None)` when
-    /// this encoder does not apply (weights not f32, an activation other than exact GELU,
-    /// positions other than absolute); the caller then uses candle for every text.
+    /// this encoder does not apply (weights not f32, an activation other than exact GELU, a
+    /// big-endian CPU); the caller then uses candle for every text.
     pub(crate) fn load(weights: &Path, config: &BertConfig) -> Result<Option<SingleEncoder>, EmbedError> {
         let io = |source| EmbedError::Io { path: weights.to_path_buf(), source };
         let file = File::open(weights).map_err(io)?;
         // SAFETY: read-only mapping of a model file that is installed once and not rewritten
         // in place (as for candle's own mapping of the same file).
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-        if config.hidden_act != HiddenAct::Gelu || config.hidden_size % config.num_attention_heads != 0 {
+        // The file's f32 are little-endian and read in place.
+        if config.hidden_act != HiddenAct::Gelu
+            || !config.hidden_size.is_multiple_of(config.num_attention_heads)
+            || cfg!(target_endian = "big")
+        {
             return Ok(None);
         }
         let bad = |reason: String| EmbedError::BadWeights {
@@ -152,11 +155,11 @@ impl SingleEncoder {
             Some(copy) => &copy[span.start / 4..span.start / 4 + span.len],
             None => {
                 let bytes = &self.map[span.start..span.start + 4 * span.len];
-                assert!(cfg!(target_endian = "little"), "safetensors data is little-endian");
                 // SAFETY: `bytes` lies inside the mapping (checked at load), the mapping is
                 // 4-byte aligned and so is `span.start` (a multiple of 4 past an 8-aligned
-                // header), f32 has no invalid bit patterns, and the mapping is read-only and
-                // lives as long as `self`.
+                // header), the CPU is little-endian like the file (checked at load), f32 has
+                // no invalid bit patterns, and the mapping is read-only and lives as long as
+                // `self`.
                 unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<f32>(), span.len) }
             }
         }
@@ -165,20 +168,7 @@ impl SingleEncoder {
     /// The mean of the last hidden states of the sequence `ids` (not normalised).
     pub(crate) fn mean_hidden(&self, ids: &[u32]) -> Vec<f32> {
         let (h, n) = (self.hidden, ids.len());
-        let words = self.f32s(self.word);
-        let positions = self.f32s(self.position);
-        let token_type = &self.f32s(self.token_type)[..h];
         let mut x = vec![0f32; n * h];
-        for (t, &id) in ids.iter().enumerate() {
-            let row = &mut x[t * h..(t + 1) * h];
-            let word = &words[id as usize * h..(id as usize + 1) * h];
-            let position = &positions[t * h..(t + 1) * h];
-            for (j, v) in row.iter_mut().enumerate() {
-                *v = word[j] + position[j] + token_type[j];
-            }
-        }
-        self.layer_norm(&mut x, self.embedding_norm);
-
         let mut q = vec![0f32; n * h];
         let mut k = vec![0f32; n * h];
         let mut v = vec![0f32; n * h];
@@ -186,89 +176,308 @@ impl SingleEncoder {
         let mut attended = vec![0f32; n * h];
         let mut inner = vec![0f32; n * self.intermediate];
         let mut out = vec![0f32; n * h];
-        for layer in &self.layers {
-            self.linear(&x, layer.query, &mut q);
-            self.linear(&x, layer.key, &mut k);
-            self.linear(&x, layer.value, &mut v);
-            attention(&q, &k, &v, n, h, self.heads, &mut context);
-            self.linear(&context, layer.attention_out, &mut attended);
-            add(&mut attended, &x);
-            self.layer_norm(&mut attended, layer.attention_norm);
-            self.linear(&attended, layer.intermediate, &mut inner);
-            inner.iter_mut().for_each(|z| *z = gelu(*z));
-            self.linear(&inner, layer.output, &mut out);
-            add(&mut out, &attended);
-            self.layer_norm(&mut out, layer.output_norm);
-            std::mem::swap(&mut x, &mut out);
+        let mut phases = vec![Phase::Embed];
+        for l in 0..self.layers.len() {
+            phases.extend([
+                Phase::Qkv(l),
+                Phase::Attention,
+                Phase::AttentionOut(l),
+                Phase::AttentionNorm(l),
+                Phase::Intermediate(l),
+                Phase::Output(l),
+                Phase::OutputNorm(l),
+            ]);
         }
+        let pass = Pass {
+            encoder: self,
+            ids,
+            x: Buf::new(&mut x),
+            q: Buf::new(&mut q),
+            k: Buf::new(&mut k),
+            v: Buf::new(&mut v),
+            context: Buf::new(&mut context),
+            attended: Buf::new(&mut attended),
+            inner: Buf::new(&mut inner),
+            out: Buf::new(&mut out),
+            claimed: phases.iter().map(|_| AtomicUsize::new(0)).collect(),
+            done: phases.iter().map(|_| AtomicUsize::new(0)).collect(),
+            phases,
+        };
+        let helpers = rayon::current_num_threads().min(MAX_THREADS) - 1;
+        if helpers == 0 {
+            pass.run();
+        } else {
+            rayon::in_place_scope(|scope| {
+                for _ in 0..helpers {
+                    scope.spawn(|_| pass.run());
+                }
+                pass.run();
+            });
+        }
+        drop(pass);
         let mut mean = vec![0f32; h];
         for row in x.chunks_exact(h) {
-            add(&mut mean, row);
+            mean.iter_mut().zip(row).for_each(|(m, v)| *m += v);
         }
         mean.iter_mut().for_each(|m| *m /= n as f32);
         mean
     }
+}
 
-    fn linear(&self, x: &[f32], (weight, bias): (Span, Span), out: &mut [f32]) {
-        linear(x, self.f32s(weight), self.f32s(bias), out);
+/// Threads computing one forward pass: the caller and at most this many less one of rayon's
+/// threads.
+const MAX_THREADS: usize = 4;
+
+/// Output columns per piece of work in a linear layer (about 10–20 µs for ten tokens).
+const COLUMNS_PER_CHUNK: usize = 32;
+
+/// The steps of a forward pass, in order; each is cut in chunks that threads claim.
+#[derive(Debug, Clone, Copy)]
+enum Phase {
+    /// Word + position + token type embeddings, LayerNorm: a chunk per token.
+    Embed,
+    /// The query, key and value projections of layer `l`.
+    Qkv(usize),
+    /// Self-attention: a chunk per head.
+    Attention,
+    AttentionOut(usize),
+    /// Residual and LayerNorm after attention: a chunk per token.
+    AttentionNorm(usize),
+    /// The feed-forward layer's first projection, with GELU.
+    Intermediate(usize),
+    Output(usize),
+    /// Residual and LayerNorm after the feed-forward layer: a chunk per token.
+    OutputNorm(usize),
+}
+
+/// One forward pass, computed by whichever threads run [`Pass::run`]: the caller alone, or
+/// with helpers from rayon's pool. Each phase is cut into chunks that the threads claim from
+/// a counter, and a phase starts once every chunk of the one before is done. No thread waits
+/// for another thread to arrive, only for chunks already claimed: a helper that wakes late
+/// (waking a thread whose core went idle takes about 0.1 ms on a virtual machine) joins in the
+/// phase under way, or finds nothing left. Waiting threads spin briefly, then yield.
+struct Pass<'a> {
+    encoder: &'a SingleEncoder,
+    ids: &'a [u32],
+    /// The hidden states, `n × hidden`; the other buffers are phases' outputs.
+    x: Buf<'a>,
+    q: Buf<'a>,
+    k: Buf<'a>,
+    v: Buf<'a>,
+    context: Buf<'a>,
+    attended: Buf<'a>,
+    inner: Buf<'a>,
+    out: Buf<'a>,
+    phases: Vec<Phase>,
+    /// Per phase: chunks handed out (may run past the number of chunks), chunks finished.
+    claimed: Vec<AtomicUsize>,
+    done: Vec<AtomicUsize>,
+}
+
+impl Pass<'_> {
+    fn chunks(&self, phase: Phase) -> usize {
+        let e = self.encoder;
+        let columns = |n: usize| n.div_ceil(COLUMNS_PER_CHUNK);
+        match phase {
+            Phase::Embed | Phase::AttentionNorm(_) | Phase::OutputNorm(_) => self.ids.len(),
+            Phase::Qkv(_) => 3 * columns(e.hidden),
+            Phase::Attention => e.heads,
+            Phase::AttentionOut(_) | Phase::Output(_) => columns(e.hidden),
+            Phase::Intermediate(_) => columns(e.intermediate),
+        }
     }
 
-    fn layer_norm(&self, x: &mut [f32], (gamma, beta): (Span, Span)) {
-        let (gamma, beta) = (self.f32s(gamma), self.f32s(beta));
-        let h = gamma.len();
-        for row in x.chunks_exact_mut(h) {
-            let mean = row.iter().sum::<f32>() / h as f32;
-            let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / h as f32;
-            let scale = 1.0 / (var + self.eps).sqrt();
-            for ((v, g), b) in row.iter_mut().zip(gamma).zip(beta) {
-                *v = (*v - mean) * scale * g + b;
+    /// Takes part in the pass until every chunk of every phase is done.
+    fn run(&self) {
+        for (p, &phase) in self.phases.iter().enumerate() {
+            if p > 0 {
+                self.wait_done(p - 1);
+            }
+            let total = self.chunks(phase);
+            loop {
+                let c = self.claimed[p].fetch_add(1, Ordering::Relaxed);
+                if c >= total {
+                    break;
+                }
+                self.chunk(phase, c);
+                self.done[p].fetch_add(1, Ordering::Release);
+            }
+        }
+        self.wait_done(self.phases.len() - 1);
+    }
+
+    /// Waits until every chunk of phase `p` is done; its outputs are then visible.
+    fn wait_done(&self, p: usize) {
+        let total = self.chunks(self.phases[p]);
+        let mut spins = 0u32;
+        while self.done[p].load(Ordering::Acquire) < total {
+            if spins < SPINS_BEFORE_YIELD {
+                std::hint::spin_loop();
+                spins += 1;
+            } else {
+                // The thread finishing the chunk is not running: let it.
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    /// Chunk `c` of `phase`.
+    fn chunk(&self, phase: Phase, c: usize) {
+        let e = self.encoder;
+        let h = e.hidden;
+        let columns = |n: usize, c: usize| c * COLUMNS_PER_CHUNK..((c + 1) * COLUMNS_PER_CHUNK).min(n);
+        let row = |i: usize| i * h..(i + 1) * h;
+        // SAFETY (every `unsafe` block below): a chunk writes only its own part of its phase's
+        // output (its columns, head or token row), which no other chunk touches; it reads
+        // only buffers that no chunk of this phase writes, and that earlier phases finished
+        // (`run` waits for them, and the Release/Acquire on `done` orders their writes before
+        // these reads).
+        match phase {
+            Phase::Embed => {
+                let id = self.ids[c] as usize;
+                let (words, positions) = (e.f32s(e.word), e.f32s(e.position));
+                let token_type = &e.f32s(e.token_type)[..h];
+                let out = unsafe { self.x.part(row(c)) };
+                let (word, position) = (&words[id * h..(id + 1) * h], &positions[row(c)]);
+                for (j, v) in out.iter_mut().enumerate() {
+                    *v = word[j] + position[j] + token_type[j];
+                }
+                e.layer_norm(out, e.embedding_norm);
+            }
+            Phase::Qkv(l) => {
+                let layer = &e.layers[l];
+                let (weights, out) = [(layer.query, &self.q), (layer.key, &self.k), (layer.value, &self.v)][c % 3];
+                e.linear(unsafe { self.x.all() }, weights, columns(h, c / 3), false, out);
+            }
+            Phase::Attention => unsafe {
+                attention(self.q.all(), self.k.all(), self.v.all(), self.ids.len(), h, e.heads, c, &self.context)
+            },
+            Phase::AttentionOut(l) => {
+                e.linear(unsafe { self.context.all() }, e.layers[l].attention_out, columns(h, c), false, &self.attended)
+            }
+            Phase::AttentionNorm(l) => {
+                let out = unsafe { self.attended.part(row(c)) };
+                out.iter_mut().zip(unsafe { &self.x.all()[row(c)] }).for_each(|(a, x)| *a += x);
+                e.layer_norm(out, e.layers[l].attention_norm);
+            }
+            Phase::Intermediate(l) => {
+                let n = e.intermediate;
+                e.linear(unsafe { self.attended.all() }, e.layers[l].intermediate, columns(n, c), true, &self.inner)
+            }
+            Phase::Output(l) => e.linear(unsafe { self.inner.all() }, e.layers[l].output, columns(h, c), false, &self.out),
+            Phase::OutputNorm(l) => {
+                let out = unsafe { self.x.part(row(c)) };
+                let (ffn, attended) = unsafe { (&self.out.all()[row(c)], &self.attended.all()[row(c)]) };
+                out.iter_mut().zip(ffn.iter().zip(attended)).for_each(|(x, (f, a))| *x = f + a);
+                e.layer_norm(out, e.layers[l].output_norm);
             }
         }
     }
 }
 
-fn add(acc: &mut [f32], x: &[f32]) {
-    acc.iter_mut().zip(x).for_each(|(a, b)| *a += b);
+impl SingleEncoder {
+    /// Columns `cols` of `x · Wᵀ + b` (GELU applied if `gelu`) into `out`, row-major.
+    fn linear(&self, x: &[f32], (weight, bias): (Span, Span), cols: Range<usize>, gelu: bool, out: &Buf<'_>) {
+        let (w, b) = (self.f32s(weight), self.f32s(bias));
+        // SAFETY: the caller gives each chunk its own `cols`; `linear_cols` writes only
+        // elements of those columns.
+        unsafe { linear_cols(x, w, b, cols, gelu, out) }
+    }
+
+    /// LayerNorm of one row, in place.
+    fn layer_norm(&self, row: &mut [f32], (gamma, beta): (Span, Span)) {
+        let (gamma, beta) = (self.f32s(gamma), self.f32s(beta));
+        let h = row.len() as f32;
+        let mean = row.iter().sum::<f32>() / h;
+        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / h;
+        let scale = 1.0 / (var + self.eps).sqrt();
+        for ((v, g), b) in row.iter_mut().zip(gamma).zip(beta) {
+            *v = (*v - mean) * scale * g + b;
+        }
+    }
 }
 
-/// Multi-head self-attention of one unpadded sequence: `q`, `k`, `v` are `n × h` (heads side
-/// by side), `context` gets `softmax(q kᵀ / √d) v` per head.
-fn attention(q: &[f32], k: &[f32], v: &[f32], n: usize, h: usize, heads: usize, context: &mut [f32]) {
+/// A buffer that the threads of a [`Pass`] write in disjoint parts.
+struct Buf<'a> {
+    ptr: *mut f32,
+    len: usize,
+    _owner: PhantomData<&'a mut [f32]>,
+}
+
+// SAFETY: a `Buf` is a `&mut [f32]` handed to several threads, which access it only as its
+// methods' contracts say (disjoint writes, reads after the writes are ordered before them).
+unsafe impl Send for Buf<'_> {}
+unsafe impl Sync for Buf<'_> {}
+
+impl<'a> Buf<'a> {
+    fn new(v: &'a mut [f32]) -> Buf<'a> {
+        Buf { ptr: v.as_mut_ptr(), len: v.len(), _owner: PhantomData }
+    }
+
+    /// The whole buffer. Safety: no thread writes it while the slice is used.
+    unsafe fn all(&self) -> &[f32] {
+        std::slice::from_raw_parts(self.ptr, self.len)
+    }
+
+    /// Part of the buffer. Safety: only this thread reads or writes `range` while the slice
+    /// is used.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn part(&self, range: Range<usize>) -> &mut [f32] {
+        assert!(range.start <= range.end && range.end <= self.len);
+        std::slice::from_raw_parts_mut(self.ptr.add(range.start), range.len())
+    }
+
+    /// Writes one element. Safety: no other thread reads or writes element `i` meanwhile.
+    #[inline(always)]
+    unsafe fn set(&self, i: usize, v: f32) {
+        assert!(i < self.len);
+        *self.ptr.add(i) = v;
+    }
+}
+
+/// About 50 µs of spinning before a waiting thread yields its core.
+const SPINS_BEFORE_YIELD: u32 = 20_000;
+
+/// Self-attention of one unpadded sequence for head `head`: `q`, `k`, `v` are `n × h` (heads
+/// side by side); `context` gets `softmax(q kᵀ / √d) v` in the head's columns. Safety: no
+/// other thread touches those columns of `context` meanwhile.
+#[allow(clippy::too_many_arguments)]
+unsafe fn attention(q: &[f32], k: &[f32], v: &[f32], n: usize, h: usize, heads: usize, head: usize, context: &Buf<'_>) {
     let d = h / heads;
     let scale = 1.0 / (d as f32).sqrt();
     let mut scores = vec![0f32; n];
-    context.fill(0.0);
-    for head in 0..heads {
-        let cols = head * d..(head + 1) * d;
-        for i in 0..n {
-            let qi = &q[i * h..][cols.clone()];
-            for (j, s) in scores.iter_mut().enumerate() {
-                let kj = &k[j * h..][cols.clone()];
-                *s = qi.iter().zip(kj).map(|(a, b)| a * b).sum::<f32>() * scale;
-            }
-            let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            let mut total = 0.0;
-            for s in &mut scores {
-                *s = (*s - max).exp();
-                total += *s;
-            }
-            let ci = &mut context[i * h..][cols.clone()];
-            for (j, s) in scores.iter().enumerate() {
-                let p = s / total;
-                let vj = &v[j * h..][cols.clone()];
-                ci.iter_mut().zip(vj).for_each(|(c, x)| *c += p * x);
-            }
+    let cols = head * d..(head + 1) * d;
+    for i in 0..n {
+        let qi = &q[i * h..][cols.clone()];
+        for (j, s) in scores.iter_mut().enumerate() {
+            let kj = &k[j * h..][cols.clone()];
+            *s = qi.iter().zip(kj).map(|(a, b)| a * b).sum::<f32>() * scale;
+        }
+        let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let mut total = 0.0;
+        for s in &mut scores {
+            *s = (*s - max).exp();
+            total += *s;
+        }
+        let ci = context.part(i * h + cols.start..i * h + cols.end);
+        ci.fill(0.0);
+        for (j, s) in scores.iter().enumerate() {
+            let p = s / total;
+            let vj = &v[j * h..][cols.clone()];
+            ci.iter_mut().zip(vj).for_each(|(c, x)| *c += p * x);
         }
     }
 }
 
 /// GELU with the exact erf, as the model was trained (`hidden_act: "gelu"`).
+#[inline(always)]
 fn gelu(x: f32) -> f32 {
     0.5 * x * (1.0 + erf(x / std::f32::consts::SQRT_2))
 }
 
 /// erf for f32 as a rational function of x² on [-4, 4] (±1 outside), absolute error below
 /// 1e-6 (tested against the C library's double erf): no exp, so it vectorises.
+#[inline(always)]
 fn erf(x: f32) -> f32 {
     const ALPHA: [f32; 7] = [
         -2.726_142_3e-10,
@@ -287,61 +496,56 @@ fn erf(x: f32) -> f32 {
     p / q
 }
 
-/// `out (m × n) = x (m × k) · wᵀ + b`, `w` being `n × k` row-major (PyTorch's layout). Each
-/// weight row is read once and dotted with every row of `x`; blocks of output columns are
-/// computed on rayon's threads into a column-major scratch, then laid out row-major.
-pub(crate) fn linear(x: &[f32], w: &[f32], b: &[f32], out: &mut [f32]) {
+/// Columns `cols` of `out (m × n) = x (m × k) · wᵀ + b` (then GELU if `gelu`), `w` being
+/// `n × k` row-major (PyTorch's layout): each weight row is read once and dotted with every
+/// row of `x` while it is in cache. Safety: no other thread touches those columns of `out`.
+unsafe fn linear_cols(x: &[f32], w: &[f32], b: &[f32], cols: Range<usize>, gelu: bool, out: &Buf<'_>) {
     let n = b.len();
     let k = w.len() / n;
     let m = x.len() / k;
-    debug_assert_eq!((w.len(), x.len(), out.len()), (n * k, m * k, m * n));
-    let mut columns = vec![0f32; n * m]; // column j of out at columns[j * m..]
-    let kernel = select_kernel();
-    columns
-        .par_chunks_mut(ROWS_PER_TASK * m)
-        .zip(w.par_chunks(ROWS_PER_TASK * k))
-        .for_each(|(cols, rows)| kernel(x, rows, k, m, cols));
-    for (j, col) in columns.chunks_exact(m).enumerate() {
-        for (i, v) in col.iter().enumerate() {
-            out[i * n + j] = v + b[j];
-        }
-    }
-}
-
-type Kernel = fn(&[f32], &[f32], usize, usize, &mut [f32]);
-
-fn select_kernel() -> Kernel {
+    assert_eq!((w.len(), x.len(), out.len), (n * k, m * k, m * n));
+    let rows = &w[cols.start * k..cols.end * k];
+    let emit = |i: usize, r: usize, dot: f32| {
+        let j = cols.start + r;
+        let v = dot + b[j];
+        out.set(i * n + j, if gelu { self::gelu(v) } else { v });
+    };
     #[cfg(target_arch = "x86_64")]
     {
         if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-            return |x, w, k, m, cols| {
-                // SAFETY: the CPU has AVX2 and FMA (checked just above).
-                unsafe { dots_avx2_fma(x, w, k, m, cols) }
-            };
+            return dots_avx2_fma(x, rows, k, m, emit);
         }
     }
-    dots_portable
+    dots::<false, _>(x, rows, k, m, emit)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn dots_avx2_fma(x: &[f32], w: &[f32], k: usize, m: usize, cols: &mut [f32]) {
-    dots::<true>(x, w, k, m, cols)
+unsafe fn dots_avx2_fma(x: &[f32], w: &[f32], k: usize, m: usize, emit: impl FnMut(usize, usize, f32)) {
+    dots::<true, _>(x, w, k, m, emit)
 }
 
-fn dots_portable(x: &[f32], w: &[f32], k: usize, m: usize, cols: &mut [f32]) {
-    dots::<false>(x, w, k, m, cols)
+/// Asks the CPU to bring the cache line at `p` into cache (a hint: no effect on results).
+#[inline(always)]
+fn prefetch(p: *const f32) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 /// Lanes per accumulator: one 256-bit register of f32.
 const LANES: usize = 8;
 
-/// `cols[r * m + i] = x[i] · w[r]` for the weight rows `w` (each `k` long). Two weight rows
-/// against four token rows at a time, eight lanes each: eight independent accumulators that
-/// the compiler keeps in vector registers. `FMA` uses fused multiply-add (only where the CPU
-/// has it: elsewhere `mul_add` is a slow library call).
+/// `emit(i, r, x[i] · w[r])` for every row `i` of `x` and row `r` of `w` (each `k` long).
+/// Two weight rows against four token rows at a time, eight lanes each: eight independent
+/// accumulators that the compiler keeps in vector registers. `FMA` uses fused multiply-add
+/// (only where the CPU has it: elsewhere `mul_add` is a slow library call).
 #[inline(always)]
-fn dots<const FMA: bool>(x: &[f32], w: &[f32], k: usize, m: usize, cols: &mut [f32]) {
+fn dots<const FMA: bool, E: FnMut(usize, usize, f32)>(x: &[f32], w: &[f32], k: usize, m: usize, mut emit: E) {
     #[inline(always)]
     fn madd<const FMA: bool>(acc: &mut [f32; LANES], a: &[f32], b: &[f32]) {
         for l in 0..LANES {
@@ -360,6 +564,13 @@ fn dots<const FMA: bool>(x: &[f32], w: &[f32], k: usize, m: usize, cols: &mut [f
         let pair = (rows - r).min(2);
         let w0 = &w[r * k..(r + 1) * k];
         let w1 = &w[(r + pair - 1) * k..(r + pair) * k];
+        // The next pair of rows, asked for now: the weights come from memory, and the
+        // hardware's prefetcher stops at every 4 KiB page of the mapped file.
+        if let Some(next) = w.get((r + 2) * k..((r + 4) * k).min(w.len())) {
+            for line in next.chunks(16) {
+                prefetch(line.as_ptr());
+            }
+        }
         let mut i = 0;
         while i < m {
             let quad = (m - i).min(4);
@@ -376,9 +587,9 @@ fn dots<const FMA: bool>(x: &[f32], w: &[f32], k: usize, m: usize, cols: &mut [f
                 c += LANES;
             }
             for q in 0..quad {
-                cols[r * m + i + q] = reduce(&acc[0][q]) + dot_tail(xr[q], w0);
+                emit(i + q, r, reduce(&acc[0][q]) + dot_tail(xr[q], w0));
                 if pair == 2 {
-                    cols[(r + 1) * m + i + q] = reduce(&acc[1][q]) + dot_tail(xr[q], w1);
+                    emit(i + q, r + 1, reduce(&acc[1][q]) + dot_tail(xr[q], w1));
                 }
             }
             i += 4;
@@ -408,59 +619,33 @@ mod tests {
     }
 
     #[test]
-    fn linear_matches_a_plain_product_for_every_shape() {
-        // rayon's pool as the embedder builds it (another test checks its threads' signals).
-        crate::init_thread_pool();
-        // Sizes around the tiles (4 token rows, 2 weight rows, 8 lanes) and the task split.
+    fn linear_matches_a_plain_product_for_every_shape_and_split() {
+        // Sizes around the tiles (4 token rows, 2 weight rows, 8 lanes), columns split in parts
+        // as threads split them, with and without GELU, with and without FMA.
         for (m, k, n) in [(1, 8, 1), (3, 13, 5), (4, 16, 2), (5, 384, 97), (11, 385, 200), (9, 24, 193)] {
             let x: Vec<f32> = (0..m * k).map(|i| ((i * 7 % 13) as f32 - 6.0) / 7.0).collect();
             let w: Vec<f32> = (0..n * k).map(|i| ((i * 5 % 11) as f32 - 5.0) / 9.0).collect();
             let b: Vec<f32> = (0..n).map(|j| j as f32 / 10.0).collect();
-            let mut out = vec![0f32; m * n];
-            linear(&x, &w, &b, &mut out);
-            for i in 0..m {
-                for j in 0..n {
-                    let want: f32 = (0..k).map(|c| x[i * k + c] * w[j * k + c]).sum::<f32>() + b[j];
-                    let got = out[i * n + j];
-                    assert!((got - want).abs() <= 1e-4 * want.abs().max(1.0), "({m},{k},{n}) [{i},{j}]: {got} vs {want}");
+            for (parts, gelu) in [(1, false), (2, true), (3, false)] {
+                let mut out = vec![f32::NAN; m * n];
+                let buf = Buf::new(&mut out);
+                for p in 0..parts {
+                    // SAFETY: one thread, parts written one after the other.
+                    unsafe { linear_cols(&x, &w, &b, n * p / parts..n * (p + 1) / parts, gelu, &buf) };
                 }
-            }
-            let mut portable = vec![0f32; n * m];
-            dots_portable(&x, &w, k, m, &mut portable);
-            for j in 0..n {
+                let mut plain = vec![f32::NAN; m * n];
+                dots::<false, _>(&x, &w, k, m, |i, j, dot| plain[i * n + j] = dot + b[j]);
                 for i in 0..m {
-                    assert!((portable[j * m + i] + b[j] - out[i * n + j]).abs() < 1e-4);
+                    for j in 0..n {
+                        let want: f32 = (0..k).map(|c| x[i * k + c] * w[j * k + c]).sum::<f32>() + b[j];
+                        let want = if gelu { super::gelu(want) } else { want };
+                        let got = out[i * n + j];
+                        assert!((got - want).abs() <= 1e-4 * want.abs().max(1.0), "({m},{k},{n}) [{i},{j}]: {got} vs {want}");
+                        let p = if gelu { super::gelu(plain[i * n + j]) } else { plain[i * n + j] };
+                        assert!((p - got).abs() <= 1e-4 * got.abs().max(1.0), "without FMA: {p} vs {got}");
+                    }
                 }
             }
-        }
-    }
-}
-
-#[cfg(test)]
-mod speed {
-    /// `cargo test --release -p pg_ask_embed --lib -- --ignored --nocapture linear_speed`
-    #[test]
-    #[ignore]
-    fn linear_speed() {
-        crate::init_thread_pool();
-        for (m, k, n) in [(10, 384, 1536), (10, 1536, 384), (10, 384, 384)] {
-            let x: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32).collect();
-            let w: Vec<f32> = (0..n * k).map(|i| (i % 5) as f32).collect();
-            let b = vec![0f32; n];
-            let mut out = vec![0f32; m * n];
-            let reps = 2000;
-            let t = std::time::Instant::now();
-            for _ in 0..reps {
-                super::linear(&x, &w, &b, &mut out);
-            }
-            let s = t.elapsed().as_secs_f64() / reps as f64;
-            let mut cols = vec![0f32; n * m];
-            let t = std::time::Instant::now();
-            for _ in 0..reps {
-                (super::select_kernel())(&x, &w, k, m, &mut cols);
-            }
-            let s1 = t.elapsed().as_secs_f64() / reps as f64;
-            println!("{m}x{k}·{n}: linear {:.1} µs ({:.1} GFMA/s), kernel on one thread {:.1} µs ({:.1} GFMA/s)", s * 1e6, (m * k * n) as f64 / s / 1e9, s1 * 1e6, (m * k * n) as f64 / s1 / 1e9);
         }
     }
 }

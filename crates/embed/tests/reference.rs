@@ -164,6 +164,22 @@ fn a_vector_does_not_depend_on_its_batch() {
 }
 
 #[test]
+fn a_vector_does_not_depend_on_the_threads_computing_it() {
+    // One text is computed by the threads of rayon's pool together: one thread, or several.
+    let embedder = common::embedder();
+    let text = "which Italian restaurants are in Los Angeles?";
+    let with = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| embedder.embed_one(text).unwrap())
+    };
+    let one = with(1);
+    for threads in [2, 3, 4] {
+        let diff = one.iter().zip(&with(threads)).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        assert!(diff < 1e-6, "{threads} threads differ from one by {diff}");
+    }
+}
+
+#[test]
 fn long_texts_are_truncated_not_rejected() {
     let embedder = common::embedder();
     let huge = "restaurant ".repeat(2000);
