@@ -19,7 +19,8 @@ use std::path::Path;
 use candle_transformers::models::bert::{Config as BertConfig, HiddenAct};
 use std::marker::PhantomData;
 use std::ops::Range;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use safetensors::{Dtype, SafeTensors};
 
 use crate::EmbedError;
@@ -201,6 +202,7 @@ impl SingleEncoder {
             out: Buf::new(&mut out),
             claimed: phases.iter().map(|_| AtomicUsize::new(0)).collect(),
             done: phases.iter().map(|_| AtomicUsize::new(0)).collect(),
+            failed: AtomicBool::new(false),
             phases,
         };
         let helpers = rayon::current_num_threads().min(MAX_THREADS) - 1;
@@ -272,6 +274,8 @@ struct Pass<'a> {
     /// Per phase: chunks handed out (may run past the number of chunks), chunks finished.
     claimed: Vec<AtomicUsize>,
     done: Vec<AtomicUsize>,
+    /// A chunk panicked: the pass is abandoned.
+    failed: AtomicBool,
 }
 
 impl Pass<'_> {
@@ -293,14 +297,26 @@ impl Pass<'_> {
             if p > 0 {
                 self.wait_done(p - 1);
             }
+            if self.failed.load(Ordering::Relaxed) {
+                return;
+            }
             let total = self.chunks(phase);
             loop {
                 let c = self.claimed[p].fetch_add(1, Ordering::Relaxed);
                 if c >= total {
                     break;
                 }
-                self.chunk(phase, c);
+                // A chunk that panics (a bug) still counts as done, so that no thread waits
+                // for it forever; the panic then ends this thread's part and reaches the
+                // caller (through rayon's scope for a helper), and the others stop.
+                let result = std::panic::catch_unwind(AssertUnwindSafe(|| self.chunk(phase, c)));
+                if result.is_err() {
+                    self.failed.store(true, Ordering::Relaxed);
+                }
                 self.done[p].fetch_add(1, Ordering::Release);
+                if let Err(panic) = result {
+                    std::panic::resume_unwind(panic);
+                }
             }
         }
         self.wait_done(self.phases.len() - 1);
@@ -310,7 +326,7 @@ impl Pass<'_> {
     fn wait_done(&self, p: usize) {
         let total = self.chunks(self.phases[p]);
         let mut spins = 0u32;
-        while self.done[p].load(Ordering::Acquire) < total {
+        while self.done[p].load(Ordering::Acquire) < total && !self.failed.load(Ordering::Relaxed) {
             if spins < SPINS_BEFORE_YIELD {
                 std::hint::spin_loop();
                 spins += 1;
@@ -616,6 +632,27 @@ mod tests {
             worst = worst.max((f64::from(super::erf(x)) - want).abs());
         }
         assert!(worst < 1e-6, "worst absolute error {worst:e}");
+    }
+
+    #[test]
+    fn a_panicking_chunk_ends_the_pass_instead_of_hanging_it() {
+        // A token id past the vocabulary makes its embedding chunk panic (a bug the tokenizer
+        // never causes): every thread must stop and the caller must get the panic.
+        let dir = std::env::var_os("PG_ASK_MODEL_DIR").map_or_else(
+            || std::path::PathBuf::from("/usr/share/postgresql/15/extension/pg_ask/models/all-MiniLM-L6-v2"),
+            std::path::PathBuf::from,
+        );
+        let embedder = crate::Embedder::load(&dir).expect("the model (scripts/setup.sh)");
+        let single = embedder.single.as_ref().expect("the single-text encoder applies to all-MiniLM-L6-v2");
+        let good = [101, 2054, 2003, 102];
+        let bad = [101, 2054, u32::MAX, 2003, 102];
+        for threads in [1, 2, 3] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let result = pool.install(|| std::panic::catch_unwind(AssertUnwindSafe(|| single.mean_hidden(&bad))));
+            assert!(result.is_err(), "{threads} threads: no panic");
+            // The pool is still usable.
+            assert_eq!(pool.install(|| single.mean_hidden(&good)).len(), 384);
+        }
     }
 
     #[test]
