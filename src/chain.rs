@@ -3,7 +3,6 @@
 //! error and nothing of the chain persists.
 
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
-use pgrx::pg_sys::panic::CaughtError;
 use pgrx::prelude::*;
 use pgrx::JsonB;
 
@@ -13,9 +12,10 @@ use pg_ask_core::memory::{run_chain, ChainError, MemoryConfig, MemoryHost, StepR
 use pg_ask_core::pipeline::ExecFailure;
 use pg_ask_core::schema;
 
-use crate::errors::{self, sqlstate_code, sqlstate_text, Raised};
+use crate::errors::{self, sqlstate_code, Raised};
 use crate::gucs::{self, LlmOverrides};
-use crate::subxact::{self, OnSuccess};
+use crate::guarded;
+use crate::subxact::OnSuccess;
 use crate::{catalog, llm};
 
 struct ChainHost {
@@ -31,39 +31,25 @@ impl MemoryHost for ChainHost {
         llm::chat(&self.llm, stage, req)
     }
 
-    /// One step in a subtransaction that is kept on success; an error rolls the step back and
-    /// comes back as a failure, which ends the chain with an error (so the caller's statement,
-    /// and with it every earlier step, is rolled back too).
+    /// One step in a subtransaction that is kept on success, under `ask.statement_timeout`;
+    /// an error rolls the step back and comes back as a failure, which ends the chain with an
+    /// error (so the caller's statement, and with it every earlier step, is rolled back too).
     fn execute_step(&mut self, sql: &str) -> Result<StepResult, ExecFailure> {
-        let limit = gucs::row_limit();
+        let limits = guarded::Limits { row_limit: gucs::row_limit(), timeout_ms: gucs::statement_timeout_ms() };
         let Ok(csql) = std::ffi::CString::new(sql) else {
             return Err(ExecFailure::Refused { reason: "the statement contains a NUL character".into() });
         };
+        let limit = limits.row_limit;
         // SAFETY: one statement analysed, then run in its own SPI session; the rows are copied
         // out before it ends.
-        let outcome = subxact::run(OnSuccess::Release, move || unsafe {
+        let out = guarded::run(&limits, OnSuccess::Release, move || unsafe {
             if let Some(reason) = volatile_refusal(&csql) {
                 return Err(ExecFailure::Refused { reason });
             }
-            crate::guarded::spi_execute(&csql, false, limit)
+            guarded::spi_execute(&csql, false, limit)
                 .map_err(|message| ExecFailure::Error { sqlstate: "XX000".into(), message, detail: None, hint: None })
-        });
-        match outcome {
-            Ok(Ok(out)) => Ok(StepResult { rows_affected: out.processed, columns: out.rows.columns, rows: out.rows.rows }),
-            Ok(Err(failure)) => Err(failure),
-            Err(CaughtError::PostgresError(r)) | Err(CaughtError::ErrorReport(r)) => {
-                if r.sql_error_code() as isize == PgSqlErrorCode::ERRCODE_QUERY_CANCELED as isize {
-                    Raised::new(PgSqlErrorCode::ERRCODE_QUERY_CANCELED, r.message().to_string()).raise(&Default::default());
-                }
-                Err(ExecFailure::Error {
-                    sqlstate: sqlstate_text(r.sql_error_code()),
-                    message: r.message().to_string(),
-                    detail: r.detail().map(str::to_string),
-                    hint: r.hint().map(str::to_string),
-                })
-            }
-            Err(e @ CaughtError::RustPanic { .. }) => e.rethrow(),
-        }
+        })?;
+        Ok(StepResult { rows_affected: out.processed, columns: out.rows.columns, rows: out.rows.rows })
     }
 }
 

@@ -38,33 +38,42 @@ pub struct Limits {
     pub timeout_ms: i32,
 }
 
-enum Inner {
-    Rows(ResultSet),
-    Refused(String),
-}
-
 /// Run `sql` under the rules above.
 pub fn execute(sql: &str, limits: &Limits) -> Result<ResultSet, ExecFailure> {
     let Ok(csql) = CString::new(sql) else {
         return Err(ExecFailure::Refused { reason: "the statement contains a NUL character".into() });
     };
+    // Always roll back: a read-only query has nothing to keep.
+    // SAFETY: analysis and execution of one statement inside the subtransaction `run` opens.
+    run(limits, OnSuccess::RollBack, || unsafe { run_in_subtransaction(&csql, limits) })
+}
+
+/// Runs `statement` (which executes one LLM-written statement) in a subtransaction, under
+/// `ask.statement_timeout`. An error the statement caused comes back as a failure the LLM can
+/// repair from, its subtransaction rolled back; an error that is not the statement's fault is
+/// raised (a cancel, the caller's own timeout, a shutdown, a Rust panic), and our timeout is
+/// raised as such, with a hint. On success the subtransaction is released or rolled back as
+/// `on_success` says.
+pub(crate) fn run<T>(
+    limits: &Limits,
+    on_success: OnSuccess,
+    statement: impl FnOnce() -> Result<T, ExecFailure> + std::panic::UnwindSafe,
+) -> Result<T, ExecFailure> {
     // SAFETY: the timer calls are plain calls into PostgreSQL's timeout module from the
     // backend's thread; `restore` puts the caller's own statement timeout back.
     let timer = unsafe { StatementTimer::arm(limits.timeout_ms) };
-    // Always roll back: a read-only query has nothing to keep.
-    let outcome = subxact::run(OnSuccess::RollBack, || unsafe { run_in_subtransaction(&csql, limits) });
+    let outcome = subxact::run(on_success, statement);
     let ours_fired = unsafe { timer.fired() };
     unsafe { timer.restore() };
     match outcome {
-        Ok(Inner::Rows(rs)) => Ok(rs),
-        Ok(Inner::Refused(reason)) => Err(ExecFailure::Refused { reason }),
-        Err(caught) => failure_from(caught, ours_fired, limits),
+        Ok(result) => result,
+        Err(caught) => Err(failure_from(caught, ours_fired, limits)),
     }
 }
 
 /// Turn a caught error into a failure the LLM can repair from, or re-raise it when it is not
 /// the statement's fault (a cancel, the caller's own timeout, a Rust panic).
-fn failure_from(caught: CaughtError, ours_fired: bool, limits: &Limits) -> Result<ResultSet, ExecFailure> {
+fn failure_from(caught: CaughtError, ours_fired: bool, limits: &Limits) -> ExecFailure {
     let report = match &caught {
         CaughtError::PostgresError(r) | CaughtError::ErrorReport(r) => r,
         CaughtError::RustPanic { .. } => caught.rethrow(),
@@ -91,18 +100,18 @@ fn failure_from(caught: CaughtError, ours_fired: bool, limits: &Limits) -> Resul
     ) {
         caught.rethrow();
     }
-    Err(ExecFailure::Error {
+    ExecFailure::Error {
         sqlstate: sqlstate_text(code),
         message: report.message().to_string(),
         detail: report.detail().map(str::to_string),
         hint: report.hint().map(str::to_string),
-    })
+    }
 }
 
 /// Inside the subtransaction: analyse, check, execute, copy the rows out.
-unsafe fn run_in_subtransaction(sql: &CStr, limits: &Limits) -> Inner {
+unsafe fn run_in_subtransaction(sql: &CStr, limits: &Limits) -> Result<ResultSet, ExecFailure> {
     if let Some(reason) = analyse(sql) {
-        return Inner::Refused(reason);
+        return Err(ExecFailure::Refused { reason });
     }
     pg_sys::set_config_option(
         c"transaction_read_only".as_ptr(),
@@ -115,9 +124,9 @@ unsafe fn run_in_subtransaction(sql: &CStr, limits: &Limits) -> Inner {
         false,
     );
     match spi_execute(sql, true, limits.row_limit) {
-        Ok(out) if out.rc == pg_sys::SPI_OK_SELECT as i32 => Inner::Rows(out.rows),
-        Ok(out) => Inner::Refused(format!("not a query (SPI result code {})", out.rc)),
-        Err(reason) => Inner::Refused(reason),
+        Ok(out) if out.rc == pg_sys::SPI_OK_SELECT as i32 => Ok(out.rows),
+        Ok(out) => Err(ExecFailure::Refused { reason: format!("not a query (SPI result code {})", out.rc) }),
+        Err(reason) => Err(ExecFailure::Refused { reason }),
     }
 }
 

@@ -189,6 +189,23 @@ mod tests {
     }
 
     #[pg_test]
+    fn a_step_that_runs_too_long_is_cancelled_and_nothing_is_kept() {
+        let instruction = "recount the apples";
+        // Step 2 has no volatile function, but runs for seconds.
+        let plan = "Step 1\n```sql\nUPDATE public.fruits SET stock_kg = 0 WHERE name = 'cherry';\n```\n\
+            Step 2\n```sql\nUPDATE public.fruits SET stock_kg = stock_kg + 0 * (SELECT count(*) FROM generate_series(1, 200000000)) WHERE name = 'apple';\n```";
+        let _s = shop(instruction, plan, &[], "unused");
+        Spi::run("SET ask.statement_timeout = 200").unwrap();
+        let (code, msg, _, hint) = error_of_do(instruction);
+        assert_eq!(code, "57014", "{msg}");
+        assert!(msg.contains("ask.statement_timeout (200 ms)"), "{msg}");
+        assert!(hint.unwrap().contains("Raise ask.statement_timeout"));
+        assert_eq!(stock()[0].1, "10", "step 1 was rolled back");
+        // The caller's own statement_timeout is back: a slow statement of the caller's runs.
+        assert_eq!(one::<i64>("SELECT count(*) FROM generate_series(1, 2000000)"), 2_000_000);
+    }
+
+    #[pg_test]
     fn limits_writes_off_steps_and_ddl() {
         let s = shop(RESTOCK, RESTOCK_PLAN, &[], "unused");
         // Off: refused before any LLM call.
