@@ -559,9 +559,9 @@ fn _benchmark_step(run: i64) -> i32 {
                 let error = parsed.as_ref().err().map(|e| e.to_string());
                 (Some(resp.content), parsed.ok().map(|a| answer_json(&a)), error, score, resp.prompt_tokens, resp.completion_tokens)
             }
-            // The server could not be reached or refused: not the model's answer. Leave the
-            // job pending (a later CALL resumes it).
-            Err(e @ (LlmError::Connect { .. } | LlmError::Timeout { .. } | LlmError::Http { .. } | LlmError::Interrupted)) => {
+            // The service failed (unreachable, refusing, not speaking its protocol): not the
+            // model's answer. Leave the job pending (a later CALL resumes it).
+            Err(e) if e.is_service_failure() => {
                 unreachable = Some(e);
                 continue;
             }

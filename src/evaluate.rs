@@ -416,8 +416,7 @@ fn pending_questions(suite: &str, run_label: &str, batch: i32) -> Vec<Pending> {
 /// error instead of marking questions wrong. Finished batches stay; the same CALL resumes.
 fn stop_on_service_failure(e: &AskError, backend: &BackendHost) {
     match e {
-        AskError::Llm { source: LlmError::EmptyContent, .. } => {}
-        AskError::Llm { stage, source } => {
+        AskError::Llm { stage, source } if source.is_service_failure() => {
             let mut r = errors::from_llm(source, stage);
             r.detail = Some("The evaluation stopped; the questions of earlier batches are kept, and the same CALL resumes the run.".into());
             r.raise(&backend.llm.api_key)

@@ -114,8 +114,44 @@ impl LlmError {
         }
     }
 
+    /// Whether the service failed rather than the model: the server could not be reached,
+    /// timed out, answered an HTTP error, or sent a body that is not its protocol's (not JSON,
+    /// cut off, without the reply's fields), or the call was interrupted. Such a call says
+    /// nothing about the model, so a measurement (`ask.evaluate`, `ask.benchmark`) stops and
+    /// can be resumed instead of scoring it. An empty reply is the model's own answer.
+    pub fn is_service_failure(&self) -> bool {
+        !matches!(self, LlmError::EmptyContent)
+    }
+
     /// Whether another attempt might succeed (rate limits, overloaded or failing servers).
     pub fn is_retryable(&self) -> bool {
         matches!(self, LlmError::Http { status, .. } if matches!(status, 429 | 500 | 502 | 503 | 504 | 529))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LlmError;
+
+    #[test]
+    fn only_an_empty_reply_is_the_models_own_failure() {
+        let url = || "http://127.0.0.1:1/v1".to_string();
+        let service = [
+            LlmError::Connect { url: url(), detail: "refused".into() },
+            LlmError::Timeout { url: url(), ms: 100 },
+            LlmError::Http { url: url(), status: 401, message: "bad key".into(), retry_after_s: None },
+            LlmError::Http { url: url(), status: 529, message: "overloaded".into(), retry_after_s: Some(2) },
+            LlmError::Malformed { detail: "not JSON".into() },
+            LlmError::Truncated { detail: "cut".into() },
+            LlmError::MissingField { what: "choices".into() },
+            LlmError::Interrupted,
+        ];
+        for e in &service {
+            assert!(e.is_service_failure(), "{e}");
+        }
+        assert!(!LlmError::EmptyContent.is_service_failure());
+        // Of the service's failures, only overload and server errors are worth a retry.
+        let retryable: Vec<_> = service.iter().map(LlmError::is_retryable).collect();
+        assert_eq!(retryable, [false, false, false, true, false, false, false, false]);
     }
 }
