@@ -15,7 +15,7 @@ use pgrx::prelude::*;
 use pgrx::JsonB;
 use serde_json::{json, Value};
 
-use pg_ask_core::evaluate::prefetch::{Capture, Prefetched, Replay};
+use pg_ask_core::evaluate::prefetch::{Capture, Prefetched, Replay, SelectionMade};
 use pg_ask_core::evaluate::{
     check_gold, judge, parse_suite_rows, EvalHost, QuestionRecord, RecordOutcome, SuiteError,
 };
@@ -286,14 +286,17 @@ fn evaluate_step(suite: &str, run_label: &str, batch: default!(Option<i32>, "NUL
 
     // 1. Each question's first LLM request, captured without sending it.
     let mut captured: Vec<Option<(&'static str, ChatRequest)>> = Vec::with_capacity(pending.len());
+    let mut selections: Vec<Option<SelectionMade>> = Vec::with_capacity(pending.len());
     for q in &pending {
         let text = q.prompt_text();
-        captured.push(in_schema(q.schema.as_deref(), || {
+        let (request, selection) = in_schema(q.schema.as_deref(), || {
             let mut host = SuiteHost { backend: &mut backend, schema: q.schema.as_deref() };
             let mut capture = Capture::new(&mut host);
             let _ = pipeline::run(&mut capture, &text, &cfg, Goal::Sql);
-            capture.captured
-        }));
+            (capture.captured, capture.selection)
+        });
+        captured.push(request);
+        selections.push(selection);
     }
 
     // 2. All of them at once, at most ask.concurrency in flight, grouped by stage for the
@@ -312,15 +315,15 @@ fn evaluate_step(suite: &str, run_label: &str, batch: default!(Option<i32>, "NUL
     }
 
     // 3. Each pipeline for real, served the prefetched reply; then judged.
-    for (q, pre) in pending.iter().zip(prefetched) {
+    for ((q, pre), selection) in pending.iter().zip(prefetched).zip(selections) {
         pgrx::check_for_interrupts!();
         let text = q.prompt_text();
         let (outcome, took) = in_schema(q.schema.as_deref(), || {
             let mut host = SuiteHost { backend: &mut backend, schema: q.schema.as_deref() };
-            let mut replay = Replay::new(&mut host, pre);
+            let mut replay = Replay::new(&mut host, pre).with_selection(selection);
             let started = Instant::now();
             let outcome = pipeline::run(&mut replay, &text, &cfg, Goal::Sql);
-            (outcome, started.elapsed() + replay.served.unwrap_or_default())
+            (outcome, started.elapsed() + replay.prefetched_time())
         });
         let ms = took.as_secs_f64() * 1000.0;
         let trace = match &outcome {

@@ -9,7 +9,7 @@ use pg_ask_core::config::AskConfig;
 use pg_ask_core::evaluate::prefetch::{Capture, Prefetched, Replay};
 use pg_ask_core::evaluate::{check_gold, EvalHost, JudgeError};
 use pg_ask_core::llm::{ChatRequest, ChatResponse, LlmError};
-use pg_ask_core::pipeline::{self, AskError, ExecFailure, Goal, Host};
+use pg_ask_core::pipeline::{self, AskError, ExecFailure, Goal, Host, Selection};
 use pg_ask_core::rows::ResultSet;
 use serde_json::json;
 
@@ -18,6 +18,8 @@ struct Fake {
     replies: VecDeque<String>,
     chats: Vec<(&'static str, ChatRequest)>,
     executed: Vec<String>,
+    /// The questions schema selection was asked for.
+    selections: Vec<String>,
 }
 
 impl Fake {
@@ -26,6 +28,7 @@ impl Fake {
             replies: replies.iter().map(|r| r.to_string()).collect(),
             chats: vec![],
             executed: vec![],
+            selections: vec![],
         }
     }
 }
@@ -41,6 +44,11 @@ fn one_row() -> ResultSet {
 impl Host for Fake {
     fn schema_text(&mut self) -> Result<String, String> {
         Ok("TABLE s.t\n  x integer\n".into())
+    }
+    /// No selection memory (the whole schema is described), but the call is counted.
+    fn select_tables(&mut self, question: &str) -> Result<Option<Selection>, String> {
+        self.selections.push(question.to_string());
+        Ok(None)
     }
     fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
         self.chats.push((stage, req.clone()));
@@ -110,6 +118,29 @@ fn capture_stops_before_anything_runs_and_replay_serves_the_prefetched_reply() {
     assert_eq!(out.trace.prompt_tokens, 100, "the prefetched call's tokens are in the trace");
     assert!(host.chats.is_empty(), "no live call");
     assert_eq!(host.executed, ["SELECT x FROM s.t"]);
+}
+
+#[test]
+fn the_schema_selection_is_made_once_per_question() {
+    let mut host = Fake::new(&["SELECT x FROM s.t"]);
+    let mut capture = Capture::new(&mut host);
+    let _ = pipeline::run(&mut capture, "how many x?", &AskConfig::default(), Goal::Sql);
+    let (_, request) = capture.captured.clone().expect("a request");
+    let selection = capture.selection.take().expect("the selection the pipeline made");
+    assert_eq!(selection.question, "how many x?");
+    assert_eq!(host.selections.len(), 1);
+    let prefetched = Prefetched { request, reply: reply("SELECT x FROM s.t"), took: Duration::from_millis(200) };
+    let took = selection.took;
+    let mut replay = Replay::new(&mut host, Some(prefetched)).with_selection(Some(selection.clone()));
+    pipeline::run(&mut replay, "how many x?", &AskConfig::default(), Goal::Sql).unwrap();
+    assert_eq!(replay.selection_served, Some(took));
+    assert_eq!(replay.prefetched_time(), Duration::from_millis(200) + took);
+    assert_eq!(host.selections.len(), 1, "served, not made again");
+    // Captured for another question: made live.
+    let mut replay = Replay::new(&mut host, None).with_selection(Some(selection));
+    let _ = pipeline::run(&mut replay, "another question", &AskConfig::default(), Goal::Sql);
+    assert_eq!(replay.selection_served, None);
+    assert_eq!(host.selections, ["how many x?", "another question"]);
 }
 
 #[test]

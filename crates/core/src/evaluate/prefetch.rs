@@ -15,18 +15,32 @@
 //! The pipeline is deterministic up to its first LLM call, so the request it makes in step 3
 //! equals the captured one; should it not (the schema changed in between), [`Replay`] simply
 //! calls the LLM live, and the prefetched reply goes unused ([`Replay::served`] says which).
+//!
+//! The schema selection made before the first call (embedding the question, ranking the
+//! tables) is captured too, with its time, and served to the replay of the same question, so
+//! that it is computed once per question.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::llm::{ChatRequest, ChatResponse, LlmError};
-use crate::pipeline::{Correction, ExecFailure, Host};
+use crate::pipeline::{Correction, ExecFailure, Host, Selection};
 use crate::rows::ResultSet;
+
+/// The schema selection a pipeline asked for, with its question and how long it took.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SelectionMade {
+    pub question: String,
+    pub result: Result<Option<Selection>, String>,
+    pub took: Duration,
+}
 
 /// A host that records the first LLM request and stops the pipeline there.
 pub struct Capture<'a> {
     inner: &'a mut dyn Host,
     /// The stage and request of the first LLM call, once the pipeline has made it.
     pub captured: Option<(&'static str, ChatRequest)>,
+    /// The first schema selection, if the pipeline made one.
+    pub selection: Option<SelectionMade>,
 }
 
 impl<'a> Capture<'a> {
@@ -36,6 +50,7 @@ impl<'a> Capture<'a> {
         Capture {
             inner,
             captured: None,
+            selection: None,
         }
     }
 }
@@ -44,8 +59,17 @@ impl Host for Capture<'_> {
     fn schema_text(&mut self) -> Result<String, String> {
         self.inner.schema_text()
     }
-    fn select_tables(&mut self, question: &str) -> Result<Option<crate::pipeline::Selection>, String> {
-        self.inner.select_tables(question)
+    fn select_tables(&mut self, question: &str) -> Result<Option<Selection>, String> {
+        let started = Instant::now();
+        let result = self.inner.select_tables(question);
+        if self.selection.is_none() {
+            self.selection = Some(SelectionMade {
+                question: question.to_string(),
+                result: result.clone(),
+                took: started.elapsed(),
+            });
+        }
+        result
     }
 
     fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
@@ -79,13 +103,17 @@ pub struct Prefetched {
     pub took: Duration,
 }
 
-/// A host that serves one prefetched reply and delegates everything else to `inner`.
+/// A host that serves one prefetched reply (and the captured schema selection) and delegates
+/// everything else to `inner`.
 pub struct Replay<'a> {
     inner: &'a mut dyn Host,
     prefetched: Option<Prefetched>,
+    selection: Option<SelectionMade>,
     /// How long the prefetched call took, once it was served (its time is part of the
     /// question's, though the pipeline's own clock saw it answered at once).
     pub served: Option<Duration>,
+    /// How long the captured selection took, once it was served (likewise).
+    pub selection_served: Option<Duration>,
 }
 
 impl<'a> Replay<'a> {
@@ -93,8 +121,21 @@ impl<'a> Replay<'a> {
         Replay {
             inner,
             prefetched,
+            selection: None,
             served: None,
+            selection_served: None,
         }
+    }
+
+    /// Serves `selection` to the pipeline's first schema selection for the same question.
+    pub fn with_selection(mut self, selection: Option<SelectionMade>) -> Replay<'a> {
+        self.selection = selection;
+        self
+    }
+
+    /// The time the served parts took when they were made: to add to the pipeline's own.
+    pub fn prefetched_time(&self) -> Duration {
+        self.served.unwrap_or_default() + self.selection_served.unwrap_or_default()
     }
 }
 
@@ -102,7 +143,12 @@ impl Host for Replay<'_> {
     fn schema_text(&mut self) -> Result<String, String> {
         self.inner.schema_text()
     }
-    fn select_tables(&mut self, question: &str) -> Result<Option<crate::pipeline::Selection>, String> {
+    fn select_tables(&mut self, question: &str) -> Result<Option<Selection>, String> {
+        if self.selection.as_ref().is_some_and(|s| s.question == question) {
+            let made = self.selection.take().expect("checked above");
+            self.selection_served = Some(made.took);
+            return made.result;
+        }
         self.inner.select_tables(question)
     }
 
