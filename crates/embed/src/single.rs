@@ -47,9 +47,6 @@ struct Layer {
 /// A BERT encoder for one sequence at a time.
 pub(crate) struct SingleEncoder {
     map: memmap2::Mmap,
-    /// The f32 weights, when the mapping is not 4-byte aligned for them (never for files
-    /// written by safetensors, whose header is padded; kept for safety).
-    copy: Option<Vec<f32>>,
     word: Span,
     position: Span,
     token_type: Span,
@@ -63,8 +60,9 @@ pub(crate) struct SingleEncoder {
 
 impl SingleEncoder {
     /// Maps `weights` and finds the tensors a BERT of `config` needs. Returns `Ok(None)` when
-    /// this encoder does not apply (weights not f32, an activation other than exact GELU, a
-    /// big-endian CPU); the caller then uses candle for every text.
+    /// this encoder does not apply (weights not f32 or not 4-byte aligned in the file, an
+    /// activation other than exact GELU, a big-endian CPU); the caller then uses candle for
+    /// every text.
     pub(crate) fn load(weights: &Path, config: &BertConfig) -> Result<Option<SingleEncoder>, EmbedError> {
         let io = |source| EmbedError::Io { path: weights.to_path_buf(), source };
         let file = File::open(weights).map_err(io)?;
@@ -87,14 +85,16 @@ impl SingleEncoder {
         let tensors = metadata.tensors();
         // Names with or without the "bert." prefix some checkpoints carry.
         let prefix = if tensors.contains_key("embeddings.word_embeddings.weight") { "" } else { "bert." };
-        let all_f32 = std::cell::Cell::new(true);
+        let in_place = std::cell::Cell::new(true);
         let find = |name: &str, shape: &[usize]| -> Result<Span, EmbedError> {
             let full = format!("{prefix}{name}");
             let info = tensors.get(&full).ok_or_else(|| bad(format!("no tensor {full}")))?;
             if info.shape != shape {
                 return Err(bad(format!("{full} has shape {:?}, expected {shape:?}", info.shape)));
             }
-            all_f32.set(all_f32.get() && info.dtype == Dtype::F32);
+            // Read in place only when f32 and 4-byte aligned in the file (the mapping itself
+            // is page-aligned): safetensors pads its header, but a file need not.
+            in_place.set(in_place.get() && info.dtype == Dtype::F32 && (base + info.data_offsets.0) % 4 == 0);
             let (from, to) = info.data_offsets;
             let bytes = info.dtype.bitsize() / 8 * shape.iter().product::<usize>();
             if base + to > map.len() || to - from != bytes {
@@ -127,17 +127,11 @@ impl SingleEncoder {
                 output_norm: norm(&format!("{p}.output"))?,
             });
         }
-        if !all_f32.get() {
+        if !in_place.get() {
             return Ok(None);
         }
-        let copy = if map.as_ptr().align_offset(4) == 0 {
-            None
-        } else {
-            Some(map.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
-        };
         Ok(Some(SingleEncoder {
             map,
-            copy,
             word,
             position,
             token_type,
@@ -152,18 +146,11 @@ impl SingleEncoder {
 
     /// The f32 values of a tensor.
     fn f32s(&self, span: Span) -> &[f32] {
-        match &self.copy {
-            Some(copy) => &copy[span.start / 4..span.start / 4 + span.len],
-            None => {
-                let bytes = &self.map[span.start..span.start + 4 * span.len];
-                // SAFETY: `bytes` lies inside the mapping (checked at load), the mapping is
-                // 4-byte aligned and so is `span.start` (a multiple of 4 past an 8-aligned
-                // header), the CPU is little-endian like the file (checked at load), f32 has
-                // no invalid bit patterns, and the mapping is read-only and lives as long as
-                // `self`.
-                unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<f32>(), span.len) }
-            }
-        }
+        let bytes = &self.map[span.start..span.start + 4 * span.len];
+        // SAFETY: `bytes` lies inside the mapping and is 4-byte aligned (both checked at
+        // load), the CPU is little-endian like the file (checked at load), f32 has no invalid
+        // bit patterns, and the mapping is read-only and lives as long as `self`.
+        unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<f32>(), span.len) }
     }
 
     /// The mean of the last hidden states of the sequence `ids` (not normalised).
@@ -327,12 +314,15 @@ impl Pass<'_> {
         let total = self.chunks(self.phases[p]);
         let mut spins = 0u32;
         while self.done[p].load(Ordering::Acquire) < total && !self.failed.load(Ordering::Relaxed) {
+            spins = spins.saturating_add(1);
             if spins < SPINS_BEFORE_YIELD {
                 std::hint::spin_loop();
-                spins += 1;
-            } else {
+            } else if spins < SPINS_BEFORE_YIELD + YIELDS_BEFORE_SLEEP {
                 // The thread finishing the chunk is not running: let it.
                 std::thread::yield_now();
+            } else {
+                // Still not (a busy machine): stop taking a core from it.
+                std::thread::sleep(std::time::Duration::from_micros(50));
             }
         }
     }
@@ -451,8 +441,10 @@ impl<'a> Buf<'a> {
     }
 }
 
-/// About 50 µs of spinning before a waiting thread yields its core.
+/// About 50 µs of spinning before a waiting thread yields its core...
 const SPINS_BEFORE_YIELD: u32 = 20_000;
+/// ... and this many yields before it sleeps between checks.
+const YIELDS_BEFORE_SLEEP: u32 = 200;
 
 /// Self-attention of one unpadded sequence for head `head`: `q`, `k`, `v` are `n × h` (heads
 /// side by side); `context` gets `softmax(q kᵀ / √d) v` in the head's columns. Safety: no

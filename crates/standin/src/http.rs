@@ -121,6 +121,18 @@ impl Connections {
     }
 }
 
+/// A connection in the registry, removed when dropped.
+struct Registered {
+    connections: Arc<Connections>,
+    id: u64,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.connections.remove(self.id);
+    }
+}
+
 /// A listening server; [`Server::stop`] (or dropping it) ends it.
 pub(crate) struct Server {
     addr: SocketAddr,
@@ -162,8 +174,10 @@ impl Server {
         self.stopping.store(true, Ordering::SeqCst);
         // Wake the accept loop with a connection of our own; it sees the flag and returns,
         // dropping (closing) the listener.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
-        let _ = accept.join();
+        if TcpStream::connect_timeout(&self.addr, Duration::from_secs(1)).is_ok() {
+            let _ = accept.join();
+        }
+        // Otherwise the accept loop ends (and closes the listener) at its next connection.
         self.connections.stop_reading();
         self.connections.wait_closed(grace)
     }
@@ -195,20 +209,16 @@ fn accept_loop(
         let Some(id) = connections.add(&stream) else {
             continue;
         };
-        let (connections, handler) = (Arc::clone(connections), Arc::clone(handler));
-        let spawned = thread::Builder::new()
+        // Leaves the registry when the thread ends, however it ends (or when no thread could
+        // be started: the closure, and the guard in it, is dropped then).
+        let open = Registered { connections: Arc::clone(connections), id };
+        let handler = Arc::clone(handler);
+        let _ = thread::Builder::new()
             .name("llm-standin-connection".into())
-            .spawn({
-                let connections = Arc::clone(&connections);
-                move || {
-                    serve(stream, &*handler);
-                    connections.remove(id);
-                }
+            .spawn(move || {
+                let _open = open;
+                serve(stream, &*handler);
             });
-        if spawned.is_err() {
-            // No thread for it: the stream was moved into the failed closure and is closed.
-            connections.remove(id);
-        }
     }
 }
 
@@ -223,7 +233,13 @@ fn serve(stream: TcpStream, handler: &Handler) {
         match read_request(&mut reader, &mut writer) {
             Ok(request) => {
                 let (close, http10) = (request.close, request.http10);
-                let mut response = handler(request);
+                // A handler that panics (a bug) answers 500 rather than leaving the client
+                // waiting.
+                let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(request)));
+                let Ok(mut response) = answered else {
+                    let _ = write_response(&mut writer, &plain(500, "stand-in: the request handler panicked"), true);
+                    return;
+                };
                 if http10 && !close {
                     response
                         .headers
@@ -235,15 +251,26 @@ fn serve(stream: TcpStream, handler: &Handler) {
             }
             Err(ReadError::Gone) => return,
             Err(ReadError::Bad(status, message)) => {
-                let response = Response {
-                    status,
-                    headers: vec![("Content-Type", "text/plain; charset=utf-8".to_owned())],
-                    body: message.as_bytes().to_vec(),
-                };
-                let _ = write_response(&mut writer, &response, true);
+                if write_response(&mut writer, &plain(status, message), true).is_ok() {
+                    // The rest of the request may still be unread: closing now would reset
+                    // the connection and could lose the answer. Stop sending, and read what
+                    // the client still sends for a moment.
+                    let stream = reader.get_ref();
+                    let _ = stream.shutdown(Shutdown::Write);
+                    let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+                    let _ = io::copy(&mut reader.take(MAX_BODY as u64), &mut io::sink());
+                }
                 return;
             }
         }
+    }
+}
+
+fn plain(status: u16, message: &str) -> Response {
+    Response {
+        status,
+        headers: vec![("Content-Type", "text/plain; charset=utf-8".to_owned())],
+        body: message.as_bytes().to_vec(),
     }
 }
 
@@ -326,9 +353,11 @@ fn read_request(
         .to_ascii_lowercase();
     request.close = connection.contains("close") || (http10 && !connection.contains("keep-alive"));
 
-    let chunked = request
-        .header("transfer-encoding")
-        .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
+    let chunked = match request.header("transfer-encoding").map(str::to_ascii_lowercase) {
+        None => false,
+        Some(v) if v == "chunked" => true,
+        Some(_) => return Err(ReadError::Bad(501, "stand-in: only the chunked transfer coding")),
+    };
     let length = match request.header("content-length") {
         None => None,
         Some(v) => match v.parse::<usize>() {
@@ -339,7 +368,8 @@ fn read_request(
     if length.is_some_and(|n| n > MAX_BODY) {
         return Err(ReadError::Bad(413, "stand-in: request body too large"));
     }
-    if (chunked || length.is_some_and(|n| n > 0))
+    if !http10
+        && (chunked || length.is_some_and(|n| n > 0))
         && request
             .header("expect")
             .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"))
@@ -360,23 +390,26 @@ fn read_request(
 /// A chunked body, its trailers skipped.
 fn read_chunked(reader: &mut impl BufRead) -> Result<Vec<u8>, ReadError> {
     let mut body = Vec::new();
-    let mut budget = MAX_HEAD;
     loop {
+        // Each framing line has the head's limit; so do the trailers together.
+        let mut budget = MAX_HEAD;
         let line = head_line(reader, &mut budget)?;
         let size = line.split(';').next().unwrap_or("").trim();
         let Ok(size) = usize::from_str_radix(size, 16) else {
             return Err(ReadError::Bad(400, "stand-in: malformed chunk size"));
         };
         if size == 0 {
-            while !head_line(reader, &mut budget)?.is_empty() {}
+            let mut trailers = MAX_HEAD;
+            while !head_line(reader, &mut trailers)?.is_empty() {}
             return Ok(body);
         }
-        if body.len() + size > MAX_BODY {
+        if size > MAX_BODY - body.len() {
             return Err(ReadError::Bad(413, "stand-in: request body too large"));
         }
         let start = body.len();
         body.resize(start + size, 0);
         reader.read_exact(&mut body[start..])?;
+        let mut budget = MAX_HEAD;
         if !head_line(reader, &mut budget)?.is_empty() {
             return Err(ReadError::Bad(400, "stand-in: chunk longer than its size"));
         }
@@ -416,6 +449,7 @@ fn reason(status: u16) -> &'static str {
         429 => "Too Many Requests",
         431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",
+        501 => "Not Implemented",
         502 => "Bad Gateway",
         503 => "Service Unavailable",
         504 => "Gateway Timeout",
@@ -429,20 +463,23 @@ fn reason(status: u16) -> &'static str {
 mod tests {
     use super::*;
 
-    /// A server answering `METHOD TARGET BODY`, and a raw connection to it.
+    /// A server answering `METHOD TARGET BODY` (the body's length if long; a panic for
+    /// `/panic`), and a raw connection to it.
     fn echo() -> (Server, TcpStream) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        let handler: Arc<Handler> = Arc::new(|r: Request| Response {
-            status: 200,
-            headers: vec![],
-            body: format!(
-                "{} {} {}",
-                r.method,
-                r.target,
-                String::from_utf8_lossy(&r.body)
-            )
-            .into_bytes(),
+        let handler: Arc<Handler> = Arc::new(|r: Request| {
+            assert!(r.target != "/panic", "a handler bug");
+            let body = if r.body.len() > 64 {
+                format!("{} bytes", r.body.len())
+            } else {
+                String::from_utf8_lossy(&r.body).into_owned()
+            };
+            Response {
+                status: 200,
+                headers: vec![],
+                body: format!("{} {} {body}", r.method, r.target).into_bytes(),
+            }
         });
         let server = Server::start(listener, addr, handler).unwrap();
         let stream = TcpStream::connect(addr).unwrap();
@@ -520,6 +557,39 @@ mod tests {
         let huge = format!("GET / HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(MAX_HEAD));
         let _ = s.write_all(huge.as_bytes());
         assert!(rest(&mut s).starts_with("HTTP/1.1 431 "));
+    }
+
+    #[test]
+    fn hostile_bodies_and_handler_bugs_get_an_answer() {
+        // A chunk size that would overflow the body length.
+        let (_server, mut s) = echo();
+        s.write_all(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\nffffffffffffffff\r\n").unwrap();
+        assert!(rest(&mut s).starts_with("HTTP/1.1 413 "));
+        // Many small chunks: framing is limited per line, not in total.
+        let (_server, mut s) = echo();
+        let mut request = b"POST /many HTTP/1.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n".to_vec();
+        for _ in 0..14_000 {
+            request.extend_from_slice(b"1\r\nx\r\n");
+        }
+        request.extend_from_slice(b"0\r\n\r\n");
+        s.write_all(&request).unwrap();
+        let out = rest(&mut s);
+        assert!(out.ends_with("POST /many 14000 bytes"), "{out}");
+        // Another transfer coding.
+        let (_server, mut s) = echo();
+        s.write_all(b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n").unwrap();
+        assert!(rest(&mut s).starts_with("HTTP/1.1 501 "));
+        // A body over the limit, partly sent: the answer arrives, not a reset.
+        let (_server, mut s) = echo();
+        write!(s, "POST / HTTP/1.1\r\nContent-Length: {}\r\n\r\n", MAX_BODY + 1).unwrap();
+        let _ = s.write_all(&vec![b'x'; 1 << 20]);
+        assert!(rest(&mut s).starts_with("HTTP/1.1 413 "));
+        // A handler that panics: 500, and the connection closes.
+        let (mut server, mut s) = echo();
+        s.write_all(b"GET /panic HTTP/1.1\r\n\r\n").unwrap();
+        let out = rest(&mut s);
+        assert!(out.starts_with("HTTP/1.1 500 ") && out.contains("Connection: close"), "{out}");
+        assert!(server.stop(Duration::from_secs(5)), "the panicked connection stayed registered");
     }
 
     #[test]
