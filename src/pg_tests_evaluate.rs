@@ -317,5 +317,15 @@ mod tests {
         let (code, _, hint) = error_of("SELECT ask.evaluate_step('s', 'r', 0)");
         assert_eq!(code, "22023");
         assert!(hint.unwrap().contains("ask.concurrency"));
+        // A server that answers, but not in its protocol, stops the run too: that body is
+        // not the model's answer.
+        let s = llm(Script::default().or_else(Reply::Malformed));
+        let (code, msg, _) = error_of("SELECT ask.evaluate_step('s', 'r')");
+        assert_eq!(code, "08P01", "{msg}");
+        assert_eq!(one::<i64>("SELECT count(*) FROM ask.eval_results"), 0);
+        // An empty reply is the model's: the question is judged, as a prediction error.
+        s.set_script(Script::default().or_else(Reply::Empty));
+        assert_eq!(one::<i32>("SELECT ask.evaluate_step('s', 'r')"), 1);
+        assert_eq!(one::<String>("SELECT outcome FROM ask.eval_results"), "prediction_error");
     }
 }

@@ -4,15 +4,12 @@
 
 #[pgrx::pg_schema]
 mod tests {
-    use llm_standin::{Reply, Rule, Script, StandIn};
-    use pgrx::pg_sys::panic::CaughtError;
+    use llm_standin::{Reply, Rule, Script};
     use pgrx::prelude::*;
     use pgrx::JsonB;
     use serde_json::Value;
 
-    use crate::errors::sqlstate_text;
-    use crate::pg_tests::tests::standin_embeddings;
-    use crate::subxact::{self, OnSuccess};
+    use crate::pg_tests::tests::{error_of, llm, one, standin_embeddings};
 
     /// Two schemas, each one "database", and a third that has nothing to do with the questions.
     const TWO_DATABASES: &str = "
@@ -30,14 +27,12 @@ mod tests {
         INSERT INTO music.singer VALUES (1, 'Ada', 'France'), (2, 'Bo', 'Chile'), (3, 'Cy', 'Peru');
         INSERT INTO staff.employee VALUES (1, 'Di', 1, 10), (2, 'Ed', 1, 20), (3, 'Fa', 2, 30), (4, 'Gu', 2, 40), (5, 'Ha', 2, 50);";
 
-    fn llm(script: Script) -> StandIn {
-        let s = StandIn::start(script).expect("start the stand-in LLM server");
-        Spi::run(&format!("SET ask.base_url = '{}/v1'", s.url())).unwrap();
-        s
-    }
-
-    fn one<T: pgrx::FromDatum + pgrx::IntoDatum>(sql: &str) -> T {
-        Spi::get_one::<T>(sql).unwrap().expect("a non-null value")
+    /// The two databases (and the third schema), the memory built with `settings` in effect
+    /// (`SET ...;` statements). Returns the tables described.
+    fn indexed(settings: &str) -> i64 {
+        Spi::run(TWO_DATABASES).unwrap();
+        Spi::run(settings).unwrap();
+        one("SELECT ask.index_schema()")
     }
 
     fn names(sql: &str) -> Vec<String> {
@@ -46,20 +41,9 @@ mod tests {
         })
     }
 
-    fn error_of(sql: &str) -> (String, String) {
-        let sql = sql.to_string();
-        match subxact::run(OnSuccess::RollBack, move || Spi::run(&sql).unwrap()) {
-            Ok(()) => panic!("expected an error"),
-            Err(CaughtError::PostgresError(r)) | Err(CaughtError::ErrorReport(r)) => (sqlstate_text(r.sql_error_code()), r.message().to_string()),
-            Err(e @ CaughtError::RustPanic { .. }) => e.rethrow(),
-        }
-    }
-
     #[pg_test]
     fn selection_is_lexical_when_embeddings_are_off() {
-        Spi::run(TWO_DATABASES).unwrap();
-        Spi::run("SET ask.embedding_provider = 'off'").unwrap();
-        let n: i64 = one("SELECT ask.index_schema()");
+        let n = indexed("SET ask.embedding_provider = 'off'");
         assert_eq!(n, 5);
         let stored: i64 = one("SELECT count(*) FROM ask.schema_memory_tables WHERE embedding IS NULL AND embedding_provider = 'off'");
         assert_eq!(stored, 5);
@@ -73,15 +57,13 @@ mod tests {
         let n: i64 = one("SELECT ask.index_schema(ARRAY['music'])");
         assert_eq!(n, 2);
         assert_eq!(names("SELECT name FROM ask.schema_memory_schemas"), ["music"]);
-        let (code, _) = error_of("SELECT * FROM ask.select_tables('x', -1)");
+        let (code, _, _) = error_of("SELECT * FROM ask.select_tables('x', -1)");
         assert_eq!(code, "22023");
     }
 
     #[pg_test]
     fn local_embeddings_rank_and_stale_rows_are_never_served() {
-        Spi::run(TWO_DATABASES).unwrap();
-        Spi::run("SET ask.embedding_provider = 'local'").unwrap();
-        let n: i64 = one("SELECT ask.index_schema()");
+        let n = indexed("SET ask.embedding_provider = 'local'");
         assert_eq!(n, 5);
         let embedded: i64 = one("SELECT count(*) FROM ask.schema_memory_tables WHERE vector_dims(embedding) = 384");
         assert_eq!(embedded, 5);
@@ -113,9 +95,7 @@ mod tests {
 
     #[pg_test]
     fn comments_on_schemas_tables_and_columns_refresh_the_memory() {
-        Spi::run(TWO_DATABASES).unwrap();
-        Spi::run("SET ask.embedding_provider = 'off'").unwrap();
-        let _: i64 = one("SELECT ask.index_schema()");
+        indexed("SET ask.embedding_provider = 'off'");
         // Read once, so that the backend's catalog is cached before the comments change.
         assert_eq!(names("SELECT schema::text FROM ask.select_schemas('botanical collection', 1)").len(), 1);
         Spi::run(
@@ -139,9 +119,7 @@ mod tests {
 
     #[pg_test]
     fn a_read_only_transaction_ranks_changed_tables_lexically() {
-        Spi::run(TWO_DATABASES).unwrap();
-        Spi::run("SET ask.embedding_provider = 'local'").unwrap();
-        let _: i64 = one("SELECT ask.index_schema()");
+        indexed("SET ask.embedding_provider = 'local'");
         Spi::run("ALTER TABLE music.concert ADD COLUMN ticket_price numeric; CREATE TABLE garden.greenhouse (id int PRIMARY KEY, heated boolean)").unwrap();
         // As on a hot standby: nothing can be stored, so nothing is embedded again either.
         Spi::run("SET TRANSACTION READ ONLY").unwrap();
@@ -187,9 +165,7 @@ mod tests {
 
     #[pg_test]
     fn only_tables_the_role_may_select_are_candidates() {
-        Spi::run(TWO_DATABASES).unwrap();
-        Spi::run("SET ask.embedding_provider = 'off'").unwrap();
-        let _: i64 = one("SELECT ask.index_schema()");
+        indexed("SET ask.embedding_provider = 'off'");
         Spi::run(
             "CREATE ROLE ask_schema_fan NOLOGIN;
              GRANT USAGE ON SCHEMA music, staff, ask TO ask_schema_fan;
@@ -201,16 +177,14 @@ mod tests {
         let tables = names("SELECT rel::text FROM ask.select_tables('employees salary singers', 10)");
         assert_eq!(tables, ["music.singer"]);
         assert_eq!(names("SELECT schema::text FROM ask.select_schemas('employees salary', 5)"), ["music"]);
-        let (code, _) = error_of("SELECT count(*) FROM ask.schema_memory_tables");
+        let (code, _, _) = error_of("SELECT count(*) FROM ask.schema_memory_tables");
         assert_eq!(code, "42501");
         Spi::run("RESET ROLE").unwrap();
     }
 
     #[pg_test]
     fn ask_plans_over_two_schemas_and_compares_their_results() {
-        Spi::run(TWO_DATABASES).unwrap();
-        Spi::run("SET ask.embedding_provider = 'off'").unwrap();
-        let _: i64 = one("SELECT ask.index_schema()");
+        indexed("SET ask.embedding_provider = 'off'");
         let q = "which has more: singers or employees?";
         let plan = r#"[{"goal": "count the singers", "sql": "SELECT count(*) AS singers FROM music.singer", "schema": "music"},
                        {"goal": "count the employees", "sql": "SELECT count(*) AS employees FROM staff.employee", "schema": "staff"}]"#;

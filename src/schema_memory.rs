@@ -275,10 +275,18 @@ pub struct Ranking {
     pub other_embedder: usize,
 }
 
-/// Whether a memory was built in this database ([`memory_exists`]), the quoted names of the
-/// schemas it was built for (under their current names), and whether it holds any embedding
-/// made by `embedder` (the current provider and model).
-fn memory_state(embedder: Option<&(String, String)>) -> (bool, HashSet<String>, bool) {
+/// What the memory holds, read once per selection.
+struct MemoryState {
+    /// A memory was built (by anyone) in this database.
+    exists: bool,
+    /// The quoted names of the schemas it was built for (under their current names).
+    indexed: HashSet<String>,
+    /// It holds an embedding made by the current provider and model.
+    usable: bool,
+}
+
+/// The memory's state, for `embedder` (the current provider and model).
+fn memory_state(embedder: Option<&(String, String)>) -> MemoryState {
     let args: [DatumWithOid; 2] = [embedder.map(|(p, _)| p.clone()).into(), embedder.map(|(_, m)| m.clone()).into()];
     let row = as_memory_owner(|| {
         Spi::get_three_with_args::<bool, Vec<String>, bool>(
@@ -295,10 +303,12 @@ fn memory_state(embedder: Option<&(String, String)>) -> (bool, HashSet<String>, 
         )
     });
     match row {
-        Ok((exists, indexed, usable)) => {
-            (exists.unwrap_or(false), indexed.unwrap_or_default().into_iter().collect(), usable.unwrap_or(false))
-        }
-        Err(_) => (false, HashSet::new(), false),
+        Ok((exists, indexed, usable)) => MemoryState {
+            exists: exists.unwrap_or(false),
+            indexed: indexed.unwrap_or_default().into_iter().collect(),
+            usable: usable.unwrap_or(false),
+        },
+        Err(_) => MemoryState { exists: false, indexed: HashSet::new(), usable: false },
     }
 }
 
@@ -306,11 +316,16 @@ fn memory_state(embedder: Option<&(String, String)>) -> (bool, HashSet<String>, 
 /// the same provider and model, or changed descriptions are about to be embedded), read the
 /// stored cosines, and describe again what changed in the indexed schemas.
 pub fn rank(question: &str) -> Ranking {
-    let catalog = selection_catalog();
     let embedder = crate::values::current_embedder();
+    rank_with(question, memory_state(embedder.as_ref()), embedder)
+}
+
+/// [`rank`], the memory's state already read.
+fn rank_with(question: &str, state: MemoryState, embedder: Option<(String, String)>) -> Ranking {
+    let catalog = selection_catalog();
     // SAFETY: reads a backend-global flag (also set on a hot standby).
     let read_only = unsafe { pg_sys::XactReadOnly };
-    let (memory, indexed, usable) = memory_state(embedder.as_ref());
+    let MemoryState { exists: memory, indexed, usable } = state;
     let mut q: Option<Vec<f32>> = None;
     let embed_ms = std::cell::Cell::new(None);
     let embed_question = |q: &mut Option<Vec<f32>>| {
@@ -382,24 +397,18 @@ pub fn rank(question: &str) -> Ranking {
     Ranking { catalog, memory, tables, schemas, embed_ms: embed_ms.get(), refreshed, not_refreshed, other_embedder }
 }
 
-/// Whether a schema selection memory was built (by anyone) in this database.
-pub fn memory_exists() -> bool {
-    as_memory_owner(|| Spi::get_one::<bool>("SELECT EXISTS (SELECT 1 FROM ask.schema_memory_schemas)"))
-        .ok()
-        .flatten()
-        .unwrap_or(false)
-}
-
 /// The tables `ask()` describes for `question`: `None` without a schema selection memory
 /// (then every readable table is described). With one: the [`PLAN_SCHEMAS`] best schemas,
 /// the `max_tables` best tables among them plus the tables their joins need, grouped by
 /// schema in schema order; schemas without a picked table, and schemas and tables with no
 /// evidence at all (no cosine, no matching word), are left out.
 pub fn selection_for(question: &str, max_tables: usize) -> Result<Option<Selection>, String> {
-    if !memory_exists() {
+    let embedder = crate::values::current_embedder();
+    let state = memory_state(embedder.as_ref());
+    if !state.exists {
         return Ok(None);
     }
-    let r = rank(question);
+    let r = rank_with(question, state, embedder);
     let fusion = Fusion::default();
     let mut schemas = r.catalog.select_schemas(question, &r.schemas, PLAN_SCHEMAS, fusion).map_err(|e| e.to_string())?;
     // Schemas (and below, tables) without any evidence — no cosine and no matching word — are

@@ -73,9 +73,11 @@ struct RowPlan {
     /// Column indexes in jsonb key order (shorter names first, then bytewise): the order a
     /// jsonb object keeps its keys in, so the object is built without sorting.
     key_order: Vec<usize>,
-    /// Per-row scratch, reused: the deformed old and new rows and the object's pairs.
+    /// Per-row scratch, reused: the deformed old and new rows, which columns an UPDATE
+    /// changed, and the object's pairs.
     old: Deformed,
     new: Deformed,
+    changed: Vec<bool>,
     pairs: Vec<pg_sys::JsonbPair>,
 }
 
@@ -135,6 +137,7 @@ unsafe fn plan_for(tupdesc: pg_sys::TupleDesc) -> RowPlan {
         key_order: Vec::new(),
         old: Deformed::default(),
         new: Deformed::default(),
+        changed: Vec::new(),
         pairs: Vec::new(),
     };
     let mut columns = Vec::with_capacity(shape.len());
@@ -322,7 +325,7 @@ unsafe fn row_images(
         if !plan.fits(tupdesc) {
             *plan = plan_for(tupdesc);
         }
-        let RowPlan { columns, key_order, old: old_row, new: new_row, pairs, .. } = plan;
+        let RowPlan { columns, key_order, old: old_row, new: new_row, changed, pairs, .. } = plan;
         let cols = columns.as_ref()?;
         let mut image = |t: pg_sys::HeapTuple, row: &mut Deformed| {
             row.deform(t, tupdesc);
@@ -333,16 +336,18 @@ unsafe fn row_images(
                 old_row.deform(o, tupdesc);
                 new_row.deform(n, tupdesc);
                 let (ov, nv) = (&*old_row, &*new_row);
-                let changed = |i: usize| {
+                // Each column compared once per row, for both images.
+                changed.clear();
+                changed.extend((0..cols.len()).map(|i| {
                     nv.nulls[i] != ov.nulls[i]
                         || (!nv.nulls[i] && !same_datum(nv.values[i], ov.values[i], cols[i].byval, cols[i].len))
-                };
-                let any_changed = (0..cols.len()).any(changed);
+                }));
+                let any_changed = changed.contains(&true);
                 let pk = pg_sys::RelationGetIndexAttrBitmap(rel, pg_sys::IndexAttrBitmapKind::INDEX_ATTR_BITMAP_PRIMARY_KEY);
                 let old_image = build_jsonb(cols, key_order, ov, pairs, |i| {
-                    pk.is_null() || changed(i) || in_attr_bitmap(pk, i as i32 + 1)
+                    pk.is_null() || changed[i] || in_attr_bitmap(pk, i as i32 + 1)
                 });
-                let new_image = build_jsonb(cols, key_order, nv, pairs, |i| !any_changed || changed(i));
+                let new_image = build_jsonb(cols, key_order, nv, pairs, |i| !any_changed || changed[i]);
                 (Some(old_image), Some(new_image))
             }
             (Some(o), None) => (Some(image(o, old_row)), None),

@@ -582,16 +582,17 @@ pub(crate) fn search(col: &MemoryColumn, phrase: &str, embedding: Option<&[f32]>
         // Each probe returns the rows it reads (no join back by value, whose plan the
         // planner may get wrong on a freshly written column).
         let row = "value, frequency, embedding";
-        let mut pool = vec![
-            format!("(SELECT {row} FROM ask.value_memory WHERE column_id = {id} AND lower(value) COLLATE \"C\" >= lower($2)
-                      ORDER BY lower(value) COLLATE \"C\" LIMIT {SORT_NEIGHBOURS})"),
-            format!("(SELECT {row} FROM ask.value_memory WHERE column_id = {id} AND lower(value) COLLATE \"C\" < lower($2)
-                      ORDER BY lower(value) COLLATE \"C\" DESC LIMIT {SORT_NEIGHBOURS})"),
-            format!("(SELECT {row} FROM ask.value_memory WHERE column_id = {id} AND reverse(lower(value)) COLLATE \"C\" >= reverse(lower($2))
-                      ORDER BY reverse(lower(value)) COLLATE \"C\" LIMIT {SORT_NEIGHBOURS})"),
-            format!("(SELECT {row} FROM ask.value_memory WHERE column_id = {id} AND reverse(lower(value)) COLLATE \"C\" < reverse(lower($2))
-                      ORDER BY reverse(lower(value)) COLLATE \"C\" DESC LIMIT {SORT_NEIGHBOURS})"),
-        ];
+        // The phrase's neighbours on each side in the two sort orders (value_memory_lower and
+        // the column's _rev index).
+        let mut pool = Vec::new();
+        for (key, phrase) in [("lower(value)", "lower($2)"), ("reverse(lower(value))", "reverse(lower($2))")] {
+            for (side, order) in [(">=", "ASC"), ("<", "DESC")] {
+                pool.push(format!(
+                    "(SELECT {row} FROM ask.value_memory WHERE column_id = {id} AND {key} COLLATE \"C\" {side} {phrase}
+                      ORDER BY {key} COLLATE \"C\" {order} LIMIT {SORT_NEIGHBOURS})"
+                ));
+            }
+        }
         if let (Some(d), true) = (col.dims, embedding.is_some()) {
             pool.push(format!(
                 "(SELECT {row} FROM ask.value_memory WHERE column_id = {id}

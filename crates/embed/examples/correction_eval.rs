@@ -28,7 +28,6 @@ use sqlparser::ast::{DataType, Expr, SetExpr, Statement, Value};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
-const DEFAULT_MODEL_DIR: &str = "/usr/share/postgresql/15/extension/pg_ask/models/all-MiniLM-L6-v2";
 const TOP_K: usize = 10;
 const PLAIN_TRIGRAM_MIN: f64 = 0.3;
 const PLAIN_EMBED_MIN: f64 = 0.7;
@@ -92,8 +91,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         || PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/datasets/defog")),
         PathBuf::from,
     );
-    let model =
-        std::env::var_os("PG_ASK_MODEL_DIR").map_or_else(|| PathBuf::from(DEFAULT_MODEL_DIR), PathBuf::from);
+    let model = pg_ask_embed::tool_model_dir();
     let columns = load_columns(&defog)?;
     let cases = build_cases(&columns);
 

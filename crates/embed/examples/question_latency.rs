@@ -5,12 +5,9 @@
 //! after a warm-up, and prints p50/p95 of one `embed_one` call and of the tokenizer alone.
 //! The model directory is `PG_ASK_MODEL_DIR` or the path setup installs to.
 
-use std::path::PathBuf;
 use std::time::Instant;
 
 use pg_ask_core::selection::eval::SYNTHETIC_QUESTIONS;
-
-const DEFAULT_MODEL_DIR: &str = "/usr/share/postgresql/15/extension/pg_ask/models/all-MiniLM-L6-v2";
 
 fn percentile(v: &mut [f64], p: f64) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -21,8 +18,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let repeats: usize = std::env::args().nth(1).map(|a| a.parse()).transpose()?.unwrap_or(25);
     // A pause before each question (milliseconds), as between the questions a session asks.
     let pause = std::env::args().nth(2).map(|a| a.parse().map(std::time::Duration::from_millis)).transpose()?;
-    let dir =
-        std::env::var_os("PG_ASK_MODEL_DIR").map_or_else(|| PathBuf::from(DEFAULT_MODEL_DIR), PathBuf::from);
+    let dir = pg_ask_embed::tool_model_dir();
     let embedder = pg_ask_embed::Embedder::load(&dir)?;
     for q in SYNTHETIC_QUESTIONS {
         embedder.embed_one(q)?;

@@ -21,14 +21,11 @@ use std::time::Instant;
 use pg_ask_core::selection::eval::{evaluate, load_defog};
 use pg_ask_core::selection::Fusion;
 
-const DEFAULT_MODEL_DIR: &str = "/usr/share/postgresql/15/extension/pg_ask/models/all-MiniLM-L6-v2";
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::args().nth(1).map(PathBuf::from).unwrap_or_else(|| {
         PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/datasets/defog"))
     });
-    let model_dir = std::env::var("PG_ASK_MODEL_DIR").unwrap_or_else(|_| DEFAULT_MODEL_DIR.to_string());
-    let embedder = pg_ask_embed::Embedder::load(std::path::Path::new(&model_dir))?;
+    let embedder = pg_ask_embed::Embedder::load(&pg_ask_embed::tool_model_dir())?;
     let (catalog, cases) = load_defog(&dir, true)?;
     println!("defog: {} schemas, {} tables, {} questions", catalog.schemas().len(), catalog.tables().len(), cases.len());
 

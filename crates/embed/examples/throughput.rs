@@ -4,15 +4,11 @@
 //! memory holds: names, cities, categories) in one `embed` call after a warm-up, and prints
 //! values per second. The model directory is `PG_ASK_MODEL_DIR` or the path setup installs to.
 
-use std::path::PathBuf;
 use std::time::Instant;
-
-const DEFAULT_MODEL_DIR: &str = "/usr/share/postgresql/15/extension/pg_ask/models/all-MiniLM-L6-v2";
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n: usize = std::env::args().nth(1).map(|a| a.parse()).transpose()?.unwrap_or(3000);
-    let dir =
-        std::env::var_os("PG_ASK_MODEL_DIR").map_or_else(|| PathBuf::from(DEFAULT_MODEL_DIR), PathBuf::from);
+    let dir = pg_ask_embed::tool_model_dir();
 
     let t = Instant::now();
     let embedder = pg_ask_embed::Embedder::load(&dir)?;

@@ -3,10 +3,11 @@
 //!
 //! A question or a literal is one short sequence (about ten word pieces). Its forward pass is
 //! dominated by the linear layers, `x (tokens × in) · Wᵀ`, where each weight is used by only a
-//! few rows: the work is streaming 42 MB of weights past a handful of rows. [`linear`] does
-//! exactly that: it reads each weight row once, in the file's own `(out, in)` layout, and
-//! takes its dot products with every token row while the row is in cache; the output rows are
-//! split between rayon's threads. One sequence has no padding, so attention needs no mask.
+//! few rows: the work is streaming 42 MB of weights past a handful of rows. [`linear_cols`]
+//! does exactly that: it reads each weight row once, in the file's own `(out, in)` layout, and
+//! takes its dot products with every token row while the row is in cache. Each step of the
+//! pass is cut into chunks that the calling thread and helpers from rayon's pool claim
+//! ([`Pass`]). One sequence has no padding, so attention needs no mask.
 //!
 //! The weights stay in the file's pages (the page cache, shared by every backend that maps the
 //! model), not in a private copy. The arithmetic is the model's (exact-erf GELU, LayerNorm with
@@ -14,13 +15,13 @@
 //! rounding (tests check 1e-5).
 
 use std::fs::File;
-use std::path::Path;
-
-use candle_transformers::models::bert::{Config as BertConfig, HiddenAct};
 use std::marker::PhantomData;
 use std::ops::Range;
 use std::panic::AssertUnwindSafe;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use candle_transformers::models::bert::{Config as BertConfig, HiddenAct};
 use safetensors::{Dtype, SafeTensors};
 
 use crate::EmbedError;
@@ -93,14 +94,12 @@ impl SingleEncoder {
                 return Err(bad(format!("{full} has shape {:?}, expected {shape:?}", info.shape)));
             }
             // Read in place only when f32 and 4-byte aligned in the file (the mapping itself
-            // is page-aligned): safetensors pads its header, but a file need not.
-            in_place.set(in_place.get() && info.dtype == Dtype::F32 && (base + info.data_offsets.0) % 4 == 0);
-            let (from, to) = info.data_offsets;
-            let bytes = info.dtype.bitsize() / 8 * shape.iter().product::<usize>();
-            if base + to > map.len() || to - from != bytes {
-                return Err(bad(format!("{full} lies outside the file")));
-            }
-            Ok(Span { start: base + from, len: (to - from) / 4 })
+            // is page-aligned): safetensors pads its header, but a file need not. The offsets
+            // were checked against the dtype, the shape and the file's length by
+            // `read_metadata`, and `f32s` slices the mapping with bounds checks.
+            let from = base + info.data_offsets.0;
+            in_place.set(in_place.get() && info.dtype == Dtype::F32 && from % 4 == 0);
+            Ok(Span { start: from, len: shape.iter().product() })
         };
         let (h, i) = (config.hidden_size, config.intermediate_size);
         let dense = |name: &str, out: usize, inp: usize| -> Result<(Span, Span), EmbedError> {
@@ -244,7 +243,8 @@ enum Phase {
 /// a counter, and a phase starts once every chunk of the one before is done. No thread waits
 /// for another thread to arrive, only for chunks already claimed: a helper that wakes late
 /// (waking a thread whose core went idle takes about 0.1 ms on a virtual machine) joins in the
-/// phase under way, or finds nothing left. Waiting threads spin briefly, then yield.
+/// phase under way, or finds nothing left. Waiting threads spin briefly, then yield, then
+/// sleep in short steps.
 struct Pass<'a> {
     encoder: &'a SingleEncoder,
     ids: &'a [u32],
@@ -630,11 +630,7 @@ mod tests {
     fn a_panicking_chunk_ends_the_pass_instead_of_hanging_it() {
         // A token id past the vocabulary makes its embedding chunk panic (a bug the tokenizer
         // never causes): every thread must stop and the caller must get the panic.
-        let dir = std::env::var_os("PG_ASK_MODEL_DIR").map_or_else(
-            || std::path::PathBuf::from("/usr/share/postgresql/15/extension/pg_ask/models/all-MiniLM-L6-v2"),
-            std::path::PathBuf::from,
-        );
-        let embedder = crate::Embedder::load(&dir).expect("the model (scripts/setup.sh)");
+        let embedder = crate::Embedder::load(&crate::tool_model_dir()).expect("the model (scripts/setup.sh)");
         let single = embedder.single.as_ref().expect("the single-text encoder applies to all-MiniLM-L6-v2");
         let good = [101, 2054, 2003, 102];
         let bad = [101, 2054, u32::MAX, 2003, 102];

@@ -9,9 +9,11 @@ use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::lock;
 
 /// The request line and headers together may not be longer than this.
 const MAX_HEAD: usize = 64 * 1024;
@@ -66,10 +68,6 @@ impl From<io::Error> for ReadError {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 /// The open connections, so that stopping can end the idle ones and wait for the rest.
 #[derive(Default)]
 struct Connections {
@@ -104,20 +102,12 @@ impl Connections {
 
     /// Waits until every connection has ended, or `timeout` passes.
     fn wait_closed(&self, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
-        let mut open = lock(&self.open);
-        while !open.is_empty() {
-            let now = Instant::now();
-            if now >= deadline {
-                return false;
-            }
-            open = self
-                .closed
-                .wait_timeout(open, deadline - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
-        true
+        let open = lock(&self.open);
+        let (open, _) = self
+            .closed
+            .wait_timeout_while(open, timeout, |open| !open.is_empty())
+            .unwrap_or_else(PoisonError::into_inner);
+        open.is_empty()
     }
 }
 

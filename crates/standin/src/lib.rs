@@ -101,6 +101,12 @@ pub use script::{Reply, Rule, Script};
 
 use server::Shared;
 
+/// Locks a mutex, ignoring poisoning: the data behind every mutex here stays consistent (each
+/// critical section is a single assignment, push or removal).
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// How long shutting down waits for connections still writing their responses.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 

@@ -1,8 +1,8 @@
 //! The HTTP side: accepting requests, one thread per request, and answering them.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::{Condvar, Mutex, PoisonError};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -10,16 +10,10 @@ use crate::embed::pseudo_embedding;
 use crate::http::{Request, Response};
 use crate::protocol::{self, Endpoint, ErrorKind, Prompt, Style};
 use crate::script::{Choice, Reply, Script, ScriptState};
-use crate::Recorded;
+use crate::{lock, Recorded};
 
 /// How long a `Reply::Hang` holds a request when the server is not shut down.
 const HANG_LIMIT: Duration = Duration::from_secs(600);
-
-/// Locks a mutex, ignoring poisoning: the data behind it stays consistent (every critical
-/// section is a single assignment or push).
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// State shared by the handle and the connection threads.
 pub(crate) struct Shared {
@@ -67,19 +61,11 @@ impl Shared {
 
     /// Sleeps for `duration` or until the server shuts down, whichever comes first.
     fn sleep_unless_stopped(&self, duration: Duration) {
-        let deadline = Instant::now() + duration;
-        let mut stopping = lock(&self.stopping);
-        while !*stopping {
-            let now = Instant::now();
-            if now >= deadline {
-                return;
-            }
-            stopping = self
-                .stop_signal
-                .wait_timeout(stopping, deadline - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
+        let stopping = lock(&self.stopping);
+        let _ = self
+            .stop_signal
+            .wait_timeout_while(stopping, duration, |stopping| !*stopping)
+            .unwrap_or_else(PoisonError::into_inner);
     }
 }
 

@@ -2,15 +2,10 @@
 
 use std::path::PathBuf;
 
-/// Where setup installs the model.
-pub const DEFAULT_MODEL_DIR: &str = "/usr/share/postgresql/15/extension/pg_ask/models/all-MiniLM-L6-v2";
-
-/// The model directory for tests: `PG_ASK_MODEL_DIR`, else the path setup installs to.
+/// The model directory for tests ([`pg_ask_embed::tool_model_dir`]).
 /// Panics (the test fails, it is not skipped) when the model is not installed.
 pub fn model_dir() -> PathBuf {
-    let dir = std::env::var_os("PG_ASK_MODEL_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_MODEL_DIR));
+    let dir = pg_ask_embed::tool_model_dir();
     for f in ["model.safetensors", "config.json", "tokenizer.json"] {
         assert!(
             dir.join(f).is_file(),
