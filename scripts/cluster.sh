@@ -1,4 +1,5 @@
-# Shared by test.sh and bench.sh: a throwaway PostgreSQL 15 cluster run as `postgres`.
+# Shared by test.sh and bench.sh: a throwaway PostgreSQL 15 cluster run as `postgres`, with
+# pg_ask preloaded as the README sets it up (install the extension before starting it).
 # Usage: source scripts/cluster.sh; cluster_start DIR PORT; ...; cluster_stop DIR
 PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 
@@ -10,7 +11,7 @@ cluster_start() {
   rm -rf "$dir"
   runuser -u postgres -- "$PGBIN/initdb" -D "$dir" -A trust -U postgres -E UTF8 --locale=C >/dev/null
   runuser -u postgres -- "$PGBIN/pg_ctl" -D "$dir" -l "$dir.log" -w \
-    -o "-p $port -k $(dirname "$dir") -c listen_addresses=''" start >/dev/null
+    -o "-p $port -k $(dirname "$dir") -c listen_addresses='' -c shared_preload_libraries=pg_ask" start >/dev/null
 }
 
 cluster_stop() {

@@ -105,6 +105,8 @@ port = $PORT
 listen_addresses = 'localhost'
 unix_socket_directories = '$SOCKET_DIR'
 unix_socket_permissions = 0770
+# Preloaded, so that ask.api_key is superuser-only in every session from its first statement.
+shared_preload_libraries = 'pg_ask'
 CONF
 }
 
@@ -150,7 +152,7 @@ prepare_database() {
       pg -d "$DB" -c "ALTER EXTENSION pg_ask UPDATE" \
         || die "ALTER EXTENSION pg_ask UPDATE failed; PG_ASK_RECREATE=1 drops and recreates it instead"
     else
-      say "extension pg_ask $have is there (the new build serves new sessions)"
+      say "extension pg_ask $have is there (the server was restarted with the new build)"
     fi
   fi
 
@@ -188,18 +190,6 @@ index_values() {
 }
 
 # Connection help ---------------------------------------------------------------------------------
-# What LOAD needs to name for pg_ask's settings to exist in a session: the control file's
-# module_pathname, or pgrx's versioned library name when the control file has none.
-ask_library() {
-  local control lib
-  control="$($PG_CONFIG --sharedir)/extension/pg_ask.control"
-  lib=$(sed -n "s/^[[:space:]]*module_pathname[[:space:]]*=[[:space:]]*'\(.*\)'.*/\1/p" "$control" 2>/dev/null | head -1)
-  if [ -z "$lib" ]; then
-    lib="pg_ask-$(sed -n "s/^[[:space:]]*default_version[[:space:]]*=[[:space:]]*'\(.*\)'.*/\1/p" "$control" 2>/dev/null | head -1)"
-  fi
-  printf '%s' "$lib"
-}
-
 print_help() {
   local port sock
   port=$(running_port); sock=$(running_socket)
@@ -217,12 +207,13 @@ local Ollama through its OpenAI-compatible API:
     ALTER DATABASE $DB SET ask.provider = 'openai';
     ALTER DATABASE $DB SET ask.base_url = 'http://localhost:11434/v1';
     ALTER DATABASE $DB SET ask.model = 'qwen2.5-coder:7b';
-or a hosted API (ask.provider is openai, anthropic or ollama), keeping the key out of catalogs
-that other roles can read:
-    ALTER DATABASE $DB SET ask.base_url = 'https://api.openai.com/v1';
+or a hosted API (ask.provider is openai, anthropic or ollama). The key is set server-wide (pg_ask
+is preloaded here, so only superusers can read it) and is sent only to the base URL set there:
+    ALTER SYSTEM SET ask.base_url = 'https://api.openai.com/v1';
+    ALTER SYSTEM SET ask.api_key = 'sk-...';
+    SELECT pg_reload_conf();
     ALTER DATABASE $DB SET ask.model = 'gpt-4o-mini';
-    LOAD '$(ask_library)'; ALTER SYSTEM SET ask.api_key = 'sk-...'; SELECT pg_reload_conf();
-For one session only, use SET instead of ALTER DATABASE ... SET.
+For one session only, use SET instead of ALTER DATABASE ... SET (never for the key).
 
 Then try:
     SELECT ask('which Italian restaurants are in LA?');
@@ -237,6 +228,12 @@ cmd_start() {
   [ "$(id -u)" = 0 ] || die "start must run as root (it installs the extension into $($PG_CONFIG --pkglibdir))"
   [ -x "$PG_BIN/postgres" ] || die "PostgreSQL $PG_MAJOR is not installed in $PG_BIN; run: bash scripts/setup.sh"
   getent passwd postgres >/dev/null || die "there is no postgres user; run: bash scripts/setup.sh"
+  # pg_ask is preloaded: the postmaster holds the library, so a new build serves only after a
+  # restart, and is not copied over a library a running server has mapped.
+  if running; then
+    say "stopping PostgreSQL to install the new build (pg_ask is preloaded)"
+    as_postgres "$PG_BIN/pg_ctl" -D "$DATA" -m fast -w stop >/dev/null
+  fi
   install_extension
   init_cluster
   start_server

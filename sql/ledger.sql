@@ -26,3 +26,14 @@ CREATE POLICY llm_calls_own_write ON llm_calls FOR INSERT WITH CHECK (role = cur
 GRANT USAGE ON SCHEMA ask TO PUBLIC;
 GRANT SELECT, INSERT ON llm_calls TO PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('llm_calls', '');
+
+-- ask.api_key is only safe from other roles when the library is preloaded: until a library
+-- defines a setting in a session, PostgreSQL keeps its value as a placeholder anyone can SHOW.
+DO $$
+BEGIN
+    IF pg_catalog.current_setting('shared_preload_libraries') !~ '(^|[\s,"/])pg_ask($|[\s,"])' THEN
+        RAISE NOTICE 'pg_ask is not in shared_preload_libraries: ask.api_key will be refused until it is'
+            USING DETAIL = 'Until pg_ask is loaded in a session, PostgreSQL keeps ask.api_key as a placeholder setting that any role can read. A local LLM server without a key needs nothing more.',
+                  HINT = 'ALTER SYSTEM SET shared_preload_libraries = ''pg_ask'' (keep the libraries already listed there) and restart PostgreSQL before setting ask.api_key.';
+    END IF;
+END $$;

@@ -18,7 +18,7 @@ struct CallArgs {
 }
 
 fn host(args: &CallArgs) -> BackendHost {
-    let llm = gucs::llm_config(&args.llm).unwrap_or_else(|m| errors::config(m).raise(&gucs::api_key()));
+    let llm = gucs::llm_config(&args.llm).unwrap_or_else(|m| errors::config(m).raise());
     BackendHost {
         llm,
         limits: Limits { row_limit: gucs::row_limit(), timeout_ms: gucs::statement_timeout_ms() },
@@ -36,7 +36,7 @@ fn run(question: &str, context: Option<&str>, args: &CallArgs, goal: Goal) -> Ou
             }
             outcome
         }
-        Err((e, _trace)) => errors::from_ask(&e).raise(&h.llm.api_key),
+        Err((e, _trace)) => errors::from_ask(&e).raise(),
     }
 }
 
@@ -53,7 +53,7 @@ fn args(
                 pgrx::pg_sys::errcodes::PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
                 format!("max_attempts must be between 1 and 20, not {n}"),
             )
-            .raise(&Default::default());
+            .raise();
         }
     }
     CallArgs {

@@ -283,7 +283,7 @@ fn _benchmark_start(
             }
         }
     }
-    let cfg = gucs::llm_config(&LlmOverrides::default()).unwrap_or_else(|m| crate::errors::config(m).raise(&gucs::api_key()));
+    let cfg = gucs::llm_config(&LlmOverrides::default()).unwrap_or_else(|m| crate::errors::config(m).raise());
     let provider = cfg.provider.as_str().to_string();
     let encs: Vec<String> = encs.iter().map(|e| e.as_str().to_string()).collect();
     let proms: Vec<String> = proms.iter().map(|p| p.as_str().to_string()).collect();
@@ -464,7 +464,7 @@ fn _benchmark_step(run: i64) -> i32 {
         model: Some(r.model.clone()),
         temperature: None,
     })
-    .unwrap_or_else(|m| crate::errors::config(m).raise(&gucs::api_key()));
+    .unwrap_or_else(|m| crate::errors::config(m).raise());
     let concurrency = gucs::concurrency();
     let batch = (concurrency * 4).max(8);
 
@@ -604,7 +604,7 @@ fn _benchmark_step(run: i64) -> i32 {
         let e = unreachable.unwrap_or(LlmError::EmptyContent);
         crate::errors::from_llm(&e, "benchmark")
             .hint(format!("The answers so far are kept: CALL ask.benchmark(...) again with the same arguments to resume run {run}."))
-            .raise(&cfg.api_key);
+            .raise();
     }
     let (finished, mean) = as_memory_owner(|| {
         Spi::get_two_with_args::<i64, f64>(

@@ -117,7 +117,7 @@ fn ask_do(
     if !gucs::allow_writes() {
         Raised::new(PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE, "ask.do() may write only with ask.allow_writes on")
             .hint("SET ask.allow_writes = on (or ALTER ROLE ... SET ask.allow_writes = on for a role).")
-            .raise(&Default::default());
+            .raise();
     }
     let overrides = LlmOverrides {
         model: model.map(str::to_string),
@@ -125,7 +125,7 @@ fn ask_do(
         base_url: base_url.map(str::to_string),
         temperature: None,
     };
-    let cfg = gucs::llm_config(&overrides).unwrap_or_else(|m| errors::config(m).raise(&gucs::api_key()));
+    let cfg = gucs::llm_config(&overrides).unwrap_or_else(|m| errors::config(m).raise());
     let mcfg = MemoryConfig { max_steps: gucs::max_steps(), ..MemoryConfig::default() };
     let mut host = ChainHost { llm: cfg };
     match run_chain(&mut host, instruction, &mcfg) {
@@ -135,6 +135,6 @@ fn ask_do(
             }
             JsonB(outcome.to_json(mcfg.output_rows as usize))
         }
-        Err((e, _)) => chain_error(&e).raise(&host.llm.api_key),
+        Err((e, _)) => chain_error(&e).raise(),
     }
 }

@@ -319,13 +319,13 @@ pub fn correct(sql: &str, llm_cfg: Option<&LlmConfig>) -> Result<Correction, Str
 #[pg_extern(name = "correct_sql", volatile, parallel_unsafe)]
 fn correct_sql(sql: &str, use_llm: default!(bool, true)) -> String {
     let cfg = if use_llm {
-        Some(crate::gucs::llm_config(&Default::default()).unwrap_or_else(|m| crate::errors::config(m).raise(&crate::gucs::api_key())))
+        Some(crate::gucs::llm_config(&Default::default()).unwrap_or_else(|m| crate::errors::config(m).raise()))
     } else {
         None
     };
     match correct(sql, cfg.as_ref()) {
         Ok(c) => c.sql,
         Err(e) => crate::errors::Raised::new(pgrx::pg_sys::errcodes::PgSqlErrorCode::ERRCODE_SYNTAX_ERROR, format!("could not correct the statement: {e}"))
-            .raise(&Default::default()),
+            .raise(),
     }
 }

@@ -58,7 +58,7 @@ fn local_model() -> Rc<Embedder> {
             }
             Err(e) => Raised::new(PgSqlErrorCode::ERRCODE_UNDEFINED_FILE, format!("could not load the local embedding model: {e}"))
                 .hint("Run scripts/setup.sh to install the model, or point ask.model_path at a directory with model.safetensors, config.json and tokenizer.json.")
-                .raise(&Default::default()),
+                .raise(),
         }
     })
 }
@@ -69,30 +69,31 @@ pub fn embed_texts(texts: &[&str]) -> Vec<Vec<f32>> {
     match gucs::embedding_provider() {
         EmbeddingProvider::Off => Raised::new(PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED, "embeddings are switched off (ask.embedding_provider = off)")
             .hint("SET ask.embedding_provider = 'local' (or openai, ollama).")
-            .raise(&Default::default()),
+            .raise(),
         EmbeddingProvider::Local => {
             let model = local_model();
             for chunk in texts.chunks(CHUNK) {
                 pgrx::check_for_interrupts!();
                 match model.embed(chunk) {
                     Ok(v) => out.extend(v),
-                    Err(e) => Raised::new(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, format!("local embedding failed: {e}")).raise(&Default::default()),
+                    Err(e) => Raised::new(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, format!("local embedding failed: {e}")).raise(),
                 }
             }
         }
         p @ (EmbeddingProvider::OpenAi | EmbeddingProvider::Ollama) => {
+            let base_url = gucs::embedding_base_url();
             let cfg = EmbedConfig {
                 protocol: if p == EmbeddingProvider::OpenAi { EmbedProtocol::OpenAi } else { EmbedProtocol::Ollama },
-                base_url: gucs::embedding_base_url(),
+                api_key: gucs::api_key_for(&base_url),
+                base_url,
                 model: gucs::embedding_model(),
-                api_key: gucs::api_key(),
                 request_timeout: gucs::request_timeout(),
             };
             for chunk in texts.chunks(CHUNK) {
                 let result = with_runner_interruptible(|r| r.block_on(embed::embed(r.http(), &cfg, chunk), &crate::llm::cancel_pending));
                 match result {
                     Ok(v) => out.extend(v),
-                    Err(e) => errors::from_llm(&e, "embed").raise(&cfg.api_key),
+                    Err(e) => errors::from_llm(&e, "embed").raise(),
                 }
             }
         }

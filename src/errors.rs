@@ -7,13 +7,12 @@ use pgrx::PgLogLevel;
 
 use pg_ask_core::llm::LlmError;
 use pg_ask_core::pipeline::AskError;
-use pg_ask_core::secret::Secret;
 
 /// Raise an error with a SQLSTATE, a message and (unless empty) a hint. Never returns.
 pub fn raise(code: PgSqlErrorCode, message: impl Into<String>, hint: &str) -> ! {
     let r = Raised::new(code, message);
     let r = if hint.is_empty() { r } else { r.hint(hint) };
-    r.raise(&Default::default())
+    r.raise()
 }
 
 /// An error on its way out: code, message, detail and hint.
@@ -38,17 +37,20 @@ impl Raised {
     }
 
     /// Raise it as an ERROR. Never returns.
-    pub fn raise(self, key: &Secret) -> ! {
-        self.report(key, PgLogLevel::ERROR);
+    pub fn raise(self) -> ! {
+        self.report(PgLogLevel::ERROR);
         unreachable!("ERROR does not return")
     }
 
     /// Send it to the client as a NOTICE (with its detail and hint) and carry on.
     pub fn notice(self) {
-        self.report(&Default::default(), PgLogLevel::NOTICE);
+        self.report(PgLogLevel::NOTICE);
     }
 
-    fn report(self, key: &Secret, level: PgLogLevel) {
+    /// Every text is scrubbed of the configured key: an LLM server may echo it in an error
+    /// body, and a statement's error may quote a value that holds it.
+    fn report(self, level: PgLogLevel) {
+        let key = crate::gucs::api_key();
         let mut report = ErrorReport::new(self.code, key.scrub(&self.message), "pg_ask");
         if let Some(d) = self.detail {
             report = report.set_detail(key.scrub(&d));
@@ -69,7 +71,7 @@ pub fn from_llm(e: &LlmError, stage: &str) -> Raised {
         LlmError::Timeout { .. } => Raised::new(ERRCODE_CONNECTION_FAILURE, msg)
             .hint("Raise ask.request_timeout, or use a faster model (ask.model)."),
         LlmError::Http { status: 401 | 403, .. } => Raised::new(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION, msg)
-            .hint("Set a valid key: ALTER SYSTEM SET ask.api_key = '...' (superuser), then SELECT pg_reload_conf()."),
+            .hint("Set a valid key: ALTER SYSTEM SET ask.api_key = '...' (superuser, pg_ask in shared_preload_libraries), then SELECT pg_reload_conf(). The key is sent only to the ask.base_url set in the server's configuration, or on a superuser's calls."),
         LlmError::Http { status: 404, .. } => Raised::new(ERRCODE_UNDEFINED_OBJECT, msg)
             .hint("Check ask.model (is the model available on the server?) and ask.base_url (the path the provider expects)."),
         LlmError::Http { status: 429, retry_after_s, .. } => {

@@ -184,7 +184,7 @@ fn in_schema<R>(schema: Option<&str>, f: impl FnOnce() -> R) -> R {
 }
 
 fn backend_host() -> BackendHost {
-    let llm = gucs::llm_config(&LlmOverrides::default()).unwrap_or_else(|m| errors::config(m).raise(&gucs::api_key()));
+    let llm = gucs::llm_config(&LlmOverrides::default()).unwrap_or_else(|m| errors::config(m).raise());
     BackendHost { llm, limits: Limits { row_limit: gucs::row_limit(), timeout_ms: gucs::statement_timeout_ms() } }
 }
 
@@ -422,7 +422,7 @@ fn stop_on_service_failure(e: &AskError, backend: &BackendHost) {
         AskError::Llm { stage, source } if source.is_service_failure() => {
             let mut r = errors::from_llm(source, stage);
             r.detail = Some("The evaluation stopped; the questions of earlier batches are kept, and the same CALL resumes the run.".into());
-            r.raise(&backend.llm.api_key)
+            r.raise()
         }
         AskError::Host(m) => raise(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, m.clone(), "The description of the tables could not be read."),
         _ => {}

@@ -86,7 +86,7 @@ fn failure_from(caught: CaughtError, ours_fired: bool, limits: &Limits) -> ExecF
                 format!("the generated SQL ran longer than ask.statement_timeout ({} ms)", limits.timeout_ms),
             )
             .hint("Raise ask.statement_timeout, or ask a narrower question.")
-            .raise(&Default::default());
+            .raise();
         }
         caught.rethrow();
     }
@@ -200,13 +200,17 @@ unsafe fn copy_rows(limit: u32) -> ResultSet {
     if tt.is_null() {
         return ResultSet::default();
     }
+    // No cell or column name leaves with the key in it, whoever the caller is and whatever the
+    // query read (a view over pg_settings, a table someone stored it in): the rows go to the
+    // caller and to the LLM's answer stage.
+    let key = crate::gucs::api_key();
     let tupdesc = (*tt).tupdesc;
     let natts = (*tupdesc).natts;
     let mut columns = Vec::with_capacity(natts as usize);
     let mut types = Vec::with_capacity(natts as usize);
     for i in 1..=natts {
         let name = pg_sys::SPI_fname(tupdesc, i);
-        columns.push(if name.is_null() { format!("?column{i}?") } else { CStr::from_ptr(name).to_string_lossy().into_owned() });
+        columns.push(if name.is_null() { format!("?column{i}?") } else { scrubbed(&key, CStr::from_ptr(name).to_string_lossy()).into_owned() });
         types.push(pg_sys::SPI_gettypeid(tupdesc, i));
     }
     let keep = processed.min(limit as usize);
@@ -219,13 +223,17 @@ unsafe fn copy_rows(limit: u32) -> ResultSet {
             row.push(if text.is_null() {
                 Value::Null
             } else {
-                let s = CStr::from_ptr(text).to_string_lossy();
+                let s = scrubbed(&key, CStr::from_ptr(text).to_string_lossy());
                 json_value(types[(i - 1) as usize], &s)
             });
         }
         rows.push(row);
     }
     ResultSet { columns, rows, truncated: processed > limit as usize }
+}
+
+fn scrubbed<'a>(key: &pg_ask_core::secret::Secret, text: std::borrow::Cow<'a, str>) -> std::borrow::Cow<'a, str> {
+    if key.occurs_in(&text) { key.scrub(&text).into() } else { text }
 }
 
 /// A cell's JSON value from its type and text form: numbers and booleans as JSON numbers and

@@ -2,10 +2,13 @@
 //! small typed functions at the bottom, which the rest of the glue turns into the core's plain
 //! config structs.
 
-use std::ffi::CString;
+use std::cell::RefCell;
+use std::ffi::{c_char, c_void, CString};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
-use pgrx::{pg_sys, PostgresGucEnum};
+use pgrx::pg_sys::errcodes::PgSqlErrorCode;
+use pgrx::{debug1, pg_guard, pg_sys, PostgresGucEnum};
 
 use pg_ask_core::config::{AskConfig, LlmConfig, Provider};
 use pg_ask_core::secret::Secret;
@@ -35,7 +38,8 @@ pub enum EmbeddingProvider {
 /// Wire protocol of the LLM server: openai (any OpenAI-compatible server), anthropic, ollama.
 static PROVIDER: GucSetting<GucProvider> = GucSetting::<GucProvider>::new(GucProvider::OpenAi);
 /// Base URL of the LLM server. The default is a local Ollama's OpenAI-compatible endpoint.
-static BASE_URL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"http://localhost:11434/v1"));
+static BASE_URL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(BASE_URL_DEFAULT));
+const BASE_URL_DEFAULT: &std::ffi::CStr = c"http://localhost:11434/v1";
 /// Model name passed to the server.
 static MODEL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"qwen2.5-coder:7b"));
 /// API key. Superuser-only; SHOW prints it masked.
@@ -81,14 +85,21 @@ pub fn init() {
         GucContext::Userset,
         GucFlags::default(),
     );
-    GucRegistry::define_string_guc(
-        c"ask.base_url",
-        c"Base URL of the LLM server.",
-        c"For openai, the URL up to and including /v1; for anthropic, https://api.anthropic.com; for ollama, http://host:11434.",
-        &BASE_URL,
-        GucContext::Userset,
-        GucFlags::default(),
-    );
+    // SAFETY: as for ask.api_key below; the check hook only records the server-wide value.
+    unsafe {
+        pg_sys::DefineCustomStringVariable(
+            c"ask.base_url".as_ptr(),
+            c"Base URL of the LLM server.".as_ptr(),
+            c"For openai, the URL up to and including /v1; for anthropic, https://api.anthropic.com; for ollama, http://host:11434.".as_ptr(),
+            BASE_URL.as_ptr(),
+            BASE_URL_DEFAULT.as_ptr(),
+            pg_sys::GucContext::PGC_USERSET,
+            0,
+            Some(check_base_url),
+            None,
+            None,
+        );
+    }
     GucRegistry::define_string_guc(
         c"ask.model",
         c"Model name sent to the LLM server.",
@@ -97,19 +108,20 @@ pub fn init() {
         GucContext::Userset,
         GucFlags::default(),
     );
-    // The key: only superusers may set it, and SHOW never prints it.
+    // The key: only superusers may set it, SHOW never prints it, and it is refused where every
+    // role could read it (see `check_api_key`).
     // SAFETY: called once from _PG_init; the name and descriptions are static, the variable is
-    // a static owned by this module, and the show hook returns a static string.
+    // a static owned by this module, and the hooks are plain functions of this module.
     unsafe {
         pg_sys::DefineCustomStringVariable(
             c"ask.api_key".as_ptr(),
             c"API key for the LLM server (superuser only, never shown).".as_ptr(),
-            c"Sent as Authorization: Bearer (openai, ollama) or x-api-key (anthropic). SHOW prints it masked.".as_ptr(),
+            c"Sent as Authorization: Bearer (openai, ollama) or x-api-key (anthropic), only to the base URL set in the server's configuration. Set it with ALTER SYSTEM, with pg_ask in shared_preload_libraries.".as_ptr(),
             API_KEY.as_ptr(),
             std::ptr::null(),
             pg_sys::GucContext::PGC_SUSET,
             (GucFlags::SUPERUSER_ONLY | GucFlags::NO_SHOW_ALL).bits(),
-            None,
+            Some(check_api_key),
             None,
             Some(show_masked),
         );
@@ -190,14 +202,21 @@ pub fn init() {
         GucContext::Userset,
         GucFlags::default(),
     );
-    GucRegistry::define_string_guc(
-        c"ask.embedding_base_url",
-        c"Base URL of the embedding server (empty: ask.base_url).",
-        c"",
-        &EMBEDDING_BASE_URL,
-        GucContext::Userset,
-        GucFlags::default(),
-    );
+    // SAFETY: as for ask.base_url.
+    unsafe {
+        pg_sys::DefineCustomStringVariable(
+            c"ask.embedding_base_url".as_ptr(),
+            c"Base URL of the embedding server (empty: ask.base_url).".as_ptr(),
+            c"".as_ptr(),
+            EMBEDDING_BASE_URL.as_ptr(),
+            std::ptr::null(),
+            pg_sys::GucContext::PGC_USERSET,
+            0,
+            Some(check_embedding_base_url),
+            None,
+            None,
+        );
+    }
     GucRegistry::define_string_guc(
         c"ask.model_path",
         c"Directory of the local embedding model (empty: the directory setup installs).",
@@ -258,6 +277,91 @@ pub fn init() {
     unsafe { pg_sys::MarkGUCPrefixReserved(c"ask".as_ptr()) };
 }
 
+/// Whether the library was loaded through `shared_preload_libraries` (set in `_PG_init`, in
+/// the postmaster, and inherited by every backend it forks).
+static PRELOADED: AtomicBool = AtomicBool::new(false);
+
+/// Called first thing in `_PG_init`.
+pub fn note_preloading() {
+    // SAFETY: reads a plain bool PostgreSQL sets while it loads shared_preload_libraries.
+    PRELOADED.store(unsafe { pg_sys::process_shared_preload_libraries_in_progress }, Ordering::Relaxed);
+}
+
+/// Whether pg_ask was loaded through `shared_preload_libraries`. Only then is `ask.api_key`
+/// defined, superuser-only, from the start of every session: before a library defines a
+/// setting, PostgreSQL keeps its value as a placeholder that any role may read.
+pub fn preloaded() -> bool {
+    PRELOADED.load(Ordering::Relaxed)
+}
+
+/// Sources a role cannot choose for itself: the built-in default, the server's configuration
+/// (postgresql.conf, `ALTER SYSTEM`, the command line) and `ALTER ROLE ALL SET`.
+fn server_wide(source: pg_sys::GucSource::Type) -> bool {
+    source <= pg_sys::GucSource::PGC_S_GLOBAL
+}
+
+/// Sources whose values every role can read: `ALTER DATABASE/ROLE ... SET` (stored in
+/// `pg_db_role_setting`, applied at connection as `PGC_S_GLOBAL`, `PGC_S_DATABASE`,
+/// `PGC_S_USER`, `PGC_S_DATABASE_USER`, and checked before it is stored as `PGC_S_TEST`, which
+/// is also how a function's `SET` clause, stored in `pg_proc`, is checked).
+fn readable_by_every_role(source: pg_sys::GucSource::Type) -> bool {
+    use pg_sys::GucSource::*;
+    matches!(source, PGC_S_GLOBAL | PGC_S_DATABASE | PGC_S_USER | PGC_S_DATABASE_USER | PGC_S_TEST)
+}
+
+thread_local! {
+    /// `ask.base_url` and `ask.embedding_base_url` as the server's configuration sets them
+    /// (see [`server_wide`]): the only URLs the key is sent to on behalf of roles that are not
+    /// superusers, so that a role cannot point pg_ask at a server of its own and read the key
+    /// from the request.
+    static SERVER_URLS: RefCell<[Option<String>; 2]> = const { RefCell::new([None, None]) };
+}
+
+unsafe fn c_text(value: *mut *mut c_char) -> Option<String> {
+    if value.is_null() || (*value).is_null() {
+        return None;
+    }
+    Some(std::ffi::CStr::from_ptr(*value).to_string_lossy().into_owned())
+}
+
+unsafe fn remember_server_url(slot: usize, newval: *mut *mut c_char, source: pg_sys::GucSource::Type) {
+    if server_wide(source) {
+        let url = c_text(newval).filter(|u| !u.trim().is_empty());
+        SERVER_URLS.with(|urls| urls.borrow_mut()[slot] = url);
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn check_base_url(newval: *mut *mut c_char, _extra: *mut *mut c_void, source: pg_sys::GucSource::Type) -> bool {
+    remember_server_url(0, newval, source);
+    true
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn check_embedding_base_url(newval: *mut *mut c_char, _extra: *mut *mut c_void, source: pg_sys::GucSource::Type) -> bool {
+    remember_server_url(1, newval, source);
+    true
+}
+
+/// Refuses a key where every role could read it (see [`readable_by_every_role`]). The message
+/// is set here, so PostgreSQL's own ("invalid value for parameter ...: <value>") never prints it.
+#[pg_guard]
+unsafe extern "C-unwind" fn check_api_key(newval: *mut *mut c_char, _extra: *mut *mut c_void, source: pg_sys::GucSource::Type) -> bool {
+    let empty = c_text(newval).is_none_or(|k| k.is_empty());
+    if empty || !readable_by_every_role(source) {
+        return true;
+    }
+    let keep = |text: &std::ffi::CStr| pg_sys::MemoryContextStrdup(pg_sys::ErrorContext, text.as_ptr());
+    pg_sys::GUC_check_errmsg_string =
+        keep(c"ask.api_key may not be set per database, per role or in a function's SET clause");
+    pg_sys::GUC_check_errdetail_string =
+        keep(c"Those settings are stored in pg_db_role_setting or pg_proc, which every role can read.");
+    pg_sys::GUC_check_errhint_string = keep(
+        c"Set the key server-wide, with pg_ask in shared_preload_libraries: ALTER SYSTEM SET ask.api_key = '...'; SELECT pg_reload_conf(); and remove a stored one with ALTER DATABASE ... RESET ask.api_key or ALTER ROLE ... RESET ask.api_key.",
+    );
+    false
+}
+
 /// SHOW ask.api_key: `********` when set, empty when not.
 #[pgrx::pg_guard]
 unsafe extern "C-unwind" fn show_masked() -> *const std::ffi::c_char {
@@ -288,8 +392,44 @@ pub fn model() -> String {
     string(&MODEL)
 }
 
+/// The configured key, for scrubbing texts. Requests take theirs from [`api_key_for`].
 pub fn api_key() -> Secret {
     Secret::new(string(&API_KEY))
+}
+
+fn same_url(a: &str, b: &str) -> bool {
+    a.trim().trim_end_matches('/') == b.trim().trim_end_matches('/')
+}
+
+/// The key to send with a request to `url`: the configured key when `url` is the
+/// `ask.base_url` or `ask.embedding_base_url` set server-wide, or when a superuser calls;
+/// otherwise none (a role may point pg_ask at any server, but not take the key there).
+///
+/// A key while pg_ask is not preloaded is refused: until the library was loaded in a session,
+/// that key was a placeholder setting that every role could read.
+pub fn api_key_for(url: &str) -> Secret {
+    let key = api_key();
+    if key.is_empty() {
+        return key;
+    }
+    if !preloaded() {
+        crate::errors::Raised::new(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "ask.api_key is set, but pg_ask is not in shared_preload_libraries",
+        )
+        .detail("Until pg_ask is loaded in a session, PostgreSQL keeps ask.api_key as a placeholder setting that any role can read with SHOW.")
+        .hint("ALTER SYSTEM SET shared_preload_libraries = 'pg_ask' (keep the libraries already listed there) and restart PostgreSQL.")
+        .raise();
+    }
+    // SAFETY: a plain catalog lookup for the current user, from the backend's thread.
+    let superuser = unsafe { pg_sys::superuser() };
+    let server_url = SERVER_URLS.with(|urls| urls.borrow().iter().flatten().any(|u| same_url(u, url)));
+    if superuser || server_url {
+        key
+    } else {
+        debug1!("pg_ask: ask.api_key is not sent to {url}: not a base URL set in the server's configuration");
+        Secret::default()
+    }
 }
 
 pub fn embedding_provider() -> EmbeddingProvider {
@@ -373,7 +513,7 @@ pub fn llm_config(o: &LlmOverrides) -> Result<LlmConfig, String> {
         provider,
         base_url,
         model,
-        api_key: api_key(),
+        api_key: api_key_for(&base_url),
         request_timeout: request_timeout(),
         temperature: o.temperature.unwrap_or_else(|| TEMPERATURE.get()),
         max_tokens: MAX_TOKENS.get() as u32,

@@ -34,6 +34,7 @@ pgrx::extension_sql_file!("../sql/schema_memory.sql", name = "schema_memory_tabl
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
+    gucs::note_preloading();
     gucs::init();
     catalog::init();
     shadow::init();
@@ -59,6 +60,8 @@ pub mod pg_test {
 
     #[must_use]
     pub fn postgresql_conf_options() -> Vec<&'static str> {
-        vec![]
+        // As the README sets pg_ask up: preloaded, so ask.api_key is superuser-only from the
+        // start of every session.
+        vec!["shared_preload_libraries = 'pg_ask'"]
     }
 }

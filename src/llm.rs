@@ -36,7 +36,7 @@ fn with_runner<R>(f: impl FnOnce(&Runner) -> R) -> R {
                     pg_sys::errcodes::PgSqlErrorCode::ERRCODE_SYSTEM_ERROR,
                     format!("could not start the HTTP runtime: {e}"),
                 )
-                .raise(&Default::default()),
+                .raise(),
             }
         }
         f(slot.as_ref().expect("runner was just made"))

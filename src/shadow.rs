@@ -846,7 +846,7 @@ fn shadow_replay(
         model: model.map(str::to_string),
         temperature: None,
     };
-    let cfg = gucs::llm_config(&overrides).unwrap_or_else(|m| crate::errors::config(m).raise(&gucs::api_key()));
+    let cfg = gucs::llm_config(&overrides).unwrap_or_else(|m| crate::errors::config(m).raise());
 
     let rels = tables_of(query);
     if rels.is_empty() {
@@ -922,7 +922,7 @@ fn shadow_replay(
         .unwrap_or_else(|e| raise(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, e.to_string(), ""));
     let (reply, prompt_tokens, completion_tokens) = match llm::chat(&cfg, "shadow_replay", &req) {
         Ok(r) => (r.content, r.prompt_tokens, r.completion_tokens),
-        Err(e) => crate::errors::from_llm(&e, "shadow_replay").raise(&cfg.api_key),
+        Err(e) => crate::errors::from_llm(&e, "shadow_replay").raise(),
     };
     let parsed = parse_reply(&reply, kind);
     let truth = true_answer(query, kind);

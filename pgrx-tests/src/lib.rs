@@ -27,6 +27,15 @@ pub fn connect_as_is() -> Client {
     Client::connect(&info, NoTls).unwrap_or_else(|e| panic!("connect to the test PostgreSQL ({info}): {e}"))
 }
 
+/// A new session as `user` in `dbname`, nothing set up (the test cluster trusts local
+/// connections, so any existing role may log in).
+pub fn connect_to(user: &str, dbname: &str) -> Client {
+    let host = std::env::var("PG_ASK_IT_HOST").expect("PG_ASK_IT_HOST: where the test PostgreSQL listens");
+    let port = std::env::var("PG_ASK_IT_PORT").unwrap_or_else(|_| "5432".into());
+    let info = format!("host={host} port={port} user={user} dbname={dbname}");
+    Client::connect(&info, NoTls).unwrap_or_else(|e| panic!("connect to the test PostgreSQL ({info}): {e}"))
+}
+
 static SETUP: Once = Once::new();
 
 fn setup(c: &mut Client) {

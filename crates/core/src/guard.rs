@@ -9,7 +9,10 @@
 //!
 //! * no `INSERT`/`UPDATE`/`DELETE`/`MERGE` anywhere, including data-modifying CTEs;
 //! * no `SELECT … INTO` (it creates a table) and no `FOR UPDATE`/`FOR SHARE` (it takes row locks);
-//! * no call to a function of [`FORBIDDEN_FUNCTIONS`], whether in an expression or in `FROM`.
+//! * no call to a function of [`FORBIDDEN_FUNCTIONS`], whether in an expression or in `FROM`;
+//! * no read of a relation of [`FORBIDDEN_RELATIONS`] (settings and credentials), and no
+//!   `current_setting()` of a setting that may hold a credential (`ask.api_key`), or of a name
+//!   that is not a plain string literal.
 //!
 //! Two lexical checks close gaps where `sqlparser` and PostgreSQL could read the same text
 //! differently (see [`Refusal::AmbiguousStringLiteral`] and
@@ -36,8 +39,9 @@ use std::collections::HashSet;
 use std::ops::ControlFlow;
 
 use sqlparser::ast::{
-    Expr, Ident, ObjectName, ObjectNamePart, Query, Select, SetExpr, Statement, TableFactor,
-    TableObject, Visit, Visitor,
+    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, ObjectName,
+    ObjectNamePart, Query, Select, SetExpr, Statement, TableFactor, TableObject, Value, Visit,
+    Visitor,
 };
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
@@ -97,6 +101,13 @@ pub enum Refusal {
     /// A call of a function of [`FORBIDDEN_FUNCTIONS`]; the name is given as written.
     #[error("calling {0}() is not allowed in generated SQL{reason}", reason = forbidden_reason_suffix(.0))]
     ForbiddenFunction(String),
+    /// A read of a relation of [`FORBIDDEN_RELATIONS`]; the name is given as written.
+    #[error("reading {0} is not allowed in generated SQL: it shows server settings or credentials")]
+    ForbiddenRelation(String),
+    /// `current_setting()` of a setting that may hold a credential (see [`secret_setting`]), or
+    /// of a name that is not a string literal; the argument is given as written.
+    #[error("current_setting({0}) is not allowed in generated SQL: only settings named by a string literal, and none that may hold a credential")]
+    SecretSetting(String),
     /// A string literal that PostgreSQL could read differently from `sqlparser`, so that where
     /// the statement ends would be in doubt: a plain literal in which a backslash precedes a
     /// quote (`'a\''`, `'x\'`, read otherwise when `standard_conforming_strings` is off), or a
@@ -149,6 +160,8 @@ impl Refusal {
             Refusal::SelectInto => "select_into",
             Refusal::LockingClause => "locking_clause",
             Refusal::ForbiddenFunction(_) => "forbidden_function",
+            Refusal::ForbiddenRelation(_) => "forbidden_relation",
+            Refusal::SecretSetting(_) => "secret_setting",
             Refusal::AmbiguousStringLiteral => "ambiguous_string_literal",
             Refusal::UnicodeEscapeIdentifier => "unicode_escape_identifier",
             Refusal::TooLarge { .. } => "too_large",
@@ -190,7 +203,8 @@ use NamePattern::{Exact, Prefix};
 
 /// Functions generated SQL may never call, anywhere in the statement.
 ///
-/// Not listed on purpose: `currval`, `lastval` and `current_setting` only read;
+/// Not listed on purpose: `currval`, `lastval` and `current_setting` only read (the latter is
+/// refused for settings that may hold a credential, see [`secret_setting`]);
 /// `txid_current_if_assigned` and `pg_current_xact_id_if_assigned` do not assign an id; every
 /// other volatile function is left to the database layer's volatility check.
 pub const FORBIDDEN_FUNCTIONS: &[ForbiddenGroup] = &[
@@ -278,7 +292,40 @@ pub const FORBIDDEN_FUNCTIONS: &[ForbiddenGroup] = &[
         names: &[Prefix("pg_stat_reset"), Exact("pg_stat_statements_reset")],
         reason: "it resets server statistics",
     },
+    ForbiddenGroup {
+        names: &[
+            Exact("pg_show_all_settings"),
+            Exact("pg_show_all_file_settings"),
+            Exact("pg_options_to_table"),
+        ],
+        reason: "it reads server settings or stored options, which can hold credentials",
+    },
 ];
+
+/// Relations generated SQL may never read: they show server settings, stored settings or
+/// credentials (`ask.api_key` above all, whoever the caller is). Matched like function names:
+/// lower case, without schema or quotes.
+pub const FORBIDDEN_RELATIONS: &[&str] = &[
+    "pg_settings",
+    "pg_file_settings",
+    "pg_db_role_setting",
+    "pg_user_mappings",
+    "pg_user_mapping",
+    "pg_authid",
+    "pg_shadow",
+    "pg_hba_file_rules",
+    "pg_ident_file_mappings",
+];
+
+/// Whether a setting name (any case) may hold a credential, so that `current_setting()` may not
+/// read it in generated SQL: `ask.api_key`, and any name that speaks of a key, password,
+/// secret, token or credential.
+pub fn secret_setting(name: &str) -> bool {
+    let lower = name.trim().to_lowercase();
+    ["key", "password", "passwd", "secret", "token", "credential"]
+        .iter()
+        .any(|word| lower.contains(word))
+}
 
 /// Why `name` (a bare function name, any case, without schema or quotes) is forbidden, or
 /// `None` when generated SQL may call it.
@@ -403,6 +450,13 @@ fn walk_and_finish(
 ) -> Result<CheckedSql, Refusal> {
     if let ControlFlow::Break(refusal) = parsed.statement.visit(&mut walker) {
         return Err(refusal);
+    }
+    if let Some((written, _)) = walker.relations.iter().find(|(_, parts)| {
+        parts
+            .last()
+            .is_some_and(|bare| FORBIDDEN_RELATIONS.contains(&bare.to_lowercase().as_str()))
+    }) {
+        return Err(Refusal::ForbiddenRelation(written.clone()));
     }
     let mut cursor = OffsetCursor::new(sql);
     let (start, end) = (cursor.offset(parsed.start), cursor.offset(parsed.end));
@@ -558,6 +612,27 @@ fn check_function(name: &ObjectName, allow_nextval: bool) -> ControlFlow<Refusal
     }
 }
 
+/// `current_setting(name [, missing_ok])` passes only when `name` is a plain string literal
+/// that is not a [`secret_setting`].
+fn check_current_setting(function: &Function) -> ControlFlow<Refusal> {
+    let first = match &function.args {
+        FunctionArguments::List(list) => list.args.first(),
+        _ => None,
+    };
+    let written = first.map(|a| a.to_string()).unwrap_or_default();
+    let name = match first {
+        Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(v)))) => match &v.value {
+            Value::SingleQuotedString(s) | Value::EscapedStringLiteral(s) => Some(s.as_str()),
+            _ => None,
+        },
+        _ => None,
+    };
+    match name {
+        Some(name) if !secret_setting(name) => ControlFlow::Continue(()),
+        _ => ControlFlow::Break(Refusal::SecretSetting(written)),
+    }
+}
+
 /// Walks the whole statement, refusing what may not appear anywhere and collecting relations.
 #[derive(Default)]
 struct Walker {
@@ -652,6 +727,9 @@ impl Visitor for Walker {
     fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<Refusal> {
         if let Expr::Function(function) = expr {
             check_function(&function.name, self.allow_nextval)?;
+            if bare_name(&function.name) == "current_setting" {
+                check_current_setting(function)?;
+            }
         }
         ControlFlow::Continue(())
     }
@@ -950,6 +1028,35 @@ mod tests {
         let message = Refusal::ForbiddenFunction("pg_catalog.\"pg_sleep\"".into()).to_string();
         assert!(message.starts_with("calling pg_catalog.\"pg_sleep\"() is not allowed"));
         assert!(message.contains("holds the session"), "{message}");
+    }
+
+    #[test]
+    fn refuses_settings_and_credentials_however_written() {
+        for (sql, code) in [
+            ("SELECT current_setting('ask.api_key')", "secret_setting"),
+            ("SELECT pg_catalog.current_setting('ASK.API_KEY', true)", "secret_setting"),
+            ("SELECT current_setting('ask.' || 'api_key')", "secret_setting"),
+            ("SELECT current_setting(name) FROM (VALUES ('x')) v(name)", "secret_setting"),
+            ("SELECT 1 WHERE current_setting(E'ask.api_key') <> ''", "secret_setting"),
+            ("SELECT setting FROM pg_settings WHERE name = 'ask.api_key'", "forbidden_relation"),
+            ("SELECT reset_val FROM pg_catalog.pg_settings", "forbidden_relation"),
+            ("SELECT * FROM \"pg_file_settings\"", "forbidden_relation"),
+            ("SELECT setconfig FROM pg_db_role_setting", "forbidden_relation"),
+            ("SELECT umoptions FROM pg_user_mappings", "forbidden_relation"),
+            ("SELECT rolpassword FROM pg_authid", "forbidden_relation"),
+            ("SELECT 1 FROM canary WHERE EXISTS (SELECT 1 FROM pg_shadow)", "forbidden_relation"),
+            ("TABLE pg_settings", "unparsable"),
+            ("SELECT 1 UNION TABLE pg_settings", "forbidden_relation"),
+            ("SELECT * FROM pg_show_all_settings()", "forbidden_function"),
+            ("SELECT pg_options_to_table(umoptions) FROM canary", "forbidden_function"),
+        ] {
+            let r = refusal(sql);
+            assert_eq!(r.reason_code(), code, "{sql:?}: {r}");
+        }
+        accepted("SELECT current_setting('server_version_num')::int");
+        accepted("SELECT current_setting('search_path', true)");
+        assert!(secret_setting("ask.api_key") && secret_setting("my.PASSWORD"));
+        assert!(!secret_setting("work_mem"));
     }
 
     #[test]

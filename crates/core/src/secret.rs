@@ -27,6 +27,11 @@ impl Secret {
     pub fn scrub(&self, text: &str) -> String {
         scrub(text, &self.0)
     }
+
+    /// Whether [`scrub`](Secret::scrub) would change `text`.
+    pub fn occurs_in(&self, text: &str) -> bool {
+        self.0.len() >= MIN_SCRUBBED && text.contains(&self.0)
+    }
 }
 
 impl fmt::Debug for Secret {
@@ -41,10 +46,13 @@ impl fmt::Display for Secret {
     }
 }
 
+/// Secrets shorter than this are not scrubbed.
+const MIN_SCRUBBED: usize = 4;
+
 /// Replace `secret` in `text`; secrets shorter than 4 characters are not scrubbed (they would
 /// mangle ordinary words and are not real keys).
 pub fn scrub(text: &str, secret: &str) -> String {
-    if secret.len() < 4 {
+    if secret.len() < MIN_SCRUBBED {
         return text.to_string();
     }
     text.replace(secret, "[redacted]")
@@ -69,5 +77,8 @@ mod tests {
             "bad key [redacted] ([redacted])"
         );
         assert_eq!(Secret::new("").scrub("text"), "text");
+        assert!(s.occurs_in("x sk-live-123456 y"));
+        assert!(!s.occurs_in("sk-live-12345"));
+        assert!(!Secret::new("abc").occurs_in("abc"));
     }
 }
