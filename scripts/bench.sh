@@ -23,7 +23,7 @@ trap 'cluster_stop "$WORK/db"' EXIT
 
 cargo pgrx install --release -p pg_ask --pg-config /usr/lib/postgresql/15/bin/pg_config >/dev/null
 cluster_start "$WORK/db" "$PORT"
-cargo build -q --release -p pg_ask_it --bins
+cargo build -q --release -p pg_ask_bench --bins
 export PG_ASK_IT_HOST=$WORK PG_ASK_IT_PORT=$PORT
 
 if [ "$MODE" = all ] || [ "$MODE" = ask ]; then

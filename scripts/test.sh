@@ -3,7 +3,7 @@
 #   1. plain `cargo test` of the core and the stand-in LLM server,
 #   2. the in-backend #[pg_test] tests (cargo pgrx test),
 #   3. the golden SQL tests (tests/pg_regress: sql/ input, expected/ output, run by pg_regress),
-#   4. the client-side integration tests (pgrx-tests/) against a PostgreSQL 15 with pg_ask.
+#   4. the client-side integration tests (tests/client/) against a PostgreSQL 15 with pg_ask.
 # PostgreSQL always runs as the `postgres` user (initdb refuses root).
 set -euo pipefail
 

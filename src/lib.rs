@@ -5,22 +5,15 @@
 
 use pgrx::prelude::*;
 
-mod api;
-mod benchmark;
-mod catalog;
+mod ask;
 mod chain;
-mod correct;
-mod embeddings;
-mod errors;
 mod evaluate;
-mod guarded;
-mod gucs;
-mod host;
-mod ledger;
+mod guard;
 mod llm;
+mod pg;
+mod schema;
+mod selection;
 mod shadow;
-mod schema_memory;
-mod subxact;
 mod values;
 
 ::pgrx::pg_module_magic!(name, version);
@@ -28,30 +21,18 @@ mod values;
 pgrx::extension_sql_file!("../sql/ledger.sql", name = "ledger", bootstrap);
 pgrx::extension_sql_file!("../sql/values.sql", name = "value_memory_tables", requires = ["ledger"]);
 pgrx::extension_sql_file!("../sql/shadow.sql", name = "shadow_tables", requires = ["ledger"]);
-pgrx::extension_sql_file!("../sql/shadow_views.sql", name = "shadow_views", requires = ["shadow_tables", shadow::_shadow_command, shadow::_shadow_enable, shadow::_shadow_disable]);
-pgrx::extension_sql_file!("../sql/benchmark.sql", name = "benchmark", requires = ["shadow_views", benchmark::_benchmark_start, benchmark::_benchmark_step, benchmark::_benchmark_finish, benchmark::_metric]);
+pgrx::extension_sql_file!("../sql/shadow_views.sql", name = "shadow_views", requires = ["shadow_tables", shadow::admin::_shadow_command, shadow::admin::_shadow_enable, shadow::admin::_shadow_disable]);
+pgrx::extension_sql_file!("../sql/benchmark.sql", name = "benchmark", requires = ["shadow_views", shadow::benchmark::_benchmark_start, shadow::benchmark::_benchmark_step, shadow::benchmark::_benchmark_finish, shadow::report::_metric]);
 pgrx::extension_sql_file!("../sql/schema_memory.sql", name = "schema_memory_tables", requires = ["value_memory_tables"]);
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
-    gucs::note_preloading();
-    gucs::init();
-    catalog::init();
+    pg::gucs::note_preloading();
+    pg::gucs::init();
+    schema::init();
     shadow::init();
 }
 
-#[cfg(any(test, feature = "pg_test"))]
-mod pg_tests;
-#[cfg(any(test, feature = "pg_test"))]
-mod pg_tests_shadow;
-#[cfg(any(test, feature = "pg_test"))]
-mod pg_tests_values;
-#[cfg(any(test, feature = "pg_test"))]
-mod pg_tests_chain;
-#[cfg(any(test, feature = "pg_test"))]
-mod pg_tests_evaluate;
-#[cfg(any(test, feature = "pg_test"))]
-mod pg_tests_schema;
 
 /// Required by `cargo pgrx test`.
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! Parse-level allowlist for LLM-written SQL: the first of the safety layers of DESIGN §4.
+//! Parse-level allowlist for LLM-written SQL: the first of the safety layers for generated SQL (the database layer in the glue is the second).
 //!
 //! [`check_read_only`] accepts exactly one statement, and only if it is a query that reads:
 //! `SELECT`, `VALUES`, set operations (`UNION`, `INTERSECT`, `EXCEPT`) and `WITH` whose every
@@ -19,7 +19,7 @@
 //! [`Refusal::UnicodeEscapeIdentifier`]): the text that is checked is the text that runs, so the
 //! guard must not see one statement where the server would see two.
 //!
-//! [`check_write_step`] is the allowlist of a step of `ask.do()` (DESIGN §1.4): the same walk
+//! [`check_write_step`] is the allowlist of a step of `ask.do()`: the same walk
 //! and deny list, widened to a plain `INSERT`, `UPDATE` or `DELETE` (and `nextval` in an
 //! `INSERT`); never DDL, `MERGE` or DML hidden under `WITH`.
 //!
@@ -47,6 +47,12 @@ use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
+
+/// The hostile-reply corpus (`tests/fixtures/hostile_replies.json`): replies the guard must
+/// refuse, at which layer and why, and replies it must let through. The core's tests read it
+/// as a file; the glue's in-backend tests take it from here.
+#[cfg(feature = "corpus")]
+pub const HOSTILE_REPLIES: &str = include_str!("../tests/fixtures/hostile_replies.json");
 
 /// A statement that passed the parse-level allowlist.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -367,7 +373,7 @@ pub fn check_read_only(sql: &str) -> Result<CheckedSql, Refusal> {
     walk_and_finish(sql, parsed, Walker::default())
 }
 
-/// Checks that `sql` may run as one step of a chain of memory (`ask.do()`, DESIGN §1.4).
+/// Checks that `sql` may run as one step of a chain of memory (`ask.do()`).
 ///
 /// The write allowlist is the read-only one of [`check_read_only`] widened by exactly three
 /// statement kinds, everything else being the same walk with the same deny list:

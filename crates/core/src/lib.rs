@@ -1,16 +1,16 @@
 //! pg_ask's core: everything that needs no running PostgreSQL.
 //!
 //! The pgrx layer (the `pg_ask` crate at the top of the repository) reads settings into the
-//! plain structs of [`config`], implements [`pipeline::Host`] with SPI, and turns the error enums
+//! plain structs of [`config`], implements [`ask::Host`] with SPI, and turns the error enums
 //! here into PostgreSQL errors with specific SQLSTATEs.
 
+pub mod ask;
+pub mod chain;
 pub mod config;
 pub mod evaluate;
 pub mod extract;
 pub mod guard;
 pub mod llm;
-pub mod memory;
-pub mod pipeline;
 pub mod prompt;
 pub mod rows;
 pub mod schema;

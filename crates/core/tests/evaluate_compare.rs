@@ -7,7 +7,7 @@ use pg_ask_core::evaluate::{
     compare_results, judge, parse_suite_rows, summarize, EvalHost, GroupBy, JudgeError, Mismatch,
     QuestionRecord, RecordOutcome, RowOrder,
 };
-use pg_ask_core::pipeline::ExecFailure;
+use pg_ask_core::ask::ExecFailure;
 use pg_ask_core::rows::ResultSet;
 use serde_json::{json, Value};
 

@@ -1,4 +1,4 @@
-//! The hostile-reply corpus (`pgrx-tests/hostile_replies.json`) against the parse-level layer:
+//! The hostile-reply corpus (`tests/fixtures/hostile_replies.json`) against the parse-level layer:
 //! [`extract_sql`] followed by [`check_read_only`].
 //!
 //! * every hostile reply of layer `parse` is refused, for the reason code it names;
@@ -46,7 +46,7 @@ enum Layer {
 
 fn corpus() -> Corpus {
     let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../pgrx-tests/hostile_replies.json");
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hostile_replies.json");
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is malformed: {e}", path.display()))

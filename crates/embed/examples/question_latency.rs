@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use pg_ask_core::selection::eval::SYNTHETIC_QUESTIONS;
+use pg_ask_core::selection::recall::SYNTHETIC_QUESTIONS;
 
 fn percentile(v: &mut [f64], p: f64) -> f64 {
     v.sort_by(f64::total_cmp);

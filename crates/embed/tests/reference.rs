@@ -143,7 +143,7 @@ fn compare(texts: &[&str], reference: &Reference, ours: &[Vec<f32>]) {
     eprintln!(
         "max |diff| first 8 dims: {worst_dim:.2e}; cosines (reference rounded to 1e-3): {worst_cos:.2e}"
     );
-    // The figure DESIGN.md §5 quotes.
+    // cos('Los Angeles', 'LA') as the numpy reference computes it.
     assert!((cosine(&ours[0], &ours[1]) - 0.8424).abs() < 1e-3);
 }
 

@@ -21,7 +21,7 @@ pub mod suite;
 use serde::Serialize;
 
 use crate::guard::check_read_only;
-use crate::pipeline::ExecFailure;
+use crate::ask::ExecFailure;
 use crate::rows::ResultSet;
 
 pub use compare::{compare_results, Cell, ColumnMatch, Mismatch, RowOrder};

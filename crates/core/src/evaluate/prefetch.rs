@@ -1,6 +1,6 @@
 //! Many questions' first LLM calls in flight at once, without changing the pipeline.
 //!
-//! The pipeline ([`crate::pipeline::run`]) makes its LLM calls one after another, through its
+//! The pipeline ([`crate::ask::run`]) makes its LLM calls one after another, through its
 //! [`Host`]. To evaluate a batch of questions with their calls concurrent, `ask.evaluate()`
 //! runs each question's pipeline twice:
 //!
@@ -23,7 +23,7 @@
 use std::time::{Duration, Instant};
 
 use crate::llm::{ChatRequest, ChatResponse, LlmError};
-use crate::pipeline::{Correction, ExecFailure, Host, Selection};
+use crate::ask::{Correction, ExecFailure, Host, Selection};
 use crate::rows::ResultSet;
 
 /// The schema selection a pipeline asked for, with its question and how long it took.

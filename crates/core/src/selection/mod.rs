@@ -1,5 +1,5 @@
 //! Schema selection memory, retrieval plans, the context switch and grounded answers
-//! (DESIGN.md §1.2 steps 1, 2 and 7; after Qin et al., "Relational Database Augmented Large
+//! (steps 1, 2 and 7 of `ask()`; after Qin et al., "Relational Database Augmented Large
 //! Language Model", and GTR-T).
 //!
 //! Real databases have hundreds of tables in many schemas; the SQL-generation prompt must carry
@@ -32,7 +32,7 @@
 
 pub mod context;
 pub mod describe;
-pub mod eval;
+pub mod recall;
 pub mod fuse;
 pub mod lexical;
 pub mod plan;

@@ -1,7 +1,7 @@
 //! Data value memory: finding the string literals an LLM compared with columns, deciding which
 //! ones do not match what is stored and what to replace them with, and rewriting the SQL.
 //!
-//! The pipeline stage (DESIGN.md §1.2 step 4) is, per candidate SQL:
+//! The pipeline stage (step 4 of `ask()`: after generation, before execution) is, per candidate SQL:
 //!
 //! 1. [`literals::find_literals`] parses the SQL and lists every string literal compared with a
 //!    column (`=`, `<>`, `IN`, `= ANY(ARRAY[..])`, `LIKE`/`ILIKE`, `BETWEEN`), resolved through

@@ -1,0 +1,80 @@
+//! The backend's host: one implementation of every host trait the core defines
+//! ([`Host`] for `ask()`'s pipeline, [`ChainHost`] for `ask.do()`, [`EvalHost`] for judging):
+//! the catalog through SPI, LLM calls through the backend's runner, generated SQL through
+//! guarded execution, table selection through the schema selection memory.
+
+use pg_ask_core::ask::{Correction, ExecFailure, Host, Selection};
+use pg_ask_core::chain::{ChainHost, StepResult};
+use pg_ask_core::config::LlmConfig;
+use pg_ask_core::evaluate::EvalHost;
+use pg_ask_core::llm::{ChatRequest, ChatResponse, LlmError};
+use pg_ask_core::rows::ResultSet;
+
+use crate::pg::errors;
+use crate::pg::gucs::{self, LlmOverrides};
+use crate::{guard, llm, schema, selection, values};
+
+pub struct BackendHost {
+    pub llm: LlmConfig,
+    pub limits: guard::Limits,
+}
+
+impl BackendHost {
+    /// The host under the settings in force, with a call's overrides; a bad setting is raised.
+    pub fn new(overrides: &LlmOverrides) -> BackendHost {
+        let llm = gucs::llm_config(overrides).unwrap_or_else(|m| errors::config(m).raise());
+        BackendHost { llm, limits: guard::Limits { row_limit: gucs::row_limit(), timeout_ms: gucs::statement_timeout_ms() } }
+    }
+
+    /// The description of every table the caller may read.
+    fn describe_readable(&self) -> Result<String, String> {
+        Ok(pg_ask_core::schema::render(&schema::readable_tables()?))
+    }
+}
+
+impl Host for BackendHost {
+    fn schema_text(&mut self) -> Result<String, String> {
+        self.describe_readable()
+    }
+
+    fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        llm::chat(&self.llm, stage, req)
+    }
+
+    fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
+        guard::execute(sql, &self.limits)
+    }
+
+    fn correct_values(&mut self, sql: &str) -> Result<Correction, String> {
+        values::correct::correct(sql, Some(&self.llm))
+    }
+
+    /// With a schema selection memory (`ask.index_schema`), the `ask.max_tables` best tables
+    /// of the best schemas and the tables their joins need; without one, `None`: every
+    /// readable table is described.
+    fn select_tables(&mut self, question: &str) -> Result<Option<Selection>, String> {
+        selection::selection_for(question, gucs::max_tables())
+    }
+}
+
+impl ChainHost for BackendHost {
+    fn schema_text(&mut self) -> Result<String, String> {
+        self.describe_readable()
+    }
+
+    fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        llm::chat(&self.llm, stage, req)
+    }
+
+    fn execute_step(&mut self, sql: &str) -> Result<StepResult, ExecFailure> {
+        guard::execute_step(sql, &self.limits)
+    }
+}
+
+/// Judging runs the prediction and the gold SQL through guarded execution, under the host's
+/// limits (the evaluation gives the judge a generous row limit).
+impl EvalHost for BackendHost {
+    fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
+        guard::execute(sql, &self.limits)
+    }
+}

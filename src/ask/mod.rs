@@ -1,0 +1,158 @@
+//! The SQL functions of the text-to-SQL pipeline: `ask()`, `ask.sql()`, `ask.rows()`,
+//! `ask.explain()`.
+
+pub(crate) mod host;
+#[cfg(any(test, feature = "pg_test"))]
+mod tests;
+
+use pgrx::prelude::*;
+use pgrx::JsonB;
+
+use pg_ask_core::ask::{self as pipeline, Goal, Outcome};
+
+use crate::pg::errors::{self, Raised};
+use crate::pg::gucs::{self, LlmOverrides};
+use crate::ask::host::BackendHost;
+
+/// Named arguments every function takes, overriding the GUCs for one call.
+struct CallArgs {
+    llm: LlmOverrides,
+    max_attempts: Option<i32>,
+}
+
+fn host(args: &CallArgs) -> BackendHost {
+    BackendHost::new(&args.llm)
+}
+
+/// Run the pipeline, raising its error as a PostgreSQL error.
+fn run(question: &str, context: Option<&str>, args: &CallArgs, goal: Goal) -> Outcome {
+    let mut h = host(args);
+    let cfg = gucs::ask_config(args.max_attempts);
+    match pipeline::run_with_context(&mut h, question, context, &cfg, goal) {
+        Ok(outcome) => {
+            if outcome.result.truncated {
+                notice!("pg_ask: the result was cut at ask.row_limit ({} rows)", cfg.row_limit);
+            }
+            outcome
+        }
+        Err((e, _trace)) => errors::from_ask(&e).raise(),
+    }
+}
+
+fn args(
+    model: Option<&str>,
+    provider: Option<&str>,
+    base_url: Option<&str>,
+    temperature: Option<f64>,
+    max_attempts: Option<i32>,
+) -> CallArgs {
+    if let Some(n) = max_attempts {
+        if !(1..=20).contains(&n) {
+            Raised::new(
+                pgrx::pg_sys::errcodes::PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!("max_attempts must be between 1 and 20, not {n}"),
+            )
+            .raise();
+        }
+    }
+    CallArgs {
+        llm: LlmOverrides {
+            provider: provider.map(str::to_string),
+            base_url: base_url.map(str::to_string),
+            model: model.map(str::to_string),
+            temperature,
+        },
+        max_attempts,
+    }
+}
+
+/// `ask()` lives in `public`, so that it works with the default search_path right after
+/// CREATE EXTENSION; everything else is in the extension's schema `ask`.
+#[pg_schema]
+mod public {
+    use super::*;
+
+    /// Answer a question about the database in plain language. The final SQL is raised as a
+    /// NOTICE; the answer is either a short text or, when the rows are the answer, the rows as a
+    /// table. With `context`, the LLM first decides whether the context already answers the
+    /// question; if it does, no SQL runs.
+    #[pg_extern(name = "ask", volatile, parallel_unsafe)]
+    fn ask_answer(
+        question: &str,
+        model: default!(Option<&str>, "NULL"),
+        provider: default!(Option<&str>, "NULL"),
+        base_url: default!(Option<&str>, "NULL"),
+        temperature: default!(Option<f64>, "NULL"),
+        max_attempts: default!(Option<i32>, "NULL"),
+        context: default!(Option<&str>, "NULL"),
+    ) -> String {
+        let a = args(model, provider, base_url, temperature, max_attempts);
+        let out = run(question, context, &a, Goal::Answer);
+        if out.sql.is_empty() {
+            notice!("pg_ask: answered from the context; no SQL ran");
+        } else {
+            notice!("pg_ask SQL: {}", out.sql);
+        }
+        out.answer_text()
+    }
+}
+
+/// The final, checked and corrected SQL for a question (it was run once, read-only, to
+/// validate it). `SELECT ask.sql('...') \gexec` runs it with real column types.
+#[pg_extern(name = "sql", volatile, parallel_unsafe)]
+fn ask_sql(
+    question: &str,
+    model: default!(Option<&str>, "NULL"),
+    provider: default!(Option<&str>, "NULL"),
+    base_url: default!(Option<&str>, "NULL"),
+    temperature: default!(Option<f64>, "NULL"),
+    max_attempts: default!(Option<i32>, "NULL"),
+) -> String {
+    let a = args(model, provider, base_url, temperature, max_attempts);
+    run(question, None, &a, Goal::Sql).sql
+}
+
+/// The result rows of the final SQL, one jsonb object per row.
+#[pg_extern(name = "rows", volatile, parallel_unsafe)]
+fn ask_rows(
+    question: &str,
+    model: default!(Option<&str>, "NULL"),
+    provider: default!(Option<&str>, "NULL"),
+    base_url: default!(Option<&str>, "NULL"),
+    temperature: default!(Option<f64>, "NULL"),
+    max_attempts: default!(Option<i32>, "NULL"),
+) -> SetOfIterator<'static, JsonB> {
+    let a = args(model, provider, base_url, temperature, max_attempts);
+    let out = run(question, None, &a, Goal::Rows);
+    notice!("pg_ask SQL: {}", out.sql);
+    SetOfIterator::new(out.result.to_objects().into_iter().map(JsonB))
+}
+
+/// The full trace of the pipeline for a question: every stage with its input, output, tokens
+/// and milliseconds, and every decision (context switch, selected schemas and tables with
+/// their scores, retrieval plan, per-step SQL, answer). A failing run returns its trace with an "error" entry instead of raising,
+/// so the trace shows where it stopped.
+#[pg_extern(name = "explain", volatile, parallel_unsafe)]
+fn ask_explain(
+    question: &str,
+    model: default!(Option<&str>, "NULL"),
+    provider: default!(Option<&str>, "NULL"),
+    base_url: default!(Option<&str>, "NULL"),
+    temperature: default!(Option<f64>, "NULL"),
+    max_attempts: default!(Option<i32>, "NULL"),
+    context: default!(Option<&str>, "NULL"),
+) -> JsonB {
+    let a = args(model, provider, base_url, temperature, max_attempts);
+    let mut h = host(&a);
+    let cfg = gucs::ask_config(a.max_attempts);
+    let trace = match pipeline::run_with_context(&mut h, question, context, &cfg, Goal::Answer) {
+        Ok(out) => {
+            let mut v = serde_json::to_value(&out.trace).unwrap_or_default();
+            v["answer"] = serde_json::Value::String(out.answer_text());
+            v
+        }
+        Err((_, trace)) => serde_json::to_value(&trace).unwrap_or_default(),
+    };
+    let text = h.llm.api_key.scrub(&trace.to_string());
+    JsonB(serde_json::from_str(&text).unwrap_or(trace))
+}

@@ -1,0 +1,257 @@
+//! In-backend tests of `ask()`, `ask.sql()`, `ask.rows()`, `ask.explain()`: the pipeline end to
+//! end against a stand-in LLM server, protocols, faults, retries, the key, limits.
+
+#[pgrx::pg_schema]
+mod tests {
+    use llm_standin::{Reply, Rule, Script, StandIn};
+    use pgrx::prelude::*;
+    use pgrx::JsonB;
+    use serde_json::Value;
+
+    use crate::pg::testing::*;
+
+    #[pg_test]
+    fn ask_is_callable_without_schema_and_the_rest_lives_in_ask() {
+        let n: i64 = one("SELECT count(*) FROM pg_proc WHERE proname = 'ask' AND pronamespace = 'public'::regnamespace");
+        assert_eq!(n, 1);
+        let n: i64 = one("SELECT count(*) FROM pg_proc WHERE proname IN ('sql','rows','explain') AND pronamespace = 'ask'::regnamespace");
+        assert_eq!(n, 3);
+    }
+
+    #[pg_test]
+    fn ask_answers_end_to_end_and_writes_the_ledger() {
+        setup();
+        let q = "which Italian restaurants are in LA?";
+        let s = llm(pipeline_script(q, ITALIAN_SQL, "Roma and Trattoria are the Italian restaurants in Los Angeles."));
+        let answer: String = one(&format!("SELECT ask('{q}')"));
+        assert_eq!(answer, "Roma and Trattoria are the Italian restaurants in Los Angeles.");
+
+        let reqs = s.requests();
+        assert_eq!(reqs.len(), 2);
+        // The schema prompt describes the readable tables with keys and comments.
+        let prompt = &reqs[0].prompt;
+        assert!(prompt.contains("TABLE public.cities  -- Cities we know"), "{prompt}");
+        assert!(prompt.contains("city_id integer REFERENCES public.cities(id)"), "{prompt}");
+        assert!(prompt.contains("name text NOT NULL  -- full city name"), "{prompt}");
+        // The answer prompt carries the real rows.
+        assert!(reqs[1].prompt.contains("[\"Roma\"]") && reqs[1].prompt.contains("[\"Trattoria\"]"), "{}", reqs[1].prompt);
+
+        let ledger: i64 = one("SELECT count(*) FROM ask.llm_calls WHERE outcome = 'ok' AND stage IN ('generate','answer') AND role = current_user AND prompt_tokens > 0");
+        assert_eq!(ledger, 2);
+    }
+
+    #[pg_test]
+    fn rows_as_the_answer_come_back_as_a_table() {
+        setup();
+        let q = "list the Italian restaurants in LA";
+        let _llm = llm(pipeline_script(q, ITALIAN_SQL, "ROWS"));
+        let answer: String = one(&format!("SELECT ask('{q}')"));
+        assert_eq!(answer, " name\n-----------\n Roma\n Trattoria\n(2 rows)");
+    }
+
+    #[pg_test]
+    fn sql_rows_and_explain() {
+        setup();
+        let q = "Italian places in LA";
+        let _llm = llm(pipeline_script(q, ITALIAN_SQL, "ROWS"));
+        let sql: String = one(&format!("SELECT ask.sql('{q}')"));
+        assert!(sql.starts_with("SELECT r.name FROM public.restaurants r") && !sql.ends_with(';'), "{sql}");
+        let rows: Vec<Value> = Spi::connect(|c| {
+            c.select(&format!("SELECT r FROM ask.rows('{q}') r"), None, &[])
+                .unwrap()
+                .map(|row| row.get::<JsonB>(1).unwrap().unwrap().0)
+                .collect()
+        });
+        assert_eq!(rows, vec![serde_json::json!({"name": "Roma"}), serde_json::json!({"name": "Trattoria"})]);
+        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{q}')"));
+        let stages: Vec<&str> = trace["stages"].as_array().unwrap().iter().map(|s| s["stage"].as_str().unwrap()).collect();
+        // The literals were looked at; no value memory exists, so nothing changed.
+        assert_eq!(stages, ["schema", "generate", "guard", "correct", "execute", "answer"]);
+        assert_eq!(trace["stages"][3]["output"]["literals"][0]["decision"], "not_indexed", "{trace}");
+        assert_eq!(trace["final_sql"].as_str().unwrap(), sql);
+        assert!(trace["stages"][1]["ms"].as_f64().unwrap() > 0.0);
+        assert_eq!(trace["stages"][4]["output"]["rows"], 2);
+    }
+
+    #[pg_test]
+    fn repairs_from_the_database_error() {
+        setup();
+        let q = "how many cities?";
+        let _llm = llm(Script::default()
+            .rule(Rule::new(&["<schema>", q], Reply::text("SELECT count(*) AS n FROM public.citys")).times(1))
+            .rule(Rule::new(&["<schema>", q], Reply::text("SELECT count(*) AS n FROM public.cities")).last(&["relation \"public.citys\" does not exist"]))
+            .rule(Rule::new(&["<result", q], Reply::text("There are 2 cities."))));
+        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{q}')"));
+        assert_eq!(trace["attempts"], 2, "{trace}");
+        assert_eq!(trace["answer"], "There are 2 cities.");
+        let failed = &trace["stages"][3];
+        assert_eq!(failed["stage"], "execute");
+        assert_eq!(failed["output"]["sqlstate"], "42P01");
+    }
+
+    #[pg_test]
+    fn a_table_the_role_cannot_read_is_never_described() {
+        setup();
+        Spi::run("CREATE ROLE ask_test_reader; GRANT SELECT ON public.cities, public.restaurants TO ask_test_reader; GRANT SELECT (id) ON public.secrets TO ask_test_reader;").unwrap();
+        let q = "what is in the payroll?";
+        let s = llm(pipeline_script(q, "SELECT payroll FROM public.secrets", "ROWS"));
+        Spi::run("SET ROLE ask_test_reader").unwrap();
+        let (code, msg, _) = error_of(&format!("SELECT ask('{q}', max_attempts => 1)"));
+        Spi::run("RESET ROLE").unwrap();
+        // The LLM saw cities and restaurants, and of secrets only the readable column.
+        let prompt = &s.requests()[0].prompt;
+        assert!(prompt.contains("TABLE public.cities") && prompt.contains("TABLE public.restaurants"));
+        assert!(prompt.contains("TABLE public.secrets\n  id integer PRIMARY KEY\n"), "{prompt}");
+        assert!(!prompt.contains("payroll text"), "{prompt}");
+        // And the SQL it wrote anyway failed on the privilege check, as the role.
+        assert_eq!(code, "42501", "{msg}");
+        assert!(msg.contains("permission denied"), "{msg}");
+    }
+
+    #[pg_test]
+    fn no_readable_tables_is_a_clear_error() {
+        Spi::run("CREATE ROLE ask_test_nobody").unwrap();
+        let _llm = llm(Script::reply_always("SELECT 1"));
+        Spi::run("SET ROLE ask_test_nobody").unwrap();
+        let (code, msg, hint) = error_of("SELECT ask('anything?')");
+        Spi::run("RESET ROLE").unwrap();
+        assert_eq!(code, "42501", "{msg}");
+        assert!(msg.contains("no tables"), "{msg}");
+        assert!(hint.unwrap().contains("GRANT SELECT"));
+    }
+
+    #[pg_test]
+    fn each_protocol_works() {
+        setup();
+        let q = "count cities";
+        let script = pipeline_script(q, "SELECT count(*) AS n FROM public.cities", "Two.");
+        for provider in ["openai", "anthropic", "ollama"] {
+            let s = llm(script.clone());
+            Spi::run(&format!("SET ask.provider = '{provider}'")).unwrap();
+            if provider == "anthropic" {
+                Spi::run("SET ask.api_key = 'sk-ant-test-key'").unwrap();
+            }
+            if provider != "openai" {
+                Spi::run(&format!("SET ask.base_url = '{}'", s.url())).unwrap();
+            }
+            let answer: String = one(&format!("SELECT ask('{q}')"));
+            assert_eq!(answer, "Two.", "{provider}");
+            let path = &s.requests()[0].path;
+            let expected = match provider { "openai" => "/v1/chat/completions", "anthropic" => "/v1/messages", _ => "/api/chat" };
+            assert_eq!(path, expected);
+        }
+        Spi::run("RESET ask.provider; RESET ask.api_key").unwrap();
+    }
+
+    #[pg_test]
+    fn faults_become_specific_errors() {
+        setup();
+        let q = "fault?";
+        let cases: Vec<(Reply, &str, &str)> = vec![
+            (Reply::Malformed, "08P01", "not valid JSON"),
+            (Reply::Truncated, "08P01", "cut off"),
+            (Reply::Empty, "22004", "empty reply"),
+            (Reply::status(500), "58000", "HTTP 500"),
+            (Reply::status(404), "42704", "HTTP 404"),
+        ];
+        Spi::run("SET ask.request_timeout = 1500").unwrap();
+        for (reply, code, needle) in cases {
+            let _llm = llm(Script::default().rule(Rule::new(&[q], reply.clone())));
+            let (got, msg, hint) = error_of(&format!("SELECT ask('{q}')"));
+            assert_eq!(got, code, "{reply:?}: {msg}");
+            assert!(msg.contains(needle), "{reply:?}: {msg}");
+            assert!(hint.is_some(), "{reply:?} has a hint");
+        }
+        // Nothing listens on a port that was just closed.
+        let closed = closed_url();
+        Spi::run(&format!("SET ask.base_url = '{closed}/v1'")).unwrap();
+        let (got, msg, hint) = error_of(&format!("SELECT ask('{q}')"));
+        assert_eq!(got, "08001", "{msg}");
+        assert!(hint.unwrap().contains("ask.base_url"));
+        // A failed call is in the ledger with its kind (ask.explain returns instead of raising,
+        // so its transaction keeps the row).
+        let _llm = llm(Script::default().rule(Rule::new(&[q], Reply::Malformed)));
+        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{q}')"));
+        assert_eq!(trace["error"]["kind"], "malformed", "{trace}");
+        let kinds: String = one("SELECT string_agg(outcome || ':' || stage, ',') FROM ask.llm_calls");
+        assert_eq!(kinds, "malformed:generate");
+    }
+
+    #[pg_test]
+    fn retries_429_and_5xx_then_succeeds() {
+        setup();
+        let q = "retry me";
+        let _llm = llm(Script::default()
+            .rule(Rule::new(&["<schema>", q], Reply::status(429)).times(1))
+            .rule(Rule::new(&["<schema>", q], Reply::status(503)).times(1))
+            .rule(Rule::new(&["<schema>", q], Reply::text("SELECT 1 AS one")))
+            .rule(Rule::new(&["<result", q], Reply::text("One."))));
+        let answer: String = one(&format!("SELECT ask('{q}')"));
+        assert_eq!(answer, "One.");
+        let attempts: i32 = one("SELECT http_attempts FROM ask.llm_calls WHERE stage = 'generate'");
+        assert_eq!(attempts, 3);
+    }
+
+    #[pg_test]
+    fn retry_after_beyond_the_timeout_gives_up_at_once() {
+        setup();
+        let _llm = llm(Script::default().rule(Rule::new(&["slow down"], Reply::Status { code: 429, retry_after: Some(30), body: String::new() })));
+        Spi::run("SET ask.request_timeout = 2000").unwrap();
+        let t = std::time::Instant::now();
+        let (code, msg, hint) = error_of("SELECT ask('slow down')");
+        assert_eq!(code, "53000", "{msg}");
+        assert!(hint.unwrap().contains("retry after 30 s"));
+        assert!(t.elapsed() < std::time::Duration::from_secs(2), "gave up without waiting: {:?}", t.elapsed());
+    }
+
+    #[pg_test]
+    fn the_api_key_never_leaks() {
+        setup();
+        let key = "sk-test-SECRET-0123456789";
+        let s = llm(Script::default().rule(Rule::new(
+            &["leak"],
+            Reply::Status { code: 401, retry_after: None, body: format!("{{\"error\":{{\"message\":\"Incorrect API key provided: {key}\"}}}}") },
+        )));
+        Spi::run(&format!("SET ask.api_key = '{key}'")).unwrap();
+        let shown: String = one("SELECT current_setting('ask.api_key')");
+        assert_eq!(shown, "********");
+        let (code, msg, hint) = error_of("SELECT ask('leak')");
+        assert_eq!(code, "28000");
+        assert!(msg.contains("Incorrect API key provided: [redacted]"), "{msg}");
+        assert!(!msg.contains(key) && !hint.unwrap().contains(key));
+        let JsonB(trace) = one::<JsonB>("SELECT ask.explain('leak')");
+        assert!(!trace.to_string().contains(key), "{trace}");
+        assert!(trace.to_string().contains("[redacted]"));
+        let leaked: i64 = one(&format!("SELECT count(*) FROM ask.llm_calls WHERE error LIKE '%{key}%'"));
+        assert_eq!(leaked, 0);
+        // The key did reach the server, in the header only.
+        assert_eq!(s.requests()[0].header("authorization"), Some(format!("Bearer {key}").as_str()));
+        Spi::run("RESET ask.api_key").unwrap();
+    }
+
+    #[pg_test]
+    fn row_limit_cuts_the_result() {
+        setup();
+        let q = "numbers";
+        let _llm = llm(pipeline_script(q, "SELECT g AS n FROM generate_series(1, 100) g", "ROWS"));
+        Spi::run("SET ask.row_limit = 5").unwrap();
+        let n: i64 = one(&format!("SELECT count(*) FROM ask.rows('{q}')"));
+        assert_eq!(n, 5);
+    }
+
+    #[pg_test]
+    fn generated_sql_runs_under_ask_statement_timeout() {
+        setup();
+        let q = "count a lot";
+        let _llm = llm(pipeline_script(q, "SELECT count(*) FROM generate_series(1, 500000000)", "ROWS"));
+        Spi::run("SET ask.statement_timeout = 300").unwrap();
+        let t = std::time::Instant::now();
+        let (code, msg, _) = error_of(&format!("SELECT ask('{q}')"));
+        assert_eq!(code, "57014", "{msg}");
+        assert!(msg.contains("ask.statement_timeout"), "{msg}");
+        assert!(t.elapsed() < std::time::Duration::from_secs(5), "{:?}", t.elapsed());
+        // The session goes on.
+        assert_eq!(one::<i32>("SELECT 1"), 1);
+    }
+
+}

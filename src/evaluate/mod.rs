@@ -1,0 +1,425 @@
+//! Text-to-SQL evaluation on the user's own schema: `ask.load_suite(name, rows)` and
+//! `CALL ask.evaluate(suite, run_label)` (a procedure in `sql/evaluate.sql` that loops over
+//! [`evaluate_step`], committing after each batch).
+//!
+//! Each question goes through the same pipeline as `ask.sql()` (`Goal::Sql`, through the
+//! backend's host), then the prediction and the gold SQL run read-only as the caller and are
+//! compared by the core's judge. The LLM calls of a batch are concurrent without any change to
+//! the pipeline: see `pg_ask_core::evaluate::prefetch`.
+
+#[cfg(any(test, feature = "pg_test"))]
+mod tests;
+
+use std::time::Instant;
+
+use pgrx::datum::DatumWithOid;
+use pgrx::pg_sys::errcodes::PgSqlErrorCode;
+use pgrx::prelude::*;
+use pgrx::JsonB;
+use serde_json::{json, Value};
+
+use pg_ask_core::evaluate::prefetch::{Capture, Prefetched, Replay, SelectionMade};
+use pg_ask_core::evaluate::{
+    check_gold, judge, parse_suite_rows, EvalHost, QuestionRecord, RecordOutcome, SuiteError,
+};
+use pg_ask_core::llm::{ChatRequest, ChatResponse, LlmError};
+use pg_ask_core::ask::{self as pipeline, AskError, Correction, ExecFailure, Goal, Host};
+use pg_ask_core::rows::ResultSet;
+use pg_ask_core::schema;
+use pg_ask_core::sqltext::quote_ident;
+
+use crate::pg::errors::{self, raise};
+use crate::pg::gucs::{self, LlmOverrides};
+use crate::guard::{self, Limits};
+use crate::ask::host::BackendHost;
+use crate::{schema, llm};
+
+/// Rows a judged result may have at most (the prediction and the gold SQL run again with this
+/// limit; a result cut by it cannot be judged).
+const JUDGE_ROW_LIMIT: u32 = 100_000;
+
+/// Load a suite of questions with gold SQL (replacing the caller's suite of that name, and its
+/// runs). `rows` is a JSON array of objects with `question` and `gold_sql` (or `query`), and
+/// optionally `schema` (or `db_name`), `category`, `difficulty`, `instructions`. Returns the
+/// number of questions.
+#[pg_extern(name = "load_suite", volatile, strict, parallel_unsafe)]
+fn load_suite(name: &str, rows: JsonB) -> i32 {
+    if name.trim().is_empty() {
+        raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, "the suite name is empty", "Name the suite, e.g. ask.load_suite('mine', rows).");
+    }
+    let questions = parse_suite_rows(&rows.0).unwrap_or_else(|e| {
+        let mut r = Raised::from(&e);
+        r.message = format!("suite \"{name}\" cannot be loaded: {}", r.message);
+        r.raise()
+    });
+    let runs = Spi::get_one_with_args::<i64>(
+        "SELECT count(*) FROM ask.eval_runs WHERE owner = current_user AND suite = $1",
+        &[name.into()],
+    )
+    .ok()
+    .flatten()
+    .unwrap_or(0);
+    Spi::run_with_args("DELETE FROM ask.eval_suites WHERE owner = current_user AND suite = $1", &[name.into()])
+        .unwrap_or_else(|e| crate::pg::errors::internal("a statement on pg_ask\'s tables failed", e).raise());
+    if runs > 0 {
+        notice!("pg_ask: suite \"{name}\" replaced; its {runs} earlier run(s) were dropped");
+    }
+    let n = questions.len() as i32;
+    Spi::run_with_args("INSERT INTO ask.eval_suites (suite, questions) VALUES ($1, $2)", &[name.into(), n.into()])
+        .unwrap_or_else(|e| crate::pg::errors::internal("a statement on pg_ask\'s tables failed", e).raise());
+    let records: Vec<Value> = questions
+        .iter()
+        .enumerate()
+        .map(|(i, q)| {
+            json!({"qno": i + 1, "question": q.question, "gold_sql": q.gold_sql, "schema": q.schema,
+                   "category": q.category, "difficulty": q.difficulty, "instructions": q.instructions})
+        })
+        .collect();
+    Spi::run_with_args(
+        "INSERT INTO ask.eval_questions (suite, qno, question, gold_sql, schema, category, difficulty, instructions)
+         SELECT $1, qno, question, gold_sql, schema, category, difficulty, instructions
+         FROM jsonb_to_recordset($2) AS r(qno int, question text, gold_sql text, schema text,
+                                          category text, difficulty text, instructions text)",
+        &[name.into(), JsonB(Value::Array(records)).into()],
+    )
+    .unwrap_or_else(|e| crate::pg::errors::internal("a statement on pg_ask\'s tables failed", e).raise());
+    let distinct = |f: fn(&pg_ask_core::evaluate::SuiteQuestion) -> Option<&String>| {
+        questions.iter().filter_map(f).collect::<std::collections::BTreeSet<_>>().len()
+    };
+    notice!(
+        "pg_ask: suite \"{name}\" loaded: {n} questions, {} schema(s), {} categories, {} difficulties",
+        distinct(|q| q.schema.as_ref()),
+        distinct(|q| q.category.as_ref()),
+        distinct(|q| q.difficulty.as_ref())
+    );
+    n
+}
+
+/// A question waiting in a run.
+struct Pending {
+    qno: i32,
+    question: String,
+    gold_sql: String,
+    schema: Option<String>,
+    category: Option<String>,
+    difficulty: Option<String>,
+    instructions: Option<String>,
+}
+
+impl Pending {
+    fn prompt_text(&self) -> String {
+        pg_ask_core::evaluate::SuiteQuestion {
+            question: self.question.clone(),
+            gold_sql: self.gold_sql.clone(),
+            gold_alternatives: Vec::new(),
+            category: None,
+            difficulty: None,
+            schema: None,
+            instructions: self.instructions.clone(),
+        }
+        .prompt_text()
+    }
+}
+
+/// The backend's host, with the description narrowed to the question's schema.
+struct SuiteHost<'a> {
+    backend: &'a mut BackendHost,
+    schema: Option<&'a str>,
+}
+
+impl Host for SuiteHost<'_> {
+    fn schema_text(&mut self) -> Result<String, String> {
+        match self.schema {
+            None => self.backend.schema_text(),
+            Some(s) => {
+                let quoted = quote_ident(s);
+                let tables: Vec<_> = schema::readable_tables()?.into_iter().filter(|t| t.schema == quoted).collect();
+                Ok(schema::render(&tables))
+            }
+        }
+    }
+    fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        self.backend.chat(stage, req)
+    }
+    fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
+        self.backend.execute(sql)
+    }
+    fn correct_values(&mut self, sql: &str) -> Result<Correction, String> {
+        self.backend.correct_values(sql)
+    }
+    /// A question tied to a schema is described from that schema alone; others go through
+    /// the schema selection memory, as ask.sql() does.
+    fn select_tables(&mut self, question: &str) -> Result<Option<pg_ask_core::ask::Selection>, String> {
+        match self.schema {
+            None => self.backend.select_tables(question),
+            Some(_) => Ok(None),
+        }
+    }
+}
+
+/// Runs `f` with `search_path` set to the question's schema (when it has one), and puts the
+/// caller's back afterwards (an error aborts the transaction, which undoes the local setting).
+fn in_schema<R>(schema: Option<&str>, f: impl FnOnce() -> R) -> R {
+    let Some(s) = schema else { return f() };
+    let saved = Spi::get_one::<String>("SELECT pg_catalog.current_setting('search_path')").ok().flatten().unwrap_or_default();
+    let set = |value: &str| {
+        Spi::run_with_args("SELECT pg_catalog.set_config('search_path', $1, true)", &[value.into()])
+            .unwrap_or_else(|e| raise(PgSqlErrorCode::ERRCODE_INVALID_SCHEMA_NAME, e.to_string(), "Check the suite's schema names."))
+    };
+    set(&quote_ident(s));
+    let out = f();
+    set(&saved);
+    out
+}
+
+fn backend_host() -> BackendHost {
+    BackendHost::new(&LlmOverrides::default())
+}
+
+fn suite_size(suite: &str) -> i32 {
+    match Spi::get_one_with_args::<i32>(
+        "SELECT questions FROM ask.eval_suites WHERE owner = current_user AND suite = $1",
+        &[suite.into()],
+    ) {
+        Ok(Some(n)) => n,
+        _ => raise(
+            PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+            format!("there is no evaluation suite \"{suite}\" of role {}", current_user()),
+            "Load one with SELECT ask.load_suite(name, rows); ask.eval_suites lists yours.",
+        ),
+    }
+}
+
+fn current_user() -> String {
+    Spi::get_one::<String>("SELECT current_user::text").ok().flatten().unwrap_or_default()
+}
+
+/// The run's row (made when missing); says when a resumed run now uses another model.
+fn ensure_run(suite: &str, run_label: &str, cfg: &pg_ask_core::config::LlmConfig) {
+    if run_label.trim().is_empty() {
+        raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, "the run label is empty", "Label the run, e.g. CALL ask.evaluate('mine', 'qwen-7b-1').");
+    }
+    let before = Spi::get_two_with_args::<String, String>(
+        "SELECT provider, model FROM ask.eval_runs WHERE owner = current_user AND suite = $1 AND run_label = $2",
+        &[suite.into(), run_label.into()],
+    );
+    match before {
+        Ok((Some(p), Some(m))) => {
+            if p != cfg.provider.as_str() || m != cfg.model {
+                notice!("pg_ask: run \"{run_label}\" was started with {p} model {m}; it continues with {} model {}", cfg.provider.as_str(), cfg.model);
+            }
+        }
+        _ => {
+            Spi::run_with_args(
+                "INSERT INTO ask.eval_runs (suite, run_label, provider, model) VALUES ($1, $2, $3, $4)",
+                &[suite.into(), run_label.into(), cfg.provider.as_str().into(), cfg.model.as_str().into()],
+            )
+            .unwrap_or_else(|e| crate::pg::errors::internal("a statement on pg_ask\'s tables failed", e).raise());
+        }
+    }
+}
+
+/// (evaluated, correct, judged) of a run so far.
+fn progress(suite: &str, run_label: &str) -> (i64, i64, i64) {
+    Spi::get_three_with_args::<i64, i64, i64>(
+        "SELECT count(*), count(*) FILTER (WHERE ex), count(*) FILTER (WHERE outcome <> 'gold_failed')
+         FROM ask.eval_results WHERE owner = current_user AND suite = $1 AND run_label = $2",
+        &[suite.into(), run_label.into()],
+    )
+    .map(|(a, b, c)| (a.unwrap_or(0), b.unwrap_or(0), c.unwrap_or(0)))
+    .unwrap_or((0, 0, 0))
+}
+
+/// Start (or resume) a run: checks the suite, records the run, and says what is left to do.
+#[pg_extern(name = "_evaluate_begin", volatile, strict, parallel_unsafe)]
+fn evaluate_begin(suite: &str, run_label: &str) -> i32 {
+    let total = suite_size(suite);
+    let cfg = backend_host().llm;
+    ensure_run(suite, run_label, &cfg);
+    let (done, _, _) = progress(suite, run_label);
+    let left = total as i64 - done;
+    if done > 0 {
+        notice!("pg_ask evaluate: resuming run \"{run_label}\" of suite \"{suite}\": {left} of {total} questions left ({} model {}, {} at a time)", cfg.provider.as_str(), cfg.model, gucs::concurrency());
+    } else {
+        notice!("pg_ask evaluate: run \"{run_label}\" of suite \"{suite}\": {total} questions ({} model {}, {} at a time)", cfg.provider.as_str(), cfg.model, gucs::concurrency());
+    }
+    left as i32
+}
+
+/// Evaluate the next batch of questions of a run (at most `batch`, by default
+/// `ask.concurrency`), their first LLM calls sent together; returns how many were evaluated (0
+/// when the run is complete, which then marks it finished). `CALL ask.evaluate()` loops over
+/// this, committing after each batch; inside a transaction block, call it in a loop yourself.
+#[pg_extern(name = "evaluate_step", volatile, parallel_unsafe)]
+fn evaluate_step(suite: &str, run_label: &str, batch: default!(Option<i32>, "NULL")) -> i32 {
+    let total = suite_size(suite);
+    let mut backend = backend_host();
+    ensure_run(suite, run_label, &backend.llm);
+    let concurrency = gucs::concurrency().max(1);
+    let batch = batch.unwrap_or(concurrency as i32);
+    if batch < 1 {
+        raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("batch must be at least 1, not {batch}"), "Leave it out to use ask.concurrency.");
+    }
+    let pending = pending_questions(suite, run_label, batch);
+    if pending.is_empty() {
+        Spi::run_with_args(
+            "UPDATE ask.eval_runs SET finished_at = clock_timestamp()
+             WHERE owner = current_user AND suite = $1 AND run_label = $2 AND finished_at IS NULL",
+            &[suite.into(), run_label.into()],
+        )
+        .unwrap_or_else(|e| crate::pg::errors::internal("a statement on pg_ask\'s tables failed", e).raise());
+        return 0;
+    }
+    let cfg = gucs::ask_config(None);
+
+    // 1. Each question's first LLM request, captured without sending it.
+    let mut captured: Vec<Option<(&'static str, ChatRequest)>> = Vec::with_capacity(pending.len());
+    let mut selections: Vec<Option<SelectionMade>> = Vec::with_capacity(pending.len());
+    for q in &pending {
+        let text = q.prompt_text();
+        let (request, selection) = in_schema(q.schema.as_deref(), || {
+            let mut host = SuiteHost { backend: &mut backend, schema: q.schema.as_deref() };
+            let mut capture = Capture::new(&mut host);
+            let _ = pipeline::run(&mut capture, &text, &cfg, Goal::Sql);
+            (capture.captured, capture.selection)
+        });
+        captured.push(request);
+        selections.push(selection);
+    }
+
+    // 2. All of them at once, at most ask.concurrency in flight, grouped by stage for the
+    //    ledger (a first call is "generate", or "plan" when several schemas are candidates).
+    let mut prefetched: Vec<Option<Prefetched>> = vec![None; pending.len()];
+    let mut stages: Vec<&'static str> = captured.iter().flatten().map(|(s, _)| *s).collect();
+    stages.sort_unstable();
+    stages.dedup();
+    for stage in stages {
+        let members: Vec<usize> = (0..pending.len()).filter(|&i| captured[i].as_ref().is_some_and(|(s, _)| *s == stage)).collect();
+        let reqs: Vec<ChatRequest> = members.iter().map(|&i| captured[i].as_ref().expect("a member").1.clone()).collect();
+        let replies = llm::chat_many(&backend.llm, stage, reqs.clone(), concurrency);
+        for ((i, request), (reply, took)) in members.into_iter().zip(reqs).zip(replies) {
+            prefetched[i] = Some(Prefetched { request, reply, took });
+        }
+    }
+
+    // 3. Each pipeline for real, served the prefetched reply; then judged.
+    for ((q, pre), selection) in pending.iter().zip(prefetched).zip(selections) {
+        pgrx::check_for_interrupts!();
+        let text = q.prompt_text();
+        let (outcome, took) = in_schema(q.schema.as_deref(), || {
+            let mut host = SuiteHost { backend: &mut backend, schema: q.schema.as_deref() };
+            let mut replay = Replay::new(&mut host, pre).with_selection(selection);
+            let started = Instant::now();
+            let outcome = pipeline::run(&mut replay, &text, &cfg, Goal::Sql);
+            (outcome, started.elapsed() + replay.prefetched_time())
+        });
+        let ms = took.as_secs_f64() * 1000.0;
+        let trace = match &outcome {
+            Ok(o) => &o.trace,
+            Err((_, t)) => t,
+        };
+        let (tokens, calls, attempts) = (trace.prompt_tokens + trace.completion_tokens, trace.llm_calls, trace.attempts);
+        if let Err((e, _)) = &outcome {
+            stop_on_service_failure(e);
+        }
+        let judge_started = Instant::now();
+        let mut judge_host = BackendHost {
+            llm: backend.llm.clone(),
+            limits: Limits { row_limit: JUDGE_ROW_LIMIT.max(gucs::row_limit()), timeout_ms: gucs::statement_timeout_ms() },
+        };
+        let alternatives = pg_ask_core::evaluate::gold_alternatives(&q.gold_sql).unwrap_or_default();
+        let (record, matched) = in_schema(q.schema.as_deref(), || match &outcome {
+            Ok(o) => {
+                let judgement = judge(&mut judge_host, &q.gold_sql, &o.sql);
+                let record = QuestionRecord::judged(&q.question, q.category.as_deref(), q.difficulty.as_deref(), alternatives, &o.sql, &judgement, tokens, ms);
+                (record, judgement.matched_alternative)
+            }
+            Err((e, _)) => {
+                let mut record = QuestionRecord::unanswered(&q.question, q.category.as_deref(), q.difficulty.as_deref(), alternatives, &e.to_string(), tokens, ms);
+                if let Err(gold) = check_gold(&mut judge_host, &q.gold_sql) {
+                    record.outcome = RecordOutcome::GoldFailed;
+                    record.error = Some(format!("{e}; {gold}"));
+                }
+                (record, None)
+            }
+        });
+        let judge_ms = judge_started.elapsed().as_secs_f64() * 1000.0;
+        let outcome_word = serde_json::to_value(record.outcome).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        let args: [DatumWithOid; 13] = [
+            suite.into(),
+            run_label.into(),
+            q.qno.into(),
+            record.predicted_sql.clone().into(),
+            record.ex.into(),
+            outcome_word.as_str().into(),
+            record.error.as_deref().map(|m| crate::pg::gucs::api_key().scrub(m)).into(),
+            matched.map(|m| m as i32 + 1).into(),
+            (attempts as i32).into(),
+            (calls as i32).into(),
+            (tokens.min(i64::MAX as u64) as i64).into(),
+            ms.into(),
+            judge_ms.into(),
+        ];
+        Spi::run_with_args(
+            "INSERT INTO ask.eval_results (suite, run_label, qno, predicted_sql, ex, outcome, error,
+                 matched_alternative, attempts, llm_calls, tokens, ms, judge_ms)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+            &args,
+        )
+        .unwrap_or_else(|e| crate::pg::errors::internal("a statement on pg_ask\'s tables failed", e).raise());
+    }
+
+    let (done, correct, judged) = progress(suite, run_label);
+    let ex = if judged == 0 { 0.0 } else { correct as f64 / judged as f64 };
+    notice!("pg_ask evaluate: {done}/{total} questions, EX so far {ex:.3} ({correct} of {judged} judged)");
+    pending.len() as i32
+}
+
+/// The next questions of a run without a result, in suite order.
+fn pending_questions(suite: &str, run_label: &str, batch: i32) -> Vec<Pending> {
+    Spi::connect(|client| {
+        client
+            .select(
+                "SELECT q.qno, q.question, q.gold_sql, q.schema, q.category, q.difficulty, q.instructions
+                 FROM ask.eval_questions q
+                 WHERE q.owner = current_user AND q.suite = $1
+                   AND NOT EXISTS (SELECT 1 FROM ask.eval_results r
+                                   WHERE r.owner = q.owner AND r.suite = q.suite AND r.run_label = $2 AND r.qno = q.qno)
+                 ORDER BY q.qno LIMIT $3",
+                None,
+                &[suite.into(), run_label.into(), batch.into()],
+            )
+            .unwrap_or_else(|e| crate::pg::errors::internal("a statement on pg_ask\'s tables failed", e).raise())
+            .map(|row| Pending {
+                qno: row.get::<i32>(1).ok().flatten().unwrap_or_default(),
+                question: row.get::<String>(2).ok().flatten().unwrap_or_default(),
+                gold_sql: row.get::<String>(3).ok().flatten().unwrap_or_default(),
+                schema: row.get::<String>(4).ok().flatten(),
+                category: row.get::<String>(5).ok().flatten(),
+                difficulty: row.get::<String>(6).ok().flatten(),
+                instructions: row.get::<String>(7).ok().flatten(),
+            })
+            .collect()
+    })
+}
+
+/// A failure of the LLM service (unreachable, timing out, refusing the key, overloaded,
+/// speaking another protocol) says nothing about the model's SQL: it stops the run with its
+/// error instead of marking questions wrong. Finished batches stay; the same CALL resumes.
+fn stop_on_service_failure(e: &AskError) {
+    match e {
+        AskError::Llm { stage, source } if source.is_service_failure() => {
+            let mut r = errors::from_llm(source, stage);
+            r.detail = Some("The evaluation stopped; the questions of earlier batches are kept, and the same CALL resumes the run.".into());
+            r.raise()
+        }
+        AskError::Host(_) => errors::from_ask(e).raise(),
+        _ => {}
+    }
+}
+
+pgrx::extension_sql_file!(
+    "../../sql/evaluate.sql",
+    name = "evaluation",
+    requires = ["ledger", load_suite, evaluate_begin, evaluate_step]
+);

@@ -1,0 +1,75 @@
+//! In-backend tests of guarded execution: the database layer refuses what the parse-level
+//! guard lets through, and the hostile corpus changes nothing.
+
+#[pgrx::pg_schema]
+mod tests {
+    use llm_standin::{Reply, Rule, Script, StandIn};
+    use pgrx::prelude::*;
+    use pgrx::JsonB;
+    use serde_json::Value;
+
+    use crate::pg::testing::*;
+
+    #[pg_test]
+    fn a_volatile_function_is_refused_by_the_database_layer() {
+        setup();
+        Spi::run("CREATE TABLE public.canary_log (id int, note text);
+                  CREATE FUNCTION public.canary_bump() RETURNS int LANGUAGE sql VOLATILE
+                  AS $$ INSERT INTO public.canary_log VALUES (1, 'bumped') RETURNING 1 $$;").unwrap();
+        let s = llm(Script::reply_always("SELECT public.canary_bump()"));
+        let (code, msg, _) = error_of("SELECT ask.sql('bump it')");
+        assert_eq!(code, "2F003", "{msg}");
+        assert!(msg.contains("volatile"), "{msg}");
+        assert_eq!(s.requests().len(), 3, "refusals go back to the LLM up to ask.max_attempts");
+        assert_eq!(one::<i64>("SELECT count(*) FROM public.canary_log"), 0);
+    }
+
+    /// The canary schema of the hostile corpus, and the corpus itself.
+    fn corpus() -> Value {
+        let corpus: Value = serde_json::from_str(pg_ask_core::guard::HOSTILE_REPLIES).unwrap();
+        for stmt in corpus["canary_setup"].as_array().unwrap() {
+            Spi::run(stmt.as_str().unwrap()).unwrap();
+        }
+        corpus
+    }
+
+    /// Every reply of the hostile corpus is refused (SQLSTATE 2F003) and changes nothing.
+    #[pg_test]
+    fn hostile_corpus_is_refused_with_nothing_changed() {
+        let corpus = corpus();
+        let hostile = corpus["hostile"].as_array().unwrap();
+        assert!(hostile.len() >= 60, "corpus has {} entries", hostile.len());
+        let fingerprint = "SELECT (SELECT md5(string_agg(id || note, ',' ORDER BY id)) FROM public.canary)
+            || (SELECT md5(string_agg(id || note, ',' ORDER BY id)) FROM public.canary_log)
+            || (SELECT last_value || is_called::text FROM public.canary_seq)
+            || (SELECT count(*) FROM pg_class WHERE relnamespace = 'public'::regnamespace)";
+        let before: String = one(fingerprint);
+        let s = llm(Script::default());
+        Spi::run("SET ask.max_attempts = 1").unwrap();
+        for entry in hostile {
+            let name = entry["name"].as_str().unwrap();
+            s.set_script(Script::reply_always(entry["reply"].as_str().unwrap()));
+            let (code, msg, _) = error_of("SELECT ask.sql('do the thing')");
+            assert!(code == "2F003" || (code == "22P02" && msg.contains("no SQL")), "{name}: {code} {msg}");
+            if entry["layer"] == "db" {
+                assert!(msg.contains("volatile"), "{name} is refused by the database layer: {msg}");
+            }
+            assert_eq!(one::<String>(fingerprint), before, "{name} changed something");
+        }
+    }
+
+    /// Every safe reply of the corpus runs.
+    #[pg_test]
+    fn safe_corpus_runs() {
+        let corpus = corpus();
+        let s = llm(Script::default());
+        Spi::run("SET ask.max_attempts = 1").unwrap();
+        for entry in corpus["safe"].as_array().unwrap() {
+            let name = entry["name"].as_str().unwrap();
+            s.set_script(Script::reply_always(entry["reply"].as_str().unwrap()));
+            let sql = subxact::run(OnSuccess::RollBack, || Spi::get_one::<String>("SELECT ask.sql('read something')").unwrap());
+            assert!(matches!(sql, Ok(Some(_))), "{name} should run: {sql:?}");
+        }
+    }
+
+}

@@ -1,0 +1,120 @@
+//! Embeddings from a backend: the local model (loaded once per backend, lazily) or an
+//! embedding service over HTTP, by `ask.embedding_provider`.
+
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::rc::Rc;
+
+use pgrx::pg_sys;
+use pgrx::pg_sys::errcodes::PgSqlErrorCode;
+use pgrx::prelude::*;
+
+use pg_ask_core::llm::embed::{self, EmbedConfig, EmbedProtocol};
+use pg_ask_embed::Embedder;
+
+use crate::pg::errors::{self, Raised};
+use crate::pg::gucs::{self, EmbeddingProvider};
+use crate::llm::with_runner_interruptible;
+
+/// Texts embedded per model call (and per HTTP request); interrupts are checked between.
+const CHUNK: usize = 64;
+
+thread_local! {
+    /// The local model, once loaded: about 90 MB of weights, memory-mapped (shared between
+    /// backends through the page cache), plus some MB of working memory.
+    static LOCAL: RefCell<Option<(PathBuf, Rc<Embedder>)>> = const { RefCell::new(None) };
+}
+
+/// The model directory: `ask.model_path`, or the one setup installs under the share directory.
+pub fn model_dir() -> PathBuf {
+    let configured = gucs::model_path();
+    if !configured.is_empty() {
+        return PathBuf::from(configured);
+    }
+    let mut buf = [0 as std::ffi::c_char; pg_sys::MAXPGPATH as usize];
+    // SAFETY: my_exec_path is set at backend start; get_share_path writes at most MAXPGPATH
+    // bytes into buf, NUL-terminated.
+    let share = unsafe {
+        pg_sys::get_share_path(std::ptr::addr_of!(pg_sys::my_exec_path).cast(), buf.as_mut_ptr());
+        std::ffi::CStr::from_ptr(buf.as_ptr()).to_string_lossy().into_owned()
+    };
+    PathBuf::from(share).join("extension/pg_ask/models/all-MiniLM-L6-v2")
+}
+
+fn local_model() -> Rc<Embedder> {
+    let dir = model_dir();
+    LOCAL.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if let Some((loaded_from, model)) = slot.as_ref() {
+            if *loaded_from == dir {
+                return model.clone();
+            }
+        }
+        match Embedder::load(&dir) {
+            Ok(m) => {
+                let m = Rc::new(m);
+                *slot = Some((dir, m.clone()));
+                m
+            }
+            Err(e) => Raised::new(PgSqlErrorCode::ERRCODE_UNDEFINED_FILE, format!("could not load the local embedding model: {e}"))
+                .hint("Run scripts/setup.sh to install the model, or point ask.model_path at a directory with model.safetensors, config.json and tokenizer.json.")
+                .raise(),
+        }
+    })
+}
+
+/// Embed `texts` with the configured provider. Errors are raised as PostgreSQL errors.
+pub fn embed_texts(texts: &[&str]) -> Vec<Vec<f32>> {
+    let mut out = Vec::with_capacity(texts.len());
+    match gucs::embedding_provider() {
+        EmbeddingProvider::Off => Raised::new(PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED, "embeddings are switched off (ask.embedding_provider = off)")
+            .hint("SET ask.embedding_provider = 'local' (or openai, ollama).")
+            .raise(),
+        EmbeddingProvider::Local => {
+            let model = local_model();
+            for chunk in texts.chunks(CHUNK) {
+                pgrx::check_for_interrupts!();
+                match model.embed(chunk) {
+                    Ok(v) => out.extend(v),
+                    Err(e) => Raised::new(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, format!("local embedding failed: {e}")).raise(),
+                }
+            }
+        }
+        p @ (EmbeddingProvider::OpenAi | EmbeddingProvider::Ollama) => {
+            let base_url = gucs::embedding_base_url();
+            let cfg = EmbedConfig {
+                protocol: if p == EmbeddingProvider::OpenAi { EmbedProtocol::OpenAi } else { EmbedProtocol::Ollama },
+                api_key: gucs::api_key_for(&base_url),
+                base_url,
+                model: gucs::embedding_model(),
+                request_timeout: gucs::request_timeout(),
+            };
+            for chunk in texts.chunks(CHUNK) {
+                let result = with_runner_interruptible(|r| r.block_on(embed::embed(r.http(), &cfg, chunk), &crate::llm::cancel_pending));
+                match result {
+                    Ok(v) => out.extend(v),
+                    Err(e) => errors::from_llm(&e, "embed").raise(),
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The embedding of a text under the current settings, as `real[]` (`ask.embed()` casts it
+/// to `vector`).
+#[pg_extern(name = "embed_real", volatile, parallel_unsafe)]
+fn embed_real(text: &str) -> Vec<f32> {
+    embed_texts(&[text]).pop().unwrap_or_default()
+}
+
+pgrx::extension_sql!(
+    r#"
+CREATE FUNCTION embed(text text) RETURNS vector
+    LANGUAGE sql VOLATILE PARALLEL UNSAFE STRICT
+    RETURN embed_real(text)::vector;
+COMMENT ON FUNCTION embed(text) IS 'The embedding of a text under ask.embedding_provider (local all-MiniLM-L6-v2 by default: 384 dimensions, L2-normalised).';
+"#,
+    name = "embed_vector",
+    requires = [embed_real]
+);

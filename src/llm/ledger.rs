@@ -1,0 +1,54 @@
+//! Writing LLM calls to `ask.llm_calls`.
+
+use std::time::Duration;
+
+use pgrx::prelude::*;
+use pgrx::datum::DatumWithOid;
+
+use pg_ask_core::config::LlmConfig;
+use pg_ask_core::llm::{ChatResponse, LlmError};
+
+const INSERT: &str = "INSERT INTO ask.llm_calls \
+    (stage, provider, model, prompt_tokens, completion_tokens, ms, http_attempts, outcome, error) \
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+
+/// Record one call in the caller's transaction. In a read-only transaction (a standby, or
+/// `SET TRANSACTION READ ONLY`) nothing can be written: the call goes to the server log at
+/// DEBUG1 instead.
+pub fn record(cfg: &LlmConfig, stage: &str, result: &Result<ChatResponse, LlmError>, took: Duration) {
+    let ms = took.as_secs_f64() * 1000.0;
+    let (prompt, completion, attempts, outcome, error) = match result {
+        Ok(r) => (
+            r.prompt_tokens.map(|t| t.min(i32::MAX as u64) as i32),
+            r.completion_tokens.map(|t| t.min(i32::MAX as u64) as i32),
+            Some(r.attempts as i32),
+            "ok".to_string(),
+            None,
+        ),
+        Err(e) => (None, None, None, e.outcome().to_string(), Some(crate::pg::gucs::api_key().scrub(&e.to_string()))),
+    };
+    // A failure usually aborts the caller's statement, and the ledger row with it: say it in
+    // the server log too.
+    if let Some(e) = &error {
+        log!("pg_ask: LLM call for stage {stage} failed after {} ms ({outcome}): {e}", ms.round());
+    }
+    // SAFETY: reading a backend-local flag.
+    if unsafe { pg_sys::XactReadOnly } {
+        debug1!("pg_ask: {stage} call, {} ms, {outcome} (not written to ask.llm_calls: read-only transaction)", ms.round());
+        return;
+    }
+    let args: [DatumWithOid; 9] = [
+        stage.into(),
+        cfg.provider.as_str().into(),
+        cfg.model.as_str().into(),
+        prompt.into(),
+        completion.into(),
+        ms.into(),
+        attempts.into(),
+        outcome.as_str().into(),
+        error.into(),
+    ];
+    if let Err(e) = Spi::run_with_args(INSERT, &args) {
+        warning!("pg_ask: could not write to ask.llm_calls: {e}");
+    }
+}

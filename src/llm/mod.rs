@@ -1,0 +1,95 @@
+//! LLM calls from a backend: one runtime and connection pool per backend, requests polled
+//! against PostgreSQL's interrupt flags, every call written to the ledger.
+
+pub(crate) mod embeddings;
+pub(crate) mod ledger;
+#[cfg(any(test, feature = "pg_test"))]
+mod tests;
+
+use std::cell::RefCell;
+use std::time::Instant;
+
+use pgrx::pg_sys;
+
+use pg_ask_core::config::LlmConfig;
+use pg_ask_core::llm::{self, ChatRequest, ChatResponse, LlmError, Runner};
+
+use crate::pg::errors::Raised;
+use crate::llm::ledger;
+
+thread_local! {
+    /// A backend is one thread: the runner needs no lock.
+    static RUNNER: RefCell<Option<Runner>> = const { RefCell::new(None) };
+}
+
+/// A query cancel, a statement timeout or a termination request is pending.
+pub fn cancel_pending() -> bool {
+    // SAFETY: reads of sig_atomic_t flags that signal handlers set; this is the backend's
+    // own thread (the runtime is current-thread, so the check runs here).
+    unsafe {
+        pg_sys::InterruptPending != 0 && (pg_sys::QueryCancelPending != 0 || pg_sys::ProcDiePending != 0)
+    }
+}
+
+fn with_runner<R>(f: impl FnOnce(&Runner) -> R) -> R {
+    RUNNER.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            match Runner::new() {
+                Ok(r) => *slot = Some(r),
+                Err(e) => Raised::new(
+                    pg_sys::errcodes::PgSqlErrorCode::ERRCODE_SYSTEM_ERROR,
+                    format!("could not start the HTTP runtime: {e}"),
+                )
+                .raise(),
+            }
+        }
+        f(slot.as_ref().expect("runner was just made"))
+    })
+}
+
+/// Run `f` with the backend's runner; when it reports an interrupt, let PostgreSQL raise the
+/// pending cancel (or say the request was interrupted).
+pub fn with_runner_interruptible<T>(
+    f: impl FnOnce(&Runner) -> Result<Result<T, LlmError>, llm::Interrupted>,
+) -> Result<T, LlmError> {
+    match with_runner(f) {
+        Ok(result) => result,
+        Err(llm::Interrupted) => {
+            pgrx::check_for_interrupts!();
+            Err(LlmError::Interrupted)
+        }
+    }
+}
+
+/// One chat call on behalf of `stage`. A pending cancel drops the request and raises the
+/// cancel as PostgreSQL's own error; everything else comes back as a value.
+pub fn chat(cfg: &LlmConfig, stage: &str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+    let started = Instant::now();
+    // A dropped request lets PostgreSQL raise the cancel or timeout it has pending.
+    let result = with_runner_interruptible(|r| r.block_on(llm::chat(r.http(), cfg, req), &cancel_pending));
+    ledger::record(cfg, stage, &result, started.elapsed());
+    result
+}
+
+/// Many chat calls on behalf of `stage`, at most `concurrency` in flight; results in the order
+/// of `reqs`, each written to the ledger. A pending cancel abandons every call in flight and
+/// raises the cancel.
+pub fn chat_many(
+    cfg: &LlmConfig,
+    stage: &str,
+    reqs: Vec<ChatRequest>,
+    concurrency: usize,
+) -> Vec<(Result<ChatResponse, LlmError>, std::time::Duration)> {
+    let n = reqs.len();
+    let sent = with_runner_interruptible(|r| r.block_on(llm::chat_all(r.http(), cfg, reqs, concurrency), &cancel_pending).map(Ok));
+    match sent {
+        Ok(results) => {
+            for (result, took) in &results {
+                ledger::record(cfg, stage, result, *took);
+            }
+            results
+        }
+        Err(e) => (0..n).map(|_| (Err(e.clone()), std::time::Duration::ZERO)).collect(),
+    }
+}

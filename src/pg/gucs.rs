@@ -1,0 +1,530 @@
+//! Every setting of pg_ask, in one place. Registered once in `_PG_init`; read through the
+//! small typed functions at the bottom, which the rest of the glue turns into the core's plain
+//! config structs.
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_void, CString};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
+use pgrx::pg_sys::errcodes::PgSqlErrorCode;
+use pgrx::{debug1, pg_guard, pg_sys, PostgresGucEnum};
+
+use pg_ask_core::config::{AskConfig, LlmConfig, Provider};
+use pg_ask_core::secret::Secret;
+
+#[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub enum GucProvider {
+    #[name = c"openai"]
+    OpenAi,
+    #[name = c"anthropic"]
+    Anthropic,
+    #[name = c"ollama"]
+    Ollama,
+}
+
+#[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub enum EmbeddingProvider {
+    #[name = c"local"]
+    Local,
+    #[name = c"openai"]
+    OpenAi,
+    #[name = c"ollama"]
+    Ollama,
+    #[name = c"off"]
+    Off,
+}
+
+/// Wire protocol of the LLM server: openai (any OpenAI-compatible server), anthropic, ollama.
+static PROVIDER: GucSetting<GucProvider> = GucSetting::<GucProvider>::new(GucProvider::OpenAi);
+/// Base URL of the LLM server. The default is a local Ollama's OpenAI-compatible endpoint.
+static BASE_URL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(BASE_URL_DEFAULT));
+const BASE_URL_DEFAULT: &std::ffi::CStr = c"http://localhost:11434/v1";
+/// Model name passed to the server.
+static MODEL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"qwen2.5-coder:7b"));
+/// API key. Superuser-only; SHOW prints it masked.
+static API_KEY: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+/// Upper bound for one LLM call, retries included (ms).
+static REQUEST_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(60_000);
+/// Sampling temperature.
+static TEMPERATURE: GucSetting<f64> = GucSetting::<f64>::new(0.0);
+/// Completion tokens at most per LLM call.
+static MAX_TOKENS: GucSetting<i32> = GucSetting::<i32>::new(1024);
+/// SQL attempts per question: the first plus repairs from error messages.
+static MAX_ATTEMPTS: GucSetting<i32> = GucSetting::<i32>::new(3);
+/// Rows fetched from generated SQL at most.
+static ROW_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(1000);
+/// Time limit for running one generated statement (ms, 0 = none beyond statement_timeout).
+static STATEMENT_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(10_000);
+
+/// Where embeddings come from: the local model, an OpenAI-compatible or Ollama server, or off.
+static EMBEDDING_PROVIDER: GucSetting<EmbeddingProvider> = GucSetting::<EmbeddingProvider>::new(EmbeddingProvider::Local);
+/// Embedding model name for the openai and ollama providers.
+static EMBEDDING_MODEL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"all-minilm"));
+/// Base URL of the embedding server (empty: ask.base_url).
+static EMBEDDING_BASE_URL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+/// Directory of the local model (empty: the one setup installs). Superuser-only: it names
+/// files on the server.
+static MODEL_PATH: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+
+/// Whether ask.do() may write.
+static ALLOW_WRITES: GucSetting<bool> = GucSetting::<bool>::new(false);
+/// Statements per ask.do() chain at most.
+static CONCURRENCY: GucSetting<i32> = GucSetting::<i32>::new(8);
+static MAX_STEPS: GucSetting<i32> = GucSetting::<i32>::new(10);
+/// Distinct values the value memory keeps per column at most (the most frequent).
+static MAX_VALUES_PER_COLUMN: GucSetting<i32> = GucSetting::<i32>::new(100_000);
+static MAX_TABLES: GucSetting<i32> = GucSetting::<i32>::new(10);
+
+pub fn init() {
+    GucRegistry::define_enum_guc(
+        c"ask.provider",
+        c"Wire protocol of the LLM server.",
+        c"openai: any OpenAI-compatible /chat/completions server (OpenAI, vLLM, llama.cpp, LM Studio, Ollama's /v1); anthropic: /v1/messages; ollama: /api/chat.",
+        &PROVIDER,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    // SAFETY: as for ask.api_key below; the check hook only records the server-wide value.
+    unsafe {
+        pg_sys::DefineCustomStringVariable(
+            c"ask.base_url".as_ptr(),
+            c"Base URL of the LLM server.".as_ptr(),
+            c"For openai, the URL up to and including /v1; for anthropic, https://api.anthropic.com; for ollama, http://host:11434.".as_ptr(),
+            BASE_URL.as_ptr(),
+            BASE_URL_DEFAULT.as_ptr(),
+            pg_sys::GucContext::PGC_USERSET,
+            0,
+            Some(check_base_url),
+            None,
+            None,
+        );
+    }
+    GucRegistry::define_string_guc(
+        c"ask.model",
+        c"Model name sent to the LLM server.",
+        c"",
+        &MODEL,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    // The key: only superusers may set it, SHOW never prints it, and it is refused where every
+    // role could read it (see `check_api_key`).
+    // SAFETY: called once from _PG_init; the name and descriptions are static, the variable is
+    // a static owned by this module, and the hooks are plain functions of this module.
+    unsafe {
+        pg_sys::DefineCustomStringVariable(
+            c"ask.api_key".as_ptr(),
+            c"API key for the LLM server (superuser only, never shown).".as_ptr(),
+            c"Sent as Authorization: Bearer (openai, ollama) or x-api-key (anthropic), only to the base URL set in the server's configuration. Set it with ALTER SYSTEM, with pg_ask in shared_preload_libraries.".as_ptr(),
+            API_KEY.as_ptr(),
+            std::ptr::null(),
+            pg_sys::GucContext::PGC_SUSET,
+            (GucFlags::SUPERUSER_ONLY | GucFlags::NO_SHOW_ALL).bits(),
+            Some(check_api_key),
+            None,
+            Some(show_masked),
+        );
+    }
+    GucRegistry::define_int_guc(
+        c"ask.request_timeout",
+        c"Upper bound for one LLM call, retries included.",
+        c"",
+        &REQUEST_TIMEOUT,
+        100,
+        3_600_000,
+        GucContext::Userset,
+        GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_float_guc(
+        c"ask.temperature",
+        c"Sampling temperature for LLM calls.",
+        c"",
+        &TEMPERATURE,
+        0.0,
+        2.0,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"ask.max_tokens",
+        c"Completion tokens at most per LLM call.",
+        c"",
+        &MAX_TOKENS,
+        16,
+        1_000_000,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"ask.max_attempts",
+        c"SQL attempts per question: the first one plus repairs from error messages.",
+        c"",
+        &MAX_ATTEMPTS,
+        1,
+        20,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"ask.row_limit",
+        c"Rows fetched from generated SQL at most.",
+        c"",
+        &ROW_LIMIT,
+        1,
+        i32::MAX - 1,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"ask.statement_timeout",
+        c"Time limit for running one generated statement (0 = no limit beyond statement_timeout).",
+        c"",
+        &STATEMENT_TIMEOUT,
+        0,
+        i32::MAX,
+        GucContext::Userset,
+        GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_enum_guc(
+        c"ask.embedding_provider",
+        c"Where embeddings come from.",
+        c"local: all-MiniLM-L6-v2 in the backend; openai: an OpenAI-compatible /embeddings server; ollama: /api/embed; off: no embeddings (value matching by trigrams only).",
+        &EMBEDDING_PROVIDER,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"ask.embedding_model",
+        c"Embedding model name for the openai and ollama providers.",
+        c"",
+        &EMBEDDING_MODEL,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    // SAFETY: as for ask.base_url.
+    unsafe {
+        pg_sys::DefineCustomStringVariable(
+            c"ask.embedding_base_url".as_ptr(),
+            c"Base URL of the embedding server (empty: ask.base_url).".as_ptr(),
+            c"".as_ptr(),
+            EMBEDDING_BASE_URL.as_ptr(),
+            std::ptr::null(),
+            pg_sys::GucContext::PGC_USERSET,
+            0,
+            Some(check_embedding_base_url),
+            None,
+            None,
+        );
+    }
+    GucRegistry::define_string_guc(
+        c"ask.model_path",
+        c"Directory of the local embedding model (empty: the directory setup installs).",
+        c"It must hold model.safetensors, config.json and tokenizer.json.",
+        &MODEL_PATH,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_bool_guc(
+        c"ask.allow_writes",
+        c"Whether ask.do() may run INSERT, UPDATE and DELETE steps.",
+        c"Off by default; set it per role or database (ALTER ROLE ... SET ask.allow_writes = on). The steps run with the caller's privileges.",
+        &ALLOW_WRITES,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"ask.max_steps",
+        c"Statements per ask.do() chain at most.",
+        c"",
+        &MAX_STEPS,
+        1,
+        100,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"ask.max_tables",
+        c"Tables ask() describes to the LLM when a schema selection memory exists (ask.index_schema), before the tables their joins need.",
+        c"Without a schema selection memory every readable table is described.",
+        &MAX_TABLES,
+        1,
+        1000,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"ask.concurrency",
+        c"LLM requests a benchmark or an evaluation keeps in flight at once.",
+        c"Lower it for rate-limited providers; 1 sends one request at a time.",
+        &CONCURRENCY,
+        1,
+        64,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"ask.max_values_per_column",
+        c"Distinct values ask.index_values() remembers per column at most.",
+        c"A column with more distinct values keeps its most frequent ones (ties by value), with a NOTICE.",
+        &MAX_VALUES_PER_COLUMN,
+        1,
+        100_000_000,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    // SAFETY: plain call with a static C string, from _PG_init.
+    unsafe { pg_sys::MarkGUCPrefixReserved(c"ask".as_ptr()) };
+}
+
+/// Whether the library was loaded through `shared_preload_libraries` (set in `_PG_init`, in
+/// the postmaster, and inherited by every backend it forks).
+static PRELOADED: AtomicBool = AtomicBool::new(false);
+
+/// Called first thing in `_PG_init`.
+pub fn note_preloading() {
+    // SAFETY: reads a plain bool PostgreSQL sets while it loads shared_preload_libraries.
+    PRELOADED.store(unsafe { pg_sys::process_shared_preload_libraries_in_progress }, Ordering::Relaxed);
+}
+
+/// Whether pg_ask was loaded through `shared_preload_libraries`. Only then is `ask.api_key`
+/// defined, superuser-only, from the start of every session: before a library defines a
+/// setting, PostgreSQL keeps its value as a placeholder that any role may read.
+pub fn preloaded() -> bool {
+    PRELOADED.load(Ordering::Relaxed)
+}
+
+/// Sources a role cannot choose for itself: the built-in default, the server's configuration
+/// (postgresql.conf, `ALTER SYSTEM`, the command line) and `ALTER ROLE ALL SET`.
+fn server_wide(source: pg_sys::GucSource::Type) -> bool {
+    source <= pg_sys::GucSource::PGC_S_GLOBAL
+}
+
+/// Sources whose values every role can read: `ALTER DATABASE/ROLE ... SET` (stored in
+/// `pg_db_role_setting`, applied at connection as `PGC_S_GLOBAL`, `PGC_S_DATABASE`,
+/// `PGC_S_USER`, `PGC_S_DATABASE_USER`, and checked before it is stored as `PGC_S_TEST`, which
+/// is also how a function's `SET` clause, stored in `pg_proc`, is checked).
+fn readable_by_every_role(source: pg_sys::GucSource::Type) -> bool {
+    use pg_sys::GucSource::*;
+    matches!(source, PGC_S_GLOBAL | PGC_S_DATABASE | PGC_S_USER | PGC_S_DATABASE_USER | PGC_S_TEST)
+}
+
+thread_local! {
+    /// `ask.base_url` and `ask.embedding_base_url` as the server's configuration sets them
+    /// (see [`server_wide`]): the only URLs the key is sent to on behalf of roles that are not
+    /// superusers, so that a role cannot point pg_ask at a server of its own and read the key
+    /// from the request.
+    static SERVER_URLS: RefCell<[Option<String>; 2]> = const { RefCell::new([None, None]) };
+}
+
+unsafe fn c_text(value: *mut *mut c_char) -> Option<String> {
+    if value.is_null() || (*value).is_null() {
+        return None;
+    }
+    Some(std::ffi::CStr::from_ptr(*value).to_string_lossy().into_owned())
+}
+
+unsafe fn remember_server_url(slot: usize, newval: *mut *mut c_char, source: pg_sys::GucSource::Type) {
+    if server_wide(source) {
+        let url = c_text(newval).filter(|u| !u.trim().is_empty());
+        SERVER_URLS.with(|urls| urls.borrow_mut()[slot] = url);
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn check_base_url(newval: *mut *mut c_char, _extra: *mut *mut c_void, source: pg_sys::GucSource::Type) -> bool {
+    remember_server_url(0, newval, source);
+    true
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn check_embedding_base_url(newval: *mut *mut c_char, _extra: *mut *mut c_void, source: pg_sys::GucSource::Type) -> bool {
+    remember_server_url(1, newval, source);
+    true
+}
+
+/// Refuses a key where every role could read it (see [`readable_by_every_role`]). The message
+/// is set here, so PostgreSQL's own ("invalid value for parameter ...: <value>") never prints it.
+#[pg_guard]
+unsafe extern "C-unwind" fn check_api_key(newval: *mut *mut c_char, _extra: *mut *mut c_void, source: pg_sys::GucSource::Type) -> bool {
+    let empty = c_text(newval).is_none_or(|k| k.is_empty());
+    if empty || !readable_by_every_role(source) {
+        return true;
+    }
+    let keep = |text: &std::ffi::CStr| pg_sys::MemoryContextStrdup(pg_sys::ErrorContext, text.as_ptr());
+    pg_sys::GUC_check_errmsg_string =
+        keep(c"ask.api_key may not be set per database, per role or in a function's SET clause");
+    pg_sys::GUC_check_errdetail_string =
+        keep(c"Those settings are stored in pg_db_role_setting or pg_proc, which every role can read.");
+    pg_sys::GUC_check_errhint_string = keep(
+        c"Set the key server-wide, with pg_ask in shared_preload_libraries: ALTER SYSTEM SET ask.api_key = '...'; SELECT pg_reload_conf(); and remove a stored one with ALTER DATABASE ... RESET ask.api_key or ALTER ROLE ... RESET ask.api_key.",
+    );
+    false
+}
+
+/// SHOW ask.api_key: `********` when set, empty when not.
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn show_masked() -> *const std::ffi::c_char {
+    if api_key().is_empty() {
+        c"".as_ptr()
+    } else {
+        c"********".as_ptr()
+    }
+}
+
+fn string(setting: &GucSetting<Option<CString>>) -> String {
+    setting.get().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+pub fn provider() -> Provider {
+    match PROVIDER.get() {
+        GucProvider::OpenAi => Provider::OpenAi,
+        GucProvider::Anthropic => Provider::Anthropic,
+        GucProvider::Ollama => Provider::Ollama,
+    }
+}
+
+pub fn base_url() -> String {
+    string(&BASE_URL)
+}
+
+pub fn model() -> String {
+    string(&MODEL)
+}
+
+/// The configured key, for scrubbing texts. Requests take theirs from [`api_key_for`].
+pub fn api_key() -> Secret {
+    Secret::new(string(&API_KEY))
+}
+
+fn same_url(a: &str, b: &str) -> bool {
+    a.trim().trim_end_matches('/') == b.trim().trim_end_matches('/')
+}
+
+/// The key to send with a request to `url`: the configured key when `url` is the
+/// `ask.base_url` or `ask.embedding_base_url` set server-wide, or when a superuser calls;
+/// otherwise none (a role may point pg_ask at any server, but not take the key there).
+///
+/// A key while pg_ask is not preloaded is refused: until the library was loaded in a session,
+/// that key was a placeholder setting that every role could read.
+pub fn api_key_for(url: &str) -> Secret {
+    let key = api_key();
+    if key.is_empty() {
+        return key;
+    }
+    if !preloaded() {
+        crate::pg::errors::Raised::new(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "ask.api_key is set, but pg_ask is not in shared_preload_libraries",
+        )
+        .detail("Until pg_ask is loaded in a session, PostgreSQL keeps ask.api_key as a placeholder setting that any role can read with SHOW.")
+        .hint("ALTER SYSTEM SET shared_preload_libraries = 'pg_ask' (keep the libraries already listed there) and restart PostgreSQL.")
+        .raise();
+    }
+    // SAFETY: a plain catalog lookup for the current user, from the backend's thread.
+    let superuser = unsafe { pg_sys::superuser() };
+    let server_url = SERVER_URLS.with(|urls| urls.borrow().iter().flatten().any(|u| same_url(u, url)));
+    if superuser || server_url {
+        key
+    } else {
+        debug1!("pg_ask: ask.api_key is not sent to {url}: not a base URL set in the server's configuration");
+        Secret::default()
+    }
+}
+
+pub fn embedding_provider() -> EmbeddingProvider {
+    EMBEDDING_PROVIDER.get()
+}
+
+pub fn embedding_model() -> String {
+    string(&EMBEDDING_MODEL)
+}
+
+pub fn embedding_base_url() -> String {
+    let own = string(&EMBEDDING_BASE_URL);
+    if own.is_empty() { base_url() } else { own }
+}
+
+pub fn allow_writes() -> bool {
+    ALLOW_WRITES.get()
+}
+
+pub fn max_steps() -> u32 {
+    MAX_STEPS.get().max(1) as u32
+}
+
+pub fn max_tables() -> usize {
+    MAX_TABLES.get().max(1) as usize
+}
+
+pub fn concurrency() -> usize {
+    CONCURRENCY.get().max(1) as usize
+}
+
+pub fn max_values_per_column() -> i64 {
+    MAX_VALUES_PER_COLUMN.get().max(1) as i64
+}
+
+pub fn model_path() -> String {
+    string(&MODEL_PATH)
+}
+
+pub fn request_timeout() -> std::time::Duration {
+    std::time::Duration::from_millis(REQUEST_TIMEOUT.get() as u64)
+}
+
+pub fn statement_timeout_ms() -> i32 {
+    STATEMENT_TIMEOUT.get()
+}
+
+pub fn row_limit() -> u32 {
+    ROW_LIMIT.get().max(1) as u32
+}
+
+/// Per-call overrides of the LLM settings (named arguments of the SQL functions).
+#[derive(Debug, Default, Clone)]
+pub struct LlmOverrides {
+    pub provider: Option<String>,
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+    pub temperature: Option<f64>,
+}
+
+/// The LLM settings in force, with per-call overrides applied.
+pub fn llm_config(o: &LlmOverrides) -> Result<LlmConfig, String> {
+    let provider = match &o.provider {
+        Some(p) => p.parse::<Provider>()?,
+        None => provider(),
+    };
+    if let Some(t) = o.temperature {
+        if !(0.0..=2.0).contains(&t) {
+            return Err(format!("temperature {t} is out of range (0 to 2)"));
+        }
+    }
+    let base_url = o.base_url.clone().unwrap_or_else(base_url);
+    if base_url.trim().is_empty() {
+        return Err("ask.base_url is empty".into());
+    }
+    let model = o.model.clone().unwrap_or_else(model);
+    if model.trim().is_empty() {
+        return Err("ask.model is empty".into());
+    }
+    Ok(LlmConfig {
+        provider,
+        api_key: api_key_for(&base_url),
+        base_url,
+        model,
+        request_timeout: request_timeout(),
+        temperature: o.temperature.unwrap_or_else(|| TEMPERATURE.get()),
+        max_tokens: MAX_TOKENS.get() as u32,
+    })
+}
+
+pub fn ask_config(max_attempts: Option<i32>) -> AskConfig {
+    AskConfig {
+        max_attempts: max_attempts.unwrap_or_else(|| MAX_ATTEMPTS.get()).clamp(1, 20) as u32,
+        row_limit: row_limit(),
+        ..AskConfig::default()
+    }
+}
+

@@ -1,0 +1,34 @@
+//! Running as another role: the value and schema memories are read and written as the
+//! extension's owner after the caller's privileges were checked.
+
+use pgrx::pg_sys;
+use super::spi::per_transaction;
+
+/// Run `f` as the owner of ask.value_memory (the extension's owner), then switch back, also
+/// when `f` raises an error (PostgreSQL restores the user id at (sub)transaction abort).
+pub(crate) fn as_memory_owner<R>(f: impl FnOnce() -> R) -> R {
+    let owner = per_transaction(|facts| facts.owner).unwrap_or_else(|| {
+        let owner = Spi::get_one::<pg_sys::Oid>("SELECT relowner FROM pg_catalog.pg_class WHERE oid = 'ask.value_memory'::regclass")
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| raise(PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE, "ask.value_memory is missing", "Reinstall the extension."));
+        per_transaction(|facts| facts.owner = Some(owner));
+        owner
+    });
+    as_user(owner, f)
+}
+
+/// Run `f` as `owner`, then switch back (at error, transaction abort restores the user).
+pub(crate) fn as_user<R>(owner: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
+    let mut saved_user = pg_sys::Oid::INVALID;
+    let mut saved_ctx = 0;
+    // SAFETY: the same switch PostgreSQL's own RI triggers make; the previous identity is put
+    // back below, and at error by transaction abort.
+    unsafe {
+        pg_sys::GetUserIdAndSecContext(&mut saved_user, &mut saved_ctx);
+        pg_sys::SetUserIdAndSecContext(owner, saved_ctx | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32);
+    }
+    let out = f();
+    unsafe { pg_sys::SetUserIdAndSecContext(saved_user, saved_ctx) };
+    out
+}

@@ -1,0 +1,10 @@
+//! Backend plumbing shared by every feature: settings, errors, SPI helpers, running as another
+//! role, subtransactions, and the in-backend tests' helpers.
+
+pub(crate) mod errors;
+pub(crate) mod gucs;
+pub(crate) mod identity;
+pub(crate) mod spi;
+pub(crate) mod subxact;
+#[cfg(any(test, feature = "pg_test"))]
+pub(crate) mod testing;

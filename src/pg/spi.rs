@@ -1,0 +1,73 @@
+//! SPI helpers shared by every feature: reading rows, relation names and ownership, the
+//! schemas of the extensions pg_ask uses, facts read once per transaction.
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+/// The rows of a query through SPI, each turned into a value by `row` (rows it returns None
+/// for are skipped; a failed query gives no rows).
+pub(crate) fn select_rows<T>(sql: &str, args: &[pgrx::datum::DatumWithOid], mut row: impl FnMut(pgrx::spi::SpiHeapTupleData<'_>) -> Option<T>) -> Vec<T> {
+    Spi::connect(|client| client.select(sql, None, args).map(|rows| rows.filter_map(&mut row).collect()).unwrap_or_default())
+}
+
+/// A relation's name as `regclass` prints it (qualified when not on the search_path).
+pub(crate) fn relname(rel: pg_sys::Oid) -> String {
+    Spi::get_one_with_args::<String>("SELECT $1::regclass::text", &[rel.into()]).ok().flatten().unwrap_or_else(|| format!("{rel:?}"))
+}
+
+/// Whether the current role owns `rel` (or is a member of its owner).
+pub(crate) fn owns(rel: pg_sys::Oid) -> bool {
+    Spi::get_one_with_args::<bool>("SELECT pg_catalog.pg_has_role(relowner, 'USAGE') FROM pg_catalog.pg_class WHERE oid = $1", &[rel.into()])
+        .ok()
+        .flatten()
+        .unwrap_or(false)
+}
+
+/// Catalog facts every lookup needs, read once per transaction.
+#[derive(Default)]
+pub(crate) struct Facts {
+    /// The transaction's local id (MyProc->lxid) the facts were read in.
+    lxid: u32,
+    /// The owner of ask.value_memory.
+    owner: Option<pg_sys::Oid>,
+    /// The quoted schema of each extension asked about (vector, pg_trgm).
+    schemas: Vec<(&'static str, String)>,
+}
+
+thread_local! {
+    static FACTS: std::cell::RefCell<Facts> = std::cell::RefCell::new(Facts::default());
+}
+
+/// `f` over this transaction's facts (forgotten when a new transaction asks).
+pub(crate) fn per_transaction<R>(f: impl FnOnce(&mut Facts) -> R) -> R {
+    // SAFETY: MyProc is the backend's own PGPROC, set for the backend's whole life.
+    let lxid = unsafe { (*pg_sys::MyProc).lxid };
+    FACTS.with(|c| {
+        let mut facts = c.borrow_mut();
+        if facts.lxid != lxid {
+            *facts = Facts { lxid, ..Facts::default() };
+        }
+        f(&mut facts)
+    })
+}
+
+/// The schema an extension lives in, quoted, for schema-qualified operators.
+pub(crate) fn ext_schema(ext: &'static str) -> String {
+    if let Some(known) = per_transaction(|facts| facts.schemas.iter().find(|(e, _)| *e == ext).map(|(_, s)| s.clone())) {
+        return known;
+    }
+    let schema = Spi::get_one_with_args::<String>(
+        "SELECT quote_ident(n.nspname) FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = $1",
+        &[ext.into()],
+    )
+    .ok()
+    .flatten()
+    .unwrap_or_else(|| raise(PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT, format!("extension {ext} is not installed"), "CREATE EXTENSION pg_ask CASCADE installs it."));
+    per_transaction(|facts| facts.schemas.push((ext, schema.clone())));
+    schema
+}
+
+/// A vector in pgvector's text form, `[x,y,...]`.
+pub(crate) fn vector_text(v: &[f32]) -> String {
+    format!("[{}]", v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","))
+}

@@ -1,0 +1,121 @@
+//! The SQL functions of the schema selection memory: `ask.index_schema()`,
+//! `ask.select_tables()`, `ask.select_schemas()`.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+use pgrx::datum::DatumWithOid;
+use pgrx::pg_sys;
+use pgrx::pg_sys::errcodes::PgSqlErrorCode;
+use pgrx::prelude::*;
+use serde_json::json;
+use pg_ask_core::ask::{SchemaCandidate, Selection};
+use pg_ask_core::schema::render;
+use pg_ask_core::selection::{Catalog, ColumnValues, Cosines, Fusion, PickReason, SchemaProfile, SelectOptions, TableProfile};
+use crate::pg::errors::{raise, Raised};
+use crate::values::{as_memory_owner, ext_schema, vector_text};
+use crate::{schema, llm::embeddings};
+use super::*;
+
+/// Build (or rebuild) the schema selection memory for the given schemas (NULL: every schema
+/// with a table the caller may read). Returns the number of tables described.
+#[pg_extern(name = "_index_schema", volatile, parallel_unsafe)]
+pub(crate) fn index_schema(schemas: Option<Vec<String>>) -> i64 {
+    // SAFETY: reads a backend-global flag.
+    if unsafe { pg_sys::XactReadOnly } {
+        raise(PgSqlErrorCode::ERRCODE_READ_ONLY_SQL_TRANSACTION, "cannot build the schema selection memory in a read-only transaction", "");
+    }
+    let catalog = selection_catalog();
+    let wanted: Option<HashSet<String>> = schemas.map(|names| {
+        names
+            .iter()
+            .map(|n| {
+                Spi::get_one_with_args::<String>("SELECT quote_ident($1)", &[n.as_str().into()]).ok().flatten().unwrap_or_default()
+            })
+            .collect()
+    });
+    if let Some(w) = &wanted {
+        for name in w {
+            if !catalog.schemas().iter().any(|s| &s.profile.name == name) {
+                notice!("pg_ask: schema {name} has no table the current role may read; nothing is described for it");
+            }
+        }
+    }
+    let keep = |schema: &str| wanted.as_ref().is_none_or(|w| w.contains(schema));
+    let tables: Vec<(String, String)> = catalog
+        .table_descriptions()
+        .filter(|(n, _)| catalog.table(n).is_some_and(|t| keep(&t.schema)))
+        .map(|(n, d)| (n, d.to_string()))
+        .collect();
+    let schemas: Vec<(String, String)> =
+        catalog.schema_descriptions().filter(|(n, _)| keep(n)).map(|(n, d)| (n.to_string(), d.to_string())).collect();
+    let embedder = crate::values::current_embedder();
+    if embedder.is_none() {
+        notice!("pg_ask: ask.embedding_provider is off: descriptions are stored without embeddings, and selection is lexical only");
+    }
+    forget_dropped();
+    store(Kind::Tables, &tables, embedder.as_ref());
+    store(Kind::Schemas, &schemas, embedder.as_ref());
+    tables.len() as i64
+}
+
+pub(crate) fn no_memory_notice(r: &Ranking) {
+    if !r.memory {
+        notice!("pg_ask: no schema selection memory: the ranking is lexical only; ask.index_schema() builds it");
+    }
+}
+
+/// `ask.select_tables()`: the `k` readable tables that best match `question`, with their fused
+/// scores. No LLM call.
+#[pg_extern(name = "_select_tables", volatile, parallel_unsafe)]
+pub(crate) fn select_tables(question: &str, k: i32) -> TableIterator<'static, (name!(rel, String), name!(score, f64))> {
+    if k < 0 {
+        raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("k must not be negative, not {k}"), "");
+    }
+    let r = rank(question);
+    no_memory_notice(&r);
+    // The k retrieved tables only: join tables are for prompts, not for this ranking.
+    let options = SelectOptions { k: k as usize, max_join_tables: 0, ..Default::default() };
+    let picks = r
+        .catalog
+        .select_tables(question, &r.tables, &options)
+        .unwrap_or_else(|e| raise(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, e.to_string(), ""));
+    TableIterator::new(picks.into_iter().map(|p| (p.table, p.score)).collect::<Vec<_>>())
+}
+
+/// `ask.select_schemas()`: the `k` schemas (each a "database") that best match `question`.
+#[pg_extern(name = "_select_schemas", volatile, parallel_unsafe)]
+pub(crate) fn select_schemas(question: &str, k: i32) -> TableIterator<'static, (name!(schema, String), name!(score, f64))> {
+    if k < 0 {
+        raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("k must not be negative, not {k}"), "");
+    }
+    let r = rank(question);
+    no_memory_notice(&r);
+    let picks = r
+        .catalog
+        .select_schemas(question, &r.schemas, k as usize, Fusion::default())
+        .unwrap_or_else(|e| raise(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, e.to_string(), ""));
+    TableIterator::new(picks.into_iter().map(|p| (pg_ask_core::selection::unquote(&p.schema), p.score)).collect::<Vec<_>>())
+}
+
+pgrx::extension_sql!(
+    r#"
+CREATE FUNCTION index_schema(schemas name[] DEFAULT NULL)
+    RETURNS bigint LANGUAGE sql VOLATILE PARALLEL UNSAFE
+    RETURN _index_schema(schemas::text[]);
+COMMENT ON FUNCTION index_schema(name[]) IS
+    'Build the schema selection memory: a description and an embedding of every table the caller may read in the given schemas (NULL: all) and of each schema. Returns the number of tables described.';
+CREATE FUNCTION select_tables(question text, k int DEFAULT 10)
+    RETURNS TABLE (rel regclass, score float8) LANGUAGE sql VOLATILE PARALLEL UNSAFE
+    BEGIN ATOMIC SELECT pg_catalog.to_regclass(s.rel), s.score FROM _select_tables(question, coalesce(k, 10)) s; END;
+COMMENT ON FUNCTION select_tables(text, int) IS
+    'The k readable tables that best match a question: embedding similarity fused with a lexical score. No LLM call.';
+CREATE FUNCTION select_schemas(question text, k int DEFAULT 5)
+    RETURNS TABLE (schema name, score float8) LANGUAGE sql VOLATILE PARALLEL UNSAFE
+    BEGIN ATOMIC SELECT s.schema::name, s.score FROM _select_schemas(question, coalesce(k, 5)) s; END;
+COMMENT ON FUNCTION select_schemas(text, int) IS
+    'The k schemas (each treated as one database) that best match a question: embedding similarity fused with a lexical score. No LLM call.';
+"#,
+    name = "schema_memory_functions",
+    requires = [index_schema, select_tables, select_schemas]
+);

@@ -1,0 +1,456 @@
+//! The schema selection memory in PostgreSQL: `ask.index_schema()`, `ask.select_tables()`,
+//! `ask.select_schemas()`, and the selection `ask()` describes to the LLM.
+//!
+//! Descriptions come from the core ([`pg_ask_core::selection`]); this module stores them with
+//! their embeddings (pgvector) and gets the cosines back.
+//!
+//! * **Privileges.** Candidates are the tables the caller may SELECT now, with only the
+//!   columns it may SELECT ([`schema::readable_tables`]), and values only from the value
+//!   memory of those columns. The memory tables are closed to PUBLIC and read as the
+//!   extension's owner; a stored embedding is used only for a candidate whose stored
+//!   description is exactly the caller's description of it.
+//! * **Freshness** (lazy check): on every selection the caller's descriptions are compared to
+//!   the stored ones. A dropped object has no candidate; a renamed or altered one (COMMENT on
+//!   a table, column or schema included) has another description, so its stale embedding is
+//!   never used: the tables and schemas of indexed schemas whose description changed are
+//!   embedded again and stored, and rows of dropped relations and schemas are deleted then.
+//!   In a read-only transaction (or on a hot standby) nothing can be stored: the changed
+//!   objects are ranked by the lexical score alone, with a NOTICE, rather than embedded
+//!   again on every call.
+//! * **Provider and model**: each row records the provider and model that embedded it; a
+//!   stored embedding is compared with the question only when both come from the current
+//!   `ask.embedding_provider` and model. Rows from another one are ranked lexically, with a
+//!   NOTICE naming both and the fix (`ask.index_schema()` under the current settings). They
+//!   are not re-embedded lazily: sessions with different settings would otherwise take turns
+//!   rewriting the whole memory.
+//! * **Embeddings off** (`ask.embedding_provider = off`): descriptions are stored without
+//!   embeddings and the lexical score alone ranks.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+use pgrx::datum::DatumWithOid;
+use pgrx::pg_sys;
+use pgrx::pg_sys::errcodes::PgSqlErrorCode;
+use pgrx::prelude::*;
+use serde_json::json;
+use pg_ask_core::ask::{SchemaCandidate, Selection};
+use pg_ask_core::schema::render;
+use pg_ask_core::selection::{Catalog, ColumnValues, Cosines, Fusion, PickReason, SchemaProfile, SelectOptions, TableProfile};
+use crate::pg::errors::{raise, Raised};
+use crate::values::{as_memory_owner, ext_schema, vector_text};
+use crate::{schema, llm::embeddings};
+
+mod functions;
+#[cfg(any(test, feature = "pg_test"))]
+mod tests;
+
+/// Candidate schemas `ask()` shows the retrieval-plan stage at most.
+pub const PLAN_SCHEMAS: usize = 3;
+
+thread_local! {
+    /// The caller's selection catalog, with the catalog generation and user it was built for.
+    /// Also the length of the full description of every readable table, for traces.
+    static BUILT: RefCell<Option<(u64, pg_sys::Oid, Rc<Catalog>, usize)>> = const { RefCell::new(None) };
+}
+
+/// The most frequent values the value memory holds for readable columns: qualified table name
+/// → column → values. Tables with row-level security appear only where their owner opted in
+/// (`allow_rls`), as in the value memory itself.
+fn frequent_values() -> HashMap<String, Vec<ColumnValues>> {
+    let rows: Vec<(String, String, Vec<String>)> = as_memory_owner(|| {
+        Spi::connect(|client| {
+            client
+                .select(
+                    "SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname), quote_ident(a.attname),
+                            ARRAY(SELECT m.value FROM ask.value_memory m WHERE m.column_id = vc.id
+                                  ORDER BY m.frequency DESC, m.value LIMIT 3)
+                     FROM ask.value_columns vc
+                     JOIN pg_catalog.pg_class c ON c.oid = vc.relid
+                     JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                     JOIN pg_catalog.pg_attribute a ON a.attrelid = vc.relid AND a.attnum = vc.attnum AND NOT a.attisdropped
+                     WHERE NOT c.relrowsecurity OR vc.allow_rls",
+                    None,
+                    &[],
+                )
+                .map(|rows| {
+                    rows.filter_map(|r| Some((r.get::<String>(1).ok()??, r.get::<String>(2).ok()??, r.get::<Vec<String>>(3).ok()??)))
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
+    });
+    let mut out: HashMap<String, Vec<ColumnValues>> = HashMap::new();
+    for (table, column, values) in rows {
+        if !values.is_empty() {
+            out.entry(table).or_default().push(ColumnValues { column, values });
+        }
+    }
+    out
+}
+
+/// Comments of the schemas, by quoted name.
+fn schema_profiles() -> Vec<SchemaProfile> {
+    schema::select_rows(
+        "SELECT quote_ident(n.nspname), d.description FROM pg_catalog.pg_namespace n
+         JOIN pg_catalog.pg_description d ON d.classoid = 'pg_catalog.pg_namespace'::regclass AND d.objoid = n.oid",
+        &[],
+        |r| Some(SchemaProfile { name: r.get::<String>(1).ok()??, comment: r.get::<String>(2).ok().flatten() }),
+    )
+}
+
+/// The caller's catalog for selection: its readable tables, their columns it may read, and
+/// the frequent values of those columns. Rebuilt when the catalog description is read afresh
+/// (after DDL, COMMENT, GRANT or a change of user).
+pub fn selection_catalog() -> Rc<Catalog> {
+    // Read first: reading is what notices catalog changes and moves the generation.
+    let tables = schema::readable_tables().unwrap_or_else(|e| crate::pg::errors::internal("the readable tables could not be listed", e).raise());
+    let generation = schema::generation();
+    // SAFETY: reads the backend's current user id.
+    let user = unsafe { pg_sys::GetUserId() };
+    if let Some(c) = BUILT.with(|b| b.borrow().as_ref().filter(|(g, u, _, _)| *g == generation && *u == user).map(|(_, _, c, _)| c.clone())) {
+        return c;
+    }
+    let full_chars = render(&tables).len();
+    let mut values = frequent_values();
+    let profiles: Vec<TableProfile> = tables
+        .into_iter()
+        .map(|t| {
+            let mut p = TableProfile::new(t);
+            if let Some(v) = values.remove(&p.table.qualified()) {
+                // Only columns the caller may read are in the table.
+                p.values = v.into_iter().filter(|cv| p.table.columns.iter().any(|c| c.name == cv.column)).collect();
+            }
+            p
+        })
+        .collect();
+    let built = Rc::new(Catalog::new(profiles, &schema_profiles()));
+    BUILT.with(|b| *b.borrow_mut() = Some((generation, user, built.clone(), full_chars)));
+    built
+}
+
+/// Which of the two memory tables.
+#[derive(Clone, Copy)]
+enum Kind {
+    Tables,
+    Schemas,
+}
+
+impl Kind {
+    fn table(self) -> &'static str {
+        match self {
+            Kind::Tables => "ask.schema_memory_tables",
+            Kind::Schemas => "ask.schema_memory_schemas",
+        }
+    }
+    /// The expression that turns a stored quoted name into the object's oid.
+    fn oid_of(self) -> &'static str {
+        match self {
+            Kind::Tables => "to_regclass(u.n)::oid",
+            Kind::Schemas => "to_regnamespace(u.n)::oid",
+        }
+    }
+    fn key(self) -> &'static str {
+        match self {
+            Kind::Tables => "relid",
+            Kind::Schemas => "nspid",
+        }
+    }
+}
+
+/// What the memory holds for one (name, description) of the caller's catalog.
+#[derive(Clone, Copy, Default)]
+struct Stored {
+    /// The memory holds exactly that description under that name.
+    fresh: bool,
+    /// It holds an embedding of it made by another provider or model than the current one.
+    other_embedder: bool,
+    /// The cosine of its embedding with the question's (same provider and model).
+    cosine: Option<f64>,
+}
+
+/// What the memory holds for each (name, description) of the caller's catalog, with cosines
+/// against `question` (embedded by `embedder`, the current provider and model).
+fn stored_cosines(kind: Kind, items: &[(String, String)], question: Option<&[f32]>, embedder: Option<&(String, String)>) -> HashMap<String, Stored> {
+    let vector = ext_schema("vector");
+    let names: Vec<String> = items.iter().map(|(n, _)| n.clone()).collect();
+    let descriptions: Vec<String> = items.iter().map(|(_, d)| d.clone()).collect();
+    let q: Option<String> = question.map(vector_text);
+    let sql = format!(
+        "SELECT u.n, m.name IS NOT NULL, m.embedding IS NOT NULL AND NOT same.e,
+                CASE WHEN $3::text IS NULL OR m.embedding IS NULL OR NOT same.e THEN NULL
+                     ELSE 1 - (m.embedding OPERATOR({vector}.<=>) $3::text::{vector}.vector) END
+         FROM unnest($1::text[], $2::text[]) AS u(n, d)
+         LEFT JOIN {} m ON m.name = u.n AND m.description = u.d
+         CROSS JOIN LATERAL (SELECT $4::text IS NULL
+                                    OR (m.embedding_provider = $4::text AND m.embedding_model IS NOT DISTINCT FROM $5::text)) AS same(e)",
+        kind.table()
+    );
+    let args: [DatumWithOid; 5] = [
+        names.into(),
+        descriptions.into(),
+        q.into(),
+        embedder.map(|(p, _)| p.clone()).into(),
+        embedder.map(|(_, m)| m.clone()).into(),
+    ];
+    as_memory_owner(|| {
+        schema::select_rows(&sql, &args, |r| {
+            Some((
+                r.get::<String>(1).ok()??,
+                Stored {
+                    fresh: r.get::<bool>(2).ok()??,
+                    other_embedder: r.get::<bool>(3).ok().flatten().unwrap_or(false),
+                    cosine: r.get::<f64>(4).ok().flatten(),
+                },
+            ))
+        })
+        .into_iter()
+        .collect()
+    })
+}
+
+/// Store descriptions (and embeddings by `embedder`, the current provider and model, when
+/// on) of `items`; returns the embeddings made. Not in a read-only transaction.
+fn store(kind: Kind, items: &[(String, String)], embedder: Option<&(String, String)>) -> Vec<Option<Vec<f32>>> {
+    if items.is_empty() {
+        return Vec::new();
+    }
+    let vectors: Vec<Option<Vec<f32>>> = if embedder.is_some() {
+        let texts: Vec<&str> = items.iter().map(|(_, d)| d.as_str()).collect();
+        embeddings::embed_texts(&texts).into_iter().map(Some).collect()
+    } else {
+        vec![None; items.len()]
+    };
+    let vector = ext_schema("vector");
+    let names: Vec<String> = items.iter().map(|(n, _)| n.clone()).collect();
+    let descriptions: Vec<String> = items.iter().map(|(_, d)| d.clone()).collect();
+    let embs: Vec<Option<String>> = vectors.iter().map(|v| v.as_deref().map(vector_text)).collect();
+    let sql = format!(
+        "INSERT INTO {table} ({key}, name, description, embedding, embedding_provider, embedding_model)
+         SELECT {oid}, u.n, u.d, u.e::{vector}.vector, $4, $5
+         FROM unnest($1::text[], $2::text[], $3::text[]) AS u(n, d, e) WHERE {oid} IS NOT NULL
+         ON CONFLICT ({key}) DO UPDATE SET name = EXCLUDED.name, description = EXCLUDED.description,
+            embedding = EXCLUDED.embedding, embedding_provider = EXCLUDED.embedding_provider,
+            embedding_model = EXCLUDED.embedding_model, indexed_at = now()",
+        table = kind.table(),
+        key = kind.key(),
+        oid = kind.oid_of(),
+    );
+    let (provider, model) = embedder.cloned().map_or(("off".to_string(), None), |(p, m)| (p, Some(m)));
+    let args: [DatumWithOid; 5] = [names.into(), descriptions.into(), embs.into(), provider.into(), model.into()];
+    as_memory_owner(|| Spi::run_with_args(&sql, &args))
+        .unwrap_or_else(|e| crate::pg::errors::internal("could not store the schema selection memory", e).raise());
+    vectors
+}
+
+/// Delete the rows of relations and schemas that no longer exist. Not in a read-only
+/// transaction.
+fn forget_dropped() {
+    as_memory_owner(|| {
+        Spi::run(
+            "DELETE FROM ask.schema_memory_tables m WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = m.relid);
+             DELETE FROM ask.schema_memory_schemas m WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace n WHERE n.oid = m.nspid);",
+        )
+    })
+    .unwrap_or_else(|e| crate::pg::errors::internal("could not clean the schema selection memory", e).raise());
+}
+
+/// The catalog and the question's cosines with every readable table and schema whose
+/// description is in the memory, after the lazy refresh.
+pub struct Ranking {
+    pub catalog: Rc<Catalog>,
+    /// Whether a schema selection memory was built in this database.
+    pub memory: bool,
+    pub tables: Cosines,
+    pub schemas: Cosines,
+    /// The time embedding the question took, when it was embedded (milliseconds).
+    pub embed_ms: Option<f64>,
+    /// Tables and schemas described again because their description changed.
+    pub refreshed: usize,
+    /// Tables and schemas whose description changed but could not be stored again (read-only
+    /// transaction): ranked lexically.
+    pub not_refreshed: usize,
+    /// Tables and schemas whose stored embedding comes from another provider or model than
+    /// the current one: ranked lexically.
+    pub other_embedder: usize,
+}
+
+/// What the memory holds, read once per selection.
+struct MemoryState {
+    /// A memory was built (by anyone) in this database.
+    exists: bool,
+    /// The quoted names of the schemas it was built for (under their current names).
+    indexed: HashSet<String>,
+    /// It holds an embedding made by the current provider and model.
+    usable: bool,
+}
+
+/// The memory's state, for `embedder` (the current provider and model).
+fn memory_state(embedder: Option<&(String, String)>) -> MemoryState {
+    let args: [DatumWithOid; 2] = [embedder.map(|(p, _)| p.clone()).into(), embedder.map(|(_, m)| m.clone()).into()];
+    let row = as_memory_owner(|| {
+        Spi::get_three_with_args::<bool, Vec<String>, bool>(
+            "SELECT EXISTS (SELECT 1 FROM ask.schema_memory_schemas),
+                    ARRAY(SELECT quote_ident(n.nspname) FROM ask.schema_memory_schemas s
+                          JOIN pg_catalog.pg_namespace n ON n.oid = s.nspid),
+                    $1::text IS NOT NULL AND EXISTS (
+                        SELECT 1 FROM ask.schema_memory_tables
+                        WHERE embedding IS NOT NULL AND embedding_provider = $1::text AND embedding_model IS NOT DISTINCT FROM $2::text
+                        UNION ALL
+                        SELECT 1 FROM ask.schema_memory_schemas
+                        WHERE embedding IS NOT NULL AND embedding_provider = $1::text AND embedding_model IS NOT DISTINCT FROM $2::text)",
+            &args,
+        )
+    });
+    match row {
+        Ok((exists, indexed, usable)) => MemoryState {
+            exists: exists.unwrap_or(false),
+            indexed: indexed.unwrap_or_default().into_iter().collect(),
+            usable: usable.unwrap_or(false),
+        },
+        Err(_) => MemoryState { exists: false, indexed: HashSet::new(), usable: false },
+    }
+}
+
+/// Rank for `question`: embed it (when embeddings are on and the memory holds embeddings of
+/// the same provider and model, or changed descriptions are about to be embedded), read the
+/// stored cosines, and describe again what changed in the indexed schemas.
+pub fn rank(question: &str) -> Ranking {
+    let embedder = crate::values::current_embedder();
+    rank_with(question, memory_state(embedder.as_ref()), embedder)
+}
+
+/// [`rank`], the memory's state already read.
+fn rank_with(question: &str, state: MemoryState, embedder: Option<(String, String)>) -> Ranking {
+    let catalog = selection_catalog();
+    // SAFETY: reads a backend-global flag (also set on a hot standby).
+    let read_only = unsafe { pg_sys::XactReadOnly };
+    let MemoryState { exists: memory, indexed, usable } = state;
+    let mut q: Option<Vec<f32>> = None;
+    let embed_ms = std::cell::Cell::new(None);
+    let embed_question = |q: &mut Option<Vec<f32>>| {
+        if q.is_none() && embedder.is_some() {
+            let t = std::time::Instant::now();
+            *q = embeddings::embed_texts(&[question]).pop();
+            embed_ms.set(Some(t.elapsed().as_secs_f64() * 1000.0));
+        }
+    };
+    if usable {
+        embed_question(&mut q);
+    }
+    let (mut refreshed, mut not_refreshed, mut other_embedder) = (0, 0, 0);
+    let mut cosines = |kind: Kind, items: Vec<(String, String)>, schema_of: &dyn Fn(&str) -> String| -> Cosines {
+        let stored = stored_cosines(kind, &items, q.as_deref(), embedder.as_ref());
+        other_embedder += stored.values().filter(|s| s.fresh && s.other_embedder).count();
+        let stale: Vec<(String, String)> = items
+            .into_iter()
+            .filter(|(n, _)| !stored.get(n).is_some_and(|s| s.fresh) && indexed.contains(&schema_of(n)))
+            .collect();
+        let mut out: Cosines = stored.into_iter().filter_map(|(n, s)| s.cosine.map(|c| (n, c))).collect();
+        if stale.is_empty() {
+            return out;
+        }
+        if read_only {
+            not_refreshed += stale.len();
+            return out;
+        }
+        refreshed += stale.len();
+        let vectors = store(kind, &stale, embedder.as_ref());
+        if vectors.iter().any(Option::is_some) {
+            embed_question(&mut q);
+        }
+        if let Some(q) = &q {
+            for ((n, _), v) in stale.iter().zip(vectors) {
+                if let Some(v) = v {
+                    out.insert(n.clone(), pg_ask_core::selection::fuse::cosine(q, &v));
+                }
+            }
+        }
+        out
+    };
+    let table_items: Vec<(String, String)> = catalog.table_descriptions().map(|(n, d)| (n, d.to_string())).collect();
+    let tables = cosines(Kind::Tables, table_items, &|n: &str| {
+        catalog.table(n).map(|t| t.schema.clone()).unwrap_or_default()
+    });
+    let schema_items: Vec<(String, String)> = catalog.schema_descriptions().map(|(n, d)| (n.to_string(), d.to_string())).collect();
+    let schemas = cosines(Kind::Schemas, schema_items, &|n: &str| n.to_string());
+    if refreshed > 0 {
+        forget_dropped();
+    }
+    if not_refreshed > 0 {
+        Raised::new(
+            PgSqlErrorCode::ERRCODE_WARNING,
+            format!("pg_ask: {not_refreshed} tables and schemas changed since the schema selection memory described them; in a read-only transaction it cannot be refreshed, so they are ranked by their words only"),
+        )
+        .hint("Any ask.select_tables() or ask() in a read-write transaction on the primary refreshes the memory, as does ask.index_schema().")
+        .notice();
+    }
+    if other_embedder > 0 {
+        let (provider, model) = embedder.clone().unwrap_or_default();
+        Raised::new(
+            PgSqlErrorCode::ERRCODE_WARNING,
+            format!("pg_ask: {other_embedder} tables and schemas of the schema selection memory were embedded by another provider or model than the current {provider} model {model}; they are ranked by their words only"),
+        )
+        .hint("Rebuild the memory with ask.index_schema() under the current settings, or set ask.embedding_provider and ask.embedding_model back to the ones it was built with.")
+        .notice();
+    }
+    Ranking { catalog, memory, tables, schemas, embed_ms: embed_ms.get(), refreshed, not_refreshed, other_embedder }
+}
+
+/// The tables `ask()` describes for `question`: `None` without a schema selection memory
+/// (then every readable table is described). With one: the [`PLAN_SCHEMAS`] best schemas,
+/// the `max_tables` best tables among them plus the tables their joins need, grouped by
+/// schema in schema order; schemas without a picked table, and schemas and tables with no
+/// evidence at all (no cosine, no matching word), are left out.
+pub fn selection_for(question: &str, max_tables: usize) -> Result<Option<Selection>, String> {
+    let embedder = crate::values::current_embedder();
+    let state = memory_state(embedder.as_ref());
+    if !state.exists {
+        return Ok(None);
+    }
+    let r = rank_with(question, state, embedder);
+    let fusion = Fusion::default();
+    let mut schemas = r.catalog.select_schemas(question, &r.schemas, PLAN_SCHEMAS, fusion).map_err(|e| e.to_string())?;
+    // Schemas (and below, tables) without any evidence — no cosine and no matching word — are
+    // no candidates, unless nothing has evidence.
+    if schemas.iter().any(|s| s.score > 0.0) {
+        schemas.retain(|s| s.score > 0.0);
+    }
+    if schemas.is_empty() {
+        return Ok(None);
+    }
+    let options = SelectOptions {
+        k: max_tables,
+        schemas: Some(schemas.iter().map(|s| s.schema.clone()).collect()),
+        fusion,
+        ..Default::default()
+    };
+    let mut picks = r.catalog.select_tables(question, &r.tables, &options).map_err(|e| e.to_string())?;
+    if picks.iter().any(|p| p.score > 0.0) {
+        picks.retain(|p| p.score > 0.0 || p.reason != PickReason::Retrieved);
+    }
+    let mut candidates = Vec::new();
+    for s in &schemas {
+        let mine: Vec<_> = picks.iter().filter(|p| r.catalog.table(&p.table).is_some_and(|t| t.schema == s.schema)).cloned().collect();
+        if !mine.is_empty() {
+            candidates.push(SchemaCandidate { schema: s.schema.clone(), tables: render(&r.catalog.picked_tables(&mine)) });
+        }
+    }
+    let full_chars = BUILT.with(|b| b.borrow().as_ref().map_or(0, |(_, _, _, n)| *n));
+    let detail = json!({
+        "memory": true,
+        "embedding": r.embed_ms.is_some(),
+        "embedding_ms": r.embed_ms,
+        "refreshed": r.refreshed,
+        "not_refreshed": r.not_refreshed,
+        "other_embedder": r.other_embedder,
+        "readable_tables": r.catalog.tables().len(),
+        "described_tables": picks.len(),
+        "described_chars": candidates.iter().map(|c| c.tables.len()).sum::<usize>(),
+        "full_chars": full_chars,
+        "fusion": fusion,
+        "schemas": schemas,
+        "tables": picks,
+    });
+    Ok(Some(Selection { candidates, detail }))
+}

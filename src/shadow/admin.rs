@@ -1,0 +1,194 @@
+//! Enabling and disabling capture on a table, and one log entry as a command.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::time::Instant;
+use pgrx::pg_sys::errcodes::PgSqlErrorCode;
+use pgrx::pg_sys::panic::CaughtError;
+use pgrx::prelude::*;
+use pgrx::heap_tuple::PgHeapTuple;
+use pgrx::{AllocatedByPostgres, JsonB, PgTrigger};
+use serde_json::{json, Map, Value};
+use pg_ask_core::shadow::delta::{DeltaEntry, Encoding, Operation, TableName};
+use pg_ask_core::shadow::prompting::{parse_reply, Answer, PastCommand, Prompting, QueryKind, ReplayPrompt};
+use pg_ask_core::shadow::replay::{query_kind, table_text, ColumnDef};
+use pg_ask_core::shadow::score::{has_order_by, score_sample};
+use crate::schema::relname;
+use crate::pg::errors::raise;
+use crate::pg::gucs::{self, LlmOverrides};
+use crate::pg::subxact::{self, OnSuccess};
+use crate::values::as_memory_owner;
+use crate::{guard, llm};
+use super::*;
+
+/// Primary-key column names of `rel`, in key order.
+pub(crate) fn key_columns(rel: pg_sys::Oid) -> Vec<String> {
+    Spi::get_one_with_args::<Vec<String>>(
+        "SELECT coalesce(array_agg(a.attname::text ORDER BY k.ord), '{}')
+           FROM pg_catalog.pg_index i
+           CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+           JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+          WHERE i.indrelid = $1 AND i.indisprimary",
+        &[rel.into()],
+    )
+    .ok()
+    .flatten()
+    .unwrap_or_default()
+}
+
+pub(crate) fn require_owner(rel: pg_sys::Oid, what: &str) {
+    if !crate::schema::owns(rel) {
+        raise(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("must be the owner of table {} to {what}", relname(rel)),
+            "Ask the table's owner (or a superuser) to do it.",
+        );
+    }
+}
+
+pub(crate) fn require_table(rel: pg_sys::Oid) {
+    let kind = Spi::get_one_with_args::<i8>("SELECT relkind::\"char\" FROM pg_catalog.pg_class WHERE oid = $1", &[rel.into()])
+        .ok()
+        .flatten();
+    if !matches!(kind.map(|k| k as u8), Some(b'r') | Some(b'p')) {
+        raise(
+            PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
+            format!("{} is not a table", relname(rel)),
+            "Only ordinary and partitioned tables can be shadowed.",
+        );
+    }
+}
+
+/// Start capturing the row changes of `rel`. With `snapshot` (the default) the rows already in
+/// the table are logged first as INSERTs, so that a replay starts from an empty table.
+/// Returns the number of rows snapshotted.
+#[pg_extern(volatile, parallel_unsafe)]
+pub(crate) fn _shadow_enable(rel: pg_sys::Oid, snapshot: bool) -> i64 {
+    require_table(rel);
+    require_owner(rel, "shadow it");
+    let name = relname(rel);
+    let already = Spi::get_one_with_args::<bool>("SELECT EXISTS (SELECT FROM ask.shadow_tables WHERE relid = $1)", &[rel.into()])
+        .ok()
+        .flatten()
+        .unwrap_or(false);
+    if already {
+        notice!("pg_ask: {name} is already shadowed");
+        return 0;
+    }
+    let keys = key_columns(rel);
+    if keys.is_empty() {
+        notice!("pg_ask: {name} has no primary key: replayed UPDATEs and DELETEs are keyed by every column of the old row");
+    }
+    Spi::run(&format!(
+        "CREATE TRIGGER ask_shadow_capture AFTER INSERT OR UPDATE OR DELETE ON {name} FOR EACH ROW EXECUTE FUNCTION ask._shadow_capture()"
+    ))
+    .unwrap_or_else(|e| crate::pg::errors::internal("could not create the capture trigger", e).raise());
+    Spi::run(&format!(
+        "CREATE TRIGGER ask_shadow_truncate AFTER TRUNCATE ON {name} FOR EACH STATEMENT EXECUTE FUNCTION ask._shadow_truncated()"
+    ))
+    .unwrap_or_else(|e| crate::pg::errors::internal("could not create the truncate trigger", e).raise());
+    let rows = Spi::get_one::<i64>(&format!("SELECT count(*) FROM {name}")).ok().flatten().unwrap_or(0);
+    let complete = rows == 0 || snapshot;
+    as_memory_owner(|| {
+        Spi::run_with_args(
+            "INSERT INTO ask.shadow_tables (relid, key_columns, complete, enabled_by) VALUES ($1, $2, $3, session_user)",
+            &[rel.into(), keys.clone().into(), complete.into()],
+        )
+        .unwrap_or_else(|e| crate::pg::errors::internal("could not record the shadowed table", e).raise());
+        if snapshot && rows > 0 {
+            Spi::run_with_args(
+                &format!(
+                    "INSERT INTO ask.shadow_log (seq, xid, relid, op, old_row, new_row)
+                     SELECT nextval('ask.shadow_log_seq'), pg_catalog.txid_current(), $1, 'I', NULL, pg_catalog.to_jsonb(t) FROM {name} t"
+                ),
+                &[rel.into()],
+            )
+            .unwrap_or_else(|e| crate::pg::errors::internal(&format!("could not snapshot {name}"), e).raise());
+        }
+    });
+    if snapshot && rows > 0 {
+        notice!("pg_ask: {name} is shadowed; its {rows} current rows were logged as INSERTs");
+        rows
+    } else {
+        if rows > 0 {
+            notice!("pg_ask: {name} is shadowed; its {rows} current rows are not in the log (snapshot => false)");
+        }
+        0
+    }
+}
+
+/// Stop capturing `rel`; unless `keep_log`, its captured changes are deleted. Returns the
+/// number of log entries deleted.
+#[pg_extern(volatile, parallel_unsafe)]
+pub(crate) fn _shadow_disable(rel: pg_sys::Oid, keep_log: bool) -> i64 {
+    require_owner(rel, "stop shadowing it");
+    let name = relname(rel);
+    let known = as_memory_owner(|| {
+        Spi::get_one_with_args::<bool>("SELECT EXISTS (SELECT FROM ask.shadow_tables WHERE relid = $1)", &[rel.into()])
+            .ok()
+            .flatten()
+            .unwrap_or(false)
+    });
+    if !known {
+        raise(PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, format!("{name} is not shadowed"), "ask.shadow_enable(table) starts capturing.");
+    }
+    Spi::run(&format!("DROP TRIGGER IF EXISTS ask_shadow_capture ON {name}")).ok();
+    Spi::run(&format!("DROP TRIGGER IF EXISTS ask_shadow_truncate ON {name}")).ok();
+    as_memory_owner(|| {
+        Spi::run_with_args("DELETE FROM ask.shadow_tables WHERE relid = $1", &[rel.into()]).ok();
+        if keep_log {
+            0
+        } else {
+            Spi::get_one_with_args::<i64>(
+                "WITH d AS (DELETE FROM ask.shadow_log WHERE relid = $1 RETURNING 1) SELECT count(*) FROM d",
+                &[rel.into()],
+            )
+            .ok()
+            .flatten()
+            .unwrap_or(0)
+        }
+    })
+}
+
+pub(crate) fn operation(op: i8) -> Operation {
+    match op as u8 {
+        b'I' => Operation::Insert,
+        b'U' => Operation::Update,
+        _ => Operation::Delete,
+    }
+}
+
+/// Schema-qualified name parts of a relation.
+pub(crate) fn table_name(rel: pg_sys::Oid) -> TableName {
+    let parts = Spi::get_two_with_args::<String, String>(
+        "SELECT n.nspname::text, c.relname::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1",
+        &[rel.into()],
+    );
+    match parts {
+        Ok((Some(schema), Some(name))) => TableName::new(Some(&schema), &name),
+        _ => raise(PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE, format!("relation {rel:?} does not exist"), ""),
+    }
+}
+
+pub(crate) fn entry(table: TableName, op: i8, old: Option<JsonB>, new: Option<JsonB>, seq: i64, xid: i64, keys: Vec<String>) -> DeltaEntry {
+    let obj = |j: Option<JsonB>| match j.map(|j| j.0) {
+        Some(Value::Object(m)) => Some(m),
+        _ => None::<Map<String, Value>>,
+    };
+    DeltaEntry { seq, xid, op: operation(op), table, key_columns: keys, old_row: obj(old), new_row: obj(new) }
+}
+
+/// One log entry as a command: an SQL statement (`encoding => 'sql'`) or an English sentence
+/// (`'nl'`). Used by the ask.shadow_commands view.
+#[pg_extern(stable, parallel_safe)]
+pub(crate) fn _shadow_command(
+    rel: pg_sys::Oid,
+    op: i8,
+    old_row: Option<JsonB>,
+    new_row: Option<JsonB>,
+    encoding: &str,
+) -> Option<String> {
+    let encoding = parse_encoding(encoding);
+    let keys = key_columns(rel);
+    entry(table_name(rel), op, old_row, new_row, 0, 0, keys).encode(encoding).ok()
+}

@@ -1,0 +1,510 @@
+//! In-database benchmarks of the LLM as an in-context database (InConDB): workloads, the
+//! `CALL ask.benchmark(...)` procedure's steps, and the comparison report.
+//!
+//! The procedure (SQL, in sql/benchmark.sql) starts or resumes a run, then calls
+//! `ask._benchmark_step(run)` and COMMITs until nothing is left: every step scores a batch of
+//! answers and commits them, so a cancelled or crashed run keeps what it finished and the
+//! same CALL resumes it. Within a step the truths are computed in PostgreSQL (a scratch schema
+//! inside a subtransaction that is always rolled back) and the LLM calls go out together,
+//! `ask.concurrency` at a time.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ffi::CString;
+use pgrx::pg_sys::errcodes::PgSqlErrorCode;
+use pgrx::prelude::*;
+use pgrx::JsonB;
+use serde_json::{json, Value};
+use pg_ask_core::llm::LlmError;
+use pg_ask_core::shadow::delta::Encoding;
+use pg_ask_core::shadow::prompting::{parse_reply, Answer, PastCommand, Prompting, QueryKind, ReplayPrompt};
+use pg_ask_core::shadow::report::{render_html, ReportOptions, ResultRow};
+use pg_ask_core::shadow::sampler::{sample_one, Sample, SamplerConfig, Target};
+use pg_ask_core::shadow::score::{aggregate, has_order_by, score_sample, TruthClass};
+use pg_ask_core::shadow::workload::{CommandKind, Workload};
+use crate::pg::errors::raise;
+use crate::pg::gucs::{self, LlmOverrides};
+use crate::shadow::{answer_json, fail_or_rethrow, outcome_of};
+use crate::pg::subxact::{self, OnSuccess};
+use crate::values::as_memory_owner;
+use crate::{guard, llm};
+use super::*;
+
+pub(crate) struct Run {
+    workload: String,
+    config: SamplerConfig,
+    encodings: Vec<Encoding>,
+    promptings: Vec<Prompting>,
+    provider: String,
+    model: String,
+    base_url: String,
+}
+
+pub(crate) fn parse_list<T: std::str::FromStr>(items: &[String], what: &str, hint: &str) -> Vec<T> {
+    if items.is_empty() {
+        raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("no {what} given"), hint);
+    }
+    let mut seen = HashSet::new();
+    items
+        .iter()
+        .filter(|s| seen.insert(s.trim().to_ascii_lowercase()))
+        .map(|s| {
+            s.parse().unwrap_or_else(|_| raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("unknown {what} {s:?}"), hint))
+        })
+        .collect()
+}
+
+pub(crate) const ENCODING_HINT: &str = "Encodings are 'sql' and 'nl'.";
+
+pub(crate) const PROMPTING_HINT: &str = "Promptings are 'zero_shot', 'zero_cot' and 'few_shot'.";
+
+/// The sampler's settings for a run: every query kind, round-robin.
+pub(crate) fn sampler_config(length: i32, insert_ratio: f64, overlap: f64, samples: i32, seed: i32, encoding: Encoding) -> SamplerConfig {
+    SamplerConfig {
+        length: length as usize,
+        insert_ratio,
+        overlap,
+        samples: samples as usize,
+        seed: seed as u32 as u64,
+        targets: Target::all(),
+        encoding,
+    }
+}
+
+pub(crate) fn load_run(id: i64) -> Run {
+    let row = as_memory_owner(|| {
+        Spi::connect(|c| {
+            let mut rows = c.select(
+                "SELECT workload, length, insert_ratio, overlap, samples, encodings, promptings, seed, provider, model, base_url
+                   FROM ask.benchmark_runs WHERE id = $1",
+                None,
+                &[id.into()],
+            )?;
+            let Some(r) = rows.next() else { return Ok(None) };
+            Ok::<_, pgrx::spi::Error>(Some((
+                r.get::<String>(1)?.unwrap_or_default(),
+                r.get::<i32>(2)?.unwrap_or(0),
+                r.get::<f64>(3)?.unwrap_or(0.0),
+                r.get::<f64>(4)?.unwrap_or(0.0),
+                r.get::<i32>(5)?.unwrap_or(0),
+                r.get::<Vec<String>>(6)?.unwrap_or_default(),
+                r.get::<Vec<String>>(7)?.unwrap_or_default(),
+                r.get::<i32>(8)?.unwrap_or(0),
+                r.get::<String>(9)?.unwrap_or_default(),
+                r.get::<String>(10)?.unwrap_or_default(),
+                r.get::<String>(11)?.unwrap_or_default(),
+            )))
+        })
+    })
+    .unwrap_or_else(|e| internal("could not read the run", e));
+    let Some((workload, length, insert_ratio, overlap, samples, encodings, promptings, seed, provider, model, base_url)) = row else {
+        raise(PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT, format!("benchmark run {id} does not exist"), "")
+    };
+    let encodings: Vec<Encoding> = parse_list(&encodings, "encoding", ENCODING_HINT);
+    Run {
+        workload,
+        config: sampler_config(length, insert_ratio, overlap, samples, seed, encodings[0]),
+        promptings: parse_list(&promptings, "prompting", PROMPTING_HINT),
+        encodings,
+        provider,
+        model,
+        base_url,
+    }
+}
+
+/// Start a run, or find the unfinished run with the same parameters and model to resume.
+#[allow(clippy::too_many_arguments)]
+#[pg_extern(volatile, parallel_unsafe)]
+pub(crate) fn _benchmark_start(
+    workload_name: &str,
+    length: i32,
+    insert_ratio: f64,
+    overlap: f64,
+    samples: i32,
+    encodings: Vec<String>,
+    promptings: Vec<String>,
+    seed: i32,
+) -> i64 {
+    require_create_on_database("run a benchmark");
+    if length < 0 || samples <= 0 {
+        raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, "length must be >= 0 and samples > 0", "");
+    }
+    for (name, v) in [("insert_ratio", insert_ratio), ("overlap", overlap)] {
+        if !(0.0..=1.0).contains(&v) {
+            raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("{name} must be between 0 and 1, not {v}"), "");
+        }
+    }
+    let encs: Vec<Encoding> = parse_list(&encodings, "encoding", ENCODING_HINT);
+    let proms: Vec<Prompting> = parse_list(&promptings, "prompting", PROMPTING_HINT);
+    let w = workload(workload_name);
+    // Every query kind must be drawable in every encoding: fail now rather than mid-run.
+    for &encoding in &encs {
+        let cfg = sampler_config(length, insert_ratio, overlap, samples, seed, encoding);
+        for i in 0..(samples as usize).min(cfg.targets.len()) {
+            if let Err(e) = sample_one(&w, &cfg, i) {
+                raise(
+                    PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                    format!("workload {workload_name:?} cannot be sampled with encoding {encoding}: {e}"),
+                    if encoding == Encoding::Nl { "The NL encoding needs the workload's NL twin: ask.load_workload(name, spec, nl)." } else { "" },
+                );
+            }
+        }
+    }
+    let cfg = gucs::llm_config(&LlmOverrides::default()).unwrap_or_else(|m| crate::pg::errors::config(m).raise());
+    let provider = cfg.provider.as_str().to_string();
+    let encs: Vec<String> = encs.iter().map(|e| e.as_str().to_string()).collect();
+    let proms: Vec<String> = proms.iter().map(|p| p.as_str().to_string()).collect();
+    let args = vec![
+        workload_name.into(),
+        length.into(),
+        insert_ratio.into(),
+        overlap.into(),
+        samples.into(),
+        encs.clone().into(),
+        proms.clone().into(),
+        seed.into(),
+        provider.clone().into(),
+        cfg.model.clone().into(),
+        cfg.base_url.clone().into(),
+    ];
+    let (id, resumed) = as_memory_owner(|| {
+        let existing = Spi::get_one_with_args::<i64>(
+            "SELECT id FROM ask.benchmark_runs
+              WHERE workload = $1 AND length = $2 AND insert_ratio = $3 AND overlap = $4 AND samples = $5
+                AND encodings = $6 AND promptings = $7 AND seed = $8 AND provider = $9 AND model = $10 AND base_url = $11
+                AND status = 'running' AND started_by = session_user
+              ORDER BY id DESC LIMIT 1",
+            &args,
+        )
+        .ok()
+        .flatten();
+        match existing {
+            Some(id) => (id, true),
+            None => (
+                Spi::get_one_with_args::<i64>(
+                    "INSERT INTO ask.benchmark_runs (workload, length, insert_ratio, overlap, samples, encodings, promptings, seed, provider, model, base_url, started_by)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, session_user) RETURNING id",
+                    &args,
+                )
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| internal("could not start the run", "no id")),
+                false,
+            ),
+        }
+    });
+    let total = samples as i64 * encs.len() as i64 * proms.len() as i64;
+    if resumed {
+        let done = done_count(id);
+        notice!("pg_ask: resuming benchmark run {id} ({done} of {total} answers done)");
+    } else {
+        notice!(
+            "pg_ask: benchmark run {id}: workload {workload_name}, {samples} samples × {} encodings × {} promptings = {total} LLM calls, model {}",
+            encs.len(),
+            proms.len(),
+            cfg.model
+        );
+    }
+    id
+}
+
+pub(crate) fn done_count(run: i64) -> i64 {
+    as_memory_owner(|| {
+        Spi::get_one_with_args::<i64>("SELECT count(*) FROM ask.benchmark_samples WHERE run_id = $1", &[run.into()]).ok().flatten().unwrap_or(0)
+    })
+}
+
+/// The true results of a sample, computed by PostgreSQL.
+pub(crate) struct Truth {
+    /// Succeed or Fail of every command before the query.
+    past: Vec<Answer>,
+    query: Answer,
+    query_kind: QueryKind,
+}
+
+/// Whether a workload statement may run in the scratch schema: it names no table outside it.
+pub(crate) fn scratch_safe(c: &pg_ask_core::shadow::workload::Command) -> bool {
+    c.sql().is_some() && !c.tables.iter().any(|t| t.contains('.'))
+}
+
+/// Rows most a truth may have; a benchmark query returning more is cut (and scored as cut).
+pub(crate) const TRUTH_ROW_LIMIT: u32 = 100_000;
+
+/// The truths of several samples. The workload's tables are created once, in a scratch schema
+/// inside a subtransaction that is always rolled back; each sample then runs in its own
+/// subtransaction (also rolled back) after restarting the tables' sequences, so every sample
+/// starts from empty tables, as the LLM is told.
+pub(crate) fn compute_truths(w: &Workload, samples: &[&Sample]) -> Vec<Truth> {
+    // SAFETY: reads the backend's own pid.
+    let pid = unsafe { pg_sys::MyProcPid };
+    let out = subxact::run(OnSuccess::RollBack, || {
+        let schema = format!("ask_scratch_{pid}");
+        Spi::run(&format!("CREATE SCHEMA {schema}")).unwrap_or_else(|e| internal("could not create the scratch schema", e));
+        Spi::run_with_args("SELECT pg_catalog.set_config('search_path', $1, true)", &[schema.clone().into()])
+            .unwrap_or_else(|e| internal("could not set the search_path", e));
+        for table in &w.create_tables {
+            if scratch_safe(table) {
+                let _ = outcome_of(table.sql().unwrap_or_default(), OnSuccess::Release);
+            }
+        }
+        let restart: Vec<String> = Spi::connect(|c| {
+            c.select(
+                "SELECT format('ALTER SEQUENCE %I.%I RESTART', n.nspname, s.relname) FROM pg_catalog.pg_class s
+                   JOIN pg_catalog.pg_namespace n ON n.oid = s.relnamespace WHERE n.nspname = $1 AND s.relkind = 'S'",
+                None,
+                &[schema.clone().into()],
+            )?
+            .map(|r| r.get::<String>(1).map(Option::unwrap_or_default))
+            .collect::<Result<Vec<_>, _>>()
+        })
+        .unwrap_or_else(|e| internal("could not list the scratch sequences", e));
+        samples
+            .iter()
+            .map(|sample| {
+                let restart = restart.clone();
+                match subxact::run(OnSuccess::RollBack, || {
+                    for stmt in &restart {
+                        Spi::run(stmt).unwrap_or_else(|e| internal("could not restart a scratch sequence", e));
+                    }
+                    sample_truth(w, sample)
+                }) {
+                    Ok(t) => t,
+                    Err(e) => e.rethrow(),
+                }
+            })
+            .collect::<Vec<Truth>>()
+    });
+    match out {
+        Ok(truths) => truths,
+        Err(e) => e.rethrow(),
+    }
+}
+
+/// One sample's commands and query, run in the scratch schema.
+pub(crate) fn sample_truth(w: &Workload, sample: &Sample) -> Truth {
+    let query_cmd = sample.query.resolve(w).expect("the sampler draws from the workload");
+    let query_kind = match query_cmd.kind {
+        CommandKind::Select(_) => QueryKind::Select,
+        _ => QueryKind::Modify,
+    };
+    let past: Vec<Answer> = sample
+        .commands
+        .iter()
+        .map(|r| r.resolve(w).expect("the sampler draws from the workload"))
+        .map(|c| if scratch_safe(c) { outcome_of(c.sql().unwrap_or_default(), OnSuccess::Release) } else { Answer::Fail })
+        .collect();
+    let sql = query_cmd.sql().unwrap_or_default();
+    let query = match (scratch_safe(query_cmd), query_kind, CString::new(sql)) {
+        (true, QueryKind::Select, Ok(csql)) => {
+            // SAFETY: one statement in its own SPI session; rows copied out. Not SPI's
+            // read-only mode: that would read with the statement's snapshot, from before the
+            // sample's commands.
+            match subxact::run(OnSuccess::Release, move || unsafe { guard::spi_execute(&csql, false, TRUTH_ROW_LIMIT) }) {
+                Ok(Ok(out)) => Answer::Rows(out.rows.rows),
+                Ok(Err(_)) => Answer::Fail,
+                Err(e) => fail_or_rethrow(e),
+            }
+        }
+        (true, QueryKind::Modify, _) => outcome_of(sql, OnSuccess::Release),
+        _ => Answer::Fail,
+    };
+    Truth { past, query, query_kind }
+}
+
+/// One answer to get: sample `index` in one encoding and prompting.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Job {
+    sample: usize,
+    encoding: Encoding,
+    prompting: Prompting,
+}
+
+/// Score the next batch of pending answers of `run` and record them. Returns how many were
+/// recorded (0: the run is complete).
+#[pg_extern(volatile, parallel_unsafe)]
+pub(crate) fn _benchmark_step(run: i64) -> i32 {
+    let r = load_run(run);
+    let w = workload(&r.workload);
+    let cfg = gucs::llm_config(&LlmOverrides {
+        provider: Some(r.provider.clone()),
+        base_url: Some(r.base_url.clone()),
+        model: Some(r.model.clone()),
+        temperature: None,
+    })
+    .unwrap_or_else(|m| crate::pg::errors::config(m).raise());
+    let concurrency = gucs::concurrency();
+    let batch = (concurrency * 4).max(8);
+
+    let done: HashSet<(usize, String, String)> = as_memory_owner(|| {
+        Spi::connect(|c| {
+            let rows = c.select("SELECT sample, encoding, prompting FROM ask.benchmark_samples WHERE run_id = $1", None, &[run.into()])?;
+            let mut out = HashSet::new();
+            for row in rows {
+                out.insert((
+                    row.get::<i32>(1)?.unwrap_or(0) as usize,
+                    row.get::<String>(2)?.unwrap_or_default(),
+                    row.get::<String>(3)?.unwrap_or_default(),
+                ));
+            }
+            Ok::<_, pgrx::spi::Error>(out)
+        })
+    })
+    .unwrap_or_else(|e| internal("could not read the finished answers", e));
+
+    let mut jobs = Vec::with_capacity(batch);
+    'all: for sample in 0..r.config.samples {
+        for &encoding in &r.encodings {
+            for &prompting in &r.promptings {
+                if !done.contains(&(sample, encoding.as_str().to_string(), prompting.as_str().to_string())) {
+                    jobs.push(Job { sample, encoding, prompting });
+                    if jobs.len() == batch {
+                        break 'all;
+                    }
+                }
+            }
+        }
+    }
+    if jobs.is_empty() {
+        return 0;
+    }
+
+    // Samples and truths, once per (sample, encoding).
+    let mut keys: Vec<(usize, Encoding)> = Vec::new();
+    let mut samples: Vec<Sample> = Vec::new();
+    for job in &jobs {
+        if !keys.contains(&(job.sample, job.encoding)) {
+            let cfg = SamplerConfig { encoding: job.encoding, ..r.config.clone() };
+            samples.push(sample_one(&w, &cfg, job.sample).unwrap_or_else(|e| {
+                raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("sample {} cannot be drawn: {e}", job.sample), "")
+            }));
+            keys.push((job.sample, job.encoding));
+        }
+    }
+    let truths = compute_truths(&w, &samples.iter().collect::<Vec<_>>());
+    let drawn: HashMap<(usize, Encoding), (Sample, Truth)> = keys.into_iter().zip(samples.into_iter().zip(truths)).collect();
+
+    let schemas: HashMap<Encoding, Vec<String>> = r.encodings.iter().map(|&e| (e, w.schema(e))).collect();
+    let requests = jobs
+        .iter()
+        .map(|job| {
+            let (sample, truth) = &drawn[&(job.sample, job.encoding)];
+            let text = |c: &pg_ask_core::shadow::sampler::CommandRef| {
+                c.resolve(&w).and_then(|c| c.text(job.encoding)).unwrap_or_default()
+            };
+            let history: Vec<PastCommand> = sample
+                .commands
+                .iter()
+                .zip(&truth.past)
+                .map(|(c, result)| PastCommand { command: text(c), result: Some(result.clone()) })
+                .collect();
+            let query = text(&sample.query);
+            ReplayPrompt {
+                encoding: job.encoding,
+                prompting: job.prompting,
+                schema: &schemas[&job.encoding],
+                history: &history,
+                query: &query,
+                initially_empty: true,
+                texts: None,
+            }
+            .build()
+            .unwrap_or_else(|e| internal("could not build the prompt", e))
+        })
+        .collect();
+    let answers = llm::chat_many(&cfg, "benchmark", requests, concurrency);
+
+    let mut recorded = 0;
+    let mut unreachable: Option<LlmError> = None;
+    for (job, (result, took)) in jobs.iter().zip(answers) {
+        let (sample, truth) = &drawn[&(job.sample, job.encoding)];
+        let query_cmd = sample.query.resolve(&w).expect("drawn from the workload");
+        let (reply, answer, error, score, pt, ct) = match result {
+            Ok(resp) => {
+                let parsed = parse_reply(&resp.content, truth.query_kind);
+                let ordered = query_cmd.sql().is_some_and(has_order_by);
+                let score = score_sample(&truth.query, parsed.as_ref().ok(), ordered);
+                let error = parsed.as_ref().err().map(|e| e.to_string());
+                (Some(resp.content), parsed.ok().map(|a| answer_json(&a)), error, score, resp.prompt_tokens, resp.completion_tokens)
+            }
+            // The service failed (unreachable, refusing, not speaking its protocol): not the
+            // model's answer. Leave the job pending (a later CALL resumes it).
+            Err(e) if e.is_service_failure() => {
+                unreachable = Some(e);
+                continue;
+            }
+            // A reply that is not a usable answer scores 0.
+            Err(e) => (None, None, Some(e.to_string()), 0.0, None, None),
+        };
+        let class = TruthClass::of(&truth.query);
+        let target = sample.target;
+        as_memory_owner(|| {
+            Spi::run_with_args(
+                "INSERT INTO ask.benchmark_samples (run_id, sample, encoding, prompting, operation, category, achieved_insert_ratio,
+                     achieved_overlap, query, truth, truth_class, reply, answer, error, score, prompt_tokens, completion_tokens, ms)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
+                &[
+                    run.into(),
+                    (job.sample as i32).into(),
+                    job.encoding.as_str().into(),
+                    job.prompting.as_str().into(),
+                    target.operation().into(),
+                    target.category().map(|c| c.as_str()).into(),
+                    sample.achieved_insert_ratio.into(),
+                    sample.achieved_overlap.into(),
+                    query_cmd.text(job.encoding).unwrap_or_default().into(),
+                    JsonB(answer_json(&truth.query)).into(),
+                    class.as_str().into(),
+                    reply.into(),
+                    answer.map(JsonB).into(),
+                    error.into(),
+                    score.into(),
+                    pt.map(|t| t as i64).into(),
+                    ct.map(|t| t as i64).into(),
+                    (took.as_secs_f64() * 1000.0).into(),
+                ],
+            )
+            .unwrap_or_else(|e| internal("could not record an answer", e))
+        });
+        recorded += 1;
+    }
+    if recorded == 0 {
+        let e = unreachable.unwrap_or(LlmError::EmptyContent);
+        crate::pg::errors::from_llm(&e, "benchmark")
+            .hint(format!("The answers so far are kept: CALL ask.benchmark(...) again with the same arguments to resume run {run}."))
+            .raise();
+    }
+    let (finished, mean) = as_memory_owner(|| {
+        Spi::get_two_with_args::<i64, f64>(
+            "SELECT count(*), avg(score) FROM ask.benchmark_samples WHERE run_id = $1",
+            &[run.into()],
+        )
+    })
+    .unwrap_or((None, None));
+    let total = r.config.samples * r.encodings.len() * r.promptings.len();
+    let finished = finished.unwrap_or(0);
+    notice!(
+        "pg_ask: benchmark run {run}: {finished}/{total} answers ({:.0}%), mean sample score {:.3}",
+        100.0 * finished as f64 / total.max(1) as f64,
+        mean.unwrap_or(0.0)
+    );
+    recorded
+}
+
+/// Mark a run done and report its scores per operation.
+#[pg_extern(volatile, parallel_unsafe)]
+pub(crate) fn _benchmark_finish(run: i64) {
+    as_memory_owner(|| {
+        Spi::run_with_args("UPDATE ask.benchmark_runs SET status = 'done', finished_at = now() WHERE id = $1", &[run.into()])
+            .unwrap_or_else(|e| internal("could not finish the run", e))
+    });
+    let rows = report_rows(Some(vec![run]));
+    let mut by_op: BTreeMap<&str, Vec<(TruthClass, f64)>> = BTreeMap::new();
+    for r in &rows {
+        by_op.entry(r.operation.as_str()).or_default().push((r.truth, r.score));
+    }
+    let parts: Vec<String> = by_op
+        .iter()
+        .filter_map(|(op, v)| aggregate(v.iter().copied()).map(|s| format!("{op} {s:.3}")))
+        .collect();
+    notice!("pg_ask: benchmark run {run} done: {}", parts.join(", "));
+}

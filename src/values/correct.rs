@@ -1,0 +1,331 @@
+//! Value correction from a backend: literals of a checked statement are looked up in the value
+//! memory, decided on by the core's rules, and replaced (or put to the LLM).
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+
+use pgrx::datum::DatumWithOid;
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use serde_json::{json, Value};
+
+use pg_ask_core::config::LlmConfig;
+use pg_ask_core::ask::Correction;
+use pg_ask_core::selection::unquote;
+use pg_ask_core::values::decide::{decide, Candidate, Comparison, Decision, Evidence};
+use pg_ask_core::values::literals::{find_literals, Catalog, CatalogColumn, LiteralKind, LiteralRef};
+use pg_ask_core::values::prompt::{correction_request, parse_correction, LiteralQuestion};
+use pg_ask_core::values::rewrite::{rewrite, Replacement};
+
+use crate::values::{EmbeddingUse, MemoryColumn};
+use crate::{schema, llm::embeddings, llm, values};
+
+/// Enum labels embedded at most for one literal (larger enums are matched by trigrams only).
+const MAX_EMBEDDED_LABELS: usize = 1_000;
+
+thread_local! {
+    /// Whether a type name (as format_type writes it) stands for a text-like type: text,
+    /// varchar, char, citext, an enum, or a domain over one of them. Dropped when any type
+    /// changes.
+    static TEXT_TYPES: RefCell<HashMap<String, bool>> = RefCell::new(HashMap::new());
+    static TYPES_VALID: Cell<bool> = const { Cell::new(false) };
+    static TYPES_WATCHED: Cell<bool> = const { Cell::new(false) };
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn on_type_change(_arg: pg_sys::Datum, _cache: std::ffi::c_int, _hash: u32) {
+    TYPES_VALID.with(|v| v.set(false));
+}
+
+/// Which of `names` are text-like types, from the per-backend cache, reading the missing ones
+/// in one query.
+fn text_like_types(names: &[String]) -> HashMap<String, bool> {
+    if !TYPES_WATCHED.with(|w| w.replace(true)) {
+        // SAFETY: registers a plain function that flips a backend-local flag; once per backend.
+        unsafe {
+            pg_sys::CacheRegisterSyscacheCallback(pg_sys::SysCacheIdentifier::TYPEOID as _, Some(on_type_change), pg_sys::Datum::from(0));
+        }
+    }
+    if !TYPES_VALID.with(|v| v.replace(true)) {
+        TEXT_TYPES.with(|t| t.borrow_mut().clear());
+    }
+    let missing: Vec<String> = TEXT_TYPES.with(|t| {
+        let t = t.borrow();
+        let mut m: Vec<String> = names.iter().filter(|n| !t.contains_key(*n)).cloned().collect();
+        m.sort();
+        m.dedup();
+        m
+    });
+    if !missing.is_empty() {
+        let found: Vec<(String, bool)> = schema::select_rows(
+            "SELECT s, ask._text_base(pg_catalog.to_regtype(s)) IS NOT NULL FROM unnest($1::text[]) s",
+            &[missing.clone().into()],
+            |r| Some((r.get::<String>(1).ok()??, r.get::<bool>(2).ok()??)),
+        );
+        TEXT_TYPES.with(|t| t.borrow_mut().extend(found));
+    }
+    TEXT_TYPES.with(|t| {
+        let t = t.borrow();
+        names.iter().map(|n| (n.clone(), t.get(n).copied().unwrap_or(false))).collect()
+    })
+}
+
+/// The schemas of the session's search path (implicit ones left out), without a query.
+fn search_path() -> Vec<String> {
+    let mut out = Vec::new();
+    // SAFETY: fetch_search_path returns a freshly palloc'd list of namespace oids;
+    // get_namespace_name a palloc'd C string or NULL for a namespace dropped meanwhile.
+    unsafe {
+        let list = pg_sys::fetch_search_path(false);
+        if list.is_null() {
+            return out;
+        }
+        for i in 0..(*list).length as usize {
+            let oid = (*(*list).elements.add(i)).oid_value;
+            let name = pg_sys::get_namespace_name(oid);
+            if !name.is_null() {
+                out.push(std::ffi::CStr::from_ptr(name).to_string_lossy().into_owned());
+            }
+        }
+        pg_sys::list_free(list);
+    }
+    out
+}
+
+/// The catalog of readable tables for literal resolution, with the session's search path.
+fn literal_catalog() -> Result<Catalog, String> {
+    let tables = schema::readable_tables()?;
+    let type_names: Vec<String> = tables.iter().flat_map(|t| t.columns.iter().map(|c| c.data_type.clone())).collect();
+    let text_like = text_like_types(&type_names);
+    let mut cat = Catalog::new(search_path());
+    for t in &tables {
+        let cols = t
+            .columns
+            .iter()
+            .map(|c| CatalogColumn {
+                name: unquote(&c.name),
+                text_like: text_like.get(&c.data_type).copied().unwrap_or(false),
+            })
+            .collect();
+        cat.add_table(&unquote(&t.schema), &unquote(&t.name), cols);
+    }
+    Ok(cat)
+}
+
+/// What the value memory and the catalog know about the column a literal is compared with.
+#[derive(Default, Clone)]
+struct ColumnFacts {
+    /// The enum's labels, when the column is an enum (or a domain over one).
+    labels: Option<Vec<String>>,
+    /// The column's memory, when indexed.
+    memory: Option<MemoryColumn>,
+}
+
+/// The one check made for every statement with literals: for each literal's column, whether
+/// the caller may read it, whether it is an enum (with its labels), and its memory, if any.
+fn column_facts(literals: &[LiteralRef]) -> Vec<ColumnFacts> {
+    let rels: Vec<String> = literals.iter().map(|l| l.table.to_string()).collect();
+    let cols: Vec<String> = literals.iter().map(|l| l.column.clone()).collect();
+    // SAFETY: reads the backend's current user id.
+    let caller = unsafe { pg_sys::GetUserId() };
+    let args: [DatumWithOid; 3] = [rels.into(), cols.into(), caller.into()];
+    let mut out = vec![ColumnFacts::default(); literals.len()];
+    let rows: Vec<(usize, ColumnFacts)> = values::as_memory_owner(|| {
+        Spi::connect(|client| {
+            client
+                .select(
+                    "SELECT u.i::int,
+                            CASE WHEN bt.typtype = 'e' THEN ARRAY(SELECT e.enumlabel::text FROM pg_catalog.pg_enum e
+                                                                  WHERE e.enumtypid = bt.oid ORDER BY e.enumsortorder) END,
+                            vc.id, vc.distinct_values, vc.embedding_provider, vc.embedding_model, vc.dims, vc.own_indexes
+                     FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(rel, col, i)
+                     JOIN pg_catalog.pg_attribute a ON a.attrelid = pg_catalog.to_regclass(u.rel) AND a.attname = u.col
+                                                   AND a.attnum > 0 AND NOT a.attisdropped
+                     LEFT JOIN pg_catalog.pg_type bt ON bt.oid = ask._text_base(a.atttypid)
+                     LEFT JOIN ask.value_columns vc ON vc.relid = a.attrelid AND vc.attnum = a.attnum
+                     WHERE pg_catalog.has_column_privilege($3, a.attrelid, a.attnum, 'SELECT')",
+                    None,
+                    &args,
+                )
+                .map(|rows| {
+                    rows.filter_map(|r| {
+                        let i = r.get::<i32>(1).ok()?? as usize - 1;
+                        let memory = match r.get::<i64>(3).ok()? {
+                            Some(id) => Some(MemoryColumn {
+                                id,
+                                distinct: r.get::<i64>(4).ok()?.unwrap_or(0),
+                                provider: r.get::<String>(5).ok()?.unwrap_or_default(),
+                                model: r.get::<String>(6).ok()?,
+                                dims: r.get::<i32>(7).ok()?,
+                                own_indexes: r.get::<bool>(8).ok()?.unwrap_or(false),
+                            }),
+                            None => None,
+                        };
+                        Some((i, ColumnFacts { labels: r.get::<Vec<String>>(2).ok()?, memory }))
+                    })
+                    .collect()
+                })
+                .unwrap_or_default()
+        })
+    });
+    for (i, f) in rows {
+        out[i] = f;
+    }
+    out
+}
+
+/// Evidence for a literal compared with an enum column: its labels are every value it can
+/// hold (a closed set), read from pg_enum, so no memory is needed.
+fn enum_evidence(labels: &[String], literal: &str) -> Evidence {
+    let exact = labels.iter().any(|l| l == literal);
+    let lower = literal.to_lowercase();
+    let case_insensitive = if exact { None } else { labels.iter().find(|l| l.to_lowercase() == lower).cloned() };
+    let mut candidates = Vec::new();
+    if !exact && case_insensitive.is_none() && !labels.is_empty() {
+        let trgm = values::ext_schema("pg_trgm");
+        let trigrams: Vec<f64> = schema::select_rows(
+            &format!("SELECT {trgm}.similarity(l, $2)::float8 FROM unnest($1::text[]) WITH ORDINALITY AS u(l, i) ORDER BY i"),
+            &[labels.to_vec().into(), literal.into()],
+            |r| Some(r.get::<f64>(1).ok().flatten().unwrap_or(0.0)),
+        );
+        let cosines: Option<Vec<f64>> = (values::current_embedder().is_some() && labels.len() <= MAX_EMBEDDED_LABELS).then(|| {
+            let mut texts: Vec<&str> = vec![literal];
+            texts.extend(labels.iter().map(String::as_str));
+            let v = embeddings::embed_texts(&texts);
+            v[1..].iter().map(|l| pg_ask_core::selection::fuse::cosine(l, &v[0])).collect()
+        });
+        candidates = labels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| Candidate {
+                value: l.clone(),
+                frequency: 0,
+                cosine: cosines.as_ref().map(|c| c[i]),
+                trigram: trigrams.get(i).copied(),
+            })
+            .collect();
+        // The decision ranks by embedding and trigram; keep the best of each, as the memory would.
+        candidates = best_of_each(candidates, values::NEIGHBOURS as usize);
+    }
+    Evidence { literal: literal.to_string(), exact, case_insensitive, candidates, distinct_values: labels.len() as u64, closed_set: true }
+}
+
+/// The `k` best candidates by cosine and the `k` best by trigram similarity.
+fn best_of_each(all: Vec<Candidate>, k: usize) -> Vec<Candidate> {
+    let mut keep = vec![false; all.len()];
+    for key in [|c: &Candidate| c.cosine, |c: &Candidate| c.trigram] {
+        let mut order: Vec<(usize, f64)> = all.iter().enumerate().filter_map(|(i, c)| key(c).map(|s| (i, s))).collect();
+        order.sort_by(|a, b| b.1.total_cmp(&a.1));
+        for (i, _) in order.into_iter().take(k) {
+            keep[i] = true;
+        }
+    }
+    all.into_iter().zip(keep).filter_map(|(c, k)| k.then_some(c)).collect()
+}
+
+/// Evidence for a literal compared with an indexed column, and a note when its embeddings
+/// could not be used.
+fn memory_evidence(col: &MemoryColumn, lit: &LiteralRef) -> (Evidence, Option<String>) {
+    let like = match &lit.kind {
+        LiteralKind::Like { pattern, .. } => Some(pattern.pattern.clone()),
+        _ => None,
+    };
+    let mut note = None;
+    let ev = values::literal_evidence(col, &lit.value, like.as_deref(), || match values::embedding_use(col) {
+        EmbeddingUse::Off => None,
+        EmbeddingUse::Mismatch(why) => {
+            note = Some(why);
+            None
+        }
+        EmbeddingUse::Usable => {
+            let v = embeddings::embed_texts(&[lit.value.as_str()]).pop().unwrap_or_default();
+            if Some(v.len() as i32) == col.dims {
+                Some(v)
+            } else {
+                note = Some(format!("the literal's embedding has {} dimensions, the column's values {:?}", v.len(), col.dims));
+                None
+            }
+        }
+    });
+    (ev, note)
+}
+
+/// Correct the literals of `sql`. With `llm`, literals the rules leave open go to the LLM with
+/// the value-correction prompt, and its SQL is taken only if its structure is unchanged.
+pub fn correct(sql: &str, llm_cfg: Option<&LlmConfig>) -> Result<Correction, String> {
+    let cat = literal_catalog()?;
+    let literals = find_literals(sql, &cat).map_err(|e| e.to_string())?;
+    if literals.is_empty() {
+        return Ok(Correction { sql: sql.to_string(), changed: false, trace: Value::Null });
+    }
+    let facts = column_facts(&literals);
+    let mut replacements = Vec::new();
+    let mut questions = Vec::new();
+    let mut traces = Vec::new();
+    for (lit, f) in literals.iter().zip(&facts) {
+        let column = format!("{}.{}", lit.table, lit.column);
+        let (ev, note) = match (&f.labels, &f.memory) {
+            (Some(_), _) if matches!(lit.kind, LiteralKind::Like { .. }) => {
+                traces.push(json!({"literal": lit.value, "column": column, "decision": "enum_pattern"}));
+                continue;
+            }
+            (Some(labels), _) => (enum_evidence(labels, &lit.value), None),
+            (None, Some(col)) => memory_evidence(col, lit),
+            (None, None) => {
+                traces.push(json!({"literal": lit.value, "column": column, "decision": "not_indexed"}));
+                continue;
+            }
+        };
+        if let Some(why) = &note {
+            notice!("pg_ask: literal {} of {column} matched by trigrams only: {why}", pg_ask_core::sqltext::quote_literal(&lit.value));
+        }
+        let t = decide(&ev, Comparison::from(&lit.kind));
+        match &t.decision {
+            Decision::Replace { value, .. } => replacements.push(Replacement::for_literal(lit, value)),
+            Decision::AskLlm { candidates } => questions.push(LiteralQuestion {
+                literal: ev.literal.clone(),
+                table: lit.table.clone(),
+                column: lit.column.clone(),
+                candidates: candidates.clone(),
+            }),
+            Decision::Keep { .. } => {}
+        }
+        let mut tv = serde_json::to_value(&t).unwrap_or(Value::Null);
+        tv["column"] = json!(column);
+        if f.labels.is_some() {
+            tv["source"] = json!("enum_labels");
+        }
+        if let Some(why) = note {
+            tv["embeddings_unused"] = json!(why);
+        }
+        traces.push(tv);
+    }
+    let mut out = if replacements.is_empty() { sql.to_string() } else { rewrite(sql, &replacements).map_err(|e| e.to_string())? };
+    if let (Some(cfg), false) = (llm_cfg, questions.is_empty()) {
+        let req = correction_request(&out, &questions);
+        match llm::chat(cfg, "correct", &req) {
+            Ok(resp) => match parse_correction(&out, &resp.content) {
+                Ok(fixed) => out = fixed,
+                Err(e) => traces.push(json!({"llm_correction_rejected": e.to_string()})),
+            },
+            Err(e) => traces.push(json!({"llm_correction_failed": e.to_string()})),
+        }
+    }
+    let changed = out != sql;
+    Ok(Correction { sql: out, changed, trace: Value::Array(traces) })
+}
+
+/// Value correction alone: the statement with its literals corrected against the value memory.
+#[pg_extern(name = "correct_sql", volatile, parallel_unsafe)]
+fn correct_sql(sql: &str, use_llm: default!(bool, true)) -> String {
+    let cfg = if use_llm {
+        Some(crate::pg::gucs::llm_config(&Default::default()).unwrap_or_else(|m| crate::pg::errors::config(m).raise()))
+    } else {
+        None
+    };
+    match correct(sql, cfg.as_ref()) {
+        Ok(c) => c.sql,
+        Err(e) => crate::pg::errors::Raised::new(pgrx::pg_sys::errcodes::PgSqlErrorCode::ERRCODE_SYNTAX_ERROR, format!("could not correct the statement: {e}"))
+            .raise(),
+    }
+}

@@ -1,0 +1,169 @@
+//! The value memory in PostgreSQL: `ask.index_values()` and `ask.similar_values()`.
+//!
+//! Privileges: a column's values are only ever read or shown to a role that may SELECT that
+//! column; building the memory of a table takes ownership of it; tables with row-level
+//! security are skipped unless their owner opts in (`allow_rls => true`), since the memory
+//! would show values of rows the policies hide. The memory tables themselves are closed to
+//! PUBLIC and read as the extension's owner after those checks.
+
+use pgrx::datum::DatumWithOid;
+use pgrx::pg_sys;
+use pgrx::pg_sys::errcodes::PgSqlErrorCode;
+use pgrx::prelude::*;
+use crate::schema::{self, relname, select_rows};
+use crate::llm::embeddings;
+use crate::pg::errors::raise;
+
+mod build;
+pub(crate) mod correct;
+mod search;
+#[cfg(any(test, feature = "pg_test"))]
+mod tests;
+
+pub(crate) use build::*;
+pub(crate) use search::*;
+
+/// Values embedded and written per batch (interrupts are checked between batches).
+pub(crate) const BATCH: usize = 512;
+
+/// Columns with at most this many values are searched exactly (every cosine and trigram
+/// similarity computed over the column's rows, found through the primary key: about 2.5 ms at
+/// 500 values, 8.6 ms at 2,000); larger ones get their own partial indexes.
+pub(crate) const EXACT_SCAN_MAX: i64 = 500;
+
+/// pgvector's HNSW indexes halfvec of at most 4,000 dimensions.
+pub(crate) const MAX_INDEX_DIMS: usize = 4_000;
+
+/// Neighbours taken from each ranking (embedding, trigram) per lookup.
+pub(crate) const NEIGHBOURS: i64 = 10;
+
+/// Nearest neighbours a large column's HNSW index is asked for (at least; pgvector's default
+/// `hnsw.ef_search` is 40, and an HNSW scan returns no more than that).
+pub(crate) const BEAM: i64 = 40;
+
+/// Sort-order neighbours of the phrase taken on each side, in `lower(value)` and in its reverse.
+pub(crate) const SORT_NEIGHBOURS: i64 = 10;
+
+/// The embeddings in force: (provider, model), or None when `ask.embedding_provider = off`.
+/// The local model is named by its directory.
+pub(crate) fn current_embedder() -> Option<(String, String)> {
+    use crate::pg::gucs::EmbeddingProvider as P;
+    match crate::pg::gucs::embedding_provider() {
+        P::Off => None,
+        P::Local => Some((
+            "local".into(),
+            embeddings::model_dir().file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+        )),
+        P::OpenAi => Some(("openai".into(), crate::pg::gucs::embedding_model())),
+        P::Ollama => Some(("ollama".into(), crate::pg::gucs::embedding_model())),
+    }
+}
+
+/// A column of the value memory, as stored in ask.value_columns.
+#[derive(Debug, Clone)]
+pub(crate) struct MemoryColumn {
+    pub id: i64,
+    pub distinct: i64,
+    pub provider: String,
+    pub model: Option<String>,
+    pub dims: Option<i32>,
+    pub own_indexes: bool,
+}
+
+/// Whether a literal's embedding under the current settings can be compared with a column's.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum EmbeddingUse {
+    /// Same provider and model: embed the literal.
+    Usable,
+    /// The column holds no embeddings, or embeddings are off: trigrams only.
+    Off,
+    /// The column was embedded by another provider or model: comparing would be meaningless.
+    Mismatch(String),
+}
+
+pub(crate) fn embedding_use(col: &MemoryColumn) -> EmbeddingUse {
+    let Some((provider, model)) = current_embedder() else { return EmbeddingUse::Off };
+    if col.dims.is_none() {
+        return EmbeddingUse::Off;
+    }
+    if col.provider == provider && col.model.as_deref() == Some(model.as_str()) {
+        EmbeddingUse::Usable
+    } else {
+        EmbeddingUse::Mismatch(format!(
+            "its values were embedded by {} model {} ({} dimensions), the current setting is {provider} model {model}",
+            col.provider,
+            col.model.as_deref().unwrap_or("?"),
+            col.dims.unwrap_or(0)
+        ))
+    }
+}
+
+pub(crate) const MISMATCH_HINT: &str =
+    "Rebuild the column's memory with ask.index_values() under the current settings, or set ask.embedding_provider and ask.embedding_model back to the ones it was built with.";
+
+/// The memory of a column, if it was indexed (read as the memory's owner: check the caller's
+/// privilege on the column first).
+pub(crate) fn memory_column(relid: pg_sys::Oid, attnum: i16) -> Option<MemoryColumn> {
+    as_memory_owner(|| {
+        Spi::connect(|client| {
+            let rows = client
+                .select(
+                    "SELECT id, distinct_values, embedding_provider, embedding_model, dims, own_indexes
+                     FROM ask.value_columns WHERE relid = $1 AND attnum = $2",
+                    None,
+                    &[relid.into(), attnum.into()],
+                )
+                .ok()?;
+            let r = rows.into_iter().next()?;
+            Some(MemoryColumn {
+                id: r.get::<i64>(1).ok()??,
+                distinct: r.get::<i64>(2).ok()??,
+                provider: r.get::<String>(3).ok()??,
+                model: r.get::<String>(4).ok()?,
+                dims: r.get::<i32>(5).ok()?,
+                own_indexes: r.get::<bool>(6).ok()??,
+            })
+        })
+    })
+}
+
+pgrx::extension_sql!(
+    r#"
+CREATE FUNCTION index_values(rel regclass, columns text[] DEFAULT NULL, allow_rls boolean DEFAULT false)
+    RETURNS bigint LANGUAGE sql VOLATILE PARALLEL UNSAFE
+    RETURN _index_values(rel::oid, columns, coalesce(allow_rls, false));
+COMMENT ON FUNCTION index_values(regclass, text[], boolean) IS
+    'Remember the distinct values of a table''s text-like columns (all, or the listed ones), with embeddings and trigrams, for value correction. Needs ownership of the table.';
+CREATE FUNCTION refresh_values(rel regclass DEFAULT NULL)
+    RETURNS bigint LANGUAGE sql VOLATILE PARALLEL UNSAFE
+    RETURN _refresh_values(rel::oid);
+COMMENT ON FUNCTION refresh_values(regclass) IS
+    'Bring the value memory up to date: new values added, vanished ones dropped, dropped columns forgotten. NULL: every indexed table the caller owns. Returns values added + removed.';
+CREATE FUNCTION _values_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM ask._refresh_values_as_owner(TG_RELID);
+    RETURN NULL;
+END $$;
+CREATE FUNCTION keep_values_current(rel regclass, enabled boolean DEFAULT true)
+    RETURNS void LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    IF NOT pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = rel), 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of table % to keep its values current', rel USING ERRCODE = '42501';
+    END IF;
+    EXECUTE format('DROP TRIGGER IF EXISTS ask_values_current ON %s', rel);
+    IF enabled THEN
+        EXECUTE format('CREATE TRIGGER ask_values_current AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s
+                        FOR EACH STATEMENT EXECUTE FUNCTION ask._values_changed()', rel);
+    END IF;
+END $$;
+COMMENT ON FUNCTION keep_values_current(regclass, boolean) IS
+    'Opt in (or out) to refreshing a table''s value memory after every writing statement, as the table''s owner. Each refresh reads the indexed columns'' distinct values: meant for small, slowly changing tables.';
+CREATE FUNCTION similar_values(rel regclass, col text, phrase text, k int DEFAULT 10)
+    RETURNS TABLE (value text, score float8, method text) LANGUAGE sql VOLATILE PARALLEL UNSAFE
+    BEGIN ATOMIC SELECT * FROM _similar_values(rel::oid, col, phrase, coalesce(k, 10)); END;
+COMMENT ON FUNCTION similar_values(regclass, text, text, int) IS
+    'What the value memory finds for a phrase in one column: embedding neighbours and trigram matches, with scores.';
+"#,
+    name = "value_functions",
+    requires = [build::index_values, search::similar_values, build::refresh_values, build::refresh_values_as_owner, search::value_lookup]
+);
