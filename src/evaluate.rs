@@ -332,7 +332,7 @@ fn evaluate_step(suite: &str, run_label: &str, batch: default!(Option<i32>, "NUL
         };
         let (tokens, calls, attempts) = (trace.prompt_tokens + trace.completion_tokens, trace.llm_calls, trace.attempts);
         if let Err((e, _)) = &outcome {
-            stop_on_service_failure(e, &backend);
+            stop_on_service_failure(e);
         }
         let judge_started = Instant::now();
         let mut judge_host = JudgeHost {
@@ -363,7 +363,7 @@ fn evaluate_step(suite: &str, run_label: &str, batch: default!(Option<i32>, "NUL
             record.predicted_sql.clone().into(),
             record.ex.into(),
             outcome_word.as_str().into(),
-            record.error.as_deref().map(|m| backend.llm.api_key.scrub(m)).into(),
+            record.error.as_deref().map(|m| crate::gucs::api_key().scrub(m)).into(),
             matched.map(|m| m as i32 + 1).into(),
             (attempts as i32).into(),
             (calls as i32).into(),
@@ -417,7 +417,7 @@ fn pending_questions(suite: &str, run_label: &str, batch: i32) -> Vec<Pending> {
 /// A failure of the LLM service (unreachable, timing out, refusing the key, overloaded,
 /// speaking another protocol) says nothing about the model's SQL: it stops the run with its
 /// error instead of marking questions wrong. Finished batches stay; the same CALL resumes.
-fn stop_on_service_failure(e: &AskError, backend: &BackendHost) {
+fn stop_on_service_failure(e: &AskError) {
     match e {
         AskError::Llm { stage, source } if source.is_service_failure() => {
             let mut r = errors::from_llm(source, stage);

@@ -511,9 +511,9 @@ pub fn llm_config(o: &LlmOverrides) -> Result<LlmConfig, String> {
     }
     Ok(LlmConfig {
         provider,
+        api_key: api_key_for(&base_url),
         base_url,
         model,
-        api_key: api_key_for(&base_url),
         request_timeout: request_timeout(),
         temperature: o.temperature.unwrap_or_else(|| TEMPERATURE.get()),
         max_tokens: MAX_TOKENS.get() as u32,

@@ -25,7 +25,7 @@ pub fn record(cfg: &LlmConfig, stage: &str, result: &Result<ChatResponse, LlmErr
             "ok".to_string(),
             None,
         ),
-        Err(e) => (None, None, None, e.outcome().to_string(), Some(cfg.api_key.scrub(&e.to_string()))),
+        Err(e) => (None, None, None, e.outcome().to_string(), Some(crate::gucs::api_key().scrub(&e.to_string()))),
     };
     // A failure usually aborts the caller's statement, and the ledger row with it: say it in
     // the server log too.
