@@ -318,7 +318,7 @@ mod tests {
             "1. INSERT INTO public.suppliers (name) VALUES ('ABC') RETURNING id;\n\
              2. INSERT INTO public.purchases (supplier_id, fruit, kg, price) VALUES (<id>, 'cherry', 24, 0.8);",
         );
-        let (code, _, hint) = error_of("SELECT ask.do('We restocked from supplier ABC: 24 kg cherry at 0.8')");
+        let (code, _, hint) = crate::pg::testing::error_of("SELECT ask.do('We restocked from supplier ABC: 24 kg cherry at 0.8')");
         assert_eq!(code, "42501", "off by default");
         assert!(hint.unwrap().contains("ask.allow_writes"));
         Spi::run("SET ask.allow_writes = on").unwrap();
@@ -341,7 +341,7 @@ mod tests {
             "1. INSERT INTO public.suppliers (name) VALUES ('XYZ') RETURNING id;\n\
              2. INSERT INTO public.purchases (supplier_id, fruit, kg, price) VALUES (<id>, 'plum', -5, 1.0);",
         );
-        let (code, msg, _) = error_of("SELECT ask.do('Bought -5 kg of plums from XYZ')");
+        let (code, msg, _) = crate::pg::testing::error_of("SELECT ask.do('Bought -5 kg of plums from XYZ')");
         assert_eq!(code, "23514", "the CHECK violation's own SQLSTATE: {msg}");
         assert_eq!(one::<i64>("SELECT count(*) FROM public.suppliers WHERE name = 'XYZ'"), 0, "step 1 rolled back too");
     }
@@ -351,7 +351,7 @@ mod tests {
         Spi::run(SHOP).unwrap();
         Spi::run("SET ask.allow_writes = on").unwrap();
         let _s = shop_llm("1. INSERT INTO public.suppliers (name) VALUES ('Q');\n2. DROP TABLE public.purchases;");
-        let (code, msg, _) = error_of("SELECT ask.do('clean up')");
+        let (code, msg, _) = crate::pg::testing::error_of("SELECT ask.do('clean up')");
         assert_eq!(code, "2F003", "{msg}");
         assert_eq!(one::<i64>("SELECT count(*) FROM public.suppliers"), 0);
         assert_eq!(one::<i64>("SELECT count(*) FROM pg_class WHERE relname = 'purchases'"), 1);

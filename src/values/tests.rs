@@ -3,10 +3,11 @@
 
 #[pgrx::pg_schema]
 mod tests {
-    use llm_standin::{Script, StandIn};
+    use llm_standin::{Reply, Rule, Script, StandIn};
     use pgrx::prelude::*;
+    use pgrx::JsonB;
 
-    use crate::pg::testing::{error_of, one, similar, standin_embeddings};
+    use crate::pg::testing::*;
 
     const CITIES: &str = "
         CREATE TABLE public.vcities (id int PRIMARY KEY, name text NOT NULL, state text);

@@ -4,6 +4,7 @@
 //! of the key that every role could read are refused; generated SQL never hands it out; and
 //! `ask()` still sends it, to the server configured server-wide only.
 
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -21,16 +22,23 @@ struct ServerWide;
 impl Drop for ServerWide {
     fn drop(&mut self) {
         let mut c = connect();
-        let _ = c.batch_execute("ALTER SYSTEM RESET ask.api_key; ALTER SYSTEM RESET ask.base_url; SELECT pg_reload_conf();");
+        // One statement at a time: ALTER SYSTEM refuses to run in the implicit transaction
+        // of a multi-statement query.
+        for sql in ["ALTER SYSTEM RESET ask.api_key", "ALTER SYSTEM RESET ask.base_url", "SELECT pg_reload_conf()"] {
+            let _ = c.batch_execute(sql);
+        }
     }
 }
 
 /// Sets the key and base URL server-wide and waits until new sessions see them.
 fn configure_server_wide(c: &mut Client, base_url: &str) -> ServerWide {
-    c.batch_execute(&format!(
-        "ALTER SYSTEM SET ask.base_url = '{base_url}'; ALTER SYSTEM SET ask.api_key = '{KEY}'; SELECT pg_reload_conf();"
-    ))
-    .unwrap();
+    for sql in [
+        format!("ALTER SYSTEM SET ask.base_url = '{base_url}'"),
+        format!("ALTER SYSTEM SET ask.api_key = '{KEY}'"),
+        "SELECT pg_reload_conf()".to_string(),
+    ] {
+        c.batch_execute(&sql).unwrap();
+    }
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let mut fresh = connect();
@@ -42,6 +50,13 @@ fn configure_server_wide(c: &mut Client, base_url: &str) -> ServerWide {
         assert!(Instant::now() < deadline, "the reload never reached new sessions");
         thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// The tests change server-wide settings and share a role: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn prepare(c: &mut Client) {
@@ -99,6 +114,7 @@ fn assert_no_key(db: &str, when: &str, probe: &str, out: &str) {
 #[test]
 fn a_role_without_privileges_never_reads_the_key() {
     let llm = StandIn::start(Script::default().or_else(Reply::text("ROWS"))).unwrap();
+    let _serial = one_at_a_time();
     let mut c = connect();
     prepare(&mut c);
     let _reset = configure_server_wide(&mut c, &format!("{}/v1", llm.url()));
@@ -125,6 +141,7 @@ fn a_role_without_privileges_never_reads_the_key() {
 
 #[test]
 fn settings_every_role_can_read_are_refused() {
+    let _serial = one_at_a_time();
     let mut c = connect();
     prepare(&mut c);
     for sql in [
@@ -160,6 +177,7 @@ fn ask_sends_the_key_to_the_configured_server_only() {
     };
     let configured = StandIn::start(script()).unwrap();
     let elsewhere = StandIn::start(script()).unwrap();
+    let _serial = one_at_a_time();
     let mut c = connect();
     prepare(&mut c);
     let _reset = configure_server_wide(&mut c, &format!("{}/v1", configured.url()));
@@ -220,14 +238,19 @@ fn generated_sql_never_hands_the_key_out() {
             .rule(Rule::new(&["<result"], Reply::text("The value is shown above."))),
     )
     .unwrap();
+    let _serial = one_at_a_time();
     let mut c = connect();
     prepare(&mut c);
     let _reset = configure_server_wide(&mut c, &format!("{}/v1", llm.url()));
     let mut su = connect();
-    su.batch_execute(
-        "CREATE OR REPLACE VIEW public.it_key_conf AS SELECT name, reset_val FROM pg_settings;
-         SET ask.max_attempts = 1;",
-    )
+    // A view over pg_settings or pg_file_settings would not do: pg_settings never lists the
+    // key, and pg_file_settings is volatile, so the database layer refuses it. A table someone
+    // stored the key in is the way left.
+    su.batch_execute(&format!(
+        "DROP TABLE IF EXISTS public.it_key_conf;
+         CREATE TABLE public.it_key_conf AS SELECT 'ask.api_key'::text AS name, '{KEY}'::text AS reset_val;
+         SET ask.max_attempts = 1;"
+    ))
     .unwrap();
     // Refused by the guard, for a superuser too.
     for q in ["settings directly", "what key"] {
@@ -235,10 +258,10 @@ fn generated_sql_never_hands_the_key_out() {
         assert_eq!(sqlstate(&err), "2F003", "{q}: {}", message(&err));
         assert!(!format!("{err:?}").contains(KEY));
     }
-    // A view the guard cannot see into: the rows come back scrubbed, and the answer stage
+    // The rows come back scrubbed, and the answer stage
     // never sees the key.
-    let rows = su.query("SELECT ask.rows('through a view')", &[]).unwrap();
-    let text: Vec<String> = rows.iter().map(|r| r.get::<_, serde_json::Value>(0).to_string()).collect();
+    let rows = su.query("SELECT r::text FROM ask.rows('through a view') AS r", &[]).unwrap();
+    let text: Vec<String> = rows.iter().map(|r| r.get::<_, String>(0)).collect();
     assert!(!text.is_empty());
     assert!(text.iter().all(|t| !t.contains(KEY) && t.contains("[redacted]")), "{text:?}");
     let answer: String = su.query_one("SELECT ask('through a view')", &[]).unwrap().get(0);
@@ -246,5 +269,5 @@ fn generated_sql_never_hands_the_key_out() {
     for r in llm.requests() {
         assert!(!r.body.to_string().contains(KEY), "a request body carried the key: {}", r.path);
     }
-    su.batch_execute("DROP VIEW public.it_key_conf").unwrap();
+    su.batch_execute("DROP TABLE public.it_key_conf").unwrap();
 }

@@ -18,3 +18,15 @@ DO $$ BEGIN
   EXECUTE format('ALTER DATABASE %I SET ask.base_url = %L', current_database(), 'http://127.0.0.1:47811/v1');
   EXECUTE format('ALTER DATABASE %I SET ask.request_timeout = %L', current_database(), '5s');
 END $$;
+-- The errors of a statement as an application catching them sees them (SQLSTATE, message,
+-- detail, hint), for the golden files of the error table.
+CREATE FUNCTION public.error_of(stmt text, OUT code text, OUT message text, OUT detail text, OUT hint text)
+LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE stmt;
+    code := 'none';
+    message := 'no error';
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS code = RETURNED_SQLSTATE, message = MESSAGE_TEXT,
+                            detail = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+END $$;
