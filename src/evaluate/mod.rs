@@ -32,7 +32,8 @@ use crate::pg::errors::{self, raise};
 use crate::pg::gucs::{self, LlmOverrides};
 use crate::guard::{self, Limits};
 use crate::ask::host::BackendHost;
-use crate::{schema, llm};
+use crate::pg::errors::Raised;
+use crate::llm;
 
 /// Rows a judged result may have at most (the prediction and the gold SQL run again with this
 /// limit; a result cut by it cannot be judged).
@@ -133,7 +134,7 @@ impl Host for SuiteHost<'_> {
             None => self.backend.schema_text(),
             Some(s) => {
                 let quoted = quote_ident(s);
-                let tables: Vec<_> = schema::readable_tables()?.into_iter().filter(|t| t.schema == quoted).collect();
+                let tables: Vec<_> = crate::schema::readable_tables()?.into_iter().filter(|t| t.schema == quoted).collect();
                 Ok(schema::render(&tables))
             }
         }
@@ -142,7 +143,7 @@ impl Host for SuiteHost<'_> {
         self.backend.chat(stage, req)
     }
     fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
-        self.backend.execute(sql)
+        Host::execute(self.backend, sql)
     }
     fn correct_values(&mut self, sql: &str) -> Result<Correction, String> {
         self.backend.correct_values(sql)

@@ -8,6 +8,7 @@ mod tests {
     use pgrx::JsonB;
     use serde_json::Value;
 
+    use crate::pg::subxact::{self, OnSuccess};
     use crate::pg::testing::*;
 
     #[pg_test]

@@ -15,7 +15,6 @@ use pg_ask_core::config::LlmConfig;
 use pg_ask_core::llm::{self, ChatRequest, ChatResponse, LlmError, Runner};
 
 use crate::pg::errors::Raised;
-use crate::llm::ledger;
 
 thread_local! {
     /// A backend is one thread: the runner needs no lock.

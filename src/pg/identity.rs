@@ -2,6 +2,10 @@
 //! extension's owner after the caller's privileges were checked.
 
 use pgrx::pg_sys;
+use pgrx::pg_sys::errcodes::PgSqlErrorCode;
+use pgrx::prelude::*;
+
+use crate::pg::errors::raise;
 use super::spi::per_transaction;
 
 /// Run `f` as the owner of ask.value_memory (the extension's owner), then switch back, also

@@ -4,6 +4,8 @@
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
+use crate::pg::errors::raise;
+
 /// The rows of a query through SPI, each turned into a value by `row` (rows it returns None
 /// for are skipped; a failed query gives no rows).
 pub(crate) fn select_rows<T>(sql: &str, args: &[pgrx::datum::DatumWithOid], mut row: impl FnMut(pgrx::spi::SpiHeapTupleData<'_>) -> Option<T>) -> Vec<T> {
@@ -27,11 +29,11 @@ pub(crate) fn owns(rel: pg_sys::Oid) -> bool {
 #[derive(Default)]
 pub(crate) struct Facts {
     /// The transaction's local id (MyProc->lxid) the facts were read in.
-    lxid: u32,
+    pub(crate) lxid: u32,
     /// The owner of ask.value_memory.
-    owner: Option<pg_sys::Oid>,
+    pub(crate) owner: Option<pg_sys::Oid>,
     /// The quoted schema of each extension asked about (vector, pg_trgm).
-    schemas: Vec<(&'static str, String)>,
+    pub(crate) schemas: Vec<(&'static str, String)>,
 }
 
 thread_local! {

@@ -13,7 +13,8 @@ use pg_ask_core::ask::{SchemaCandidate, Selection};
 use pg_ask_core::schema::render;
 use pg_ask_core::selection::{Catalog, ColumnValues, Cosines, Fusion, PickReason, SchemaProfile, SelectOptions, TableProfile};
 use crate::pg::errors::{raise, Raised};
-use crate::values::{as_memory_owner, ext_schema, vector_text};
+use crate::pg::identity::as_memory_owner;
+use crate::pg::spi::{ext_schema, vector_text};
 use crate::{schema, llm::embeddings};
 use super::*;
 

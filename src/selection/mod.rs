@@ -38,7 +38,8 @@ use pg_ask_core::ask::{SchemaCandidate, Selection};
 use pg_ask_core::schema::render;
 use pg_ask_core::selection::{Catalog, ColumnValues, Cosines, Fusion, PickReason, SchemaProfile, SelectOptions, TableProfile};
 use crate::pg::errors::{raise, Raised};
-use crate::values::{as_memory_owner, ext_schema, vector_text};
+use crate::pg::identity::as_memory_owner;
+use crate::pg::spi::{ext_schema, vector_text};
 use crate::{schema, llm::embeddings};
 
 mod functions;
@@ -91,7 +92,7 @@ fn frequent_values() -> HashMap<String, Vec<ColumnValues>> {
 
 /// Comments of the schemas, by quoted name.
 fn schema_profiles() -> Vec<SchemaProfile> {
-    schema::select_rows(
+    crate::pg::spi::select_rows(
         "SELECT quote_ident(n.nspname), d.description FROM pg_catalog.pg_namespace n
          JOIN pg_catalog.pg_description d ON d.classoid = 'pg_catalog.pg_namespace'::regclass AND d.objoid = n.oid",
         &[],
@@ -194,7 +195,7 @@ fn stored_cosines(kind: Kind, items: &[(String, String)], question: Option<&[f32
         embedder.map(|(_, m)| m.clone()).into(),
     ];
     as_memory_owner(|| {
-        schema::select_rows(&sql, &args, |r| {
+        crate::pg::spi::select_rows(&sql, &args, |r| {
             Some((
                 r.get::<String>(1).ok()??,
                 Stored {

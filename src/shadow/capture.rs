@@ -15,11 +15,11 @@ use pg_ask_core::shadow::delta::{DeltaEntry, Encoding, Operation, TableName};
 use pg_ask_core::shadow::prompting::{parse_reply, Answer, PastCommand, Prompting, QueryKind, ReplayPrompt};
 use pg_ask_core::shadow::replay::{query_kind, table_text, ColumnDef};
 use pg_ask_core::shadow::score::{has_order_by, score_sample};
-use crate::schema::relname;
+use crate::pg::spi::relname;
 use crate::pg::errors::raise;
 use crate::pg::gucs::{self, LlmOverrides};
 use crate::pg::subxact::{self, OnSuccess};
-use crate::values::as_memory_owner;
+use crate::pg::identity::as_memory_owner;
 use crate::{guard, llm};
 use super::*;
 

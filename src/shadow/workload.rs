@@ -19,7 +19,7 @@ use crate::pg::errors::raise;
 use crate::pg::gucs::{self, LlmOverrides};
 use crate::shadow::{answer_json, fail_or_rethrow, outcome_of};
 use crate::pg::subxact::{self, OnSuccess};
-use crate::values::as_memory_owner;
+use crate::pg::identity::as_memory_owner;
 use crate::{guard, llm};
 use super::*;
 

@@ -5,7 +5,8 @@ use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use pgrx::prelude::*;
-use crate::schema::{self, relname, select_rows};
+use crate::schema;
+use crate::pg::spi::{relname, select_rows};
 use crate::llm::embeddings;
 use crate::pg::errors::raise;
 use super::*;
@@ -334,7 +335,7 @@ pub(crate) fn refresh_values(rel: Option<pg_sys::Oid>) -> i64 {
     });
     let mut changed = 0;
     for (relid, name, allow_rls) in columns {
-        if !schema::owns(relid) {
+        if !crate::pg::spi::owns(relid) {
             if rel.is_some() {
                 raise(PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE, format!("must be owner of table {} to refresh its values", relname(relid)), "");
             }

@@ -57,7 +57,7 @@ fn text_like_types(names: &[String]) -> HashMap<String, bool> {
         m
     });
     if !missing.is_empty() {
-        let found: Vec<(String, bool)> = schema::select_rows(
+        let found: Vec<(String, bool)> = crate::pg::spi::select_rows(
             "SELECT s, ask._text_base(pg_catalog.to_regtype(s)) IS NOT NULL FROM unnest($1::text[]) s",
             &[missing.clone().into()],
             |r| Some((r.get::<String>(1).ok()??, r.get::<bool>(2).ok()??)),
@@ -182,8 +182,8 @@ fn enum_evidence(labels: &[String], literal: &str) -> Evidence {
     let case_insensitive = if exact { None } else { labels.iter().find(|l| l.to_lowercase() == lower).cloned() };
     let mut candidates = Vec::new();
     if !exact && case_insensitive.is_none() && !labels.is_empty() {
-        let trgm = values::ext_schema("pg_trgm");
-        let trigrams: Vec<f64> = schema::select_rows(
+        let trgm = crate::pg::spi::ext_schema("pg_trgm");
+        let trigrams: Vec<f64> = crate::pg::spi::select_rows(
             &format!("SELECT {trgm}.similarity(l, $2)::float8 FROM unnest($1::text[]) WITH ORDINALITY AS u(l, i) ORDER BY i"),
             &[labels.to_vec().into(), literal.into()],
             |r| Some(r.get::<f64>(1).ok().flatten().unwrap_or(0.0)),

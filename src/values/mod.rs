@@ -10,7 +10,8 @@ use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use pgrx::prelude::*;
-use crate::schema::{self, relname, select_rows};
+use crate::schema;
+use crate::pg::spi::{relname, select_rows};
 use crate::llm::embeddings;
 use crate::pg::errors::raise;
 
@@ -21,6 +22,8 @@ mod search;
 mod tests;
 
 pub(crate) use build::*;
+use crate::pg::identity::{as_memory_owner, as_user};
+use crate::pg::spi::{ext_schema, vector_text};
 pub(crate) use search::*;
 
 /// Values embedded and written per batch (interrupts are checked between batches).
