@@ -9,7 +9,7 @@ use pg_ask_core::config::AskConfig;
 use pg_ask_core::evaluate::prefetch::{Capture, Prefetched, Replay};
 use pg_ask_core::evaluate::{check_gold, EvalHost, JudgeError};
 use pg_ask_core::llm::{ChatRequest, ChatResponse, LlmError};
-use pg_ask_core::ask::{self, AskError, ExecFailure, Goal, Host, Selection};
+use pg_ask_core::ask::{self as pipeline, AskError, ExecFailure, Goal, Host, Selection};
 use pg_ask_core::rows::ResultSet;
 use serde_json::json;
 
