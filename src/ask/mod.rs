@@ -153,6 +153,8 @@ fn ask_explain(
         }
         Err((_, trace)) => serde_json::to_value(&trace).unwrap_or_default(),
     };
-    let text = h.llm.api_key.scrub(&trace.to_string());
+    // The configured key, not the request's: a request to a URL the key is not sent to carries
+    // none, and the trace must still be scrubbed.
+    let text = gucs::api_key().scrub(&trace.to_string());
     JsonB(serde_json::from_str(&text).unwrap_or(trace))
 }
