@@ -21,8 +21,22 @@ mod values;
 pgrx::extension_sql_file!("../sql/ledger.sql", name = "ledger", bootstrap);
 pgrx::extension_sql_file!("../sql/values.sql", name = "value_memory_tables", requires = ["ledger"]);
 pgrx::extension_sql_file!("../sql/shadow.sql", name = "shadow_tables", requires = ["ledger"]);
-pgrx::extension_sql_file!("../sql/shadow_views.sql", name = "shadow_views", requires = ["shadow_tables", shadow::admin::_shadow_command, shadow::admin::_shadow_enable, shadow::admin::_shadow_disable]);
-pgrx::extension_sql_file!("../sql/benchmark.sql", name = "benchmark", requires = ["shadow_views", shadow::benchmark::_benchmark_start, shadow::benchmark::_benchmark_step, shadow::benchmark::_benchmark_finish, shadow::report::_metric]);
+pgrx::extension_sql_file!(
+    "../sql/shadow_views.sql",
+    name = "shadow_views",
+    requires = ["shadow_tables", shadow::admin::_shadow_command, shadow::admin::_shadow_enable, shadow::admin::_shadow_disable]
+);
+pgrx::extension_sql_file!(
+    "../sql/benchmark.sql",
+    name = "benchmark",
+    requires = [
+        "shadow_views",
+        shadow::benchmark::_benchmark_start,
+        shadow::benchmark::_benchmark_step,
+        shadow::benchmark::_benchmark_finish,
+        shadow::report::_metric
+    ]
+);
 pgrx::extension_sql_file!("../sql/schema_memory.sql", name = "schema_memory_tables", requires = ["value_memory_tables"]);
 
 #[pg_guard]
@@ -32,7 +46,6 @@ pub extern "C-unwind" fn _PG_init() {
     schema::init();
     shadow::init();
 }
-
 
 /// Required by `cargo pgrx test`.
 #[cfg(test)]

@@ -10,9 +10,9 @@ use pgrx::JsonB;
 
 use pg_ask_core::ask::{self as pipeline, Goal, Outcome};
 
+use crate::ask::host::BackendHost;
 use crate::pg::errors::{self, Raised};
 use crate::pg::gucs::{self, LlmOverrides};
-use crate::ask::host::BackendHost;
 
 /// Named arguments every function takes, overriding the GUCs for one call.
 struct CallArgs {

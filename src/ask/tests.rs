@@ -79,7 +79,10 @@ mod tests {
         let q = "how many cities?";
         let _llm = llm(Script::default()
             .rule(Rule::new(&["<schema>", q], Reply::text("SELECT count(*) AS n FROM public.citys")).times(1))
-            .rule(Rule::new(&["<schema>", q], Reply::text("SELECT count(*) AS n FROM public.cities")).last(&["relation \"public.citys\" does not exist"]))
+            .rule(
+                Rule::new(&["<schema>", q], Reply::text("SELECT count(*) AS n FROM public.cities"))
+                    .last(&["relation \"public.citys\" does not exist"]),
+            )
             .rule(Rule::new(&["<result", q], Reply::text("There are 2 cities."))));
         let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{q}')"));
         assert_eq!(trace["attempts"], 2, "{trace}");
@@ -137,7 +140,11 @@ mod tests {
             let answer: String = one(&format!("SELECT ask('{q}')"));
             assert_eq!(answer, "Two.", "{provider}");
             let path = &s.requests()[0].path;
-            let expected = match provider { "openai" => "/v1/chat/completions", "anthropic" => "/v1/messages", _ => "/api/chat" };
+            let expected = match provider {
+                "openai" => "/v1/chat/completions",
+                "anthropic" => "/v1/messages",
+                _ => "/api/chat",
+            };
             assert_eq!(path, expected);
         }
         Spi::run("RESET ask.provider; RESET ask.api_key").unwrap();
@@ -195,7 +202,8 @@ mod tests {
     #[pg_test]
     fn retry_after_beyond_the_timeout_gives_up_at_once() {
         setup();
-        let _llm = llm(Script::default().rule(Rule::new(&["slow down"], Reply::Status { code: 429, retry_after: Some(30), body: String::new() })));
+        let _llm =
+            llm(Script::default().rule(Rule::new(&["slow down"], Reply::Status { code: 429, retry_after: Some(30), body: String::new() })));
         Spi::run("SET ask.request_timeout = 2000").unwrap();
         let t = std::time::Instant::now();
         let (code, msg, hint) = error_of("SELECT ask('slow down')");
@@ -210,7 +218,11 @@ mod tests {
         let key = "sk-test-SECRET-0123456789";
         let s = llm(Script::default().rule(Rule::new(
             &["leak"],
-            Reply::Status { code: 401, retry_after: None, body: format!("{{\"error\":{{\"message\":\"Incorrect API key provided: {key}\"}}}}") },
+            Reply::Status {
+                code: 401,
+                retry_after: None,
+                body: format!("{{\"error\":{{\"message\":\"Incorrect API key provided: {key}\"}}}}"),
+            },
         )));
         Spi::run(&format!("SET ask.api_key = '{key}'")).unwrap();
         let shown: String = one("SELECT current_setting('ask.api_key')");
@@ -253,5 +265,4 @@ mod tests {
         // The session goes on.
         assert_eq!(one::<i32>("SELECT 1"), 1);
     }
-
 }

@@ -98,18 +98,31 @@ mod tests {
         let out = ask_do(RESTOCK);
         assert_eq!(
             kinds_and_counts(&out),
-            [("select", "as_planned", 1), ("select", "as_planned", 1), ("update", "from_results", 1),
-             ("insert", "from_results", 1), ("insert", "as_planned", 1), ("insert", "from_results", 1)]
-                .map(|(k, f, n)| (k.to_string(), f.to_string(), n))
+            [
+                ("select", "as_planned", 1),
+                ("select", "as_planned", 1),
+                ("update", "from_results", 1),
+                ("insert", "from_results", 1),
+                ("insert", "as_planned", 1),
+                ("insert", "from_results", 1)
+            ]
+            .map(|(k, f, n)| (k.to_string(), f.to_string(), n))
         );
         let steps = out["steps"].as_array().unwrap();
-        assert_eq!(steps[3]["sql"], "INSERT INTO public.purchases (supplier_id, fruit_id, kg, unit_price, purchased_on) VALUES (1, 1, 24, 0.8, '2023-01-01')");
+        assert_eq!(
+            steps[3]["sql"],
+            "INSERT INTO public.purchases (supplier_id, fruit_id, kg, unit_price, purchased_on) VALUES (1, 1, 24, 0.8, '2023-01-01')"
+        );
         assert!(steps[3]["planned_sql"].as_str().unwrap().contains("<supplier_id>, <fruit_id>"));
         assert_eq!(steps[4]["rows"], json!([{"mango_id": 4}]));
         assert_eq!(steps[0]["purpose"], "find the supplier");
         assert_eq!(out["summary"], "Recorded 24 kg of cherries and 10 kg of mango from ABC on 2023-01-01.");
-        assert_eq!(stock(), [("cherry", "34"), ("apple", "50"), ("banana", "30"), ("mango", "10")].map(|(a, b)| (a.to_string(), b.to_string())));
-        let purchases: String = one("SELECT string_agg(format('%s/%s/%s/%s', supplier_id, fruit_id, kg, unit_price), ' ' ORDER BY id) FROM public.purchases");
+        assert_eq!(
+            stock(),
+            [("cherry", "34"), ("apple", "50"), ("banana", "30"), ("mango", "10")].map(|(a, b)| (a.to_string(), b.to_string()))
+        );
+        let purchases: String =
+            one("SELECT string_agg(format('%s/%s/%s/%s', supplier_id, fruit_id, kg, unit_price), ' ' ORDER BY id) FROM public.purchases");
         assert_eq!(purchases, "1/1/24/0.8 1/4/10/1.1");
         // Two LLM calls (the plan and the summary), both in the ledger; every placeholder came
         // from a one-row result.
@@ -133,7 +146,9 @@ mod tests {
                 .map(|(k, f, n)| (k.to_string(), f.to_string(), n))
         );
         assert_eq!(out["steps"][1]["rows"], json!([{"sale_id": 3}]));
-        let items: String = one("SELECT string_agg(format('%s:%s:%s', fruit_id, kg, price), ' ' ORDER BY fruit_id) FROM public.sale_items WHERE sale_id = 3");
+        let items: String = one(
+            "SELECT string_agg(format('%s:%s:%s', fruit_id, kg, price), ' ' ORDER BY fruit_id) FROM public.sale_items WHERE sale_id = 3",
+        );
         assert_eq!(items, "2:2:0.9 3:1:0.5");
         assert_eq!(stock()[1..], [("apple", "48"), ("banana", "29")].map(|(a, b)| (a.to_string(), b.to_string())));
         // The sale is the caller's (the column default ran as the caller).
@@ -146,17 +161,28 @@ mod tests {
         Step 3: put it back in stock\n```sql\nUPDATE public.fruits SET stock_kg = stock_kg + <kg> WHERE id = <fruit_id>;\n```\n\
         Step 4: remove the items\n```sql\nDELETE FROM public.sale_items WHERE sale_id = <sale_id>;\n```\n\
         Step 5: remove the sale\n```sql\nDELETE FROM public.sales WHERE id = <sale_id>;\n```";
-    const UNDO_REWRITE: &str = "```sql\nUPDATE public.fruits SET stock_kg = stock_kg + CASE id WHEN 1 THEN 2 WHEN 2 THEN 3 END WHERE id IN (1, 2);\n```";
+    const UNDO_REWRITE: &str =
+        "```sql\nUPDATE public.fruits SET stock_kg = stock_kg + CASE id WHEN 1 THEN 2 WHEN 2 THEN 3 END WHERE id IN (1, 2);\n```";
 
     #[pg_test]
     fn undoing_a_sale_fills_placeholders_from_earlier_results() {
-        let s = shop(UNDO, UNDO_PLAN, &[("<step number=\"3\">", UNDO_REWRITE)], "The sale of 2023-01-05 to John Doe was undone: 2 kg cherries and 3 kg apples are back in stock.");
+        let s = shop(
+            UNDO,
+            UNDO_PLAN,
+            &[("<step number=\"3\">", UNDO_REWRITE)],
+            "The sale of 2023-01-05 to John Doe was undone: 2 kg cherries and 3 kg apples are back in stock.",
+        );
         let out = ask_do(UNDO);
         assert_eq!(
             kinds_and_counts(&out),
-            [("select", "as_planned", 1), ("select", "from_results", 2), ("update", "rewritten", 2),
-             ("delete", "from_results", 2), ("delete", "from_results", 1)]
-                .map(|(k, f, n)| (k.to_string(), f.to_string(), n))
+            [
+                ("select", "as_planned", 1),
+                ("select", "from_results", 2),
+                ("update", "rewritten", 2),
+                ("delete", "from_results", 2),
+                ("delete", "from_results", 1)
+            ]
+            .map(|(k, f, n)| (k.to_string(), f.to_string(), n))
         );
         let steps = out["steps"].as_array().unwrap();
         assert_eq!(steps[1]["sql"], "SELECT fruit_id, kg FROM public.sale_items WHERE sale_id = 1");
@@ -174,7 +200,8 @@ mod tests {
     #[pg_test]
     fn a_failing_step_after_several_writes_keeps_nothing() {
         let instruction = "Sold to John Doe on 2023-01-08: 100 kg cherry";
-        let plan = "Step 1\n```sql\nINSERT INTO public.sales (customer_id, sold_on) VALUES (1, '2023-01-08') RETURNING id AS sale_id;\n```\n\
+        let plan =
+            "Step 1\n```sql\nINSERT INTO public.sales (customer_id, sold_on) VALUES (1, '2023-01-08') RETURNING id AS sale_id;\n```\n\
             Step 2\n```sql\nINSERT INTO public.sale_items (sale_id, fruit_id, kg, price) VALUES (<sale_id>, 1, 100, 1.3);\n```\n\
             Step 3\n```sql\nUPDATE public.fruits SET stock_kg = stock_kg - 100 WHERE name = 'cherry';\n```";
         let _s = shop(instruction, plan, &[], "unused");
@@ -224,7 +251,11 @@ mod tests {
         assert_eq!(one::<i64>("SELECT count(*) FROM public.purchases"), 0);
         // DDL anywhere in the plan: refused before the first step runs.
         Spi::run("RESET ask.max_steps").unwrap();
-        for ddl in ["TRUNCATE public.sale_items", "ALTER TABLE public.fruits DROP CONSTRAINT fruits_stock_kg_check", "CREATE TABLE public.x AS SELECT * FROM public.sales"] {
+        for ddl in [
+            "TRUNCATE public.sale_items",
+            "ALTER TABLE public.fruits DROP CONSTRAINT fruits_stock_kg_check",
+            "CREATE TABLE public.x AS SELECT * FROM public.sales",
+        ] {
             let instruction = format!("clean up with {ddl}");
             s.set_script(Script::default().rule(Rule::new(
                 &["chain of SQL steps"],
@@ -240,25 +271,40 @@ mod tests {
     #[pg_test]
     fn volatile_functions_other_than_nextval_are_refused() {
         let instruction = "put a random price on apples";
-        let s = shop(instruction, "Step 1\n```sql\nUPDATE public.fruits SET sell_price = round(random()::numeric, 2) WHERE name = 'apple';\n```", &[], "unused");
+        let s = shop(
+            instruction,
+            "Step 1\n```sql\nUPDATE public.fruits SET sell_price = round(random()::numeric, 2) WHERE name = 'apple';\n```",
+            &[],
+            "unused",
+        );
         let (code, msg, detail, _) = error_of_do(instruction);
         assert_eq!(code, "2F003", "{msg}");
         assert!(detail.unwrap().contains("volatile function"), "{msg}");
         assert_eq!(one::<String>("SELECT sell_price::text FROM public.fruits WHERE name = 'apple'"), "0.9");
         // A user's function that writes elsewhere, called from an INSERT: refused, never run.
-        Spi::run("CREATE TABLE public.audit (n int); CREATE FUNCTION public.audit_bump() RETURNS int LANGUAGE sql VOLATILE
-                  AS $$ INSERT INTO public.audit VALUES (1) RETURNING 1 $$;").unwrap();
+        Spi::run(
+            "CREATE TABLE public.audit (n int); CREATE FUNCTION public.audit_bump() RETURNS int LANGUAGE sql VOLATILE
+                  AS $$ INSERT INTO public.audit VALUES (1) RETURNING 1 $$;",
+        )
+        .unwrap();
         let instruction = "a sale to customer 1 today";
-        s.set_script(Script::default()
-            .rule(Rule::new(&["chain of SQL steps"], Reply::text("```sql\nINSERT INTO public.sales (customer_id, sold_on) VALUES (public.audit_bump(), DATE '2023-01-09');\n```"))));
+        s.set_script(Script::default().rule(Rule::new(
+            &["chain of SQL steps"],
+            Reply::text("```sql\nINSERT INTO public.sales (customer_id, sold_on) VALUES (public.audit_bump(), DATE '2023-01-09');\n```"),
+        )));
         let (code, msg, _, _) = error_of_do(instruction);
         assert_eq!(code, "2F003", "{msg}");
         assert_eq!(one::<i64>("SELECT count(*) FROM public.audit"), 0);
         // Identity columns (nextval under the hood) and nextval itself in an INSERT are fine.
         Spi::run("CREATE SEQUENCE public.receipt_no").unwrap();
-        s.set_script(Script::default()
-            .rule(Rule::new(&["chain of SQL steps"], Reply::text("```sql\nINSERT INTO public.customers (name) VALUES ('Receipt ' || nextval('public.receipt_no'));\n```")))
-            .rule(Rule::new(&["what was just done"], Reply::text("Added a customer."))));
+        s.set_script(
+            Script::default()
+                .rule(Rule::new(
+                    &["chain of SQL steps"],
+                    Reply::text("```sql\nINSERT INTO public.customers (name) VALUES ('Receipt ' || nextval('public.receipt_no'));\n```"),
+                ))
+                .rule(Rule::new(&["what was just done"], Reply::text("Added a customer."))),
+        );
         let out = ask_do("add a customer named after the next receipt number");
         assert_eq!(out["steps"][0]["rows_affected"], 1);
         assert_eq!(one::<String>("SELECT name FROM public.customers WHERE id = 3"), "Receipt 1");
@@ -268,15 +314,19 @@ mod tests {
     fn steps_run_with_the_callers_privileges_and_row_level_security() {
         let s = shop(UNDO, UNDO_PLAN, &[], "unused");
         // Clerk B may work on sales, but row-level security shows each clerk only their own.
-        Spi::run("CREATE ROLE ask_clerk_b;
+        Spi::run(
+            "CREATE ROLE ask_clerk_b;
                   GRANT SELECT ON public.customers, public.fruits, public.suppliers TO ask_clerk_b;
                   GRANT SELECT, INSERT, DELETE ON public.sales, public.sale_items TO ask_clerk_b;
                   GRANT UPDATE (stock_kg) ON public.fruits TO ask_clerk_b;
                   ALTER TABLE public.sales ENABLE ROW LEVEL SECURITY;
-                  CREATE POLICY own_sales ON public.sales USING (clerk = current_user);").unwrap();
-        s.set_script(Script::default()
-            .rule(Rule::new(&["chain of SQL steps"], Reply::text(UNDO_PLAN)))
-            .rule(Rule::new(&["You complete one step", "Result: 0 row(s)"], Reply::text("CANNOT no sale to John Doe on 2023-01-05 was found"))));
+                  CREATE POLICY own_sales ON public.sales USING (clerk = current_user);",
+        )
+        .unwrap();
+        s.set_script(Script::default().rule(Rule::new(&["chain of SQL steps"], Reply::text(UNDO_PLAN))).rule(Rule::new(
+            &["You complete one step", "Result: 0 row(s)"],
+            Reply::text("CANNOT no sale to John Doe on 2023-01-05 was found"),
+        )));
         Spi::run("SET ROLE ask_clerk_b").unwrap();
         let (code, msg, _, _) = error_of_do(UNDO);
         Spi::run("RESET ROLE").unwrap();
@@ -356,5 +406,4 @@ mod tests {
         assert_eq!(one::<i64>("SELECT count(*) FROM public.suppliers"), 0);
         assert_eq!(one::<i64>("SELECT count(*) FROM pg_class WHERE relname = 'purchases'"), 1);
     }
-
 }

@@ -18,22 +18,20 @@ use pgrx::prelude::*;
 use pgrx::JsonB;
 use serde_json::{json, Value};
 
-use pg_ask_core::evaluate::prefetch::{Capture, Prefetched, Replay, SelectionMade};
-use pg_ask_core::evaluate::{
-    check_gold, judge, parse_suite_rows, EvalHost, QuestionRecord, RecordOutcome, SuiteError,
-};
-use pg_ask_core::llm::{ChatRequest, ChatResponse, LlmError};
 use pg_ask_core::ask::{self as pipeline, AskError, Correction, ExecFailure, Goal, Host};
+use pg_ask_core::evaluate::prefetch::{Capture, Prefetched, Replay, SelectionMade};
+use pg_ask_core::evaluate::{check_gold, judge, parse_suite_rows, EvalHost, QuestionRecord, RecordOutcome, SuiteError};
+use pg_ask_core::llm::{ChatRequest, ChatResponse, LlmError};
 use pg_ask_core::rows::ResultSet;
 use pg_ask_core::schema;
 use pg_ask_core::sqltext::quote_ident;
 
+use crate::ask::host::BackendHost;
+use crate::guard::{self, Limits};
+use crate::llm;
+use crate::pg::errors::Raised;
 use crate::pg::errors::{self, raise};
 use crate::pg::gucs::{self, LlmOverrides};
-use crate::guard::{self, Limits};
-use crate::ask::host::BackendHost;
-use crate::pg::errors::Raised;
-use crate::llm;
 
 /// Rows a judged result may have at most (the prediction and the gold SQL run again with this
 /// limit; a result cut by it cannot be judged).
@@ -46,20 +44,22 @@ const JUDGE_ROW_LIMIT: u32 = 100_000;
 #[pg_extern(name = "load_suite", volatile, strict, parallel_unsafe)]
 fn load_suite(name: &str, rows: JsonB) -> i32 {
     if name.trim().is_empty() {
-        raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, "the suite name is empty", "Name the suite, e.g. ask.load_suite('mine', rows).");
+        raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            "the suite name is empty",
+            "Name the suite, e.g. ask.load_suite('mine', rows).",
+        );
     }
     let questions = parse_suite_rows(&rows.0).unwrap_or_else(|e| {
         let mut r = Raised::from(&e);
         r.message = format!("suite \"{name}\" cannot be loaded: {}", r.message);
         r.raise()
     });
-    let runs = Spi::get_one_with_args::<i64>(
-        "SELECT count(*) FROM ask.eval_runs WHERE owner = current_user AND suite = $1",
-        &[name.into()],
-    )
-    .ok()
-    .flatten()
-    .unwrap_or(0);
+    let runs =
+        Spi::get_one_with_args::<i64>("SELECT count(*) FROM ask.eval_runs WHERE owner = current_user AND suite = $1", &[name.into()])
+            .ok()
+            .flatten()
+            .unwrap_or(0);
     Spi::run_with_args("DELETE FROM ask.eval_suites WHERE owner = current_user AND suite = $1", &[name.into()])
         .unwrap_or_else(|e| crate::pg::errors::internal("a statement on pg_ask\'s tables failed", e).raise());
     if runs > 0 {
@@ -178,10 +178,8 @@ fn backend_host() -> BackendHost {
 }
 
 fn suite_size(suite: &str) -> i32 {
-    match Spi::get_one_with_args::<i32>(
-        "SELECT questions FROM ask.eval_suites WHERE owner = current_user AND suite = $1",
-        &[suite.into()],
-    ) {
+    match Spi::get_one_with_args::<i32>("SELECT questions FROM ask.eval_suites WHERE owner = current_user AND suite = $1", &[suite.into()])
+    {
         Ok(Some(n)) => n,
         _ => raise(
             PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
@@ -198,7 +196,11 @@ fn current_user() -> String {
 /// The run's row (made when missing); says when a resumed run now uses another model.
 fn ensure_run(suite: &str, run_label: &str, cfg: &pg_ask_core::config::LlmConfig) {
     if run_label.trim().is_empty() {
-        raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, "the run label is empty", "Label the run, e.g. CALL ask.evaluate('mine', 'qwen-7b-1').");
+        raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            "the run label is empty",
+            "Label the run, e.g. CALL ask.evaluate('mine', 'qwen-7b-1').",
+        );
     }
     let before = Spi::get_two_with_args::<String, String>(
         "SELECT provider, model FROM ask.eval_runs WHERE owner = current_user AND suite = $1 AND run_label = $2",
@@ -207,7 +209,11 @@ fn ensure_run(suite: &str, run_label: &str, cfg: &pg_ask_core::config::LlmConfig
     match before {
         Ok((Some(p), Some(m))) => {
             if p != cfg.provider.as_str() || m != cfg.model {
-                notice!("pg_ask: run \"{run_label}\" was started with {p} model {m}; it continues with {} model {}", cfg.provider.as_str(), cfg.model);
+                notice!(
+                    "pg_ask: run \"{run_label}\" was started with {p} model {m}; it continues with {} model {}",
+                    cfg.provider.as_str(),
+                    cfg.model
+                );
             }
         }
         _ => {
@@ -242,7 +248,12 @@ fn evaluate_begin(suite: &str, run_label: &str) -> i32 {
     if done > 0 {
         notice!("pg_ask evaluate: resuming run \"{run_label}\" of suite \"{suite}\": {left} of {total} questions left ({} model {}, {} at a time)", cfg.provider.as_str(), cfg.model, gucs::concurrency());
     } else {
-        notice!("pg_ask evaluate: run \"{run_label}\" of suite \"{suite}\": {total} questions ({} model {}, {} at a time)", cfg.provider.as_str(), cfg.model, gucs::concurrency());
+        notice!(
+            "pg_ask evaluate: run \"{run_label}\" of suite \"{suite}\": {total} questions ({} model {}, {} at a time)",
+            cfg.provider.as_str(),
+            cfg.model,
+            gucs::concurrency()
+        );
     }
     left as i32
 }
@@ -259,7 +270,11 @@ fn evaluate_step(suite: &str, run_label: &str, batch: default!(Option<i32>, "NUL
     let concurrency = gucs::concurrency().max(1);
     let batch = batch.unwrap_or(concurrency as i32);
     if batch < 1 {
-        raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("batch must be at least 1, not {batch}"), "Leave it out to use ask.concurrency.");
+        raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("batch must be at least 1, not {batch}"),
+            "Leave it out to use ask.concurrency.",
+        );
     }
     let pending = pending_questions(suite, run_label, batch);
     if pending.is_empty() {
@@ -332,11 +347,28 @@ fn evaluate_step(suite: &str, run_label: &str, batch: default!(Option<i32>, "NUL
         let (record, matched) = in_schema(q.schema.as_deref(), || match &outcome {
             Ok(o) => {
                 let judgement = judge(&mut judge_host, &q.gold_sql, &o.sql);
-                let record = QuestionRecord::judged(&q.question, q.category.as_deref(), q.difficulty.as_deref(), alternatives, &o.sql, &judgement, tokens, ms);
+                let record = QuestionRecord::judged(
+                    &q.question,
+                    q.category.as_deref(),
+                    q.difficulty.as_deref(),
+                    alternatives,
+                    &o.sql,
+                    &judgement,
+                    tokens,
+                    ms,
+                );
                 (record, judgement.matched_alternative)
             }
             Err((e, _)) => {
-                let mut record = QuestionRecord::unanswered(&q.question, q.category.as_deref(), q.difficulty.as_deref(), alternatives, &e.to_string(), tokens, ms);
+                let mut record = QuestionRecord::unanswered(
+                    &q.question,
+                    q.category.as_deref(),
+                    q.difficulty.as_deref(),
+                    alternatives,
+                    &e.to_string(),
+                    tokens,
+                    ms,
+                );
                 if let Err(gold) = check_gold(&mut judge_host, &q.gold_sql) {
                     record.outcome = RecordOutcome::GoldFailed;
                     record.error = Some(format!("{e}; {gold}"));
@@ -419,8 +451,4 @@ fn stop_on_service_failure(e: &AskError) {
     }
 }
 
-pgrx::extension_sql_file!(
-    "../../sql/evaluate.sql",
-    name = "evaluation",
-    requires = ["ledger", load_suite, evaluate_begin, evaluate_step]
-);
+pgrx::extension_sql_file!("../../sql/evaluate.sql", name = "evaluation", requires = ["ledger", load_suite, evaluate_begin, evaluate_step]);

@@ -16,8 +16,8 @@ mod tests {
 
     use pg_ask_core::evaluate::{parse_suite_rows, SuiteQuestion};
 
-    use crate::pg::testing::{closed_url, error_of, llm, one};
     use crate::pg::subxact::{self, OnSuccess};
+    use crate::pg::testing::{closed_url, error_of, llm, one};
 
     const DEFOG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/datasets/defog");
     const DATABASES: [&str; 3] = ["restaurants", "academic", "scholar"];
@@ -43,9 +43,8 @@ mod tests {
         ))
         .unwrap();
         let list = dbs.iter().map(|d| format!("'{d}'")).collect::<Vec<_>>().join(", ");
-        let JsonB(rows) = one::<JsonB>(&format!(
-            "SELECT jsonb_agg(to_jsonb(q) - 'n' ORDER BY n) FROM defog_questions q WHERE db_name IN ({list})"
-        ));
+        let JsonB(rows) =
+            one::<JsonB>(&format!("SELECT jsonb_agg(to_jsonb(q) - 'n' ORDER BY n) FROM defog_questions q WHERE db_name IN ({list})"));
         rows
     }
 
@@ -106,7 +105,8 @@ mod tests {
         match subxact::run(OnSuccess::Release, move || Spi::get_one::<i32>(&sql).unwrap().unwrap()) {
             Ok(n) => n,
             Err(CaughtError::PostgresError(r)) | Err(CaughtError::ErrorReport(r)) => {
-                let seen: Vec<String> = s.requests().iter().map(|q| q.prompt.chars().rev().take(160).collect::<String>().chars().rev().collect()).collect();
+                let seen: Vec<String> =
+                    s.requests().iter().map(|q| q.prompt.chars().rev().take(160).collect::<String>().chars().rev().collect()).collect();
                 panic!("step failed: {}\nrequests seen ({}):\n{}", r.message(), seen.len(), seen.join("\n---\n"))
             }
             Err(e @ CaughtError::RustPanic { .. }) => e.rethrow(),
@@ -148,8 +148,10 @@ mod tests {
                 .map(|r| (r.get::<String>(1).unwrap().unwrap(), r.get::<i64>(2).unwrap().unwrap()))
                 .collect()
         });
-        let expected: BTreeMap<String, i64> =
-            [("correct", correct as i64), ("prediction_error", 1), ("wrong_result", wrong as i64)].into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        let expected: BTreeMap<String, i64> = [("correct", correct as i64), ("prediction_error", 1), ("wrong_result", wrong as i64)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
         assert_eq!(outcomes, expected, "every gold query of these three databases runs");
 
         let (judged, right, ex): (i64, i64, pgrx::AnyNumeric) = Spi::get_three(
@@ -181,18 +183,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!(repaired, (Some(true), Some(2), Some(2)));
-        let (error, tokens) = Spi::get_two::<String, i64>(
-            "SELECT error, tokens FROM ask.eval_results WHERE run_label = 'scripted' AND qno = 3",
-        )
-        .unwrap();
+        let (error, tokens) =
+            Spi::get_two::<String, i64>("SELECT error, tokens FROM ask.eval_results WHERE run_label = 'scripted' AND qno = 3").unwrap();
         assert!(error.unwrap().contains("no SQL"));
         assert!(tokens.unwrap() > 0);
         let wrong_error: String = one("SELECT error FROM ask.eval_results WHERE run_label = 'scripted' AND qno = 4");
         assert!(wrong_error.starts_with("wrong result"), "{wrong_error}");
-        let bad: i64 = one(
-            "SELECT count(*) FROM ask.eval_results WHERE run_label = 'scripted'
-             AND (ms <= 0 OR tokens <= 0 OR judge_ms <= 0 OR (ex AND matched_alternative IS NULL))",
-        );
+        let bad: i64 = one("SELECT count(*) FROM ask.eval_results WHERE run_label = 'scripted'
+             AND (ms <= 0 OR tokens <= 0 OR judge_ms <= 0 OR (ex AND matched_alternative IS NULL))");
         assert_eq!(bad, 0);
 
         // The report by category: exactly the scripted counts per category.
@@ -239,18 +237,17 @@ mod tests {
         assert_eq!(one::<i64>("SELECT count(*) FROM ask.eval_suites"), 0);
 
         // A good suite: optional fields by their dataset names, defog's brace choices kept as given.
-        let n: i32 = one(
-            r#"SELECT ask.load_suite('mini', '[
+        let n: i32 = one(r#"SELECT ask.load_suite('mini', '[
                 {"question": "how many?", "query": "SELECT count(*) FROM t", "db_id": "s1", "hardness": "easy"},
-                {"nl": "names", "gold": "SELECT {t.a, t.b} FROM t", "query_category": "select", "instructions": "use t"}]')"#,
-        );
+                {"nl": "names", "gold": "SELECT {t.a, t.b} FROM t", "query_category": "select", "instructions": "use t"}]')"#);
         assert_eq!(n, 2);
         let row = Spi::get_three::<String, String, String>(
             "SELECT schema, difficulty, gold_sql FROM ask.eval_questions WHERE suite = 'mini' AND qno = 1",
         )
         .unwrap();
         assert_eq!(row, (Some("s1".into()), Some("easy".into()), Some("SELECT count(*) FROM t".into())));
-        let row = Spi::get_two::<String, String>("SELECT category, instructions FROM ask.eval_questions WHERE suite = 'mini' AND qno = 2").unwrap();
+        let row = Spi::get_two::<String, String>("SELECT category, instructions FROM ask.eval_questions WHERE suite = 'mini' AND qno = 2")
+            .unwrap();
         assert_eq!(row, (Some("select".into()), Some("use t".into())));
         // Loading it again replaces it, runs included.
         Spi::run("INSERT INTO ask.eval_runs (suite, run_label, provider, model) VALUES ('mini', 'r', 'openai', 'm')").unwrap();
@@ -262,10 +259,16 @@ mod tests {
 
     #[pg_test]
     fn suites_and_results_belong_to_their_role_and_run_with_its_privileges() {
-        Spi::run("CREATE SCHEMA shop; CREATE TABLE shop.fruits (name text); INSERT INTO shop.fruits VALUES ('cherry'), ('plum');
-                  CREATE TABLE shop.secrets (payroll int); INSERT INTO shop.secrets VALUES (1);").unwrap();
-        Spi::run("CREATE ROLE ask_eval_a; CREATE ROLE ask_eval_b;
-                  GRANT USAGE ON SCHEMA shop TO ask_eval_a, ask_eval_b; GRANT SELECT ON shop.fruits TO ask_eval_a, ask_eval_b").unwrap();
+        Spi::run(
+            "CREATE SCHEMA shop; CREATE TABLE shop.fruits (name text); INSERT INTO shop.fruits VALUES ('cherry'), ('plum');
+                  CREATE TABLE shop.secrets (payroll int); INSERT INTO shop.secrets VALUES (1);",
+        )
+        .unwrap();
+        Spi::run(
+            "CREATE ROLE ask_eval_a; CREATE ROLE ask_eval_b;
+                  GRANT USAGE ON SCHEMA shop TO ask_eval_a, ask_eval_b; GRANT SELECT ON shop.fruits TO ask_eval_a, ask_eval_b",
+        )
+        .unwrap();
         let _s = llm(Script::default()
             .rule(Rule::new(&["<question>fruit names</question>"], Reply::text("SELECT name FROM fruits")))
             .rule(Rule::new(&["<question>payroll</question>"], Reply::text("SELECT payroll FROM secrets"))));
@@ -289,9 +292,10 @@ mod tests {
         let error: String = one("SELECT error FROM ask.eval_results WHERE qno = 2");
         assert!(error.contains("permission denied"), "{error}");
         // The summary leaves the question whose gold cannot run out of the accuracy.
-        let (judged, gold_failed, ex): (i64, i64, pgrx::AnyNumeric) = Spi::get_three("SELECT judged, gold_failed, ex FROM ask.eval_summary")
-            .map(|(j, g, e)| (j.unwrap(), g.unwrap(), e.unwrap()))
-            .unwrap();
+        let (judged, gold_failed, ex): (i64, i64, pgrx::AnyNumeric) =
+            Spi::get_three("SELECT judged, gold_failed, ex FROM ask.eval_summary")
+                .map(|(j, g, e)| (j.unwrap(), g.unwrap(), e.unwrap()))
+                .unwrap();
         assert_eq!((judged, gold_failed, ex.to_string()), (1, 1, "0.0000".to_string()));
 
         // Another role sees none of it, and cannot run it.
@@ -308,7 +312,8 @@ mod tests {
     #[pg_test]
     fn an_unreachable_llm_stops_the_run_instead_of_failing_questions() {
         Spi::run("CREATE SCHEMA shop; CREATE TABLE shop.fruits (name text)").unwrap();
-        Spi::run(r#"SELECT ask.load_suite('s', '[{"question": "fruits", "gold_sql": "SELECT name FROM fruits", "schema": "shop"}]')"#).unwrap();
+        Spi::run(r#"SELECT ask.load_suite('s', '[{"question": "fruits", "gold_sql": "SELECT name FROM fruits", "schema": "shop"}]')"#)
+            .unwrap();
         let closed = closed_url();
         Spi::run(&format!("SET ask.base_url = '{closed}/v1'")).unwrap();
         let (code, msg, _) = error_of("SELECT ask.evaluate_step('s', 'r')");

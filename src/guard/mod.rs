@@ -206,8 +206,12 @@ pub(crate) fn execute_step(sql: &str, limits: &Limits) -> Result<StepResult, Exe
         if let Some(reason) = write_step_refusal(&csql) {
             return Err(ExecFailure::Refused { reason });
         }
-        spi_execute(&csql, false, limit)
-            .map_err(|message| ExecFailure::Error { sqlstate: "XX000".into(), message, detail: None, hint: None })
+        spi_execute(&csql, false, limit).map_err(|message| ExecFailure::Error {
+            sqlstate: "XX000".into(),
+            message,
+            detail: None,
+            hint: None,
+        })
     })?;
     Ok(StepResult { rows_affected: out.processed, columns: out.rows.columns, rows: out.rows.rows })
 }
@@ -228,11 +232,7 @@ unsafe fn write_step_refusal(sql: &std::ffi::CStr) -> Option<String> {
     let query = pg_sys::parse_analyze_fixedparams(raw_stmt, sql.as_ptr(), std::ptr::null(), 0, std::ptr::null_mut());
     let node = query as *mut pg_sys::Node;
     let insert = (*query).commandType == pg_sys::CmdType::CMD_INSERT;
-    let volatile = if insert {
-        pg_sys::contain_volatile_functions_not_nextval(node)
-    } else {
-        pg_sys::contain_volatile_functions(node)
-    };
+    let volatile = if insert { pg_sys::contain_volatile_functions_not_nextval(node) } else { pg_sys::contain_volatile_functions(node) };
     volatile.then(|| {
         format!(
             "the statement calls a volatile function{} (one that can change the database or give a different result each call)",
@@ -242,7 +242,11 @@ unsafe fn write_step_refusal(sql: &std::ffi::CStr) -> Option<String> {
 }
 
 unsafe fn list_len(l: *mut pg_sys::List) -> i32 {
-    if l.is_null() { 0 } else { (*l).length }
+    if l.is_null() {
+        0
+    } else {
+        (*l).length
+    }
 }
 
 unsafe fn list_nth(l: *mut pg_sys::List, n: i32) -> *mut std::ffi::c_void {
@@ -266,7 +270,11 @@ unsafe fn copy_rows(limit: u32) -> ResultSet {
     let mut types = Vec::with_capacity(natts as usize);
     for i in 1..=natts {
         let name = pg_sys::SPI_fname(tupdesc, i);
-        columns.push(if name.is_null() { format!("?column{i}?") } else { scrubbed(&key, CStr::from_ptr(name).to_string_lossy()).into_owned() });
+        columns.push(if name.is_null() {
+            format!("?column{i}?")
+        } else {
+            scrubbed(&key, CStr::from_ptr(name).to_string_lossy()).into_owned()
+        });
         types.push(pg_sys::SPI_gettypeid(tupdesc, i));
     }
     let keep = processed.min(limit as usize);
@@ -289,7 +297,11 @@ unsafe fn copy_rows(limit: u32) -> ResultSet {
 }
 
 fn scrubbed<'a>(key: &pg_ask_core::secret::Secret, text: std::borrow::Cow<'a, str>) -> std::borrow::Cow<'a, str> {
-    if key.occurs_in(&text) { key.scrub(&text).into() } else { text }
+    if key.occurs_in(&text) {
+        key.scrub(&text).into()
+    } else {
+        text
+    }
 }
 
 /// A cell's JSON value from its type and text form: numbers and booleans as JSON numbers and

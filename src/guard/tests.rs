@@ -14,9 +14,12 @@ mod tests {
     #[pg_test]
     fn a_volatile_function_is_refused_by_the_database_layer() {
         setup();
-        Spi::run("CREATE TABLE public.canary_log (id int, note text);
+        Spi::run(
+            "CREATE TABLE public.canary_log (id int, note text);
                   CREATE FUNCTION public.canary_bump() RETURNS int LANGUAGE sql VOLATILE
-                  AS $$ INSERT INTO public.canary_log VALUES (1, 'bumped') RETURNING 1 $$;").unwrap();
+                  AS $$ INSERT INTO public.canary_log VALUES (1, 'bumped') RETURNING 1 $$;",
+        )
+        .unwrap();
         let s = llm(Script::reply_always("SELECT public.canary_bump()"));
         let (code, msg, _) = error_of("SELECT ask.sql('bump it')");
         assert_eq!(code, "2F003", "{msg}");
@@ -72,5 +75,4 @@ mod tests {
             assert!(matches!(sql, Ok(Some(_))), "{name} should run: {sql:?}");
         }
     }
-
 }

@@ -12,9 +12,9 @@ use pgrx::prelude::*;
 use pg_ask_core::llm::embed::{self, EmbedConfig, EmbedProtocol};
 use pg_ask_embed::Embedder;
 
+use crate::llm::with_runner_interruptible;
 use crate::pg::errors::{self, Raised};
 use crate::pg::gucs::{self, EmbeddingProvider};
-use crate::llm::with_runner_interruptible;
 
 /// Texts embedded per model call (and per HTTP request); interrupts are checked between.
 const CHUNK: usize = 64;
@@ -67,9 +67,11 @@ fn local_model() -> Rc<Embedder> {
 pub fn embed_texts(texts: &[&str]) -> Vec<Vec<f32>> {
     let mut out = Vec::with_capacity(texts.len());
     match gucs::embedding_provider() {
-        EmbeddingProvider::Off => Raised::new(PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED, "embeddings are switched off (ask.embedding_provider = off)")
-            .hint("SET ask.embedding_provider = 'local' (or openai, ollama).")
-            .raise(),
+        EmbeddingProvider::Off => {
+            Raised::new(PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED, "embeddings are switched off (ask.embedding_provider = off)")
+                .hint("SET ask.embedding_provider = 'local' (or openai, ollama).")
+                .raise()
+        }
         EmbeddingProvider::Local => {
             let model = local_model();
             for chunk in texts.chunks(CHUNK) {

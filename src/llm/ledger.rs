@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use pgrx::prelude::*;
 use pgrx::datum::DatumWithOid;
+use pgrx::prelude::*;
 
 use pg_ask_core::config::LlmConfig;
 use pg_ask_core::llm::{ChatResponse, LlmError};

@@ -25,9 +25,7 @@ thread_local! {
 pub fn cancel_pending() -> bool {
     // SAFETY: reads of sig_atomic_t flags that signal handlers set; this is the backend's
     // own thread (the runtime is current-thread, so the check runs here).
-    unsafe {
-        pg_sys::InterruptPending != 0 && (pg_sys::QueryCancelPending != 0 || pg_sys::ProcDiePending != 0)
-    }
+    unsafe { pg_sys::InterruptPending != 0 && (pg_sys::QueryCancelPending != 0 || pg_sys::ProcDiePending != 0) }
 }
 
 fn with_runner<R>(f: impl FnOnce(&Runner) -> R) -> R {
@@ -36,11 +34,10 @@ fn with_runner<R>(f: impl FnOnce(&Runner) -> R) -> R {
         if slot.is_none() {
             match Runner::new() {
                 Ok(r) => *slot = Some(r),
-                Err(e) => Raised::new(
-                    pg_sys::errcodes::PgSqlErrorCode::ERRCODE_SYSTEM_ERROR,
-                    format!("could not start the HTTP runtime: {e}"),
-                )
-                .raise(),
+                Err(e) => {
+                    Raised::new(pg_sys::errcodes::PgSqlErrorCode::ERRCODE_SYSTEM_ERROR, format!("could not start the HTTP runtime: {e}"))
+                        .raise()
+                }
             }
         }
         f(slot.as_ref().expect("runner was just made"))
@@ -49,9 +46,7 @@ fn with_runner<R>(f: impl FnOnce(&Runner) -> R) -> R {
 
 /// Run `f` with the backend's runner; when it reports an interrupt, let PostgreSQL raise the
 /// pending cancel (or say the request was interrupted).
-pub fn with_runner_interruptible<T>(
-    f: impl FnOnce(&Runner) -> Result<Result<T, LlmError>, llm::Interrupted>,
-) -> Result<T, LlmError> {
+pub fn with_runner_interruptible<T>(f: impl FnOnce(&Runner) -> Result<Result<T, LlmError>, llm::Interrupted>) -> Result<T, LlmError> {
     match with_runner(f) {
         Ok(result) => result,
         Err(llm::Interrupted) => {

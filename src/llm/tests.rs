@@ -43,5 +43,4 @@ mod tests {
         assert_eq!(code, "0A000", "{msg}");
         assert!(hint.unwrap().contains("ask.embedding_provider"));
     }
-
 }

@@ -5,10 +5,10 @@ use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::PgLogLevel;
 
-use pg_ask_core::llm::LlmError;
 use pg_ask_core::ask::{AskError, ExecFailure};
 use pg_ask_core::chain::ChainError;
 use pg_ask_core::evaluate::SuiteError;
+use pg_ask_core::llm::LlmError;
 
 /// Raise an error with a SQLSTATE, a message and (unless empty) a hint. Never returns.
 pub fn raise(code: PgSqlErrorCode, message: impl Into<String>, hint: &str) -> ! {
@@ -105,12 +105,17 @@ pub fn from_ask(e: &AskError) -> Raised {
             .hint("GRANT SELECT on the tables to ask about to this role."),
         AskError::Host(m) => internal("the database could not be read for the question", m),
         AskError::Llm { stage, source } => from_llm(source, stage),
-        AskError::NoSql { attempts, reply } => Raised::new(ERRCODE_INVALID_TEXT_REPRESENTATION, format!("the LLM's reply contained no SQL after {attempts} attempt(s)"))
-            .detail(format!("last reply: {reply}"))
-            .hint("Rephrase the question, or try another model (ask.model)."),
-        AskError::Refused { attempts, reason, sql } => Raised::new(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED, format!("the generated SQL was refused after {attempts} attempt(s): {reason}"))
-            .detail(format!("last SQL: {sql}"))
-            .hint("pg_ask runs only single read-only queries without volatile functions."),
+        AskError::NoSql { attempts, reply } => {
+            Raised::new(ERRCODE_INVALID_TEXT_REPRESENTATION, format!("the LLM's reply contained no SQL after {attempts} attempt(s)"))
+                .detail(format!("last reply: {reply}"))
+                .hint("Rephrase the question, or try another model (ask.model).")
+        }
+        AskError::Refused { attempts, reason, sql } => Raised::new(
+            ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED,
+            format!("the generated SQL was refused after {attempts} attempt(s): {reason}"),
+        )
+        .detail(format!("last SQL: {sql}"))
+        .hint("pg_ask runs only single read-only queries without volatile functions."),
         AskError::Failed { attempts, sqlstate, message, sql } => Raised::new(
             sqlstate_code(sqlstate).unwrap_or(ERRCODE_DATA_EXCEPTION),
             format!("the generated SQL failed after {attempts} attempt(s): {message}"),
@@ -145,10 +150,15 @@ impl From<&ChainError> for Raised {
                 Raised::new(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED, e.to_string())
                     .hint("ask.do() runs only SELECT, INSERT, UPDATE and DELETE steps, never DDL.")
             }
-            ChainError::TooManySteps { .. } => Raised::new(ERRCODE_PROGRAM_LIMIT_EXCEEDED, e.to_string()).hint("Raise ask.max_steps, or split the instruction."),
-            ChainError::NoTables => Raised::new(ERRCODE_INSUFFICIENT_PRIVILEGE, e.to_string()).hint("GRANT the role access to the tables to change."),
+            ChainError::TooManySteps { .. } => {
+                Raised::new(ERRCODE_PROGRAM_LIMIT_EXCEEDED, e.to_string()).hint("Raise ask.max_steps, or split the instruction.")
+            }
+            ChainError::NoTables => {
+                Raised::new(ERRCODE_INSUFFICIENT_PRIVILEGE, e.to_string()).hint("GRANT the role access to the tables to change.")
+            }
             ChainError::EmptyInstruction => Raised::new(ERRCODE_INVALID_PARAMETER_VALUE, e.to_string()),
-            _ => Raised::new(ERRCODE_INVALID_TEXT_REPRESENTATION, e.to_string()).hint("Rephrase the instruction, or try another model (ask.model)."),
+            _ => Raised::new(ERRCODE_INVALID_TEXT_REPRESENTATION, e.to_string())
+                .hint("Rephrase the instruction, or try another model (ask.model)."),
         }
     }
 }

@@ -90,7 +90,8 @@ pub fn init() {
         pg_sys::DefineCustomStringVariable(
             c"ask.base_url".as_ptr(),
             c"Base URL of the LLM server.".as_ptr(),
-            c"For openai, the URL up to and including /v1; for anthropic, https://api.anthropic.com; for ollama, http://host:11434.".as_ptr(),
+            c"For openai, the URL up to and including /v1; for anthropic, https://api.anthropic.com; for ollama, http://host:11434."
+                .as_ptr(),
             BASE_URL.as_ptr(),
             BASE_URL_DEFAULT.as_ptr(),
             pg_sys::GucContext::PGC_USERSET,
@@ -338,7 +339,11 @@ unsafe extern "C-unwind" fn check_base_url(newval: *mut *mut c_char, _extra: *mu
 }
 
 #[pg_guard]
-unsafe extern "C-unwind" fn check_embedding_base_url(newval: *mut *mut c_char, _extra: *mut *mut c_void, source: pg_sys::GucSource::Type) -> bool {
+unsafe extern "C-unwind" fn check_embedding_base_url(
+    newval: *mut *mut c_char,
+    _extra: *mut *mut c_void,
+    source: pg_sys::GucSource::Type,
+) -> bool {
     remember_server_url(1, newval, source);
     true
 }
@@ -352,10 +357,8 @@ unsafe extern "C-unwind" fn check_api_key(newval: *mut *mut c_char, _extra: *mut
         return true;
     }
     let keep = |text: &std::ffi::CStr| pg_sys::MemoryContextStrdup(pg_sys::ErrorContext, text.as_ptr());
-    pg_sys::GUC_check_errmsg_string =
-        keep(c"ask.api_key may not be set per database, per role or in a function's SET clause");
-    pg_sys::GUC_check_errdetail_string =
-        keep(c"Those settings are stored in pg_db_role_setting or pg_proc, which every role can read.");
+    pg_sys::GUC_check_errmsg_string = keep(c"ask.api_key may not be set per database, per role or in a function's SET clause");
+    pg_sys::GUC_check_errdetail_string = keep(c"Those settings are stored in pg_db_role_setting or pg_proc, which every role can read.");
     pg_sys::GUC_check_errhint_string = keep(
         c"Set the key server-wide, with pg_ask in shared_preload_libraries: ALTER SYSTEM SET ask.api_key = '...'; SELECT pg_reload_conf(); and remove a stored one with ALTER DATABASE ... RESET ask.api_key or ALTER ROLE ... RESET ask.api_key.",
     );
@@ -417,7 +420,9 @@ pub fn api_key_for(url: &str) -> Secret {
             PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             "ask.api_key is set, but pg_ask is not in shared_preload_libraries",
         )
-        .detail("Until pg_ask is loaded in a session, PostgreSQL keeps ask.api_key as a placeholder setting that any role can read with SHOW.")
+        .detail(
+            "Until pg_ask is loaded in a session, PostgreSQL keeps ask.api_key as a placeholder setting that any role can read with SHOW.",
+        )
         .hint("ALTER SYSTEM SET shared_preload_libraries = 'pg_ask' (keep the libraries already listed there) and restart PostgreSQL.")
         .raise();
     }
@@ -442,7 +447,11 @@ pub fn embedding_model() -> String {
 
 pub fn embedding_base_url() -> String {
     let own = string(&EMBEDDING_BASE_URL);
-    if own.is_empty() { base_url() } else { own }
+    if own.is_empty() {
+        base_url()
+    } else {
+        own
+    }
 }
 
 pub fn allow_writes() -> bool {
@@ -527,4 +536,3 @@ pub fn ask_config(max_attempts: Option<i32>) -> AskConfig {
         ..AskConfig::default()
     }
 }
-

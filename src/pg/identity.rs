@@ -5,8 +5,8 @@ use pgrx::pg_sys;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use pgrx::prelude::*;
 
-use crate::pg::errors::raise;
 use super::spi::per_transaction;
+use crate::pg::errors::raise;
 
 /// Run `f` as the owner of ask.value_memory (the extension's owner), then switch back, also
 /// when `f` raises an error (PostgreSQL restores the user id at (sub)transaction abort).

@@ -8,7 +8,11 @@ use crate::pg::errors::raise;
 
 /// The rows of a query through SPI, each turned into a value by `row` (rows it returns None
 /// for are skipped; a failed query gives no rows).
-pub(crate) fn select_rows<T>(sql: &str, args: &[pgrx::datum::DatumWithOid], mut row: impl FnMut(pgrx::spi::SpiHeapTupleData<'_>) -> Option<T>) -> Vec<T> {
+pub(crate) fn select_rows<T>(
+    sql: &str,
+    args: &[pgrx::datum::DatumWithOid],
+    mut row: impl FnMut(pgrx::spi::SpiHeapTupleData<'_>) -> Option<T>,
+) -> Vec<T> {
     Spi::connect(|client| client.select(sql, None, args).map(|rows| rows.filter_map(&mut row).collect()).unwrap_or_default())
 }
 
@@ -19,10 +23,13 @@ pub(crate) fn relname(rel: pg_sys::Oid) -> String {
 
 /// Whether the current role owns `rel` (or is a member of its owner).
 pub(crate) fn owns(rel: pg_sys::Oid) -> bool {
-    Spi::get_one_with_args::<bool>("SELECT pg_catalog.pg_has_role(relowner, 'USAGE') FROM pg_catalog.pg_class WHERE oid = $1", &[rel.into()])
-        .ok()
-        .flatten()
-        .unwrap_or(false)
+    Spi::get_one_with_args::<bool>(
+        "SELECT pg_catalog.pg_has_role(relowner, 'USAGE') FROM pg_catalog.pg_class WHERE oid = $1",
+        &[rel.into()],
+    )
+    .ok()
+    .flatten()
+    .unwrap_or(false)
 }
 
 /// Catalog facts every lookup needs, read once per transaction.

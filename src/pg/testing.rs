@@ -59,12 +59,9 @@ pub(crate) fn error_report_of(sql: &str) -> (String, String, Option<String>, Opt
     let sql = sql.to_string();
     match subxact::run(OnSuccess::RollBack, move || Spi::run(&sql).unwrap()) {
         Ok(()) => panic!("expected an error"),
-        Err(CaughtError::PostgresError(r)) | Err(CaughtError::ErrorReport(r)) => (
-            sqlstate_text(r.sql_error_code()),
-            r.message().to_string(),
-            r.detail().map(str::to_string),
-            r.hint().map(str::to_string),
-        ),
+        Err(CaughtError::PostgresError(r)) | Err(CaughtError::ErrorReport(r)) => {
+            (sqlstate_text(r.sql_error_code()), r.message().to_string(), r.detail().map(str::to_string), r.hint().map(str::to_string))
+        }
         Err(e @ CaughtError::RustPanic { .. }) => e.rethrow(),
     }
 }

@@ -7,11 +7,11 @@
 //! relation, and COMMENT ON SCHEMA into one of `pg_namespace`, since a schema's comment is part
 //! of the schema's description in the selection memory).
 
-use std::cell::{Cell, RefCell};
+use pg_ask_core::schema::{self, Table};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::JsonB;
-use pg_ask_core::schema::{self, Table};
+use std::cell::{Cell, RefCell};
 
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
@@ -58,8 +58,7 @@ pub fn init() {
 pub fn readable_tables() -> Result<Vec<Table>, String> {
     // SAFETY: reads the backend's current user id.
     let user = unsafe { pg_sys::GetUserId() };
-    let hit = VALID.with(|v| v.get())
-        && CACHE.with(|c| c.borrow().as_ref().is_some_and(|(u, _)| *u == user));
+    let hit = VALID.with(|v| v.get()) && CACHE.with(|c| c.borrow().as_ref().is_some_and(|(u, _)| *u == user));
     if hit {
         return Ok(CACHE.with(|c| c.borrow().as_ref().map(|(_, t)| t.clone()).unwrap_or_default()));
     }

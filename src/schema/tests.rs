@@ -39,5 +39,4 @@ mod tests {
         Spi::run("DROP TABLE public.fresh").unwrap();
         assert!(!prompt(&s).contains("public.fresh"));
     }
-
 }

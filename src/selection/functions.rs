@@ -1,22 +1,22 @@
 //! The SQL functions of the schema selection memory: `ask.index_schema()`,
 //! `ask.select_tables()`, `ask.select_schemas()`.
 
-use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
-use std::rc::Rc;
+use super::*;
+use crate::pg::errors::{raise, Raised};
+use crate::pg::identity::as_memory_owner;
+use crate::pg::spi::{ext_schema, vector_text};
+use crate::{llm::embeddings, schema};
+use pg_ask_core::ask::{SchemaCandidate, Selection};
+use pg_ask_core::schema::render;
+use pg_ask_core::selection::{Catalog, ColumnValues, Cosines, Fusion, PickReason, SchemaProfile, SelectOptions, TableProfile};
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use pgrx::prelude::*;
 use serde_json::json;
-use pg_ask_core::ask::{SchemaCandidate, Selection};
-use pg_ask_core::schema::render;
-use pg_ask_core::selection::{Catalog, ColumnValues, Cosines, Fusion, PickReason, SchemaProfile, SelectOptions, TableProfile};
-use crate::pg::errors::{raise, Raised};
-use crate::pg::identity::as_memory_owner;
-use crate::pg::spi::{ext_schema, vector_text};
-use crate::{schema, llm::embeddings};
-use super::*;
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 /// Build (or rebuild) the schema selection memory for the given schemas (NULL: every schema
 /// with a table the caller may read). Returns the number of tables described.
@@ -30,9 +30,7 @@ pub(crate) fn index_schema(schemas: Option<Vec<String>>) -> i64 {
     let wanted: Option<HashSet<String>> = schemas.map(|names| {
         names
             .iter()
-            .map(|n| {
-                Spi::get_one_with_args::<String>("SELECT quote_ident($1)", &[n.as_str().into()]).ok().flatten().unwrap_or_default()
-            })
+            .map(|n| Spi::get_one_with_args::<String>("SELECT quote_ident($1)", &[n.as_str().into()]).ok().flatten().unwrap_or_default())
             .collect()
     });
     if let Some(w) = &wanted {

@@ -26,21 +26,21 @@
 //! * **Embeddings off** (`ask.embedding_provider = off`): descriptions are stored without
 //!   embeddings and the lexical score alone ranks.
 
-use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
-use std::rc::Rc;
+use crate::pg::errors::{raise, Raised};
+use crate::pg::identity::as_memory_owner;
+use crate::pg::spi::{ext_schema, vector_text};
+use crate::{llm::embeddings, schema};
+use pg_ask_core::ask::{SchemaCandidate, Selection};
+use pg_ask_core::schema::render;
+use pg_ask_core::selection::{Catalog, ColumnValues, Cosines, Fusion, PickReason, SchemaProfile, SelectOptions, TableProfile};
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use pgrx::prelude::*;
 use serde_json::json;
-use pg_ask_core::ask::{SchemaCandidate, Selection};
-use pg_ask_core::schema::render;
-use pg_ask_core::selection::{Catalog, ColumnValues, Cosines, Fusion, PickReason, SchemaProfile, SelectOptions, TableProfile};
-use crate::pg::errors::{raise, Raised};
-use crate::pg::identity::as_memory_owner;
-use crate::pg::spi::{ext_schema, vector_text};
-use crate::{schema, llm::embeddings};
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 mod functions;
 #[cfg(any(test, feature = "pg_test"))]
@@ -105,11 +105,13 @@ fn schema_profiles() -> Vec<SchemaProfile> {
 /// (after DDL, COMMENT, GRANT or a change of user).
 pub fn selection_catalog() -> Rc<Catalog> {
     // Read first: reading is what notices catalog changes and moves the generation.
-    let tables = schema::readable_tables().unwrap_or_else(|e| crate::pg::errors::internal("the readable tables could not be listed", e).raise());
+    let tables =
+        schema::readable_tables().unwrap_or_else(|e| crate::pg::errors::internal("the readable tables could not be listed", e).raise());
     let generation = schema::generation();
     // SAFETY: reads the backend's current user id.
     let user = unsafe { pg_sys::GetUserId() };
-    if let Some(c) = BUILT.with(|b| b.borrow().as_ref().filter(|(g, u, _, _)| *g == generation && *u == user).map(|(_, _, c, _)| c.clone())) {
+    if let Some(c) = BUILT.with(|b| b.borrow().as_ref().filter(|(g, u, _, _)| *g == generation && *u == user).map(|(_, _, c, _)| c.clone()))
+    {
         return c;
     }
     let full_chars = render(&tables).len();
@@ -172,7 +174,12 @@ struct Stored {
 
 /// What the memory holds for each (name, description) of the caller's catalog, with cosines
 /// against `question` (embedded by `embedder`, the current provider and model).
-fn stored_cosines(kind: Kind, items: &[(String, String)], question: Option<&[f32]>, embedder: Option<&(String, String)>) -> HashMap<String, Stored> {
+fn stored_cosines(
+    kind: Kind,
+    items: &[(String, String)],
+    question: Option<&[f32]>,
+    embedder: Option<&(String, String)>,
+) -> HashMap<String, Stored> {
     let vector = ext_schema("vector");
     let names: Vec<String> = items.iter().map(|(n, _)| n.clone()).collect();
     let descriptions: Vec<String> = items.iter().map(|(_, d)| d.clone()).collect();
@@ -187,13 +194,8 @@ fn stored_cosines(kind: Kind, items: &[(String, String)], question: Option<&[f32
                                     OR (m.embedding_provider = $4::text AND m.embedding_model IS NOT DISTINCT FROM $5::text)) AS same(e)",
         kind.table()
     );
-    let args: [DatumWithOid; 5] = [
-        names.into(),
-        descriptions.into(),
-        q.into(),
-        embedder.map(|(p, _)| p.clone()).into(),
-        embedder.map(|(_, m)| m.clone()).into(),
-    ];
+    let args: [DatumWithOid; 5] =
+        [names.into(), descriptions.into(), q.into(), embedder.map(|(p, _)| p.clone()).into(), embedder.map(|(_, m)| m.clone()).into()];
     as_memory_owner(|| {
         crate::pg::spi::select_rows(&sql, &args, |r| {
             Some((
@@ -343,10 +345,8 @@ fn rank_with(question: &str, state: MemoryState, embedder: Option<(String, Strin
     let mut cosines = |kind: Kind, items: Vec<(String, String)>, schema_of: &dyn Fn(&str) -> String| -> Cosines {
         let stored = stored_cosines(kind, &items, q.as_deref(), embedder.as_ref());
         other_embedder += stored.values().filter(|s| s.fresh && s.other_embedder).count();
-        let stale: Vec<(String, String)> = items
-            .into_iter()
-            .filter(|(n, _)| !stored.get(n).is_some_and(|s| s.fresh) && indexed.contains(&schema_of(n)))
-            .collect();
+        let stale: Vec<(String, String)> =
+            items.into_iter().filter(|(n, _)| !stored.get(n).is_some_and(|s| s.fresh) && indexed.contains(&schema_of(n))).collect();
         let mut out: Cosines = stored.into_iter().filter_map(|(n, s)| s.cosine.map(|c| (n, c))).collect();
         if stale.is_empty() {
             return out;
@@ -370,9 +370,7 @@ fn rank_with(question: &str, state: MemoryState, embedder: Option<(String, Strin
         out
     };
     let table_items: Vec<(String, String)> = catalog.table_descriptions().map(|(n, d)| (n, d.to_string())).collect();
-    let tables = cosines(Kind::Tables, table_items, &|n: &str| {
-        catalog.table(n).map(|t| t.schema.clone()).unwrap_or_default()
-    });
+    let tables = cosines(Kind::Tables, table_items, &|n: &str| catalog.table(n).map(|t| t.schema.clone()).unwrap_or_default());
     let schema_items: Vec<(String, String)> = catalog.schema_descriptions().map(|(n, d)| (n.to_string(), d.to_string())).collect();
     let schemas = cosines(Kind::Schemas, schema_items, &|n: &str| n.to_string());
     if refreshed > 0 {
@@ -420,12 +418,8 @@ pub fn selection_for(question: &str, max_tables: usize) -> Result<Option<Selecti
     if schemas.is_empty() {
         return Ok(None);
     }
-    let options = SelectOptions {
-        k: max_tables,
-        schemas: Some(schemas.iter().map(|s| s.schema.clone()).collect()),
-        fusion,
-        ..Default::default()
-    };
+    let options =
+        SelectOptions { k: max_tables, schemas: Some(schemas.iter().map(|s| s.schema.clone()).collect()), fusion, ..Default::default() };
     let mut picks = r.catalog.select_tables(question, &r.tables, &options).map_err(|e| e.to_string())?;
     if picks.iter().any(|p| p.score > 0.0) {
         picks.retain(|p| p.score > 0.0 || p.reason != PickReason::Retrieved);

@@ -36,9 +36,7 @@ mod tests {
     }
 
     fn names(sql: &str) -> Vec<String> {
-        Spi::connect(|c| {
-            c.select(sql, None, &[]).unwrap().map(|r| r.get::<String>(1).unwrap().unwrap_or_default()).collect()
-        })
+        Spi::connect(|c| c.select(sql, None, &[]).unwrap().map(|r| r.get::<String>(1).unwrap().unwrap_or_default()).collect())
     }
 
     #[pg_test]
@@ -79,7 +77,8 @@ mod tests {
         assert!(top.contains(&"music.vocalist".to_string()) && !top.iter().any(|t| t.contains("singer")), "{top:?}");
         let row: String = one("SELECT name FROM ask.schema_memory_tables WHERE relid = 'music.vocalist'::regclass");
         assert_eq!(row, "music.vocalist");
-        let fresh: bool = one("SELECT description LIKE 'Table music.vocalist%' FROM ask.schema_memory_tables WHERE relid = 'music.vocalist'::regclass");
+        let fresh: bool =
+            one("SELECT description LIKE 'Table music.vocalist%' FROM ask.schema_memory_tables WHERE relid = 'music.vocalist'::regclass");
         assert!(fresh);
         // Dropped: gone from the selection and, at the next refresh, from the memory.
         Spi::run("DROP TABLE garden.plant").unwrap();
@@ -89,7 +88,8 @@ mod tests {
         let _ = names("SELECT rel::text FROM ask.select_tables('ticket price', 3)");
         let left: i64 = one("SELECT count(*) FROM ask.schema_memory_tables WHERE name LIKE 'garden.%'");
         assert_eq!(left, 0);
-        let altered: bool = one("SELECT description LIKE '%ticket_price%' FROM ask.schema_memory_tables WHERE relid = 'music.concert'::regclass");
+        let altered: bool =
+            one("SELECT description LIKE '%ticket_price%' FROM ask.schema_memory_tables WHERE relid = 'music.concert'::regclass");
         assert!(altered);
     }
 
@@ -109,11 +109,9 @@ mod tests {
         assert!(described);
         assert_eq!(names("SELECT rel::text FROM ask.select_tables('organisational units', 1)"), ["staff.department"]);
         assert_eq!(names("SELECT rel::text FROM ask.select_tables('auditorium', 1)"), ["music.concert"]);
-        let described: i64 = one(
-            "SELECT count(*) FROM ask.schema_memory_tables
+        let described: i64 = one("SELECT count(*) FROM ask.schema_memory_tables
              WHERE (name = 'staff.department' AND description LIKE '%Organisational units%')
-                OR (name = 'music.concert' AND description LIKE '%Auditorium where it was held%')",
-        );
+                OR (name = 'music.concert' AND description LIKE '%Auditorium where it was held%')");
         assert_eq!(described, 2);
     }
 
@@ -131,7 +129,8 @@ mod tests {
         // Unchanged tables keep their cosines: no word of this question is in garden.plant's
         // description, so only its embedding can put it first.
         assert_eq!(names("SELECT rel::text FROM ask.select_tables('flowers in bloom', 1)"), ["garden.plant"]);
-        let stored: i64 = one("SELECT count(*) FROM ask.schema_memory_tables WHERE description LIKE '%ticket_price%' OR name = 'garden.greenhouse'");
+        let stored: i64 =
+            one("SELECT count(*) FROM ask.schema_memory_tables WHERE description LIKE '%ticket_price%' OR name = 'garden.greenhouse'");
         assert_eq!(stored, 0);
     }
 
@@ -159,7 +158,9 @@ mod tests {
         // Rebuilt under the current settings, the embeddings count again.
         let _: i64 = one("SELECT ask.index_schema()");
         assert_eq!(names("SELECT rel::text FROM ask.select_tables('flowers that need water', 1)"), ["garden.plant"]);
-        let local: i64 = one("SELECT count(*) FROM ask.schema_memory_tables WHERE embedding_provider = 'local' AND embedding_model = 'all-MiniLM-L6-v2'");
+        let local: i64 = one(
+            "SELECT count(*) FROM ask.schema_memory_tables WHERE embedding_provider = 'local' AND embedding_model = 'all-MiniLM-L6-v2'",
+        );
         assert_eq!(local, 5);
     }
 
@@ -188,11 +189,10 @@ mod tests {
         let q = "which has more: singers or employees?";
         let plan = r#"[{"goal": "count the singers", "sql": "SELECT count(*) AS singers FROM music.singer", "schema": "music"},
                        {"goal": "count the employees", "sql": "SELECT count(*) AS employees FROM staff.employee", "schema": "staff"}]"#;
-        let s = llm(
-            Script::default()
-                .rule(Rule::new(&["retrieval steps", q], Reply::text(plan)))
-                .rule(Rule::new(&["<step n=\"2\"", "[\"singers\"]\n[3]", "[\"employees\"]\n[5]"], Reply::text("There are more employees (5) than singers (3)."))),
-        );
+        let s = llm(Script::default().rule(Rule::new(&["retrieval steps", q], Reply::text(plan))).rule(Rule::new(
+            &["<step n=\"2\"", "[\"singers\"]\n[3]", "[\"employees\"]\n[5]"],
+            Reply::text("There are more employees (5) than singers (3)."),
+        )));
         let answer: String = one(&format!("SELECT ask('{q}')"));
         assert_eq!(answer, "There are more employees (5) than singers (3).");
         let reqs = s.requests();
@@ -230,11 +230,9 @@ mod tests {
         // One indexed schema is one candidate: no plan stage, the SQL prompt carries the best
         // table and the table its foreign key needs, nothing else.
         let q = "in which venues did concerts take place?";
-        let s = llm(
-            Script::default()
-                .rule(Rule::new(&["<schema>", q], Reply::text("```sql\nSELECT DISTINCT venue FROM music.concert\n```")))
-                .rule(Rule::new(&["<result", q], Reply::text("ROWS"))),
-        );
+        let s = llm(Script::default()
+            .rule(Rule::new(&["<schema>", q], Reply::text("```sql\nSELECT DISTINCT venue FROM music.concert\n```")))
+            .rule(Rule::new(&["<result", q], Reply::text("ROWS"))));
         let _: String = one(&format!("SELECT ask('{q}')"));
         let reqs = s.requests();
         assert_eq!(reqs.len(), 2);
@@ -247,13 +245,14 @@ mod tests {
     fn a_context_that_answers_runs_no_sql() {
         Spi::run(TWO_DATABASES).unwrap();
         let q = "how many singers are there?";
-        let s = llm(
-            Script::default()
-                .rule(Rule::new(&["<context>", "three singers"], Reply::text("{\"answerable\": true, \"answer\": \"There are three singers.\"}")))
-                .rule(Rule::new(&["<context>"], Reply::text("{\"answerable\": false}")))
-                .rule(Rule::new(&["<schema>", q], Reply::text("SELECT count(*) FROM music.singer")))
-                .rule(Rule::new(&["<result", q], Reply::text("3 singers."))),
-        );
+        let s = llm(Script::default()
+            .rule(Rule::new(
+                &["<context>", "three singers"],
+                Reply::text("{\"answerable\": true, \"answer\": \"There are three singers.\"}"),
+            ))
+            .rule(Rule::new(&["<context>"], Reply::text("{\"answerable\": false}")))
+            .rule(Rule::new(&["<schema>", q], Reply::text("SELECT count(*) FROM music.singer")))
+            .rule(Rule::new(&["<result", q], Reply::text("3 singers."))));
         let answer: String = one(&format!("SELECT ask('{q}', context => 'The label signed three singers.')"));
         assert_eq!(answer, "There are three singers.");
         assert_eq!(s.requests().len(), 1);

@@ -1,25 +1,25 @@
 //! Enabling and disabling capture on a table, and one log entry as a command.
 
-use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
-use std::time::Instant;
-use pgrx::pg_sys::errcodes::PgSqlErrorCode;
-use pgrx::pg_sys::panic::CaughtError;
-use pgrx::prelude::*;
-use pgrx::heap_tuple::PgHeapTuple;
-use pgrx::{AllocatedByPostgres, JsonB, PgTrigger};
-use serde_json::{json, Map, Value};
+use super::*;
+use crate::pg::errors::raise;
+use crate::pg::gucs::{self, LlmOverrides};
+use crate::pg::identity::as_memory_owner;
+use crate::pg::spi::relname;
+use crate::pg::subxact::{self, OnSuccess};
+use crate::{guard, llm};
 use pg_ask_core::shadow::delta::{DeltaEntry, Encoding, Operation, TableName};
 use pg_ask_core::shadow::prompting::{parse_reply, Answer, PastCommand, Prompting, QueryKind, ReplayPrompt};
 use pg_ask_core::shadow::replay::{query_kind, table_text, ColumnDef};
 use pg_ask_core::shadow::score::{has_order_by, score_sample};
-use crate::pg::spi::relname;
-use crate::pg::errors::raise;
-use crate::pg::gucs::{self, LlmOverrides};
-use crate::pg::subxact::{self, OnSuccess};
-use crate::pg::identity::as_memory_owner;
-use crate::{guard, llm};
-use super::*;
+use pgrx::heap_tuple::PgHeapTuple;
+use pgrx::pg_sys::errcodes::PgSqlErrorCode;
+use pgrx::pg_sys::panic::CaughtError;
+use pgrx::prelude::*;
+use pgrx::{AllocatedByPostgres, JsonB, PgTrigger};
+use serde_json::{json, Map, Value};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::time::Instant;
 
 /// Primary-key column names of `rel`, in key order.
 pub(crate) fn key_columns(rel: pg_sys::Oid) -> Vec<String> {
@@ -47,9 +47,8 @@ pub(crate) fn require_owner(rel: pg_sys::Oid, what: &str) {
 }
 
 pub(crate) fn require_table(rel: pg_sys::Oid) {
-    let kind = Spi::get_one_with_args::<i8>("SELECT relkind::\"char\" FROM pg_catalog.pg_class WHERE oid = $1", &[rel.into()])
-        .ok()
-        .flatten();
+    let kind =
+        Spi::get_one_with_args::<i8>("SELECT relkind::\"char\" FROM pg_catalog.pg_class WHERE oid = $1", &[rel.into()]).ok().flatten();
     if !matches!(kind.map(|k| k as u8), Some(b'r') | Some(b'p')) {
         raise(
             PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
@@ -130,7 +129,11 @@ pub(crate) fn _shadow_disable(rel: pg_sys::Oid, keep_log: bool) -> i64 {
             .unwrap_or(false)
     });
     if !known {
-        raise(PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, format!("{name} is not shadowed"), "ask.shadow_enable(table) starts capturing.");
+        raise(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("{name} is not shadowed"),
+            "ask.shadow_enable(table) starts capturing.",
+        );
     }
     Spi::run(&format!("DROP TRIGGER IF EXISTS ask_shadow_capture ON {name}")).ok();
     Spi::run(&format!("DROP TRIGGER IF EXISTS ask_shadow_truncate ON {name}")).ok();
@@ -181,13 +184,7 @@ pub(crate) fn entry(table: TableName, op: i8, old: Option<JsonB>, new: Option<Js
 /// One log entry as a command: an SQL statement (`encoding => 'sql'`) or an English sentence
 /// (`'nl'`). Used by the ask.shadow_commands view.
 #[pg_extern(stable, parallel_safe)]
-pub(crate) fn _shadow_command(
-    rel: pg_sys::Oid,
-    op: i8,
-    old_row: Option<JsonB>,
-    new_row: Option<JsonB>,
-    encoding: &str,
-) -> Option<String> {
+pub(crate) fn _shadow_command(rel: pg_sys::Oid, op: i8, old_row: Option<JsonB>, new_row: Option<JsonB>, encoding: &str) -> Option<String> {
     let encoding = parse_encoding(encoding);
     let keys = key_columns(rel);
     entry(table_name(rel), op, old_row, new_row, 0, 0, keys).encode(encoding).ok()

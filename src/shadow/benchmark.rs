@@ -8,13 +8,13 @@
 //! inside a subtransaction that is always rolled back) and the LLM calls go out together,
 //! `ask.concurrency` at a time.
 
-use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::ffi::CString;
-use pgrx::pg_sys::errcodes::PgSqlErrorCode;
-use pgrx::prelude::*;
-use pgrx::JsonB;
-use serde_json::{json, Value};
+use super::*;
+use crate::pg::errors::raise;
+use crate::pg::gucs::{self, LlmOverrides};
+use crate::pg::identity::as_memory_owner;
+use crate::pg::subxact::{self, OnSuccess};
+use crate::shadow::{answer_json, fail_or_rethrow, outcome_of};
+use crate::{guard, llm};
 use pg_ask_core::llm::LlmError;
 use pg_ask_core::shadow::delta::Encoding;
 use pg_ask_core::shadow::prompting::{parse_reply, Answer, PastCommand, Prompting, QueryKind, ReplayPrompt};
@@ -22,13 +22,13 @@ use pg_ask_core::shadow::report::{render_html, ReportOptions, ResultRow};
 use pg_ask_core::shadow::sampler::{sample_one, Sample, SamplerConfig, Target};
 use pg_ask_core::shadow::score::{aggregate, has_order_by, score_sample, TruthClass};
 use pg_ask_core::shadow::workload::{CommandKind, Workload};
-use crate::pg::errors::raise;
-use crate::pg::gucs::{self, LlmOverrides};
-use crate::shadow::{answer_json, fail_or_rethrow, outcome_of};
-use crate::pg::subxact::{self, OnSuccess};
-use crate::pg::identity::as_memory_owner;
-use crate::{guard, llm};
-use super::*;
+use pgrx::pg_sys::errcodes::PgSqlErrorCode;
+use pgrx::prelude::*;
+use pgrx::JsonB;
+use serde_json::{json, Value};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ffi::CString;
 
 pub(crate) struct Run {
     workload: String,
@@ -145,7 +145,11 @@ pub(crate) fn _benchmark_start(
                 raise(
                     PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
                     format!("workload {workload_name:?} cannot be sampled with encoding {encoding}: {e}"),
-                    if encoding == Encoding::Nl { "The NL encoding needs the workload's NL twin: ask.load_workload(name, spec, nl)." } else { "" },
+                    if encoding == Encoding::Nl {
+                        "The NL encoding needs the workload's NL twin: ask.load_workload(name, spec, nl)."
+                    } else {
+                        ""
+                    },
                 );
             }
         }
@@ -210,7 +214,10 @@ pub(crate) fn _benchmark_start(
 
 pub(crate) fn done_count(run: i64) -> i64 {
     as_memory_owner(|| {
-        Spi::get_one_with_args::<i64>("SELECT count(*) FROM ask.benchmark_samples WHERE run_id = $1", &[run.into()]).ok().flatten().unwrap_or(0)
+        Spi::get_one_with_args::<i64>("SELECT count(*) FROM ask.benchmark_samples WHERE run_id = $1", &[run.into()])
+            .ok()
+            .flatten()
+            .unwrap_or(0)
     })
 }
 
@@ -388,9 +395,7 @@ pub(crate) fn _benchmark_step(run: i64) -> i32 {
         .iter()
         .map(|job| {
             let (sample, truth) = &drawn[&(job.sample, job.encoding)];
-            let text = |c: &pg_ask_core::shadow::sampler::CommandRef| {
-                c.resolve(&w).and_then(|c| c.text(job.encoding)).unwrap_or_default()
-            };
+            let text = |c: &pg_ask_core::shadow::sampler::CommandRef| c.resolve(&w).and_then(|c| c.text(job.encoding)).unwrap_or_default();
             let history: Vec<PastCommand> = sample
                 .commands
                 .iter()
@@ -474,10 +479,7 @@ pub(crate) fn _benchmark_step(run: i64) -> i32 {
             .raise();
     }
     let (finished, mean) = as_memory_owner(|| {
-        Spi::get_two_with_args::<i64, f64>(
-            "SELECT count(*), avg(score) FROM ask.benchmark_samples WHERE run_id = $1",
-            &[run.into()],
-        )
+        Spi::get_two_with_args::<i64, f64>("SELECT count(*), avg(score) FROM ask.benchmark_samples WHERE run_id = $1", &[run.into()])
     })
     .unwrap_or((None, None));
     let total = r.config.samples * r.encodings.len() * r.promptings.len();
@@ -502,9 +504,6 @@ pub(crate) fn _benchmark_finish(run: i64) {
     for r in &rows {
         by_op.entry(r.operation.as_str()).or_default().push((r.truth, r.score));
     }
-    let parts: Vec<String> = by_op
-        .iter()
-        .filter_map(|(op, v)| aggregate(v.iter().copied()).map(|s| format!("{op} {s:.3}")))
-        .collect();
+    let parts: Vec<String> = by_op.iter().filter_map(|(op, v)| aggregate(v.iter().copied()).map(|s| format!("{op} {s:.3}"))).collect();
     notice!("pg_ask: benchmark run {run} done: {}", parts.join(", "));
 }

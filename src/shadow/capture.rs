@@ -2,26 +2,26 @@
 //! `ask.shadow_log` on the write path of the user's table (see the module above for how it
 //! keeps that cheap), and TRUNCATE forgetting the table's log.
 
-use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
-use std::time::Instant;
-use pgrx::pg_sys::errcodes::PgSqlErrorCode;
-use pgrx::pg_sys::panic::CaughtError;
-use pgrx::prelude::*;
-use pgrx::heap_tuple::PgHeapTuple;
-use pgrx::{AllocatedByPostgres, JsonB, PgTrigger};
-use serde_json::{json, Map, Value};
+use super::*;
+use crate::pg::errors::raise;
+use crate::pg::gucs::{self, LlmOverrides};
+use crate::pg::identity::as_memory_owner;
+use crate::pg::spi::relname;
+use crate::pg::subxact::{self, OnSuccess};
+use crate::{guard, llm};
 use pg_ask_core::shadow::delta::{DeltaEntry, Encoding, Operation, TableName};
 use pg_ask_core::shadow::prompting::{parse_reply, Answer, PastCommand, Prompting, QueryKind, ReplayPrompt};
 use pg_ask_core::shadow::replay::{query_kind, table_text, ColumnDef};
 use pg_ask_core::shadow::score::{has_order_by, score_sample};
-use crate::pg::spi::relname;
-use crate::pg::errors::raise;
-use crate::pg::gucs::{self, LlmOverrides};
-use crate::pg::subxact::{self, OnSuccess};
-use crate::pg::identity::as_memory_owner;
-use crate::{guard, llm};
-use super::*;
+use pgrx::heap_tuple::PgHeapTuple;
+use pgrx::pg_sys::errcodes::PgSqlErrorCode;
+use pgrx::pg_sys::panic::CaughtError;
+use pgrx::prelude::*;
+use pgrx::{AllocatedByPostgres, JsonB, PgTrigger};
+use serde_json::{json, Map, Value};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::time::Instant;
 
 extern "C-unwind" {
     // commands/sequence.c; not in pgrx's bindings.
@@ -60,7 +60,10 @@ pub(crate) enum Kind {
     DateTime(pg_sys::Oid),
     /// A type written through its output function (bpchar, uuid); `numeric` when the text is a
     /// number (float4, float8).
-    Out { outfn: pg_sys::Oid, numeric: bool },
+    Out {
+        outfn: pg_sys::Oid,
+        numeric: bool,
+    },
 }
 
 /// Per row type: the column shape it was made for, and the columns' names and kinds; `None`
@@ -172,9 +175,7 @@ pub(crate) unsafe fn plan_for(tupdesc: pg_sys::TupleDesc) -> RowPlan {
 pub(crate) fn jsonb_string(ptr: *mut std::ffi::c_char, len: usize) -> pg_sys::JsonbValue {
     pg_sys::JsonbValue {
         type_: pg_sys::jbvType::jbvString,
-        val: pg_sys::JsonbValue__bindgen_ty_1 {
-            string: pg_sys::JsonbValue__bindgen_ty_1__bindgen_ty_1 { len: len as i32, val: ptr },
-        },
+        val: pg_sys::JsonbValue__bindgen_ty_1 { string: pg_sys::JsonbValue__bindgen_ty_1__bindgen_ty_1 { len: len as i32, val: ptr } },
     }
 }
 
@@ -209,10 +210,9 @@ pub(crate) unsafe fn column_value(kind: Kind, d: pg_sys::Datum) -> pg_sys::Jsonb
         Kind::Int2 => jsonb_numeric(pg_sys::int64_to_numeric(d.value() as i16 as i64)),
         Kind::Int4 => jsonb_numeric(pg_sys::int64_to_numeric(d.value() as i32 as i64)),
         Kind::Int8 => jsonb_numeric(pg_sys::int64_to_numeric(d.value() as i64)),
-        Kind::Bool => pg_sys::JsonbValue {
-            type_: pg_sys::jbvType::jbvBool,
-            val: pg_sys::JsonbValue__bindgen_ty_1 { boolean: d.value() != 0 },
-        },
+        Kind::Bool => {
+            pg_sys::JsonbValue { type_: pg_sys::jbvType::jbvBool, val: pg_sys::JsonbValue__bindgen_ty_1 { boolean: d.value() != 0 } }
+        }
         Kind::Text => {
             // pg_detoast_datum_packed: only compressed or out-of-line values need work.
             let mut v = d.cast_mut_ptr::<pg_sys::varlena>();
@@ -333,14 +333,11 @@ pub(crate) unsafe fn row_images(
                 // Each column compared once per row, for both images.
                 changed.clear();
                 changed.extend((0..cols.len()).map(|i| {
-                    nv.nulls[i] != ov.nulls[i]
-                        || (!nv.nulls[i] && !same_datum(nv.values[i], ov.values[i], cols[i].byval, cols[i].len))
+                    nv.nulls[i] != ov.nulls[i] || (!nv.nulls[i] && !same_datum(nv.values[i], ov.values[i], cols[i].byval, cols[i].len))
                 }));
                 let any_changed = changed.contains(&true);
                 let pk = pg_sys::RelationGetIndexAttrBitmap(rel, pg_sys::IndexAttrBitmapKind::INDEX_ATTR_BITMAP_PRIMARY_KEY);
-                let old_image = build_jsonb(cols, key_order, ov, pairs, |i| {
-                    pk.is_null() || changed[i] || in_attr_bitmap(pk, i as i32 + 1)
-                });
+                let old_image = build_jsonb(cols, key_order, ov, pairs, |i| pk.is_null() || changed[i] || in_attr_bitmap(pk, i as i32 + 1));
                 let new_image = build_jsonb(cols, key_order, nv, pairs, |i| !any_changed || changed[i]);
                 (Some(old_image), Some(new_image))
             }
@@ -390,7 +387,11 @@ pub(crate) fn ask_relid(name: &std::ffi::CStr) -> pg_sys::Oid {
         let nsp = pg_sys::get_namespace_oid(c"ask".as_ptr(), false);
         let relid = pg_sys::get_relname_relid(name.as_ptr(), nsp);
         if relid == pg_sys::InvalidOid {
-            raise(PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE, format!("ask.{} is missing", name.to_string_lossy()), "Reinstall the extension.");
+            raise(
+                PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE,
+                format!("ask.{} is missing", name.to_string_lossy()),
+                "Reinstall the extension.",
+            );
         }
         relid
     }

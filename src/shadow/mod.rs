@@ -14,13 +14,13 @@ pub(crate) mod benchmark;
 pub(crate) mod capture;
 pub(crate) mod replay;
 pub(crate) mod report;
-pub(crate) mod workload;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
+pub(crate) mod workload;
 
 pub(crate) use admin::*;
+pub(crate) use benchmark::*;
 pub(crate) use capture::*;
 pub(crate) use replay::*;
-pub(crate) use workload::*;
-pub(crate) use benchmark::*;
 pub(crate) use report::*;
+pub(crate) use workload::*;

@@ -1,26 +1,26 @@
 //! `ask.shadow_replay()`: the captured changes shown to the LLM, the query run for real, the
 //! answer scored.
 
-use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
-use std::time::Instant;
-use pgrx::pg_sys::errcodes::PgSqlErrorCode;
-use pgrx::pg_sys::panic::CaughtError;
-use pgrx::prelude::*;
-use pgrx::heap_tuple::PgHeapTuple;
-use pgrx::{AllocatedByPostgres, JsonB, PgTrigger};
-use serde_json::{json, Map, Value};
+use super::*;
+use crate::pg::errors::raise;
+use crate::pg::gucs::{self, LlmOverrides};
+use crate::pg::identity::as_memory_owner;
+use crate::pg::spi::relname;
+use crate::pg::subxact::{self, OnSuccess};
+use crate::{guard, llm};
 use pg_ask_core::shadow::delta::{DeltaEntry, Encoding, Operation, TableName};
 use pg_ask_core::shadow::prompting::{parse_reply, Answer, PastCommand, Prompting, QueryKind, ReplayPrompt};
 use pg_ask_core::shadow::replay::{query_kind, table_text, ColumnDef};
 use pg_ask_core::shadow::score::{has_order_by, score_sample};
-use crate::pg::spi::relname;
-use crate::pg::errors::raise;
-use crate::pg::gucs::{self, LlmOverrides};
-use crate::pg::subxact::{self, OnSuccess};
-use crate::pg::identity::as_memory_owner;
-use crate::{guard, llm};
-use super::*;
+use pgrx::heap_tuple::PgHeapTuple;
+use pgrx::pg_sys::errcodes::PgSqlErrorCode;
+use pgrx::pg_sys::panic::CaughtError;
+use pgrx::prelude::*;
+use pgrx::{AllocatedByPostgres, JsonB, PgTrigger};
+use serde_json::{json, Map, Value};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::time::Instant;
 
 pub(crate) fn parse_encoding(encoding: &str) -> Encoding {
     encoding.parse().unwrap_or_else(|_| {
@@ -41,7 +41,11 @@ pub(crate) fn parse_prompting(prompting: &str) -> Prompting {
 /// Tables a query names, resolved as the caller's search_path resolves them.
 pub(crate) fn tables_of(query: &str) -> Vec<pg_sys::Oid> {
     let names = pg_ask_core::shadow::workload::tables_in(query).unwrap_or_else(|e| {
-        raise(PgSqlErrorCode::ERRCODE_SYNTAX_ERROR, format!("cannot read the query: {e}"), "Pass one SELECT, INSERT, UPDATE or DELETE statement.")
+        raise(
+            PgSqlErrorCode::ERRCODE_SYNTAX_ERROR,
+            format!("cannot read the query: {e}"),
+            "Pass one SELECT, INSERT, UPDATE or DELETE statement.",
+        )
     });
     let mut out = Vec::new();
     for name in names {
@@ -145,13 +149,7 @@ pub(crate) fn shadow_replay(
     base_url: default!(Option<&str>, "NULL"),
 ) -> TableIterator<
     'static,
-    (
-        name!(llm_answer, Option<JsonB>),
-        name!(true_answer, JsonB),
-        name!(score, f64),
-        name!(tokens, Option<i64>),
-        name!(ms, f64),
-    ),
+    (name!(llm_answer, Option<JsonB>), name!(true_answer, JsonB), name!(score, f64), name!(tokens, Option<i64>), name!(ms, f64)),
 > {
     let started = Instant::now();
     let encoding = parse_encoding(encoding);

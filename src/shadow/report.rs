@@ -1,12 +1,12 @@
 //! The DBA comparison report: the metric aggregate and `ask.benchmark_report_html()`.
 
-use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::ffi::CString;
-use pgrx::pg_sys::errcodes::PgSqlErrorCode;
-use pgrx::prelude::*;
-use pgrx::JsonB;
-use serde_json::{json, Value};
+use super::*;
+use crate::pg::errors::raise;
+use crate::pg::gucs::{self, LlmOverrides};
+use crate::pg::identity::as_memory_owner;
+use crate::pg::subxact::{self, OnSuccess};
+use crate::shadow::{answer_json, fail_or_rethrow, outcome_of};
+use crate::{guard, llm};
 use pg_ask_core::llm::LlmError;
 use pg_ask_core::shadow::delta::Encoding;
 use pg_ask_core::shadow::prompting::{parse_reply, Answer, PastCommand, Prompting, QueryKind, ReplayPrompt};
@@ -14,13 +14,13 @@ use pg_ask_core::shadow::report::{render_html, ReportOptions, ResultRow};
 use pg_ask_core::shadow::sampler::{sample_one, Sample, SamplerConfig, Target};
 use pg_ask_core::shadow::score::{aggregate, has_order_by, score_sample, TruthClass};
 use pg_ask_core::shadow::workload::{CommandKind, Workload};
-use crate::pg::errors::raise;
-use crate::pg::gucs::{self, LlmOverrides};
-use crate::shadow::{answer_json, fail_or_rethrow, outcome_of};
-use crate::pg::subxact::{self, OnSuccess};
-use crate::pg::identity::as_memory_owner;
-use crate::{guard, llm};
-use super::*;
+use pgrx::pg_sys::errcodes::PgSqlErrorCode;
+use pgrx::prelude::*;
+use pgrx::JsonB;
+use serde_json::{json, Value};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ffi::CString;
 
 /// The paper's metric over a group of sample scores with their truth classes (`non_empty`,
 /// `empty`, `succeed`, `fail`): SELECT samples β-weighted, modifications α-balanced.
@@ -43,8 +43,7 @@ pub(crate) fn report_rows(run_ids: Option<Vec<i64>>) -> Vec<ResultRow> {
         )?;
         let mut out = Vec::new();
         for row in rows {
-            let truth: Option<TruthClass> =
-                row.get::<String>(11)?.and_then(|c| serde_json::from_value(Value::String(c)).ok());
+            let truth: Option<TruthClass> = row.get::<String>(11)?.and_then(|c| serde_json::from_value(Value::String(c)).ok());
             let Some(truth) = truth else { continue };
             out.push(ResultRow {
                 run: row.get::<i64>(1)?.unwrap_or(0),
@@ -70,11 +69,9 @@ pub(crate) fn report_rows(run_ids: Option<Vec<i64>>) -> Vec<ResultRow> {
 #[pg_extern(stable, parallel_safe)]
 pub(crate) fn benchmark_report_html(run_ids: default!(Option<Vec<i64>>, "NULL")) -> String {
     let rows = report_rows(run_ids);
-    let subtitle = Spi::get_one::<String>(
-        "SELECT format('database %s, %s', current_database(), to_char(now(), 'YYYY-MM-DD HH24:MI TZ'))",
-    )
-    .ok()
-    .flatten()
-    .unwrap_or_default();
+    let subtitle = Spi::get_one::<String>("SELECT format('database %s, %s', current_database(), to_char(now(), 'YYYY-MM-DD HH24:MI TZ'))")
+        .ok()
+        .flatten()
+        .unwrap_or_default();
     render_html(&rows, &ReportOptions { title: String::new(), subtitle })
 }

@@ -7,8 +7,8 @@ mod tests {
     use pgrx::JsonB;
     use serde_json::json;
 
-    use crate::pg::testing::{error_of, llm, one};
     use crate::pg::subxact::{self, OnSuccess};
+    use crate::pg::testing::{error_of, llm, one};
 
     const FRUITS: &str = "
         CREATE TABLE public.fruits (id int PRIMARY KEY, name text NOT NULL, price numeric(6,2), picked date);
@@ -163,9 +163,12 @@ mod tests {
         assert_eq!(sql[1], "UPDATE public.notes SET body = 'eaten' WHERE body = 'it''s ripe';");
 
         // A partitioned table's changes are logged under the table itself.
-        Spi::run("CREATE TABLE public.sales (id int, region text, PRIMARY KEY (id, region)) PARTITION BY LIST (region);
+        Spi::run(
+            "CREATE TABLE public.sales (id int, region text, PRIMARY KEY (id, region)) PARTITION BY LIST (region);
                   CREATE TABLE public.sales_eu PARTITION OF public.sales FOR VALUES IN ('eu');
-                  CREATE TABLE public.sales_us PARTITION OF public.sales FOR VALUES IN ('us');").unwrap();
+                  CREATE TABLE public.sales_us PARTITION OF public.sales FOR VALUES IN ('us');",
+        )
+        .unwrap();
         Spi::run("SELECT ask.shadow_enable('public.sales')").unwrap();
         Spi::run("INSERT INTO public.sales VALUES (1, 'eu'), (2, 'us')").unwrap();
         let n: i64 = one("SELECT count(*) FROM ask.shadow_commands WHERE rel = 'public.sales'::regclass");
@@ -197,11 +200,10 @@ mod tests {
             .rule(Rule::new(&["fig"], Reply::text("Fail")).last(&["VALUES (1, 'x'"]))
             .or_else(Reply::text("[\"cherry\"]")));
 
-        let (answer, truth, score): (JsonB, JsonB, f64) = Spi::get_three(&format!(
-            "SELECT llm_answer, true_answer, score FROM ask.shadow_replay('{q}')"
-        ))
-        .map(|(a, t, s)| (a.unwrap(), t.unwrap(), s.unwrap()))
-        .unwrap();
+        let (answer, truth, score): (JsonB, JsonB, f64) =
+            Spi::get_three(&format!("SELECT llm_answer, true_answer, score FROM ask.shadow_replay('{q}')"))
+                .map(|(a, t, s)| (a.unwrap(), t.unwrap(), s.unwrap()))
+                .unwrap();
         assert_eq!(truth.0, json!([["apple"], ["cherry"]]));
         assert_eq!(answer.0, json!([["apple"], ["cherry"]]));
         assert_eq!(score, 1.0);
@@ -215,7 +217,9 @@ mod tests {
         assert_eq!(msgs[1]["content"], "INSERT INTO public.fruits (id, name, picked, price) VALUES (1, 'cherry', NULL, 1.3);");
         assert_eq!(msgs[2]["content"], "Succeed");
         assert_eq!(msgs[7]["content"], "DELETE FROM public.fruits WHERE id = 3;");
-        assert!(msgs[0]["content"].as_str().unwrap().contains("CREATE TABLE public.fruits (id integer NOT NULL, name text NOT NULL, price numeric(6,2), picked date, PRIMARY KEY (id));"));
+        assert!(msgs[0]["content"].as_str().unwrap().contains(
+            "CREATE TABLE public.fruits (id integer NOT NULL, name text NOT NULL, price numeric(6,2), picked date, PRIMARY KEY (id));"
+        ));
         assert!(msgs[0]["content"].as_str().unwrap().contains("The tables are empty before the first command."));
 
         // A wrong answer scores below 1; zero-shot numbers the commands in one user turn.
@@ -235,7 +239,10 @@ mod tests {
         let n: i64 = one("SELECT count(*) FROM public.fruits");
         assert_eq!(n, 2, "the replayed INSERT was rolled back");
         let body = s.requests().last().unwrap().body.clone();
-        assert_eq!(body["messages"][1]["content"], "insert a row into the public.fruits table with the id = 1, the name = 'cherry', the picked = NULL, and the price = 1.3.");
+        assert_eq!(
+            body["messages"][1]["content"],
+            "insert a row into the public.fruits table with the id = 1, the name = 'cherry', the picked = NULL, and the price = 1.3."
+        );
 
         // last_n keeps only the newest changes, and then the tables are not said to start empty.
         let _ = one::<f64>("SELECT score FROM ask.shadow_replay('SELECT name FROM public.fruits', last_n => 1)");

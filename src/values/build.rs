@@ -1,15 +1,15 @@
 //! Building and refreshing the value memory: `ask.index_values()`, `ask.refresh_values()`,
 //! the per-column indexes, embedding in batches.
 
+use super::*;
+use crate::llm::embeddings;
+use crate::pg::errors::raise;
+use crate::pg::spi::{relname, select_rows};
+use crate::schema;
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use pgrx::prelude::*;
-use crate::schema;
-use crate::pg::spi::{relname, select_rows};
-use crate::llm::embeddings;
-use crate::pg::errors::raise;
-use super::*;
 
 /// A text-like column of `rel` that the caller may read: (attnum, quoted name).
 pub(crate) fn readable_text_column(rel: pg_sys::Oid, column: &str) -> (i16, String) {
@@ -23,7 +23,9 @@ pub(crate) fn readable_text_column(rel: pg_sys::Oid, column: &str) -> (i16, Stri
     );
     match row {
         Ok((Some(attnum), Some(name), Some(true))) => (attnum, name),
-        Ok((Some(_), Some(_), _)) => raise(PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE, format!("permission denied for column {column}"), ""),
+        Ok((Some(_), Some(_), _)) => {
+            raise(PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE, format!("permission denied for column {column}"), "")
+        }
         _ => raise(
             PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
             format!("column \"{column}\" of {} is not a text-like column", relname(rel)),
@@ -35,11 +37,7 @@ pub(crate) fn readable_text_column(rel: pg_sys::Oid, column: &str) -> (i16, Stri
 /// Build (or rebuild) the value memory of a table's text-like columns, or of the listed ones.
 /// Returns the number of distinct values remembered.
 #[pg_extern(name = "_index_values", volatile, parallel_unsafe)]
-pub(crate) fn index_values(
-    rel: pg_sys::Oid,
-    columns: Option<Vec<String>>,
-    allow_rls: bool,
-) -> i64 {
+pub(crate) fn index_values(rel: pg_sys::Oid, columns: Option<Vec<String>>, allow_rls: bool) -> i64 {
     let (owner_ok, has_rls) = Spi::get_two_with_args::<bool, bool>(
         "SELECT pg_catalog.pg_has_role(c.relowner, 'USAGE'), c.relrowsecurity FROM pg_catalog.pg_class c WHERE c.oid = $1",
         &[rel.into()],
@@ -157,8 +155,7 @@ pub(crate) fn remember_column(rel: pg_sys::Oid, name: &str, allow_rls: bool, inc
         relname(rel),
         cap + 1
     );
-    let mut values: Vec<(String, i64)> =
-        select_rows(&distinct_sql, &[], |r| Some((r.get::<String>(1).ok()??, r.get::<i64>(2).ok()??)));
+    let mut values: Vec<(String, i64)> = select_rows(&distinct_sql, &[], |r| Some((r.get::<String>(1).ok()??, r.get::<i64>(2).ok()??)));
     let capped = values.len() as i64 > cap;
     values.truncate(cap as usize);
     let n = values.len();
@@ -198,7 +195,15 @@ pub(crate) fn remember_column(rel: pg_sys::Oid, name: &str, allow_rls: bool, inc
                 embedding_provider = EXCLUDED.embedding_provider, embedding_model = EXCLUDED.embedding_model,
                 indexed_at = now(), indexed_by = session_user
              RETURNING id",
-            &[rel.into(), attnum.into(), (n as i64).into(), capped.into(), allow_rls.into(), provider.as_str().into(), model.clone().into()],
+            &[
+                rel.into(),
+                attnum.into(),
+                (n as i64).into(),
+                capped.into(),
+                allow_rls.into(),
+                provider.as_str().into(),
+                model.clone().into(),
+            ],
         )
         .ok()
         .flatten()
@@ -208,7 +213,9 @@ pub(crate) fn remember_column(rel: pg_sys::Oid, name: &str, allow_rls: bool, inc
     let to_embed: Vec<(String, i64)> = if incremental {
         let current: std::collections::HashSet<&str> = values.iter().map(|(v, _)| v.as_str()).collect();
         let stored: Vec<String> = as_memory_owner(|| {
-            select_rows("SELECT value FROM ask.value_memory WHERE column_id = $1", &[column_id.into()], |r| r.get::<String>(1).ok().flatten())
+            select_rows("SELECT value FROM ask.value_memory WHERE column_id = $1", &[column_id.into()], |r| {
+                r.get::<String>(1).ok().flatten()
+            })
         });
         let vanished: Vec<String> = stored.iter().filter(|v| !current.contains(v.as_str())).cloned().collect();
         removed = vanished.len() as i64;
@@ -287,11 +294,7 @@ pub(crate) fn remember_column(rel: pg_sys::Oid, name: &str, allow_rls: bool, inc
         }
     });
     if capped {
-        notice!(
-            "pg_ask: {}.{} has more than {cap} distinct values; the {cap} most frequent are remembered",
-            relname(rel),
-            name
-        );
+        notice!("pg_ask: {}.{} has more than {cap} distinct values; the {cap} most frequent are remembered", relname(rel), name);
     }
     Remembered { remembered: n as i64, added: added as i64, removed }
 }
@@ -337,7 +340,11 @@ pub(crate) fn refresh_values(rel: Option<pg_sys::Oid>) -> i64 {
     for (relid, name, allow_rls) in columns {
         if !crate::pg::spi::owns(relid) {
             if rel.is_some() {
-                raise(PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE, format!("must be owner of table {} to refresh its values", relname(relid)), "");
+                raise(
+                    PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                    format!("must be owner of table {} to refresh its values", relname(relid)),
+                    "",
+                );
             }
             continue;
         }

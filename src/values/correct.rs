@@ -9,8 +9,8 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 use serde_json::{json, Value};
 
-use pg_ask_core::config::LlmConfig;
 use pg_ask_core::ask::Correction;
+use pg_ask_core::config::LlmConfig;
 use pg_ask_core::selection::unquote;
 use pg_ask_core::values::decide::{decide, Candidate, Comparison, Decision, Evidence};
 use pg_ask_core::values::literals::{find_literals, Catalog, CatalogColumn, LiteralKind, LiteralRef};
@@ -18,7 +18,7 @@ use pg_ask_core::values::prompt::{correction_request, parse_correction, LiteralQ
 use pg_ask_core::values::rewrite::{rewrite, Replacement};
 
 use crate::values::{EmbeddingUse, MemoryColumn};
-use crate::{schema, llm::embeddings, llm, values};
+use crate::{llm, llm::embeddings, schema, values};
 
 /// Enum labels embedded at most for one literal (larger enums are matched by trigrams only).
 const MAX_EMBEDDED_LABELS: usize = 1_000;
@@ -102,10 +102,7 @@ fn literal_catalog() -> Result<Catalog, String> {
         let cols = t
             .columns
             .iter()
-            .map(|c| CatalogColumn {
-                name: unquote(&c.name),
-                text_like: text_like.get(&c.data_type).copied().unwrap_or(false),
-            })
+            .map(|c| CatalogColumn { name: unquote(&c.name), text_like: text_like.get(&c.data_type).copied().unwrap_or(false) })
             .collect();
         cat.add_table(&unquote(&t.schema), &unquote(&t.name), cols);
     }
@@ -325,7 +322,10 @@ fn correct_sql(sql: &str, use_llm: default!(bool, true)) -> String {
     };
     match correct(sql, cfg.as_ref()) {
         Ok(c) => c.sql,
-        Err(e) => crate::pg::errors::Raised::new(pgrx::pg_sys::errcodes::PgSqlErrorCode::ERRCODE_SYNTAX_ERROR, format!("could not correct the statement: {e}"))
-            .raise(),
+        Err(e) => crate::pg::errors::Raised::new(
+            pgrx::pg_sys::errcodes::PgSqlErrorCode::ERRCODE_SYNTAX_ERROR,
+            format!("could not correct the statement: {e}"),
+        )
+        .raise(),
     }
 }

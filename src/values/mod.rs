@@ -6,14 +6,14 @@
 //! would show values of rows the policies hide. The memory tables themselves are closed to
 //! PUBLIC and read as the extension's owner after those checks.
 
+use crate::llm::embeddings;
+use crate::pg::errors::raise;
+use crate::pg::spi::{relname, select_rows};
+use crate::schema;
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use pgrx::prelude::*;
-use crate::schema;
-use crate::pg::spi::{relname, select_rows};
-use crate::llm::embeddings;
-use crate::pg::errors::raise;
 
 mod build;
 pub(crate) mod correct;
@@ -21,9 +21,9 @@ mod search;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
 
-pub(crate) use build::*;
 use crate::pg::identity::{as_memory_owner, as_user};
 use crate::pg::spi::{ext_schema, vector_text};
+pub(crate) use build::*;
 pub(crate) use search::*;
 
 /// Values embedded and written per batch (interrupts are checked between batches).
@@ -53,10 +53,9 @@ pub(crate) fn current_embedder() -> Option<(String, String)> {
     use crate::pg::gucs::EmbeddingProvider as P;
     match crate::pg::gucs::embedding_provider() {
         P::Off => None,
-        P::Local => Some((
-            "local".into(),
-            embeddings::model_dir().file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
-        )),
+        P::Local => {
+            Some(("local".into(), embeddings::model_dir().file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default()))
+        }
         P::OpenAi => Some(("openai".into(), crate::pg::gucs::embedding_model())),
         P::Ollama => Some(("ollama".into(), crate::pg::gucs::embedding_model())),
     }

@@ -1,15 +1,15 @@
 //! Searching the value memory: candidate pools for a literal, `ask.similar_values()`, the
 //! evidence value correction decides from.
 
+use super::*;
+use crate::llm::embeddings;
+use crate::pg::errors::raise;
+use crate::pg::spi::{relname, select_rows};
+use crate::schema;
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use pgrx::prelude::*;
-use crate::schema;
-use crate::pg::spi::{relname, select_rows};
-use crate::llm::embeddings;
-use crate::pg::errors::raise;
-use super::*;
 
 /// A value the memory found for a phrase, with both scores and the rankings that found it.
 #[derive(Debug, Clone)]
@@ -120,9 +120,7 @@ pub(crate) fn probe(col: &MemoryColumn, value: &str, like_pattern: Option<&str>)
                  ORDER BY frequency DESC, value LIMIT 1)"
     );
     let args: [DatumWithOid; 2] = [value.into(), like_pattern.unwrap_or("").into()];
-    as_memory_owner(|| {
-        Spi::get_two_with_args::<bool, String>(&sql, &args).map(|(e, ci)| (e.unwrap_or(false), ci)).unwrap_or((false, None))
-    })
+    as_memory_owner(|| Spi::get_two_with_args::<bool, String>(&sql, &args).map(|(e, ci)| (e.unwrap_or(false), ci)).unwrap_or((false, None)))
 }
 
 /// A readable, indexed column of `rel`, or an error that says why not.
@@ -146,11 +144,7 @@ pub(crate) fn phrase_embedding(col: &MemoryColumn, phrase: &str) -> Option<Vec<f
             if Some(v.len() as i32) != col.dims {
                 raise(
                     PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-                    format!(
-                        "the phrase's embedding has {} dimensions, the column's values {}",
-                        v.len(),
-                        col.dims.unwrap_or(0)
-                    ),
+                    format!("the phrase's embedding has {} dimensions, the column's values {}", v.len(), col.dims.unwrap_or(0)),
                     MISMATCH_HINT,
                 );
             }
@@ -190,7 +184,11 @@ pub(crate) fn similar_values(
 #[pg_extern(name = "_value_lookup", volatile, parallel_unsafe)]
 pub(crate) fn value_lookup(rel: pg_sys::Oid, col: &str, literal: &str, embedding: Option<Vec<f32>>) -> pgrx::JsonB {
     let Some(column) = indexed_column(rel, col) else {
-        raise(PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT, format!("column {col} of {} is not in the value memory", relname(rel)), "Index it with ask.index_values().")
+        raise(
+            PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+            format!("column {col} of {} is not in the value memory", relname(rel)),
+            "Index it with ask.index_values().",
+        )
     };
     let embedding = match embedding {
         Some(v) if Some(v.len() as i32) == column.dims && embedding_use(&column) == EmbeddingUse::Usable => Some(v),
@@ -226,12 +224,7 @@ pub(crate) fn literal_evidence(
     } else {
         search(col, literal, embedding().as_deref(), NEIGHBOURS, Reach::Fast)
             .into_iter()
-            .map(|f| Candidate {
-                value: f.value,
-                frequency: f.frequency.max(0) as u64,
-                cosine: f.cosine,
-                trigram: Some(f.trigram),
-            })
+            .map(|f| Candidate { value: f.value, frequency: f.frequency.max(0) as u64, cosine: f.cosine, trigram: Some(f.trigram) })
             .collect()
     };
     Evidence {

@@ -52,7 +52,10 @@ mod tests {
         // Without any memory, an enum literal is checked against the enum's labels.
         let fix = |sql: &str| -> String { one(&format!("SELECT ask.correct_sql($q${sql}$q$, use_llm => false)")) };
         assert_eq!(fix("SELECT id FROM public.orders WHERE status = 'Shipped'"), "SELECT id FROM public.orders WHERE status = 'shipped'");
-        assert_eq!(fix("SELECT id FROM public.orders WHERE status2 = 'delivred'"), "SELECT id FROM public.orders WHERE status2 = 'delivered'");
+        assert_eq!(
+            fix("SELECT id FROM public.orders WHERE status2 = 'delivred'"),
+            "SELECT id FROM public.orders WHERE status2 = 'delivered'"
+        );
         // A label without rows is a legitimate value; a literal of a non-text column is not looked at.
         assert_eq!(fix("SELECT id FROM public.orders WHERE status = 'returned'"), "SELECT id FROM public.orders WHERE status = 'returned'");
         assert_eq!(fix("SELECT id FROM public.orders WHERE n = '2'"), "SELECT id FROM public.orders WHERE n = '2'");
@@ -98,11 +101,9 @@ mod tests {
         assert_eq!(one::<i64>("SELECT ask.index_values('public.streets')"), 3000);
         // The large column has its own nearest-neighbour, trigram and reversed-value indexes; the
         // small one none.
-        let own: Vec<String> = one(
-            "SELECT array_agg(i.indexname::text ORDER BY i.indexname) FROM pg_indexes i
+        let own: Vec<String> = one("SELECT array_agg(i.indexname::text ORDER BY i.indexname) FROM pg_indexes i
              JOIN ask.value_columns vc ON i.indexname LIKE 'value_memory_c' || vc.id || '_%'
-             WHERE vc.relid = 'public.streets'::regclass",
-        );
+             WHERE vc.relid = 'public.streets'::regclass");
         assert_eq!(own.len(), 3, "{own:?}");
         assert!(!one::<bool>("SELECT own_indexes FROM ask.value_columns WHERE relid = 'public.vcities'::regclass"));
         // Every value of the small column comes back as a neighbour, none of the large one's.
@@ -116,12 +117,16 @@ mod tests {
         assert!(big.iter().any(|f| f.0 == "Street 1234 of Chicago" && f.2 == "embedding" && f.1 > 0.999), "{big:?}");
         assert!(big.iter().any(|f| f.0 == "Street 1234 of Chicago" && f.2 == "trigram"), "{big:?}");
         // Correction uses the same path.
-        let fixed: String = one("SELECT ask.correct_sql($$SELECT 1 FROM public.streets WHERE name = 'street 1234 of chicago'$$, use_llm => false)");
+        let fixed: String =
+            one("SELECT ask.correct_sql($$SELECT 1 FROM public.streets WHERE name = 'street 1234 of chicago'$$, use_llm => false)");
         assert!(fixed.contains("'Street 1234 of Chicago'"), "{fixed}");
         // A typo is found among the literal's index neighbours and fixed without the LLM, early
         // in the value and late.
-        for (typo, gold) in [("Stret 1234 of Chicago", "Street 1234 of Chicago"), ("Street 2346 of Los Angels", "Street 2346 of Los Angeles")] {
-            let fixed: String = one(&format!("SELECT ask.correct_sql($$SELECT 1 FROM public.streets WHERE name = '{typo}'$$, use_llm => false)"));
+        for (typo, gold) in
+            [("Stret 1234 of Chicago", "Street 1234 of Chicago"), ("Street 2346 of Los Angels", "Street 2346 of Los Angeles")]
+        {
+            let fixed: String =
+                one(&format!("SELECT ask.correct_sql($$SELECT 1 FROM public.streets WHERE name = '{typo}'$$, use_llm => false)"));
             assert!(fixed.contains(&format!("'{gold}'")), "{typo}: {fixed}");
         }
         // Dropping the table's columns drops their own indexes at the next refresh.
@@ -256,7 +261,6 @@ mod tests {
         assert!(similar("SELECT * FROM ask.similar_values('public.cities', 'state', 'CA')").is_empty());
     }
 
-
     #[pg_test]
     fn literals_are_corrected_from_the_value_memory() {
         setup();
@@ -281,7 +285,6 @@ mod tests {
         let kept: String = one("SELECT ask.correct_sql($$SELECT id FROM public.cities WHERE name = 'Gotham'$$, use_llm => false)");
         assert_eq!(kept, "SELECT id FROM public.cities WHERE name = 'Gotham'");
     }
-
 
     #[pg_test]
     fn refresh_values_adds_new_and_drops_vanished_values() {

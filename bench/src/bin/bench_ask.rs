@@ -13,8 +13,6 @@ use pg_ask_it::{connect, report, use_llm};
 const TABLES: usize = 200;
 const RUNS: usize = 300;
 
-
-
 fn main() {
     let mut c = connect();
     let mut ddl = String::from("DROP SCHEMA IF EXISTS bench CASCADE; CREATE SCHEMA bench;\n");
@@ -40,10 +38,7 @@ fn main() {
     for _ in 0..10 {
         c.query_one("SELECT ask('warm up')", &[]).unwrap();
     }
-    let prompt_chars: i64 = c
-        .query_one("SELECT (ask.explain('size')->'stages'->1->'input'->>'prompt_chars')::bigint", &[])
-        .unwrap()
-        .get(0);
+    let prompt_chars: i64 = c.query_one("SELECT (ask.explain('size')->'stages'->1->'input'->>'prompt_chars')::bigint", &[]).unwrap().get(0);
 
     let mut wall = Vec::with_capacity(RUNS);
     for i in 0..RUNS {
@@ -57,12 +52,17 @@ fn main() {
     let mut schema_ms = Vec::new();
     let mut guard_exec_ms = Vec::new();
     for i in 0..RUNS {
-        let trace: serde_json::Value = c.query_one(&format!("SELECT ask.explain('question {i}')::text"), &[]).map(|r| {
-            let s: String = r.get(0);
-            serde_json::from_str(&s).unwrap()
-        }).unwrap();
+        let trace: serde_json::Value = c
+            .query_one(&format!("SELECT ask.explain('question {i}')::text"), &[])
+            .map(|r| {
+                let s: String = r.get(0);
+                serde_json::from_str(&s).unwrap()
+            })
+            .unwrap();
         let stages = trace["stages"].as_array().unwrap();
-        let ms = |names: &[&str]| stages.iter().filter(|s| names.contains(&s["stage"].as_str().unwrap())).map(|s| s["ms"].as_f64().unwrap()).sum::<f64>();
+        let ms = |names: &[&str]| {
+            stages.iter().filter(|s| names.contains(&s["stage"].as_str().unwrap())).map(|s| s["ms"].as_f64().unwrap()).sum::<f64>()
+        };
         total.push(trace["ms"].as_f64().unwrap());
         llm_ms.push(ms(&["generate", "repair", "answer"]));
         schema_ms.push(ms(&["schema"]));
@@ -78,7 +78,9 @@ fn main() {
         let s: String = c.query_one(&format!("SELECT ask.explain('cold {i}')::text"), &[]).unwrap().get(0);
         let trace: serde_json::Value = serde_json::from_str(&s).unwrap();
         let stages = trace["stages"].as_array().unwrap();
-        let ms = |names: &[&str]| stages.iter().filter(|s| names.contains(&s["stage"].as_str().unwrap())).map(|s| s["ms"].as_f64().unwrap()).sum::<f64>();
+        let ms = |names: &[&str]| {
+            stages.iter().filter(|s| names.contains(&s["stage"].as_str().unwrap())).map(|s| s["ms"].as_f64().unwrap()).sum::<f64>()
+        };
         cold_outside.push(trace["ms"].as_f64().unwrap() - ms(&["generate", "repair", "answer"]));
         cold_schema.push(ms(&["schema"]));
     }

@@ -15,8 +15,6 @@ use pg_ask_it::{connect, report, use_llm};
 
 const REPEATS: usize = 25;
 
-
-
 fn ddl() -> String {
     let mut out = String::new();
     for (schema, entities) in AREAS {
@@ -56,7 +54,10 @@ fn main() {
     let mut c = connect();
     c.batch_execute(&ddl()).expect("create the 200-table database");
     let n: i64 = c
-        .query_one("SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND n.nspname = ANY($1)", &[&AREAS.iter().map(|a| a.0).collect::<Vec<_>>()])
+        .query_one(
+            "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND n.nspname = ANY($1)",
+            &[&AREAS.iter().map(|a| a.0).collect::<Vec<_>>()],
+        )
         .unwrap()
         .get(0);
     println!("generated database: {n} tables in {} schemas", AREAS.len());
@@ -73,10 +74,8 @@ fn main() {
     c.batch_execute("DELETE FROM ask.schema_memory_tables; DELETE FROM ask.schema_memory_schemas").unwrap();
 
     // The full-schema prompt: no memory yet.
-    let full: Vec<i64> = QUESTIONS
-        .iter()
-        .map(|q| stage(&trace(&mut c, q), "generate").unwrap()["input"]["prompt_chars"].as_i64().unwrap())
-        .collect();
+    let full: Vec<i64> =
+        QUESTIONS.iter().map(|q| stage(&trace(&mut c, q), "generate").unwrap()["input"]["prompt_chars"].as_i64().unwrap()).collect();
 
     for provider in ["local", "off"] {
         c.batch_execute(&format!("SET ask.embedding_provider = '{provider}'")).unwrap();
@@ -87,7 +86,10 @@ fn main() {
         }
         let t = Instant::now();
         let described: i64 = c.query_one("SELECT ask.index_schema()", &[]).unwrap().get(0);
-        println!("\n== ask.embedding_provider = {provider}: ask.index_schema() described {described} tables in {:.0} ms", t.elapsed().as_secs_f64() * 1000.0);
+        println!(
+            "\n== ask.embedding_provider = {provider}: ask.index_schema() described {described} tables in {:.0} ms",
+            t.elapsed().as_secs_f64() * 1000.0
+        );
         for q in QUESTIONS {
             c.query(&"SELECT * FROM ask.select_tables($1, 10)".to_string(), &[&q]).unwrap();
         }

@@ -44,7 +44,9 @@ fn setup_table(c: &mut Client, mode: &str) {
         "off" => {}
         "pg_ask" => c.batch_execute("SELECT ask.shadow_enable('bench_cap')").unwrap(),
         "plpgsql" => c
-            .batch_execute("CREATE TRIGGER cap AFTER INSERT OR UPDATE OR DELETE ON bench_cap FOR EACH ROW EXECUTE FUNCTION bench_cap_plpgsql()")
+            .batch_execute(
+                "CREATE TRIGGER cap AFTER INSERT OR UPDATE OR DELETE ON bench_cap FOR EACH ROW EXECUTE FUNCTION bench_cap_plpgsql()",
+            )
             .unwrap(),
         _ => unreachable!(),
     }
@@ -75,11 +77,7 @@ fn capture(c: &mut Client) {
         if mode == "off" {
             base = (i, u);
         }
-        println!(
-            "{mode:<8} INSERT {i:>8.0} ms ({:.2}×)   UPDATE {u:>8.0} ms ({:.2}×)",
-            i / base.0,
-            u / base.1
-        );
+        println!("{mode:<8} INSERT {i:>8.0} ms ({:.2}×)   UPDATE {u:>8.0} ms ({:.2}×)", i / base.0, u / base.1);
     }
     let logged: i64 = c.query_one("SELECT count(*) FROM bench_cap_log", &[]).unwrap().get(0);
     assert_eq!(logged, 2 * ROWS, "the PL/pgSQL trigger logged every row");

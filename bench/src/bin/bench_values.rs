@@ -21,8 +21,6 @@ use std::time::Instant;
 use llm_standin::{Script, StandIn};
 use pg_ask_it::{connect, connect_as_is, report};
 
-
-
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
@@ -118,12 +116,9 @@ fn main() {
     let stride = (names.len() / big.max(1)).max(1);
     let big_names: Vec<String> = names.iter().step_by(stride).take(big).cloned().collect();
     let reuse = keep
-        && c.query_one(
-            "SELECT coalesce((SELECT distinct_values FROM ask.value_columns WHERE relid = to_regclass('bv.big')), 0)",
-            &[],
-        )
-        .unwrap()
-        .get::<_, i64>(0)
+        && c.query_one("SELECT coalesce((SELECT distinct_values FROM ask.value_columns WHERE relid = to_regclass('bv.big')), 0)", &[])
+            .unwrap()
+            .get::<_, i64>(0)
             == big as i64;
     if !reuse {
         c.batch_execute("DROP SCHEMA IF EXISTS bv CASCADE; CREATE SCHEMA bv; CREATE TABLE bv.big (name text);").unwrap();
@@ -166,7 +161,9 @@ fn main() {
             .query_one("SELECT pg_relation_size(format('%I.%I', schemaname, indexname)::regclass)::float8 / 1048576 FROM pg_indexes WHERE indexname LIKE 'value_memory_c%_hnsw'", &[])
             .unwrap()
             .get(0);
-        println!("index_values: {n} values in {built:.1} s (embedding over HTTP, inserts, HNSW + GIN + btree builds); HNSW index {hnsw:.0} MiB");
+        println!(
+            "index_values: {n} values in {built:.1} s (embedding over HTTP, inserts, HNSW + GIN + btree builds); HNSW index {hnsw:.0} MiB"
+        );
     }
     // Warm: the memory and the column's indexes in shared buffers.
     c.batch_execute(

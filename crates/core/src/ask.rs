@@ -12,7 +12,9 @@ use crate::guard::check_read_only;
 use crate::llm::{ChatRequest, ChatResponse, LlmError};
 use crate::prompt::{self, AnswerDecision};
 use crate::rows::ResultSet;
-use crate::selection::context::{context_request, parse_context, parse_steps_answer, steps_answer_request, ContextDecision, StepOutcome, StepsAnswer};
+use crate::selection::context::{
+    context_request, parse_context, parse_steps_answer, steps_answer_request, ContextDecision, StepOutcome, StepsAnswer,
+};
 use crate::selection::plan::{parse_plan, plan_request, PlanCandidate};
 use crate::trace::{ms_since, StageTrace, Trace};
 
@@ -185,20 +187,10 @@ impl AskError {
     }
 }
 
-
 /// One LLM call, recorded in the trace.
-fn call(
-    host: &mut dyn Host,
-    trace: &mut Trace,
-    stage: &'static str,
-    attempt: Option<u32>,
-    req: &ChatRequest,
-) -> Result<String, AskError> {
+fn call(host: &mut dyn Host, trace: &mut Trace, stage: &'static str, attempt: Option<u32>, req: &ChatRequest) -> Result<String, AskError> {
     let t = Instant::now();
-    let mut st = StageTrace::new(
-        stage,
-        json!({"prompt_chars": req.prompt_chars(), "messages": req.messages.len()}),
-    );
+    let mut st = StageTrace::new(stage, json!({"prompt_chars": req.prompt_chars(), "messages": req.messages.len()}));
     st.attempt = attempt;
     let result = host.chat(stage, req);
     trace.record_call(st, t, result).map_err(|source| AskError::Llm { stage, source })
@@ -206,12 +198,7 @@ fn call(
 
 /// Run the pipeline for `question` up to `goal`. On failure the trace so far comes back with
 /// the error, so `ask.explain()` can show where it stopped.
-pub fn run(
-    host: &mut dyn Host,
-    question: &str,
-    cfg: &AskConfig,
-    goal: Goal,
-) -> Result<Outcome, (AskError, Trace)> {
+pub fn run(host: &mut dyn Host, question: &str, cfg: &AskConfig, goal: Goal) -> Result<Outcome, (AskError, Trace)> {
     run_with_context(host, question, None, cfg, goal)
 }
 
@@ -359,9 +346,7 @@ fn generate_and_run(
                     let text = failure.for_llm();
                     last = Some(match failure {
                         ExecFailure::Refused { reason } => AskError::Refused { attempts: attempt, reason, sql },
-                        ExecFailure::Error { sqlstate, message, .. } => {
-                            AskError::Failed { attempts: attempt, sqlstate, message, sql }
-                        }
+                        ExecFailure::Error { sqlstate, message, .. } => AskError::Failed { attempts: attempt, sqlstate, message, sql },
                     });
                     text
                 }
@@ -456,12 +441,7 @@ fn run_plan(
     let outcomes: Vec<StepOutcome<'_>> = runs
         .iter()
         .zip(&errors)
-        .map(|(r, e)| StepOutcome {
-            goal: &r.goal,
-            schema: &r.schema,
-            sql: &r.sql,
-            result: r.result.as_ref().map_err(|_| e.as_str()),
-        })
+        .map(|(r, e)| StepOutcome { goal: &r.goal, schema: &r.schema, sql: &r.sql, result: r.result.as_ref().map_err(|_| e.as_str()) })
         .collect();
     let succeeded: Vec<bool> = runs.iter().map(|r| r.result.is_ok()).collect();
     let req = steps_answer_request(question, &outcomes, cfg.answer_rows as usize);
@@ -720,9 +700,15 @@ mod tests {
     fn corrected_sql_is_checked_again_and_executed() {
         struct Correcting(Scripted, &'static str);
         impl Host for Correcting {
-            fn schema_text(&mut self) -> Result<String, String> { self.0.schema_text() }
-            fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> { self.0.chat(stage, req) }
-            fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> { self.0.execute(sql) }
+            fn schema_text(&mut self) -> Result<String, String> {
+                self.0.schema_text()
+            }
+            fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+                self.0.chat(stage, req)
+            }
+            fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
+                self.0.execute(sql)
+            }
             fn correct_values(&mut self, sql: &str) -> Result<Correction, String> {
                 Ok(Correction { sql: sql.replace("'LA'", self.1), changed: true, trace: json!([{"literal": "LA"}]) })
             }
@@ -734,7 +720,8 @@ mod tests {
         let stages: Vec<_> = out.trace.stages.iter().map(|s| s.stage).collect();
         assert_eq!(stages, ["schema", "generate", "guard", "correct", "execute", "answer"]);
         // A "correction" that smuggles in a second statement is refused, never run.
-        let mut bad = Correcting(Scripted::new(&["SELECT name FROM public.restaurants WHERE city = 'LA'"]), "'x'; DELETE FROM t; SELECT 'y'");
+        let mut bad =
+            Correcting(Scripted::new(&["SELECT name FROM public.restaurants WHERE city = 'LA'"]), "'x'; DELETE FROM t; SELECT 'y'");
         let err = run(&mut bad, "q", &AskConfig { max_attempts: 1, ..cfg() }, Goal::Rows).unwrap_err();
         assert!(matches!(err.0, AskError::Refused { .. }), "{:?}", err.0);
         assert!(bad.0.executed.is_empty());
@@ -743,9 +730,15 @@ mod tests {
     /// A scripted host with a schema selection memory of two schemas.
     struct Selecting(Scripted, Vec<SchemaCandidate>);
     impl Host for Selecting {
-        fn schema_text(&mut self) -> Result<String, String> { panic!("the full description is not read when a selection exists") }
-        fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> { self.0.chat(stage, req) }
-        fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> { self.0.execute(sql) }
+        fn schema_text(&mut self) -> Result<String, String> {
+            panic!("the full description is not read when a selection exists")
+        }
+        fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+            self.0.chat(stage, req)
+        }
+        fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
+            self.0.execute(sql)
+        }
         fn select_tables(&mut self, _: &str) -> Result<Option<Selection>, String> {
             Ok(Some(Selection { candidates: self.1.clone(), detail: json!({"schemas": ["music", "staff"]}) }))
         }
@@ -814,7 +807,12 @@ mod tests {
         );
         h.0.exec = Box::new(|sql| {
             if sql.contains("nme") {
-                Err(ExecFailure::Error { sqlstate: "42703".into(), message: "column \"nme\" does not exist".into(), detail: None, hint: None })
+                Err(ExecFailure::Error {
+                    sqlstate: "42703".into(),
+                    message: "column \"nme\" does not exist".into(),
+                    detail: None,
+                    hint: None,
+                })
             } else {
                 Ok(one_row())
             }
@@ -825,7 +823,9 @@ mod tests {
         // The repair conversation is about the step's goal over its schema's tables.
         let repair = &h.0.seen[1];
         assert_eq!(repair.0, "repair");
-        assert!(repair.1.messages[0].content.contains("TABLE music.singer") && repair.1.messages[0].content.contains("<question>list singers"));
+        assert!(
+            repair.1.messages[0].content.contains("TABLE music.singer") && repair.1.messages[0].content.contains("<question>list singers")
+        );
         // A step without SQL gets it generated over its schema.
         assert_eq!(h.0.seen[2].0, "generate");
         assert!(h.0.seen[2].1.messages[0].content.contains("TABLE staff.employee"));
@@ -852,9 +852,15 @@ mod tests {
         assert_eq!(run(&mut h, "  ", &cfg(), Goal::Sql).unwrap_err().0, AskError::EmptyQuestion);
         struct NoTables;
         impl Host for NoTables {
-            fn schema_text(&mut self) -> Result<String, String> { Ok(String::new()) }
-            fn chat(&mut self, _: &'static str, _: &ChatRequest) -> Result<ChatResponse, LlmError> { unreachable!() }
-            fn execute(&mut self, _: &str) -> Result<ResultSet, ExecFailure> { unreachable!() }
+            fn schema_text(&mut self) -> Result<String, String> {
+                Ok(String::new())
+            }
+            fn chat(&mut self, _: &'static str, _: &ChatRequest) -> Result<ChatResponse, LlmError> {
+                unreachable!()
+            }
+            fn execute(&mut self, _: &str) -> Result<ResultSet, ExecFailure> {
+                unreachable!()
+            }
         }
         assert_eq!(run(&mut NoTables, "q", &cfg(), Goal::Sql).unwrap_err().0, AskError::NoTables);
     }

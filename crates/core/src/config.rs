@@ -35,9 +35,7 @@ impl FromStr for Provider {
             "openai" => Ok(Provider::OpenAi),
             "anthropic" => Ok(Provider::Anthropic),
             "ollama" => Ok(Provider::Ollama),
-            other => Err(format!(
-                "unknown LLM provider \"{other}\" (expected openai, anthropic or ollama)"
-            )),
+            other => Err(format!("unknown LLM provider \"{other}\" (expected openai, anthropic or ollama)")),
         }
     }
 }
@@ -113,26 +111,11 @@ mod tests {
 
     #[test]
     fn chat_urls() {
-        assert_eq!(
-            cfg(Provider::OpenAi, "http://localhost:11434/v1/").chat_url(),
-            "http://localhost:11434/v1/chat/completions"
-        );
-        assert_eq!(
-            cfg(Provider::Anthropic, "https://api.anthropic.com").chat_url(),
-            "https://api.anthropic.com/v1/messages"
-        );
-        assert_eq!(
-            cfg(Provider::Anthropic, "https://api.anthropic.com/v1").chat_url(),
-            "https://api.anthropic.com/v1/messages"
-        );
-        assert_eq!(
-            cfg(Provider::Ollama, "http://localhost:11434/v1").chat_url(),
-            "http://localhost:11434/api/chat"
-        );
-        assert_eq!(
-            cfg(Provider::Ollama, "http://localhost:11434").chat_url(),
-            "http://localhost:11434/api/chat"
-        );
+        assert_eq!(cfg(Provider::OpenAi, "http://localhost:11434/v1/").chat_url(), "http://localhost:11434/v1/chat/completions");
+        assert_eq!(cfg(Provider::Anthropic, "https://api.anthropic.com").chat_url(), "https://api.anthropic.com/v1/messages");
+        assert_eq!(cfg(Provider::Anthropic, "https://api.anthropic.com/v1").chat_url(), "https://api.anthropic.com/v1/messages");
+        assert_eq!(cfg(Provider::Ollama, "http://localhost:11434/v1").chat_url(), "http://localhost:11434/api/chat");
+        assert_eq!(cfg(Provider::Ollama, "http://localhost:11434").chat_url(), "http://localhost:11434/api/chat");
     }
 
     #[test]

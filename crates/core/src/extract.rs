@@ -92,19 +92,13 @@ pub fn extract_sql(reply: &str) -> Option<String> {
     if let Some(sql) = prose_sql(reply) {
         return finish(sql);
     }
-    inline_code_spans(reply)
-        .filter(|span| starts_like_sql(span))
-        .last()
-        .and_then(finish)
+    inline_code_spans(reply).filter(|span| starts_like_sql(span)).last().and_then(finish)
 }
 
 /// The body of the last fenced code block of `reply`, trimmed, or the whole reply trimmed when
 /// it has none. For stages that expect one payload (a JSON answer, a plan) in any fence.
 pub fn strip_fences(reply: &str) -> &str {
-    fenced_blocks(reply)
-        .last()
-        .map_or(reply, |block| block.body)
-        .trim()
+    fenced_blocks(reply).last().map_or(reply, |block| block.body).trim()
 }
 
 /// A fenced code block of a Markdown reply.
@@ -134,9 +128,7 @@ pub fn fenced_blocks(text: &str) -> Vec<FencedBlock<'_>> {
     let mut from = 0;
     while let Some(open) = find_fence(text, from, None) {
         let after_open = open.end;
-        let line_end = text[after_open..]
-            .find('\n')
-            .map_or(text.len(), |i| after_open + i);
+        let line_end = text[after_open..].find('\n').map_or(text.len(), |i| after_open + i);
         let first_line = &text[after_open..line_end];
         if let Some(close) = find_fence(first_line, 0, Some(open.clone())) {
             // A block on a single line: an optional language word, then the body.
@@ -145,11 +137,7 @@ pub fn fenced_blocks(text: &str) -> Vec<FencedBlock<'_>> {
                 Some((word, rest)) if is_sql_language(word) => (word, rest),
                 _ => ("", inner),
             };
-            blocks.push(FencedBlock {
-                info,
-                body,
-                closed: true,
-            });
+            blocks.push(FencedBlock { info, body, closed: true });
             from = after_open + close.end;
             continue;
         }
@@ -157,19 +145,11 @@ pub fn fenced_blocks(text: &str) -> Vec<FencedBlock<'_>> {
         let body_start = (line_end + 1).min(text.len());
         match find_fence(text, body_start, Some(open)) {
             Some(close) => {
-                blocks.push(FencedBlock {
-                    info,
-                    body: &text[body_start..close.start],
-                    closed: true,
-                });
+                blocks.push(FencedBlock { info, body: &text[body_start..close.start], closed: true });
                 from = close.end;
             }
             None => {
-                blocks.push(FencedBlock {
-                    info,
-                    body: &text[body_start..],
-                    closed: false,
-                });
+                blocks.push(FencedBlock { info, body: &text[body_start..], closed: false });
                 break;
             }
         }
@@ -199,11 +179,7 @@ fn find_fence(text: &str, from: usize, opening: Option<Fence>) -> Option<Fence> 
                 None => run >= 3,
             };
             if fits {
-                return Some(Fence {
-                    marker: char::from(b),
-                    start: i,
-                    end: i + run,
-                });
+                return Some(Fence { marker: char::from(b), start: i, end: i + run });
             }
             i += run;
         } else {
@@ -224,9 +200,7 @@ fn last_sql_block(text: &str) -> Option<&str> {
     fenced_blocks(text)
         .into_iter()
         .rev()
-        .find(|block| {
-            !block.body.trim().is_empty() && (block.is_tagged_sql() || starts_like_sql(block.body))
-        })
+        .find(|block| !block.body.trim().is_empty() && (block.is_tagged_sql() || starts_like_sql(block.body)))
         .map(|block| block.body)
 }
 
@@ -234,9 +208,7 @@ fn last_sql_block(text: &str) -> Option<&str> {
 fn sql_tag_content(text: &str) -> Option<&str> {
     let lower = text.to_ascii_lowercase();
     let start = lower.rfind("<sql>")? + "<sql>".len();
-    let end = lower[start..]
-        .find("</sql>")
-        .map_or(text.len(), |i| start + i);
+    let end = lower[start..].find("</sql>").map_or(text.len(), |i| start + i);
     Some(&text[start..end])
 }
 
@@ -247,9 +219,7 @@ fn json_sql(reply: &str) -> Option<String> {
         return None;
     }
     let value: serde_json::Value = serde_json::from_str(candidate).ok()?;
-    ["sql", "query", "SQL"]
-        .iter()
-        .find_map(|key| value.get(key)?.as_str().map(str::to_owned))
+    ["sql", "query", "SQL"].iter().find_map(|key| value.get(key)?.as_str().map(str::to_owned))
 }
 
 /// The SQL in a reply without fences or tags (rule 4 of the module documentation).
@@ -268,9 +238,7 @@ fn prose_sql(reply: &str) -> Option<&str> {
 fn first_statement_start(text: &str) -> Option<usize> {
     let mut line_start = 0;
     while line_start < text.len() {
-        let line_end = text[line_start..]
-            .find('\n')
-            .map_or(text.len(), |i| line_start + i);
+        let line_end = text[line_start..].find('\n').map_or(text.len(), |i| line_start + i);
         let line = &text[line_start..line_end];
         if line.trim().is_empty() {
             line_start = line_end + 1;
@@ -284,9 +252,7 @@ fn first_statement_start(text: &str) -> Option<usize> {
             return None;
         }
         if starts_like_sql(code) {
-            let code_line_end = text[code_at..]
-                .find('\n')
-                .map_or(text.len(), |i| code_at + i);
+            let code_line_end = text[code_at..].find('\n').map_or(text.len(), |i| code_at + i);
             if !reads_as_sentence(&text[code_at..code_line_end]) {
                 return Some(line_start + indent);
             }
@@ -306,19 +272,16 @@ fn first_statement_start(text: &str) -> Option<usize> {
 /// The offset in `line` of a statement keyword after a label (`SQL: `, any case) or a
 /// sentence (`. `, `! `, `? `, upper-case keyword only).
 fn start_within_line(line: &str) -> Option<usize> {
-    line.match_indices([':', '.', '!', '?'])
-        .find_map(|(i, mark)| {
-            let rest = &line[i + 1..];
-            let word_at = i + 1 + (rest.len() - rest.trim_start().len());
-            let keyword_ok = match first_word(&line[word_at..]) {
-                Some(word) if mark == ":" => is_statement_keyword(word),
-                Some(word) => {
-                    is_statement_keyword(word) && word.bytes().all(|b| !b.is_ascii_lowercase())
-                }
-                None => false,
-            };
-            (rest.starts_with(char::is_whitespace) && keyword_ok).then_some(word_at)
-        })
+    line.match_indices([':', '.', '!', '?']).find_map(|(i, mark)| {
+        let rest = &line[i + 1..];
+        let word_at = i + 1 + (rest.len() - rest.trim_start().len());
+        let keyword_ok = match first_word(&line[word_at..]) {
+            Some(word) if mark == ":" => is_statement_keyword(word),
+            Some(word) => is_statement_keyword(word) && word.bytes().all(|b| !b.is_ascii_lowercase()),
+            None => false,
+        };
+        (rest.starts_with(char::is_whitespace) && keyword_ok).then_some(word_at)
+    })
 }
 
 /// `(start, end)` byte ranges of the lines of `text`, without their `\n`.
@@ -340,8 +303,7 @@ fn line_ranges(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
 fn reads_as_sentence(line: &str) -> bool {
     let line = line.trim();
     let title_case = first_word(line).is_some_and(is_title_case);
-    let sentence_like = line.ends_with([':', '.', '!', '?'])
-        || [". ", "! ", "? "].iter().any(|brk| line.contains(brk));
+    let sentence_like = line.ends_with([':', '.', '!', '?']) || [". ", "! ", "? "].iter().any(|brk| line.contains(brk));
     title_case && sentence_like
 }
 
@@ -378,9 +340,7 @@ fn cut_at_prose_paragraph(region: &str) -> &str {
 fn is_prose_line(line: &str) -> bool {
     match first_word(line) {
         Some(word) if is_statement_keyword(word) => false,
-        Some(word) if CLAUSE_KEYWORDS.iter().any(|k| k.eq_ignore_ascii_case(word)) => {
-            is_title_case(word)
-        }
+        Some(word) if CLAUSE_KEYWORDS.iter().any(|k| k.eq_ignore_ascii_case(word)) => is_title_case(word),
         Some(_) => true,
         None => starts_with_markdown(line),
     }
@@ -393,8 +353,7 @@ fn cut_at_prose_after_semicolon(region: &str) -> &str {
     // Prose after the SQL (an apostrophe, say) may stop the tokenizer; the tokens before that
     // point are the same as in any prefix, so the `;` tokens among them are the top-level ones.
     let mut tokens = Vec::new();
-    let _ =
-        Tokenizer::new(&PostgreSqlDialect {}, region).tokenize_with_location_into_buf(&mut tokens);
+    let _ = Tokenizer::new(&PostgreSqlDialect {}, region).tokenize_with_location_into_buf(&mut tokens);
     let mut cursor = OffsetCursor::new(region);
     for semicolon in tokens.iter().filter(|t| t.token == Token::SemiColon) {
         let after = cursor.offset(semicolon.span.end);
@@ -459,34 +418,25 @@ fn block_comment_end(text: &str) -> Option<usize> {
 fn starts_with_markdown(text: &str) -> bool {
     let text = text.trim_start();
     let digits = text.bytes().take_while(u8::is_ascii_digit).count();
-    text.starts_with(['#', '*', '>', '|', '`', '_'])
-        || text.starts_with("- ")
-        || (digits > 0 && text[digits..].starts_with(". "))
+    text.starts_with(['#', '*', '>', '|', '`', '_']) || text.starts_with("- ") || (digits > 0 && text[digits..].starts_with(". "))
 }
 
 /// The leading word of `text` (ASCII letters and underscores), if it starts with one.
 fn first_word(text: &str) -> Option<&str> {
-    let len = text
-        .bytes()
-        .take_while(|b| b.is_ascii_alphabetic() || *b == b'_')
-        .count();
+    let len = text.bytes().take_while(|b| b.is_ascii_alphabetic() || *b == b'_').count();
     let next = text[len..].chars().next();
     let whole_word = !next.is_some_and(|c| c.is_alphanumeric() || c == '$');
     (len > 0 && whole_word).then(|| &text[..len])
 }
 
 fn is_statement_keyword(word: &str) -> bool {
-    STATEMENT_KEYWORDS
-        .iter()
-        .any(|k| k.eq_ignore_ascii_case(word))
+    STATEMENT_KEYWORDS.iter().any(|k| k.eq_ignore_ascii_case(word))
 }
 
 /// `With`, `Select`: an upper-case letter followed by lower-case ones only.
 fn is_title_case(word: &str) -> bool {
     let mut chars = word.chars();
-    chars.next().is_some_and(|c| c.is_ascii_uppercase())
-        && word.len() > 1
-        && chars.all(|c| !c.is_ascii_uppercase())
+    chars.next().is_some_and(|c| c.is_ascii_uppercase()) && word.len() > 1 && chars.all(|c| !c.is_ascii_uppercase())
 }
 
 /// The contents of single-backtick code spans, in order.
@@ -516,13 +466,7 @@ fn finish(sql: &str) -> Option<String> {
     if sql.ends_with(';') {
         if let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize_with_location() {
             let is_padding = |t: &TokenWithSpan| {
-                matches!(
-                    t.token,
-                    Token::SemiColon
-                        | Token::Whitespace(
-                            Whitespace::Space | Whitespace::Newline | Whitespace::Tab
-                        )
-                )
+                matches!(t.token, Token::SemiColon | Token::Whitespace(Whitespace::Space | Whitespace::Newline | Whitespace::Tab))
             };
             let end = match tokens.iter().rposition(|t| !is_padding(t)) {
                 Some(last) => OffsetCursor::new(sql).offset(tokens[last].span.end),
@@ -546,14 +490,8 @@ mod tests {
     fn bare_statements() {
         assert_eq!(extracted("SELECT * FROM canary;"), "SELECT * FROM canary");
         assert_eq!(extracted("  select 1  \n"), "select 1");
-        assert_eq!(
-            extracted("SELECT id\nFROM canary\nWHERE id > 1\nORDER BY id;\n"),
-            "SELECT id\nFROM canary\nWHERE id > 1\nORDER BY id"
-        );
-        assert_eq!(
-            extracted("(SELECT 1) UNION (SELECT 2)"),
-            "(SELECT 1) UNION (SELECT 2)"
-        );
+        assert_eq!(extracted("SELECT id\nFROM canary\nWHERE id > 1\nORDER BY id;\n"), "SELECT id\nFROM canary\nWHERE id > 1\nORDER BY id");
+        assert_eq!(extracted("(SELECT 1) UNION (SELECT 2)"), "(SELECT 1) UNION (SELECT 2)");
         assert_eq!(extracted("SELECT 1;;"), "SELECT 1");
     }
 
@@ -597,54 +535,30 @@ mod tests {
         let reply = "```sql\nSELECT 1;\nDROP TABLE canary;\n```";
         assert_eq!(extracted(reply), "SELECT 1;\nDROP TABLE canary");
         let reply = "```sql\nSELECT 1; -- harmless\nDELETE FROM canary\n```";
-        assert_eq!(
-            extracted(reply),
-            "SELECT 1; -- harmless\nDELETE FROM canary"
-        );
+        assert_eq!(extracted(reply), "SELECT 1; -- harmless\nDELETE FROM canary");
         let reply = "```sql\nSELECT 1 /* ; */; UPDATE canary SET note = 'x';\n```";
-        assert_eq!(
-            extracted(reply),
-            "SELECT 1 /* ; */; UPDATE canary SET note = 'x'"
-        );
+        assert_eq!(extracted(reply), "SELECT 1 /* ; */; UPDATE canary SET note = 'x'");
     }
 
     #[test]
     fn a_trailing_semicolon_in_a_comment_stays() {
         assert_eq!(extracted("SELECT 1 -- done;"), "SELECT 1 -- done;");
-        assert_eq!(
-            extracted("```sql\nSELECT 1; -- done;\n```"),
-            "SELECT 1; -- done;"
-        );
+        assert_eq!(extracted("```sql\nSELECT 1; -- done;\n```"), "SELECT 1; -- done;");
     }
 
     #[test]
     fn sql_tags() {
         assert_eq!(extracted("<sql>SELECT 1;</sql>"), "SELECT 1");
-        assert_eq!(
-            extracted("I think this works.\n<SQL>\nSELECT note\nFROM canary\n</SQL>\nDone."),
-            "SELECT note\nFROM canary"
-        );
-        assert_eq!(
-            extracted("<sql>\n```sql\nSELECT 1\n```\n</sql>"),
-            "SELECT 1"
-        );
-        assert_eq!(
-            extracted("<sql>SELECT 1; DELETE FROM canary</sql>"),
-            "SELECT 1; DELETE FROM canary"
-        );
+        assert_eq!(extracted("I think this works.\n<SQL>\nSELECT note\nFROM canary\n</SQL>\nDone."), "SELECT note\nFROM canary");
+        assert_eq!(extracted("<sql>\n```sql\nSELECT 1\n```\n</sql>"), "SELECT 1");
+        assert_eq!(extracted("<sql>SELECT 1; DELETE FROM canary</sql>"), "SELECT 1; DELETE FROM canary");
         assert_eq!(extracted("<sql>SELECT 3"), "SELECT 3");
     }
 
     #[test]
     fn json_replies() {
-        assert_eq!(
-            extracted(r#"{"sql": "SELECT 1;", "explanation": "one"}"#),
-            "SELECT 1"
-        );
-        assert_eq!(
-            extracted("```json\n{\"query\": \"SELECT 2\"}\n```"),
-            "SELECT 2"
-        );
+        assert_eq!(extracted(r#"{"sql": "SELECT 1;", "explanation": "one"}"#), "SELECT 1");
+        assert_eq!(extracted("```json\n{\"query\": \"SELECT 2\"}\n```"), "SELECT 2");
     }
 
     #[test]
@@ -658,10 +572,7 @@ mod tests {
         let reply = "Sure. SELECT 1; It's that simple.";
         assert_eq!(extracted(reply), "SELECT 1");
         let reply = "With pleasure! Here is the SQL:\nWITH t AS (SELECT 1 AS x)\nSELECT x FROM t;";
-        assert_eq!(
-            extracted(reply),
-            "WITH t AS (SELECT 1 AS x)\nSELECT x FROM t"
-        );
+        assert_eq!(extracted(reply), "WITH t AS (SELECT 1 AS x)\nSELECT x FROM t");
         let reply = "sql\nSELECT 1";
         assert_eq!(extracted(reply), "SELECT 1");
     }
@@ -689,10 +600,7 @@ mod tests {
     #[test]
     fn leading_comments_start_the_statement() {
         let reply = "-- count the canaries\nSELECT count(*) FROM canary;";
-        assert_eq!(
-            extracted(reply),
-            "-- count the canaries\nSELECT count(*) FROM canary"
-        );
+        assert_eq!(extracted(reply), "-- count the canaries\nSELECT count(*) FROM canary");
         let reply = "/* harmless */ DELETE FROM canary";
         assert_eq!(extracted(reply), reply);
     }
@@ -717,23 +625,13 @@ mod tests {
         assert_eq!(extract_sql(&nested_comments), None);
         let fences = "```\n".repeat(20_000);
         assert_eq!(extract_sql(&fences), None);
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(5),
-            "{:?}",
-            started.elapsed()
-        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?}", started.elapsed());
     }
 
     #[test]
     fn inline_code() {
-        assert_eq!(
-            extracted("Run `SELECT count(*) FROM canary` to count."),
-            "SELECT count(*) FROM canary"
-        );
-        assert_eq!(
-            extracted("The table `canary` has it: `select note from canary`."),
-            "select note from canary"
-        );
+        assert_eq!(extracted("Run `SELECT count(*) FROM canary` to count."), "SELECT count(*) FROM canary");
+        assert_eq!(extracted("The table `canary` has it: `select note from canary`."), "select note from canary");
     }
 
     #[test]
@@ -763,18 +661,7 @@ mod tests {
         let blocks = fenced_blocks("x\n```sql\nSELECT 1\n```\ny\n```\nz");
         assert_eq!(
             blocks,
-            [
-                FencedBlock {
-                    info: "sql",
-                    body: "SELECT 1\n",
-                    closed: true
-                },
-                FencedBlock {
-                    info: "",
-                    body: "z",
-                    closed: false
-                },
-            ]
+            [FencedBlock { info: "sql", body: "SELECT 1\n", closed: true }, FencedBlock { info: "", body: "z", closed: false },]
         );
         assert!(blocks[0].is_tagged_sql());
         assert!(!blocks[1].is_tagged_sql());

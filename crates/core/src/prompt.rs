@@ -19,10 +19,7 @@ Reply with the query in a ```sql fenced block and nothing else.";
 
 /// The first SQL-generation request.
 pub fn sql_request(question: &str, schema: &str) -> ChatRequest {
-    ChatRequest::new(
-        SQL_SYSTEM,
-        format!("<schema>\n{}</schema>\n\n<question>{}</question>", schema, question.trim()),
-    )
+    ChatRequest::new(SQL_SYSTEM, format!("<schema>\n{}</schema>\n\n<question>{}</question>", schema, question.trim()))
 }
 
 /// Continue a SQL-generation conversation after the query failed or was refused: the model
@@ -74,9 +71,7 @@ pub enum AnswerDecision {
 /// Read the answer-stage reply: `ROWS` (in any case, quoted, fenced or with a full stop) means
 /// the rows are the answer; anything else is the written answer.
 pub fn parse_answer(reply: &str) -> AnswerDecision {
-    let core = reply
-        .trim()
-        .trim_matches(|c: char| c == '`' || c == '"' || c == '\'' || c == '*' || c == '.' || c.is_whitespace());
+    let core = reply.trim().trim_matches(|c: char| c == '`' || c == '"' || c == '\'' || c == '*' || c == '.' || c.is_whitespace());
     if core.eq_ignore_ascii_case("rows") {
         AnswerDecision::Rows
     } else {

@@ -51,14 +51,7 @@ impl ResultSet {
             }
         }
         let line = |items: &[String]| -> String {
-            items
-                .iter()
-                .zip(&widths)
-                .map(|(s, w)| format!(" {s:<w$} ", w = *w))
-                .collect::<Vec<_>>()
-                .join("|")
-                .trim_end()
-                .to_string()
+            items.iter().zip(&widths).map(|(s, w)| format!(" {s:<w$} ", w = *w)).collect::<Vec<_>>().join("|").trim_end().to_string()
         };
         let mut out = String::new();
         out.push_str(&line(&self.columns));
@@ -125,10 +118,7 @@ mod tests {
 
     #[test]
     fn table_is_aligned() {
-        assert_eq!(
-            rs().render_table(),
-            " name     | n  | n\n----------+----+------\n Roma     | 3  |\n Le Petit | 12 | true\n(2 rows)"
-        );
+        assert_eq!(rs().render_table(), " name     | n  | n\n----------+----+------\n Roma     | 3  |\n Le Petit | 12 | true\n(2 rows)");
     }
 
     #[test]

@@ -87,11 +87,7 @@ pub fn render(tables: &[Table]) -> String {
             } else if col.not_null {
                 out.push_str(" NOT NULL");
             }
-            if let Some(fk) = t
-                .foreign_keys
-                .iter()
-                .find(|fk| fk.columns.len() == 1 && fk.columns[0] == col.name)
-            {
+            if let Some(fk) = t.foreign_keys.iter().find(|fk| fk.columns.len() == 1 && fk.columns[0] == col.name) {
                 let _ = write!(out, " REFERENCES {}({})", fk.references, fk.ref_columns.join(", "));
             }
             if let Some(c) = col.comment.as_deref().filter(|c| !c.trim().is_empty()) {
@@ -103,13 +99,7 @@ pub fn render(tables: &[Table]) -> String {
             let _ = writeln!(out, "  PRIMARY KEY ({})", t.primary_key.join(", "));
         }
         for fk in t.foreign_keys.iter().filter(|fk| fk.columns.len() > 1) {
-            let _ = writeln!(
-                out,
-                "  FOREIGN KEY ({}) REFERENCES {}({})",
-                fk.columns.join(", "),
-                fk.references,
-                fk.ref_columns.join(", ")
-            );
+            let _ = writeln!(out, "  FOREIGN KEY ({}) REFERENCES {}({})", fk.columns.join(", "), fk.references, fk.ref_columns.join(", "));
         }
     }
     out
@@ -139,7 +129,11 @@ mod tests {
             primary_key: vec!["id".into()],
             foreign_keys: vec![
                 ForeignKey { columns: vec!["customer_id".into()], references: "public.customers".into(), ref_columns: vec!["id".into()] },
-                ForeignKey { columns: vec!["a".into(), "b".into()], references: "s.\"Pairs\"".into(), ref_columns: vec!["x".into(), "y".into()] },
+                ForeignKey {
+                    columns: vec!["a".into(), "b".into()],
+                    references: "s.\"Pairs\"".into(),
+                    ref_columns: vec!["x".into(), "y".into()],
+                },
             ],
         };
         let text = render(&[t]);

@@ -72,10 +72,7 @@ mod tests {
     #[test]
     fn scrubs_every_occurrence() {
         let s = Secret::new("sk-live-123456");
-        assert_eq!(
-            s.scrub("bad key sk-live-123456 (sk-live-123456)"),
-            "bad key [redacted] ([redacted])"
-        );
+        assert_eq!(s.scrub("bad key sk-live-123456 (sk-live-123456)"), "bad key [redacted] ([redacted])");
         assert_eq!(Secret::new("").scrub("text"), "text");
         assert!(s.occurs_in("x sk-live-123456 y"));
         assert!(!s.occurs_in("sk-live-12345"));

@@ -45,16 +45,7 @@ pub struct StageTrace {
 
 impl StageTrace {
     pub fn new(stage: &'static str, input: Value) -> StageTrace {
-        StageTrace {
-            stage,
-            attempt: None,
-            input,
-            output: Value::Null,
-            prompt_tokens: None,
-            completion_tokens: None,
-            ms: 0.0,
-            error: None,
-        }
+        StageTrace { stage, attempt: None, input, output: Value::Null, prompt_tokens: None, completion_tokens: None, ms: 0.0, error: None }
     }
 }
 

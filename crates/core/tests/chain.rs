@@ -4,12 +4,10 @@
 
 use std::collections::VecDeque;
 
+use pg_ask_core::ask::ExecFailure;
+use pg_ask_core::chain::{run_chain, stage, ChainConfig, ChainError, ChainHost, Filled, StepKind, StepResult};
 use pg_ask_core::guard::Refusal;
 use pg_ask_core::llm::{ChatRequest, ChatResponse, LlmError};
-use pg_ask_core::chain::{
-    run_chain, stage, ChainError, Filled, ChainConfig, ChainHost, StepKind, StepResult,
-};
-use pg_ask_core::ask::ExecFailure;
 use serde_json::{json, Value};
 
 const SCHEMA: &str = "\
@@ -57,12 +55,7 @@ struct Shop {
 
 impl Shop {
     fn new(replies: &[&str]) -> Shop {
-        Shop {
-            replies: replies.iter().map(|r| r.to_string()).collect(),
-            results: Vec::new(),
-            requests: Vec::new(),
-            executed: Vec::new(),
-        }
+        Shop { replies: replies.iter().map(|r| r.to_string()).collect(), results: Vec::new(), requests: Vec::new(), executed: Vec::new() }
     }
 
     fn on(mut self, contains: &'static str, result: Result<StepResult, ExecFailure>) -> Shop {
@@ -76,19 +69,11 @@ impl Shop {
 }
 
 fn rows(columns: &[&str], rows: Vec<Vec<Value>>) -> Result<StepResult, ExecFailure> {
-    Ok(StepResult {
-        columns: columns.iter().map(|c| c.to_string()).collect(),
-        rows_affected: rows.len() as u64,
-        rows,
-    })
+    Ok(StepResult { columns: columns.iter().map(|c| c.to_string()).collect(), rows_affected: rows.len() as u64, rows })
 }
 
 fn affected(n: u64) -> Result<StepResult, ExecFailure> {
-    Ok(StepResult {
-        columns: vec![],
-        rows: vec![],
-        rows_affected: n,
-    })
+    Ok(StepResult { columns: vec![], rows: vec![], rows_affected: n })
 }
 
 impl ChainHost for Shop {
@@ -98,10 +83,7 @@ impl ChainHost for Shop {
 
     fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
         self.requests.push((stage, req.clone()));
-        let content = self
-            .replies
-            .pop_front()
-            .unwrap_or_else(|| panic!("no scripted reply for {stage}"));
+        let content = self.replies.pop_front().unwrap_or_else(|| panic!("no scripted reply for {stage}"));
         Ok(ChatResponse {
             content,
             model: "scripted".into(),
@@ -122,8 +104,7 @@ impl ChainHost for Shop {
     }
 }
 
-const RESTOCK: &str =
-    "We restocked on 2023-01-01 from supplier ABC: 24 kg cherry at 0.8, selling price 1.3";
+const RESTOCK: &str = "We restocked on 2023-01-01 from supplier ABC: 24 kg cherry at 0.8, selling price 1.3";
 
 const RESTOCK_PLAN: &str = "\
 Here is how I will record the delivery.
@@ -159,26 +140,16 @@ UPDATE shop.fruits SET stock_kg = stock_kg + 24, selling_price = 1.3 WHERE fruit
 
 fn restock_shop(replies: &[&str]) -> Shop {
     Shop::new(replies)
-        .on(
-            "FROM shop.suppliers",
-            rows(&["supplier_id"], vec![vec![json!(3)]]),
-        )
-        .on(
-            "INSERT INTO shop.purchases",
-            rows(&["purchase_id"], vec![vec![json!(41)]]),
-        )
-        .on(
-            "FROM shop.fruits WHERE name",
-            rows(&["fruit_id"], vec![vec![json!(7)]]),
-        )
+        .on("FROM shop.suppliers", rows(&["supplier_id"], vec![vec![json!(3)]]))
+        .on("INSERT INTO shop.purchases", rows(&["purchase_id"], vec![vec![json!(41)]]))
+        .on("FROM shop.fruits WHERE name", rows(&["fruit_id"], vec![vec![json!(7)]]))
         .on("INSERT INTO shop.purchase_items", affected(1))
         .on("UPDATE shop.fruits", affected(1))
 }
 
 #[test]
 fn restock_fills_placeholders_from_one_row_results_without_llm_calls() {
-    let summary =
-        "Recorded the delivery of 24 kg of cherries from ABC on 2023-01-01 at 0.80 per kg; \
+    let summary = "Recorded the delivery of 24 kg of cherries from ABC on 2023-01-01 at 0.80 per kg; \
                    cherries now sell at 1.30 per kg.";
     let mut shop = restock_shop(&[RESTOCK_PLAN, summary]);
     let outcome = run_chain(&mut shop, RESTOCK, &ChainConfig::default()).expect("the chain runs");
@@ -196,29 +167,17 @@ fn restock_fills_placeholders_from_one_row_results_without_llm_calls() {
     // Plan and summary only: every placeholder had a one-row source.
     assert_eq!(shop.stages(), [stage::PLAN, stage::SUMMARY]);
     let filled: Vec<Filled> = outcome.steps.iter().map(|s| s.filled).collect();
-    assert_eq!(
-        filled,
-        [
-            Filled::AsPlanned,
-            Filled::FromResults,
-            Filled::AsPlanned,
-            Filled::FromResults,
-            Filled::FromResults
-        ]
-    );
+    assert_eq!(filled, [Filled::AsPlanned, Filled::FromResults, Filled::AsPlanned, Filled::FromResults, Filled::FromResults]);
     assert_eq!(outcome.summary, summary);
 
     // The planning prompt carries the schema, the instruction as data and the step limit.
     let plan = &shop.requests[0].1;
     assert!(plan.system.contains("never more than 10 steps"));
     assert!(plan.messages[0].content.contains("TABLE shop.sale_items"));
-    assert!(plan.messages[0]
-        .content
-        .ends_with(&format!("<instruction>{RESTOCK}</instruction>")));
+    assert!(plan.messages[0].content.ends_with(&format!("<instruction>{RESTOCK}</instruction>")));
     // The summary sees every statement as it ran and its outcome.
     let summary_prompt = &shop.requests[1].1.messages[0].content;
-    assert!(summary_prompt
-        .contains("Step 2: Record the purchase and get its id\nSQL: INSERT INTO shop.purchases"));
+    assert!(summary_prompt.contains("Step 2: Record the purchase and get its id\nSQL: INSERT INTO shop.purchases"));
     assert!(summary_prompt.contains("Result: 1 row(s) affected"));
     assert!(summary_prompt.contains("[\"purchase_id\"]\n[41]"));
 
@@ -231,14 +190,8 @@ fn restock_fills_placeholders_from_one_row_results_without_llm_calls() {
     assert_eq!(v["steps"][1]["rows_affected"], 1);
     assert_eq!(v["steps"][1]["rows"], json!([{"purchase_id": 41}]));
     assert_eq!(v["steps"][1]["filled"], "from_results");
-    assert!(v["steps"][1]["planned_sql"]
-        .as_str()
-        .unwrap()
-        .contains("<supplier_id>"));
-    assert_eq!(
-        v["steps"][3]["purpose"],
-        "Record the purchased quantity and its cost"
-    );
+    assert!(v["steps"][1]["planned_sql"].as_str().unwrap().contains("<supplier_id>"));
+    assert_eq!(v["steps"][3]["purpose"], "Record the purchased quantity and its cost");
     assert!(v["steps"][4].get("rows").is_none());
     assert_eq!(v["summary"], summary);
     assert_eq!(v["llm_calls"], 2);
@@ -278,19 +231,10 @@ WHERE fruit_id IN (7, 2);
 
 fn undo_shop(replies: &[&str]) -> Shop {
     Shop::new(replies)
-        .on(
-            "JOIN shop.customers",
-            rows(&["sale_id"], vec![vec![json!(58)]]),
-        )
+        .on("JOIN shop.customers", rows(&["sale_id"], vec![vec![json!(58)]]))
         .on(
             "FROM shop.sale_items WHERE",
-            rows(
-                &["fruit_id", "quantity_kg"],
-                vec![
-                    vec![json!(7), json!("2.500")],
-                    vec![json!(2), json!("1.000")],
-                ],
-            ),
+            rows(&["fruit_id", "quantity_kg"], vec![vec![json!(7), json!("2.500")], vec![json!(2), json!("1.000")]]),
         )
         .on("UPDATE shop.fruits", affected(2))
         .on("DELETE FROM shop.sale_items", affected(2))
@@ -299,11 +243,7 @@ fn undo_shop(replies: &[&str]) -> Shop {
 
 #[test]
 fn undo_a_sale_needs_an_llm_rewrite_for_a_multi_row_result() {
-    let mut shop = undo_shop(&[
-        UNDO_PLAN,
-        UNDO_REWRITE,
-        "The sale of 2023-01-05 to John Doe was undone.",
-    ]);
+    let mut shop = undo_shop(&[UNDO_PLAN, UNDO_REWRITE, "The sale of 2023-01-05 to John Doe was undone."]);
     let outcome = run_chain(&mut shop, UNDO, &ChainConfig::default()).expect("the chain runs");
 
     assert_eq!(shop.stages(), [stage::PLAN, stage::REWRITE, stage::SUMMARY]);
@@ -326,14 +266,12 @@ fn undo_a_sale_needs_an_llm_rewrite_for_a_multi_row_result() {
     // The rewrite prompt shows the earlier results, the step and what to fill.
     let rewrite = &shop.requests[1].1.messages[0].content;
     assert!(rewrite.contains("Step 2: List what was sold in it\nSQL: SELECT fruit_id, quantity_kg FROM shop.sale_items WHERE sale_id = 58\nResult: 2 row(s)\n[\"fruit_id\",\"quantity_kg\"]\n[7,\"2.500\"]\n[2,\"1.000\"]"), "{rewrite}");
-    assert!(rewrite.contains("<step number=\"3\">\nUPDATE shop.fruits SET stock_kg = stock_kg + <quantity_kg> WHERE fruit_id = <fruit_id>\n</step>"));
+    assert!(rewrite
+        .contains("<step number=\"3\">\nUPDATE shop.fruits SET stock_kg = stock_kg + <quantity_kg> WHERE fruit_id = <fruit_id>\n</step>"));
     assert!(rewrite.ends_with("Placeholders to fill: <quantity_kg>, <fruit_id>"));
 
     let v = outcome.to_json(1);
-    assert_eq!(
-        v["steps"][1]["rows"],
-        json!([{"fruit_id": 7, "quantity_kg": "2.500"}])
-    );
+    assert_eq!(v["steps"][1]["rows"], json!([{"fruit_id": 7, "quantity_kg": "2.500"}]));
     assert_eq!(v["steps"][1]["rows_truncated"], true);
     assert_eq!(v["steps"][3]["rows_affected"], 2);
     assert_eq!(v["ignored"], json!(["COMMIT"]));
@@ -348,57 +286,35 @@ fn a_failing_step_stops_the_chain_and_later_steps_never_run() {
         hint: None,
     };
     let mut shop = Shop::new(&[RESTOCK_PLAN])
-        .on(
-            "FROM shop.suppliers",
-            rows(&["supplier_id"], vec![vec![json!(3)]]),
-        )
+        .on("FROM shop.suppliers", rows(&["supplier_id"], vec![vec![json!(3)]]))
         .on("INSERT INTO shop.purchases", Err(fk.clone()));
     let (error, trace) = run_chain(&mut shop, RESTOCK, &ChainConfig::default()).unwrap_err();
 
     assert_eq!(shop.executed.len(), 2, "steps 3 to 5 must not run");
     assert_eq!(shop.stages(), [stage::PLAN], "no summary of a failed chain");
     match &error {
-        ChainError::StepFailed {
-            step: 2,
-            sql,
-            failure,
-        } => {
+        ChainError::StepFailed { step: 2, sql, failure } => {
             assert!(sql.contains("VALUES (3, '2023-01-01')"));
             assert_eq!(**failure, fk);
         }
         other => panic!("unexpected {other:?}"),
     }
-    assert!(error
-        .to_string()
-        .starts_with("step 2 failed: ERROR: insert or update on table"));
+    assert!(error.to_string().starts_with("step 2 failed: ERROR: insert or update on table"));
     let recorded = trace.error.expect("the trace records the error");
     assert_eq!(recorded["reason"], "step_failed");
     assert_eq!(recorded["sqlstate"], "23503");
     assert_eq!(recorded["step"], 2);
-    assert_eq!(
-        trace
-            .stages
-            .iter()
-            .filter(|s| s.stage == stage::EXECUTE)
-            .count(),
-        2
-    );
+    assert_eq!(trace.stages.iter().filter(|s| s.stage == stage::EXECUTE).count(), 2);
 }
 
 #[test]
 fn a_plan_longer_than_max_steps_runs_nothing() {
     let mut shop = restock_shop(&[RESTOCK_PLAN]);
-    let cfg = ChainConfig {
-        max_steps: 3,
-        ..ChainConfig::default()
-    };
+    let cfg = ChainConfig { max_steps: 3, ..ChainConfig::default() };
     let (error, _) = run_chain(&mut shop, RESTOCK, &cfg).unwrap_err();
     assert_eq!(error, ChainError::TooManySteps { planned: 5, max: 3 });
     assert!(shop.executed.is_empty());
-    assert!(shop.requests[0]
-        .1
-        .system
-        .contains("never more than 3 steps"));
+    assert!(shop.requests[0].1.system.contains("never more than 3 steps"));
 }
 
 #[test]
@@ -417,27 +333,15 @@ Step 3: Give points
 UPDATE shop.customers SET loyalty_points = 10 WHERE customer_id = <customer_id>;
 ```";
     let mut shop = Shop::new(&[plan]);
-    let (error, trace) = run_chain(
-        &mut shop,
-        "give John Doe 10 loyalty points",
-        &ChainConfig::default(),
-    )
-    .unwrap_err();
+    let (error, trace) = run_chain(&mut shop, "give John Doe 10 loyalty points", &ChainConfig::default()).unwrap_err();
     match &error {
-        ChainError::Refused {
-            step: 2,
-            refusal: Refusal::NotAWriteStep(kind),
-            sql,
-        } => {
+        ChainError::Refused { step: 2, refusal: Refusal::NotAWriteStep(kind), sql } => {
             assert_eq!(kind, "ALTER TABLE");
             assert!(sql.starts_with("ALTER TABLE shop.customers"));
         }
         other => panic!("unexpected {other:?}"),
     }
-    assert!(
-        shop.executed.is_empty(),
-        "the SELECT of step 1 must not run either"
-    );
+    assert!(shop.executed.is_empty(), "the SELECT of step 1 must not run either");
     assert_eq!(trace.error.unwrap()["refusal"], "not_a_write_step");
 }
 
@@ -447,15 +351,7 @@ fn a_rewrite_may_not_change_the_statement_kind() {
     let mut shop = undo_shop(&[UNDO_PLAN, hostile]);
     let (error, _) = run_chain(&mut shop, UNDO, &ChainConfig::default()).unwrap_err();
     assert!(
-        matches!(
-            error,
-            ChainError::RewriteChangedKind {
-                step: 3,
-                planned: StepKind::Update,
-                rewritten: StepKind::Delete,
-                ..
-            }
-        ),
+        matches!(error, ChainError::RewriteChangedKind { step: 3, planned: StepKind::Update, rewritten: StepKind::Delete, .. }),
         "{error:?}"
     );
     assert_eq!(shop.executed.len(), 2);
@@ -465,27 +361,16 @@ fn a_rewrite_may_not_change_the_statement_kind() {
 fn rewrites_that_cannot_be_used() {
     let mut shop = undo_shop(&[UNDO_PLAN, "CANNOT: the sale has no items to put back."]);
     let (error, _) = run_chain(&mut shop, UNDO, &ChainConfig::default()).unwrap_err();
-    assert_eq!(
-        error,
-        ChainError::StepImpossible {
-            step: 3,
-            reason: "the sale has no items to put back.".into()
-        }
-    );
+    assert_eq!(error, ChainError::StepImpossible { step: 3, reason: "the sale has no items to put back.".into() });
 
-    let mut shop = undo_shop(&[UNDO_PLAN, "```sql\nUPDATE shop.fruits SET stock_kg = stock_kg + <quantity_kg> WHERE fruit_id IN (7, 2);\n```"]);
+    let mut shop =
+        undo_shop(&[UNDO_PLAN, "```sql\nUPDATE shop.fruits SET stock_kg = stock_kg + <quantity_kg> WHERE fruit_id IN (7, 2);\n```"]);
     let (error, _) = run_chain(&mut shop, UNDO, &ChainConfig::default()).unwrap_err();
-    assert!(
-        matches!(&error, ChainError::UnfilledPlaceholder { step: 3, names, .. } if names == &["quantity_kg"]),
-        "{error:?}"
-    );
+    assert!(matches!(&error, ChainError::UnfilledPlaceholder { step: 3, names, .. } if names == &["quantity_kg"]), "{error:?}");
 
     let mut shop = undo_shop(&[UNDO_PLAN, "I am not sure what to do here."]);
     let (error, _) = run_chain(&mut shop, UNDO, &ChainConfig::default()).unwrap_err();
-    assert!(
-        matches!(error, ChainError::NoSqlInRewrite { step: 3, .. }),
-        "{error:?}"
-    );
+    assert!(matches!(error, ChainError::NoSqlInRewrite { step: 3, .. }), "{error:?}");
     assert_eq!(shop.executed.len(), 2);
 }
 
@@ -493,19 +378,12 @@ fn rewrites_that_cannot_be_used() {
 fn a_placeholder_without_a_one_row_source_goes_to_the_llm() {
     // The sale lookup finds nothing: `<sale_id>` has no value, so the LLM is asked, and it
     // says the step cannot be done.
-    let plan = "```sql\nSELECT sale_id FROM shop.sales WHERE sold_on = '2023-01-05';\nDELETE FROM shop.sales WHERE sale_id = <sale_id>;\n```";
-    let mut shop = Shop::new(&[plan, "CANNOT - no sale on 2023-01-05 was found"])
-        .on("SELECT sale_id", rows(&["sale_id"], vec![]));
-    let (error, _) = run_chain(
-        &mut shop,
-        "delete the sale of 2023-01-05",
-        &ChainConfig::default(),
-    )
-    .unwrap_err();
+    let plan =
+        "```sql\nSELECT sale_id FROM shop.sales WHERE sold_on = '2023-01-05';\nDELETE FROM shop.sales WHERE sale_id = <sale_id>;\n```";
+    let mut shop = Shop::new(&[plan, "CANNOT - no sale on 2023-01-05 was found"]).on("SELECT sale_id", rows(&["sale_id"], vec![]));
+    let (error, _) = run_chain(&mut shop, "delete the sale of 2023-01-05", &ChainConfig::default()).unwrap_err();
     assert_eq!(error.reason_code(), "step_impossible");
-    assert!(shop.requests[1].1.messages[0]
-        .content
-        .contains("Result: 0 row(s)\n[\"sale_id\"]\n"));
+    assert!(shop.requests[1].1.messages[0].content.contains("Result: 0 row(s)\n[\"sale_id\"]\n"));
     assert_eq!(shop.executed.len(), 1);
 }
 
@@ -516,16 +394,9 @@ Step 1: SELECT name FROM shop.customers WHERE phone = '555-0101';
 Step 2: INSERT INTO shop.sales (sale_id, customer_id, sold_on) SELECT nextval('shop.sales_sale_id_seq'), customer_id, DATE '2023-02-01' FROM shop.customers WHERE name = <name> RETURNING sale_id;";
     let mut shop = Shop::new(&[plan, "Recorded a sale for O'Brien."])
         .on("SELECT name", rows(&["name"], vec![vec![json!("O'Brien")]]))
-        .on(
-            "INSERT INTO shop.sales",
-            rows(&["sale_id"], vec![vec![json!(99)]]),
-        );
-    let outcome = run_chain(
-        &mut shop,
-        "new sale for the customer with phone 555-0101",
-        &ChainConfig::default(),
-    )
-    .expect("nextval is allowed in an INSERT");
+        .on("INSERT INTO shop.sales", rows(&["sale_id"], vec![vec![json!(99)]]));
+    let outcome = run_chain(&mut shop, "new sale for the customer with phone 555-0101", &ChainConfig::default())
+        .expect("nextval is allowed in an INSERT");
     assert!(shop.executed[1].ends_with("WHERE name = 'O''Brien' RETURNING sale_id"));
     assert_eq!(outcome.steps[1].kind, StepKind::Insert);
 
@@ -534,30 +405,14 @@ Step 2: INSERT INTO shop.sales (sale_id, customer_id, sold_on) SELECT nextval('s
     assert!(matches!(error, ChainError::NoSteps { .. }));
 
     let mut shop = Shop::new(&[]);
-    assert_eq!(
-        run_chain(&mut shop, "  ", &ChainConfig::default())
-            .unwrap_err()
-            .0,
-        ChainError::EmptyInstruction
-    );
+    assert_eq!(run_chain(&mut shop, "  ", &ChainConfig::default()).unwrap_err().0, ChainError::EmptyInstruction);
 }
 
 #[test]
 fn a_nextval_outside_an_insert_is_refused() {
     let plan = "```sql\nSELECT nextval('shop.sales_sale_id_seq');\n```";
     let mut shop = Shop::new(&[plan]);
-    let (error, _) =
-        run_chain(&mut shop, "reserve a sale id", &ChainConfig::default()).unwrap_err();
-    assert!(
-        matches!(
-            error,
-            ChainError::Refused {
-                step: 1,
-                refusal: Refusal::ForbiddenFunction(_),
-                ..
-            }
-        ),
-        "{error:?}"
-    );
+    let (error, _) = run_chain(&mut shop, "reserve a sale id", &ChainConfig::default()).unwrap_err();
+    assert!(matches!(error, ChainError::Refused { step: 1, refusal: Refusal::ForbiddenFunction(_), .. }), "{error:?}");
     assert!(shop.executed.is_empty());
 }

@@ -11,10 +11,7 @@ use serde_json::{json, Value};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
-const CSV: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/datasets/defog/questions_gen_postgres.csv"
-);
+const CSV: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/datasets/defog/questions_gen_postgres.csv");
 
 struct Row {
     question: String,
@@ -27,19 +24,8 @@ struct Row {
 fn rows() -> Vec<Row> {
     let mut reader = csv::Reader::from_path(CSV).unwrap_or_else(|e| panic!("{CSV}: {e}"));
     let headers = reader.headers().expect("a header").clone();
-    let column = |name: &str| {
-        headers
-            .iter()
-            .position(|h| h == name)
-            .unwrap_or_else(|| panic!("no column {name} in {headers:?}"))
-    };
-    let (q, sql, db, cat, ins) = (
-        column("question"),
-        column("query"),
-        column("db_name"),
-        column("query_category"),
-        column("instructions"),
-    );
+    let column = |name: &str| headers.iter().position(|h| h == name).unwrap_or_else(|| panic!("no column {name} in {headers:?}"));
+    let (q, sql, db, cat, ins) = (column("question"), column("query"), column("db_name"), column("query_category"), column("instructions"));
     reader
         .records()
         .map(|record| {
@@ -78,10 +64,7 @@ fn every_gold_field_yields_a_parsable_alternative() {
         alternatives_total += alternatives.len();
         let mut usable = 0;
         for alternative in &alternatives {
-            assert!(
-                !alternative.contains('{') && !alternative.ends_with(';'),
-                "{alternative}"
-            );
+            assert!(!alternative.contains('{') && !alternative.ends_with(';'), "{alternative}");
             match Parser::parse_sql(&dialect, alternative) {
                 Ok(statements) if statements.len() == 1 => match check_read_only(alternative) {
                     Ok(_) => usable += 1,
@@ -98,11 +81,7 @@ fn every_gold_field_yields_a_parsable_alternative() {
             }
         }
         if usable == 0 {
-            failures.push(format!(
-                "row {}: no usable alternative of {}",
-                i + 2,
-                alternatives.len()
-            ));
+            failures.push(format!("row {}: no usable alternative of {}", i + 2, alternatives.len()));
         }
         let entry = per_db.entry(&row.db_name).or_default();
         entry.0 += 1;
@@ -111,23 +90,14 @@ fn every_gold_field_yields_a_parsable_alternative() {
         entry.0 += 1;
         entry.1 += alternatives.len();
     }
-    println!(
-        "defog questions_gen_postgres.csv: {} questions, {alternatives_total} gold alternatives",
-        rows.len()
-    );
+    println!("defog questions_gen_postgres.csv: {} questions, {alternatives_total} gold alternatives", rows.len());
     println!("  {with_braces} fields with {{…}} column choices, {with_several} with more than one alternative");
     println!("  {unparsable_alternatives} alternatives sqlparser cannot parse, {refused_alternatives} the guard refuses");
-    println!(
-        "{:<16} {:>9} {:>12}",
-        "db_name", "questions", "alternatives"
-    );
+    println!("{:<16} {:>9} {:>12}", "db_name", "questions", "alternatives");
     for (db, (n, a)) in &per_db {
         println!("{db:<16} {n:>9} {a:>12}");
     }
-    println!(
-        "{:<16} {:>9} {:>12}",
-        "query_category", "questions", "alternatives"
-    );
+    println!("{:<16} {:>9} {:>12}", "query_category", "questions", "alternatives");
     for (category, (n, a)) in &per_category {
         println!("{category:<16} {n:>9} {a:>12}");
     }
@@ -180,18 +150,9 @@ fn the_csv_loads_as_a_suite() {
     let suite = parse_suite_rows(&json).expect("the defog rows load");
     assert_eq!(suite.len(), 210);
     let instructed = suite.iter().filter(|q| q.instructions.is_some()).count();
-    assert_eq!(
-        instructed,
-        rows.iter()
-            .filter(|r| !r.instructions.trim().is_empty())
-            .count()
-    );
-    assert!(suite
-        .iter()
-        .all(|q| q.category.is_some() && q.schema.is_some()));
+    assert_eq!(instructed, rows.iter().filter(|r| !r.instructions.trim().is_empty()).count());
+    assert!(suite.iter().all(|q| q.category.is_some() && q.schema.is_some()));
     let with_instructions = suite.iter().find(|q| q.instructions.is_some()).unwrap();
-    assert!(with_instructions
-        .prompt_text()
-        .starts_with(&with_instructions.question));
+    assert!(with_instructions.prompt_text().starts_with(&with_instructions.question));
     assert!(with_instructions.prompt_text().len() > with_instructions.question.len());
 }

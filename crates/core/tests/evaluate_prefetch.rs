@@ -5,11 +5,11 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use pg_ask_core::ask::{self as pipeline, AskError, ExecFailure, Goal, Host, Selection};
 use pg_ask_core::config::AskConfig;
 use pg_ask_core::evaluate::prefetch::{Capture, Prefetched, Replay};
 use pg_ask_core::evaluate::{check_gold, EvalHost, JudgeError};
 use pg_ask_core::llm::{ChatRequest, ChatResponse, LlmError};
-use pg_ask_core::ask::{self as pipeline, AskError, ExecFailure, Goal, Host, Selection};
 use pg_ask_core::rows::ResultSet;
 use serde_json::json;
 
@@ -24,21 +24,12 @@ struct Fake {
 
 impl Fake {
     fn new(replies: &[&str]) -> Fake {
-        Fake {
-            replies: replies.iter().map(|r| r.to_string()).collect(),
-            chats: vec![],
-            executed: vec![],
-            selections: vec![],
-        }
+        Fake { replies: replies.iter().map(|r| r.to_string()).collect(), chats: vec![], executed: vec![], selections: vec![] }
     }
 }
 
 fn one_row() -> ResultSet {
-    ResultSet {
-        columns: vec!["x".into()],
-        rows: vec![vec![json!(1)]],
-        truncated: false,
-    }
+    ResultSet { columns: vec!["x".into()], rows: vec![vec![json!(1)]], truncated: false }
 }
 
 impl Host for Fake {
@@ -53,25 +44,14 @@ impl Host for Fake {
     fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
         self.chats.push((stage, req.clone()));
         let content = self.replies.pop_front().expect("the script ran out");
-        Ok(ChatResponse {
-            content,
-            prompt_tokens: Some(7),
-            completion_tokens: Some(3),
-            attempts: 1,
-            ..Default::default()
-        })
+        Ok(ChatResponse { content, prompt_tokens: Some(7), completion_tokens: Some(3), attempts: 1, ..Default::default() })
     }
     fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
         self.executed.push(sql.to_string());
         if sql.contains("s.t") {
             Ok(one_row())
         } else {
-            Err(ExecFailure::Error {
-                sqlstate: "42P01".into(),
-                message: "relation does not exist".into(),
-                detail: None,
-                hint: None,
-            })
+            Err(ExecFailure::Error { sqlstate: "42P01".into(), message: "relation does not exist".into(), detail: None, hint: None })
         }
     }
 }
@@ -83,13 +63,7 @@ impl EvalHost for Fake {
 }
 
 fn reply(content: &str) -> Result<ChatResponse, LlmError> {
-    Ok(ChatResponse {
-        content: content.into(),
-        prompt_tokens: Some(100),
-        completion_tokens: Some(5),
-        attempts: 1,
-        ..Default::default()
-    })
+    Ok(ChatResponse { content: content.into(), prompt_tokens: Some(100), completion_tokens: Some(5), attempts: 1, ..Default::default() })
 }
 
 fn capture(host: &mut Fake, question: &str) -> (&'static str, ChatRequest) {
@@ -106,11 +80,7 @@ fn capture_stops_before_anything_runs_and_replay_serves_the_prefetched_reply() {
     assert_eq!(stage, "generate");
     assert!(host.chats.is_empty() && host.executed.is_empty());
 
-    let prefetched = Prefetched {
-        request,
-        reply: reply("SELECT x FROM s.t"),
-        took: Duration::from_millis(200),
-    };
+    let prefetched = Prefetched { request, reply: reply("SELECT x FROM s.t"), took: Duration::from_millis(200) };
     let mut replay = Replay::new(&mut host, Some(prefetched));
     let out = pipeline::run(&mut replay, "how many x?", &AskConfig::default(), Goal::Sql).unwrap();
     assert_eq!(replay.served, Some(Duration::from_millis(200)));
@@ -147,11 +117,7 @@ fn the_schema_selection_is_made_once_per_question() {
 fn repairs_go_to_the_llm_live() {
     let mut host = Fake::new(&["SELECT x FROM s.t"]);
     let (_, request) = capture(&mut host, "q");
-    let prefetched = Prefetched {
-        request,
-        reply: reply("SELECT x FROM nowhere"),
-        took: Duration::ZERO,
-    };
+    let prefetched = Prefetched { request, reply: reply("SELECT x FROM nowhere"), took: Duration::ZERO };
     let mut replay = Replay::new(&mut host, Some(prefetched));
     let out = pipeline::run(&mut replay, "q", &AskConfig::default(), Goal::Sql).unwrap();
     assert_eq!(out.sql, "SELECT x FROM s.t");
@@ -165,26 +131,12 @@ fn repairs_go_to_the_llm_live() {
 fn a_prefetched_failure_is_the_pipeline_failure_and_a_different_request_goes_live() {
     let mut host = Fake::new(&["SELECT x FROM s.t"]);
     let (_, request) = capture(&mut host, "q");
-    let prefetched = Prefetched {
-        request: request.clone(),
-        reply: Err(LlmError::EmptyContent),
-        took: Duration::ZERO,
-    };
+    let prefetched = Prefetched { request: request.clone(), reply: Err(LlmError::EmptyContent), took: Duration::ZERO };
     let mut replay = Replay::new(&mut host, Some(prefetched));
     let err = pipeline::run(&mut replay, "q", &AskConfig::default(), Goal::Sql).unwrap_err();
-    assert_eq!(
-        err.0,
-        AskError::Llm {
-            stage: "generate",
-            source: LlmError::EmptyContent
-        }
-    );
+    assert_eq!(err.0, AskError::Llm { stage: "generate", source: LlmError::EmptyContent });
     // Prefetched for another question: not served, the call is made live.
-    let other = Prefetched {
-        request,
-        reply: reply("SELECT 'wrong'"),
-        took: Duration::ZERO,
-    };
+    let other = Prefetched { request, reply: reply("SELECT 'wrong'"), took: Duration::ZERO };
     let mut replay = Replay::new(&mut host, Some(other));
     let out = pipeline::run(&mut replay, "another question", &AskConfig::default(), Goal::Sql).unwrap();
     assert_eq!(replay.served, None);

@@ -45,10 +45,8 @@ enum Layer {
 }
 
 fn corpus() -> Corpus {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hostile_replies.json");
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hostile_replies.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is malformed: {e}", path.display()))
 }
 
@@ -62,79 +60,41 @@ fn report(what: &str, failures: Vec<String>, total: usize) {
     for line in &failures {
         eprintln!("{line}");
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {total} {what} failed:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert!(failures.is_empty(), "{} of {total} {what} failed:\n{}", failures.len(), failures.join("\n"));
 }
 
 #[test]
 fn corpus_is_large_and_well_formed() {
     let corpus = corpus();
-    let parse = corpus
-        .hostile
-        .iter()
-        .filter(|h| h.layer == Layer::Parse)
-        .count();
+    let parse = corpus.hostile.iter().filter(|h| h.layer == Layer::Parse).count();
     let db = corpus.hostile.len() - parse;
-    println!(
-        "hostile: {parse} parse + {db} db; safe: {}",
-        corpus.safe.len()
-    );
-    assert!(
-        corpus.hostile.len() >= 70,
-        "only {} hostile replies",
-        corpus.hostile.len()
-    );
-    assert!(
-        corpus.safe.len() >= 15,
-        "only {} safe replies",
-        corpus.safe.len()
-    );
+    println!("hostile: {parse} parse + {db} db; safe: {}", corpus.safe.len());
+    assert!(corpus.hostile.len() >= 70, "only {} hostile replies", corpus.hostile.len());
+    assert!(corpus.safe.len() >= 15, "only {} safe replies", corpus.safe.len());
     assert!(db > 0, "no reply exercises the database layer");
 
     let mut names = HashSet::new();
-    for name in corpus
-        .hostile
-        .iter()
-        .map(|h| &h.name)
-        .chain(corpus.safe.iter().map(|s| &s.name))
-    {
+    for name in corpus.hostile.iter().map(|h| &h.name).chain(corpus.safe.iter().map(|s| &s.name)) {
         assert!(names.insert(name), "duplicate entry name {name:?}");
     }
     for h in &corpus.hostile {
-        assert!(
-            h.layer == Layer::Parse || h.expect.is_none(),
-            "{}: a db-layer entry cannot expect a parse-level reason",
-            h.name
-        );
+        assert!(h.layer == Layer::Parse || h.expect.is_none(), "{}: a db-layer entry cannot expect a parse-level reason", h.name);
     }
 }
 
 #[test]
 fn parse_layer_hostile_replies_are_refused() {
     let corpus = corpus();
-    let entries: Vec<_> = corpus
-        .hostile
-        .iter()
-        .filter(|h| h.layer == Layer::Parse)
-        .collect();
+    let entries: Vec<_> = corpus.hostile.iter().filter(|h| h.layer == Layer::Parse).collect();
     let failures = entries
         .iter()
         .filter_map(|h| match verdict(&h.reply) {
-            None => Some(format!(
-                "{}: no SQL was extracted from {:?}",
-                h.name, h.reply
-            )),
+            None => Some(format!("{}: no SQL was extracted from {:?}", h.name, h.reply)),
             Some(Ok(checked)) => Some(format!("{}: ACCEPTED {:?}", h.name, checked.sql)),
             Some(Err(refusal)) => match &h.expect {
-                Some(code) if code != refusal.reason_code() => Some(format!(
-                    "{}: refused as {} ({refusal}), expected {code}",
-                    h.name,
-                    refusal.reason_code()
-                )),
+                Some(code) if code != refusal.reason_code() => {
+                    Some(format!("{}: refused as {} ({refusal}), expected {code}", h.name, refusal.reason_code()))
+                }
                 _ => None,
             },
         })
@@ -145,23 +105,13 @@ fn parse_layer_hostile_replies_are_refused() {
 #[test]
 fn db_layer_hostile_replies_pass_the_parse_layer() {
     let corpus = corpus();
-    let entries: Vec<_> = corpus
-        .hostile
-        .iter()
-        .filter(|h| h.layer == Layer::Db)
-        .collect();
+    let entries: Vec<_> = corpus.hostile.iter().filter(|h| h.layer == Layer::Db).collect();
     let failures = entries
         .iter()
         .filter_map(|h| match verdict(&h.reply) {
-            None => Some(format!(
-                "{}: no SQL was extracted from {:?}",
-                h.name, h.reply
-            )),
+            None => Some(format!("{}: no SQL was extracted from {:?}", h.name, h.reply)),
             Some(Ok(_)) => None,
-            Some(Err(refusal)) => Some(format!(
-                "{}: refused at parse level ({refusal}); label it layer \"parse\"",
-                h.name
-            )),
+            Some(Err(refusal)) => Some(format!("{}: refused at parse level ({refusal}); label it layer \"parse\"", h.name)),
         })
         .collect();
     report("db-layer hostile replies", failures, entries.len());
@@ -174,16 +124,9 @@ fn safe_replies_pass() {
         .safe
         .iter()
         .filter_map(|s| match verdict(&s.reply) {
-            None => Some(format!(
-                "{}: no SQL was extracted from {:?}",
-                s.name, s.reply
-            )),
+            None => Some(format!("{}: no SQL was extracted from {:?}", s.name, s.reply)),
             Some(Ok(_)) => None,
-            Some(Err(refusal)) => Some(format!(
-                "{}: REFUSED as {} ({refusal})",
-                s.name,
-                refusal.reason_code()
-            )),
+            Some(Err(refusal)) => Some(format!("{}: REFUSED as {} ({refusal})", s.name, refusal.reason_code())),
         })
         .collect();
     report("safe replies", failures, corpus.safe.len());

@@ -47,9 +47,7 @@ fn answers_come_back_in_request_order_and_overlap() {
 
 #[test]
 fn a_failing_call_fails_alone() {
-    let script = Script::default()
-        .rule(Rule::new(&["bad"], Reply::Malformed))
-        .or_else(Reply::text("fine"));
+    let script = Script::default().rule(Rule::new(&["bad"], Reply::Malformed)).or_else(Reply::text("fine"));
     let s = StandIn::start(script).unwrap();
     let runner = Runner::new().unwrap();
     let reqs = vec![ChatRequest::new("s", "good one"), ChatRequest::new("s", "bad one"), ChatRequest::new("s", "good two")];

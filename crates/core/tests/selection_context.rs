@@ -48,7 +48,12 @@ fn steps_answer_prompt_shows_each_step_with_its_result_or_error() {
     let steps = [
         StepOutcome { goal: "count singers", schema: "music", sql: "SELECT count(*) FROM music.singer", result: Ok(&a) },
         StepOutcome { goal: "count employees", schema: "staff", sql: "SELECT count(*) FROM staff.employee", result: Ok(&b) },
-        StepOutcome { goal: "count robots", schema: "lab", sql: "SELECT count(*) FROM lab.robot", result: Err("relation \"lab.robot\" does not exist") },
+        StepOutcome {
+            goal: "count robots",
+            schema: "lab",
+            sql: "SELECT count(*) FROM lab.robot",
+            result: Err("relation \"lab.robot\" does not exist"),
+        },
     ];
     let req = steps_answer_request("Which has more: singers or employees?", &steps, 20);
     let user = &req.messages[0].content;

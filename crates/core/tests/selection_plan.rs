@@ -1,6 +1,6 @@
 //! The retrieval-plan prompt and the tolerant reading and validation of plans.
 
-use pg_ask_core::selection::plan::{parse_plan, plan_request, PlanCandidate, PlanError, PLAN_SYSTEM, MAX_PLAN_STEPS};
+use pg_ask_core::selection::plan::{parse_plan, plan_request, PlanCandidate, PlanError, MAX_PLAN_STEPS, PLAN_SYSTEM};
 
 fn candidates() -> Vec<String> {
     vec!["music".into(), "staff".into(), "\"Sales EU\"".into()]
@@ -68,7 +68,10 @@ That is all.";
     let plan = parse_plan(reply, &candidates()).unwrap();
     assert_eq!(plan.steps.len(), 2, "{plan:?}");
     assert_eq!(plan.steps[0].goal, "count the singers");
-    assert_eq!(plan.steps[0].sql.as_deref().map(|s| s.split_whitespace().collect::<Vec<_>>().join(" ")), Some("SELECT count(*) FROM music.singer".into()));
+    assert_eq!(
+        plan.steps[0].sql.as_deref().map(|s| s.split_whitespace().collect::<Vec<_>>().join(" ")),
+        Some("SELECT count(*) FROM music.singer".into())
+    );
     assert_eq!(plan.steps[0].schema, "music");
     assert_eq!(plan.steps[1].schema, "staff");
     assert_eq!(plan.steps[1].sql.as_deref(), Some("SELECT count(*) FROM staff.employee"));

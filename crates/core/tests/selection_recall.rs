@@ -14,9 +14,11 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use pg_ask_core::schema::{render, Column, ForeignKey, Table};
-use pg_ask_core::selection::recall::{DEFOG_DATABASES as DATABASES, SYNTHETIC_AREAS as AREAS, SYNTHETIC_SATELLITES as SATELLITES, SYNTHETIC_QUESTIONS as GENERATED_QUESTIONS, apply_column_descriptions, evaluate, tables_from_ddl, Embedder, EvalCase, EvalReport};
+use pg_ask_core::selection::recall::{
+    apply_column_descriptions, evaluate, tables_from_ddl, Embedder, EvalCase, EvalReport, DEFOG_DATABASES as DATABASES,
+    SYNTHETIC_AREAS as AREAS, SYNTHETIC_QUESTIONS as GENERATED_QUESTIONS, SYNTHETIC_SATELLITES as SATELLITES,
+};
 use pg_ask_core::selection::{Catalog, Cosines, Fusion, SelectOptions, TableProfile};
-
 
 fn defog_dir() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/datasets/defog"))
@@ -98,7 +100,13 @@ fn defog_recall_lexical_only() {
     let m = &report.selection;
     println!("defog, lexical only: {m}");
     for miss in &report.misses {
-        println!("  miss {:<9} {:?}\n    expected {:?}\n    got      {:?}", miss.kind, miss.question, miss.expected, miss.got.iter().take(5).collect::<Vec<_>>());
+        println!(
+            "  miss {:<9} {:?}\n    expected {:?}\n    got      {:?}",
+            miss.kind,
+            miss.question,
+            miss.expected,
+            miss.got.iter().take(5).collect::<Vec<_>>()
+        );
     }
     assert_eq!(m.questions, 210);
     // Floors a little under the measured figures, so that a regression fails.
@@ -134,7 +142,6 @@ fn the_harness_takes_an_embedding_function() {
 
 // ---------------------------------------------------------------------------------------------
 // A generated 200-table database: prompt size of the selection against the full schema.
-
 
 fn col(name: &str, ty: &str, comment: Option<&str>) -> Column {
     Column { name: name.into(), data_type: ty.into(), not_null: name == "id", comment: comment.map(Into::into) }
@@ -188,7 +195,6 @@ fn generated_database() -> Vec<TableProfile> {
     }
     out
 }
-
 
 #[test]
 fn prompt_of_selected_tables_is_a_fraction_of_the_full_schema() {

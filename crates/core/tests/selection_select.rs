@@ -42,7 +42,13 @@ fn catalog() -> Catalog {
         ),
         table("staff", "employee", &["id", "name", "age", "city"], vec![], None),
         table("staff", "\"orderItems\"", &["id", "sku", "qty"], vec![], None),
-        table("staff", "evaluation", &["id", "employee_id", "bonus"], vec![fk("employee_id", "staff.employee")], Some("Yearly bonus per employee")),
+        table(
+            "staff",
+            "evaluation",
+            &["id", "employee_id", "bonus"],
+            vec![fk("employee_id", "staff.employee")],
+            Some("Yearly bonus per employee"),
+        ),
     ];
     Catalog::new(tables, &[SchemaProfile { name: "music".into(), comment: Some("Singers and their concerts".into()) }])
 }
@@ -175,7 +181,8 @@ fn embeddings_fuse_with_the_lexical_score() {
     assert_eq!(names(&fused)[..2], ["staff.evaluation", "staff.employee"]);
     assert_eq!(fused[0].parts.cosine_rank, Some(1));
     assert!(fused.iter().all(|p| p.table != "gone.table"), "names not in the catalog are never served");
-    let weighted = c.select_tables(q, &cosines, &SelectOptions { fusion: Fusion::WeightedSum { embedding_weight: 0.7 }, ..options.clone() }).unwrap();
+    let weighted =
+        c.select_tables(q, &cosines, &SelectOptions { fusion: Fusion::WeightedSum { embedding_weight: 0.7 }, ..options.clone() }).unwrap();
     assert_eq!(weighted[0].table, "staff.evaluation");
     let broken: Cosines = [("staff.employee".to_string(), f64::NAN)].into_iter().collect();
     assert!(matches!(c.select_tables(q, &broken, &options), Err(SelectError::NotFinite { .. })));
@@ -205,5 +212,8 @@ fn schemas_are_ranked_as_databases() {
     let picks = c.select_schemas("quantity of each order item by sku", &Cosines::new(), 2, Fusion::default()).unwrap();
     assert_eq!(picks[0].schema, "staff", "quoted camelCase table names are split: {picks:?}");
     let (_, description) = c.schema_descriptions().next().unwrap();
-    assert!(description.starts_with("Schema music: Singers and their concerts\nTables: singer, concert, stadium, appearance."), "{description}");
+    assert!(
+        description.starts_with("Schema music: Singers and their concerts\nTables: singer, concert, stadium, appearance."),
+        "{description}"
+    );
 }

@@ -50,17 +50,10 @@ fn insert_renders_every_json_kind() {
 
 #[test]
 fn update_sets_changed_columns_keyed_by_the_old_key() {
-    let e = entry(
-        Operation::Update,
-        json!({"id": 5, "name": "old", "qty": 2}),
-        json!({"id": 5, "name": "new_username", "qty": 2}),
-        &["id"],
-    );
+    let e =
+        entry(Operation::Update, json!({"id": 5, "name": "old", "qty": 2}), json!({"id": 5, "name": "new_username", "qty": 2}), &["id"]);
     assert_eq!(e.to_sql().unwrap(), "UPDATE public.\"Items\" SET name = 'new_username' WHERE id = 5;");
-    assert_eq!(
-        e.to_nl().unwrap(),
-        "update the row of the public.Items table with the id = 5 to have the name = 'new_username'."
-    );
+    assert_eq!(e.to_nl().unwrap(), "update the row of the public.Items table with the id = 5 to have the name = 'new_username'.");
     // A key change: SET the new key WHERE the old one.
     let e = entry(Operation::Update, json!({"id": 5, "k": "a"}), json!({"id": 6, "k": "a"}), &["id"]);
     assert_eq!(e.to_sql().unwrap(), "UPDATE public.\"Items\" SET id = 6 WHERE id = 5;");

@@ -16,15 +16,7 @@ fn load(n: usize) -> Workload {
 }
 
 fn config(length: usize, b: f64, o: f64, seed: u64) -> SamplerConfig {
-    SamplerConfig {
-        length,
-        insert_ratio: b,
-        overlap: o,
-        samples: 39,
-        seed,
-        targets: Target::all(),
-        encoding: Encoding::Nl,
-    }
+    SamplerConfig { length, insert_ratio: b, overlap: o, samples: 39, seed, targets: Target::all(), encoding: Encoding::Nl }
 }
 
 #[test]
@@ -49,11 +41,7 @@ fn samples_have_the_requested_shape() {
             Target::Delete => assert_eq!(query.kind, CommandKind::Delete),
         }
         // Overlap, recomputed from the definition: a command overlaps when it names a table the query names.
-        let overlapping = s
-            .commands
-            .iter()
-            .filter(|c| !c.resolve(&w).unwrap().tables.is_disjoint(&query.tables))
-            .count();
+        let overlapping = s.commands.iter().filter(|c| !c.resolve(&w).unwrap().tables.is_disjoint(&query.tables)).count();
         assert!((s.achieved_overlap - overlapping as f64 / 10.0).abs() < 1e-9);
         // Single-table queries can always reach o exactly in workload 1 (three tables, commands on each).
         if query.tables.len() == 1 {

@@ -2,8 +2,8 @@
 
 use pg_ask_core::shadow::prompting::Answer;
 use pg_ask_core::shadow::score::{
-    aggregate, canonical_datetime, canonical_decimal, has_order_by, jaccard, mean_prefix_jaccard, normalize_value,
-    run_modify_score, run_select_score, score_sample, select_score, NormValue, TruthClass,
+    aggregate, canonical_datetime, canonical_decimal, has_order_by, jaccard, mean_prefix_jaccard, normalize_value, run_modify_score,
+    run_select_score, score_sample, select_score, NormValue, TruthClass,
 };
 use serde_json::{json, Value};
 

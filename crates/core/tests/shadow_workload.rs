@@ -37,7 +37,10 @@ fn translated(mysql: &str) -> (String, Vec<String>) {
 fn all_twenty_workloads_translate_with_few_skips() {
     let mut total = 0;
     let mut total_skipped = 0;
-    println!("{:>8} {:>7} {:>10} {:>7} {:>6} {:>7} {:>7} {:>7}", "workload", "tables", "translated", "skipped", "notes", "insert", "delete", "select");
+    println!(
+        "{:>8} {:>7} {:>10} {:>7} {:>6} {:>7} {:>7} {:>7}",
+        "workload", "tables", "translated", "skipped", "notes", "insert", "delete", "select"
+    );
     for n in 1..=20 {
         let w = load(n);
         assert!(w.unknown_keys.is_empty(), "workload {n}: unknown keys {:?}", w.unknown_keys);
@@ -153,10 +156,7 @@ fn mysql_dml_spellings_become_postgres() {
         translated("SELECT `name`, IFNULL(age, 0) FROM `People` WHERE city = \"Paris\" LIMIT 5, 10").0,
         "SELECT name, COALESCE(age, 0) FROM people WHERE city = 'Paris' LIMIT 10 OFFSET 5"
     );
-    assert_eq!(
-        translated(r"INSERT INTO t (a) VALUES ('it\'s')").0,
-        "INSERT INTO t (a) VALUES ('it''s')"
-    );
+    assert_eq!(translated(r"INSERT INTO t (a) VALUES ('it\'s')").0, "INSERT INTO t (a) VALUES ('it''s')");
 }
 
 #[test]

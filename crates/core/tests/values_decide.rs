@@ -1,23 +1,14 @@
 //! The correction decision, on evidence shaped like the glue's (cosines measured with
 //! all-MiniLM-L6-v2; trigram similarities as pg_trgm computes them).
 
-use pg_ask_core::values::decide::{
-    decide, edit_distance, lexical_evidence, Candidate, Comparison, Decision, Evidence, Lexical, Rule,
-};
+use pg_ask_core::values::decide::{decide, edit_distance, lexical_evidence, Candidate, Comparison, Decision, Evidence, Lexical, Rule};
 
 fn cand(value: &str, cosine: f64, trigram: f64) -> Candidate {
     Candidate { value: value.into(), frequency: 1, cosine: Some(cosine), trigram: Some(trigram) }
 }
 
 fn evidence(literal: &str, candidates: Vec<Candidate>) -> Evidence {
-    Evidence {
-        literal: literal.into(),
-        exact: false,
-        case_insensitive: None,
-        candidates,
-        distinct_values: 10,
-        closed_set: false,
-    }
+    Evidence { literal: literal.into(), exact: false, case_insensitive: None, candidates, distinct_values: 10, closed_set: false }
 }
 
 fn replaced(e: &Evidence) -> Option<String> {
@@ -57,10 +48,7 @@ fn present_values_stay_and_case_is_fixed_unless_ilike() {
     e.exact = false;
     e.case_insensitive = Some("Los Angeles".into());
     assert_eq!(replaced(&e).as_deref(), Some("Los Angeles"));
-    assert_eq!(
-        decide(&e, Comparison::CaseInsensitive).decision,
-        Decision::Keep { reason: Rule::CaseInsensitive }
-    );
+    assert_eq!(decide(&e, Comparison::CaseInsensitive).decision, Decision::Keep { reason: Rule::CaseInsensitive });
     assert_eq!(decide(&e, Comparison::RangeBound).rule, Rule::RangeBound);
 }
 
@@ -85,53 +73,30 @@ fn variants_are_fixed() {
     let countries = |lit: &str, c: [f64; 4]| {
         evidence(
             lit,
-            vec![
-                cand("France", c[0], 0.1),
-                cand("Chile", c[1], 0.0),
-                cand("United States", c[2], 0.0),
-                cand("Canada", c[3], 0.0),
-            ],
+            vec![cand("France", c[0], 0.1), cand("Chile", c[1], 0.0), cand("United States", c[2], 0.0), cand("Canada", c[3], 0.0)],
         )
     };
     let t = decide(&countries("French", [0.74, 0.40, 0.45, 0.47]), Comparison::CaseSensitive);
-    assert!(
-        matches!(&t.decision, Decision::Replace { value, reason: Rule::Embedding, .. } if value == "France"),
-        "{t:?}"
-    );
+    assert!(matches!(&t.decision, Decision::Replace { value, reason: Rule::Embedding, .. } if value == "France"), "{t:?}");
     assert_eq!(replaced(&countries("USA", [0.6, 0.5, 0.89, 0.78])).as_deref(), Some("United States"));
-    let usa = evidence(
-        "United States",
-        vec![cand("usa", 0.89, 0.0), cand("Canada", 0.72, 0.0), cand("France", 0.5, 0.0)],
-    );
+    let usa = evidence("United States", vec![cand("usa", 0.89, 0.0), cand("Canada", 0.72, 0.0), cand("France", 0.5, 0.0)]);
     assert_eq!(replaced(&usa).as_deref(), Some("usa"));
 }
 
 #[test]
 fn legitimate_absent_values_are_not_replaced() {
     // 'Japan' among France, Chile, United States: no lexical evidence, no clear margin.
-    let e = evidence(
-        "Japan",
-        vec![cand("France", 0.62, 0.0), cand("Chile", 0.55, 0.0), cand("United States", 0.58, 0.0)],
-    );
+    let e = evidence("Japan", vec![cand("France", 0.62, 0.0), cand("Chile", 0.55, 0.0), cand("United States", 0.58, 0.0)]);
     let t = decide(&e, Comparison::CaseSensitive);
     assert!(!matches!(t.decision, Decision::Replace { .. }), "{t:?}");
     // 'spain' among countries: France 0.70 but Italy 0.68.
-    let e = evidence(
-        "spain",
-        vec![cand("France", 0.70, 0.0), cand("Italy", 0.68, 0.0), cand("Mexico", 0.68, 0.0)],
-    );
+    let e = evidence("spain", vec![cand("France", 0.70, 0.0), cand("Italy", 0.68, 0.0), cand("Mexico", 0.68, 0.0)]);
     let t = decide(&e, Comparison::CaseSensitive);
     assert!(matches!(t.decision, Decision::AskLlm { .. }), "{t:?}");
     assert!((t.cosine_margin.unwrap() - 0.02).abs() < 1e-9);
     // 'Gotham' among cities: nothing plausible, kept outright.
-    let e = evidence(
-        "Gotham",
-        vec![cand("Chicago", 0.45, 0.0), cand("New York", 0.42, 0.0), cand("Boston", 0.34, 0.0)],
-    );
-    assert_eq!(
-        decide(&e, Comparison::CaseSensitive).decision,
-        Decision::Keep { reason: Rule::NoPlausibleCandidate }
-    );
+    let e = evidence("Gotham", vec![cand("Chicago", 0.45, 0.0), cand("New York", 0.42, 0.0), cand("Boston", 0.34, 0.0)]);
+    assert_eq!(decide(&e, Comparison::CaseSensitive).decision, Decision::Keep { reason: Rule::NoPlausibleCandidate });
     assert_eq!(decide(&evidence("x", vec![]), Comparison::CaseSensitive).rule, Rule::NoCandidates);
 }
 

@@ -1,8 +1,6 @@
 //! Literal extraction: comparisons, resolution through aliases, joins, subqueries and CTEs.
 
-use pg_ask_core::values::literals::{
-    find_literals, Catalog, CatalogColumn, LikePattern, LiteralKind, LiteralRef, QualifiedName,
-};
+use pg_ask_core::values::literals::{find_literals, Catalog, CatalogColumn, LikePattern, LiteralKind, LiteralRef, QualifiedName};
 
 fn catalog() -> Catalog {
     Catalog::new(["public", "shop"])
@@ -20,26 +18,14 @@ fn catalog() -> Catalog {
         .with_table(
             "public",
             "location",
-            vec![
-                CatalogColumn::other("restaurant_id"),
-                CatalogColumn::text("street_name"),
-                CatalogColumn::text("city_name"),
-            ],
+            vec![CatalogColumn::other("restaurant_id"), CatalogColumn::text("street_name"), CatalogColumn::text("city_name")],
         )
         .with_table(
             "public",
             "geographic",
-            vec![
-                CatalogColumn::text("city_name"),
-                CatalogColumn::text("county"),
-                CatalogColumn::text("region"),
-            ],
+            vec![CatalogColumn::text("city_name"), CatalogColumn::text("county"), CatalogColumn::text("region")],
         )
-        .with_table(
-            "shop",
-            "customers",
-            vec![CatalogColumn::other("id"), CatalogColumn::text("country"), CatalogColumn::text("Name")],
-        )
+        .with_table("shop", "customers", vec![CatalogColumn::other("id"), CatalogColumn::text("country"), CatalogColumn::text("Name")])
         .with_table("sales", "customers", vec![CatalogColumn::other("id"), CatalogColumn::text("segment")])
 }
 
@@ -134,27 +120,15 @@ fn unqualified_columns_resolve_to_the_single_table_that_has_them() {
 fn join_conditions_and_table_names_without_alias() {
     let sql = "SELECT 1 FROM restaurant JOIN geographic ON geographic.city_name = restaurant.city_name \
                AND geographic.region = 'bay area' WHERE public.restaurant.name = 'x'";
-    assert_eq!(
-        found(sql),
-        vec![triple("bay area", "public.geographic", "region"), triple("x", "public.restaurant", "name")]
-    );
+    assert_eq!(found(sql), vec![triple("bay area", "public.geographic", "region"), triple("x", "public.restaurant", "name")]);
 }
 
 #[test]
 fn search_path_and_schema_qualification() {
-    assert_eq!(
-        found("SELECT 1 FROM customers WHERE country = 'US'"),
-        vec![triple("US", "shop.customers", "country")]
-    );
-    assert_eq!(
-        found("SELECT 1 FROM sales.customers c WHERE c.segment = 'smb'"),
-        vec![triple("smb", "sales.customers", "segment")]
-    );
+    assert_eq!(found("SELECT 1 FROM customers WHERE country = 'US'"), vec![triple("US", "shop.customers", "country")]);
+    assert_eq!(found("SELECT 1 FROM sales.customers c WHERE c.segment = 'smb'"), vec![triple("smb", "sales.customers", "segment")]);
     // Quoted identifiers keep their case; unquoted fold to lower case.
-    assert_eq!(
-        found(r#"SELECT 1 FROM CUSTOMERS c WHERE c."Name" = 'Bob'"#),
-        vec![triple("Bob", "shop.customers", "Name")]
-    );
+    assert_eq!(found(r#"SELECT 1 FROM CUSTOMERS c WHERE c."Name" = 'Bob'"#), vec![triple("Bob", "shop.customers", "Name")]);
     assert!(found("SELECT 1 FROM customers c WHERE c.Name = 'Bob'").is_empty());
     // Unknown tables resolve to nothing.
     assert!(found("SELECT 1 FROM nowhere WHERE city_name = 'LA'").is_empty());
@@ -195,13 +169,7 @@ fn derived_tables_and_ctes_map_back_to_their_source_columns() {
 #[test]
 fn cte_body_literals_and_star_projections() {
     let sql = "WITH x AS (SELECT * FROM restaurant WHERE city_name = 'LA') SELECT * FROM x WHERE x.food_type = 'thai'";
-    assert_eq!(
-        found(sql),
-        vec![
-            triple("LA", "public.restaurant", "city_name"),
-            triple("thai", "public.restaurant", "food_type")
-        ]
-    );
+    assert_eq!(found(sql), vec![triple("LA", "public.restaurant", "city_name"), triple("thai", "public.restaurant", "food_type")]);
     // A CTE shadows a table of the same name.
     let sql = "WITH restaurant AS (SELECT 'a' AS name) SELECT 1 FROM restaurant WHERE name = 'b'";
     assert!(found(sql).is_empty());
@@ -217,8 +185,7 @@ fn unions_keep_a_source_only_when_both_branches_agree() {
 
 #[test]
 fn ranges_are_byte_exact_with_unicode_and_newlines() {
-    let sql =
-        "SELECT 'Zürich' AS x\nFROM restaurant\n  WHERE city_name = 'São Paulo'\n    AND name = 'O''Brien'";
+    let sql = "SELECT 'Zürich' AS x\nFROM restaurant\n  WHERE city_name = 'São Paulo'\n    AND name = 'O''Brien'";
     let lits: Vec<LiteralRef> = find_literals(sql, &catalog()).unwrap();
     assert_eq!(lits.len(), 2);
     assert_eq!(&sql[lits[0].range.start..lits[0].range.end], "'São Paulo'");

@@ -1,9 +1,7 @@
 //! Rewriting literals and the masked-structure acceptance check.
 
 use pg_ask_core::values::literals::{find_literals, Catalog, CatalogColumn};
-use pg_ask_core::values::rewrite::{
-    mask_literals, quote_literal, rewrite, same_structure, Replacement, RewriteError,
-};
+use pg_ask_core::values::rewrite::{mask_literals, quote_literal, rewrite, same_structure, Replacement, RewriteError};
 
 fn catalog() -> Catalog {
     Catalog::new(["public"]).with_table(
@@ -18,14 +16,8 @@ fn replaces_only_the_literals_and_keeps_layout_and_comments() {
     let sql = "SELECT name -- the 'LA' ones\nFROM   restaurant r\nWHERE r.city_name = 'LA'  AND name LIKE '%pasta hous%'";
     let lits = find_literals(sql, &catalog()).unwrap();
     assert_eq!(lits.len(), 2);
-    let out = rewrite(
-        sql,
-        &[
-            Replacement::for_literal(&lits[1], "The Pasta House"),
-            Replacement::for_literal(&lits[0], "Los Angeles"),
-        ],
-    )
-    .unwrap();
+    let out =
+        rewrite(sql, &[Replacement::for_literal(&lits[1], "The Pasta House"), Replacement::for_literal(&lits[0], "Los Angeles")]).unwrap();
     assert_eq!(
         out,
         "SELECT name -- the 'LA' ones\nFROM   restaurant r\nWHERE r.city_name = 'Los Angeles'  AND name LIKE '%The Pasta House%'"
@@ -37,28 +29,18 @@ fn quotes_are_doubled_and_unicode_is_kept() {
     assert_eq!(quote_literal("O'Brien"), "'O''Brien'");
     let sql = "SELECT 1 FROM restaurant WHERE name = 'obrien' OR city_name IN ('Zurich', 'x')";
     let lits = find_literals(sql, &catalog()).unwrap();
-    let out = rewrite(
-        sql,
-        &[Replacement::for_literal(&lits[0], "O'Brien's"), Replacement::for_literal(&lits[1], "Zürich")],
-    )
-    .unwrap();
+    let out = rewrite(sql, &[Replacement::for_literal(&lits[0], "O'Brien's"), Replacement::for_literal(&lits[1], "Zürich")]).unwrap();
     assert_eq!(out, "SELECT 1 FROM restaurant WHERE name = 'O''Brien''s' OR city_name IN ('Zürich', 'x')");
     // A value that would end the literal early is still data.
     let out = rewrite(sql, &[Replacement::for_literal(&lits[0], "x' OR '1'='1")]).unwrap();
-    assert_eq!(
-        out,
-        "SELECT 1 FROM restaurant WHERE name = 'x'' OR ''1''=''1' OR city_name IN ('Zurich', 'x')"
-    );
+    assert_eq!(out, "SELECT 1 FROM restaurant WHERE name = 'x'' OR ''1''=''1' OR city_name IN ('Zurich', 'x')");
     assert!(same_structure(sql, &out).unwrap());
 }
 
 #[test]
 fn ranges_that_are_not_literals_are_refused() {
     let sql = "SELECT name FROM restaurant WHERE city_name = 'LA'";
-    let r = |start, end| Replacement {
-        range: pg_ask_core::values::literals::TextRange { start, end },
-        text: "x".into(),
-    };
+    let r = |start, end| Replacement { range: pg_ask_core::values::literals::TextRange { start, end }, text: "x".into() };
     assert!(matches!(rewrite(sql, &[r(7, 11)]), Err(RewriteError::NotALiteral(_))));
     // A quoted span that does not start a literal token: `'LA'` minus its first byte.
     let lits = find_literals(sql, &catalog()).unwrap();
@@ -70,27 +52,13 @@ fn ranges_that_are_not_literals_are_refused() {
 #[test]
 fn masked_structure_accepts_value_changes_only() {
     let original = "SELECT name FROM restaurant WHERE city_name = 'LA' AND id > 3";
-    assert!(same_structure(
-        original,
-        "select name\nfrom restaurant where city_name = 'Los Angeles' and id > 3"
-    )
-    .unwrap());
-    assert!(
-        !same_structure(original, "SELECT name FROM restaurant WHERE city_name = 'LA' AND id > 4").unwrap()
-    );
-    assert!(!same_structure(original, "SELECT name FROM restaurant WHERE city_name ILIKE 'LA' AND id > 3")
-        .unwrap());
-    assert!(!same_structure(
-        original,
-        "SELECT name FROM restaurant WHERE city_name = 'LA' OR true AND id > 3"
-    )
-    .unwrap());
+    assert!(same_structure(original, "select name\nfrom restaurant where city_name = 'Los Angeles' and id > 3").unwrap());
+    assert!(!same_structure(original, "SELECT name FROM restaurant WHERE city_name = 'LA' AND id > 4").unwrap());
+    assert!(!same_structure(original, "SELECT name FROM restaurant WHERE city_name ILIKE 'LA' AND id > 3").unwrap());
+    assert!(!same_structure(original, "SELECT name FROM restaurant WHERE city_name = 'LA' OR true AND id > 3").unwrap());
     assert!(!same_structure(original, "SELECT name FROM restaurant; DROP TABLE restaurant").unwrap());
     assert!(!same_structure(original, "not sql").unwrap());
     assert!(same_structure("not sql", original).is_err());
-    assert_eq!(
-        mask_literals(original).unwrap(),
-        mask_literals("SELECT name FROM restaurant WHERE city_name = 'x' AND id > 3").unwrap()
-    );
+    assert_eq!(mask_literals(original).unwrap(), mask_literals("SELECT name FROM restaurant WHERE city_name = 'x' AND id > 3").unwrap());
     assert!(mask_literals(original).unwrap().contains("city_name = '?'"));
 }

@@ -87,17 +87,15 @@ struct Case {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let defog = std::env::args().nth(1).map_or_else(
-        || PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/datasets/defog")),
-        PathBuf::from,
-    );
+    let defog = std::env::args()
+        .nth(1)
+        .map_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/datasets/defog")), PathBuf::from);
     let model = pg_ask_embed::tool_model_dir();
     let columns = load_columns(&defog)?;
     let cases = build_cases(&columns);
 
     let embedder = pg_ask_embed::Embedder::load(&model)?;
-    let mut texts: BTreeSet<&str> =
-        columns.iter().flat_map(|c| c.values.iter().map(String::as_str)).collect();
+    let mut texts: BTreeSet<&str> = columns.iter().flat_map(|c| c.values.iter().map(String::as_str)).collect();
     texts.extend(cases.iter().map(|c| c.literal.as_str()));
     let texts: Vec<&str> = texts.into_iter().collect();
     let t = std::time::Instant::now();
@@ -109,11 +107,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut failures = Vec::new();
     for case in &cases {
         let col = &columns[case.column];
-        let values: Vec<&str> =
-            col.values.iter().map(String::as_str).filter(|v| Some(*v) != case.held_out.as_deref()).collect();
+        let values: Vec<&str> = col.values.iter().map(String::as_str).filter(|v| Some(*v) != case.held_out.as_deref()).collect();
         let q = emb[case.literal.as_str()];
-        let scored: Vec<(&str, f64, f64)> =
-            values.iter().map(|v| (*v, cosine(q, emb[v]), trigram_similarity(&case.literal, v))).collect();
+        let scored: Vec<(&str, f64, f64)> = values.iter().map(|v| (*v, cosine(q, emb[v]), trigram_similarity(&case.literal, v))).collect();
         let top = |key: fn(&(&str, f64, f64)) -> f64| {
             let mut s = scored.clone();
             s.sort_by(|a, b| key(b).total_cmp(&key(a)));
@@ -126,20 +122,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         union.extend(by_trgm.iter().filter(|t| !by_cos.iter().any(|c| c.0 == t.0)));
 
         let exact = values.contains(&case.literal.as_str());
-        let ci =
-            values.iter().find(|v| v.to_lowercase() == case.literal.to_lowercase()).map(|v| v.to_string());
+        let ci = values.iter().find(|v| v.to_lowercase() == case.literal.to_lowercase()).map(|v| v.to_string());
         let evidence = Evidence {
             literal: case.literal.clone(),
             exact,
             case_insensitive: ci,
             candidates: union
                 .iter()
-                .map(|(v, c, t)| Candidate {
-                    value: v.to_string(),
-                    frequency: 1,
-                    cosine: Some(*c),
-                    trigram: Some(*t),
-                })
+                .map(|(v, c, t)| Candidate { value: v.to_string(), frequency: 1, cosine: Some(*c), trigram: Some(*t) })
                 .collect(),
             distinct_values: values.len() as u64,
             closed_set: false,
@@ -161,8 +151,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         let trgm_out = by_trgm.first().map_or(Outcome::Keep, |b| plain(b, b.2, PLAIN_TRIGRAM_MIN));
         let cos_out = by_cos.first().map_or(Outcome::Keep, |b| plain(b, b.1, PLAIN_EMBED_MIN));
-        let in10 =
-            |list: Vec<&str>| case.gold.as_deref().is_some_and(|g| list.iter().take(TOP_K).any(|v| *v == g));
+        let in10 = |list: Vec<&str>| case.gold.as_deref().is_some_and(|g| list.iter().take(TOP_K).any(|v| *v == g));
 
         for (cat, s) in [(case.category, 0), ("ALL", 1)] {
             let _ = s;
@@ -174,8 +163,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 &ours,
                 in10(by_trgm.iter().map(|s| s.0).collect()),
                 in10(by_cos.iter().map(|s| s.0).collect()),
-                in10(trace.ranked.iter().map(|r| r.value.as_str()).collect())
-                    || exact_or_ci_gold(case, &evidence),
+                in10(trace.ranked.iter().map(|r| r.value.as_str()).collect()) || exact_or_ci_gold(case, &evidence),
             );
         }
         let wrong = match (&case.gold, &ours) {
@@ -189,15 +177,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .ranked
                 .iter()
                 .take(3)
-                .map(|r| {
-                    format!(
-                        "{}:{:.2}/{:.2}/{:?}",
-                        r.value,
-                        r.cosine.unwrap_or(0.0),
-                        r.trigram.unwrap_or(0.0),
-                        r.lexical
-                    )
-                })
+                .map(|r| format!("{}:{:.2}/{:.2}/{:?}", r.value, r.cosine.unwrap_or(0.0), r.trigram.unwrap_or(0.0), r.lexical))
                 .collect();
             failures.push(format!(
                 "[{}] {} {:?} -> {:?} (gold {:?}) rule {:?} | {}",
@@ -215,12 +195,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("{} text columns, {} cases", columns.len(), cases.len());
     println!(
         "{:<16} {:>5} | {:>21} | {:>21} | {:>21} | {:>8}",
-        "category",
-        "n",
-        "fixed top-1 trg/emb/ours",
-        "gold top-10 trg/emb/ours",
-        "legit kept trg/emb/ours",
-        "ours: kept w/o LLM"
+        "category", "n", "fixed top-1 trg/emb/ours", "gold top-10 trg/emb/ours", "legit kept trg/emb/ours", "ours: kept w/o LLM"
     );
     for (cat, s) in &stats {
         println!(
@@ -273,16 +248,7 @@ struct Stats {
 
 impl Stats {
     #[allow(clippy::too_many_arguments)]
-    fn add(
-        &mut self,
-        case: &Case,
-        trg: &Outcome,
-        emb: &Outcome,
-        ours: &Outcome,
-        t10: bool,
-        e10: bool,
-        o10: bool,
-    ) {
+    fn add(&mut self, case: &Case, trg: &Outcome, emb: &Outcome, ours: &Outcome, t10: bool, e10: bool, o10: bool) {
         self.n += 1;
         let outs = [trg, emb, ours];
         match &case.gold {
@@ -311,12 +277,7 @@ impl Stats {
         if den[0] == 0 {
             return "-".into();
         }
-        format!(
-            "{:.2}/{:.2}/{:.2}",
-            num[0] as f64 / den[0] as f64,
-            num[1] as f64 / den[1] as f64,
-            num[2] as f64 / den[2] as f64
-        )
+        format!("{:.2}/{:.2}/{:.2}", num[0] as f64 / den[0] as f64, num[1] as f64 / den[1] as f64, num[2] as f64 / den[2] as f64)
     }
 }
 
@@ -360,16 +321,13 @@ fn trigram_similarity(a: &str, b: &str) -> f64 {
 /// Text columns of every defog database, with their distinct, name-like values.
 fn load_columns(dir: &Path) -> Result<Vec<Column>, Box<dyn std::error::Error>> {
     let mut out = Vec::new();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "sql"))
-        .collect();
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(dir)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "sql")).collect();
     files.sort();
     for file in files {
         let db = file.file_stem().unwrap().to_string_lossy().to_string();
         let sql = std::fs::read_to_string(&file)?;
-        let statements =
-            Parser::parse_sql(&PostgreSqlDialect {}, &sql).map_err(|e| format!("{}: {e}", file.display()))?;
+        let statements = Parser::parse_sql(&PostgreSqlDialect {}, &sql).map_err(|e| format!("{}: {e}", file.display()))?;
         let mut text_cols: HashMap<(String, String), ()> = HashMap::new();
         let mut values: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
         for st in &statements {
@@ -396,10 +354,7 @@ fn load_columns(dir: &Path) -> Result<Vec<Column>, Box<dyn std::error::Error>> {
                         for (col, e) in ins.columns.iter().zip(&row.content) {
                             if let Expr::Value(val) = e {
                                 if let Value::SingleQuotedString(s) = &val.value {
-                                    values
-                                        .entry((table.clone(), col.to_string()))
-                                        .or_default()
-                                        .insert(s.clone());
+                                    values.entry((table.clone(), col.to_string())).or_default().insert(s.clone());
                                 }
                             }
                         }
@@ -436,22 +391,15 @@ fn build_cases(columns: &[Column]) -> Vec<Case> {
     let mut cases = Vec::new();
     for (ci, col) in columns.iter().enumerate() {
         let lower: HashMap<String, &String> = col.values.iter().map(|v| (v.to_lowercase(), v)).collect();
-        let mut push =
-            |category: &'static str, literal: String, gold: Option<&String>, held_out: Option<&String>| {
-                // A perturbation that is itself another stored value (any case) is not a miswriting.
-                if let Some(g) = gold {
-                    if literal == *g || lower.get(&literal.to_lowercase()).is_some_and(|v| *v != g) {
-                        return;
-                    }
+        let mut push = |category: &'static str, literal: String, gold: Option<&String>, held_out: Option<&String>| {
+            // A perturbation that is itself another stored value (any case) is not a miswriting.
+            if let Some(g) = gold {
+                if literal == *g || lower.get(&literal.to_lowercase()).is_some_and(|v| *v != g) {
+                    return;
                 }
-                cases.push(Case {
-                    column: ci,
-                    category,
-                    literal,
-                    gold: gold.cloned(),
-                    held_out: held_out.cloned(),
-                });
-            };
+            }
+            cases.push(Case { column: ci, category, literal, gold: gold.cloned(), held_out: held_out.cloned() });
+        };
         for (i, v) in col.values.iter().enumerate() {
             let words: Vec<&str> = v.split_whitespace().collect();
             // case
@@ -464,11 +412,7 @@ fn build_cases(columns: &[Column]) -> Vec<Case> {
             if chars.iter().filter(|c| c.is_alphanumeric()).count() >= 6 {
                 let mid = chars.len() / 2;
                 let mut t = chars.clone();
-                if i % 2 == 0
-                    && chars[mid].is_alphabetic()
-                    && chars[mid + 1].is_alphabetic()
-                    && chars[mid] != chars[mid + 1]
-                {
+                if i % 2 == 0 && chars[mid].is_alphabetic() && chars[mid + 1].is_alphabetic() && chars[mid] != chars[mid + 1] {
                     t.swap(mid, mid + 1);
                 } else {
                     t.remove(mid);
@@ -484,11 +428,8 @@ fn build_cases(columns: &[Column]) -> Vec<Case> {
             if let Some(last) = words.last() {
                 if last.chars().all(char::is_alphabetic) && last.len() >= 4 {
                     let head = &words[..words.len() - 1];
-                    let changed = if last.ends_with('s') && !last.ends_with("ss") {
-                        last[..last.len() - 1].to_owned()
-                    } else {
-                        format!("{last}s")
-                    };
+                    let changed =
+                        if last.ends_with('s') && !last.ends_with("ss") { last[..last.len() - 1].to_owned() } else { format!("{last}s") };
                     let mut w: Vec<String> = head.iter().map(|s| s.to_string()).collect();
                     w.push(changed);
                     push("plural", w.join(" "), Some(v), None);
@@ -500,8 +441,7 @@ fn build_cases(columns: &[Column]) -> Vec<Case> {
                 let ws: Vec<&str> = s.split_whitespace().collect();
                 let name = (2..=4).contains(&ws.len())
                     && ws.iter().all(|w| {
-                        w.chars().next().is_some_and(char::is_uppercase)
-                            && w.chars().all(|c| c.is_alphabetic() || c == '\'' || c == '’')
+                        w.chars().next().is_some_and(char::is_uppercase) && w.chars().all(|c| c.is_alphabetic() || c == '\'' || c == '’')
                     });
                 name.then(|| ws.iter().filter_map(|w| w.chars().next()).collect())
             };
@@ -525,17 +465,11 @@ fn build_cases(columns: &[Column]) -> Vec<Case> {
             }
             for (kind, gold, lit) in PAIRS {
                 if v == gold {
-                    push(
-                        if *kind == "demonym" { "demonym" } else { "alias" },
-                        lit.to_string(),
-                        Some(v),
-                        None,
-                    );
+                    push(if *kind == "demonym" { "demonym" } else { "alias" }, lit.to_string(), Some(v), None);
                 }
             }
             // legitimate: the value held out of its column, unless another value is a variant of it
-            let has_variant =
-                col.values.iter().any(|o| o != v && lexical_evidence(v, o).is_some_and(|l| l.is_strong()));
+            let has_variant = col.values.iter().any(|o| o != v && lexical_evidence(v, o).is_some_and(|l| l.is_strong()));
             if !has_variant {
                 push("legit_holdout", v.clone(), None, Some(v));
             }

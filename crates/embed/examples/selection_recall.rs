@@ -22,9 +22,10 @@ use pg_ask_core::selection::recall::{evaluate, load_defog};
 use pg_ask_core::selection::Fusion;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let dir = std::env::args().nth(1).map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/datasets/defog"))
-    });
+    let dir = std::env::args()
+        .nth(1)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/datasets/defog")));
     let embedder = pg_ask_embed::Embedder::load(&pg_ask_embed::tool_model_dir())?;
     let (catalog, cases) = load_defog(&dir, true)?;
     println!("defog: {} schemas, {} tables, {} questions", catalog.schemas().len(), catalog.tables().len(), cases.len());
@@ -52,7 +53,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     println!("misses of the fused default:");
     for m in &rrf.misses {
-        println!("  {:<9} {:?}\n    expected {:?}\n    got      {:?}", m.kind, m.question, m.expected, m.got.iter().take(5).collect::<Vec<_>>());
+        println!(
+            "  {:<9} {:?}\n    expected {:?}\n    got      {:?}",
+            m.kind,
+            m.question,
+            m.expected,
+            m.got.iter().take(5).collect::<Vec<_>>()
+        );
     }
     Ok(())
 }

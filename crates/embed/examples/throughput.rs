@@ -15,24 +15,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let load = t.elapsed();
 
     let words = [
-        "North", "South", "Saint", "Lake", "River", "Market", "Golden", "Old", "New", "Grand", "Pacific",
-        "Maple", "Cedar", "Harbor", "Union", "Royal", "Little", "Green", "Silver", "Park",
+        "North", "South", "Saint", "Lake", "River", "Market", "Golden", "Old", "New", "Grand", "Pacific", "Maple", "Cedar", "Harbor",
+        "Union", "Royal", "Little", "Green", "Silver", "Park",
     ];
-    let kinds = [
-        "Street",
-        "Bakery",
-        "Valley",
-        "Hotel",
-        "Pizza Co.",
-        "Springs",
-        "Avenue",
-        "Trading",
-        "Cafe",
-        "Heights",
-    ];
-    let values: Vec<String> = (0..n)
-        .map(|i| format!("{} {} {}", words[i % words.len()], kinds[(i / words.len()) % kinds.len()], i))
-        .collect();
+    let kinds = ["Street", "Bakery", "Valley", "Hotel", "Pizza Co.", "Springs", "Avenue", "Trading", "Cafe", "Heights"];
+    let values: Vec<String> =
+        (0..n).map(|i| format!("{} {} {}", words[i % words.len()], kinds[(i / words.len()) % kinds.len()], i)).collect();
     let refs: Vec<&str> = values.iter().map(String::as_str).collect();
 
     embedder.embed(&refs[..64.min(n)])?; // warm-up

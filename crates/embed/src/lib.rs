@@ -176,10 +176,7 @@ pub struct Embedder {
 
 impl std::fmt::Debug for Embedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Embedder")
-            .field("dim", &self.dim)
-            .field("max_tokens", &self.max_tokens)
-            .finish_non_exhaustive()
+        f.debug_struct("Embedder").field("dim", &self.dim).field("max_tokens", &self.max_tokens).finish_non_exhaustive()
     }
 }
 
@@ -204,8 +201,8 @@ impl Embedder {
         let config = read_config(&config_path)?;
         let max_tokens = MAX_TOKENS.min(config.max_position_embeddings);
 
-        let mut tokenizer = Tokenizer::from_file(&tokenizer_path)
-            .map_err(|e| EmbedError::Tokenizer(format!("{}: {e}", tokenizer_path.display())))?;
+        let mut tokenizer =
+            Tokenizer::from_file(&tokenizer_path).map_err(|e| EmbedError::Tokenizer(format!("{}: {e}", tokenizer_path.display())))?;
         tokenizer.with_padding(None);
         tokenizer
             .with_truncation(Some(TruncationParams {
@@ -367,10 +364,9 @@ impl SimpleBackend for RowMajorLinears {
 /// Reads a BERT `config.json`, explaining the common mistake of a sentence-transformers pooling
 /// configuration (`1_Pooling/config.json`) installed in its place.
 fn read_config(path: &Path) -> Result<BertConfig, EmbedError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|source| EmbedError::Io { path: path.to_path_buf(), source })?;
-    let value: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| EmbedError::BadConfig { path: path.to_path_buf(), reason: e.to_string() })?;
+    let text = std::fs::read_to_string(path).map_err(|source| EmbedError::Io { path: path.to_path_buf(), source })?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| EmbedError::BadConfig { path: path.to_path_buf(), reason: e.to_string() })?;
     if value.get("word_embedding_dimension").is_some() && value.get("hidden_size").is_none() {
         return Err(EmbedError::BadConfig {
             path: path.to_path_buf(),
@@ -380,8 +376,7 @@ fn read_config(path: &Path) -> Result<BertConfig, EmbedError> {
                 .to_owned(),
         });
     }
-    serde_json::from_value(value)
-        .map_err(|e| EmbedError::BadConfig { path: path.to_path_buf(), reason: e.to_string() })
+    serde_json::from_value(value).map_err(|e| EmbedError::BadConfig { path: path.to_path_buf(), reason: e.to_string() })
 }
 
 #[cfg(test)]
@@ -401,8 +396,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("pg_ask_embed_cfg_{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join(CONFIG_FILE);
-        std::fs::write(&path, r#"{"word_embedding_dimension": 384, "pooling_mode_mean_tokens": true}"#)
-            .unwrap();
+        std::fs::write(&path, r#"{"word_embedding_dimension": 384, "pooling_mode_mean_tokens": true}"#).unwrap();
         let err = read_config(&path).unwrap_err();
         assert!(err.to_string().contains("pooling configuration"), "{err}");
         std::fs::write(&path, r#"{"hidden_size": 384}"#).unwrap();

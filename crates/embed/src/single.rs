@@ -77,10 +77,7 @@ impl SingleEncoder {
         {
             return Ok(None);
         }
-        let bad = |reason: String| EmbedError::BadWeights {
-            path: weights.to_path_buf(),
-            source: candle_core::Error::Msg(reason),
-        };
+        let bad = |reason: String| EmbedError::BadWeights { path: weights.to_path_buf(), source: candle_core::Error::Msg(reason) };
         let (header, metadata) = SafeTensors::read_metadata(&map).map_err(|e| bad(e.to_string()))?;
         let base = 8 + header;
         let tensors = metadata.tensors();
@@ -487,15 +484,8 @@ fn gelu(x: f32) -> f32 {
 /// 1e-6 (tested against the C library's double erf): no exp, so it vectorises.
 #[inline(always)]
 fn erf(x: f32) -> f32 {
-    const ALPHA: [f32; 7] = [
-        -2.726_142_3e-10,
-        2.770_681_4e-8,
-        -2.101_024e-6,
-        -5.692_506_4e-5,
-        -7.349_906_3e-4,
-        -2.954_600_1e-3,
-        -1.609_603_3e-2,
-    ];
+    const ALPHA: [f32; 7] =
+        [-2.726_142_3e-10, 2.770_681_4e-8, -2.101_024e-6, -5.692_506_4e-5, -7.349_906_3e-4, -2.954_600_1e-3, -1.609_603_3e-2];
     const BETA: [f32; 5] = [-1.456_607_2e-5, -2.133_740_6e-4, -1.682_827e-3, -7.373_329_3e-3, -1.426_474e-2];
     let x = x.clamp(-4.0, 4.0);
     let x2 = x * x;

@@ -42,7 +42,11 @@ fn python() -> String {
         return p;
     }
     let venv = "/var/cache/pg_ask/venv/bin/python3";
-    if std::path::Path::new(venv).exists() { venv.to_string() } else { "python3".to_string() }
+    if std::path::Path::new(venv).exists() {
+        venv.to_string()
+    } else {
+        "python3".to_string()
+    }
 }
 
 fn run_reference(dir: &std::path::Path, texts: &[&str]) -> Reference {
@@ -62,8 +66,7 @@ fn run_reference(dir: &std::path::Path, texts: &[&str]) -> Reference {
     let lines: Vec<&str> = stdout.lines().collect();
     let pairs = n * (n - 1) / 2;
     assert_eq!(lines.len(), pairs + n, "unexpected reference output:\n{stdout}");
-    let cosines =
-        lines[..pairs].iter().map(|l| l.split_whitespace().last().unwrap().parse::<f64>().unwrap()).collect();
+    let cosines = lines[..pairs].iter().map(|l| l.split_whitespace().last().unwrap().parse::<f64>().unwrap()).collect();
     let dims = lines[pairs..]
         .iter()
         .map(|l| {
@@ -130,19 +133,11 @@ fn compare(texts: &[&str], reference: &Reference, ours: &[Vec<f32>]) {
             let c = cosine(&ours[i], &ours[j]);
             let d = (c - reference.cosines[p]).abs();
             worst_cos = worst_cos.max(d);
-            assert!(
-                d <= COSINE_TOLERANCE,
-                "{:?}~{:?}: reference {}, ours {c}",
-                texts[i],
-                texts[j],
-                reference.cosines[p]
-            );
+            assert!(d <= COSINE_TOLERANCE, "{:?}~{:?}: reference {}, ours {c}", texts[i], texts[j], reference.cosines[p]);
             p += 1;
         }
     }
-    eprintln!(
-        "max |diff| first 8 dims: {worst_dim:.2e}; cosines (reference rounded to 1e-3): {worst_cos:.2e}"
-    );
+    eprintln!("max |diff| first 8 dims: {worst_dim:.2e}; cosines (reference rounded to 1e-3): {worst_cos:.2e}");
     // cos('Los Angeles', 'LA') as the numpy reference computes it.
     assert!((cosine(&ours[0], &ours[1]) - 0.8424).abs() < 1e-3);
 }

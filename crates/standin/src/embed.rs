@@ -12,11 +12,7 @@ pub const DEFAULT_EMBEDDING_DIM: usize = 384;
 /// only on `text` and `dim`, on every machine and in every version of this crate.
 pub fn pseudo_embedding(text: &str, dim: usize) -> Vec<f32> {
     let dim = dim.max(1);
-    let normalised = text
-        .to_lowercase()
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
+    let normalised = text.to_lowercase().split_whitespace().collect::<Vec<_>>().join(" ");
     let chars: Vec<char> = format!("  {normalised} ").chars().collect();
 
     let mut vector = vec![0f32; dim];
@@ -70,14 +66,8 @@ mod tests {
     #[test]
     fn case_and_spacing_do_not_matter_but_content_does() {
         let la = pseudo_embedding("Los Angeles", DEFAULT_EMBEDDING_DIM);
-        assert_eq!(
-            la,
-            pseudo_embedding("  los   ANGELES ", DEFAULT_EMBEDDING_DIM)
-        );
-        let near = cosine(
-            &la,
-            &pseudo_embedding("Los Angeles, CA", DEFAULT_EMBEDDING_DIM),
-        );
+        assert_eq!(la, pseudo_embedding("  los   ANGELES ", DEFAULT_EMBEDDING_DIM));
+        let near = cosine(&la, &pseudo_embedding("Los Angeles, CA", DEFAULT_EMBEDDING_DIM));
         let far = cosine(&la, &pseudo_embedding("Chicago", DEFAULT_EMBEDDING_DIM));
         assert!(near > 0.7, "near = {near}");
         assert!(far < 0.3, "far = {far}");
@@ -88,9 +78,6 @@ mod tests {
         // Pinned (computed independently) so that a change of the algorithm, which would
         // change vectors stored by later tests, is noticed. "  abc " has the trigrams
         // "  a", " ab", "abc", "bc ".
-        assert_eq!(
-            pseudo_embedding("abc", 8),
-            [-0.5, 0.0, 0.0, -0.5, -0.5, 0.0, 0.5, 0.0]
-        );
+        assert_eq!(pseudo_embedding("abc", 8), [-0.5, 0.0, 0.0, -0.5, -0.5, 0.0, 0.5, 0.0]);
     }
 }

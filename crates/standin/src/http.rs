@@ -36,10 +36,7 @@ pub(crate) struct Request {
 
 impl Request {
     fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
 }
 
@@ -103,10 +100,7 @@ impl Connections {
     /// Waits until every connection has ended, or `timeout` passes.
     fn wait_closed(&self, timeout: Duration) -> bool {
         let open = lock(&self.open);
-        let (open, _) = self
-            .closed
-            .wait_timeout_while(open, timeout, |open| !open.is_empty())
-            .unwrap_or_else(PoisonError::into_inner);
+        let (open, _) = self.closed.wait_timeout_while(open, timeout, |open| !open.is_empty()).unwrap_or_else(PoisonError::into_inner);
         open.is_empty()
     }
 }
@@ -134,25 +128,14 @@ pub(crate) struct Server {
 impl Server {
     /// Serves `listener` (reachable at `addr`) on a thread of its own, each connection on
     /// another.
-    pub(crate) fn start(
-        listener: TcpListener,
-        addr: SocketAddr,
-        handler: Arc<Handler>,
-    ) -> io::Result<Server> {
+    pub(crate) fn start(listener: TcpListener, addr: SocketAddr, handler: Arc<Handler>) -> io::Result<Server> {
         let stopping = Arc::new(AtomicBool::new(false));
         let connections = Arc::new(Connections::default());
         let accept = {
             let (stopping, connections) = (Arc::clone(&stopping), Arc::clone(&connections));
-            thread::Builder::new()
-                .name("llm-standin".into())
-                .spawn(move || accept_loop(&listener, &stopping, &connections, &handler))?
+            thread::Builder::new().name("llm-standin".into()).spawn(move || accept_loop(&listener, &stopping, &connections, &handler))?
         };
-        Ok(Server {
-            addr,
-            stopping,
-            connections,
-            accept: Some(accept),
-        })
+        Ok(Server { addr, stopping, connections, accept: Some(accept) })
     }
 
     /// Stops accepting, ends idle connections, and waits up to `grace` for the connections
@@ -179,12 +162,7 @@ impl Drop for Server {
     }
 }
 
-fn accept_loop(
-    listener: &TcpListener,
-    stopping: &AtomicBool,
-    connections: &Arc<Connections>,
-    handler: &Arc<Handler>,
-) {
+fn accept_loop(listener: &TcpListener, stopping: &AtomicBool, connections: &Arc<Connections>, handler: &Arc<Handler>) {
     for stream in listener.incoming() {
         if stopping.load(Ordering::SeqCst) {
             return;
@@ -203,12 +181,10 @@ fn accept_loop(
         // be started: the closure, and the guard in it, is dropped then).
         let open = Registered { connections: Arc::clone(connections), id };
         let handler = Arc::clone(handler);
-        let _ = thread::Builder::new()
-            .name("llm-standin-connection".into())
-            .spawn(move || {
-                let _open = open;
-                serve(stream, &*handler);
-            });
+        let _ = thread::Builder::new().name("llm-standin-connection".into()).spawn(move || {
+            let _open = open;
+            serve(stream, &*handler);
+        });
     }
 }
 
@@ -231,9 +207,7 @@ fn serve(stream: TcpStream, handler: &Handler) {
                     return;
                 };
                 if http10 && !close {
-                    response
-                        .headers
-                        .push(("Connection", "keep-alive".to_owned()));
+                    response.headers.push(("Connection", "keep-alive".to_owned()));
                 }
                 if write_response(&mut writer, &response, close).is_err() || close {
                     return;
@@ -257,11 +231,7 @@ fn serve(stream: TcpStream, handler: &Handler) {
 }
 
 fn plain(status: u16, message: &str) -> Response {
-    Response {
-        status,
-        headers: vec![("Content-Type", "text/plain; charset=utf-8".to_owned())],
-        body: message.as_bytes().to_vec(),
-    }
+    Response { status, headers: vec![("Content-Type", "text/plain; charset=utf-8".to_owned())], body: message.as_bytes().to_vec() }
 }
 
 /// Reads one line of the head (without its CR LF), counting it against `budget`.
@@ -273,11 +243,7 @@ fn head_line(reader: &mut impl BufRead, budget: &mut usize) -> Result<String, Re
         return Err(ReadError::Gone);
     }
     if line.last() != Some(&b'\n') {
-        return Err(if n as u64 >= limit {
-            ReadError::Bad(431, "stand-in: request head too large")
-        } else {
-            ReadError::Gone
-        });
+        return Err(if n as u64 >= limit { ReadError::Bad(431, "stand-in: request head too large") } else { ReadError::Gone });
     }
     *budget -= n;
     line.pop();
@@ -287,10 +253,7 @@ fn head_line(reader: &mut impl BufRead, budget: &mut usize) -> Result<String, Re
     String::from_utf8(line).map_err(|_| ReadError::Bad(400, "stand-in: request head is not UTF-8"))
 }
 
-fn read_request(
-    reader: &mut BufReader<TcpStream>,
-    writer: &mut impl Write,
-) -> Result<Request, ReadError> {
+fn read_request(reader: &mut BufReader<TcpStream>, writer: &mut impl Write) -> Result<Request, ReadError> {
     let mut budget = MAX_HEAD;
     // Empty lines before a request line are allowed (RFC 9112, 2.2).
     let mut line = head_line(reader, &mut budget)?;
@@ -299,17 +262,13 @@ fn read_request(
     }
     let bad_line = ReadError::Bad(400, "stand-in: malformed request line");
     let mut parts = line.split(' ');
-    let (Some(method), Some(target), Some(version), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
+    let (Some(method), Some(target), Some(version), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
         return Err(bad_line);
     };
     let http10 = match version {
         "HTTP/1.1" => false,
         "HTTP/1.0" => true,
-        _ if version.starts_with("HTTP/") => {
-            return Err(ReadError::Bad(505, "stand-in: only HTTP/1.0 and HTTP/1.1"))
-        }
+        _ if version.starts_with("HTTP/") => return Err(ReadError::Bad(505, "stand-in: only HTTP/1.0 and HTTP/1.1")),
         _ => return Err(bad_line),
     };
     if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) || target.is_empty() {
@@ -329,18 +288,8 @@ fn read_request(
         }
         headers.push((name.to_ascii_lowercase(), value.trim().to_owned()));
     }
-    let mut request = Request {
-        method: method.to_owned(),
-        target: target.to_owned(),
-        headers,
-        body: Vec::new(),
-        close: false,
-        http10,
-    };
-    let connection = request
-        .header("connection")
-        .unwrap_or("")
-        .to_ascii_lowercase();
+    let mut request = Request { method: method.to_owned(), target: target.to_owned(), headers, body: Vec::new(), close: false, http10 };
+    let connection = request.header("connection").unwrap_or("").to_ascii_lowercase();
     request.close = connection.contains("close") || (http10 && !connection.contains("keep-alive"));
 
     let chunked = match request.header("transfer-encoding").map(str::to_ascii_lowercase) {
@@ -360,9 +309,7 @@ fn read_request(
     }
     if !http10
         && (chunked || length.is_some_and(|n| n > 0))
-        && request
-            .header("expect")
-            .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"))
+        && request.header("expect").is_some_and(|v| v.eq_ignore_ascii_case("100-continue"))
     {
         writer.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
         writer.flush()?;
@@ -407,12 +354,7 @@ fn read_chunked(reader: &mut impl BufRead) -> Result<Vec<u8>, ReadError> {
 }
 
 fn write_response(writer: &mut impl Write, response: &Response, close: bool) -> io::Result<()> {
-    write!(
-        writer,
-        "HTTP/1.1 {} {}\r\n",
-        response.status,
-        reason(response.status)
-    )?;
+    write!(writer, "HTTP/1.1 {} {}\r\n", response.status, reason(response.status))?;
     for (name, value) in &response.headers {
         write!(writer, "{name}: {value}\r\n")?;
     }
@@ -460,22 +402,12 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let handler: Arc<Handler> = Arc::new(|r: Request| {
             assert!(r.target != "/panic", "a handler bug");
-            let body = if r.body.len() > 64 {
-                format!("{} bytes", r.body.len())
-            } else {
-                String::from_utf8_lossy(&r.body).into_owned()
-            };
-            Response {
-                status: 200,
-                headers: vec![],
-                body: format!("{} {} {body}", r.method, r.target).into_bytes(),
-            }
+            let body = if r.body.len() > 64 { format!("{} bytes", r.body.len()) } else { String::from_utf8_lossy(&r.body).into_owned() };
+            Response { status: 200, headers: vec![], body: format!("{} {} {body}", r.method, r.target).into_bytes() }
         });
         let server = Server::start(listener, addr, handler).unwrap();
         let stream = TcpStream::connect(addr).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         (server, stream)
     }
 
@@ -498,16 +430,10 @@ mod tests {
         let out = rest(&mut s);
         let answers: Vec<_> = out.split("HTTP/1.1 ").skip(1).collect();
         assert_eq!(answers.len(), 4, "{out}");
-        assert!(
-            answers[0].starts_with("200 OK\r\n") && answers[0].ends_with("\r\n\r\nPOST /a abcde"),
-            "{out}"
-        );
+        assert!(answers[0].starts_with("200 OK\r\n") && answers[0].ends_with("\r\n\r\nPOST /a abcde"), "{out}");
         assert_eq!(answers[1], "100 Continue\r\n\r\n");
         assert!(answers[2].ends_with("\r\n\r\nPOST /b ok"), "{out}");
-        assert!(
-            answers[3].contains("Connection: close\r\n") && answers[3].ends_with("GET /c?q=1 "),
-            "{out}"
-        );
+        assert!(answers[3].contains("Connection: close\r\n") && answers[3].ends_with("GET /c?q=1 "), "{out}");
     }
 
     #[test]
@@ -516,10 +442,7 @@ mod tests {
         s.write_all(b"GET /x HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /y HTTP/1.0\r\n\r\nGET /z HTTP/1.0\r\n\r\n").unwrap();
         let out = rest(&mut s);
         assert_eq!(out.matches("HTTP/1.1 200 OK").count(), 2, "{out}");
-        assert!(
-            out.contains("Connection: keep-alive\r\n") && out.ends_with("GET /y "),
-            "{out}"
-        );
+        assert!(out.contains("Connection: keep-alive\r\n") && out.ends_with("GET /y "), "{out}");
     }
 
     #[test]
@@ -528,20 +451,13 @@ mod tests {
             (&b"NONSENSE\r\n\r\n"[..], "400"),
             (b"GET / HTTP/2.0\r\n\r\n", "505"),
             (b"POST / HTTP/1.1\r\nContent-Length: many\r\n\r\n", "400"),
-            (
-                b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
-                "400",
-            ),
+            (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "400"),
             (b"GET / HTTP/1.1\r\nno colon here\r\n\r\n", "400"),
         ] {
             let (_server, mut s) = echo();
             s.write_all(request).unwrap();
             let out = rest(&mut s);
-            assert!(
-                out.starts_with(&format!("HTTP/1.1 {status} "))
-                    && out.contains("Connection: close"),
-                "{out}"
-            );
+            assert!(out.starts_with(&format!("HTTP/1.1 {status} ")) && out.contains("Connection: close"), "{out}");
         }
         let (_server, mut s) = echo();
         let huge = format!("GET / HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(MAX_HEAD));
@@ -589,10 +505,7 @@ mod tests {
         let mut first = [0; 12];
         s.read_exact(&mut first).unwrap();
         assert_eq!(&first, b"HTTP/1.1 200");
-        assert!(
-            server.stop(Duration::from_secs(5)),
-            "an idle connection kept the server"
-        );
+        assert!(server.stop(Duration::from_secs(5)), "an idle connection kept the server");
         assert!(TcpStream::connect(server.addr).is_err(), "still listening");
     }
 }

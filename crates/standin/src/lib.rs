@@ -127,10 +127,7 @@ pub struct Recorded {
 impl Recorded {
     /// The value of the first header named `name` (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 }
 
@@ -164,11 +161,7 @@ impl StandIn {
             Arc::new(move |request| server::handle(&shared, request))
         };
         let server = http::Server::start(listener, addr, handler)?;
-        Ok(StandIn {
-            addr,
-            shared,
-            server,
-        })
+        Ok(StandIn { addr, shared, server })
     }
 
     /// The base URL, `http://127.0.0.1:PORT` (no trailing slash).
@@ -223,9 +216,7 @@ impl Drop for StandIn {
 
 impl std::fmt::Debug for StandIn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StandIn")
-            .field("addr", &self.addr)
-            .finish_non_exhaustive()
+        f.debug_struct("StandIn").field("addr", &self.addr).finish_non_exhaustive()
     }
 }
 

@@ -31,13 +31,7 @@ struct Options {
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
-    let mut options = Options {
-        addr: "127.0.0.1".into(),
-        port: 0,
-        script: None,
-        port_file: None,
-        embedding_dim: None,
-    };
+    let mut options = Options { addr: "127.0.0.1".into(), port: 0, script: None, port_file: None, embedding_dim: None };
     while let Some(flag) = args.next() {
         if flag == "--help" || flag == "-h" {
             return Err(String::new());
@@ -46,28 +40,18 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Options, String>
             Some((name, value)) => (name.to_owned(), Some(value.to_owned())),
             None => (flag, None),
         };
-        const OPTIONS: [&str; 5] = [
-            "--addr",
-            "--port",
-            "--script",
-            "--port-file",
-            "--embedding-dim",
-        ];
+        const OPTIONS: [&str; 5] = ["--addr", "--port", "--script", "--port-file", "--embedding-dim"];
         if !OPTIONS.contains(&name.as_str()) {
             return Err(format!("unknown option {name}"));
         }
-        let value = inline
-            .or_else(|| args.next())
-            .ok_or_else(|| format!("{name} needs a value"))?;
+        let value = inline.or_else(|| args.next()).ok_or_else(|| format!("{name} needs a value"))?;
         match name.as_str() {
             "--addr" => options.addr = value,
             "--port" => options.port = value.parse().map_err(|e| format!("--port {value}: {e}"))?,
             "--script" => options.script = Some(value.into()),
             "--port-file" => options.port_file = Some(value.into()),
             "--embedding-dim" => {
-                let dim = value
-                    .parse()
-                    .map_err(|e| format!("--embedding-dim {value}: {e}"))?;
+                let dim = value.parse().map_err(|e| format!("--embedding-dim {value}: {e}"))?;
                 options.embedding_dim = Some(dim);
             }
             _ => unreachable!("checked above"),
@@ -87,8 +71,7 @@ fn write_port_file(path: &Path, port: u16) -> std::io::Result<()> {
 fn run(options: Options) -> Result<(), String> {
     let script = match &options.script {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
             Script::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))?
         }
         None => Script::default(),
@@ -99,14 +82,12 @@ fn run(options: Options) -> Result<(), String> {
         options.addr.clone()
     };
     let bind = format!("{host}:{}", options.port);
-    let server =
-        StandIn::start_on(&bind, script).map_err(|e| format!("cannot listen on {bind}: {e}"))?;
+    let server = StandIn::start_on(&bind, script).map_err(|e| format!("cannot listen on {bind}: {e}"))?;
     if let Some(dim) = options.embedding_dim {
         server.set_embedding_dim(dim);
     }
     if let Some(path) = &options.port_file {
-        write_port_file(path, server.port())
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        write_port_file(path, server.port()).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     let mut stdout = std::io::stdout().lock();
     // If stdout is closed, the server still serves; the port file tells where.

@@ -185,7 +185,14 @@ mod tests {
 
     #[test]
     fn reads_zero_shot_prompts() {
-        let p = parse_prompt(SYSTEM, &turns(&[("user", "Commands, in order:\n1. INSERT INTO a VALUES (1);\n2. SELECT id FROM a;\nGive the result of command 2, the last one.")])).unwrap();
+        let p = parse_prompt(
+            SYSTEM,
+            &turns(&[(
+                "user",
+                "Commands, in order:\n1. INSERT INTO a VALUES (1);\n2. SELECT id FROM a;\nGive the result of command 2, the last one.",
+            )]),
+        )
+        .unwrap();
         assert_eq!(p.schema, ["CREATE TABLE a (\n  id int PRIMARY KEY\n);", "CREATE TABLE b (x text);"]);
         assert_eq!(p.commands, ["INSERT INTO a VALUES (1);"]);
         assert_eq!(p.query, "SELECT id FROM a;");
@@ -193,11 +200,9 @@ mod tests {
 
     #[test]
     fn reads_few_shot_prompts() {
-        let p = parse_prompt(
-            SYSTEM,
-            &turns(&[("user", "INSERT INTO a VALUES (1);"), ("assistant", "Succeed"), ("user", "SELECT * FROM b;")]),
-        )
-        .unwrap();
+        let p =
+            parse_prompt(SYSTEM, &turns(&[("user", "INSERT INTO a VALUES (1);"), ("assistant", "Succeed"), ("user", "SELECT * FROM b;")]))
+                .unwrap();
         assert_eq!(p.commands, ["INSERT INTO a VALUES (1);"]);
         assert_eq!(p.query, "SELECT * FROM b;");
         let nl = "Pretend.\nThe database has these tables, created by these commands:\ncreate a table named a with id.\ncreate a table named b.\n";

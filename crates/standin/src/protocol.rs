@@ -85,17 +85,12 @@ impl Endpoint {
         match self {
             Endpoint::OpenAiChat | Endpoint::OpenAiEmbeddings => Style::OpenAi,
             Endpoint::AnthropicMessages => Style::Anthropic,
-            Endpoint::OllamaChat | Endpoint::OllamaEmbed | Endpoint::OllamaEmbeddings => {
-                Style::Ollama
-            }
+            Endpoint::OllamaChat | Endpoint::OllamaEmbed | Endpoint::OllamaEmbeddings => Style::Ollama,
         }
     }
 
     pub(crate) fn is_chat(self) -> bool {
-        matches!(
-            self,
-            Endpoint::OpenAiChat | Endpoint::AnthropicMessages | Endpoint::OllamaChat
-        )
+        matches!(self, Endpoint::OpenAiChat | Endpoint::AnthropicMessages | Endpoint::OllamaChat)
     }
 }
 
@@ -171,24 +166,14 @@ pub(crate) fn prompt_of(endpoint: Endpoint, body: &Value) -> Prompt {
         let messages: Vec<String> = body
             .get("messages")
             .and_then(Value::as_array)
-            .map(|ms| {
-                ms.iter()
-                    .map(|m| content_text(m.get("content").unwrap_or(&Value::Null)))
-                    .collect()
-            })
+            .map(|ms| ms.iter().map(|m| content_text(m.get("content").unwrap_or(&Value::Null))).collect())
             .unwrap_or_default();
         let last = messages.last().cloned().unwrap_or_default();
         texts.extend(messages);
-        Prompt {
-            full: texts.join("\n"),
-            last,
-        }
+        Prompt { full: texts.join("\n"), last }
     } else {
         let inputs = embedding_inputs(endpoint, body).unwrap_or_default();
-        Prompt {
-            last: inputs.last().cloned().unwrap_or_default(),
-            full: inputs.join("\n"),
-        }
+        Prompt { last: inputs.last().cloned().unwrap_or_default(), full: inputs.join("\n") }
     }
 }
 
@@ -210,45 +195,29 @@ pub(crate) fn turns_of(body: &Value) -> (String, Vec<(String, String)>) {
 
 /// The texts to embed, or a message saying why the body has none.
 pub(crate) fn embedding_inputs(endpoint: Endpoint, body: &Value) -> Result<Vec<String>, String> {
-    let field = if endpoint == Endpoint::OllamaEmbeddings {
-        "prompt"
-    } else {
-        "input"
-    };
+    let field = if endpoint == Endpoint::OllamaEmbeddings { "prompt" } else { "input" };
     match body.get(field) {
         Some(Value::String(s)) => Ok(vec![s.clone()]),
         Some(Value::Array(items)) if !items.is_empty() => items
             .iter()
             .map(|item| {
-                item.as_str().map(str::to_owned).ok_or_else(|| {
-                    format!("stand-in: `{field}` must be a string or a list of strings")
-                })
+                item.as_str().map(str::to_owned).ok_or_else(|| format!("stand-in: `{field}` must be a string or a list of strings"))
             })
             .collect(),
         Some(Value::Array(_)) => Err(format!("stand-in: `{field}` is an empty list")),
-        _ => Err(format!(
-            "stand-in: `{field}` must be a string or a list of strings"
-        )),
+        _ => Err(format!("stand-in: `{field}` must be a string or a list of strings")),
     }
 }
 
 /// Checks what the real service would reject (or answer in a form the stand-in does not
 /// produce, such as a stream). Returns the status, error kind and message of the rejection.
-pub(crate) fn validate(
-    endpoint: Endpoint,
-    headers: &[(String, String)],
-    body: &Value,
-) -> Result<(), (u16, ErrorKind, String)> {
+pub(crate) fn validate(endpoint: Endpoint, headers: &[(String, String)], body: &Value) -> Result<(), (u16, ErrorKind, String)> {
     let invalid = |msg: &str| Err((400, ErrorKind::InvalidRequest, format!("stand-in: {msg}")));
     let header = |name: &str| headers.iter().any(|(k, _)| k == name);
 
     if endpoint == Endpoint::AnthropicMessages {
         if !header("x-api-key") {
-            return Err((
-                401,
-                ErrorKind::Authentication,
-                "x-api-key header is required".into(),
-            ));
+            return Err((401, ErrorKind::Authentication, "x-api-key header is required".into()));
         }
         if !header("anthropic-version") {
             return invalid("anthropic-version header is required");
@@ -258,10 +227,7 @@ pub(crate) fn validate(
         return invalid("`model` (a string) is required");
     }
     if endpoint.is_chat() {
-        let has_messages = body
-            .get("messages")
-            .and_then(Value::as_array)
-            .is_some_and(|ms| !ms.is_empty());
+        let has_messages = body.get("messages").and_then(Value::as_array).is_some_and(|ms| !ms.is_empty());
         if !has_messages {
             return invalid("`messages` must be a non-empty list");
         }
@@ -275,8 +241,7 @@ pub(crate) fn validate(
             return invalid("only non-streaming requests are supported (send \"stream\": false)");
         }
     }
-    if endpoint == Endpoint::AnthropicMessages && !body.get("max_tokens").is_some_and(Value::is_u64)
-    {
+    if endpoint == Endpoint::AnthropicMessages && !body.get("max_tokens").is_some_and(Value::is_u64) {
         return invalid("`max_tokens` (an integer) is required");
     }
     if !endpoint.is_chat() {
@@ -286,13 +251,7 @@ pub(crate) fn validate(
 }
 
 /// A successful chat response of the protocol.
-pub(crate) fn chat_response(
-    endpoint: Endpoint,
-    id: u64,
-    model: &str,
-    content: &str,
-    prompt_tokens: usize,
-) -> Value {
+pub(crate) fn chat_response(endpoint: Endpoint, id: u64, model: &str, content: &str, prompt_tokens: usize) -> Value {
     let completion_tokens = word_count(content);
     match endpoint {
         Endpoint::AnthropicMessages => json!({
@@ -339,12 +298,7 @@ pub(crate) fn chat_response(
 }
 
 /// A successful embeddings response of the protocol.
-pub(crate) fn embeddings_response(
-    endpoint: Endpoint,
-    model: &str,
-    vectors: Vec<Vec<f32>>,
-    prompt_tokens: usize,
-) -> Value {
+pub(crate) fn embeddings_response(endpoint: Endpoint, model: &str, vectors: Vec<Vec<f32>>, prompt_tokens: usize) -> Value {
     match endpoint {
         Endpoint::OllamaEmbed => json!({
             "model": model,
@@ -370,29 +324,19 @@ pub(crate) fn embeddings_response(
 }
 
 fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or_default()
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default()
 }
 
 /// The current UTC time as Ollama writes it: `2024-01-01T12:34:56.123456789Z`.
 fn rfc3339_now() -> String {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
     rfc3339(now.as_secs(), now.subsec_nanos())
 }
 
 fn rfc3339(secs: u64, nanos: u32) -> String {
     let (year, month, day) = civil_from_days(secs / 86_400);
     let rem = secs % 86_400;
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{nanos:09}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{nanos:09}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
 /// Year, month, day of a count of days since 1970-01-01 (Howard Hinnant's algorithm).
@@ -416,10 +360,7 @@ mod tests {
     #[test]
     fn dates() {
         assert_eq!(rfc3339(0, 0), "1970-01-01T00:00:00.000000000Z");
-        assert_eq!(
-            rfc3339(1_704_067_200 + 3661, 5),
-            "2024-01-01T01:01:01.000000005Z"
-        );
+        assert_eq!(rfc3339(1_704_067_200 + 3661, 5), "2024-01-01T01:01:01.000000005Z");
         assert_eq!(rfc3339(951_782_400, 0), "2000-02-29T00:00:00.000000000Z");
         assert_eq!(rfc3339(4_107_456_000, 0), "2100-02-28T00:00:00.000000000Z");
     }
@@ -447,15 +388,8 @@ mod tests {
     #[test]
     fn validation_rejects_what_the_services_reject() {
         let ok = json!({"model": "m", "messages": [{"role": "user", "content": "q"}], "stream": false, "max_tokens": 5});
-        let headers = vec![
-            ("x-api-key".to_owned(), "k".to_owned()),
-            ("anthropic-version".to_owned(), "2023-06-01".to_owned()),
-        ];
-        for endpoint in [
-            Endpoint::OpenAiChat,
-            Endpoint::AnthropicMessages,
-            Endpoint::OllamaChat,
-        ] {
+        let headers = vec![("x-api-key".to_owned(), "k".to_owned()), ("anthropic-version".to_owned(), "2023-06-01".to_owned())];
+        for endpoint in [Endpoint::OpenAiChat, Endpoint::AnthropicMessages, Endpoint::OllamaChat] {
             assert_eq!(validate(endpoint, &headers, &ok), Ok(()), "{endpoint:?}");
         }
         let no_stream_flag = json!({"model": "m", "messages": [{"role": "user", "content": "q"}]});
@@ -463,17 +397,7 @@ mod tests {
         assert_eq!(validate(Endpoint::OpenAiChat, &[], &no_stream_flag), Ok(()));
         let err = validate(Endpoint::AnthropicMessages, &[], &ok).unwrap_err();
         assert_eq!((err.0, err.1), (401, ErrorKind::Authentication));
-        assert!(validate(
-            Endpoint::OpenAiEmbeddings,
-            &[],
-            &json!({"model": "m", "input": [1, 2]})
-        )
-        .is_err());
-        assert!(validate(
-            Endpoint::OllamaEmbeddings,
-            &[],
-            &json!({"model": "m", "prompt": "p"})
-        )
-        .is_ok());
+        assert!(validate(Endpoint::OpenAiEmbeddings, &[], &json!({"model": "m", "input": [1, 2]})).is_err());
+        assert!(validate(Endpoint::OllamaEmbeddings, &[], &json!({"model": "m", "prompt": "p"})).is_ok());
     }
 }

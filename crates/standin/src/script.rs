@@ -72,10 +72,7 @@ pub enum Reply {
 impl Script {
     /// A script that answers every chat request with `text`.
     pub fn reply_always(text: &str) -> Script {
-        Script {
-            rules: Vec::new(),
-            default: Some(Reply::Text(text.to_owned())),
-        }
+        Script { rules: Vec::new(), default: Some(Reply::Text(text.to_owned())) }
     }
 
     /// Parses the JSON form of a script.
@@ -107,13 +104,7 @@ impl Script {
 impl Rule {
     /// A rule answering `reply` to requests whose prompt contains every string of `contains`.
     pub fn new(contains: &[&str], reply: Reply) -> Rule {
-        Rule {
-            contains: contains.iter().map(|s| (*s).to_owned()).collect(),
-            last_contains: Vec::new(),
-            reply,
-            delay_ms: 0,
-            times: None,
-        }
+        Rule { contains: contains.iter().map(|s| (*s).to_owned()).collect(), last_contains: Vec::new(), reply, delay_ms: 0, times: None }
     }
 
     /// Also requires every string of `last_contains` in the last message.
@@ -138,8 +129,7 @@ impl Rule {
     }
 
     fn matches(&self, prompt: &str, last: &str) -> bool {
-        self.contains.iter().all(|s| prompt.contains(s.as_str()))
-            && self.last_contains.iter().all(|s| last.contains(s.as_str()))
+        self.contains.iter().all(|s| prompt.contains(s.as_str())) && self.last_contains.iter().all(|s| last.contains(s.as_str()))
     }
 }
 
@@ -151,11 +141,7 @@ impl Reply {
 
     /// An HTTP error with this status code, no `Retry-After` and the protocol's error body.
     pub fn status(code: u16) -> Reply {
-        Reply::Status {
-            code,
-            retry_after: None,
-            body: String::new(),
-        }
+        Reply::Status { code, retry_after: None, body: String::new() }
     }
 }
 
@@ -185,17 +171,11 @@ impl ScriptState {
             let has_uses_left = rule.times.is_none_or(|n| *used < n);
             if has_uses_left && rule.matches(prompt, last) {
                 *used += 1;
-                return Choice::Reply {
-                    reply: rule.reply.clone(),
-                    delay_ms: rule.delay_ms,
-                };
+                return Choice::Reply { reply: rule.reply.clone(), delay_ms: rule.delay_ms };
             }
         }
         match &self.script.default {
-            Some(reply) => Choice::Reply {
-                reply: reply.clone(),
-                delay_ms: 0,
-            },
+            Some(reply) => Choice::Reply { reply: reply.clone(), delay_ms: 0 },
             None => Choice::NoMatch,
         }
     }
@@ -207,10 +187,7 @@ mod tests {
 
     fn text(choice: Choice) -> String {
         match choice {
-            Choice::Reply {
-                reply: Reply::Text(t),
-                ..
-            } => t,
+            Choice::Reply { reply: Reply::Text(t), .. } => t,
             other => panic!("expected a text reply, got {other:?}"),
         }
     }
@@ -222,13 +199,7 @@ mod tests {
             .rule(Rule::new(&["cities"], Reply::text("SELECT 1")))
             .rule(Rule::new(&[], Reply::text("catch-all")));
         let mut state = ScriptState::new(script);
-        assert_eq!(
-            state.choose("list cities", "list cities"),
-            Choice::Reply {
-                reply: Reply::status(429),
-                delay_ms: 0
-            }
-        );
+        assert_eq!(state.choose("list cities", "list cities"), Choice::Reply { reply: Reply::status(429), delay_ms: 0 });
         assert_eq!(text(state.choose("list cities", "")), "SELECT 1");
         assert_eq!(text(state.choose("list cities", "")), "SELECT 1");
         assert_eq!(text(state.choose("other", "")), "catch-all");
@@ -236,22 +207,11 @@ mod tests {
 
     #[test]
     fn last_contains_and_default() {
-        let script = Script::default()
-            .rule(Rule::new(&["schema"], Reply::text("fix")).last(&["error"]))
-            .or_else(Reply::text("plain"));
+        let script = Script::default().rule(Rule::new(&["schema"], Reply::text("fix")).last(&["error"])).or_else(Reply::text("plain"));
         let mut state = ScriptState::new(script);
-        assert_eq!(
-            text(state.choose("schema\nerror: x\nagain", "again")),
-            "plain"
-        );
-        assert_eq!(
-            text(state.choose("schema\nagain\nerror: x", "error: x")),
-            "fix"
-        );
-        assert_eq!(
-            ScriptState::new(Script::default()).choose("a", "a"),
-            Choice::NoMatch
-        );
+        assert_eq!(text(state.choose("schema\nerror: x\nagain", "again")), "plain");
+        assert_eq!(text(state.choose("schema\nagain\nerror: x", "error: x")), "fix");
+        assert_eq!(ScriptState::new(Script::default()).choose("a", "a"), Choice::NoMatch);
     }
 
     #[test]
@@ -265,14 +225,7 @@ mod tests {
             "default": "empty"
         }"#;
         let script = Script::from_json(json).expect("valid script");
-        assert_eq!(
-            script.rules[0].reply,
-            Reply::Status {
-                code: 429,
-                retry_after: Some(2),
-                body: String::new()
-            }
-        );
+        assert_eq!(script.rules[0].reply, Reply::Status { code: 429, retry_after: Some(2), body: String::new() });
         assert_eq!(script.rules[0].times, Some(1));
         assert_eq!(script.rules[1].reply, Reply::Hang);
         assert_eq!(script.rules[1].delay_ms, 5);

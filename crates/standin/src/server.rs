@@ -62,10 +62,7 @@ impl Shared {
     /// Sleeps for `duration` or until the server shuts down, whichever comes first.
     fn sleep_unless_stopped(&self, duration: Duration) {
         let stopping = lock(&self.stopping);
-        let _ = self
-            .stop_signal
-            .wait_timeout_while(stopping, duration, |stopping| !*stopping)
-            .unwrap_or_else(PoisonError::into_inner);
+        let _ = self.stop_signal.wait_timeout_while(stopping, duration, |stopping| !*stopping).unwrap_or_else(PoisonError::into_inner);
     }
 }
 
@@ -79,12 +76,7 @@ struct Out {
 
 impl Out {
     fn json(status: u16, body: &Value) -> Out {
-        Out {
-            status,
-            content_type: "application/json",
-            body: body.to_string().into_bytes(),
-            retry_after: None,
-        }
+        Out { status, content_type: "application/json", body: body.to_string().into_bytes(), retry_after: None }
     }
 
     fn error(status: u16, style: Style, kind: ErrorKind, message: &str) -> Out {
@@ -92,15 +84,8 @@ impl Out {
     }
 
     fn response(self) -> Response {
-        let headers = [
-            Some(("Content-Type", self.content_type.to_owned())),
-            self.retry_after.map(|s| ("Retry-After", s.to_string())),
-        ];
-        Response {
-            status: self.status,
-            headers: headers.into_iter().flatten().collect(),
-            body: self.body,
-        }
+        let headers = [Some(("Content-Type", self.content_type.to_owned())), self.retry_after.map(|s| ("Retry-After", s.to_string()))];
+        Response { status: self.status, headers: headers.into_iter().flatten().collect(), body: self.body }
     }
 }
 
@@ -152,45 +137,19 @@ fn control(shared: &Shared, method: &str, command: &str, body: &str) -> Out {
             shared.clear_requests();
             reply(200, json!({"ok": true}))
         }
-        (_, "script" | "requests" | "clear") => reply(
-            405,
-            json!({"error": format!("method {method} not allowed here")}),
-        ),
-        _ => reply(
-            404,
-            json!({"error": format!("unknown control endpoint /_standin/{command}")}),
-        ),
+        (_, "script" | "requests" | "clear") => reply(405, json!({"error": format!("method {method} not allowed here")})),
+        _ => reply(404, json!({"error": format!("unknown control endpoint /_standin/{command}")})),
     }
 }
 
 /// The LLM API endpoints: record the request, then answer it as the script says.
-fn api(
-    shared: &Shared,
-    method: &str,
-    path: String,
-    headers: Vec<(String, String)>,
-    text: &str,
-) -> Action {
+fn api(shared: &Shared, method: &str, path: String, headers: Vec<(String, String)>, text: &str) -> Action {
     let endpoint = Endpoint::route(&path);
-    let parsed: Result<Value, _> = if text.trim().is_empty() {
-        Ok(Value::Null)
-    } else {
-        serde_json::from_str(text)
-    };
-    let body = parsed
-        .as_ref()
-        .cloned()
-        .unwrap_or_else(|_| Value::String(text.to_owned()));
-    let prompt = endpoint
-        .map(|e| protocol::prompt_of(e, &body))
-        .unwrap_or_default();
+    let parsed: Result<Value, _> = if text.trim().is_empty() { Ok(Value::Null) } else { serde_json::from_str(text) };
+    let body = parsed.as_ref().cloned().unwrap_or_else(|_| Value::String(text.to_owned()));
+    let prompt = endpoint.map(|e| protocol::prompt_of(e, &body)).unwrap_or_default();
 
-    lock(&shared.requests).push(Recorded {
-        path: path.clone(),
-        headers: headers.clone(),
-        body: body.clone(),
-        prompt: prompt.full.clone(),
-    });
+    lock(&shared.requests).push(Recorded { path: path.clone(), headers: headers.clone(), body: body.clone(), prompt: prompt.full.clone() });
 
     let Some(endpoint) = endpoint else {
         let style = Style::for_unknown_path(&path);
@@ -209,10 +168,7 @@ fn api(
     if let Err((status, kind, message)) = protocol::validate(endpoint, &headers, &body) {
         return Action::Respond(Out::error(status, style, kind, &message));
     }
-    let model = body
-        .get("model")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let model = body.get("model").and_then(Value::as_str).unwrap_or_default();
 
     if !endpoint.is_chat() {
         return Action::Respond(embed(shared, endpoint, model, &body, &prompt));
@@ -232,31 +188,19 @@ fn api(
     }
 
     let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-    let success =
-        |content: &str| protocol::chat_response(endpoint, id, model, content, prompt.tokens());
+    let success = |content: &str| protocol::chat_response(endpoint, id, model, content, prompt.tokens());
     Action::Respond(match reply {
-        Reply::Text(content) => {
-            Out::json(200, &success(&content.replace("{{last}}", &prompt.last)))
-        }
+        Reply::Text(content) => Out::json(200, &success(&content.replace("{{last}}", &prompt.last))),
         Reply::Empty => Out::json(200, &success("")),
         Reply::Oracle(spec) => {
             let (system, turns) = protocol::turns_of(&body);
             match crate::oracle::answer(&spec, &system, &turns) {
                 Ok(content) => Out::json(200, &success(&content)),
-                Err(message) => Out::error(
-                    500,
-                    style,
-                    ErrorKind::Server,
-                    &format!("stand-in oracle: {message}"),
-                ),
+                Err(message) => Out::error(500, style, ErrorKind::Server, &format!("stand-in oracle: {message}")),
             }
         }
         Reply::Hang => return Action::Hang(style),
-        Reply::Status {
-            code,
-            retry_after,
-            body,
-        } => status_reply(style, code, retry_after, body),
+        Reply::Status { code, retry_after, body } => status_reply(style, code, retry_after, body),
         Reply::Malformed => Out {
             status: 200,
             content_type: "application/json",
@@ -269,12 +213,7 @@ fn api(
             while !full.is_char_boundary(cut) {
                 cut -= 1;
             }
-            Out {
-                status: 200,
-                content_type: "application/json",
-                body: full.as_bytes()[..cut].to_vec(),
-                retry_after: None,
-            }
+            Out { status: 200, content_type: "application/json", body: full.as_bytes()[..cut].to_vec(), retry_after: None }
         }
     })
 }
@@ -288,11 +227,7 @@ fn status_reply(style: Style, code: u16, retry_after: Option<u64>, body: String)
         let is_json = serde_json::from_str::<Value>(&body).is_ok();
         Out {
             status: code,
-            content_type: if is_json {
-                "application/json"
-            } else {
-                "text/plain; charset=utf-8"
-            },
+            content_type: if is_json { "application/json" } else { "text/plain; charset=utf-8" },
             body: body.into_bytes(),
             retry_after: None,
         }
@@ -305,19 +240,11 @@ fn status_reply(style: Style, code: u16, retry_after: Option<u64>, body: String)
 fn embed(shared: &Shared, endpoint: Endpoint, model: &str, body: &Value, prompt: &Prompt) -> Out {
     let inputs = match protocol::embedding_inputs(endpoint, body) {
         Ok(inputs) => inputs,
-        Err(message) => {
-            return Out::error(400, endpoint.style(), ErrorKind::InvalidRequest, &message)
-        }
+        Err(message) => return Out::error(400, endpoint.style(), ErrorKind::InvalidRequest, &message),
     };
-    let requested = body
-        .get("dimensions")
-        .and_then(Value::as_u64)
-        .and_then(|d| usize::try_from(d).ok())
-        .filter(|d| (1..=65_536).contains(d));
+    let requested =
+        body.get("dimensions").and_then(Value::as_u64).and_then(|d| usize::try_from(d).ok()).filter(|d| (1..=65_536).contains(d));
     let dim = requested.unwrap_or_else(|| shared.embedding_dim.load(Ordering::Relaxed));
     let vectors = inputs.iter().map(|t| pseudo_embedding(t, dim)).collect();
-    Out::json(
-        200,
-        &protocol::embeddings_response(endpoint, model, vectors, prompt.tokens()),
-    )
+    Out::json(200, &protocol::embeddings_response(endpoint, model, vectors, prompt.tokens()))
 }

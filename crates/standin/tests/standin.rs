@@ -20,50 +20,26 @@ struct Resp {
 
 impl Resp {
     fn json(&self) -> Value {
-        serde_json::from_str(&self.text)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", self.text))
+        serde_json::from_str(&self.text).unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", self.text))
     }
 }
 
 fn agent(timeout: Duration) -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(timeout))
-        .build()
-        .into()
+    ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(timeout)).build().into()
 }
 
-fn read(
-    result: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
-) -> Result<Resp, ureq::Error> {
+fn read(result: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> Result<Resp, ureq::Error> {
     let mut response = result?;
-    let header = |name: &str| {
-        response
-            .headers()
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned)
-    };
+    let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
     let content_type = header("content-type").unwrap_or_default();
     let retry_after = header("retry-after");
     let content_length = header("content-length").and_then(|v| v.parse().ok());
     let status = response.status().as_u16();
     let text = response.body_mut().read_to_string()?;
-    Ok(Resp {
-        status,
-        content_type,
-        retry_after,
-        content_length,
-        text,
-    })
+    Ok(Resp { status, content_type, retry_after, content_length, text })
 }
 
-fn try_post(
-    agent: &ureq::Agent,
-    url: &str,
-    headers: &[(&str, &str)],
-    body: &Value,
-) -> Result<Resp, ureq::Error> {
+fn try_post(agent: &ureq::Agent, url: &str, headers: &[(&str, &str)], body: &Value) -> Result<Resp, ureq::Error> {
     let mut request = agent.post(url);
     for (name, value) in headers {
         request = request.header(*name, *value);
@@ -79,10 +55,7 @@ fn get(url: &str) -> Resp {
     read(agent(Duration::from_secs(5)).get(url).call()).expect("request succeeds")
 }
 
-const ANTHROPIC_HEADERS: [(&str, &str); 2] = [
-    ("x-api-key", "sk-test"),
-    ("anthropic-version", "2023-06-01"),
-];
+const ANTHROPIC_HEADERS: [(&str, &str); 2] = [("x-api-key", "sk-test"), ("anthropic-version", "2023-06-01")];
 
 fn openai_chat(question: &str) -> Value {
     json!({
@@ -98,18 +71,11 @@ fn openai_chat(question: &str) -> Value {
 /// The reply text of an OpenAI chat response.
 fn openai_content(resp: &Resp) -> String {
     assert_eq!(resp.status, 200, "{}", resp.text);
-    resp.json()["choices"][0]["message"]["content"]
-        .as_str()
-        .expect("content is a string")
-        .to_owned()
+    resp.json()["choices"][0]["message"]["content"].as_str().expect("content is a string").to_owned()
 }
 
 fn ask(llm: &StandIn, question: &str) -> Resp {
-    post(
-        &format!("{}/v1/chat/completions", llm.url()),
-        &[],
-        &openai_chat(question),
-    )
+    post(&format!("{}/v1/chat/completions", llm.url()), &[], &openai_chat(question))
 }
 
 fn cosine(a: &[f32], b: &[f32]) -> f32 {
@@ -117,11 +83,7 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
 }
 
 fn vector(v: &Value) -> Vec<f32> {
-    v.as_array()
-        .expect("a vector")
-        .iter()
-        .map(|x| x.as_f64().expect("a number") as f32)
-        .collect()
+    v.as_array().expect("a vector").iter().map(|x| x.as_f64().expect("a number") as f32).collect()
 }
 
 #[test]
@@ -129,11 +91,7 @@ fn openai_chat_has_the_real_shape_on_both_paths() {
     let llm = StandIn::start(Script::reply_always("SELECT 1 -- {{last}}")).unwrap();
     assert_eq!(llm.url(), format!("http://127.0.0.1:{}", llm.port()));
     for path in ["/v1/chat/completions", "/chat/completions"] {
-        let resp = post(
-            &format!("{}{path}", llm.url()),
-            &[],
-            &openai_chat("how many cities?"),
-        );
+        let resp = post(&format!("{}{path}", llm.url()), &[], &openai_chat("how many cities?"));
         assert_eq!(resp.status, 200);
         assert_eq!(resp.content_type, "application/json");
         let body = resp.json();
@@ -143,16 +101,10 @@ fn openai_chat_has_the_real_shape_on_both_paths() {
         assert_eq!(body["model"], "gpt-test");
         assert_eq!(body["choices"][0]["index"], 0);
         assert_eq!(body["choices"][0]["message"]["role"], "assistant");
-        assert_eq!(
-            body["choices"][0]["message"]["content"],
-            "SELECT 1 -- how many cities?"
-        );
+        assert_eq!(body["choices"][0]["message"]["content"], "SELECT 1 -- how many cities?");
         assert_eq!(body["choices"][0]["finish_reason"], "stop");
         // "You write SQL." + "how many cities?" = 6 words; the reply has 6 words.
-        assert_eq!(
-            body["usage"],
-            json!({"prompt_tokens": 6, "completion_tokens": 6, "total_tokens": 12})
-        );
+        assert_eq!(body["usage"], json!({"prompt_tokens": 6, "completion_tokens": 6, "total_tokens": 12}));
     }
     let paths: Vec<String> = llm.requests().into_iter().map(|r| r.path).collect();
     assert_eq!(paths, ["/v1/chat/completions", "/chat/completions"]);
@@ -173,15 +125,9 @@ fn anthropic_messages_have_the_real_shape_and_require_headers() {
     assert_eq!(body["type"], "message");
     assert_eq!(body["role"], "assistant");
     assert_eq!(body["model"], "claude-test");
-    assert_eq!(
-        body["content"],
-        json!([{"type": "text", "text": "SELECT 2"}])
-    );
+    assert_eq!(body["content"], json!([{"type": "text", "text": "SELECT 2"}]));
     assert_eq!(body["stop_reason"], "end_turn");
-    assert_eq!(
-        body["usage"],
-        json!({"input_tokens": 5, "output_tokens": 2})
-    );
+    assert_eq!(body["usage"], json!({"input_tokens": 5, "output_tokens": 2}));
 
     let recorded = &llm.requests()[0];
     assert_eq!(recorded.prompt, "You write SQL.\ncount rows");
@@ -215,14 +161,8 @@ fn ollama_chat_has_the_real_shape_and_must_not_stream() {
     let body = post(&url, &[], &request).json();
     assert_eq!(body["model"], "llama-test");
     let created = body["created_at"].as_str().unwrap();
-    assert!(
-        created.len() == 30 && created.ends_with('Z') && created.starts_with("20"),
-        "{created}"
-    );
-    assert_eq!(
-        body["message"],
-        json!({"role": "assistant", "content": "SELECT 3"})
-    );
+    assert!(created.len() == 30 && created.ends_with('Z') && created.starts_with("20"), "{created}");
+    assert_eq!(body["message"], json!({"role": "assistant", "content": "SELECT 3"}));
     assert_eq!(body["done"], true);
     assert_eq!(body["done_reason"], "stop");
     assert_eq!(body["prompt_eval_count"], 3);
@@ -231,28 +171,17 @@ fn ollama_chat_has_the_real_shape_and_must_not_stream() {
     request.as_object_mut().unwrap().remove("stream");
     let streaming = post(&url, &[], &request);
     assert_eq!(streaming.status, 400);
-    assert!(streaming.json()["error"]
-        .as_str()
-        .unwrap()
-        .contains("stream"));
+    assert!(streaming.json()["error"].as_str().unwrap().contains("stream"));
 }
 
 #[test]
 fn embeddings_are_deterministic_and_similar_for_similar_text() {
     let llm = StandIn::start(Script::default()).unwrap();
     let openai = format!("{}/v1/embeddings", llm.url());
-    let body = post(
-        &openai,
-        &[],
-        &json!({"model": "emb", "input": ["Los Angeles", "los angeles", "Chicago"]}),
-    )
-    .json();
+    let body = post(&openai, &[], &json!({"model": "emb", "input": ["Los Angeles", "los angeles", "Chicago"]})).json();
     assert_eq!(body["object"], "list");
     assert_eq!(body["model"], "emb");
-    assert_eq!(
-        body["usage"],
-        json!({"prompt_tokens": 5, "total_tokens": 5})
-    );
+    assert_eq!(body["usage"], json!({"prompt_tokens": 5, "total_tokens": 5}));
     let data = body["data"].as_array().unwrap();
     assert_eq!(data.len(), 3);
     for (i, item) in data.iter().enumerate() {
@@ -261,56 +190,25 @@ fn embeddings_are_deterministic_and_similar_for_similar_text() {
     }
     let vs: Vec<Vec<f32>> = data.iter().map(|d| vector(&d["embedding"])).collect();
     assert_eq!(vs[0].len(), DEFAULT_EMBEDDING_DIM);
-    assert_eq!(
-        vs[0],
-        pseudo_embedding("Los Angeles", DEFAULT_EMBEDDING_DIM)
-    );
+    assert_eq!(vs[0], pseudo_embedding("Los Angeles", DEFAULT_EMBEDDING_DIM));
     assert!(cosine(&vs[0], &vs[1]) > 0.999);
     assert!(cosine(&vs[0], &vs[1]) > cosine(&vs[0], &vs[2]) + 0.5);
 
     // A single string, the same vector again on the other path and from Ollama.
-    let single = post(
-        &format!("{}/embeddings", llm.url()),
-        &[],
-        &json!({"model": "emb", "input": "Los Angeles"}),
-    );
+    let single = post(&format!("{}/embeddings", llm.url()), &[], &json!({"model": "emb", "input": "Los Angeles"}));
     assert_eq!(vector(&single.json()["data"][0]["embedding"]), vs[0]);
-    let ollama = post(
-        &format!("{}/api/embed", llm.url()),
-        &[],
-        &json!({"model": "nomic", "input": ["Los Angeles", "Chicago"]}),
-    )
-    .json();
+    let ollama = post(&format!("{}/api/embed", llm.url()), &[], &json!({"model": "nomic", "input": ["Los Angeles", "Chicago"]})).json();
     assert_eq!(ollama["model"], "nomic");
     assert_eq!(vector(&ollama["embeddings"][0]), vs[0]);
     assert_eq!(vector(&ollama["embeddings"][1]), vs[2]);
-    let legacy = post(
-        &format!("{}/api/embeddings", llm.url()),
-        &[],
-        &json!({"model": "m", "prompt": "Chicago"}),
-    );
+    let legacy = post(&format!("{}/api/embeddings", llm.url()), &[], &json!({"model": "m", "prompt": "Chicago"}));
     assert_eq!(vector(&legacy.json()["embedding"]), vs[2]);
 
     // The dimension: per request (OpenAI `dimensions`) and per server.
-    let small = post(
-        &openai,
-        &[],
-        &json!({"model": "emb", "input": "x", "dimensions": 16}),
-    );
-    assert_eq!(
-        small.json()["data"][0]["embedding"]
-            .as_array()
-            .unwrap()
-            .len(),
-        16
-    );
+    let small = post(&openai, &[], &json!({"model": "emb", "input": "x", "dimensions": 16}));
+    assert_eq!(small.json()["data"][0]["embedding"].as_array().unwrap().len(), 16);
     llm.set_embedding_dim(32);
-    let body = post(
-        &format!("{}/api/embed", llm.url()),
-        &[],
-        &json!({"model": "m", "input": "x"}),
-    )
-    .json();
+    let body = post(&format!("{}/api/embed", llm.url()), &[], &json!({"model": "m", "input": "x"})).json();
     assert_eq!(body["embeddings"][0].as_array().unwrap().len(), 32);
 
     let bad = post(&openai, &[], &json!({"model": "emb", "input": [1, 2, 3]}));
@@ -324,10 +222,7 @@ fn unknown_paths_wrong_methods_and_bad_bodies_get_protocol_errors() {
     let openai_style = post(&format!("{}/v1/completions", llm.url()), &[], &json!({}));
     assert_eq!(openai_style.status, 404);
     let error = &openai_style.json()["error"];
-    assert!(error["message"]
-        .as_str()
-        .unwrap()
-        .contains("/v1/completions"));
+    assert!(error["message"].as_str().unwrap().contains("/v1/completions"));
     assert_eq!(error["type"], "not_found_error");
 
     let ollama_style = post(&format!("{}/api/generate", llm.url()), &[], &json!({}));
@@ -356,22 +251,9 @@ fn unknown_paths_wrong_methods_and_bad_bodies_get_protocol_errors() {
 #[test]
 fn rules_answer_in_order_and_times_limits_them() {
     let script = Script::default()
-        .rule(
-            Rule::new(
-                &["cities"],
-                Reply::Status {
-                    code: 429,
-                    retry_after: Some(7),
-                    body: String::new(),
-                },
-            )
-            .times(1),
-        )
+        .rule(Rule::new(&["cities"], Reply::Status { code: 429, retry_after: Some(7), body: String::new() }).times(1))
         .rule(Rule::new(&["cities"], Reply::text("first")).times(2))
-        .rule(Rule::new(
-            &["cities", "population"],
-            Reply::text("by population"),
-        ))
+        .rule(Rule::new(&["cities", "population"], Reply::text("by population")))
         .rule(Rule::new(&["cities"], Reply::text("after")))
         .or_else(Reply::text("default"));
     let llm = StandIn::start(script.clone()).unwrap();
@@ -380,15 +262,8 @@ fn rules_answer_in_order_and_times_limits_them() {
     assert_eq!(limited.status, 429);
     assert_eq!(limited.retry_after.as_deref(), Some("7"));
     assert_eq!(limited.json()["error"]["type"], "rate_limit_error");
-    let answers: Vec<String> = [
-        "cities by population",
-        "cities",
-        "cities by population",
-        "cities",
-    ]
-    .iter()
-    .map(|q| openai_content(&ask(&llm, q)))
-    .collect();
+    let answers: Vec<String> =
+        ["cities by population", "cities", "cities by population", "cities"].iter().map(|q| openai_content(&ask(&llm, q))).collect();
     assert_eq!(answers, ["first", "first", "by population", "after"]);
     assert_eq!(openai_content(&ask(&llm, "rivers")), "default");
 
@@ -406,30 +281,16 @@ fn last_contains_looks_only_at_the_last_message() {
     let llm = StandIn::start(script).unwrap();
     let url = format!("{}/v1/chat/completions", llm.url());
     let conversation = |messages: &[&str]| {
-        let messages: Vec<Value> = messages
-            .iter()
-            .map(|m| json!({"role": "user", "content": m}))
-            .collect();
-        openai_content(&post(
-            &url,
-            &[],
-            &json!({"model": "m", "messages": messages}),
-        ))
+        let messages: Vec<Value> = messages.iter().map(|m| json!({"role": "user", "content": m})).collect();
+        openai_content(&post(&url, &[], &json!({"model": "m", "messages": messages})))
     };
-    assert_eq!(
-        conversation(&["schema", "ERROR: no such column"]),
-        "repaired"
-    );
-    assert_eq!(
-        conversation(&["schema", "ERROR: no such column", "and now?"]),
-        "first try"
-    );
+    assert_eq!(conversation(&["schema", "ERROR: no such column"]), "repaired");
+    assert_eq!(conversation(&["schema", "ERROR: no such column", "and now?"]), "first try");
 }
 
 #[test]
 fn no_matching_rule_is_a_500_quoting_the_last_message() {
-    let llm =
-        StandIn::start(Script::default().rule(Rule::new(&["never"], Reply::text("x")))).unwrap();
+    let llm = StandIn::start(Script::default().rule(Rule::new(&["never"], Reply::text("x")))).unwrap();
     let long_question = format!("which city {}", "z".repeat(300));
     let resp = ask(&llm, &long_question);
     assert_eq!(resp.status, 500);
@@ -450,51 +311,27 @@ fn delays_and_hangs_do_not_block_other_requests_and_shutdown_releases_hangs() {
 
     // A client with a short timeout gives up on a hung request.
     let started = Instant::now();
-    let timed_out = try_post(
-        &agent(Duration::from_millis(300)),
-        &url,
-        &[],
-        &openai_chat("stuck"),
-    );
-    assert!(
-        timed_out.is_err(),
-        "a hung request was answered: {timed_out:?}"
-    );
+    let timed_out = try_post(&agent(Duration::from_millis(300)), &url, &[], &openai_chat("stuck"));
+    assert!(timed_out.is_err(), "a hung request was answered: {timed_out:?}");
     assert!(started.elapsed() >= Duration::from_millis(300));
 
     // Meanwhile: another hung request with a patient client, and a delayed one.
     let patient = {
         let url = url.clone();
-        thread::spawn(move || {
-            try_post(
-                &agent(Duration::from_secs(10)),
-                &url,
-                &[],
-                &openai_chat("stuck"),
-            )
-        })
+        thread::spawn(move || try_post(&agent(Duration::from_secs(10)), &url, &[], &openai_chat("stuck")))
     };
     let slow = {
         let url = url.clone();
         thread::spawn(move || {
             let started = Instant::now();
-            let resp = try_post(
-                &agent(Duration::from_secs(10)),
-                &url,
-                &[],
-                &openai_chat("slow"),
-            );
+            let resp = try_post(&agent(Duration::from_secs(10)), &url, &[], &openai_chat("slow"));
             (resp, started.elapsed())
         })
     };
     thread::sleep(Duration::from_millis(50));
     let started = Instant::now();
     assert_eq!(openai_content(&ask(&llm, "fast")), "quick");
-    assert!(
-        started.elapsed() < Duration::from_millis(250),
-        "blocked: {:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < Duration::from_millis(250), "blocked: {:?}", started.elapsed());
 
     let (resp, elapsed) = slow.join().unwrap();
     assert_eq!(openai_content(&resp.unwrap()), "late");
@@ -503,20 +340,10 @@ fn delays_and_hangs_do_not_block_other_requests_and_shutdown_releases_hangs() {
     // Shutting down answers the hung request (503) and returns promptly.
     let started = Instant::now();
     llm.shutdown();
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "shutdown took {:?}",
-        started.elapsed()
-    );
-    let released = patient
-        .join()
-        .unwrap()
-        .expect("the hung request is answered at shutdown");
+    assert!(started.elapsed() < Duration::from_secs(2), "shutdown took {:?}", started.elapsed());
+    let released = patient.join().unwrap().expect("the hung request is answered at shutdown");
     assert_eq!(released.status, 503);
-    assert!(released.json()["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("hung"));
+    assert!(released.json()["error"]["message"].as_str().unwrap().contains("hung"));
 }
 
 #[test]
@@ -536,11 +363,7 @@ fn malformed_truncated_and_empty_replies() {
     assert_eq!(truncated.status, 200);
     assert_eq!(truncated.content_type, "application/json");
     assert_eq!(truncated.content_length, Some(truncated.text.len()));
-    assert!(
-        truncated.text.starts_with("{\"") && truncated.text.len() > 40,
-        "{}",
-        truncated.text
-    );
+    assert!(truncated.text.starts_with("{\"") && truncated.text.len() > 40, "{}", truncated.text);
     let err = serde_json::from_str::<Value>(&truncated.text).unwrap_err();
     assert!(err.is_eof(), "cut in the middle, not garbage: {err}");
 
@@ -550,10 +373,7 @@ fn malformed_truncated_and_empty_replies() {
         &ANTHROPIC_HEADERS,
         &json!({"model": "c", "max_tokens": 5, "messages": [{"role": "user", "content": "empty"}]}),
     );
-    assert_eq!(
-        anthropic.json()["content"],
-        json!([{"type": "text", "text": ""}])
-    );
+    assert_eq!(anthropic.json()["content"], json!([{"type": "text", "text": ""}]));
     assert_eq!(anthropic.json()["usage"]["output_tokens"], 0);
 }
 
@@ -565,18 +385,10 @@ fn status_replies_use_the_given_body_or_the_protocol_shape() {
             Reply::Status {
                 code: 401,
                 retry_after: None,
-                body: r#"{"error":{"message":"Incorrect API key","type":"invalid_request_error"}}"#
-                    .into(),
+                body: r#"{"error":{"message":"Incorrect API key","type":"invalid_request_error"}}"#.into(),
             },
         ))
-        .rule(Rule::new(
-            &["plain"],
-            Reply::Status {
-                code: 502,
-                retry_after: None,
-                body: "Bad Gateway".into(),
-            },
-        ))
+        .rule(Rule::new(&["plain"], Reply::Status { code: 502, retry_after: None, body: "Bad Gateway".into() }))
         .rule(Rule::new(&["overloaded"], Reply::status(529)));
     let llm = StandIn::start(script).unwrap();
 
@@ -616,12 +428,7 @@ fn control_endpoints_replace_the_script_and_report_requests() {
         "rules": [{"contains": ["hello"], "reply": {"text": "hi: {{last}}"}, "times": 1}],
         "default": "empty"
     });
-    let set = read(
-        agent(Duration::from_secs(5))
-            .post(&format!("{}/_standin/script", llm.url()))
-            .send(script.to_string()),
-    )
-    .unwrap();
+    let set = read(agent(Duration::from_secs(5)).post(&format!("{}/_standin/script", llm.url())).send(script.to_string())).unwrap();
     assert_eq!(set.status, 200, "{}", set.text);
     assert_eq!(set.json()["rules"], 1);
     assert_eq!(openai_content(&ask(&llm, "hello")), "hi: hello");
@@ -632,30 +439,16 @@ fn control_endpoints_replace_the_script_and_report_requests() {
     assert_eq!(listed, llm.requests());
     assert_eq!(listed.len(), 3, "control requests are not recorded");
     assert_eq!(listed[1].prompt, "You write SQL.\nhello");
-    assert!(listed[1]
-        .header("content-type")
-        .unwrap()
-        .starts_with("application/json"));
+    assert!(listed[1].header("content-type").unwrap().starts_with("application/json"));
 
     let cleared = post(&format!("{}/_standin/clear", llm.url()), &[], &json!({}));
     assert_eq!(cleared.status, 200);
     assert!(llm.requests().is_empty());
 
-    let bad = post(
-        &format!("{}/_standin/script", llm.url()),
-        &[],
-        &json!({"rules": [{"reply": "nonsense"}]}),
-    );
+    let bad = post(&format!("{}/_standin/script", llm.url()), &[], &json!({"rules": [{"reply": "nonsense"}]}));
     assert_eq!(bad.status, 400);
-    assert!(bad.json()["error"]
-        .as_str()
-        .unwrap()
-        .contains("invalid stand-in script"));
-    assert_eq!(
-        openai_content(&ask(&llm, "hello")),
-        "",
-        "a rejected script changes nothing"
-    );
+    assert!(bad.json()["error"].as_str().unwrap().contains("invalid stand-in script"));
+    assert_eq!(openai_content(&ask(&llm, "hello")), "", "a rejected script changes nothing");
     assert_eq!(get(&format!("{}/_standin/nothing", llm.url())).status, 404);
 }
 
@@ -666,11 +459,7 @@ fn the_binary_writes_its_port_and_serves_the_script_file() {
     let script_file = dir.join("script.json");
     let port_file = dir.join("port");
     let _ = std::fs::remove_file(&port_file);
-    std::fs::write(
-        &script_file,
-        Script::reply_always("from the file").to_json(),
-    )
-    .unwrap();
+    std::fs::write(&script_file, Script::reply_always("from the file").to_json()).unwrap();
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_llm-standin"))
         .args(["--port", "0", "--embedding-dim", "8", "--script"])
@@ -681,36 +470,21 @@ fn the_binary_writes_its_port_and_serves_the_script_file() {
         .spawn()
         .expect("the binary starts");
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let port: u16 = std::fs::read_to_string(&port_file)
-        .unwrap()
-        .parse()
-        .unwrap();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let port: u16 = std::fs::read_to_string(&port_file).unwrap().parse().unwrap();
     let url = format!("http://127.0.0.1:{port}");
     assert_eq!(line.trim_end(), format!("listening on {url}"));
 
     let answer = post(&format!("{url}/chat/completions"), &[], &openai_chat("q"));
-    let embedded = post(
-        &format!("{url}/api/embed"),
-        &[],
-        &json!({"model": "m", "input": "x"}),
-    );
+    let embedded = post(&format!("{url}/api/embed"), &[], &json!({"model": "m", "input": "x"}));
     child.kill().unwrap();
     child.wait().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 
     assert_eq!(openai_content(&answer), "from the file");
-    assert_eq!(
-        embedded.json()["embeddings"][0].as_array().unwrap().len(),
-        8
-    );
+    assert_eq!(embedded.json()["embeddings"][0].as_array().unwrap().len(), 8);
 
-    let bad = Command::new(env!("CARGO_BIN_EXE_llm-standin"))
-        .arg("--bogus")
-        .output()
-        .unwrap();
+    let bad = Command::new(env!("CARGO_BIN_EXE_llm-standin")).arg("--bogus").output().unwrap();
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown option --bogus"));
 }
@@ -728,11 +502,7 @@ fn exchange(stream: &mut std::net::TcpStream, question: &str) -> std::io::Result
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut line = String::new();
     reader.read_line(&mut line)?;
-    let status = line
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
+    let status = line.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
     let mut length = 0;
     loop {
         line.clear();
@@ -756,18 +526,13 @@ fn many_keep_alive_connections_opened_at_once_are_all_answered() {
     // ask.concurrency = 8) opens its connections together and keeps them open between requests.
     // Every one of them must be served while the others stay open.
     const CONNECTIONS: usize = 16;
-    let script = Script::default()
-        .or_else(Reply::text("SELECT {{last}}"))
-        .rule(Rule::new(&["slow"], Reply::text("late")).delay(100));
+    let script = Script::default().or_else(Reply::text("SELECT {{last}}")).rule(Rule::new(&["slow"], Reply::text("late")).delay(100));
     let llm = StandIn::start(script).unwrap();
     let addr = llm.url().trim_start_matches("http://").to_owned();
     let content = |i: usize, (status, text): (u16, String)| {
         assert_eq!(status, 200, "connection {i}: {text}");
         let v: Value = serde_json::from_str(&text).unwrap();
-        v["choices"][0]["message"]["content"]
-            .as_str()
-            .unwrap()
-            .to_owned()
+        v["choices"][0]["message"]["content"].as_str().unwrap().to_owned()
     };
     // All connections at once, each kept open after its answer...
     let clients: Vec<_> = (0..CONNECTIONS)
@@ -783,17 +548,13 @@ fn many_keep_alive_connections_opened_at_once_are_all_answered() {
         .collect();
     let mut streams = Vec::new();
     for (i, client) in clients.into_iter().enumerate() {
-        let (stream, first) = client
-            .join()
-            .unwrap()
-            .unwrap_or_else(|e| panic!("connection {i}: {e}"));
+        let (stream, first) = client.join().unwrap().unwrap_or_else(|e| panic!("connection {i}: {e}"));
         assert_eq!(content(i, first), "late");
         streams.push(stream);
     }
     // ... and each serves a second request.
     for (i, stream) in streams.iter_mut().enumerate() {
-        let second = exchange(stream, &format!("again {i}"))
-            .unwrap_or_else(|e| panic!("connection {i}, second request: {e}"));
+        let second = exchange(stream, &format!("again {i}")).unwrap_or_else(|e| panic!("connection {i}, second request: {e}"));
         assert_eq!(content(i, second), format!("SELECT again {i}"));
     }
     assert_eq!(llm.requests().len(), 2 * CONNECTIONS);

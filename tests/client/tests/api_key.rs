@@ -67,10 +67,7 @@ fn prepare(c: &mut Client) {
          GRANT SELECT ON it_cities TO {NOBODY};"
     ))
     .unwrap();
-    let exists: bool = c
-        .query_one("SELECT EXISTS (SELECT FROM pg_database WHERE datname = $1)", &[&NO_EXTENSION_DB])
-        .unwrap()
-        .get(0);
+    let exists: bool = c.query_one("SELECT EXISTS (SELECT FROM pg_database WHERE datname = $1)", &[&NO_EXTENSION_DB]).unwrap().get(0);
     if !exists {
         c.batch_execute(&format!("CREATE DATABASE {NO_EXTENSION_DB}")).unwrap();
     }
@@ -232,9 +229,15 @@ fn ask_sends_the_key_to_the_configured_server_only() {
 fn generated_sql_never_hands_the_key_out() {
     let llm = StandIn::start(
         Script::default()
-            .rule(Rule::new(&["<schema>", "settings directly"], Reply::text("SELECT reset_val FROM pg_settings WHERE name = 'ask.api_key'")))
+            .rule(Rule::new(
+                &["<schema>", "settings directly"],
+                Reply::text("SELECT reset_val FROM pg_settings WHERE name = 'ask.api_key'"),
+            ))
             .rule(Rule::new(&["<schema>", "what key"], Reply::text("SELECT current_setting('ask.api_key') AS k")))
-            .rule(Rule::new(&["<schema>", "through a view"], Reply::text("SELECT reset_val FROM public.it_key_conf WHERE name = 'ask.api_key'")))
+            .rule(Rule::new(
+                &["<schema>", "through a view"],
+                Reply::text("SELECT reset_val FROM public.it_key_conf WHERE name = 'ask.api_key'"),
+            ))
             .rule(Rule::new(&["<result"], Reply::text("The value is shown above."))),
     )
     .unwrap();

@@ -103,20 +103,30 @@ fn oracle_scores_one_on_every_workload_and_a_forgetful_one_scores_less() {
     for r in &rows {
         eprintln!(
             "below 1: run {} {} {} {} sample {}: {} truth {} answer {:?} score {} error {:?}",
-            r.get::<_, i64>(0), r.get::<_, String>(1), r.get::<_, String>(2), r.get::<_, String>(3), r.get::<_, i32>(4),
-            r.get::<_, String>(5), r.get::<_, String>(6), r.get::<_, Option<String>>(7), r.get::<_, f64>(8), r.get::<_, Option<String>>(9)
+            r.get::<_, i64>(0),
+            r.get::<_, String>(1),
+            r.get::<_, String>(2),
+            r.get::<_, String>(3),
+            r.get::<_, i32>(4),
+            r.get::<_, String>(5),
+            r.get::<_, String>(6),
+            r.get::<_, Option<String>>(7),
+            r.get::<_, f64>(8),
+            r.get::<_, Option<String>>(9)
         );
     }
     let total: i64 = c.query_one("SELECT count(*) FROM ask.benchmark_results WHERE workload ~ '^w[0-9]+$'", &[]).unwrap().get(0);
     assert_eq!(total, 20 * 13 * 2 * 3);
     eprintln!("{total} answers in {elapsed:?}");
     assert!(rows.is_empty(), "{} of {total} oracle answers scored below 1", rows.len());
-    let done: i64 = c.query_one("SELECT count(*) FROM ask.benchmark_runs WHERE status = 'done' AND workload ~ '^w[0-9]+$'", &[]).unwrap().get(0);
+    let done: i64 =
+        c.query_one("SELECT count(*) FROM ask.benchmark_runs WHERE status = 'done' AND workload ~ '^w[0-9]+$'", &[]).unwrap().get(0);
     assert_eq!(done, 20);
 
     // Table 1: one row per prompting × encoding, every operation 1 (NL SELECTs up to the
     // excluded answers).
-    let t1 = c.query("SELECT prompting, encoding, \"select\", \"insert\", \"update\", \"delete\", mean FROM ask.benchmark_table1", &[]).unwrap();
+    let t1 =
+        c.query("SELECT prompting, encoding, \"select\", \"insert\", \"update\", \"delete\", mean FROM ask.benchmark_table1", &[]).unwrap();
     assert_eq!(t1.len(), 6);
     for r in &t1 {
         let nl = r.get::<_, String>(1) == "nl";
@@ -131,7 +141,8 @@ fn oracle_scores_one_on_every_workload_and_a_forgetful_one_scores_less() {
         .unwrap()
         .get(0);
     assert_eq!(t2_nulls, 0);
-    let by_param = f64_of(&mut c, "SELECT min(score) FROM ask.benchmark_by_parameter WHERE parameter = 'length' AND value = 6 AND encoding = 'sql'");
+    let by_param =
+        f64_of(&mut c, "SELECT min(score) FROM ask.benchmark_by_parameter WHERE parameter = 'length' AND value = 6 AND encoding = 'sql'");
     assert_eq!(by_param, 1.0);
 
     // A model that forgets the first commands does worse, on the same samples.
@@ -142,7 +153,8 @@ fn oracle_scores_one_on_every_workload_and_a_forgetful_one_scores_less() {
         c.batch_execute(&format!("CALL ask.benchmark('w{n}', 6, 0.5, 0.5, 13, ARRAY['sql'], ARRAY['few_shot'], 7)")).unwrap();
     }
     let worse = f64_of(&mut c, "SELECT mean FROM ask.benchmark_table1 WHERE model = 'forgetful'");
-    let best = f64_of(&mut c, "SELECT mean FROM ask.benchmark_table1 WHERE model <> 'forgetful' AND prompting = 'few_shot' AND encoding = 'sql'");
+    let best =
+        f64_of(&mut c, "SELECT mean FROM ask.benchmark_table1 WHERE model <> 'forgetful' AND prompting = 'few_shot' AND encoding = 'sql'");
     eprintln!("forgetful oracle: {worse:.3} vs {best:.3}");
     assert!(worse < 0.95 && best == 1.0, "forgetful {worse} vs oracle {best}");
 
@@ -171,10 +183,8 @@ fn a_cancelled_run_keeps_its_answers_and_resumes() {
     let mut watcher = connect();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let done: Option<i64> = watcher
-            .query_one("SELECT max(done) FROM ask.benchmark_progress WHERE workload = 'resume'", &[])
-            .unwrap()
-            .get(0);
+        let done: Option<i64> =
+            watcher.query_one("SELECT max(done) FROM ask.benchmark_progress WHERE workload = 'resume'", &[]).unwrap().get(0);
         if done.unwrap_or(0) >= 8 {
             break;
         }
@@ -193,9 +203,7 @@ fn a_cancelled_run_keeps_its_answers_and_resumes() {
     slow.set_script(Script::default().or_else(Reply::Oracle(spec)));
     c.batch_execute(call).unwrap();
     let (runs, done, status): (i64, i64, String) = {
-        let r = c
-            .query_one("SELECT count(*), max(done), max(status) FROM ask.benchmark_progress WHERE workload = 'resume'", &[])
-            .unwrap();
+        let r = c.query_one("SELECT count(*), max(done), max(status) FROM ask.benchmark_progress WHERE workload = 'resume'", &[]).unwrap();
         (r.get(0), r.get(1), r.get(2))
     };
     assert_eq!((runs, done, status.as_str()), (1, 40, "done"));

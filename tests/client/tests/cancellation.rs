@@ -33,7 +33,10 @@ fn wait_until_active(c: &mut postgres::Client, pid: i32) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let active: bool = c
-            .query_one("SELECT coalesce(bool_or(state = 'active' AND query LIKE 'SELECT ask%'), false) FROM pg_stat_activity WHERE pid = $1", &[&pid])
+            .query_one(
+                "SELECT coalesce(bool_or(state = 'active' AND query LIKE 'SELECT ask%'), false) FROM pg_stat_activity WHERE pid = $1",
+                &[&pid],
+            )
             .unwrap()
             .get(0);
         if active {

@@ -54,14 +54,11 @@ fn load(c: &mut Client, suite: &str, dbs: &[&str]) -> Vec<(String, String)> {
         csv.display()
     ))
     .unwrap();
-    c.query(
-        "SELECT question, gold_sql FROM ask.eval_questions WHERE owner = current_user AND suite = $1 ORDER BY qno",
-        &[&suite],
-    )
-    .unwrap()
-    .iter()
-    .map(|r| (r.get(0), r.get::<_, String>(1).trim().trim_end_matches(';').to_string()))
-    .collect()
+    c.query("SELECT question, gold_sql FROM ask.eval_questions WHERE owner = current_user AND suite = $1 ORDER BY qno", &[&suite])
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get::<_, String>(1).trim().trim_end_matches(';').to_string()))
+        .collect()
 }
 
 /// Gold SQL for three questions out of four, wrong SQL for every fourth; each reply after
@@ -122,7 +119,10 @@ fn a_cancelled_run_keeps_its_batches_and_the_same_call_resumes_it() {
     notices.lock().unwrap().clear();
     c.batch_execute("CALL ask.evaluate('it_defog', 'cancelled')").unwrap();
     let seen = notices.lock().unwrap().clone();
-    assert!(seen[0].contains(&format!("resuming run \"cancelled\" of suite \"it_defog\": {} of {n} questions left", n as i64 - kept)), "{seen:?}");
+    assert!(
+        seen[0].contains(&format!("resuming run \"cancelled\" of suite \"it_defog\": {} of {n} questions left", n as i64 - kept)),
+        "{seen:?}"
+    );
     assert!(seen.last().unwrap().starts_with(&format!("pg_ask evaluate: {n}/{n} questions")), "{seen:?}");
     let row = c
         .query_one(
@@ -153,9 +153,8 @@ fn evaluate_throughput_at_concurrency_1_and_8() {
         let t = Instant::now();
         c.batch_execute(&format!("CALL ask.evaluate('it_speed', '{label}')")).unwrap();
         let took = t.elapsed();
-        let row = c
-            .query_one("SELECT evaluated, correct FROM ask.eval_summary WHERE suite = 'it_speed' AND run_label = $1", &[&label])
-            .unwrap();
+        let row =
+            c.query_one("SELECT evaluated, correct FROM ask.eval_summary WHERE suite = 'it_speed' AND run_label = $1", &[&label]).unwrap();
         let (evaluated, correct): (i64, i64) = (row.get(0), row.get(1));
         assert_eq!((evaluated as usize, correct as usize), (questions.len(), gold));
         eprintln!(

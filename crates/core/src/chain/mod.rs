@@ -38,10 +38,10 @@ use sqlparser::ast::Statement;
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
+use crate::ask::ExecFailure;
 use crate::extract::extract_sql;
 use crate::guard::{check_write_step, Refusal};
 use crate::llm::{ChatRequest, ChatResponse, LlmError};
-use crate::ask::ExecFailure;
 use crate::trace::{ms_since, StageTrace, Trace};
 use placeholder::{find_placeholders, sql_literal, substitute, Placeholder};
 use plan::{parse_chain, PlannedStep};
@@ -69,11 +69,7 @@ pub struct ChainConfig {
 
 impl Default for ChainConfig {
     fn default() -> Self {
-        ChainConfig {
-            max_steps: 10,
-            prompt_rows: 20,
-            output_rows: 100,
-        }
+        ChainConfig { max_steps: 10, prompt_rows: 20, output_rows: 100 }
     }
 }
 
@@ -112,10 +108,7 @@ pub enum StepKind {
 impl StepKind {
     /// The kind of a single statement, or `None` when it does not parse as one of the four.
     pub fn of(sql: &str) -> Option<StepKind> {
-        match Parser::parse_sql(&PostgreSqlDialect {}, sql)
-            .ok()?
-            .as_slice()
-        {
+        match Parser::parse_sql(&PostgreSqlDialect {}, sql).ok()?.as_slice() {
             [Statement::Query(_)] => Some(StepKind::Select),
             [Statement::Insert(_)] => Some(StepKind::Insert),
             [Statement::Update(_)] => Some(StepKind::Update),
@@ -203,16 +196,11 @@ impl ChainOutcome {
                 if step.sql != step.planned_sql {
                     v["planned_sql"] = json!(step.planned_sql);
                 }
-                let count_key = if step.kind.returns_rows_only() {
-                    "rows_returned"
-                } else {
-                    "rows_affected"
-                };
+                let count_key = if step.kind.returns_rows_only() { "rows_returned" } else { "rows_affected" };
                 v[count_key] = json!(step.result.rows_affected);
                 if !step.result.columns.is_empty() {
                     v["rows"] = Value::Array(row_objects(&step.result, output_rows));
-                    if step.result.rows_affected as usize > output_rows.min(step.result.rows.len())
-                    {
+                    if step.result.rows_affected as usize > output_rows.min(step.result.rows.len()) {
                         v["rows_truncated"] = json!(true);
                     }
                 }
@@ -237,19 +225,13 @@ impl ChainOutcome {
 
 /// Result rows as JSON objects keyed by column name (repeated names get `_2`, `_3`, …).
 fn row_objects(result: &StepResult, limit: usize) -> Vec<Value> {
-    let names = crate::rows::ResultSet {
-        columns: result.columns.clone(),
-        rows: vec![],
-        truncated: false,
-    }
-    .unique_columns();
+    let names = crate::rows::ResultSet { columns: result.columns.clone(), rows: vec![], truncated: false }.unique_columns();
     result
         .rows
         .iter()
         .take(limit)
         .map(|row| {
-            let object: Map<String, Value> =
-                names.iter().cloned().zip(row.iter().cloned()).collect();
+            let object: Map<String, Value> = names.iter().cloned().zip(row.iter().cloned()).collect();
             Value::Object(object)
         })
         .collect()
@@ -267,10 +249,7 @@ pub enum ChainError {
     #[error("{0}")]
     Host(String),
     #[error("{source}")]
-    Llm {
-        stage: &'static str,
-        source: LlmError,
-    },
+    Llm { stage: &'static str, source: LlmError },
     /// The plan contained no statement.
     #[error("the LLM's plan contained no SQL steps")]
     NoSteps { reply: String },
@@ -278,11 +257,7 @@ pub enum ChainError {
     TooManySteps { planned: usize, max: u32 },
     /// A step was refused by the write allowlist (in the plan, or as it was about to run).
     #[error("step {step} was refused: {refusal}")]
-    Refused {
-        step: usize,
-        sql: String,
-        refusal: Refusal,
-    },
+    Refused { step: usize, sql: String, refusal: Refusal },
     /// The rewrite of a step held no SQL.
     #[error("step {step} could not be rewritten: the LLM's reply contained no SQL")]
     NoSqlInRewrite { step: usize, reply: String },
@@ -291,19 +266,10 @@ pub enum ChainError {
     StepImpossible { step: usize, reason: String },
     /// The rewrite left placeholders unfilled.
     #[error("step {step} still has placeholders after rewriting: {}", names.iter().map(|n| format!("<{n}>")).collect::<Vec<_>>().join(", "))]
-    UnfilledPlaceholder {
-        step: usize,
-        names: Vec<String>,
-        sql: String,
-    },
+    UnfilledPlaceholder { step: usize, names: Vec<String>, sql: String },
     /// The rewrite changed what kind of statement the step is.
     #[error("step {step} was planned as {planned:?} but rewritten as {rewritten:?}")]
-    RewriteChangedKind {
-        step: usize,
-        planned: StepKind,
-        rewritten: StepKind,
-        sql: String,
-    },
+    RewriteChangedKind { step: usize, planned: StepKind, rewritten: StepKind, sql: String },
     /// PostgreSQL refused or failed the statement.
     #[error("step {step} failed: {}", failure.for_llm())]
     StepFailed {
@@ -367,8 +333,7 @@ impl ChainError {
                     v["sqlstate"] = json!(sqlstate);
                 }
             }
-            ChainError::UnfilledPlaceholder { sql, .. }
-            | ChainError::RewriteChangedKind { sql, .. } => {
+            ChainError::UnfilledPlaceholder { sql, .. } | ChainError::RewriteChangedKind { sql, .. } => {
                 v["sql"] = json!(sql);
             }
             _ => {}
@@ -376,7 +341,6 @@ impl ChainError {
         v
     }
 }
-
 
 /// `sql` with every placeholder read as `NULL`.
 fn with_nulls(sql: &str) -> String {
@@ -393,10 +357,7 @@ fn call(
     req: &ChatRequest,
 ) -> Result<String, ChainError> {
     let t = Instant::now();
-    let st = StageTrace::new(
-        stage,
-        json!({"prompt_chars": req.prompt_chars(), "messages": req.messages.len(), "step": step}),
-    );
+    let st = StageTrace::new(stage, json!({"prompt_chars": req.prompt_chars(), "messages": req.messages.len(), "step": step}));
     let result = host.chat(stage, req);
     trace.record_call(st, t, result).map_err(|source| ChainError::Llm { stage, source })
 }
@@ -405,29 +366,16 @@ fn call(
 /// back with the error; steps after the failing one never run.
 // The error carries the whole trace, as `pipeline::run` does; it is built once per call.
 #[allow(clippy::result_large_err)]
-pub fn run_chain(
-    host: &mut dyn ChainHost,
-    instruction: &str,
-    cfg: &ChainConfig,
-) -> Result<ChainOutcome, (ChainError, Trace)> {
+pub fn run_chain(host: &mut dyn ChainHost, instruction: &str, cfg: &ChainConfig) -> Result<ChainOutcome, (ChainError, Trace)> {
     let started = Instant::now();
-    let mut trace = Trace {
-        question: instruction.to_string(),
-        ..Default::default()
-    };
+    let mut trace = Trace { question: instruction.to_string(), ..Default::default() };
     let result = run_inner(host, instruction, cfg, &mut trace);
     trace.ms = ms_since(started);
     match result {
         Ok((steps, summary, ignored)) => {
             trace.final_sql = steps.last().map(|s| s.sql.clone());
             trace.attempts = 1;
-            Ok(ChainOutcome {
-                instruction: instruction.to_string(),
-                steps,
-                summary,
-                ignored,
-                trace,
-            })
+            Ok(ChainOutcome { instruction: instruction.to_string(), steps, summary, ignored, trace })
         }
         Err(e) => {
             trace.error = Some(e.to_json());
@@ -438,12 +386,7 @@ pub fn run_chain(
 
 type Finished = (Vec<ExecutedStep>, String, Vec<String>);
 
-fn run_inner(
-    host: &mut dyn ChainHost,
-    instruction: &str,
-    cfg: &ChainConfig,
-    trace: &mut Trace,
-) -> Result<Finished, ChainError> {
+fn run_inner(host: &mut dyn ChainHost, instruction: &str, cfg: &ChainConfig, trace: &mut Trace) -> Result<Finished, ChainError> {
     if instruction.trim().is_empty() {
         return Err(ChainError::EmptyInstruction);
     }
@@ -458,13 +401,7 @@ fn run_inner(
     }
 
     let max_steps = cfg.max_steps.max(1);
-    let reply = call(
-        host,
-        trace,
-        stage::PLAN,
-        None,
-        &prompt::plan_request(instruction, &schema, max_steps),
-    )?;
+    let reply = call(host, trace, stage::PLAN, None, &prompt::plan_request(instruction, &schema, max_steps))?;
     let chain = parse_chain(&reply);
     if let Some(st) = trace.stages.last_mut() {
         st.output["steps"] = json!(chain.steps.iter().map(|s| &s.sql).collect::<Vec<_>>());
@@ -473,15 +410,10 @@ fn run_inner(
         }
     }
     if chain.steps.is_empty() {
-        return Err(ChainError::NoSteps {
-            reply: reply.chars().take(300).collect(),
-        });
+        return Err(ChainError::NoSteps { reply: reply.chars().take(300).collect() });
     }
     if chain.steps.len() > max_steps as usize {
-        return Err(ChainError::TooManySteps {
-            planned: chain.steps.len(),
-            max: max_steps,
-        });
+        return Err(ChainError::TooManySteps { planned: chain.steps.len(), max: max_steps });
     }
     precheck(&chain.steps, trace)?;
 
@@ -489,16 +421,7 @@ fn run_inner(
     let mut done: Vec<ExecutedStep> = Vec::with_capacity(chain.steps.len());
     for (i, planned) in chain.steps.iter().enumerate() {
         let number = i + 1;
-        let (sql, filled) = fill_step(
-            host,
-            trace,
-            instruction,
-            &schema,
-            &done,
-            number,
-            planned,
-            prompt_rows,
-        )?;
+        let (sql, filled) = fill_step(host, trace, instruction, &schema, &done, number, planned, prompt_rows)?;
 
         let t = Instant::now();
         let mut st = StageTrace::new(stage::GUARD, json!({"step": number, "sql": sql}));
@@ -514,22 +437,13 @@ fn run_inner(
                 st.output = json!({"allowed": false, "reason": refusal.reason_code()});
                 st.error = Some(refusal.to_string());
                 trace.push(st);
-                return Err(ChainError::Refused {
-                    step: number,
-                    sql,
-                    refusal,
-                });
+                return Err(ChainError::Refused { step: number, sql, refusal });
             }
         };
         let kind = StepKind::of(&checked.sql).unwrap_or(StepKind::Select);
         if let Some(planned_kind) = StepKind::of_planned(&planned.sql) {
             if filled == Filled::Rewritten && planned_kind != kind {
-                return Err(ChainError::RewriteChangedKind {
-                    step: number,
-                    planned: planned_kind,
-                    rewritten: kind,
-                    sql: checked.sql,
-                });
+                return Err(ChainError::RewriteChangedKind { step: number, planned: planned_kind, rewritten: kind, sql: checked.sql });
             }
         }
 
@@ -539,8 +453,7 @@ fn run_inner(
         st.ms = ms_since(t);
         match result {
             Ok(result) => {
-                st.output =
-                    json!({"rows_affected": result.rows_affected, "columns": result.columns});
+                st.output = json!({"rows_affected": result.rows_affected, "columns": result.columns});
                 trace.push(st);
                 done.push(ExecutedStep {
                     number,
@@ -559,22 +472,12 @@ fn run_inner(
                 };
                 st.error = Some(failure.for_llm());
                 trace.push(st);
-                return Err(ChainError::StepFailed {
-                    step: number,
-                    sql: checked.sql,
-                    failure: Box::new(failure),
-                });
+                return Err(ChainError::StepFailed { step: number, sql: checked.sql, failure: Box::new(failure) });
             }
         }
     }
 
-    let summary = call(
-        host,
-        trace,
-        stage::SUMMARY,
-        None,
-        &prompt::summary_request(instruction, &done, prompt_rows),
-    )?;
+    let summary = call(host, trace, stage::SUMMARY, None, &prompt::summary_request(instruction, &done, prompt_rows))?;
     Ok((done, summary.trim().to_string(), chain.ignored))
 }
 
@@ -591,15 +494,10 @@ fn precheck(steps: &[PlannedStep], trace: &mut Trace) -> Result<(), ChainError> 
             Err(Refusal::Unparsable(_)) if has_placeholders => {}
             Err(refusal) => {
                 st.ms = ms_since(t);
-                st.output =
-                    json!({"allowed": false, "step": i + 1, "reason": refusal.reason_code()});
+                st.output = json!({"allowed": false, "step": i + 1, "reason": refusal.reason_code()});
                 st.error = Some(refusal.to_string());
                 trace.push(st);
-                return Err(ChainError::Refused {
-                    step: i + 1,
-                    sql: step.sql.clone(),
-                    refusal,
-                });
+                return Err(ChainError::Refused { step: i + 1, sql: step.sql.clone(), refusal });
             }
         }
     }
@@ -612,17 +510,8 @@ fn precheck(steps: &[PlannedStep], trace: &mut Trace) -> Result<(), ChainError> 
 /// The value for a placeholder from earlier results: the most recent step that returned a
 /// column of that name decides; it must have returned exactly one row.
 fn deterministic_value(done: &[ExecutedStep], name: &str) -> Option<Value> {
-    let step = done.iter().rev().find(|s| {
-        s.result
-            .columns
-            .iter()
-            .any(|c| c.eq_ignore_ascii_case(name))
-    })?;
-    let column = step
-        .result
-        .columns
-        .iter()
-        .position(|c| c.eq_ignore_ascii_case(name))?;
+    let step = done.iter().rev().find(|s| s.result.columns.iter().any(|c| c.eq_ignore_ascii_case(name)))?;
+    let column = step.result.columns.iter().position(|c| c.eq_ignore_ascii_case(name))?;
     match step.result.rows.as_slice() {
         [row] if step.result.rows_affected == 1 => row.get(column).cloned(),
         _ => None,
@@ -645,10 +534,7 @@ fn fill_step(
     if placeholders.is_empty() {
         return Ok((planned.sql.clone(), Filled::AsPlanned));
     }
-    let values: Option<Vec<String>> = placeholders
-        .iter()
-        .map(|p| deterministic_value(done, &p.name).map(|v| sql_literal(&v)))
-        .collect();
+    let values: Option<Vec<String>> = placeholders.iter().map(|p| deterministic_value(done, &p.name).map(|v| sql_literal(&v))).collect();
     let mut names: Vec<String> = Vec::new();
     for placeholder in &placeholders {
         if !names.contains(&placeholder.name) {
@@ -663,44 +549,22 @@ fn fill_step(
         return Ok((sql, Filled::FromResults));
     }
 
-    let req = prompt::rewrite_request(
-        instruction,
-        schema,
-        done,
-        number,
-        &planned.sql,
-        &names,
-        prompt_rows,
-    );
+    let req = prompt::rewrite_request(instruction, schema, done, number, &planned.sql, &names, prompt_rows);
     let reply = call(host, trace, stage::REWRITE, Some(number), &req)?;
     let trimmed = reply.trim().trim_start_matches(['`', '*', '"']);
     if trimmed.len() >= 6 && trimmed[..6].eq_ignore_ascii_case("cannot") {
         let reason = trimmed[6..].trim_start_matches([':', ' ', '-', '.']).trim();
         return Err(ChainError::StepImpossible {
             step: number,
-            reason: if reason.is_empty() {
-                "no reason given".into()
-            } else {
-                reason.to_string()
-            },
+            reason: if reason.is_empty() { "no reason given".into() } else { reason.to_string() },
         });
     }
     let Some(sql) = extract_sql(&reply) else {
-        return Err(ChainError::NoSqlInRewrite {
-            step: number,
-            reply: reply.chars().take(300).collect(),
-        });
+        return Err(ChainError::NoSqlInRewrite { step: number, reply: reply.chars().take(300).collect() });
     };
-    let left: Vec<String> = find_placeholders(&sql)
-        .into_iter()
-        .map(|p| p.name)
-        .collect();
+    let left: Vec<String> = find_placeholders(&sql).into_iter().map(|p| p.name).collect();
     if !left.is_empty() {
-        return Err(ChainError::UnfilledPlaceholder {
-            step: number,
-            names: left,
-            sql,
-        });
+        return Err(ChainError::UnfilledPlaceholder { step: number, names: left, sql });
     }
     Ok((sql, Filled::Rewritten))
 }

@@ -57,10 +57,7 @@ pub fn find_placeholders(sql: &str) -> Vec<Placeholder> {
 }
 
 /// When a placeholder starts at the `<` at `lt`: its name and the index of its `>`.
-fn placeholder_at(
-    tokens: &[sqlparser::tokenizer::TokenWithSpan],
-    lt: usize,
-) -> Option<(String, usize)> {
+fn placeholder_at(tokens: &[sqlparser::tokenizer::TokenWithSpan], lt: usize) -> Option<(String, usize)> {
     let mut j = lt + 1;
     loop {
         let name = match &tokens.get(j)?.token {
@@ -79,11 +76,7 @@ fn placeholder_at(
 /// Whether a `<` after this token is a comparison rather than the start of a placeholder.
 fn is_operand(token: &Token) -> bool {
     match token {
-        Token::Word(w) => {
-            w.quote_style.is_some()
-                || w.keyword == Keyword::NoKeyword
-                || is_value_keyword(w.keyword)
-        }
+        Token::Word(w) => w.quote_style.is_some() || w.keyword == Keyword::NoKeyword || is_value_keyword(w.keyword),
         Token::Number(..)
         | Token::SingleQuotedString(_)
         | Token::DollarQuotedString(_)
@@ -98,14 +91,7 @@ fn is_operand(token: &Token) -> bool {
 }
 
 fn is_value_keyword(keyword: Keyword) -> bool {
-    matches!(
-        keyword,
-        Keyword::NULL
-            | Keyword::TRUE
-            | Keyword::FALSE
-            | Keyword::CURRENT_DATE
-            | Keyword::CURRENT_TIMESTAMP
-    )
+    matches!(keyword, Keyword::NULL | Keyword::TRUE | Keyword::FALSE | Keyword::CURRENT_DATE | Keyword::CURRENT_TIMESTAMP)
 }
 
 /// `sql` with each placeholder replaced by its text in `values` (same order as `placeholders`).
@@ -134,22 +120,10 @@ mod tests {
 
     #[test]
     fn finds_placeholders_in_value_positions() {
-        assert_eq!(
-            names("INSERT INTO p (a, b, c) VALUES (<supplier_id>, <Fruit_ID>, 3) RETURNING id"),
-            ["supplier_id", "fruit_id"]
-        );
-        assert_eq!(
-            names("DELETE FROM sales WHERE sale_id = <sale_id>"),
-            ["sale_id"]
-        );
-        assert_eq!(
-            names("UPDATE f SET kg = kg - <qty> WHERE id IN (<ids>)"),
-            ["qty", "ids"]
-        );
-        assert_eq!(
-            names("SELECT * FROM s WHERE id=<step1.sale_id>"),
-            ["sale_id"]
-        );
+        assert_eq!(names("INSERT INTO p (a, b, c) VALUES (<supplier_id>, <Fruit_ID>, 3) RETURNING id"), ["supplier_id", "fruit_id"]);
+        assert_eq!(names("DELETE FROM sales WHERE sale_id = <sale_id>"), ["sale_id"]);
+        assert_eq!(names("UPDATE f SET kg = kg - <qty> WHERE id IN (<ids>)"), ["qty", "ids"]);
+        assert_eq!(names("SELECT * FROM s WHERE id=<step1.sale_id>"), ["sale_id"]);
         assert_eq!(names("SELECT * FROM s WHERE <flag>"), ["flag"]);
     }
 
@@ -175,10 +149,7 @@ mod tests {
     fn substitution_keeps_the_rest_verbatim() {
         let sql = "UPDATE f SET kg = kg + <qty> WHERE id = <fruit_id>;";
         let found = find_placeholders(sql);
-        assert_eq!(
-            substitute(sql, &found, &["24".into(), "3".into()]),
-            "UPDATE f SET kg = kg + 24 WHERE id = 3;"
-        );
+        assert_eq!(substitute(sql, &found, &["24".into(), "3".into()]), "UPDATE f SET kg = kg + 24 WHERE id = 3;");
     }
 
     #[test]

@@ -63,10 +63,7 @@ pub fn parse_chain(reply: &str) -> ParsedChain {
                 chain.ignored.push(statement);
                 continue;
             }
-            chain.steps.push(PlannedStep {
-                purpose: purpose.take().or(comment),
-                sql: statement,
-            });
+            chain.steps.push(PlannedStep { purpose: purpose.take().or(comment), sql: statement });
         }
     }
     chain
@@ -84,18 +81,14 @@ fn json_steps(reply: &str) -> Option<Vec<(Option<String>, String)>> {
         Value::Object(object) => object.get("steps")?.as_array()?,
         _ => return None,
     };
-    let text = |item: &Value, keys: &[&str]| {
-        keys.iter()
-            .find_map(|k| item.get(*k)?.as_str().map(str::to_string))
-    };
+    let text = |item: &Value, keys: &[&str]| keys.iter().find_map(|k| item.get(*k)?.as_str().map(str::to_string));
     items
         .iter()
         .map(|item| match item {
             Value::String(sql) => Some((None, sql.clone())),
-            Value::Object(_) => Some((
-                text(item, &["purpose", "description", "goal", "step"]),
-                text(item, &["sql", "query", "statement"])?,
-            )),
+            Value::Object(_) => {
+                Some((text(item, &["purpose", "description", "goal", "step"]), text(item, &["sql", "query", "statement"])?))
+            }
             _ => None,
         })
         .collect()
@@ -118,9 +111,7 @@ fn text_steps(reply: &str) -> Vec<(Option<String>, String)> {
     let mut current: (Option<&str>, usize) = (None, 0);
     let mut line_start = 0;
     while line_start < reply.len() {
-        let line_end = reply[line_start..]
-            .find('\n')
-            .map_or(reply.len(), |i| line_start + i);
+        let line_end = reply[line_start..].find('\n').map_or(reply.len(), |i| line_start + i);
         let line = &reply[line_start..line_end];
         if !inside_fence(line_start) {
             if let Some(rest) = step_header(line) {
@@ -204,11 +195,7 @@ fn step_header(line: &str) -> Option<&str> {
         }
     }
     let numbered_by_step = t.len() >= 4 && t[..4].eq_ignore_ascii_case("step");
-    let after_word = if numbered_by_step {
-        t[4..].trim_start_matches([' ', '_', '#'])
-    } else {
-        t
-    };
+    let after_word = if numbered_by_step { t[4..].trim_start_matches([' ', '_', '#']) } else { t };
     let digits = after_word.bytes().take_while(u8::is_ascii_digit).count();
     if digits == 0 {
         return None;
@@ -216,14 +203,11 @@ fn step_header(line: &str) -> Option<&str> {
     let rest = after_word[digits..].trim_start_matches(['*', '_']);
     if numbered_by_step {
         let rest = rest.trim_start();
-        let rest = rest
-            .strip_prefix([':', '.', ')', '-', '–', '—'])
-            .unwrap_or(rest);
+        let rest = rest.strip_prefix([':', '.', ')', '-', '–', '—']).unwrap_or(rest);
         return Some(rest.trim_start_matches(['*', '_']).trim());
     }
     let rest = rest.strip_prefix(['.', ')'])?;
-    (rest.is_empty() || rest.starts_with(char::is_whitespace))
-        .then(|| rest.trim_start_matches(['*', '_']).trim())
+    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| rest.trim_start_matches(['*', '_']).trim())
 }
 
 /// Whether the text after a header is SQL rather than a description (see the module docs).
@@ -232,16 +216,14 @@ fn header_is_sql(rest: &str) -> bool {
         return false;
     };
     const KEYWORDS: &[&str] = &[
-        "SELECT", "WITH", "INSERT", "UPDATE", "DELETE", "MERGE", "CREATE", "ALTER", "DROP",
-        "TRUNCATE", "GRANT", "REVOKE", "COPY", "CALL", "DO", "SET", "VALUES", "TABLE", "BEGIN",
-        "COMMIT", "START", "END", "ROLLBACK", "LOCK",
+        "SELECT", "WITH", "INSERT", "UPDATE", "DELETE", "MERGE", "CREATE", "ALTER", "DROP", "TRUNCATE", "GRANT", "REVOKE", "COPY", "CALL",
+        "DO", "SET", "VALUES", "TABLE", "BEGIN", "COMMIT", "START", "END", "ROLLBACK", "LOCK",
     ];
     if !KEYWORDS.iter().any(|k| k.eq_ignore_ascii_case(first)) {
         return false;
     }
-    let title_case = first.len() > 1
-        && first.starts_with(|c: char| c.is_ascii_uppercase())
-        && first[1..].bytes().all(|b| b.is_ascii_lowercase());
+    let title_case =
+        first.len() > 1 && first.starts_with(|c: char| c.is_ascii_uppercase()) && first[1..].bytes().all(|b| b.is_ascii_lowercase());
     if !title_case {
         return true;
     }
@@ -254,11 +236,7 @@ fn header_is_sql(rest: &str) -> bool {
 
 /// A description without Markdown emphasis and a trailing colon.
 fn clean_purpose(text: &str) -> String {
-    text.trim()
-        .trim_matches(['*', '_', '`'])
-        .trim_end_matches(':')
-        .trim()
-        .to_string()
+    text.trim().trim_matches(['*', '_', '`']).trim_end_matches(':').trim().to_string()
 }
 
 /// Splits SQL text into statements at top-level `;`; each comes with the text of the comment
@@ -267,31 +245,20 @@ fn clean_purpose(text: &str) -> String {
 fn split_statements(sql: &str) -> Vec<(Option<String>, String)> {
     let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize_with_location() else {
         let trimmed = sql.trim().trim_end_matches(';').trim();
-        return if trimmed.is_empty() {
-            vec![]
-        } else {
-            vec![(None, trimmed.to_string())]
-        };
+        return if trimmed.is_empty() { vec![] } else { vec![(None, trimmed.to_string())] };
     };
     let mut cursor = OffsetCursor::new(sql);
     let mut out = Vec::new();
     for part in tokens.split(|t| t.token == Token::SemiColon) {
-        let significant = |t: &&sqlparser::tokenizer::TokenWithSpan| {
-            !matches!(t.token, Token::Whitespace(_) | Token::EOF)
-        };
-        let (Some(first), Some(last)) = (
-            part.iter().find(significant),
-            part.iter().rev().find(significant),
-        ) else {
+        let significant = |t: &&sqlparser::tokenizer::TokenWithSpan| !matches!(t.token, Token::Whitespace(_) | Token::EOF);
+        let (Some(first), Some(last)) = (part.iter().find(significant), part.iter().rev().find(significant)) else {
             continue;
         };
         let comment = part
             .iter()
             .take_while(|t| matches!(t.token, Token::Whitespace(_)))
             .filter_map(|t| match &t.token {
-                Token::Whitespace(Whitespace::SingleLineComment { comment, .. }) => {
-                    Some(comment.trim())
-                }
+                Token::Whitespace(Whitespace::SingleLineComment { comment, .. }) => Some(comment.trim()),
                 Token::Whitespace(Whitespace::MultiLineComment(comment)) => Some(comment.trim()),
                 _ => None,
             })
@@ -311,16 +278,11 @@ fn split_statements(sql: &str) -> Vec<(Option<String>, String)> {
 
 /// `BEGIN`, `START TRANSACTION`, `COMMIT`, `END`, optionally with `WORK` or `TRANSACTION`.
 fn is_transaction_control(statement: &str) -> bool {
-    let words: Vec<String> = statement
-        .split_whitespace()
-        .map(|w| w.to_ascii_uppercase())
-        .collect();
+    let words: Vec<String> = statement.split_whitespace().map(|w| w.to_ascii_uppercase()).collect();
     let words: Vec<&str> = words.iter().map(String::as_str).collect();
     matches!(
         words.as_slice(),
-        ["BEGIN" | "COMMIT" | "END"]
-            | ["BEGIN" | "COMMIT" | "END", "WORK" | "TRANSACTION"]
-            | ["START", "TRANSACTION"]
+        ["BEGIN" | "COMMIT" | "END"] | ["BEGIN" | "COMMIT" | "END", "WORK" | "TRANSACTION"] | ["START", "TRANSACTION"]
     )
 }
 
@@ -329,32 +291,19 @@ mod tests {
     use super::*;
 
     fn sqls(reply: &str) -> Vec<String> {
-        parse_chain(reply)
-            .steps
-            .into_iter()
-            .map(|s| s.sql)
-            .collect()
+        parse_chain(reply).steps.into_iter().map(|s| s.sql).collect()
     }
 
     #[test]
     fn headers() {
-        assert_eq!(
-            step_header("Step 1: Find the supplier"),
-            Some("Find the supplier")
-        );
+        assert_eq!(step_header("Step 1: Find the supplier"), Some("Find the supplier"));
         assert_eq!(step_header("**Step 2.** Record it"), Some("Record it"));
         assert_eq!(step_header("### Step 3 - Update"), Some("Update"));
         assert_eq!(step_header("Step4: x"), Some("x"));
         assert_eq!(step_header("2) DELETE FROM t"), Some("DELETE FROM t"));
         assert_eq!(step_header("-- Step 1: find"), Some("find"));
         assert_eq!(step_header("1."), Some(""));
-        for not in [
-            "1.5 kg",
-            "2023-01-01 was",
-            "Steps to follow:",
-            "SELECT 1",
-            "10kg",
-        ] {
+        for not in ["1.5 kg", "2023-01-01 was", "Steps to follow:", "SELECT 1", "10kg"] {
             assert_eq!(step_header(not), None, "{not}");
         }
     }
@@ -378,10 +327,7 @@ mod tests {
         );
         assert_eq!(chain.steps.len(), 2);
         assert_eq!(chain.steps[0].purpose.as_deref(), Some("Find the supplier"));
-        assert_eq!(
-            chain.steps[1].sql,
-            "INSERT INTO p (s) VALUES (<id>)\nRETURNING pid"
-        );
+        assert_eq!(chain.steps[1].sql, "INSERT INTO p (s) VALUES (<id>)\nRETURNING pid");
     }
 
     #[test]
@@ -394,14 +340,8 @@ mod tests {
         assert_eq!(
             chain.steps,
             [
-                PlannedStep {
-                    purpose: Some("find the sale".into()),
-                    sql: "SELECT sale_id FROM sales WHERE note = 'a;b'".into()
-                },
-                PlannedStep {
-                    purpose: Some("delete its items".into()),
-                    sql: "DELETE FROM sale_items WHERE sale_id = <sale_id>".into()
-                },
+                PlannedStep { purpose: Some("find the sale".into()), sql: "SELECT sale_id FROM sales WHERE note = 'a;b'".into() },
+                PlannedStep { purpose: Some("delete its items".into()), sql: "DELETE FROM sale_items WHERE sale_id = <sale_id>".into() },
             ]
         );
     }
@@ -414,26 +354,16 @@ mod tests {
              DELETE FROM sales\nWHERE sale_id = <sale_id>;\n\nThat is all.",
         );
         assert_eq!(
-            chain
-                .steps
-                .iter()
-                .map(|s| s.sql.as_str())
-                .collect::<Vec<_>>(),
+            chain.steps.iter().map(|s| s.sql.as_str()).collect::<Vec<_>>(),
             [
                 "SELECT sale_id FROM sales WHERE customer_id = 4",
                 "DELETE FROM sale_items WHERE sale_id = <sale_id>",
                 "DELETE FROM sales\nWHERE sale_id = <sale_id>",
             ]
         );
-        assert_eq!(
-            chain.steps[0].purpose.as_deref(),
-            Some("Select the sale of John Doe")
-        );
+        assert_eq!(chain.steps[0].purpose.as_deref(), Some("Select the sale of John Doe"));
         assert_eq!(chain.steps[1].purpose, None);
-        assert_eq!(
-            chain.steps[2].purpose.as_deref(),
-            Some("Then remove the sale itself.")
-        );
+        assert_eq!(chain.steps[2].purpose.as_deref(), Some("Then remove the sale itself."));
     }
 
     #[test]
@@ -446,13 +376,8 @@ mod tests {
 
     #[test]
     fn json_plans() {
-        assert_eq!(
-            sqls(r#"["SELECT 1", "DELETE FROM t WHERE id = <id>"]"#).len(),
-            2
-        );
-        let chain = parse_chain(
-            "```json\n{\"steps\": [{\"purpose\": \"find\", \"sql\": \"SELECT 1;\"}, {\"sql\": \"SELECT 2\"}]}\n```",
-        );
+        assert_eq!(sqls(r#"["SELECT 1", "DELETE FROM t WHERE id = <id>"]"#).len(), 2);
+        let chain = parse_chain("```json\n{\"steps\": [{\"purpose\": \"find\", \"sql\": \"SELECT 1;\"}, {\"sql\": \"SELECT 2\"}]}\n```");
         assert_eq!(chain.steps[0].purpose.as_deref(), Some("find"));
         assert_eq!(chain.steps[0].sql, "SELECT 1");
     }

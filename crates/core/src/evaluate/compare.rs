@@ -89,10 +89,7 @@ impl Cell {
     }
 
     fn number(value: f64, int: Option<i128>) -> Cell {
-        let int = int.or_else(|| {
-            (value.is_finite() && value.fract() == 0.0 && value.abs() < 9.0e15)
-                .then_some(value as i128)
-        });
+        let int = int.or_else(|| (value.is_finite() && value.fract() == 0.0 && value.abs() < 9.0e15).then_some(value as i128));
         Cell::Number { value, int }
     }
 
@@ -102,14 +99,12 @@ impl Cell {
             (Cell::Null, Cell::Null) => true,
             (Cell::Bool(a), Cell::Bool(b)) => a == b,
             (Cell::Text(a), Cell::Text(b)) => a == b,
-            (Cell::Number { value: a, int: ia }, Cell::Number { value: b, int: ib }) => {
-                match (ia, ib) {
-                    (Some(x), Some(y)) => x == y,
-                    _ if a.is_nan() || b.is_nan() => a.is_nan() && b.is_nan(),
-                    _ if a == b => true,
-                    _ => (a - b).abs() <= RELATIVE_TOLERANCE * a.abs().max(b.abs()),
-                }
-            }
+            (Cell::Number { value: a, int: ia }, Cell::Number { value: b, int: ib }) => match (ia, ib) {
+                (Some(x), Some(y)) => x == y,
+                _ if a.is_nan() || b.is_nan() => a.is_nan() && b.is_nan(),
+                _ if a == b => true,
+                _ => (a - b).abs() <= RELATIVE_TOLERANCE * a.abs().max(b.abs()),
+            },
             _ => false,
         }
     }
@@ -232,11 +227,7 @@ pub struct ColumnMatch {
 }
 
 /// Compares a predicted result with the gold one; see the [module documentation](self).
-pub fn compare_results(
-    gold: &ResultSet,
-    predicted: &ResultSet,
-    order: RowOrder,
-) -> Result<ColumnMatch, Mismatch> {
+pub fn compare_results(gold: &ResultSet, predicted: &ResultSet, order: RowOrder) -> Result<ColumnMatch, Mismatch> {
     if gold.truncated {
         return Err(Mismatch::Truncated("gold"));
     }
@@ -245,23 +236,15 @@ pub fn compare_results(
     }
     let (gold_width, predicted_width) = (gold.columns.len(), predicted.columns.len());
     if gold.rows.len() != predicted.rows.len() {
-        return Err(Mismatch::RowCount {
-            gold: gold.rows.len(),
-            predicted: predicted.rows.len(),
-        });
+        return Err(Mismatch::RowCount { gold: gold.rows.len(), predicted: predicted.rows.len() });
     }
     if predicted_width < gold_width {
-        return Err(Mismatch::TooFewColumns {
-            gold: gold_width,
-            predicted: predicted_width,
-        });
+        return Err(Mismatch::TooFewColumns { gold: gold_width, predicted: predicted_width });
     }
     let gold_rows = normalise(gold, gold_width);
     let predicted_rows = normalise(predicted, predicted_width);
     if gold_rows.is_empty() {
-        return Ok(ColumnMatch {
-            mapping: (0..gold_width).collect(),
-        });
+        return Ok(ColumnMatch { mapping: (0..gold_width).collect() });
     }
 
     let identity: Vec<usize> = (0..gold_width).collect();
@@ -275,23 +258,14 @@ pub fn compare_results(
     }
 
     // Candidates: predicted columns whose values equal the gold column's as multisets.
-    let column = |rows: &[Vec<Cell>], c: usize| -> Vec<Vec<Cell>> {
-        rows.iter().map(|r| vec![r[c].clone()]).collect()
-    };
-    let predicted_columns: Vec<Vec<Vec<Cell>>> = (0..predicted_width)
-        .map(|c| column(&predicted_rows, c))
-        .collect();
+    let column = |rows: &[Vec<Cell>], c: usize| -> Vec<Vec<Cell>> { rows.iter().map(|r| vec![r[c].clone()]).collect() };
+    let predicted_columns: Vec<Vec<Vec<Cell>>> = (0..predicted_width).map(|c| column(&predicted_rows, c)).collect();
     let mut candidates = Vec::with_capacity(gold_width);
     for g in 0..gold_width {
         let gold_column = column(&gold_rows, g);
-        let found: Vec<usize> = (0..predicted_width)
-            .filter(|&p| multiset_eq(&gold_column, &predicted_columns[p], &[0]))
-            .collect();
+        let found: Vec<usize> = (0..predicted_width).filter(|&p| multiset_eq(&gold_column, &predicted_columns[p], &[0])).collect();
         if found.is_empty() {
-            return Err(Mismatch::MissingColumn {
-                position: g + 1,
-                name: gold.columns[g].clone(),
-            });
+            return Err(Mismatch::MissingColumn { position: g + 1, name: gold.columns[g].clone() });
         }
         candidates.push(found);
     }
@@ -307,29 +281,15 @@ pub fn compare_results(
         mapping: Vec::with_capacity(gold_width),
     };
     if search.assign() {
-        return Ok(ColumnMatch {
-            mapping: search.mapping,
-        });
+        return Ok(ColumnMatch { mapping: search.mapping });
     }
-    Err(if search.order_only {
-        Mismatch::Order
-    } else {
-        Mismatch::Rows
-    })
+    Err(if search.order_only { Mismatch::Order } else { Mismatch::Rows })
 }
 
 /// Rows of `result` as cells, each row padded or cut to `width` (JSON rows from a host are
 /// expected to be as wide as the column list; a short row reads as `NULL`s).
 fn normalise(result: &ResultSet, width: usize) -> Vec<Vec<Cell>> {
-    result
-        .rows
-        .iter()
-        .map(|row| {
-            (0..width)
-                .map(|c| row.get(c).map_or(Cell::Null, Cell::from_json))
-                .collect()
-        })
-        .collect()
+    result.rows.iter().map(|row| (0..width).map(|c| row.get(c).map_or(Cell::Null, Cell::from_json)).collect()).collect()
 }
 
 enum RowsVerdict {
@@ -339,16 +299,8 @@ enum RowsVerdict {
 }
 
 /// Compares gold rows with the predicted rows projected through `mapping`.
-fn rows_match(
-    gold: &[Vec<Cell>],
-    predicted: &[Vec<Cell>],
-    mapping: &[usize],
-    order: RowOrder,
-) -> RowsVerdict {
-    let projected: Vec<Vec<Cell>> = predicted
-        .iter()
-        .map(|row| mapping.iter().map(|&c| row[c].clone()).collect())
-        .collect();
+fn rows_match(gold: &[Vec<Cell>], predicted: &[Vec<Cell>], mapping: &[usize], order: RowOrder) -> RowsVerdict {
+    let projected: Vec<Vec<Cell>> = predicted.iter().map(|row| mapping.iter().map(|&c| row[c].clone()).collect()).collect();
     let all: Vec<usize> = (0..mapping.len()).collect();
     if order == RowOrder::Ordered && gold.iter().zip(&projected).all(|(g, p)| row_eq(g, p, &all)) {
         return RowsVerdict::Equal;
@@ -375,26 +327,14 @@ fn multiset_eq(a: &[Vec<Cell>], b: &[Vec<Cell>], columns: &[usize]) -> bool {
     }
     fn sorted<'r>(rows: &'r [Vec<Cell>], columns: &[usize]) -> Vec<&'r Vec<Cell>> {
         let mut refs: Vec<&Vec<Cell>> = rows.iter().collect();
-        refs.sort_by(|x, y| {
-            columns
-                .iter()
-                .map(|&c| x[c].canonical_cmp(&y[c]))
-                .find(|o| o.is_ne())
-                .unwrap_or(Ordering::Equal)
-        });
+        refs.sort_by(|x, y| columns.iter().map(|&c| x[c].canonical_cmp(&y[c])).find(|o| o.is_ne()).unwrap_or(Ordering::Equal));
         refs
     }
     let (sa, sb) = (sorted(a, columns), sorted(b, columns));
     if sa.iter().zip(&sb).all(|(x, y)| row_eq(x, y, columns)) {
         return true;
     }
-    let has_fraction = |rows: &[Vec<Cell>]| {
-        rows.iter().any(|r| {
-            columns
-                .iter()
-                .any(|&c| matches!(r[c], Cell::Number { int: None, .. }))
-        })
-    };
+    let has_fraction = |rows: &[Vec<Cell>]| rows.iter().any(|r| columns.iter().any(|&c| matches!(r[c], Cell::Number { int: None, .. })));
     if !has_fraction(a) && !has_fraction(b) {
         // Without tolerant values, sorted comparison is exact.
         return false;
@@ -473,42 +413,11 @@ mod tests {
     #[test]
     fn numeric_text_shapes() {
         let n = |s: &str| parse_numeric_text(s);
-        assert_eq!(
-            n("1.00"),
-            Some(Cell::Number {
-                value: 1.0,
-                int: Some(1)
-            })
-        );
-        assert_eq!(
-            n("-0.50"),
-            Some(Cell::Number {
-                value: -0.5,
-                int: None
-            })
-        );
-        assert_eq!(
-            n(".5"),
-            Some(Cell::Number {
-                value: 0.5,
-                int: None
-            })
-        );
-        assert_eq!(
-            n("1e3").map(|c| c.matches(&Cell::from_json(&json!(1000)))),
-            Some(true)
-        );
-        for text in [
-            "inf",
-            "NaN",
-            "1.2.3",
-            "",
-            "-",
-            "12a",
-            "1e",
-            "2023-01-05",
-            "0x10",
-        ] {
+        assert_eq!(n("1.00"), Some(Cell::Number { value: 1.0, int: Some(1) }));
+        assert_eq!(n("-0.50"), Some(Cell::Number { value: -0.5, int: None }));
+        assert_eq!(n(".5"), Some(Cell::Number { value: 0.5, int: None }));
+        assert_eq!(n("1e3").map(|c| c.matches(&Cell::from_json(&json!(1000)))), Some(true));
+        for text in ["inf", "NaN", "1.2.3", "", "-", "12a", "1e", "2023-01-05", "0x10"] {
             assert_eq!(n(text), None, "{text}");
         }
     }

@@ -49,9 +49,7 @@ pub enum GoldError {
         query: usize,
     },
     /// More than [`MAX_ALTERNATIVES`] alternatives.
-    #[error(
-        "the gold SQL expands into {0} alternatives, more than the {MAX_ALTERNATIVES} accepted"
-    )]
+    #[error("the gold SQL expands into {0} alternatives, more than the {MAX_ALTERNATIVES} accepted")]
     TooManyAlternatives(usize),
 }
 
@@ -60,9 +58,7 @@ pub enum GoldError {
 ///
 /// A field without braces or semicolons gives itself back as the only alternative.
 pub fn gold_alternatives(gold: &str) -> Result<Vec<String>, GoldError> {
-    let tokens = Tokenizer::new(&PostgreSqlDialect {}, gold)
-        .tokenize_with_location()
-        .map_err(|e| GoldError::Unreadable(e.to_string()))?;
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, gold).tokenize_with_location().map_err(|e| GoldError::Unreadable(e.to_string()))?;
     let mut cursor = OffsetCursor::new(gold);
     // Byte ranges of the tokens, in order, so that text between them is copied verbatim.
     let spans: Vec<(usize, usize, &Token)> = tokens
@@ -80,13 +76,8 @@ pub fn gold_alternatives(gold: &str) -> Result<Vec<String>, GoldError> {
             alternatives.push(query);
         }
     };
-    for (number, query_tokens) in spans
-        .split(|(_, _, token)| **token == Token::SemiColon)
-        .enumerate()
-    {
-        let significant = query_tokens
-            .iter()
-            .any(|(_, _, t)| !matches!(t, Token::Whitespace(_) | Token::EOF));
+    for (number, query_tokens) in spans.split(|(_, _, token)| **token == Token::SemiColon).enumerate() {
+        let significant = query_tokens.iter().any(|(_, _, t)| !matches!(t, Token::Whitespace(_) | Token::EOF));
         if !significant {
             continue;
         }
@@ -110,11 +101,7 @@ enum Piece {
 }
 
 /// Expands one `;`-free query (given as its tokens with byte ranges into `source`).
-fn expand_query(
-    source: &str,
-    tokens: &[(usize, usize, &Token)],
-    number: usize,
-) -> Result<Vec<String>, GoldError> {
+fn expand_query(source: &str, tokens: &[(usize, usize, &Token)], number: usize) -> Result<Vec<String>, GoldError> {
     let unbalanced = || GoldError::UnbalancedBraces { query: number };
     let mut pieces: Vec<Piece> = Vec::new();
     let mut text_start = tokens.first().map_or(0, |t| t.0);
@@ -160,16 +147,11 @@ fn expand_query(
         i += 1;
     }
     let text_end = tokens.last().map_or(text_start, |t| t.1);
-    pieces.push(Piece::Text(
-        source[text_start..text_end.max(text_start)].to_string(),
-    ));
+    pieces.push(Piece::Text(source[text_start..text_end.max(text_start)].to_string()));
 
     // Each non-empty group contributes its subsets; every `{}` follows a non-empty group.
-    let groups: Vec<usize> = pieces
-        .iter()
-        .enumerate()
-        .filter_map(|(i, p)| matches!(p, Piece::Group(o) if !o.is_empty()).then_some(i))
-        .collect();
+    let groups: Vec<usize> =
+        pieces.iter().enumerate().filter_map(|(i, p)| matches!(p, Piece::Group(o) if !o.is_empty()).then_some(i)).collect();
     let followed: Vec<Option<usize>> = pieces
         .iter()
         .enumerate()
@@ -201,10 +183,7 @@ fn expand_query(
     let mut selection = vec![0usize; groups.len()];
     loop {
         let chosen = |group_piece: usize| -> &str {
-            let k = groups
-                .iter()
-                .position(|&g| g == group_piece)
-                .expect("a group");
+            let k = groups.iter().position(|&g| g == group_piece).expect("a group");
             &choices[k][selection[k]]
         };
         let mut query = String::new();
@@ -239,13 +218,7 @@ fn subsets(options: &[String]) -> Vec<String> {
     for size in 1..=n {
         let mut index: Vec<usize> = (0..size).collect();
         loop {
-            out.push(
-                index
-                    .iter()
-                    .map(|&i| options[i].as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            );
+            out.push(index.iter().map(|&i| options[i].as_str()).collect::<Vec<_>>().join(", "));
             // Advance to the next combination of `size` indices in lexicographic order.
             let Some(pos) = (0..size).rev().find(|&p| index[p] != p + n - size) else {
                 break;
@@ -271,9 +244,6 @@ mod tests {
     #[test]
     fn subsets_follow_itertools_order() {
         let o: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
-        assert_eq!(
-            subsets(&o),
-            ["a", "b", "c", "a, b", "a, c", "b, c", "a, b, c"]
-        );
+        assert_eq!(subsets(&o), ["a", "b", "c", "a, b", "a, c", "b, c", "a, b, c"]);
     }
 }

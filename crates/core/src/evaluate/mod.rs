@@ -20,14 +20,14 @@ pub mod suite;
 
 use serde::Serialize;
 
-use crate::guard::check_read_only;
 use crate::ask::ExecFailure;
+use crate::guard::check_read_only;
 use crate::rows::ResultSet;
 
-pub use compare::{compare_results, Cell, ColumnMatch, Mismatch, RowOrder};
-pub use gold::{gold_alternatives, GoldError};
 /// Whether a gold query's rows have a defined order (its outermost query orders them).
 pub use crate::shadow::score::has_order_by as orders_rows;
+pub use compare::{compare_results, Cell, ColumnMatch, Mismatch, RowOrder};
+pub use gold::{gold_alternatives, GoldError};
 pub use report::{summarize, GroupBy, GroupStats, QuestionRecord, RecordOutcome, SuiteReport};
 pub use suite::{parse_suite_rows, SuiteError, SuiteQuestion};
 
@@ -92,19 +92,11 @@ pub fn judge(host: &mut dyn EvalHost, gold: &str, predicted: &str) -> Judgement 
     };
     let prediction = match check_read_only(predicted) {
         Ok(checked) => host.execute(&checked.sql).map_err(|f| f.for_llm()),
-        Err(refusal) => {
-            return judge_gold_only(
-                host,
-                &alternatives,
-                JudgeError::PredictionRefused(refusal.to_string()),
-            )
-        }
+        Err(refusal) => return judge_gold_only(host, &alternatives, JudgeError::PredictionRefused(refusal.to_string())),
     };
     let prediction = match prediction {
         Ok(rows) => rows,
-        Err(message) => {
-            return judge_gold_only(host, &alternatives, JudgeError::PredictionFailed(message))
-        }
+        Err(message) => return judge_gold_only(host, &alternatives, JudgeError::PredictionFailed(message)),
     };
 
     let mut first_mismatch: Option<Mismatch> = None;
@@ -117,19 +109,9 @@ pub fn judge(host: &mut dyn EvalHost, gold: &str, predicted: &str) -> Judgement 
                 continue;
             }
         };
-        let order = if orders_rows(alternative) {
-            RowOrder::Ordered
-        } else {
-            RowOrder::Unordered
-        };
+        let order = if orders_rows(alternative) { RowOrder::Ordered } else { RowOrder::Unordered };
         match compare_results(&gold_rows, &prediction, order) {
-            Ok(_) => {
-                return Judgement {
-                    ex: true,
-                    matched_alternative: Some(i),
-                    error: None,
-                }
-            }
+            Ok(_) => return Judgement { ex: true, matched_alternative: Some(i), error: None },
             Err(mismatch) => {
                 first_mismatch.get_or_insert(mismatch);
             }
@@ -145,8 +127,7 @@ pub fn judge(host: &mut dyn EvalHost, gold: &str, predicted: &str) -> Judgement 
 /// question counts as wrong), else [`JudgeError::GoldFailed`] (the question is broken and is
 /// left out of EX).
 pub fn check_gold(host: &mut dyn EvalHost, gold: &str) -> Result<(), JudgeError> {
-    let alternatives =
-        gold_alternatives(gold).map_err(|e| JudgeError::GoldFailed(e.to_string()))?;
+    let alternatives = gold_alternatives(gold).map_err(|e| JudgeError::GoldFailed(e.to_string()))?;
     let mut gold_errors = Vec::new();
     for alternative in &alternatives {
         match run_gold(host, alternative) {
@@ -158,11 +139,7 @@ pub fn check_gold(host: &mut dyn EvalHost, gold: &str) -> Result<(), JudgeError>
 }
 
 /// The verdict for a prediction that did not run: wrong, unless no gold runs either.
-fn judge_gold_only(
-    host: &mut dyn EvalHost,
-    alternatives: &[String],
-    error: JudgeError,
-) -> Judgement {
+fn judge_gold_only(host: &mut dyn EvalHost, alternatives: &[String], error: JudgeError) -> Judgement {
     let mut gold_errors = Vec::new();
     for alternative in alternatives {
         match run_gold(host, alternative) {
@@ -179,9 +156,5 @@ fn run_gold(host: &mut dyn EvalHost, sql: &str) -> Result<ResultSet, String> {
 }
 
 fn failed(error: JudgeError) -> Judgement {
-    Judgement {
-        ex: false,
-        matched_alternative: None,
-        error: Some(error),
-    }
+    Judgement { ex: false, matched_alternative: None, error: Some(error) }
 }

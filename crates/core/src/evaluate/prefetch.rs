@@ -22,8 +22,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::llm::{ChatRequest, ChatResponse, LlmError};
 use crate::ask::{Correction, ExecFailure, Host, Selection};
+use crate::llm::{ChatRequest, ChatResponse, LlmError};
 use crate::rows::ResultSet;
 
 /// The schema selection a pipeline asked for, with its question and how long it took.
@@ -47,11 +47,7 @@ impl<'a> Capture<'a> {
     /// Wraps `inner`, whose schema description (and nothing else) the pipeline reaches before
     /// its first call.
     pub fn new(inner: &'a mut dyn Host) -> Capture<'a> {
-        Capture {
-            inner,
-            captured: None,
-            selection: None,
-        }
+        Capture { inner, captured: None, selection: None }
     }
 }
 
@@ -63,11 +59,7 @@ impl Host for Capture<'_> {
         let started = Instant::now();
         let result = self.inner.select_tables(question);
         if self.selection.is_none() {
-            self.selection = Some(SelectionMade {
-                question: question.to_string(),
-                result: result.clone(),
-                took: started.elapsed(),
-            });
+            self.selection = Some(SelectionMade { question: question.to_string(), result: result.clone(), took: started.elapsed() });
         }
         result
     }
@@ -81,17 +73,11 @@ impl Host for Capture<'_> {
 
     /// Never reached before the first call; refuses, so that nothing runs twice.
     fn execute(&mut self, _sql: &str) -> Result<ResultSet, ExecFailure> {
-        Err(ExecFailure::Refused {
-            reason: "capturing the first LLM request only".into(),
-        })
+        Err(ExecFailure::Refused { reason: "capturing the first LLM request only".into() })
     }
 
     fn correct_values(&mut self, sql: &str) -> Result<Correction, String> {
-        Ok(Correction {
-            sql: sql.to_string(),
-            changed: false,
-            trace: serde_json::Value::Null,
-        })
+        Ok(Correction { sql: sql.to_string(), changed: false, trace: serde_json::Value::Null })
     }
 }
 
@@ -118,13 +104,7 @@ pub struct Replay<'a> {
 
 impl<'a> Replay<'a> {
     pub fn new(inner: &'a mut dyn Host, prefetched: Option<Prefetched>) -> Replay<'a> {
-        Replay {
-            inner,
-            prefetched,
-            selection: None,
-            served: None,
-            selection_served: None,
-        }
+        Replay { inner, prefetched, selection: None, served: None, selection_served: None }
     }
 
     /// Serves `selection` to the pipeline's first schema selection for the same question.

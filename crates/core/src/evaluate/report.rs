@@ -55,9 +55,7 @@ impl QuestionRecord {
                 None if judgement.ex => RecordOutcome::Correct,
                 Some(JudgeError::WrongResult(_)) | None => RecordOutcome::WrongResult,
                 Some(JudgeError::GoldFailed(_)) => RecordOutcome::GoldFailed,
-                Some(JudgeError::PredictionRefused(_) | JudgeError::PredictionFailed(_)) => {
-                    RecordOutcome::PredictionError
-                }
+                Some(JudgeError::PredictionRefused(_) | JudgeError::PredictionFailed(_)) => RecordOutcome::PredictionError,
             },
             error: judgement.error.as_ref().map(JudgeError::to_string),
             tokens,
@@ -153,18 +151,10 @@ impl GroupStats {
             judged,
             correct,
             errors,
-            ex: if judged == 0 {
-                0.0
-            } else {
-                correct as f64 / judged as f64
-            },
+            ex: if judged == 0 { 0.0 } else { correct as f64 / judged as f64 },
             tokens: records.iter().map(|r| r.tokens).sum(),
             ms_total,
-            ms_mean: if questions == 0 {
-                0.0
-            } else {
-                ms_total / questions as f64
-            },
+            ms_mean: if questions == 0 { 0.0 } else { ms_total / questions as f64 },
         }
     }
 }
@@ -186,14 +176,7 @@ impl SuiteReport {
         for stats in self.groups.iter().chain(std::iter::once(&self.overall)) {
             out.push_str(&format!(
                 "{:<24} {:>9} {:>7} {:>7} {:>6.3} {:>7} {:>9} {:>9.1}\n",
-                stats.group,
-                stats.questions,
-                stats.judged,
-                stats.correct,
-                stats.ex,
-                stats.errors,
-                stats.tokens,
-                stats.ms_mean
+                stats.group, stats.questions, stats.judged, stats.correct, stats.ex, stats.errors, stats.tokens, stats.ms_mean
             ));
         }
         out
@@ -208,17 +191,11 @@ pub fn summarize(records: &[QuestionRecord], by: GroupBy) -> SuiteReport {
             GroupBy::Category => record.category.as_deref(),
             GroupBy::Difficulty => record.difficulty.as_deref(),
         };
-        groups
-            .entry(key.unwrap_or("(none)").to_string())
-            .or_default()
-            .push(record);
+        groups.entry(key.unwrap_or("(none)").to_string()).or_default().push(record);
     }
     let all: Vec<&QuestionRecord> = records.iter().collect();
     SuiteReport {
         overall: GroupStats::new("all".to_string(), &all),
-        groups: groups
-            .into_iter()
-            .map(|(name, members)| GroupStats::new(name, &members))
-            .collect(),
+        groups: groups.into_iter().map(|(name, members)| GroupStats::new(name, &members)).collect(),
     }
 }

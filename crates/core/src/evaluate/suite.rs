@@ -77,10 +77,7 @@ pub fn parse_suite_rows(rows: &Value) -> Result<Vec<SuiteQuestion>, SuiteError> 
     if rows.is_empty() {
         return Err(SuiteError::Empty);
     }
-    rows.iter()
-        .enumerate()
-        .map(|(i, row)| parse_row(i + 1, row))
-        .collect()
+    rows.iter().enumerate().map(|(i, row)| parse_row(i + 1, row)).collect()
 }
 
 fn parse_row(row: usize, value: &Value) -> Result<SuiteQuestion, SuiteError> {
@@ -91,27 +88,14 @@ fn parse_row(row: usize, value: &Value) -> Result<SuiteQuestion, SuiteError> {
                 None | Some(Value::Null) => continue,
                 Some(Value::String(s)) if s.trim().is_empty() => continue,
                 Some(Value::String(s)) => return Ok(Some(s.clone())),
-                Some(_) => {
-                    return Err(SuiteError::NotAString {
-                        row,
-                        field: (*name).to_string(),
-                    })
-                }
+                Some(_) => return Err(SuiteError::NotAString { row, field: (*name).to_string() }),
             }
         }
         Ok(None)
     };
-    let question = field(&["question", "nl", "utterance"])?.ok_or(SuiteError::MissingField {
-        row,
-        field: "question",
-    })?;
-    let gold_sql =
-        field(&["gold_sql", "query", "sql", "gold"])?.ok_or(SuiteError::MissingField {
-            row,
-            field: "gold_sql",
-        })?;
-    let gold_alternatives =
-        gold_alternatives(&gold_sql).map_err(|source| SuiteError::Gold { row, source })?;
+    let question = field(&["question", "nl", "utterance"])?.ok_or(SuiteError::MissingField { row, field: "question" })?;
+    let gold_sql = field(&["gold_sql", "query", "sql", "gold"])?.ok_or(SuiteError::MissingField { row, field: "gold_sql" })?;
+    let gold_alternatives = gold_alternatives(&gold_sql).map_err(|source| SuiteError::Gold { row, source })?;
     Ok(SuiteQuestion {
         question,
         gold_sql,

@@ -13,11 +13,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(8);
 
 /// Send `req`, retrying 429 and 5xx answers with exponential backoff (or the server's
 /// Retry-After), all within `cfg.request_timeout`.
-pub async fn chat(
-    http: &reqwest::Client,
-    cfg: &LlmConfig,
-    req: &ChatRequest,
-) -> Result<ChatResponse, LlmError> {
+pub async fn chat(http: &reqwest::Client, cfg: &LlmConfig, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
     let url = cfg.chat_url();
     let body = request_body(cfg, req);
     let deadline = Instant::now() + cfg.request_timeout;
@@ -67,11 +63,8 @@ async fn send_once(
     let transport = |e: reqwest::Error| transport_error(&e, url, timeout_ms, &cfg.api_key);
     let resp = rb.send().await.map_err(transport)?;
     let status = resp.status();
-    let retry_after_s = resp
-        .headers()
-        .get(reqwest::header::RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
+    let retry_after_s =
+        resp.headers().get(reqwest::header::RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
     let bytes = resp.bytes().await.map_err(transport)?;
     if !status.is_success() {
         return Err(LlmError::Http {
@@ -116,10 +109,7 @@ fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
 
 /// Backoff with up to 25% jitter, so that concurrent callers do not retry in lockstep.
 fn jittered(d: Duration) -> Duration {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|t| t.subsec_nanos())
-        .unwrap_or(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|t| t.subsec_nanos()).unwrap_or(0);
     d + d.mul_f64((nanos % 1000) as f64 / 4000.0)
 }
 
@@ -129,12 +119,7 @@ pub type Timed = (Result<ChatResponse, LlmError>, Duration);
 /// Send every request, at most `concurrency` in flight at once, and return the results in the
 /// order of `reqs`. Each call retries on its own, as [`chat`] does. Dropping the returned
 /// future (an interrupt) aborts every call still in flight.
-pub async fn chat_all(
-    http: &reqwest::Client,
-    cfg: &LlmConfig,
-    reqs: Vec<ChatRequest>,
-    concurrency: usize,
-) -> Vec<Timed> {
+pub async fn chat_all(http: &reqwest::Client, cfg: &LlmConfig, reqs: Vec<ChatRequest>, concurrency: usize) -> Vec<Timed> {
     use std::sync::Arc;
     let n = reqs.len();
     let slots = Arc::new(tokio::sync::Semaphore::new(concurrency.max(1)));

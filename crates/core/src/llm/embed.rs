@@ -41,9 +41,7 @@ pub fn request_body(cfg: &EmbedConfig, texts: &[&str]) -> Value {
 /// The vectors of a successful response, in input order; `n` is how many were asked for.
 pub fn parse_response(protocol: EmbedProtocol, body: &[u8], n: usize) -> Result<Vec<Vec<f32>>, LlmError> {
     let v = parse_json(body)?;
-    let as_vec = |e: &Value| -> Option<Vec<f32>> {
-        e.as_array()?.iter().map(|x| x.as_f64().map(|f| f as f32)).collect()
-    };
+    let as_vec = |e: &Value| -> Option<Vec<f32>> { e.as_array()?.iter().map(|x| x.as_f64().map(|f| f as f32)).collect() };
     let vectors: Option<Vec<Vec<f32>>> = match protocol {
         EmbedProtocol::OpenAi => v.get("data").and_then(Value::as_array).and_then(|data| {
             let mut out: Vec<(u64, Vec<f32>)> = data
@@ -54,10 +52,7 @@ pub fn parse_response(protocol: EmbedProtocol, body: &[u8], n: usize) -> Result<
             out.sort_by_key(|(i, _)| *i);
             Some(out.into_iter().map(|(_, e)| e).collect())
         }),
-        EmbedProtocol::Ollama => v
-            .get("embeddings")
-            .and_then(Value::as_array)
-            .and_then(|list| list.iter().map(as_vec).collect()),
+        EmbedProtocol::Ollama => v.get("embeddings").and_then(Value::as_array).and_then(|list| list.iter().map(as_vec).collect()),
     };
     let vectors = vectors.ok_or_else(|| LlmError::MissingField { what: "embeddings".into() })?;
     if vectors.len() != n {
@@ -137,7 +132,13 @@ mod tests {
         let s = llm_standin::StandIn::start(llm_standin::Script::default()).unwrap();
         let runner = crate::llm::Runner::new().unwrap();
         for (protocol, base) in [(EmbedProtocol::OpenAi, format!("{}/v1", s.url())), (EmbedProtocol::Ollama, s.url())] {
-            let cfg = EmbedConfig { protocol, base_url: base, model: "all-minilm".into(), api_key: Secret::default(), request_timeout: std::time::Duration::from_secs(5) };
+            let cfg = EmbedConfig {
+                protocol,
+                base_url: base,
+                model: "all-minilm".into(),
+                api_key: Secret::default(),
+                request_timeout: std::time::Duration::from_secs(5),
+            };
             let out = runner.block_on(embed(runner.http(), &cfg, &["Los Angeles", "los angeles", "Chicago"]), &|| false).unwrap().unwrap();
             assert_eq!(out.len(), 3);
             assert_eq!(out[0].len(), llm_standin::DEFAULT_EMBEDDING_DIM);

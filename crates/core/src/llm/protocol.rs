@@ -101,14 +101,8 @@ pub fn parse_response(provider: Provider, body: &[u8]) -> Result<ChatResponse, L
     let v = parse_json(body)?;
     let (content, finish_reason, prompt_tokens, completion_tokens) = match provider {
         Provider::OpenAi => {
-            let choice = v
-                .get("choices")
-                .and_then(|c| c.get(0))
-                .ok_or_else(|| missing("choices[0]"))?;
-            let content = choice
-                .get("message")
-                .and_then(|m| m.get("content"))
-                .ok_or_else(|| missing("choices[0].message.content"))?;
+            let choice = v.get("choices").and_then(|c| c.get(0)).ok_or_else(|| missing("choices[0]"))?;
+            let content = choice.get("message").and_then(|m| m.get("content")).ok_or_else(|| missing("choices[0].message.content"))?;
             let usage = v.get("usage");
             (
                 content.as_str().unwrap_or_default().to_string(),
@@ -134,10 +128,7 @@ pub fn parse_response(provider: Provider, body: &[u8]) -> Result<ChatResponse, L
             )
         }
         Provider::Ollama => {
-            let content = v
-                .get("message")
-                .and_then(|m| m.get("content"))
-                .ok_or_else(|| missing("message.content"))?;
+            let content = v.get("message").and_then(|m| m.get("content")).ok_or_else(|| missing("message.content"))?;
             (
                 content.as_str().unwrap_or_default().to_string(),
                 v.get("done_reason").and_then(Value::as_str).map(str::to_string),
@@ -194,10 +185,7 @@ mod tests {
     }
 
     fn req() -> ChatRequest {
-        ChatRequest {
-            system: "sys".into(),
-            messages: vec![Message::user("q"), Message::assistant("a"), Message::user("q2")],
-        }
+        ChatRequest { system: "sys".into(), messages: vec![Message::user("q"), Message::assistant("a"), Message::user("q2")] }
     }
 
     #[test]

@@ -33,10 +33,7 @@ impl Runner {
             .build()?;
         let http = {
             let _guard = rt.enter();
-            reqwest::Client::builder()
-                .pool_idle_timeout(Duration::from_secs(60))
-                .build()
-                .map_err(std::io::Error::other)?
+            reqwest::Client::builder().pool_idle_timeout(Duration::from_secs(60)).build().map_err(std::io::Error::other)?
         };
         Ok(Runner { rt, http })
     }
@@ -47,11 +44,7 @@ impl Runner {
 
     /// Run `fut` to completion unless `interrupted()` turns true first (checked every
     /// [`TICK`]); then the future is dropped and `Err(Interrupted)` returned.
-    pub fn block_on<F: Future>(
-        &self,
-        fut: F,
-        interrupted: &dyn Fn() -> bool,
-    ) -> Result<F::Output, Interrupted> {
+    pub fn block_on<F: Future>(&self, fut: F, interrupted: &dyn Fn() -> bool) -> Result<F::Output, Interrupted> {
         if interrupted() {
             return Err(Interrupted);
         }

@@ -36,10 +36,7 @@ Reply with the JSON object and nothing else.";
 /// The context-switch request.
 pub fn context_request(question: &str, context: &str) -> ChatRequest {
     let context: String = context.trim().chars().take(MAX_CONTEXT_CHARS).collect();
-    ChatRequest::new(
-        CONTEXT_SYSTEM,
-        format!("<context>\n{}\n</context>\n\n<question>{}</question>", data(&context), data(question.trim())),
-    )
+    ChatRequest::new(CONTEXT_SYSTEM, format!("<context>\n{}\n</context>\n\n<question>{}</question>", data(&context), data(question.trim())))
 }
 
 /// What the context switch decided.
@@ -195,9 +192,7 @@ pub enum AnswerError {
 /// succeeded. Anything else is the written answer. `succeeded[i]` says whether step `i + 1`
 /// has rows.
 pub fn parse_steps_answer(reply: &str, succeeded: &[bool]) -> Result<StepsAnswer, AnswerError> {
-    let core = reply
-        .trim()
-        .trim_matches(|c: char| c == '`' || c == '"' || c == '\'' || c == '*' || c == '.' || c.is_whitespace());
+    let core = reply.trim().trim_matches(|c: char| c == '`' || c == '"' || c == '\'' || c == '*' || c == '.' || c.is_whitespace());
     if core.is_empty() {
         return Err(AnswerError::Empty);
     }
@@ -205,10 +200,8 @@ pub fn parse_steps_answer(reply: &str, succeeded: &[bool]) -> Result<StepsAnswer
     // "ROWS" followed by at most a step reference; a longer reply that starts with the word
     // ("Rows of singers outnumber …") is a written answer.
     let rest = if is_rows { core[4..].trim() } else { "" };
-    let reference = rest
-        .trim_matches(|c: char| !c.is_alphanumeric())
-        .trim_start_matches(|c: char| c.is_alphabetic() || c.is_whitespace())
-        .trim();
+    let reference =
+        rest.trim_matches(|c: char| !c.is_alphanumeric()).trim_start_matches(|c: char| c.is_alphabetic() || c.is_whitespace()).trim();
     let short_rest = rest.split_whitespace().count() <= 3;
     if is_rows && short_rest && (reference.is_empty() || reference.chars().all(|c| c.is_ascii_digit())) {
         let ok: Vec<usize> = succeeded.iter().enumerate().filter(|(_, &s)| s).map(|(i, _)| i + 1).collect();

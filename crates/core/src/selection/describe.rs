@@ -56,10 +56,7 @@ impl TableProfile {
 
     /// The frequent values of `column`, at most [`MAX_VALUES_PER_COLUMN`].
     pub fn values_of(&self, column: &str) -> &[String] {
-        self.values
-            .iter()
-            .find(|v| v.column == column)
-            .map_or(&[][..], |v| &v.values[..v.values.len().min(MAX_VALUES_PER_COLUMN)])
+        self.values.iter().find(|v| v.column == column).map_or(&[][..], |v| &v.values[..v.values.len().min(MAX_VALUES_PER_COLUMN)])
     }
 }
 
@@ -257,7 +254,10 @@ mod tests {
                     ref_columns: vec!["id".into()],
                 }],
             },
-            values: vec![ColumnValues { column: "status".into(), values: vec!["shipped".into(), "open".into(), "late".into(), "lost".into()] }],
+            values: vec![ColumnValues {
+                column: "status".into(),
+                values: vec!["shipped".into(), "open".into(), "late".into(), "lost".into()],
+            }],
         }
     }
 

@@ -101,10 +101,7 @@ struct Fused {
 
 /// Competition ranks (1, 2, 2, 4) of `values`, larger is better; `None` stays unranked.
 fn ranks(values: &[Option<f64>]) -> Vec<Option<usize>> {
-    values
-        .iter()
-        .map(|v| v.map(|v| 1 + values.iter().filter(|o| o.is_some_and(|o| o > v)).count()))
-        .collect()
+    values.iter().map(|v| v.map(|v| 1 + values.iter().filter(|o| o.is_some_and(|o| o > v)).count())).collect()
 }
 
 /// Fuse per-candidate lexical scores and cosines into one ranking, best first. Ties are
@@ -113,10 +110,7 @@ fn fuse(lexical: Vec<LexicalScore>, cosines: &[Option<f64>], fusion: Fusion) -> 
     let lex: Vec<Option<f64>> = lexical.iter().map(|l| (l.score > 0.0).then_some(l.score)).collect();
     let lex_ranks = ranks(&lex);
     let cos_ranks = ranks(cosines);
-    let (cos_min, cos_max) = cosines
-        .iter()
-        .flatten()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &c| (lo.min(c), hi.max(c)));
+    let (cos_min, cos_max) = cosines.iter().flatten().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &c| (lo.min(c), hi.max(c)));
     let lex_max = lex.iter().flatten().fold(0.0_f64, |m, &l| m.max(l));
     let mut out: Vec<Fused> = lexical
         .into_iter()
@@ -128,13 +122,7 @@ fn fuse(lexical: Vec<LexicalScore>, cosines: &[Option<f64>], fusion: Fusion) -> 
                         + lex_ranks[i].map_or(0.0, |r| lexical_weight / (k + r as f64))
                 }
                 Fusion::WeightedSum { embedding_weight } => {
-                    let cos = cosines[i].map_or(0.0, |c| {
-                        if cos_max > cos_min {
-                            (c - cos_min) / (cos_max - cos_min)
-                        } else {
-                            1.0
-                        }
-                    });
+                    let cos = cosines[i].map_or(0.0, |c| if cos_max > cos_min { (c - cos_min) / (cos_max - cos_min) } else { 1.0 });
                     let lexn = if lex_max > 0.0 { l.score / lex_max } else { 0.0 };
                     embedding_weight * cos + (1.0 - embedding_weight) * lexn
                 }
@@ -332,11 +320,8 @@ impl Catalog {
             Some(names) => {
                 let mut c = Vec::new();
                 for name in names {
-                    let entry = self
-                        .schemas
-                        .iter()
-                        .find(|e| &e.profile.name == name)
-                        .ok_or_else(|| SelectError::UnknownSchema(name.clone()))?;
+                    let entry =
+                        self.schemas.iter().find(|e| &e.profile.name == name).ok_or_else(|| SelectError::UnknownSchema(name.clone()))?;
                     c.extend(&entry.tables);
                 }
                 c.sort_unstable();

@@ -199,11 +199,7 @@ pub fn stem(word: &str) -> String {
 /// The scoring tokens of `text`: [`words`] without one-letter words, short numbers and stop
 /// words, stemmed.
 pub fn tokenize(text: &str) -> Vec<String> {
-    words(text)
-        .into_iter()
-        .filter(|w| w.chars().count() > 1 && !is_stop_word(w) && !is_short_number(w))
-        .map(|w| stem(&w))
-        .collect()
+    words(text).into_iter().filter(|w| w.chars().count() > 1 && !is_stop_word(w) && !is_short_number(w)).map(|w| stem(&w)).collect()
 }
 
 /// The lexical score of one document, with the question terms that matched (`term`, or
@@ -291,11 +287,7 @@ impl LexicalIndex {
                 let tf: f64 = (0..FIELDS)
                     .filter(|&f| p.tf[f] > 0)
                     .map(|f| {
-                        let norm = if self.avg_len[f] > 0.0 {
-                            1.0 - B + B * f64::from(len[f]) / self.avg_len[f]
-                        } else {
-                            1.0
-                        };
+                        let norm = if self.avg_len[f] > 0.0 { 1.0 - B + B * f64::from(len[f]) / self.avg_len[f] } else { 1.0 };
                         self.weights.get(f) * f64::from(p.tf[f]) / norm
                     })
                     .sum();

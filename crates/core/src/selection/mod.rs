@@ -32,13 +32,13 @@
 
 pub mod context;
 pub mod describe;
-pub mod recall;
 pub mod fuse;
 pub mod lexical;
 pub mod plan;
+pub mod recall;
 
 pub use describe::{ColumnValues, SchemaProfile, TableProfile};
-pub use fuse::{Catalog, Cosines, Fusion, PickReason, ScoreParts, SchemaPick, SelectError, SelectOptions, TablePick};
+pub use fuse::{Catalog, Cosines, Fusion, PickReason, SchemaPick, ScoreParts, SelectError, SelectOptions, TablePick};
 pub use lexical::{Field, LexicalIndex, LexicalScore};
 pub use plan::{Plan, PlanCandidate, PlanError, PlanStep};
 

@@ -54,11 +54,7 @@ pub struct PlanCandidate {
 pub fn plan_request(question: &str, candidates: &[PlanCandidate]) -> ChatRequest {
     let mut user = format!("<question>{}</question>\n\n<schemas>\n", data(question.trim()));
     for c in candidates {
-        user.push_str(&format!(
-            "<schema name=\"{}\">\n{}</schema>\n",
-            data(&c.schema).replace('"', "&quot;"),
-            data(&c.tables)
-        ));
+        user.push_str(&format!("<schema name=\"{}\">\n{}</schema>\n", data(&c.schema).replace('"', "&quot;"), data(&c.tables)));
     }
     user.push_str("</schemas>");
     ChatRequest::new(PLAN_SYSTEM, user)

@@ -27,8 +27,7 @@ use std::ops::ControlFlow;
 use serde::Serialize;
 use serde_json::Value as Json;
 use sqlparser::ast::{
-    ColumnOption, Expr, Ident, ObjectName, ObjectNamePart, Query, SetExpr, Statement, TableConstraint, TableObject,
-    Value, Visit, Visitor,
+    ColumnOption, Expr, Ident, ObjectName, ObjectNamePart, Query, SetExpr, Statement, TableConstraint, TableObject, Value, Visit, Visitor,
 };
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
@@ -70,8 +69,8 @@ fn is_text_type(data_type: &str) -> bool {
 /// in each text column stand in for the value memory. Statements other than `CREATE TABLE`
 /// and `INSERT` are ignored.
 pub fn tables_from_ddl(ddl: &str, schema: &str, with_values: bool) -> Result<Vec<TableProfile>, EvalError> {
-    let statements = Parser::parse_sql(&PostgreSqlDialect {}, ddl)
-        .map_err(|e| EvalError::Ddl { schema: schema.to_string(), message: e.to_string() })?;
+    let statements =
+        Parser::parse_sql(&PostgreSqlDialect {}, ddl).map_err(|e| EvalError::Ddl { schema: schema.to_string(), message: e.to_string() })?;
     let qschema = quote_ident(schema);
     let mut tables: Vec<Table> = Vec::new();
     // (table index, column) -> value -> (count, first seen)
@@ -84,7 +83,8 @@ pub fn tables_from_ddl(ddl: &str, schema: &str, with_values: bool) -> Result<Vec
                 let mut t = Table { schema: qschema.clone(), name: quote_ident(&name), kind: "table".into(), ..Default::default() };
                 for col in &ct.columns {
                     let cname = quote_ident(&folded(&col.name));
-                    let mut column = Column { name: cname.clone(), data_type: col.data_type.to_string().to_lowercase(), ..Default::default() };
+                    let mut column =
+                        Column { name: cname.clone(), data_type: col.data_type.to_string().to_lowercase(), ..Default::default() };
                     for opt in &col.options {
                         match &opt.option {
                             ColumnOption::NotNull => column.not_null = true,
@@ -186,7 +186,9 @@ pub fn apply_column_descriptions(profiles: &mut [TableProfile], schema: &str, js
     for (table, columns) in meta {
         let Some(p) = profiles.iter_mut().find(|p| super::unquote(&p.table.name).eq_ignore_ascii_case(table)) else { continue };
         for c in columns.as_array().into_iter().flatten() {
-            let (Some(name), Some(desc)) = (c.get("column_name").and_then(Json::as_str), c.get("column_description").and_then(Json::as_str)) else {
+            let (Some(name), Some(desc)) =
+                (c.get("column_name").and_then(Json::as_str), c.get("column_description").and_then(Json::as_str))
+            else {
                 continue;
             };
             if desc.trim().is_empty() {
@@ -287,11 +289,8 @@ impl EvalCase {
         let qschema = quote_ident(schema);
         let mut gold: Vec<BTreeSet<String>> = Vec::new();
         for names in gold_tables(gold_sql) {
-            let set: BTreeSet<String> = names
-                .iter()
-                .map(|n| format!("{qschema}.{}", quote_ident(n)))
-                .filter(|q| catalog.table(q).is_some())
-                .collect();
+            let set: BTreeSet<String> =
+                names.iter().map(|n| format!("{qschema}.{}", quote_ident(n))).filter(|q| catalog.table(q).is_some()).collect();
             if !set.is_empty() && !gold.contains(&set) {
                 gold.push(set);
             }
@@ -396,12 +395,7 @@ pub const EVAL_SCHEMAS: usize = 5;
 /// Measure selection over `cases`. With `embed`, every description and question is embedded
 /// once, the cosines are fused with the lexical score by `fusion`, and the baseline is
 /// measured too.
-pub fn evaluate(
-    catalog: &Catalog,
-    cases: &[EvalCase],
-    embed: Option<Embedder<'_>>,
-    fusion: Fusion,
-) -> Result<EvalReport, SelectError> {
+pub fn evaluate(catalog: &Catalog, cases: &[EvalCase], embed: Option<Embedder<'_>>, fusion: Fusion) -> Result<EvalReport, SelectError> {
     struct Embedded {
         tables: Vec<(String, Vec<f32>)>,
         schemas: Vec<(String, Vec<f32>)>,
@@ -436,15 +430,17 @@ pub fn evaluate(
             _ => (Cosines::new(), Cosines::new()),
         };
         ours.questions += 1;
-        let schemas: Vec<String> = catalog
-            .select_schemas(&case.question, &schema_cos, EVAL_SCHEMAS, fusion)?
-            .into_iter()
-            .map(|p| p.schema)
-            .collect();
+        let schemas: Vec<String> =
+            catalog.select_schemas(&case.question, &schema_cos, EVAL_SCHEMAS, fusion)?.into_iter().map(|p| p.schema).collect();
         if schemas.first() == Some(&case.schema) {
             ours.schema1 += 1;
         } else {
-            misses.push(Miss { question: case.question.clone(), kind: "schema@1", expected: vec![case.schema.clone()], got: schemas.clone() });
+            misses.push(Miss {
+                question: case.question.clone(),
+                kind: "schema@1",
+                expected: vec![case.schema.clone()],
+                got: schemas.clone(),
+            });
         }
         if schemas.contains(&case.schema) {
             ours.schema5 += 1;
@@ -614,12 +610,8 @@ pub fn load_defog(dir: &std::path::Path, with_values: bool) -> Result<(Catalog, 
     let header = records.first().cloned().unwrap_or_default();
     let col = |name: &'static str| header.iter().position(|h| h == name).ok_or(DefogError::Column(name));
     let (q, sql, db) = (col("question")?, col("query")?, col("db_name")?);
-    let cases = records
-        .iter()
-        .skip(1)
-        .filter(|r| r.len() > q.max(sql).max(db))
-        .map(|r| EvalCase::new(&r[q], &r[db], &r[sql], &catalog))
-        .collect();
+    let cases =
+        records.iter().skip(1).filter(|r| r.len() > q.max(sql).max(db)).map(|r| EvalCase::new(&r[q], &r[db], &r[sql], &catalog)).collect();
     Ok((catalog, cases))
 }
 

@@ -174,12 +174,8 @@ pub enum DeltaError {
 impl DeltaEntry {
     fn image(&self, which: &'static str) -> Result<&Map<String, Value>, DeltaError> {
         let image = if which == "new" { &self.new_row } else { &self.old_row };
-        let image = image.as_ref().ok_or_else(|| DeltaError::MissingImage {
-            seq: self.seq,
-            op: self.op,
-            table: self.table.to_prose(),
-            which,
-        })?;
+        let image =
+            image.as_ref().ok_or_else(|| DeltaError::MissingImage { seq: self.seq, op: self.op, table: self.table.to_prose(), which })?;
         if image.is_empty() {
             return Err(DeltaError::EmptyImage { seq: self.seq, op: self.op, table: self.table.to_prose(), which });
         }
@@ -209,8 +205,7 @@ impl DeltaEntry {
     fn changed_columns(&self) -> Result<Vec<(&str, &Value)>, DeltaError> {
         let old = self.image("old")?;
         let new = self.image("new")?;
-        let changed: Vec<(&str, &Value)> =
-            new.iter().filter(|(k, v)| old.get(*k) != Some(*v)).map(|(k, v)| (k.as_str(), v)).collect();
+        let changed: Vec<(&str, &Value)> = new.iter().filter(|(k, v)| old.get(*k) != Some(*v)).map(|(k, v)| (k.as_str(), v)).collect();
         if changed.is_empty() {
             Ok(new.iter().map(|(k, v)| (k.as_str(), v)).collect())
         } else {
@@ -237,11 +232,8 @@ impl DeltaEntry {
                 Ok(format!("INSERT INTO {table} ({}) VALUES ({});", columns.join(", "), values.join(", ")))
             }
             Operation::Update => {
-                let set: Vec<String> = self
-                    .changed_columns()?
-                    .into_iter()
-                    .map(|(k, v)| format!("{} = {}", quote_ident(k), sql_literal(v)))
-                    .collect();
+                let set: Vec<String> =
+                    self.changed_columns()?.into_iter().map(|(k, v)| format!("{} = {}", quote_ident(k), sql_literal(v))).collect();
                 let filter = sql_filter(&self.key_of_old()?);
                 Ok(format!("UPDATE {table} SET {} WHERE {filter};", set.join(", ")))
             }
@@ -263,11 +255,7 @@ impl DeltaEntry {
             Operation::Update => {
                 let key = self.key_of_old()?;
                 let set = self.changed_columns()?;
-                Ok(format!(
-                    "update the row of the {table} table with {} to have {}.",
-                    nl_pairs(&key, "and"),
-                    nl_pairs(&set, "and")
-                ))
+                Ok(format!("update the row of the {table} table with {} to have {}.", nl_pairs(&key, "and"), nl_pairs(&set, "and")))
             }
             Operation::Delete => {
                 let key = self.key_of_old()?;
@@ -308,7 +296,6 @@ pub fn join_english(items: &[String], conjunction: &str) -> String {
         [init @ .., last] => format!("{}, {conjunction} {last}", init.join(", ")),
     }
 }
-
 
 /// A value in an English sentence: like a SQL literal, but text is always plainly quoted
 /// (`'back\slash'`), since prose is read by the model, not parsed.

@@ -161,16 +161,12 @@ impl PromptTexts {
     /// pg_ask's own prompt texts for an encoding.
     pub fn default_for(encoding: Encoding) -> PromptTexts {
         let (role, commands, command) = match encoding {
-            Encoding::Sql => (
-                "Now pretend you are a relational database (PostgreSQL) that executes SQL commands.",
-                "SQL commands",
-                "SQL command",
-            ),
-            Encoding::Nl => (
-                "Now pretend you are a relational database that executes commands written in plain English.",
-                "commands",
-                "command",
-            ),
+            Encoding::Sql => {
+                ("Now pretend you are a relational database (PostgreSQL) that executes SQL commands.", "SQL commands", "SQL command")
+            }
+            Encoding::Nl => {
+                ("Now pretend you are a relational database that executes commands written in plain English.", "commands", "command")
+            }
         };
         let format = format!(
             "If the last {command} is a query (a SELECT), the answer is a JSON list with one element per result row, \
@@ -204,13 +200,10 @@ impl PromptTexts {
     /// `ZERO-SHOT`, `ZERO-COT`, `FEW-SHOT`, each a list of sentences).
     pub fn from_incondb_json(json: &Value) -> Result<PromptTexts, PromptError> {
         let part = |key: &str| -> Result<String, PromptError> {
-            let items = json
-                .get(key)
-                .and_then(Value::as_array)
-                .ok_or_else(|| PromptError::BadPromptTexts(format!("no list under {key:?}")))?;
+            let items =
+                json.get(key).and_then(Value::as_array).ok_or_else(|| PromptError::BadPromptTexts(format!("no list under {key:?}")))?;
             let sentences: Option<Vec<&str>> = items.iter().map(|s| s.as_str().map(str::trim)).collect();
-            let sentences =
-                sentences.ok_or_else(|| PromptError::BadPromptTexts(format!("{key:?} holds a non-string")))?;
+            let sentences = sentences.ok_or_else(|| PromptError::BadPromptTexts(format!("{key:?} holds a non-string")))?;
             Ok(sentences.join("\n"))
         };
         Ok(PromptTexts {

@@ -54,8 +54,7 @@ pub struct ReportOptions {
 }
 
 const OPERATIONS: [&str; 4] = ["select", "insert", "update", "delete"];
-const COLORS: [&str; 10] =
-    ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"];
+const COLORS: [&str; 10] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"];
 
 /// Escape text for HTML element content and attribute values.
 pub fn escape(text: &str) -> String {
@@ -93,10 +92,8 @@ fn metric<'a>(rows: impl IntoIterator<Item = &'a ResultRow>) -> Option<f64> {
 
 /// Unweighted mean over operations of each operation's metric.
 fn mean_over_operations(rows: &[&ResultRow]) -> Option<f64> {
-    let per_op: Vec<f64> = OPERATIONS
-        .iter()
-        .filter_map(|op| metric(rows.iter().copied().filter(|r| r.operation.eq_ignore_ascii_case(op))))
-        .collect();
+    let per_op: Vec<f64> =
+        OPERATIONS.iter().filter_map(|op| metric(rows.iter().copied().filter(|r| r.operation.eq_ignore_ascii_case(op)))).collect();
     (!per_op.is_empty()).then(|| per_op.iter().sum::<f64>() / per_op.len() as f64)
 }
 
@@ -161,11 +158,7 @@ pub fn render_html(rows: &[ResultRow], options: &ReportOptions) -> String {
 
     // Table 2.
     let mut categories: Vec<String> = SelectCategory::ALL.iter().map(|c| c.as_str().to_string()).collect();
-    let extra: BTreeSet<&str> = rows
-        .iter()
-        .filter_map(|r| r.category.as_deref())
-        .filter(|c| !categories.iter().any(|k| k == c))
-        .collect();
+    let extra: BTreeSet<&str> = rows.iter().filter_map(|r| r.category.as_deref()).filter(|c| !categories.iter().any(|k| k == c)).collect();
     categories.extend(extra.into_iter().map(str::to_string));
     html.push_str("<h2>Table 2. SELECT score by query category</h2>\n");
     html.push_str("<table id=\"table2\">\n<thead><tr><th>model</th><th>prompting</th><th>encoding</th>");
@@ -202,10 +195,8 @@ pub fn render_html(rows: &[ResultRow], options: &ReportOptions) -> String {
                 for r in group {
                     by_x.entry(x_of(r).to_bits()).or_default().push(r);
                 }
-                let mut points: Vec<(f64, f64)> = by_x
-                    .into_iter()
-                    .filter_map(|(x, rs)| mean_over_operations(&rs).map(|y| (f64::from_bits(x), y)))
-                    .collect();
+                let mut points: Vec<(f64, f64)> =
+                    by_x.into_iter().filter_map(|(x, rs)| mean_over_operations(&rs).map(|y| (f64::from_bits(x), y))).collect();
                 points.sort_by(|a, b| a.0.total_cmp(&b.0));
                 (series_label(key), points)
             })

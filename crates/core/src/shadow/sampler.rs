@@ -228,10 +228,7 @@ pub fn sample_one(workload: &Workload, config: &SamplerConfig, index: usize) -> 
     let mut rng = SplitMix64::new(config.seed ^ (index as u64).wrapping_mul(0xD1B5_4A32_D192_ED03) ^ 0x5EED);
 
     let refs = |list: &[Command]| -> Vec<CommandRef> {
-        list.iter()
-            .filter(|c| usable(c, config.encoding))
-            .map(|c| CommandRef { kind: c.kind, index: c.index })
-            .collect()
+        list.iter().filter(|c| usable(c, config.encoding)).map(|c| CommandRef { kind: c.kind, index: c.index }).collect()
     };
     let query_pool = match target {
         Target::Select(category) => refs(workload.selects.get(&category).map(Vec::as_slice).unwrap_or(&[])),

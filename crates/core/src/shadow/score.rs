@@ -274,8 +274,8 @@ pub fn score_sample(truth: &Answer, reply: Option<&Answer>, ordered: bool) -> f6
 /// the outermost query of a parenthesised/set-operation body). Unparsable text is treated as
 /// unordered. PostgreSQL's dialect, falling back to the generic one.
 pub fn has_order_by(sql: &str) -> bool {
-    let statements = Parser::parse_sql(&PostgreSqlDialect {}, sql)
-        .or_else(|_| Parser::parse_sql(&sqlparser::dialect::GenericDialect {}, sql));
+    let statements =
+        Parser::parse_sql(&PostgreSqlDialect {}, sql).or_else(|_| Parser::parse_sql(&sqlparser::dialect::GenericDialect {}, sql));
     let Ok(statements) = statements else { return false };
     match statements.last() {
         Some(Statement::Query(q)) => query_ordered(q),

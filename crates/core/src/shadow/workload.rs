@@ -53,8 +53,8 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlparser::ast::{
-    self, ColumnOption, DataType, Expr, Ident, LimitClause, ObjectName, Offset, OffsetRows, Statement, TableConstraint,
-    VisitMut, VisitorMut,
+    self, ColumnOption, DataType, Expr, Ident, LimitClause, ObjectName, Offset, OffsetRows, Statement, TableConstraint, VisitMut,
+    VisitorMut,
 };
 use sqlparser::dialect::{MySqlDialect, PostgreSqlDialect};
 use sqlparser::parser::Parser;
@@ -278,26 +278,18 @@ impl Workload {
                 None => None,
             };
             let label = format!("select.{key}");
-            selects.insert(
-                category,
-                build_commands(&label, CommandKind::Select(category), &statements, sentences.as_deref())?,
-            );
+            selects.insert(category, build_commands(&label, CommandKind::Select(category), &statements, sentences.as_deref())?);
         }
 
         let known = ["create_tables", "insert", "delete", "update", "select"];
-        let unknown_keys = sql
-            .keys()
-            .filter(|k| !known.contains(&k.as_str()) && !IGNORED_KEYS.contains(&k.as_str()))
-            .cloned()
-            .collect();
+        let unknown_keys = sql.keys().filter(|k| !known.contains(&k.as_str()) && !IGNORED_KEYS.contains(&k.as_str())).cloned().collect();
         Ok(Workload { name: name.to_string(), create_tables, inserts, deletes, updates, selects, unknown_keys })
     }
 
     /// Load a workload from the text of its files.
     pub fn from_text(name: &str, sql: &str, nl: Option<&str>) -> Result<Workload, WorkloadError> {
         let sql: Value = serde_json::from_str(sql).map_err(|e| WorkloadError::Json(e.to_string()))?;
-        let nl: Option<Value> =
-            nl.map(serde_json::from_str).transpose().map_err(|e| WorkloadError::Json(e.to_string()))?;
+        let nl: Option<Value> = nl.map(serde_json::from_str).transpose().map_err(|e| WorkloadError::Json(e.to_string()))?;
         Workload::from_json(name, &sql, nl.as_ref())
     }
 
@@ -309,12 +301,7 @@ impl Workload {
 
     /// Every command, in file order (tables, inserts, deletes, updates, selects by category).
     pub fn commands(&self) -> impl Iterator<Item = &Command> {
-        self.create_tables
-            .iter()
-            .chain(&self.inserts)
-            .chain(&self.deletes)
-            .chain(&self.updates)
-            .chain(self.selects.values().flatten())
+        self.create_tables.iter().chain(&self.inserts).chain(&self.deletes).chain(&self.updates).chain(self.selects.values().flatten())
     }
 
     /// The commands that could not be translated.
@@ -330,12 +317,7 @@ impl Workload {
     }
 }
 
-fn build_commands(
-    key: &str,
-    kind: CommandKind,
-    statements: &[&str],
-    sentences: Option<&[&str]>,
-) -> Result<Vec<Command>, WorkloadError> {
+fn build_commands(key: &str, kind: CommandKind, statements: &[&str], sentences: Option<&[&str]>) -> Result<Vec<Command>, WorkloadError> {
     if let Some(sentences) = sentences {
         if sentences.len() != statements.len() {
             return Err(WorkloadError::Misaligned { key: key.to_string(), sql: statements.len(), nl: sentences.len() });
@@ -346,14 +328,7 @@ fn build_commands(
         .enumerate()
         .map(|(index, mysql)| {
             let (translation, tables) = translate_with_tables(mysql);
-            Command {
-                kind,
-                index,
-                mysql: mysql.to_string(),
-                nl: sentences.map(|s| s[index].to_string()),
-                translation,
-                tables,
-            }
+            Command { kind, index, mysql: mysql.to_string(), nl: sentences.map(|s| s[index].to_string()), translation, tables }
         })
         .collect())
 }
@@ -480,11 +455,7 @@ fn repair_apostrophes(sql: &str) -> Option<String> {
     let mut changed = false;
     for (i, &c) in chars.iter().enumerate() {
         out.push(c);
-        if c == '\''
-            && i > 0
-            && chars[i - 1].is_alphanumeric()
-            && chars.get(i + 1).is_some_and(|n| n.is_alphanumeric())
-        {
+        if c == '\'' && i > 0 && chars[i - 1].is_alphanumeric() && chars.get(i + 1).is_some_and(|n| n.is_alphanumeric()) {
             out.push('\'');
             changed = true;
         }
@@ -494,8 +465,18 @@ fn repair_apostrophes(sql: &str) -> Option<String> {
 
 /// MySQL-only functions whose statements are skipped.
 const MYSQL_ONLY_FUNCTIONS: &[&str] = &[
-    "CURDATE", "CURTIME", "DATEDIFF", "DATE_ADD", "DATE_FORMAT", "DATE_SUB", "FROM_UNIXTIME", "GROUP_CONCAT", "IF",
-    "LAST_INSERT_ID", "STR_TO_DATE", "UNIX_TIMESTAMP",
+    "CURDATE",
+    "CURTIME",
+    "DATEDIFF",
+    "DATE_ADD",
+    "DATE_FORMAT",
+    "DATE_SUB",
+    "FROM_UNIXTIME",
+    "GROUP_CONCAT",
+    "IF",
+    "LAST_INSERT_ID",
+    "STR_TO_DATE",
+    "UNIX_TIMESTAMP",
 ];
 
 /// Rewrites MySQL spellings in place (identifiers, literals, LIMIT, IFNULL) and spots
@@ -570,17 +551,19 @@ fn pg_type(data_type: &DataType, column: &str) -> Result<(String, Option<String>
         D::BigInt(_) | D::Int8(_) => t("BIGINT"),
         D::BigIntUnsigned(_) | D::Int8Unsigned(_) => Ok(("NUMERIC(20)".into(), unsigned("NUMERIC(20)"))),
         D::Decimal(info) | D::Numeric(info) | D::Dec(info) => Ok((format!("NUMERIC{info}"), None)),
-        D::DecimalUnsigned(info) | D::DecUnsigned(info) => {
-            Ok((format!("NUMERIC{info}"), Some(format!("{column}: UNSIGNED dropped"))))
-        }
+        D::DecimalUnsigned(info) | D::DecUnsigned(info) => Ok((format!("NUMERIC{info}"), Some(format!("{column}: UNSIGNED dropped")))),
         D::Float(info) | D::FloatUnsigned(info) => match info {
-            ast::ExactNumberInfo::Precision(p) | ast::ExactNumberInfo::PrecisionAndScale(p, _) if *p > 24 => {
-                t("DOUBLE PRECISION")
-            }
+            ast::ExactNumberInfo::Precision(p) | ast::ExactNumberInfo::PrecisionAndScale(p, _) if *p > 24 => t("DOUBLE PRECISION"),
             _ => t("REAL"),
         },
-        D::Double(_) | D::DoubleUnsigned(_) | D::DoublePrecision | D::DoublePrecisionUnsigned | D::Real
-        | D::RealUnsigned | D::Float8 | D::Float64 => t("DOUBLE PRECISION"),
+        D::Double(_)
+        | D::DoubleUnsigned(_)
+        | D::DoublePrecision
+        | D::DoublePrecisionUnsigned
+        | D::Real
+        | D::RealUnsigned
+        | D::Float8
+        | D::Float64 => t("DOUBLE PRECISION"),
         D::Float4 => t("REAL"),
         D::Bool | D::Boolean => t("BOOLEAN"),
         D::Char(len) | D::Character(len) => match len {
@@ -643,9 +626,7 @@ fn create_table_sql(create: &mut ast::CreateTable, notes: &mut Vec<String>) -> R
             let text = match &option.option {
                 o if is_auto_increment(o) => continue,
                 ColumnOption::Null if identity => continue,
-                ColumnOption::Null | ColumnOption::NotNull | ColumnOption::Default(_) | ColumnOption::Check(_) => {
-                    option.to_string()
-                }
+                ColumnOption::Null | ColumnOption::NotNull | ColumnOption::Default(_) | ColumnOption::Check(_) => option.to_string(),
                 ColumnOption::PrimaryKey(_) => "PRIMARY KEY".to_string(),
                 ColumnOption::Unique(_) => "UNIQUE".to_string(),
                 ColumnOption::ForeignKey(fk) => {

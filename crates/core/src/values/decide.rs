@@ -295,19 +295,10 @@ pub fn decide_with(evidence: &Evidence, comparison: Comparison, th: &Thresholds)
     }
 }
 
-fn choose(
-    evidence: &Evidence,
-    comparison: Comparison,
-    th: &Thresholds,
-    ranked: &[Ranked],
-    by_cosine: &[(usize, f64)],
-) -> (Decision, Rule) {
+fn choose(evidence: &Evidence, comparison: Comparison, th: &Thresholds, ranked: &[Ranked], by_cosine: &[(usize, f64)]) -> (Decision, Rule) {
     let keep = |reason| (Decision::Keep { reason }, reason);
     let replace = |value: &str, reason, confidence: f64| {
-        (
-            Decision::Replace { value: value.to_owned(), reason, confidence: confidence.clamp(0.0, 1.0) },
-            reason,
-        )
+        (Decision::Replace { value: value.to_owned(), reason, confidence: confidence.clamp(0.0, 1.0) }, reason)
     };
     if evidence.exact {
         return keep(Rule::Exact);
@@ -332,8 +323,7 @@ fn choose(
     // Strong lexical evidence: the strongest kind present; unique, or clearly best by cosine.
     if let Some(best_kind) = ranked.iter().filter_map(|r| r.lexical).filter(|l| l.is_strong()).min() {
         let mut holders: Vec<&Ranked> = ranked.iter().filter(|r| r.lexical == Some(best_kind)).collect();
-        holders
-            .sort_by(|a, b| cosine_of(b).total_cmp(&cosine_of(a)).then_with(|| b.fused.total_cmp(&a.fused)));
+        holders.sort_by(|a, b| cosine_of(b).total_cmp(&cosine_of(a)).then_with(|| b.fused.total_cmp(&a.fused)));
         let lead = holders.get(1).map_or(f64::INFINITY, |next| cosine_of(holders[0]) - cosine_of(next));
         if lead >= th.lexical_tie_margin {
             let confidence = match best_kind {
@@ -351,23 +341,14 @@ fn choose(
         let margin = top_cos - by_cosine.get(1).map_or(0.0, |r| r.1);
         let hint = ranked[top].lexical.is_some();
         if hint && top_cos >= th.hint_min_cosine && margin >= th.hint_min_margin {
-            return replace(
-                &ranked[top].value,
-                Rule::EmbeddingWithHint,
-                0.5 + margin + (top_cos - th.hint_min_cosine),
-            );
+            return replace(&ranked[top].value, Rule::EmbeddingWithHint, 0.5 + margin + (top_cos - th.hint_min_cosine));
         }
         if top_cos >= th.embed_min_cosine && margin >= th.embed_min_margin {
-            return replace(
-                &ranked[top].value,
-                Rule::Embedding,
-                0.5 + margin + (top_cos - th.embed_min_cosine),
-            );
+            return replace(&ranked[top].value, Rule::Embedding, 0.5 + margin + (top_cos - th.embed_min_cosine));
         }
     }
-    let plausible = ranked.iter().any(|r| {
-        r.cosine.is_some_and(|c| c >= th.ask_min_cosine) || r.trigram.is_some_and(|t| t >= th.ask_min_trigram)
-    });
+    let plausible =
+        ranked.iter().any(|r| r.cosine.is_some_and(|c| c >= th.ask_min_cosine) || r.trigram.is_some_and(|t| t >= th.ask_min_trigram));
     if plausible {
         ask(ranked)
     } else if evidence.closed_set {
@@ -384,8 +365,7 @@ fn ask(ranked: &[Ranked]) -> (Decision, Rule) {
 
 /// Candidate indices with a cosine, best first.
 fn cosine_order(ranked: &[Ranked]) -> Vec<(usize, f64)> {
-    let mut v: Vec<(usize, f64)> =
-        ranked.iter().enumerate().filter_map(|(i, r)| r.cosine.map(|c| (i, c))).collect();
+    let mut v: Vec<(usize, f64)> = ranked.iter().enumerate().filter_map(|(i, r)| r.cosine.map(|c| (i, c))).collect();
     v.sort_by(|a, b| b.1.total_cmp(&a.1));
     v
 }
@@ -411,8 +391,7 @@ pub fn rank(literal: &str, candidates: &[Candidate]) -> Vec<Ranked> {
     }
     let mut fused = vec![0.0; merged.len()];
     for score in [|c: &Candidate| c.cosine, |c: &Candidate| c.trigram] {
-        let mut order: Vec<(usize, f64)> =
-            merged.iter().enumerate().filter_map(|(i, c)| score(c).map(|s| (i, s))).collect();
+        let mut order: Vec<(usize, f64)> = merged.iter().enumerate().filter_map(|(i, c)| score(c).map(|s| (i, s))).collect();
         order.sort_by(|a, b| b.1.total_cmp(&a.1));
         for (rank, (i, _)) in order.into_iter().enumerate() {
             fused[i] += 1.0 / (RRF_K + rank as f64 + 1.0);
@@ -430,12 +409,7 @@ pub fn rank(literal: &str, candidates: &[Candidate]) -> Vec<Ranked> {
             fused,
         })
         .collect();
-    ranked.sort_by(|a, b| {
-        b.fused
-            .total_cmp(&a.fused)
-            .then_with(|| b.frequency.cmp(&a.frequency))
-            .then_with(|| a.value.cmp(&b.value))
-    });
+    ranked.sort_by(|a, b| b.fused.total_cmp(&a.fused).then_with(|| b.frequency.cmp(&a.frequency)).then_with(|| a.value.cmp(&b.value)));
     ranked
 }
 
@@ -458,12 +432,7 @@ fn singular(word: &str) -> &str {
         // Not an exact singular ("city" → "cit"), but equal for both forms compared.
         return &word[..word.len() - 3];
     }
-    if word.len() > 3
-        && (word.ends_with("ses")
-            || word.ends_with("xes")
-            || word.ends_with("ches")
-            || word.ends_with("shes"))
-    {
+    if word.len() > 3 && (word.ends_with("ses") || word.ends_with("xes") || word.ends_with("ches") || word.ends_with("shes")) {
         return &word[..word.len() - 2];
     }
     if word.len() > 3 && word.ends_with('s') && !word.ends_with("ss") {

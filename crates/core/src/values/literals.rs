@@ -26,9 +26,8 @@ use std::ops::ControlFlow;
 
 use serde::{Deserialize, Serialize};
 use sqlparser::ast::{
-    BinaryOperator, Expr, Ident, ObjectName, ObjectNamePart, Query, Select, SelectItem,
-    SelectItemQualifiedWildcardKind, SetExpr, Statement, TableAlias, TableFactor, TableWithJoins, Value,
-    Visit, Visitor,
+    BinaryOperator, Expr, Ident, ObjectName, ObjectNamePart, Query, Select, SelectItem, SelectItemQualifiedWildcardKind, SetExpr,
+    Statement, TableAlias, TableFactor, TableWithJoins, Value, Visit, Visitor,
 };
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
@@ -185,11 +184,8 @@ impl LikePattern {
         if core.is_empty() {
             return None;
         }
-        let shape = LikePattern {
-            pattern: pattern.to_owned(),
-            prefix: chars[..lead].iter().collect(),
-            suffix: chars[end..].iter().collect(),
-        };
+        let shape =
+            LikePattern { pattern: pattern.to_owned(), prefix: chars[..lead].iter().collect(), suffix: chars[end..].iter().collect() };
         Some((shape, core))
     }
 
@@ -278,8 +274,7 @@ pub enum LiteralError {
 /// Parses `sql` (PostgreSQL dialect, any number of statements) and lists every string literal
 /// compared with a text column, in text order. See the [module documentation](self).
 pub fn find_literals(sql: &str, catalog: &Catalog) -> Result<Vec<LiteralRef>, LiteralError> {
-    let statements =
-        Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| LiteralError::Parse(e.to_string()))?;
+    let statements = Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| LiteralError::Parse(e.to_string()))?;
     let mut analyzer = Analyzer { catalog, offsets: LineOffsets::new(sql), sql, found: Vec::new() };
     for statement in &statements {
         if let Statement::Query(query) = statement {
@@ -327,9 +322,7 @@ impl Relation {
             ([q], Some(alias)) => q == alias,
             ([q], None) => self.name.as_ref() == Some(q),
             ([s, t], None) => {
-                self.name.as_ref() == Some(t)
-                    && (self.schema.as_ref() == Some(s)
-                        || self.table.as_ref().is_some_and(|q| &q.schema == s))
+                self.name.as_ref() == Some(t) && (self.schema.as_ref() == Some(s) || self.table.as_ref().is_some_and(|q| &q.schema == s))
             }
             _ => false,
         }
@@ -375,9 +368,7 @@ impl Scope<'_> {
         if !qualifier.is_empty() && candidates.is_empty() {
             return Resolved::Missing;
         }
-        let mut hits = candidates
-            .iter()
-            .filter_map(|r| r.columns.as_ref().map(|cols| cols.iter().find(|c| &c.name == column)));
+        let mut hits = candidates.iter().filter_map(|r| r.columns.as_ref().map(|cols| cols.iter().find(|c| &c.name == column)));
         let unknown = candidates.iter().any(|r| r.columns.is_none());
         let found: Vec<&OutCol> = hits.by_ref().flatten().collect();
         match (found.as_slice(), unknown) {
@@ -473,39 +464,21 @@ impl Analyzer<'_, '_> {
     }
 
     /// Adds the relations of a FROM item (and its joins) to `scope`.
-    fn from_item(
-        &mut self,
-        twj: &TableWithJoins,
-        scope: &mut Scope<'_>,
-        outer: Option<&Scope<'_>>,
-        ctes: &[CteDef],
-    ) {
+    fn from_item(&mut self, twj: &TableWithJoins, scope: &mut Scope<'_>, outer: Option<&Scope<'_>>, ctes: &[CteDef]) {
         self.factor(&twj.relation, scope, outer, ctes);
         for join in &twj.joins {
             self.factor(&join.relation, scope, outer, ctes);
         }
     }
 
-    fn factor(
-        &mut self,
-        factor: &TableFactor,
-        scope: &mut Scope<'_>,
-        outer: Option<&Scope<'_>>,
-        ctes: &[CteDef],
-    ) {
+    fn factor(&mut self, factor: &TableFactor, scope: &mut Scope<'_>, outer: Option<&Scope<'_>>, ctes: &[CteDef]) {
         match factor {
             TableFactor::Table { name, alias, .. } => {
                 let parts = object_name_parts(name);
                 let mut relation = match parts.as_deref() {
                     Some([table]) if ctes.iter().any(|c| &c.name == table) => {
                         let cte = ctes.iter().rev().find(|c| &c.name == table).expect("checked");
-                        Relation {
-                            alias: None,
-                            schema: None,
-                            name: Some(table.clone()),
-                            table: None,
-                            columns: Some(cte.columns.clone()),
-                        }
+                        Relation { alias: None, schema: None, name: Some(table.clone()), table: None, columns: Some(cte.columns.clone()) }
                     }
                     Some([table]) => self.catalog_relation(None, table),
                     Some([schema, table]) => self.catalog_relation(Some(schema), table),
@@ -521,8 +494,7 @@ impl Analyzer<'_, '_> {
                 } else {
                     self.query(subquery, outer, ctes)
                 };
-                let mut relation =
-                    Relation { alias: None, schema: None, name: None, table: None, columns: Some(columns) };
+                let mut relation = Relation { alias: None, schema: None, name: None, table: None, columns: Some(columns) };
                 apply_alias(&mut relation, alias.as_ref());
                 scope.relations.push(relation);
             }
@@ -532,13 +504,9 @@ impl Analyzer<'_, '_> {
                 if let Some(alias) = alias {
                     // `(a JOIN b) AS j`: the joined columns are known only as j.*.
                     let inner: Vec<Relation> = scope.relations.drain(before..).collect();
-                    let columns = inner
-                        .iter()
-                        .map(|r| r.columns.clone())
-                        .collect::<Option<Vec<_>>>()
-                        .map(|cs| cs.into_iter().flatten().collect());
-                    let mut relation =
-                        Relation { alias: None, schema: None, name: None, table: None, columns };
+                    let columns =
+                        inner.iter().map(|r| r.columns.clone()).collect::<Option<Vec<_>>>().map(|cs| cs.into_iter().flatten().collect());
+                    let mut relation = Relation { alias: None, schema: None, name: None, table: None, columns };
                     apply_alias(&mut relation, Some(alias));
                     scope.relations.push(relation);
                 }
@@ -546,15 +514,14 @@ impl Analyzer<'_, '_> {
             other => {
                 // Table functions, UNNEST, ...: columns unknown; scan their arguments.
                 let alias = match other {
-                    TableFactor::TableFunction { alias, .. }
-                    | TableFactor::Function { alias, .. }
-                    | TableFactor::UNNEST { alias, .. } => alias.as_ref(),
+                    TableFactor::TableFunction { alias, .. } | TableFactor::Function { alias, .. } | TableFactor::UNNEST { alias, .. } => {
+                        alias.as_ref()
+                    }
                     _ => None,
                 };
                 let probe = Scope { relations: scope.relations.clone(), parent: outer };
                 self.scan(other, &probe, ctes);
-                let mut relation =
-                    Relation { alias: None, schema: None, name: None, table: None, columns: None };
+                let mut relation = Relation { alias: None, schema: None, name: None, table: None, columns: None };
                 apply_alias(&mut relation, alias);
                 scope.relations.push(relation);
             }
@@ -566,19 +533,10 @@ impl Analyzer<'_, '_> {
         let columns = found.map(|t| {
             t.columns
                 .iter()
-                .map(|c| OutCol {
-                    name: c.name.clone(),
-                    origin: Some(Origin { table: t.name.clone(), column: c.name.clone() }),
-                })
+                .map(|c| OutCol { name: c.name.clone(), origin: Some(Origin { table: t.name.clone(), column: c.name.clone() }) })
                 .collect()
         });
-        Relation {
-            alias: None,
-            schema: schema.cloned(),
-            name: Some(table.to_owned()),
-            table: found.map(|t| t.name.clone()),
-            columns,
-        }
+        Relation { alias: None, schema: schema.cloned(), name: Some(table.to_owned()), table: found.map(|t| t.name.clone()), columns }
     }
 
     /// Scans the ON conditions of the joins of a FROM item (nested joins included).
@@ -610,23 +568,10 @@ impl Analyzer<'_, '_> {
                     RawKind::Plain(kind) => (value, kind.clone()),
                     RawKind::Like { negated, case_insensitive } => {
                         let Some((pattern, core)) = LikePattern::parse(&value) else { continue };
-                        (
-                            core,
-                            LiteralKind::Like {
-                                negated: *negated,
-                                case_insensitive: *case_insensitive,
-                                pattern,
-                            },
-                        )
+                        (core, LiteralKind::Like { negated: *negated, case_insensitive: *case_insensitive, pattern })
                     }
                 };
-                self.found.push(LiteralRef {
-                    range,
-                    value,
-                    kind,
-                    table: origin.table.clone(),
-                    column: origin.column.clone(),
-                });
+                self.found.push(LiteralRef { range, value, kind, table: origin.table.clone(), column: origin.column.clone() });
             }
         }
         for subquery in scanner.subqueries {
@@ -639,8 +584,7 @@ impl Analyzer<'_, '_> {
         let start = self.offsets.byte(self.sql, span.start)?;
         let end = self.offsets.byte(self.sql, span.end)?;
         let text = self.sql.get(start..end)?;
-        (text.len() >= 2 && text.starts_with('\'') && text.ends_with('\''))
-            .then_some(TextRange { start, end })
+        (text.len() >= 2 && text.starts_with('\'') && text.ends_with('\'')).then_some(TextRange { start, end })
     }
 }
 
@@ -669,20 +613,17 @@ fn projection_columns(items: &[SelectItem], scope: &Scope<'_>) -> Vec<OutCol> {
                 let parts = column_parts(expr);
                 let name = match (&parts, expr) {
                     (Some(p), _) => p.last().cloned().unwrap_or_default(),
-                    (None, Expr::Function(f)) => object_name_parts(&f.name)
-                        .and_then(|p| p.last().cloned())
-                        .unwrap_or_else(|| "?column?".to_owned()),
+                    (None, Expr::Function(f)) => {
+                        object_name_parts(&f.name).and_then(|p| p.last().cloned()).unwrap_or_else(|| "?column?".to_owned())
+                    }
                     _ => "?column?".to_owned(),
                 };
                 out.push(OutCol { name, origin: parts.and_then(|p| scope.resolve(&p)) });
             }
-            SelectItem::ExprWithAlias { expr, alias } => out.push(OutCol {
-                name: ident_name(alias),
-                origin: column_parts(expr).and_then(|p| scope.resolve(&p)),
-            }),
-            SelectItem::ExprWithAliases { aliases, .. } => {
-                out.extend(aliases.iter().map(|a| OutCol { name: ident_name(a), origin: None }))
+            SelectItem::ExprWithAlias { expr, alias } => {
+                out.push(OutCol { name: ident_name(alias), origin: column_parts(expr).and_then(|p| scope.resolve(&p)) })
             }
+            SelectItem::ExprWithAliases { aliases, .. } => out.extend(aliases.iter().map(|a| OutCol { name: ident_name(a), origin: None })),
             SelectItem::Wildcard(_) => {
                 for r in &scope.relations {
                     out.extend(r.columns.iter().flatten().cloned());
@@ -813,24 +754,14 @@ fn comparison(expr: &Expr) -> Option<RawComparison> {
                 plain(right, vec![left], kind)
             }
         }
-        Expr::InList { expr, list, negated } => {
-            plain(expr, list.iter().collect(), LiteralKind::In { negated: *negated })
-        }
+        Expr::InList { expr, list, negated } => plain(expr, list.iter().collect(), LiteralKind::In { negated: *negated }),
         Expr::AnyOp { left, compare_op: BinaryOperator::Eq, right, .. } => match right.as_ref() {
-            Expr::Array(array) => {
-                plain(left, array.elem.iter().collect(), LiteralKind::In { negated: false })
-            }
+            Expr::Array(array) => plain(left, array.elem.iter().collect(), LiteralKind::In { negated: false }),
             _ => None,
         },
-        Expr::Between { expr, negated, low, high } => {
-            plain(expr, vec![low, high], LiteralKind::Between { negated: *negated })
-        }
-        Expr::Like { negated, any: false, expr, pattern, escape_char: None } => {
-            like(expr, pattern, *negated, false)
-        }
-        Expr::ILike { negated, any: false, expr, pattern, escape_char: None } => {
-            like(expr, pattern, *negated, true)
-        }
+        Expr::Between { expr, negated, low, high } => plain(expr, vec![low, high], LiteralKind::Between { negated: *negated }),
+        Expr::Like { negated, any: false, expr, pattern, escape_char: None } => like(expr, pattern, *negated, false),
+        Expr::ILike { negated, any: false, expr, pattern, escape_char: None } => like(expr, pattern, *negated, true),
         _ => None,
     }
 }

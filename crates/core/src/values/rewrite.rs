@@ -79,8 +79,7 @@ pub fn rewrite(sql: &str, replacements: &[Replacement]) -> Result<String, Rewrit
     // The expected tree: the original with the values swapped at the same places.
     let mut expected = parse(sql)?;
     let offsets = line_starts(sql);
-    let mut by_start: HashMap<usize, &str> =
-        sorted.iter().map(|r| (r.range.start, r.text.as_str())).collect();
+    let mut by_start: HashMap<usize, &str> = sorted.iter().map(|r| (r.range.start, r.text.as_str())).collect();
     let _ = expected.visit(&mut SwapValues { sql, offsets: &offsets, by_start: &mut by_start });
     if let Some((&start, _)) = by_start.iter().next() {
         let r = sorted.iter().find(|r| r.range.start == start).expect("a requested range");

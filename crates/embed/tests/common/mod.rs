@@ -20,6 +20,5 @@ pub fn model_dir() -> PathBuf {
 /// Loads the embedder from [`model_dir`], failing the test with the loader's message.
 pub fn embedder() -> pg_ask_embed::Embedder {
     let dir = model_dir();
-    pg_ask_embed::Embedder::load(&dir)
-        .unwrap_or_else(|e| panic!("cannot load the model from {}: {e}", dir.display()))
+    pg_ask_embed::Embedder::load(&dir).unwrap_or_else(|e| panic!("cannot load the model from {}: {e}", dir.display()))
 }
