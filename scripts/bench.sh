@@ -10,6 +10,11 @@
 #   values  value memory: lookups against 1,000,000 values, local embeddings, a 100k-value
 #           build (not part of `all`: it needs ~20 minutes and a 2 GB shared_buffers restart)
 #   schema  schema selection memory on 200 tables: prompt size, selection time (not in `all`)
+#   real [MODEL...]  real models on llama-server (scripts/llm.sh; default: smollm2 gemma3) answer
+#           the sample's question suite and 4 defog questions per database through CALL
+#           ask.evaluate: EX, SQL read from replies, tokens, time split, tokens/s (not in `all`;
+#           tens of minutes per model). PG_ASK_REAL_CORPUS=DIR also keeps every reply.
+#           Built in debug unless PG_ASK_RELEASE=1: the model's time dwarfs pg_ask's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -19,11 +24,14 @@ PORT=${PG_ASK_BENCH_PORT:-55440}
 MODE=${1:-all}
 # shellcheck source=scripts/cluster.sh
 source scripts/cluster.sh
-trap 'cluster_stop "$WORK/db"' EXIT
+trap 'cluster_stop "$WORK/db"; if [ "$MODE" = real ]; then bash scripts/llm.sh stop >/dev/null 2>&1 || true; fi' EXIT
+export PG_ASK_LLM_PORT=${PG_ASK_LLM_BENCH_PORT:-47813} PG_ASK_LLM_RUN=$WORK/llm
 
-cargo pgrx install --release -p pg_ask --pg-config /usr/lib/postgresql/15/bin/pg_config >/dev/null
+PROFILE=(--release); OUT=release
+if [ "$MODE" = real ] && [ "${PG_ASK_RELEASE:-0}" != 1 ]; then PROFILE=(); OUT=debug; fi
+cargo pgrx install "${PROFILE[@]}" -p pg_ask --pg-config /usr/lib/postgresql/15/bin/pg_config >/dev/null
 cluster_start "$WORK/db" "$PORT"
-cargo build -q --release -p pg_ask_bench --bins
+cargo build -q "${PROFILE[@]}" -p pg_ask_bench --bins
 export PG_ASK_IT_HOST=$WORK PG_ASK_IT_PORT=$PORT
 
 if [ "$MODE" = all ] || [ "$MODE" = ask ]; then
@@ -74,4 +82,13 @@ fi
 if [ "$MODE" = schema ]; then
   echo "== schema selection memory (200 tables)"
   "$CARGO_TARGET_DIR/release/bench_schema"
+fi
+
+if [ "$MODE" = real ]; then
+  shift || true
+  models=("$@"); [ ${#models[@]} -gt 0 ] || models=(smollm2 gemma3)
+  for model in "${models[@]}"; do
+    echo "== real model: $model"
+    PG_ASK_LLM_URL=$(bash scripts/llm.sh start "$model") PG_ASK_LLM_MODEL=$model "$CARGO_TARGET_DIR/$OUT/bench_real"
+  done
 fi

@@ -4,9 +4,10 @@
 #
 #   scripts/run.sh [start]      build and install pg_ask, start the server (or reuse the running
 #                               one), create the database pg_ask_demo, create the extension and
-#                               load sample/sample.sql into it if it is not there yet
+#                               load sample/sample.sql into it if it is not there yet; start the
+#                               local LLM (scripts/llm.sh) and point pg_ask_demo at it
 #   scripts/run.sh status       say whether the server runs, where, and what pg_ask_demo holds
-#   scripts/run.sh stop         stop the server (the data stays for the next start)
+#   scripts/run.sh stop         stop the server and the local LLM (the data stays for the next start)
 #   scripts/run.sh psql [ARGS]  open psql on pg_ask_demo as postgres
 #
 # Environment:
@@ -14,6 +15,8 @@
 #   PG_ASK_PORT=5433                    port; the socket is in /tmp, TCP listens on localhost only
 #   PG_ASK_RELEASE=1                    build the extension with --release
 #   PG_ASK_RELOAD_SAMPLE=1              drop and reload the sample tables even if present
+#   PG_ASK_LLM=smollm2                  the local model to start: smollm2, gemma3, or none (leave
+#                                       the LLM settings alone, e.g. for Ollama or a hosted API)
 #   PG_ASK_RECREATE=1                   DROP EXTENSION pg_ask CASCADE and create it again (after
 #                                       changing its SQL without a new version)
 #
@@ -66,6 +69,8 @@ pg() {
 # 1. Build and install the extension ------------------------------------------------------------
 install_extension() {
   export PATH="$HOME/.cargo/bin:$PATH"
+  # The same compiled tree as scripts/test.sh and scripts/bench.sh: one build serves all three.
+  export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/cache/pg_ask/target}
   command -v cargo >/dev/null || die "cargo not found in $HOME/.cargo/bin or PATH; run: bash scripts/setup.sh"
   cargo pgrx --version >/dev/null 2>&1 || die "cargo-pgrx is not installed; run: bash scripts/setup.sh"
   [ -s "${PGRX_HOME:-$HOME/.pgrx}/config.toml" ] || die "cargo pgrx init has not run; run: bash scripts/setup.sh"
@@ -189,6 +194,32 @@ index_values() {
   done
 }
 
+# 4. The local LLM -------------------------------------------------------------------------------
+# Start llama-server with a small model and point pg_ask_demo at it, unless the database was
+# pointed elsewhere by hand (then its settings stay).
+LLM=${PG_ASK_LLM:-smollm2}
+LLM_URL=""
+start_llm() {
+  [ "$LLM" = none ] && return 0
+  if ! LLM_URL=$(bash "$REPO/scripts/llm.sh" start "$LLM"); then
+    note "the local LLM did not start (see above); run bash scripts/setup.sh, or set PG_ASK_LLM=none and point pg_ask at another LLM"
+    LLM_URL=""
+    return 0
+  fi
+  local current
+  current=$(pg -d postgres -Atc "SELECT s FROM pg_db_role_setting r JOIN pg_database d ON d.oid = r.setdatabase,
+                                   unnest(r.setconfig) s WHERE d.datname = '$DB' AND r.setrole = 0 AND s LIKE 'ask.base_url=%'")
+  current=${current#ask.base_url=}
+  if [ -n "$current" ] && [ "$current" != "$LLM_URL" ]; then
+    note "$DB has ask.base_url = $current (set by hand): left as it is; the local LLM listens on $LLM_URL"
+    return 0
+  fi
+  say "pointing $DB at the local LLM ($LLM at $LLM_URL)"
+  pg -d postgres -c "ALTER DATABASE $DB SET ask.provider = 'openai'" \
+     -c "ALTER DATABASE $DB SET ask.base_url = '$LLM_URL'" \
+     -c "ALTER DATABASE $DB SET ask.model = '$LLM'"
+}
+
 # Connection help ---------------------------------------------------------------------------------
 print_help() {
   local port sock
@@ -202,7 +233,8 @@ Connect (as root or postgres; the sample role ask_reader may read only cities an
     psql -h $sock -p $port -U ask_reader $DB
     scripts/run.sh psql
 
-Point pg_ask at an LLM (settings apply to new sessions; ask.api_key is superuser-only), e.g. a
+$(if [ -n "$LLM_URL" ]; then printf '%s\n' "pg_ask in $DB asks the local model $LLM at $LLM_URL (a tiny model: expect wrong SQL" "often; scripts/llm.sh stop stops it, PG_ASK_LLM=gemma3 starts the other one)." ""; fi)
+Point pg_ask at another LLM (settings apply to new sessions; ask.api_key is superuser-only), e.g. a
 local Ollama through its OpenAI-compatible API:
     ALTER DATABASE $DB SET ask.provider = 'openai';
     ALTER DATABASE $DB SET ask.base_url = 'http://localhost:11434/v1';
@@ -238,10 +270,12 @@ cmd_start() {
   init_cluster
   start_server
   prepare_database
+  start_llm
   print_help
 }
 
 cmd_stop() {
+  bash "$REPO/scripts/llm.sh" stop || true
   if ! initialised; then
     say "no cluster in $DATA, nothing to stop"
   elif ! running; then

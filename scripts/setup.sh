@@ -20,7 +20,7 @@ export DEBIAN_FRONTEND=noninteractive
 
 # 1. Debian packages ----------------------------------------------------------------------------
 PKGS=(postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR postgresql-contrib libclang-dev clang
-      build-essential pkg-config sudo ca-certificates unzip python3 python3-pip python3-venv curl)
+      build-essential pkg-config sudo ca-certificates unzip python3 python3-pip python3-venv curl cmake)
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -109,5 +109,9 @@ if [ ! -f "$MODEL_DIR/model.safetensors" ] || [ ! -f "$MODEL_DIR/tokenizer.json"
 else
   say "model weights present in $MODEL_DIR"
 fi
+
+# 6. A real local LLM: llama.cpp's llama-server and two small models -----------------------------
+# Built once and kept in /var/cache/pg_ask/llm (scripts/llm.sh install checks each part).
+bash "$(dirname "$0")/llm.sh" install
 
 say "set-up complete"

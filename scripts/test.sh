@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Run every test of pg_ask, as root, on a machine prepared by scripts/setup.sh:
-#   1. plain `cargo test` of the core and the stand-in LLM server,
+#   0. formatting (cargo fmt --check), and that crates/deps is what cargo hakari generates
+#      (where cargo-hakari is installed),
+#   1. plain `cargo test` of the core and the stand-in LLM server, then clippy with -D warnings,
 #   2. the in-backend #[pg_test] tests (cargo pgrx test),
 #   3. the golden SQL tests (tests/pg_regress: sql/ input, expected/ output, run by pg_regress),
-#   4. the client-side integration tests (tests/client/) against a PostgreSQL 15 with pg_ask.
+#   4. the client-side integration tests (tests/client/) against a PostgreSQL 15 with pg_ask,
+#      with the stand-in LLM and with a real model (llama-server and SmolLM2-135M, scripts/llm.sh).
 # PostgreSQL always runs as the `postgres` user (initdb refuses root).
 set -euo pipefail
 
@@ -26,12 +29,20 @@ source scripts/cluster.sh
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  if [ -n "${LLM_STARTED:-}" ]; then bash scripts/llm.sh stop >/dev/null 2>&1 || true; fi
   cluster_stop "$WORK/it"
 }
 trap cleanup EXIT
 
-step "1/4 core, embedding and stand-in tests"
+step "0/4 formatting"
+cargo fmt --all --check
+if cargo hakari --version >/dev/null 2>&1; then
+  cargo hakari generate --diff || { echo "crates/deps is out of date: run cargo hakari generate"; exit 1; }
+fi
+
+step "1/4 core, embedding and stand-in tests; lints"
 cargo test -p pg_ask_core -p pg_ask_embed -p llm-standin
+cargo clippy -q --workspace --all-targets --features pg_ask/pg_test -- -D warnings
 
 step "2/4 in-backend tests (cargo pgrx test)"
 cargo pgrx test pg15 -p pg_ask --runas postgres --pgdata "$WORK/pgrx"
@@ -53,7 +64,12 @@ if ! "$($PG_CONFIG --pkglibdir)/pgxs/src/test/regress/pg_regress" \
   exit 1
 fi
 
-step "4/4 client integration tests"
+step "4/4 client integration tests (stand-in and real model)"
+# A server of the tests' own (port and run directory), apart from one scripts/run.sh started.
+export PG_ASK_LLM_PORT=${PG_ASK_LLM_TEST_PORT:-47812} PG_ASK_LLM_RUN=$WORK/llm
+LLM_STARTED=1
+PG_ASK_LLM_URL=$(bash scripts/llm.sh start smollm2)
+export PG_ASK_LLM_URL PG_ASK_LLM_MODEL=smollm2
 PG_ASK_IT_HOST=$WORK PG_ASK_IT_PORT=$IT_PORT cargo test -p pg_ask_it -- --test-threads 4
 
 step "all tests passed"

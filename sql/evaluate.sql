@@ -58,12 +58,14 @@ CREATE TABLE eval_results (
     ms                  double precision NOT NULL,
     judge_ms            double precision NOT NULL,
     evaluated_at        timestamptz NOT NULL DEFAULT clock_timestamp(),
+    trace               jsonb,
     PRIMARY KEY (owner, suite, run_label, qno),
     FOREIGN KEY (owner, suite, run_label) REFERENCES eval_runs ON DELETE CASCADE,
     FOREIGN KEY (owner, suite, qno) REFERENCES eval_questions ON DELETE CASCADE
 );
 COMMENT ON TABLE eval_results IS 'One row per question of a run: the SQL ask.sql() produced, whether it returned a gold result (EX), tokens and milliseconds.';
 COMMENT ON COLUMN eval_results.outcome IS 'correct, wrong_result, prediction_error (no SQL, refused, failed), gold_failed (no gold query could run: left out of EX)';
+COMMENT ON COLUMN eval_results.trace IS 'the question''s pipeline trace, as ask.explain() shows it: every LLM call with its reply and tokens, the guard''s and value correction''s decisions, executions';
 COMMENT ON COLUMN eval_results.matched_alternative IS '1-based number of the gold alternative the prediction matched';
 COMMENT ON COLUMN eval_results.ms IS 'milliseconds to produce the prediction, its LLM calls included';
 COMMENT ON COLUMN eval_results.judge_ms IS 'milliseconds to run the prediction and the gold SQL and compare them';

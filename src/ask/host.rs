@@ -26,9 +26,15 @@ impl BackendHost {
         BackendHost { llm, limits: guard::Limits { row_limit: gucs::row_limit(), timeout_ms: gucs::statement_timeout_ms() } }
     }
 
-    /// The description of every table the caller may read.
+    /// Without a schema selection memory: the tables the caller may read in the schemas on
+    /// its `search_path`, or every table it may read when those schemas hold none. (A model
+    /// shown every schema of a database queries the wrong schema's tables; the search_path
+    /// says which ones the caller means.)
     fn describe_readable(&self) -> Result<String, String> {
-        Ok(pg_ask_core::schema::render(&schema::readable_tables()?))
+        let tables = schema::readable_tables()?;
+        let path = schema::search_path_schemas()?;
+        let on_path: Vec<_> = tables.iter().filter(|t| path.contains(&t.schema)).cloned().collect();
+        Ok(pg_ask_core::schema::render(if on_path.is_empty() { &tables } else { &on_path }))
     }
 }
 

@@ -112,6 +112,35 @@ mod tests {
     }
 
     #[pg_test]
+    fn without_a_selection_memory_the_search_path_schemas_are_described() {
+        setup();
+        Spi::run(
+            "CREATE SCHEMA ask_test_zoo; CREATE TABLE ask_test_zoo.animals (id int PRIMARY KEY, species text);
+             CREATE SCHEMA ask_test_farm; CREATE TABLE ask_test_farm.crops (id int PRIMARY KEY, crop text);",
+        )
+        .unwrap();
+        let s = llm(Script::reply_always("SELECT count(*) FROM ask_test_zoo.animals"));
+        // Only the zoo is on the path: only its table is described.
+        Spi::run("SET search_path = ask_test_zoo").unwrap();
+        let _ = Spi::get_one::<String>("SELECT ask.sql('how many animals?')");
+        let prompt = s.requests()[0].prompt.clone();
+        assert!(prompt.contains("TABLE ask_test_zoo.animals"), "{prompt}");
+        assert!(!prompt.contains("crops") && !prompt.contains("public.cities"), "{prompt}");
+        // Two schemas on the path: both.
+        Spi::run("SET search_path = ask_test_zoo, ask_test_farm").unwrap();
+        let _ = Spi::get_one::<String>("SELECT ask.sql('how many animals?')");
+        let prompt = s.requests()[1].prompt.clone();
+        assert!(prompt.contains("TABLE ask_test_zoo.animals") && prompt.contains("TABLE ask_test_farm.crops"), "{prompt}");
+        assert!(!prompt.contains("public.cities"), "{prompt}");
+        // A path whose schemas hold no readable table: every readable table.
+        Spi::run("CREATE SCHEMA ask_test_empty; SET search_path = ask_test_empty").unwrap();
+        let _ = Spi::get_one::<String>("SELECT ask.sql('how many animals?')");
+        let prompt = s.requests()[2].prompt.clone();
+        assert!(prompt.contains("ask_test_zoo.animals") && prompt.contains("ask_test_farm.crops") && prompt.contains("public.cities"), "{prompt}");
+        Spi::run("RESET search_path").unwrap();
+    }
+
+    #[pg_test]
     fn no_readable_tables_is_a_clear_error() {
         Spi::run("CREATE ROLE ask_test_nobody").unwrap();
         let _llm = llm(Script::reply_always("SELECT 1"));

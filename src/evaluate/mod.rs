@@ -10,6 +10,7 @@
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
 
+use crate::llm::batch;
 use std::time::Instant;
 
 use pgrx::datum::DatumWithOid;
@@ -306,16 +307,10 @@ fn evaluate_step(suite: &str, run_label: &str, batch: default!(Option<i32>, "NUL
     // 2. All of them at once, at most ask.concurrency in flight, grouped by stage for the
     //    ledger (a first call is "generate", or "plan" when several schemas are candidates).
     let mut prefetched: Vec<Option<Prefetched>> = vec![None; pending.len()];
-    let mut stages: Vec<&'static str> = captured.iter().flatten().map(|(s, _)| *s).collect();
-    stages.sort_unstable();
-    stages.dedup();
-    for stage in stages {
-        let members: Vec<usize> = (0..pending.len()).filter(|&i| captured[i].as_ref().is_some_and(|(s, _)| *s == stage)).collect();
-        let reqs: Vec<ChatRequest> = members.iter().map(|&i| captured[i].as_ref().expect("a member").1.clone()).collect();
-        let replies = llm::chat_many(&backend.llm, stage, reqs.clone(), concurrency);
-        for ((i, request), (reply, took)) in members.into_iter().zip(reqs).zip(replies) {
-            prefetched[i] = Some(Prefetched { request, reply, took });
-        }
+    let jobs: Vec<(usize, &'static str, ChatRequest)> =
+        captured.into_iter().enumerate().filter_map(|(i, c)| c.map(|(stage, request)| (i, stage, request))).collect();
+    for sent in batch::send(&backend.llm, jobs, concurrency) {
+        prefetched[sent.job] = Some(Prefetched { request: sent.request, reply: sent.reply, took: sent.took });
     }
 
     // 3. Each pipeline for real, served the prefetched reply; then judged.
@@ -335,6 +330,7 @@ fn evaluate_step(suite: &str, run_label: &str, batch: default!(Option<i32>, "NUL
             Err((_, t)) => t,
         };
         let (tokens, calls, attempts) = (trace.prompt_tokens + trace.completion_tokens, trace.llm_calls, trace.attempts);
+        let trace_json = gucs::scrub_json(serde_json::to_value(trace).unwrap_or_default());
         if let Err((e, _)) = &outcome {
             stop_on_service_failure(e);
         }
@@ -378,7 +374,7 @@ fn evaluate_step(suite: &str, run_label: &str, batch: default!(Option<i32>, "NUL
         });
         let judge_ms = judge_started.elapsed().as_secs_f64() * 1000.0;
         let outcome_word = serde_json::to_value(record.outcome).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-        let args: [DatumWithOid; 13] = [
+        let args: [DatumWithOid; 14] = [
             suite.into(),
             run_label.into(),
             q.qno.into(),
@@ -392,11 +388,12 @@ fn evaluate_step(suite: &str, run_label: &str, batch: default!(Option<i32>, "NUL
             (tokens.min(i64::MAX as u64) as i64).into(),
             ms.into(),
             judge_ms.into(),
+            JsonB(trace_json).into(),
         ];
         Spi::run_with_args(
             "INSERT INTO ask.eval_results (suite, run_label, qno, predicted_sql, ex, outcome, error,
-                 matched_alternative, attempts, llm_calls, tokens, ms, judge_ms)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+                 matched_alternative, attempts, llm_calls, tokens, ms, judge_ms, trace)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
             &args,
         )
         .unwrap_or_else(|e| crate::pg::errors::internal("a statement on pg_ask\'s tables failed", e).raise());

@@ -1,6 +1,7 @@
 //! LLM calls from a backend: one runtime and connection pool per backend, requests polled
 //! against PostgreSQL's interrupt flags, every call written to the ledger.
 
+pub(crate) mod batch;
 pub(crate) mod embeddings;
 pub(crate) mod ledger;
 #[cfg(any(test, feature = "pg_test"))]

@@ -400,6 +400,16 @@ pub fn api_key() -> Secret {
     Secret::new(string(&API_KEY))
 }
 
+/// `value` with the configured key scrubbed from every string in it (for traces stored or
+/// returned: they hold the model's replies and error texts).
+pub fn scrub_json(value: serde_json::Value) -> serde_json::Value {
+    let key = api_key();
+    if key.is_empty() {
+        return value;
+    }
+    serde_json::from_str(&key.scrub(&value.to_string())).unwrap_or(serde_json::Value::Null)
+}
+
 fn same_url(a: &str, b: &str) -> bool {
     a.trim().trim_end_matches('/') == b.trim().trim_end_matches('/')
 }

@@ -78,6 +78,14 @@ pub fn readable_tables() -> Result<Vec<Table>, String> {
     tables
 }
 
+/// The schemas on the caller's `search_path` that exist (implicit ones like pg_catalog left
+/// out), quoted as the table descriptions quote them.
+pub fn search_path_schemas() -> Result<Vec<String>, String> {
+    Spi::get_one::<Vec<String>>("SELECT coalesce(array_agg(quote_ident(s)), '{}') FROM unnest(pg_catalog.current_schemas(false)) s")
+        .map(Option::unwrap_or_default)
+        .map_err(|e| e.to_string())
+}
+
 /// Announce a change of a relation's description (used by the COMMENT event trigger).
 #[pg_extern(name = "_invalidate_relation", volatile, strict, parallel_unsafe)]
 fn invalidate_relation(rel: pg_sys::Oid) {

@@ -13,12 +13,16 @@ use crate::pg::errors::raise;
 use crate::pg::gucs::{self, LlmOverrides};
 use crate::pg::identity::as_memory_owner;
 use crate::pg::subxact::{self, OnSuccess};
-use crate::shadow::{answer_json, fail_or_rethrow, outcome_of};
-use crate::{guard, llm};
+use crate::shadow::{fail_or_rethrow, outcome_of};
+use pg_ask_core::shadow::run::answer_json;
+use crate::guard;
+use crate::llm::batch;
+use crate::pg::spi::select_rows;
 use pg_ask_core::llm::LlmError;
 use pg_ask_core::shadow::delta::Encoding;
 use pg_ask_core::shadow::prompting::{parse_reply, Answer, PastCommand, Prompting, QueryKind, ReplayPrompt};
 use pg_ask_core::shadow::report::{render_html, ReportOptions, ResultRow};
+use pg_ask_core::shadow::run::{job_request, next_jobs, Job, JobRecord, Reply, Truth};
 use pg_ask_core::shadow::sampler::{sample_one, Sample, SamplerConfig, Target};
 use pg_ask_core::shadow::score::{aggregate, has_order_by, score_sample, TruthClass};
 use pg_ask_core::shadow::workload::{CommandKind, Workload};
@@ -221,13 +225,6 @@ pub(crate) fn done_count(run: i64) -> i64 {
     })
 }
 
-/// The true results of a sample, computed by PostgreSQL.
-pub(crate) struct Truth {
-    /// Succeed or Fail of every command before the query.
-    past: Vec<Answer>,
-    query: Answer,
-    query_kind: QueryKind,
-}
 
 /// Whether a workload statement may run in the scratch schema: it names no table outside it.
 pub(crate) fn scratch_safe(c: &pg_ask_core::shadow::workload::Command) -> bool {
@@ -318,14 +315,6 @@ pub(crate) fn sample_truth(w: &Workload, sample: &Sample) -> Truth {
     Truth { past, query, query_kind }
 }
 
-/// One answer to get: sample `index` in one encoding and prompting.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct Job {
-    sample: usize,
-    encoding: Encoding,
-    prompting: Prompting,
-}
-
 /// Score the next batch of pending answers of `run` and record them. Returns how many were
 /// recorded (0: the run is complete).
 #[pg_extern(volatile, parallel_unsafe)]
@@ -340,37 +329,19 @@ pub(crate) fn _benchmark_step(run: i64) -> i32 {
     })
     .unwrap_or_else(|m| crate::pg::errors::config(m).raise());
     let concurrency = gucs::concurrency();
-    let batch = (concurrency * 4).max(8);
 
-    let done: HashSet<(usize, String, String)> = as_memory_owner(|| {
-        Spi::connect(|c| {
-            let rows = c.select("SELECT sample, encoding, prompting FROM ask.benchmark_samples WHERE run_id = $1", None, &[run.into()])?;
-            let mut out = HashSet::new();
-            for row in rows {
-                out.insert((
-                    row.get::<i32>(1)?.unwrap_or(0) as usize,
-                    row.get::<String>(2)?.unwrap_or_default(),
-                    row.get::<String>(3)?.unwrap_or_default(),
-                ));
-            }
-            Ok::<_, pgrx::spi::Error>(out)
+    let done: HashSet<Job> = as_memory_owner(|| {
+        select_rows("SELECT sample, encoding, prompting FROM ask.benchmark_samples WHERE run_id = $1", &[run.into()], |row| {
+            Some(Job {
+                sample: row.get::<i32>(1).ok()?? as usize,
+                encoding: row.get::<String>(2).ok()??.parse().ok()?,
+                prompting: row.get::<String>(3).ok()??.parse().ok()?,
+            })
         })
     })
-    .unwrap_or_else(|e| internal("could not read the finished answers", e));
-
-    let mut jobs = Vec::with_capacity(batch);
-    'all: for sample in 0..r.config.samples {
-        for &encoding in &r.encodings {
-            for &prompting in &r.promptings {
-                if !done.contains(&(sample, encoding.as_str().to_string(), prompting.as_str().to_string())) {
-                    jobs.push(Job { sample, encoding, prompting });
-                    if jobs.len() == batch {
-                        break 'all;
-                    }
-                }
-            }
-        }
-    }
+    .into_iter()
+    .collect();
+    let jobs = next_jobs(r.config.samples, &r.encodings, &r.promptings, &done, (concurrency * 4).max(8));
     if jobs.is_empty() {
         return 0;
     }
@@ -393,91 +364,24 @@ pub(crate) fn _benchmark_step(run: i64) -> i32 {
     let schemas: HashMap<Encoding, Vec<String>> = r.encodings.iter().map(|&e| (e, w.schema(e))).collect();
     let requests = jobs
         .iter()
-        .map(|job| {
+        .map(|&job| {
             let (sample, truth) = &drawn[&(job.sample, job.encoding)];
-            let text = |c: &pg_ask_core::shadow::sampler::CommandRef| c.resolve(&w).and_then(|c| c.text(job.encoding)).unwrap_or_default();
-            let history: Vec<PastCommand> = sample
-                .commands
-                .iter()
-                .zip(&truth.past)
-                .map(|(c, result)| PastCommand { command: text(c), result: Some(result.clone()) })
-                .collect();
-            let query = text(&sample.query);
-            ReplayPrompt {
-                encoding: job.encoding,
-                prompting: job.prompting,
-                schema: &schemas[&job.encoding],
-                history: &history,
-                query: &query,
-                initially_empty: true,
-                texts: None,
-            }
-            .build()
-            .unwrap_or_else(|e| internal("could not build the prompt", e))
+            let request = job_request(&w, &schemas[&job.encoding], job, sample, truth)
+                .unwrap_or_else(|e| internal("could not build the prompt", e));
+            (job, "benchmark", request)
         })
         .collect();
-    let answers = llm::chat_many(&cfg, "benchmark", requests, concurrency);
-
-    let mut recorded = 0;
-    let mut unreachable: Option<LlmError> = None;
-    for (job, (result, took)) in jobs.iter().zip(answers) {
-        let (sample, truth) = &drawn[&(job.sample, job.encoding)];
-        let query_cmd = sample.query.resolve(&w).expect("drawn from the workload");
-        let (reply, answer, error, score, pt, ct) = match result {
-            Ok(resp) => {
-                let parsed = parse_reply(&resp.content, truth.query_kind);
-                let ordered = query_cmd.sql().is_some_and(has_order_by);
-                let score = score_sample(&truth.query, parsed.as_ref().ok(), ordered);
-                let error = parsed.as_ref().err().map(|e| e.to_string());
-                (Some(resp.content), parsed.ok().map(|a| answer_json(&a)), error, score, resp.prompt_tokens, resp.completion_tokens)
-            }
-            // The service failed (unreachable, refusing, not speaking its protocol): not the
-            // model's answer. Leave the job pending (a later CALL resumes it).
-            Err(e) if e.is_service_failure() => {
-                unreachable = Some(e);
-                continue;
-            }
-            // A reply that is not a usable answer scores 0.
-            Err(e) => (None, None, Some(e.to_string()), 0.0, None, None),
+    let sent = batch::send(&cfg, requests, concurrency);
+    let resume = format!("The answers so far are kept: CALL ask.benchmark(...) again with the same arguments to resume run {run}.");
+    let recorded = batch::settle(sent, "benchmark", &resume, |s| {
+        let (sample, truth) = &drawn[&(s.job.sample, s.job.encoding)];
+        let reply = match &s.reply {
+            Ok(resp) => Reply::Text { content: &resp.content, prompt_tokens: resp.prompt_tokens, completion_tokens: resp.completion_tokens },
+            Err(e) => Reply::Unusable(e.to_string()),
         };
-        let class = TruthClass::of(&truth.query);
-        let target = sample.target;
-        as_memory_owner(|| {
-            Spi::run_with_args(
-                "INSERT INTO ask.benchmark_samples (run_id, sample, encoding, prompting, operation, category, achieved_insert_ratio,
-                     achieved_overlap, query, truth, truth_class, reply, answer, error, score, prompt_tokens, completion_tokens, ms)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
-                &[
-                    run.into(),
-                    (job.sample as i32).into(),
-                    job.encoding.as_str().into(),
-                    job.prompting.as_str().into(),
-                    target.operation().into(),
-                    target.category().map(|c| c.as_str()).into(),
-                    sample.achieved_insert_ratio.into(),
-                    sample.achieved_overlap.into(),
-                    query_cmd.text(job.encoding).unwrap_or_default().into(),
-                    JsonB(answer_json(&truth.query)).into(),
-                    class.as_str().into(),
-                    reply.into(),
-                    answer.map(JsonB).into(),
-                    error.into(),
-                    score.into(),
-                    pt.map(|t| t as i64).into(),
-                    ct.map(|t| t as i64).into(),
-                    (took.as_secs_f64() * 1000.0).into(),
-                ],
-            )
-            .unwrap_or_else(|e| internal("could not record an answer", e))
-        });
-        recorded += 1;
-    }
-    if recorded == 0 {
-        let e = unreachable.unwrap_or(LlmError::EmptyContent);
-        crate::pg::errors::from_llm(&e, "benchmark")
-            .hint(format!("The answers so far are kept: CALL ask.benchmark(...) again with the same arguments to resume run {run}."))
-            .raise();
-    }
+        insert_record(run, &JobRecord::of(&w, s.job, sample, truth, reply), s.took);
+    });
+
     let (finished, mean) = as_memory_owner(|| {
         Spi::get_two_with_args::<i64, f64>("SELECT count(*), avg(score) FROM ask.benchmark_samples WHERE run_id = $1", &[run.into()])
     })
@@ -489,7 +393,39 @@ pub(crate) fn _benchmark_step(run: i64) -> i32 {
         100.0 * finished as f64 / total.max(1) as f64,
         mean.unwrap_or(0.0)
     );
-    recorded
+    recorded as i32
+}
+
+/// One scored answer into `ask.benchmark_samples`.
+fn insert_record(run: i64, rec: &JobRecord, took: std::time::Duration) {
+    as_memory_owner(|| {
+        Spi::run_with_args(
+            "INSERT INTO ask.benchmark_samples (run_id, sample, encoding, prompting, operation, category, achieved_insert_ratio,
+                 achieved_overlap, query, truth, truth_class, reply, answer, error, score, prompt_tokens, completion_tokens, ms)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
+            &[
+                run.into(),
+                (rec.job.sample as i32).into(),
+                rec.job.encoding.as_str().into(),
+                rec.job.prompting.as_str().into(),
+                rec.operation.into(),
+                rec.category.into(),
+                rec.achieved_insert_ratio.into(),
+                rec.achieved_overlap.into(),
+                rec.query.as_str().into(),
+                JsonB(rec.truth.clone()).into(),
+                rec.truth_class.as_str().into(),
+                rec.reply.clone().into(),
+                rec.answer.clone().map(JsonB).into(),
+                rec.error.clone().into(),
+                rec.score.into(),
+                rec.prompt_tokens.map(|t| t as i64).into(),
+                rec.completion_tokens.map(|t| t as i64).into(),
+                (took.as_secs_f64() * 1000.0).into(),
+            ],
+        )
+        .unwrap_or_else(|e| internal("could not record an answer", e))
+    });
 }
 
 /// Mark a run done and report its scores per operation.

@@ -11,6 +11,7 @@ use crate::{guard, llm};
 use pg_ask_core::shadow::delta::{DeltaEntry, Encoding, Operation, TableName};
 use pg_ask_core::shadow::prompting::{parse_reply, Answer, PastCommand, Prompting, QueryKind, ReplayPrompt};
 use pg_ask_core::shadow::replay::{query_kind, table_text, ColumnDef};
+use pg_ask_core::shadow::run::{answer_json, Scored};
 use pg_ask_core::shadow::score::{has_order_by, score_sample};
 use pgrx::heap_tuple::PgHeapTuple;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
@@ -127,13 +128,6 @@ pub(crate) fn fail_or_rethrow(e: CaughtError) -> Answer {
     }
 }
 
-pub(crate) fn answer_json(a: &Answer) -> Value {
-    match a {
-        Answer::Rows(rows) => Value::Array(rows.iter().map(|r| Value::Array(r.clone())).collect()),
-        Answer::Succeed => json!("Succeed"),
-        Answer::Fail => json!("Fail"),
-    }
-}
 
 /// Show the LLM the last `last_n` captured changes of the tables `query` reads, ask it for the
 /// query's result, run the query for real, and score the LLM's answer (the InConDB metric).
@@ -248,14 +242,14 @@ pub(crate) fn shadow_replay(
         Ok(r) => (r.content, r.prompt_tokens, r.completion_tokens),
         Err(e) => crate::pg::errors::from_llm(&e, "shadow_replay").raise(),
     };
-    let parsed = parse_reply(&reply, kind);
     let truth = true_answer(query, kind);
-    let score = score_sample(&truth, parsed.as_ref().ok(), has_order_by(query));
-    if let Err(e) = &parsed {
+    let scored = Scored::read(&reply, kind, &truth, Some(query));
+    if let Some(e) = &scored.error {
         notice!("pg_ask: the LLM's reply could not be read ({e}); it scores 0");
     }
+    let score = scored.score;
     let ms = started.elapsed().as_secs_f64() * 1000.0;
-    let llm_answer = parsed.as_ref().ok().map(answer_json);
+    let llm_answer = scored.answer.as_ref().map(answer_json);
     let tokens = match (prompt_tokens, completion_tokens) {
         (None, None) => None,
         (p, c) => Some((p.unwrap_or(0) + c.unwrap_or(0)) as i64),

@@ -1,6 +1,7 @@
 //! Building and refreshing the value memory: `ask.index_values()`, `ask.refresh_values()`,
 //! the per-column indexes, embedding in batches.
 
+use pg_ask_core::values::diff::ValueDiff;
 use super::*;
 use crate::llm::embeddings;
 use crate::pg::errors::raise;
@@ -211,21 +212,19 @@ pub(crate) fn remember_column(rel: pg_sys::Oid, name: &str, allow_rls: bool, inc
     });
     let mut removed = 0i64;
     let to_embed: Vec<(String, i64)> = if incremental {
-        let current: std::collections::HashSet<&str> = values.iter().map(|(v, _)| v.as_str()).collect();
         let stored: Vec<String> = as_memory_owner(|| {
             select_rows("SELECT value FROM ask.value_memory WHERE column_id = $1", &[column_id.into()], |r| {
                 r.get::<String>(1).ok().flatten()
             })
         });
-        let vanished: Vec<String> = stored.iter().filter(|v| !current.contains(v.as_str())).cloned().collect();
-        removed = vanished.len() as i64;
-        let stored: std::collections::HashSet<String> = stored.into_iter().collect();
+        let diff = ValueDiff::between(&stored, &values);
+        removed = diff.vanished.len() as i64;
         let vals: Vec<String> = values.iter().map(|(v, _)| v.clone()).collect();
         let freqs: Vec<i64> = values.iter().map(|(_, f)| *f).collect();
         as_memory_owner(|| {
             Spi::run_with_args(
                 "DELETE FROM ask.value_memory WHERE column_id = $1 AND value = ANY($2)",
-                &[column_id.into(), vanished.into()],
+                &[column_id.into(), diff.vanished.into()],
             )
             .unwrap();
             Spi::run_with_args(
@@ -235,7 +234,7 @@ pub(crate) fn remember_column(rel: pg_sys::Oid, name: &str, allow_rls: bool, inc
             )
             .unwrap();
         });
-        values.into_iter().filter(|(v, _)| !stored.contains(v)).collect()
+        diff.new
     } else {
         as_memory_owner(|| Spi::run_with_args("DELETE FROM ask.value_memory WHERE column_id = $1", &[column_id.into()]).unwrap());
         values

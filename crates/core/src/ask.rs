@@ -198,6 +198,9 @@ fn call(host: &mut dyn Host, trace: &mut Trace, stage: &'static str, attempt: Op
 
 /// Run the pipeline for `question` up to `goal`. On failure the trace so far comes back with
 /// the error, so `ask.explain()` can show where it stopped.
+// The trace comes back with the error (ask.explain() shows where a run stopped): once per
+// question, so its size on the stack costs nothing worth a box.
+#[allow(clippy::result_large_err)]
 pub fn run(host: &mut dyn Host, question: &str, cfg: &AskConfig, goal: Goal) -> Result<Outcome, (AskError, Trace)> {
     run_with_context(host, question, None, cfg, goal)
 }
@@ -206,6 +209,7 @@ pub fn run(host: &mut dyn Host, question: &str, cfg: &AskConfig, goal: Goal) -> 
 /// [`Goal::Answer`], the LLM first decides whether the context answers the question (seed 001
 /// A.1); when it does, that answer is the outcome and no SQL runs. Otherwise, and for the
 /// other goals, the context is ignored.
+#[allow(clippy::result_large_err)]
 pub fn run_with_context(
     host: &mut dyn Host,
     question: &str,
@@ -326,6 +330,9 @@ fn generate_and_run(
     let mut req = prompt::sql_request(question, schema);
     let max_attempts = cfg.max_attempts.max(1);
     let mut last: Option<AskError> = None;
+    // Statements that already failed or were refused, white space folded: a repair that
+    // writes one of them again would fail the same way, so it is not run again.
+    let mut tried: Vec<(String, u32)> = Vec::new();
     for attempt in 1..=max_attempts {
         trace.attempts += 1;
         let reply = match (attempt, draft) {
@@ -340,23 +347,50 @@ fn generate_and_run(
                 last = Some(AskError::NoSql { attempts: attempt, reply: reply.chars().take(300).collect() });
                 "the reply contained no SQL query".to_string()
             }
-            Some(sql) => match guarded_execute(host, trace, attempt, step, &sql) {
-                Ok(done) => return Ok(done),
-                Err(failure) => {
-                    let text = failure.for_llm();
-                    last = Some(match failure {
-                        ExecFailure::Refused { reason } => AskError::Refused { attempts: attempt, reason, sql },
-                        ExecFailure::Error { sqlstate, message, .. } => AskError::Failed { attempts: attempt, sqlstate, message, sql },
-                    });
-                    text
+            Some(sql) => {
+                let folded = fold_space(&sql);
+                if let Some(&(_, first)) = tried.iter().find(|(s, _)| *s == folded) {
+                    let mut st = StageTrace::new(stage::GUARD, with_step(json!({"sql": sql}), step));
+                    st.attempt = Some(attempt);
+                    st.output = json!({"allowed": false, "reason": "repeats_failed", "first_attempt": first});
+                    st.error = Some(format!("the same statement failed in attempt {first}; it is not run again"));
+                    trace.push(st);
+                    return Err(with_attempts(last.unwrap_or(AskError::NoSql { attempts: attempt, reply: String::new() }), attempt));
                 }
-            },
+                tried.push((folded, attempt));
+                match guarded_execute(host, trace, attempt, step, &sql) {
+                    Ok(done) => return Ok(done),
+                    Err(failure) => {
+                        let text = failure.for_llm();
+                        last = Some(match failure {
+                            ExecFailure::Refused { reason } => AskError::Refused { attempts: attempt, reason, sql },
+                            ExecFailure::Error { sqlstate, message, .. } => AskError::Failed { attempts: attempt, sqlstate, message, sql },
+                        });
+                        text
+                    }
+                }
+            }
         };
         if attempt < max_attempts {
             req = prompt::repair_request(&req, &reply, &failure);
         }
     }
     Err(last.unwrap_or(AskError::NoSql { attempts: max_attempts, reply: String::new() }))
+}
+
+/// `sql` with every run of white space made one space, for comparing statements.
+fn fold_space(sql: &str) -> String {
+    sql.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `e` as it stands after `attempts` attempts.
+fn with_attempts(e: AskError, attempts: u32) -> AskError {
+    match e {
+        AskError::NoSql { reply, .. } => AskError::NoSql { attempts, reply },
+        AskError::Refused { reason, sql, .. } => AskError::Refused { attempts, reason, sql },
+        AskError::Failed { sqlstate, message, sql, .. } => AskError::Failed { attempts, sqlstate, message, sql },
+        other => other,
+    }
 }
 
 /// One executed step of a retrieval plan.
@@ -567,10 +601,12 @@ mod tests {
     use super::*;
     use std::collections::VecDeque;
 
+    type Executor = Box<dyn FnMut(&str) -> Result<ResultSet, ExecFailure>>;
+
     /// A host with scripted LLM replies and a fake executor.
     struct Scripted {
         replies: VecDeque<Result<String, LlmError>>,
-        exec: Box<dyn FnMut(&str) -> Result<ResultSet, ExecFailure>>,
+        exec: Executor,
         seen: Vec<(&'static str, ChatRequest)>,
         executed: Vec<String>,
     }
@@ -652,6 +688,21 @@ mod tests {
         assert_eq!(repair.0, "repair");
         let last = &repair.1.messages.last().unwrap().content;
         assert!(last.contains("column \"nme\" does not exist") && last.contains("HINT: Perhaps"), "{last}");
+    }
+
+    #[test]
+    fn a_repair_that_repeats_a_failed_statement_ends_without_running_it_again() {
+        // The second reply is the first statement with other line breaks and spacing.
+        let mut h = Scripted::new(&["```sql\nSELECT nme FROM public.restaurants\n```", "SELECT  nme\n  FROM public.restaurants;", "unused"]);
+        h.exec = Box::new(|_| {
+            Err(ExecFailure::Error { sqlstate: "42703".into(), message: "column \"nme\" does not exist".into(), detail: None, hint: None })
+        });
+        let (err, trace) = run(&mut h, "q", &cfg(), Goal::Rows).unwrap_err();
+        assert!(matches!(&err, AskError::Failed { attempts: 2, sqlstate, .. } if sqlstate == "42703"), "{err:?}");
+        assert_eq!(h.executed.len(), 1, "the repeated statement ran again: {:?}", h.executed);
+        assert_eq!(trace.llm_calls, 2, "no third call after the repeat");
+        let repeat = trace.stages.iter().find(|s| s.output["reason"] == "repeats_failed").expect("the repeat is in the trace");
+        assert_eq!((repeat.attempt, repeat.output["first_attempt"].clone()), (Some(2), json!(1)));
     }
 
     #[test]

@@ -45,16 +45,42 @@ impl Message {
     }
 }
 
-/// One chat request: a system prompt and the conversation so far.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One chat request: a system prompt and the conversation so far, and where its stage's
+/// answer ends.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct ChatRequest {
     pub system: String,
     pub messages: Vec<Message>,
+    /// Completion tokens the stage's answer needs at most; the smaller of this and
+    /// `ask.max_tokens` is sent. `None`: `ask.max_tokens`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// Texts at which the stage's answer is complete: the server stops generating there (and
+    /// leaves the text out of the reply). At most four (OpenAI's limit).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stop: Vec<String>,
 }
 
 impl ChatRequest {
     pub fn new(system: impl Into<String>, user: impl Into<String>) -> ChatRequest {
-        ChatRequest { system: system.into(), messages: vec![Message::user(user)] }
+        ChatRequest { system: system.into(), messages: vec![Message::user(user)], ..Default::default() }
+    }
+
+    /// The same request, asking for at most `tokens` completion tokens.
+    pub fn limit(mut self, tokens: u32) -> ChatRequest {
+        self.max_tokens = Some(tokens);
+        self
+    }
+
+    /// The same request, ending generation at any of `stop`.
+    pub fn stop_at(mut self, stop: &[&str]) -> ChatRequest {
+        self.stop = stop.iter().take(4).map(|s| s.to_string()).collect();
+        self
+    }
+
+    /// Completion tokens to ask for, given the configured limit.
+    pub fn completion_limit(&self, configured: u32) -> u32 {
+        self.max_tokens.map_or(configured, |m| m.min(configured))
     }
 
     /// Characters of prompt text, a cheap size measure for traces.

@@ -41,18 +41,19 @@ fn messages_json(req: &ChatRequest, inline_system: bool) -> Vec<Value> {
 
 /// The JSON body of a chat request.
 pub fn request_body(cfg: &LlmConfig, req: &ChatRequest) -> Value {
-    match cfg.provider {
+    let max_tokens = req.completion_limit(cfg.max_tokens);
+    let mut body = match cfg.provider {
         Provider::OpenAi => json!({
             "model": cfg.model,
             "messages": messages_json(req, true),
             "temperature": cfg.temperature,
-            "max_tokens": cfg.max_tokens,
+            "max_tokens": max_tokens,
             "stream": false,
         }),
         Provider::Anthropic => {
             let mut body = json!({
                 "model": cfg.model,
-                "max_tokens": cfg.max_tokens,
+                "max_tokens": max_tokens,
                 "temperature": cfg.temperature,
                 "messages": messages_json(req, false),
             });
@@ -65,9 +66,17 @@ pub fn request_body(cfg: &LlmConfig, req: &ChatRequest) -> Value {
             "model": cfg.model,
             "messages": messages_json(req, true),
             "stream": false,
-            "options": {"temperature": cfg.temperature, "num_predict": cfg.max_tokens},
+            "options": {"temperature": cfg.temperature, "num_predict": max_tokens},
         }),
+    };
+    if !req.stop.is_empty() {
+        match cfg.provider {
+            Provider::OpenAi => body["stop"] = json!(req.stop),
+            Provider::Anthropic => body["stop_sequences"] = json!(req.stop),
+            Provider::Ollama => body["options"]["stop"] = json!(req.stop),
+        }
     }
+    body
 }
 
 /// Parse a JSON body, telling a cut-off body from one that is not JSON at all.
@@ -185,7 +194,11 @@ mod tests {
     }
 
     fn req() -> ChatRequest {
-        ChatRequest { system: "sys".into(), messages: vec![Message::user("q"), Message::assistant("a"), Message::user("q2")] }
+        ChatRequest {
+            system: "sys".into(),
+            messages: vec![Message::user("q"), Message::assistant("a"), Message::user("q2")],
+            ..Default::default()
+        }
     }
 
     #[test]
@@ -214,6 +227,24 @@ mod tests {
         assert_eq!(b["stream"], false);
         assert_eq!(b["options"]["num_predict"], 77);
         assert_eq!(b["messages"][0]["role"], "system");
+    }
+
+    #[test]
+    fn a_stages_limit_and_stops_reach_every_protocol() {
+        let r = req().limit(20).stop_at(&["\n```\n", "END"]);
+        let o = request_body(&cfg(Provider::OpenAi), &r);
+        assert_eq!((o["max_tokens"].clone(), o["stop"].clone()), (json!(20), json!(["\n```\n", "END"])));
+        let a = request_body(&cfg(Provider::Anthropic), &r);
+        assert_eq!((a["max_tokens"].clone(), a["stop_sequences"].clone()), (json!(20), json!(["\n```\n", "END"])));
+        let l = request_body(&cfg(Provider::Ollama), &r);
+        assert_eq!((l["options"]["num_predict"].clone(), l["options"]["stop"].clone()), (json!(20), json!(["\n```\n", "END"])));
+        // The configured limit is a ceiling: a stage never asks for more.
+        assert_eq!(request_body(&cfg(Provider::OpenAi), &req().limit(500))["max_tokens"], 77);
+        // No stops: no field (some servers refuse an empty list).
+        assert!(request_body(&cfg(Provider::OpenAi), &req()).get("stop").is_none());
+        assert!(request_body(&cfg(Provider::Anthropic), &req()).get("stop_sequences").is_none());
+        // At most four, OpenAI's limit.
+        assert_eq!(req().stop_at(&["a", "b", "c", "d", "e"]).stop.len(), 4);
     }
 
     #[test]

@@ -37,6 +37,7 @@ Reply with the JSON object and nothing else.";
 pub fn context_request(question: &str, context: &str) -> ChatRequest {
     let context: String = context.trim().chars().take(MAX_CONTEXT_CHARS).collect();
     ChatRequest::new(CONTEXT_SYSTEM, format!("<context>\n{}\n</context>\n\n<question>{}</question>", data(&context), data(question.trim())))
+        .limit(crate::prompt::limits::CONTEXT)
 }
 
 /// What the context switch decided.
@@ -161,7 +162,7 @@ pub fn steps_answer_request(question: &str, steps: &[StepOutcome<'_>], max_rows:
         }
         user.push_str("</step>\n");
     }
-    ChatRequest::new(STEPS_ANSWER_SYSTEM, user)
+    ChatRequest::new(STEPS_ANSWER_SYSTEM, user).limit(crate::prompt::limits::STEPS_ANSWER)
 }
 
 /// What the answer stage decided.

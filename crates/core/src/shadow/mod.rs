@@ -12,11 +12,13 @@
 //! | InConDB workloads (JSON format) and their MySQL → PostgreSQL translation | [`workload`] |
 //! | the (length, insert ratio, overlap) sampler of (command sequence, query) pairs | [`sampler`] |
 //! | the self-contained HTML comparison report | [`report`] |
+//! | a benchmark run's next jobs, their requests and their scored records | [`run`] |
 
 pub mod delta;
 pub mod prompting;
 pub mod replay;
 pub mod report;
+pub mod run;
 pub mod sampler;
 pub mod score;
 pub mod workload;

@@ -294,7 +294,7 @@ impl ReplayPrompt<'_> {
                 }
                 user.push_str(&format!("{total}. {}\n", one_line(self.query)));
                 user.push_str(&format!("Give the result of command {total}, the last one."));
-                Ok(ChatRequest { system, messages: vec![Message::user(user)] })
+                Ok(ChatRequest { system, messages: vec![Message::user(user)], ..Default::default() })
             }
             Prompting::FewShot => {
                 let mut messages = Vec::with_capacity(2 * self.history.len() + 1);
@@ -304,7 +304,7 @@ impl ReplayPrompt<'_> {
                     messages.push(Message::assistant(result.render()));
                 }
                 messages.push(Message::user(one_line(self.query)));
-                Ok(ChatRequest { system, messages })
+                Ok(ChatRequest { system, messages, ..Default::default() })
             }
         }
     }

@@ -444,7 +444,7 @@ impl Analyzer<'_, '_> {
     fn select(&mut self, select: &Select, outer: Option<&Scope<'_>>, ctes: &[CteDef]) -> Vec<OutCol> {
         let mut scope = Scope { relations: Vec::new(), parent: outer };
         for twj in &select.from {
-            self.from_item(twj, &mut scope, outer, ctes);
+            self.visit_from_item(twj, &mut scope, outer, ctes);
         }
         for twj in &select.from {
             self.scan_join_conditions(twj, &scope, ctes);
@@ -464,7 +464,7 @@ impl Analyzer<'_, '_> {
     }
 
     /// Adds the relations of a FROM item (and its joins) to `scope`.
-    fn from_item(&mut self, twj: &TableWithJoins, scope: &mut Scope<'_>, outer: Option<&Scope<'_>>, ctes: &[CteDef]) {
+    fn visit_from_item(&mut self, twj: &TableWithJoins, scope: &mut Scope<'_>, outer: Option<&Scope<'_>>, ctes: &[CteDef]) {
         self.factor(&twj.relation, scope, outer, ctes);
         for join in &twj.joins {
             self.factor(&join.relation, scope, outer, ctes);
@@ -500,7 +500,7 @@ impl Analyzer<'_, '_> {
             }
             TableFactor::NestedJoin { table_with_joins, alias } => {
                 let before = scope.relations.len();
-                self.from_item(table_with_joins, scope, outer, ctes);
+                self.visit_from_item(table_with_joins, scope, outer, ctes);
                 if let Some(alias) = alias {
                     // `(a JOIN b) AS j`: the joined columns are known only as j.*.
                     let inner: Vec<Relation> = scope.relations.drain(before..).collect();

@@ -14,8 +14,11 @@
 //! 3. Clear decisions are applied with [`rewrite::rewrite`]; the rest go to the LLM with
 //!    [`prompt::correction_request`], whose reply is accepted by [`prompt::parse_correction`]
 //!    only if, literals masked, its syntax tree equals the original ([`rewrite::same_structure`]).
+//!
+//! [`diff::ValueDiff`] decides what an incremental refresh of a column's memory deletes and embeds.
 
 pub mod decide;
+pub mod diff;
 pub mod literals;
 pub mod prompt;
 pub mod rewrite;

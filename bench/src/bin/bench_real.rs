@@ -1,0 +1,205 @@
+//! Benchmark: a real model (llama.cpp's llama-server, started by `scripts/bench.sh real`) answers
+//! the sample database's question suite (`sample/questions.json`) and a slice of the defog suite
+//! through `CALL ask.evaluate`, exactly as a user would measure their own model.
+//!
+//! Reports per suite: execution accuracy (EX), the share of SQL-writing replies from which pg_ask
+//! read a statement, repairs per question, tokens per question, where the time went (the model's
+//! calls against pg_ask's own work), the model's completion tokens per second, and how the
+//! failures end. With `PG_ASK_REAL_CORPUS=DIR` every reply is also written to
+//! `DIR/<model>.jsonl` (stage, question, reply), for the parser fixture corpus.
+//!
+//! Environment: `PG_ASK_LLM_URL` (the server's OpenAI base URL), `PG_ASK_LLM_MODEL`,
+//! `PG_ASK_REAL_DEFOG_PER_DB` (defog questions per database, default 4), `PG_ASK_REAL_SUITES`
+//! (`sample,defog`), `PG_ASK_REAL_LABEL` (added to the run label), `PG_ASK_REAL_MAX_TOKENS`.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+use pg_ask_it::{connect_as_is, connect_to};
+use postgres::Client;
+use serde_json::{json, Value};
+
+const DB: &str = "pg_ask_real_bench";
+
+fn env(name: &str, default: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| default.to_string())
+}
+
+fn repo() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+}
+
+/// A fresh database with the sample in `public` and every defog database in a schema of its name.
+fn database() -> Client {
+    let mut admin = connect_as_is();
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {DB} WITH (FORCE); CREATE DATABASE {DB}")).unwrap();
+    let mut c = connect_to("postgres", DB);
+    c.batch_execute(&std::fs::read_to_string(repo().join("sample/sample.sql")).unwrap()).expect("load the sample");
+    let defog = repo().join("../shared/datasets/defog");
+    for entry in std::fs::read_dir(&defog).expect("../shared/datasets/defog") {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("sql") {
+            continue;
+        }
+        let db = path.file_stem().unwrap().to_str().unwrap().to_string();
+        let text = std::fs::read_to_string(&path).unwrap();
+        c.batch_execute(&format!("DROP SCHEMA IF EXISTS {db} CASCADE; CREATE SCHEMA {db};")).unwrap();
+        c.batch_execute(&text.replace("public.", &format!("{db}."))).unwrap_or_else(|e| panic!("load defog {db}: {e}"));
+    }
+    c.batch_execute("CREATE EXTENSION pg_ask CASCADE").unwrap();
+    c
+}
+
+fn load_sample(c: &mut Client) -> i32 {
+    let text = std::fs::read_to_string(repo().join("sample/questions.json")).unwrap();
+    c.query_one("SELECT ask.load_suite('sample', $1::text::jsonb)", &[&text]).unwrap().get(0)
+}
+
+/// The first `per_db` questions of each defog database, in the file's order.
+fn load_defog(c: &mut Client, per_db: i64) -> i32 {
+    let csv = std::fs::canonicalize(repo().join("../shared/datasets/defog/questions_gen_postgres.csv")).unwrap();
+    c.batch_execute(&format!(
+        "CREATE TEMP TABLE defog_q (n serial, question text, query text, db_name text, query_category text, instructions text);
+         COPY defog_q (question, query, db_name, query_category, instructions) FROM '{}' (FORMAT csv, HEADER true);",
+        csv.display()
+    ))
+    .unwrap();
+    c.query_one(
+        "SELECT ask.load_suite('defog', (SELECT jsonb_agg(to_jsonb(q) - 'n' - 'k' ORDER BY n) FROM
+            (SELECT *, row_number() OVER (PARTITION BY db_name ORDER BY n) AS k FROM defog_q) q WHERE k <= $1))",
+        &[&per_db],
+    )
+    .unwrap()
+    .get(0)
+}
+
+/// What one question's trace says: SQL-writing replies and how many were read as SQL, LLM
+/// milliseconds, and each call's (stage, reply).
+#[derive(Default)]
+struct Calls {
+    sql_replies: usize,
+    sql_read: usize,
+    repairs: usize,
+    llm_ms: f64,
+    completion_tokens: u64,
+    replies: Vec<(String, String)>,
+}
+
+fn calls_of(trace: &Value) -> Calls {
+    let mut out = Calls::default();
+    let stages = trace["stages"].as_array().cloned().unwrap_or_default();
+    for (i, st) in stages.iter().enumerate() {
+        let Some(reply) = st["output"]["reply"].as_str() else { continue };
+        let stage = st["stage"].as_str().unwrap_or_default().to_string();
+        out.llm_ms += st["ms"].as_f64().unwrap_or(0.0);
+        out.completion_tokens += st["completion_tokens"].as_u64().unwrap_or(0);
+        if stage == "generate" || stage == "repair" {
+            out.sql_replies += 1;
+            out.repairs += usize::from(stage == "repair");
+            // A reply SQL was read from goes to the guard next, under the same attempt.
+            if stages[i + 1..].iter().take_while(|s| s["output"]["reply"].is_null()).any(|s| s["stage"] == "guard" && s["attempt"] == st["attempt"]) {
+                out.sql_read += 1;
+            }
+        }
+        out.replies.push((stage, reply.to_string()));
+    }
+    out
+}
+
+fn main() {
+    let model = env("PG_ASK_LLM_MODEL", "smollm2");
+    let url = std::env::var("PG_ASK_LLM_URL").expect("PG_ASK_LLM_URL: the model server's OpenAI base URL (scripts/bench.sh real sets it)");
+    let label = format!("{model}{}", env("PG_ASK_REAL_LABEL", ""));
+    let suites = env("PG_ASK_REAL_SUITES", "sample,defog");
+    let mut c = database();
+    c.batch_execute(&format!(
+        "SET ask.provider = 'openai'; SET ask.base_url = '{url}'; SET ask.model = '{model}';
+         SET ask.concurrency = 2; SET ask.request_timeout = 300000; SET ask.max_tokens = {};
+         SET client_min_messages = warning",
+        env("PG_ASK_REAL_MAX_TOKENS", "1024")
+    ))
+    .unwrap();
+    let mut corpus = std::env::var("PG_ASK_REAL_CORPUS").ok().map(|dir| {
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::OpenOptions::new().create(true).append(true).open(Path::new(&dir).join(format!("{model}.jsonl"))).unwrap()
+    });
+
+    println!("model {model} at {url}, run label {label}");
+    for suite in suites.split(',') {
+        let n = match suite {
+            "sample" => load_sample(&mut c),
+            "defog" => load_defog(&mut c, env("PG_ASK_REAL_DEFOG_PER_DB", "4").parse().unwrap()),
+            other => panic!("unknown suite {other} (sample, defog)"),
+        };
+        let started = std::time::Instant::now();
+        c.batch_execute(&format!("CALL ask.evaluate('{suite}', '{label}')")).unwrap_or_else(|e| panic!("evaluate {suite}: {e:?}"));
+        let wall = started.elapsed().as_secs_f64();
+        let rows = c
+            .query(
+                "SELECT q.question, r.outcome, r.ex, r.tokens, r.ms, r.error, r.trace::text FROM ask.eval_results r
+                   JOIN ask.eval_questions q USING (owner, suite, qno) WHERE r.suite = $1 AND r.run_label = $2 ORDER BY r.qno",
+                &[&suite, &label],
+            )
+            .unwrap();
+        let (mut correct, mut judged, mut tokens, mut ms, mut llm_ms, mut completion) = (0, 0, 0i64, 0.0, 0.0, 0u64);
+        let (mut sql_replies, mut sql_read, mut repairs) = (0, 0, 0);
+        let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
+        for r in &rows {
+            let (question, outcome, ex): (String, String, bool) = (r.get(0), r.get(1), r.get(2));
+            let trace: Value = serde_json::from_str(&r.get::<_, Option<String>>(6).unwrap_or_else(|| "{}".into())).unwrap();
+            let calls = calls_of(&trace);
+            tokens += r.get::<_, i64>(3);
+            ms += r.get::<_, f64>(4);
+            llm_ms += calls.llm_ms;
+            completion += calls.completion_tokens;
+            sql_replies += calls.sql_replies;
+            sql_read += calls.sql_read;
+            repairs += calls.repairs;
+            if outcome != "gold_failed" {
+                judged += 1;
+                correct += usize::from(ex);
+            }
+            let kind = match (outcome.as_str(), r.get::<_, Option<String>>(5)) {
+                ("prediction_error", Some(e)) => format!("prediction_error: {}", error_kind(&e)),
+                (o, _) => o.to_string(),
+            };
+            *outcomes.entry(kind).or_default() += 1;
+            if let Some(f) = corpus.as_mut() {
+                for (stage, reply) in &calls.replies {
+                    writeln!(f, "{}", json!({"model": model, "suite": suite, "stage": stage, "question": question, "reply": reply})).unwrap();
+                }
+            }
+        }
+        let q = rows.len().max(1) as f64;
+        println!("\n== {suite}: {} questions, {:.0} s wall", rows.len(), wall);
+        println!("EX                                {:.3} ({correct} of {judged} judged)", correct as f64 / judged.max(1) as f64);
+        println!(
+            "SQL read from replies             {:.3} ({sql_read} of {sql_replies} generate/repair replies)",
+            sql_read as f64 / sql_replies.max(1) as f64
+        );
+        println!("repairs per question              {:.2}", repairs as f64 / q);
+        println!("tokens per question               {:.0}", tokens as f64 / q);
+        println!("seconds per question              {:.2} (model {:.2}, pg_ask {:.3})", ms / q / 1000.0, llm_ms / q / 1000.0, (ms - llm_ms).max(0.0) / q / 1000.0);
+        println!("completion tokens per second      {:.1}", completion as f64 / (llm_ms / 1000.0).max(1e-9));
+        for (k, v) in outcomes {
+            println!("  {v:>4}  {k}");
+        }
+    }
+}
+
+/// A short class of a prediction error, for the summary.
+fn error_kind(e: &str) -> String {
+    for (needle, kind) in [
+        ("contained no SQL", "no SQL"),
+        ("was refused", "refused"),
+        ("does not exist", "undefined object"),
+        ("syntax error", "syntax error"),
+        ("failed after", "failed"),
+    ] {
+        if e.contains(needle) {
+            return kind.to_string();
+        }
+    }
+    e.chars().take(60).collect()
+}

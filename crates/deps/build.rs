@@ -1,0 +1,2 @@
+// A build script, so that cargo unifies the features of build dependencies too.
+fn main() {}

