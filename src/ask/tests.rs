@@ -3,7 +3,7 @@
 
 #[pgrx::pg_schema]
 mod tests {
-    use llm_standin::{Reply, Rule, Script, StandIn};
+    use llm_standin::{Reply, Rule, Script};
     use pgrx::prelude::*;
     use pgrx::JsonB;
     use serde_json::Value;
@@ -136,7 +136,10 @@ mod tests {
         Spi::run("CREATE SCHEMA ask_test_empty; SET search_path = ask_test_empty").unwrap();
         let _ = Spi::get_one::<String>("SELECT ask.sql('how many animals?')");
         let prompt = s.requests()[2].prompt.clone();
-        assert!(prompt.contains("ask_test_zoo.animals") && prompt.contains("ask_test_farm.crops") && prompt.contains("public.cities"), "{prompt}");
+        assert!(
+            prompt.contains("ask_test_zoo.animals") && prompt.contains("ask_test_farm.crops") && prompt.contains("public.cities"),
+            "{prompt}"
+        );
         Spi::run("RESET search_path").unwrap();
     }
 

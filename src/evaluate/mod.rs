@@ -21,15 +21,14 @@ use serde_json::{json, Value};
 
 use pg_ask_core::ask::{self as pipeline, AskError, Correction, ExecFailure, Goal, Host};
 use pg_ask_core::evaluate::prefetch::{Capture, Prefetched, Replay, SelectionMade};
-use pg_ask_core::evaluate::{check_gold, judge, parse_suite_rows, EvalHost, QuestionRecord, RecordOutcome, SuiteError};
+use pg_ask_core::evaluate::{check_gold, judge, parse_suite_rows, QuestionRecord, RecordOutcome};
 use pg_ask_core::llm::{ChatRequest, ChatResponse, LlmError};
 use pg_ask_core::rows::ResultSet;
 use pg_ask_core::schema;
 use pg_ask_core::sqltext::quote_ident;
 
 use crate::ask::host::BackendHost;
-use crate::guard::{self, Limits};
-use crate::llm;
+use crate::guard::Limits;
 use crate::pg::errors::Raised;
 use crate::pg::errors::{self, raise};
 use crate::pg::gucs::{self, LlmOverrides};

@@ -154,7 +154,7 @@ pub(crate) unsafe fn spi_execute(sql: &CStr, read_only: bool, limit: u32) -> Res
         return Err("SPI_connect failed".into());
     }
     let rc = pg_sys::SPI_execute(sql.as_ptr(), read_only, limit.saturating_add(1) as std::ffi::c_long);
-    let processed = pg_sys::SPI_processed as u64;
+    let processed = pg_sys::SPI_processed;
     let rows = copy_rows(limit);
     pg_sys::SPI_finish();
     if rc < 0 {

@@ -16,6 +16,8 @@ pub enum OnSuccess {
 /// Run `f` in a subtransaction. An error raised inside rolls the subtransaction back and comes
 /// back as `Err`, leaving the caller's transaction usable; on success the subtransaction is
 /// released or rolled back as `on_success` says.
+// CaughtError is pgrx's; it is carried once per caught error, not worth a box.
+#[allow(clippy::result_large_err)]
 pub fn run<R>(on_success: OnSuccess, f: impl FnOnce() -> R + UnwindSafe) -> Result<R, CaughtError> {
     // SAFETY: the standard internal-subtransaction pattern (as in PL/Python): remember the
     // memory context and resource owner, start the subtransaction, and restore both after

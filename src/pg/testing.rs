@@ -4,8 +4,6 @@
 use llm_standin::{Reply, Rule, Script, StandIn};
 use pgrx::pg_sys::panic::CaughtError;
 use pgrx::prelude::*;
-use pgrx::JsonB;
-use serde_json::Value;
 
 use crate::pg::errors::sqlstate_text;
 use crate::pg::subxact::{self, OnSuccess};

@@ -2,10 +2,8 @@
 
 #[pgrx::pg_schema]
 mod tests {
-    use llm_standin::{Reply, Rule, Script, StandIn};
+    use llm_standin::{Script, StandIn};
     use pgrx::prelude::*;
-    use pgrx::JsonB;
-    use serde_json::Value;
 
     use crate::pg::testing::*;
 

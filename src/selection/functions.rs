@@ -2,21 +2,11 @@
 //! `ask.select_tables()`, `ask.select_schemas()`.
 
 use super::*;
-use crate::pg::errors::{raise, Raised};
-use crate::pg::identity::as_memory_owner;
-use crate::pg::spi::{ext_schema, vector_text};
-use crate::{llm::embeddings, schema};
-use pg_ask_core::ask::{SchemaCandidate, Selection};
-use pg_ask_core::schema::render;
-use pg_ask_core::selection::{Catalog, ColumnValues, Cosines, Fusion, PickReason, SchemaProfile, SelectOptions, TableProfile};
-use pgrx::datum::DatumWithOid;
+use crate::pg::errors::raise;
+use pg_ask_core::selection::{Fusion, SelectOptions};
 use pgrx::pg_sys;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
-use pgrx::prelude::*;
-use serde_json::json;
-use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
-use std::rc::Rc;
+use std::collections::HashSet;
 
 /// Build (or rebuild) the schema selection memory for the given schemas (NULL: every schema
 /// with a table the caller may read). Returns the number of tables described.

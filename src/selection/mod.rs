@@ -26,7 +26,7 @@
 //! * **Embeddings off** (`ask.embedding_provider = off`): descriptions are stored without
 //!   embeddings and the lexical score alone ranks.
 
-use crate::pg::errors::{raise, Raised};
+use crate::pg::errors::Raised;
 use crate::pg::identity::as_memory_owner;
 use crate::pg::spi::{ext_schema, vector_text};
 use crate::{llm::embeddings, schema};
@@ -49,10 +49,12 @@ mod tests;
 /// Candidate schemas `ask()` shows the retrieval-plan stage at most.
 pub const PLAN_SCHEMAS: usize = 3;
 
+/// The caller's selection catalog, with the catalog generation and user it was built for, and
+/// the length of the full description of every readable table (for traces).
+type Built = (u64, pg_sys::Oid, Rc<Catalog>, usize);
+
 thread_local! {
-    /// The caller's selection catalog, with the catalog generation and user it was built for.
-    /// Also the length of the full description of every readable table, for traces.
-    static BUILT: RefCell<Option<(u64, pg_sys::Oid, Rc<Catalog>, usize)>> = const { RefCell::new(None) };
+    static BUILT: RefCell<Option<Built>> = const { RefCell::new(None) };
 }
 
 /// The most frequent values the value memory holds for readable columns: qualified table name

@@ -2,24 +2,13 @@
 
 use super::*;
 use crate::pg::errors::raise;
-use crate::pg::gucs::{self, LlmOverrides};
 use crate::pg::identity::as_memory_owner;
 use crate::pg::spi::relname;
-use crate::pg::subxact::{self, OnSuccess};
-use crate::{guard, llm};
-use pg_ask_core::shadow::delta::{DeltaEntry, Encoding, Operation, TableName};
-use pg_ask_core::shadow::prompting::{parse_reply, Answer, PastCommand, Prompting, QueryKind, ReplayPrompt};
-use pg_ask_core::shadow::replay::{query_kind, table_text, ColumnDef};
-use pg_ask_core::shadow::score::{has_order_by, score_sample};
-use pgrx::heap_tuple::PgHeapTuple;
+use pg_ask_core::shadow::delta::{DeltaEntry, Operation, TableName};
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
-use pgrx::pg_sys::panic::CaughtError;
 use pgrx::prelude::*;
-use pgrx::{AllocatedByPostgres, JsonB, PgTrigger};
-use serde_json::{json, Map, Value};
-use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
-use std::time::Instant;
+use pgrx::JsonB;
+use serde_json::{Map, Value};
 
 /// Primary-key column names of `rel`, in key order.
 pub(crate) fn key_columns(rel: pg_sys::Oid) -> Vec<String> {

@@ -9,28 +9,23 @@
 //! `ask.concurrency` at a time.
 
 use super::*;
+use crate::guard;
+use crate::llm::batch;
 use crate::pg::errors::raise;
 use crate::pg::gucs::{self, LlmOverrides};
 use crate::pg::identity::as_memory_owner;
+use crate::pg::spi::select_rows;
 use crate::pg::subxact::{self, OnSuccess};
 use crate::shadow::{fail_or_rethrow, outcome_of};
-use pg_ask_core::shadow::run::answer_json;
-use crate::guard;
-use crate::llm::batch;
-use crate::pg::spi::select_rows;
-use pg_ask_core::llm::LlmError;
 use pg_ask_core::shadow::delta::Encoding;
-use pg_ask_core::shadow::prompting::{parse_reply, Answer, PastCommand, Prompting, QueryKind, ReplayPrompt};
-use pg_ask_core::shadow::report::{render_html, ReportOptions, ResultRow};
+use pg_ask_core::shadow::prompting::{Answer, Prompting, QueryKind};
 use pg_ask_core::shadow::run::{job_request, next_jobs, Job, JobRecord, Reply, Truth};
 use pg_ask_core::shadow::sampler::{sample_one, Sample, SamplerConfig, Target};
-use pg_ask_core::shadow::score::{aggregate, has_order_by, score_sample, TruthClass};
+use pg_ask_core::shadow::score::{aggregate, TruthClass};
 use pg_ask_core::shadow::workload::{CommandKind, Workload};
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use pgrx::prelude::*;
 use pgrx::JsonB;
-use serde_json::{json, Value};
-use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::CString;
 
@@ -225,7 +220,6 @@ pub(crate) fn done_count(run: i64) -> i64 {
     })
 }
 
-
 /// Whether a workload statement may run in the scratch schema: it names no table outside it.
 pub(crate) fn scratch_safe(c: &pg_ask_core::shadow::workload::Command) -> bool {
     c.sql().is_some() && !c.tables.iter().any(|t| t.contains('.'))
@@ -366,8 +360,8 @@ pub(crate) fn _benchmark_step(run: i64) -> i32 {
         .iter()
         .map(|&job| {
             let (sample, truth) = &drawn[&(job.sample, job.encoding)];
-            let request = job_request(&w, &schemas[&job.encoding], job, sample, truth)
-                .unwrap_or_else(|e| internal("could not build the prompt", e));
+            let request =
+                job_request(&w, &schemas[&job.encoding], job, sample, truth).unwrap_or_else(|e| internal("could not build the prompt", e));
             (job, "benchmark", request)
         })
         .collect();
@@ -376,7 +370,9 @@ pub(crate) fn _benchmark_step(run: i64) -> i32 {
     let recorded = batch::settle(sent, "benchmark", &resume, |s| {
         let (sample, truth) = &drawn[&(s.job.sample, s.job.encoding)];
         let reply = match &s.reply {
-            Ok(resp) => Reply::Text { content: &resp.content, prompt_tokens: resp.prompt_tokens, completion_tokens: resp.completion_tokens },
+            Ok(resp) => {
+                Reply::Text { content: &resp.content, prompt_tokens: resp.prompt_tokens, completion_tokens: resp.completion_tokens }
+            }
             Err(e) => Reply::Unusable(e.to_string()),
         };
         insert_record(run, &JobRecord::of(&w, s.job, sample, truth, reply), s.took);

@@ -19,7 +19,6 @@ mod tests;
 pub(crate) mod workload;
 
 pub(crate) use admin::*;
-pub(crate) use benchmark::*;
 pub(crate) use capture::*;
 pub(crate) use replay::*;
 pub(crate) use report::*;

@@ -8,18 +8,14 @@ use crate::pg::identity::as_memory_owner;
 use crate::pg::spi::relname;
 use crate::pg::subxact::{self, OnSuccess};
 use crate::{guard, llm};
-use pg_ask_core::shadow::delta::{DeltaEntry, Encoding, Operation, TableName};
-use pg_ask_core::shadow::prompting::{parse_reply, Answer, PastCommand, Prompting, QueryKind, ReplayPrompt};
+use pg_ask_core::shadow::delta::{Encoding, TableName};
+use pg_ask_core::shadow::prompting::{Answer, PastCommand, Prompting, QueryKind, ReplayPrompt};
 use pg_ask_core::shadow::replay::{query_kind, table_text, ColumnDef};
 use pg_ask_core::shadow::run::{answer_json, Scored};
-use pg_ask_core::shadow::score::{has_order_by, score_sample};
-use pgrx::heap_tuple::PgHeapTuple;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use pgrx::pg_sys::panic::CaughtError;
 use pgrx::prelude::*;
-use pgrx::{AllocatedByPostgres, JsonB, PgTrigger};
-use serde_json::{json, Map, Value};
-use std::cell::{Cell, RefCell};
+use pgrx::JsonB;
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -128,10 +124,10 @@ pub(crate) fn fail_or_rethrow(e: CaughtError) -> Answer {
     }
 }
 
-
 /// Show the LLM the last `last_n` captured changes of the tables `query` reads, ask it for the
 /// query's result, run the query for real, and score the LLM's answer (the InConDB metric).
-#[allow(clippy::too_many_arguments)]
+// The arguments and the result's column names are the SQL signature pgrx builds.
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
 #[pg_extern(volatile, parallel_unsafe)]
 pub(crate) fn shadow_replay(
     query: &str,

@@ -1,27 +1,10 @@
 //! The DBA comparison report: the metric aggregate and `ask.benchmark_report_html()`.
 
 use super::*;
-use crate::pg::errors::raise;
-use crate::pg::gucs::{self, LlmOverrides};
-use crate::pg::identity::as_memory_owner;
-use crate::pg::subxact::{self, OnSuccess};
-use crate::shadow::{fail_or_rethrow, outcome_of};
-use pg_ask_core::shadow::run::answer_json;
-use crate::{guard, llm};
-use pg_ask_core::llm::LlmError;
-use pg_ask_core::shadow::delta::Encoding;
-use pg_ask_core::shadow::prompting::{parse_reply, Answer, PastCommand, Prompting, QueryKind, ReplayPrompt};
 use pg_ask_core::shadow::report::{render_html, ReportOptions, ResultRow};
-use pg_ask_core::shadow::sampler::{sample_one, Sample, SamplerConfig, Target};
-use pg_ask_core::shadow::score::{aggregate, has_order_by, score_sample, TruthClass};
-use pg_ask_core::shadow::workload::{CommandKind, Workload};
-use pgrx::pg_sys::errcodes::PgSqlErrorCode;
+use pg_ask_core::shadow::score::{aggregate, TruthClass};
 use pgrx::prelude::*;
-use pgrx::JsonB;
-use serde_json::{json, Value};
-use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::ffi::CString;
+use serde_json::Value;
 
 /// The paper's metric over a group of sample scores with their truth classes (`non_empty`,
 /// `empty`, `succeed`, `fail`): SELECT samples β-weighted, modifications α-balanced.

@@ -223,7 +223,7 @@ mod tests {
         assert!(msgs[0]["content"].as_str().unwrap().contains("The tables are empty before the first command."));
 
         // A wrong answer scores below 1; zero-shot numbers the commands in one user turn.
-        let score: f64 = one(&format!("SELECT score FROM ask.shadow_replay('SELECT name FROM public.fruits', prompting => 'zero_shot')"));
+        let score: f64 = one("SELECT score FROM ask.shadow_replay('SELECT name FROM public.fruits', prompting => 'zero_shot')");
         assert_eq!(score, 0.5);
         let body = s.requests().last().unwrap().body.clone();
         assert_eq!(body["messages"].as_array().unwrap().len(), 2);

@@ -1,16 +1,14 @@
 //! Building and refreshing the value memory: `ask.index_values()`, `ask.refresh_values()`,
 //! the per-column indexes, embedding in batches.
 
-use pg_ask_core::values::diff::ValueDiff;
 use super::*;
 use crate::llm::embeddings;
 use crate::pg::errors::raise;
 use crate::pg::spi::{relname, select_rows};
-use crate::schema;
+use pg_ask_core::values::diff::ValueDiff;
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
-use pgrx::prelude::*;
 
 /// A text-like column of `rel` that the caller may read: (attnum, quoted name).
 pub(crate) fn readable_text_column(rel: pg_sys::Oid, column: &str) -> (i16, String) {

@@ -7,12 +7,7 @@
 //! PUBLIC and read as the extension's owner after those checks.
 
 use crate::llm::embeddings;
-use crate::pg::errors::raise;
-use crate::pg::spi::{relname, select_rows};
-use crate::schema;
-use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
-use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use pgrx::prelude::*;
 
 mod build;

@@ -5,11 +5,9 @@ use super::*;
 use crate::llm::embeddings;
 use crate::pg::errors::raise;
 use crate::pg::spi::{relname, select_rows};
-use crate::schema;
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
-use pgrx::prelude::*;
 
 /// A value the memory found for a phrase, with both scores and the rankings that found it.
 #[derive(Debug, Clone)]

@@ -3,7 +3,7 @@
 
 #[pgrx::pg_schema]
 mod tests {
-    use llm_standin::{Reply, Rule, Script, StandIn};
+    use llm_standin::{Script, StandIn};
     use pgrx::prelude::*;
     use pgrx::JsonB;
 

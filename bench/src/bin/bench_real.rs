@@ -98,7 +98,11 @@ fn calls_of(trace: &Value) -> Calls {
             out.sql_replies += 1;
             out.repairs += usize::from(stage == "repair");
             // A reply SQL was read from goes to the guard next, under the same attempt.
-            if stages[i + 1..].iter().take_while(|s| s["output"]["reply"].is_null()).any(|s| s["stage"] == "guard" && s["attempt"] == st["attempt"]) {
+            if stages[i + 1..]
+                .iter()
+                .take_while(|s| s["output"]["reply"].is_null())
+                .any(|s| s["stage"] == "guard" && s["attempt"] == st["attempt"])
+            {
                 out.sql_read += 1;
             }
         }
@@ -127,7 +131,7 @@ fn main() {
 
     println!("model {model} at {url}, run label {label}");
     for suite in suites.split(',') {
-        let n = match suite {
+        let _n = match suite {
             "sample" => load_sample(&mut c),
             "defog" => load_defog(&mut c, env("PG_ASK_REAL_DEFOG_PER_DB", "4").parse().unwrap()),
             other => panic!("unknown suite {other} (sample, defog)"),
@@ -167,7 +171,8 @@ fn main() {
             *outcomes.entry(kind).or_default() += 1;
             if let Some(f) = corpus.as_mut() {
                 for (stage, reply) in &calls.replies {
-                    writeln!(f, "{}", json!({"model": model, "suite": suite, "stage": stage, "question": question, "reply": reply})).unwrap();
+                    writeln!(f, "{}", json!({"model": model, "suite": suite, "stage": stage, "question": question, "reply": reply}))
+                        .unwrap();
                 }
             }
         }
@@ -180,7 +185,12 @@ fn main() {
         );
         println!("repairs per question              {:.2}", repairs as f64 / q);
         println!("tokens per question               {:.0}", tokens as f64 / q);
-        println!("seconds per question              {:.2} (model {:.2}, pg_ask {:.3})", ms / q / 1000.0, llm_ms / q / 1000.0, (ms - llm_ms).max(0.0) / q / 1000.0);
+        println!(
+            "seconds per question              {:.2} (model {:.2}, pg_ask {:.3})",
+            ms / q / 1000.0,
+            llm_ms / q / 1000.0,
+            (ms - llm_ms).max(0.0) / q / 1000.0
+        );
         println!("completion tokens per second      {:.1}", completion as f64 / (llm_ms / 1000.0).max(1e-9));
         for (k, v) in outcomes {
             println!("  {v:>4}  {k}");

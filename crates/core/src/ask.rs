@@ -693,7 +693,8 @@ mod tests {
     #[test]
     fn a_repair_that_repeats_a_failed_statement_ends_without_running_it_again() {
         // The second reply is the first statement with other line breaks and spacing.
-        let mut h = Scripted::new(&["```sql\nSELECT nme FROM public.restaurants\n```", "SELECT  nme\n  FROM public.restaurants;", "unused"]);
+        let mut h =
+            Scripted::new(&["```sql\nSELECT nme FROM public.restaurants\n```", "SELECT  nme\n  FROM public.restaurants;", "unused"]);
         h.exec = Box::new(|_| {
             Err(ExecFailure::Error { sqlstate: "42703".into(), message: "column \"nme\" does not exist".into(), detail: None, hint: None })
         });

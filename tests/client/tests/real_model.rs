@@ -122,26 +122,26 @@ fn documented<T>(what: &str, r: Result<T, postgres::Error>) -> Option<T> {
         Ok(v) => Some(v),
         Err(e) => {
             let code = sqlstate(&e);
-            assert!(
-                documented_sqlstates().contains(&code),
-                "{what}: SQLSTATE {code} is not in README.md's error table: {}",
-                message(&e)
-            );
+            assert!(documented_sqlstates().contains(&code), "{what}: SQLSTATE {code} is not in README.md's error table: {}", message(&e));
             eprintln!("{what}: {code} {}", message(&e));
             None
         }
     }
 }
 
-const QUESTIONS: [&str; 3] =
-    ["how many restaurants are there?", "which Italian restaurants are in LA?", "what is the average rating of restaurants in San Francisco?"];
+const QUESTIONS: [&str; 3] = [
+    "how many restaurants are there?",
+    "which Italian restaurants are in LA?",
+    "what is the average rating of restaurants in San Francisco?",
+];
 
 fn every_entry_point_ends_documented(protocol: Protocol) {
     let mut c = session(protocol);
     let before = fingerprint(&mut c);
     for q in QUESTIONS {
         let started = Instant::now();
-        let answer: Option<String> = documented(&format!("{protocol:?} ask({q:?})"), c.query_one("SELECT ask($1)", &[&q]).map(|r| r.get(0)));
+        let answer: Option<String> =
+            documented(&format!("{protocol:?} ask({q:?})"), c.query_one("SELECT ask($1)", &[&q]).map(|r| r.get(0)));
         if let Some(a) = &answer {
             assert!(!a.trim().is_empty(), "ask() answered with nothing");
         }
@@ -184,7 +184,8 @@ fn trace_ledger_and_attempts(protocol: Protocol) {
     .unwrap();
     let attempts = trace["attempts"].as_u64().expect("attempts in the trace");
     assert!((1..=MAX_ATTEMPTS as u64).contains(&attempts), "attempts {attempts} outside 1..={MAX_ATTEMPTS}: {trace}");
-    let sql_calls = trace["stages"].as_array().unwrap().iter().filter(|s| matches!(s["stage"].as_str(), Some("generate" | "repair"))).count();
+    let sql_calls =
+        trace["stages"].as_array().unwrap().iter().filter(|s| matches!(s["stage"].as_str(), Some("generate" | "repair"))).count();
     assert!(sql_calls <= MAX_ATTEMPTS as usize, "{sql_calls} SQL generations for max_attempts {MAX_ATTEMPTS}: {trace}");
     if let Some(err) = trace.get("error") {
         eprintln!("{protocol:?} explain ended with {err}");
@@ -320,7 +321,10 @@ fn a_small_benchmark_runs_to_the_end() {
     let nl = std::fs::read_to_string(datasets.join("1_nl.json")).unwrap();
     c.query_one("SELECT ask.load_workload('real_w1', $1::text::jsonb, $2::text::jsonb)", &[&sql, &nl]).unwrap();
     c.batch_execute("SET ask.concurrency = 2").unwrap();
-    documented("CALL ask.benchmark", c.batch_execute("CALL ask.benchmark('real_w1', 2, 0.5, 0.5, 3, ARRAY['sql','nl'], ARRAY['zero_shot'], 5)"));
+    documented(
+        "CALL ask.benchmark",
+        c.batch_execute("CALL ask.benchmark('real_w1', 2, 0.5, 0.5, 3, ARRAY['sql','nl'], ARRAY['zero_shot'], 5)"),
+    );
     let (n, bad): (i64, i64) = {
         let r = c
             .query_one(
@@ -355,7 +359,9 @@ fn a_small_evaluation_runs_to_the_end() {
         assert!(["correct", "wrong_result", "prediction_error", "gold_failed"].contains(&outcome.as_str()), "outcome {outcome}");
     }
     let (evaluated, ex): (i64, f64) = {
-        let r = c.query_one("SELECT evaluated, ex::float8 FROM ask.eval_summary WHERE suite = 'real_small' AND run_label = 'smollm2'", &[]).unwrap();
+        let r = c
+            .query_one("SELECT evaluated, ex::float8 FROM ask.eval_summary WHERE suite = 'real_small' AND run_label = 'smollm2'", &[])
+            .unwrap();
         (r.get(0), r.get(1))
     };
     assert_eq!(evaluated, 3);
