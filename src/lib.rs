@@ -44,7 +44,7 @@ pub extern "C-unwind" fn _PG_init() {
     pg::gucs::note_preloading();
     pg::gucs::init();
     schema::init();
-    shadow::init();
+    shadow::capture::init();
 }
 
 /// Required by `cargo pgrx test`.

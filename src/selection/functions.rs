@@ -1,11 +1,12 @@
 //! The SQL functions of the schema selection memory: `ask.index_schema()`,
 //! `ask.select_tables()`, `ask.select_schemas()`.
 
-use super::*;
+use super::{forget_dropped, rank, selection_catalog, store, Kind, Ranking};
 use crate::pg::errors::raise;
 use pg_ask_core::selection::{Fusion, SelectOptions};
 use pgrx::pg_sys;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
+use pgrx::prelude::*;
 use std::collections::HashSet;
 
 /// Build (or rebuild) the schema selection memory for the given schemas (NULL: every schema

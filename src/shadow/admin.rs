@@ -1,6 +1,6 @@
 //! Enabling and disabling capture on a table, and one log entry as a command.
 
-use super::*;
+use super::replay::parse_encoding;
 use crate::pg::errors::raise;
 use crate::pg::identity::as_memory_owner;
 use crate::pg::spi::relname;

@@ -8,7 +8,8 @@
 //! inside a subtransaction that is always rolled back) and the LLM calls go out together,
 //! `ask.concurrency` at a time.
 
-use super::*;
+use super::report::report_rows;
+use super::workload::{internal, require_create_on_database, workload};
 use crate::guard;
 use crate::llm::batch;
 use crate::pg::errors::raise;
@@ -16,7 +17,7 @@ use crate::pg::gucs::{self, LlmOverrides};
 use crate::pg::identity::as_memory_owner;
 use crate::pg::spi::select_rows;
 use crate::pg::subxact::{self, OnSuccess};
-use crate::shadow::{fail_or_rethrow, outcome_of};
+use crate::shadow::replay::{fail_or_rethrow, outcome_of};
 use pg_ask_core::shadow::delta::Encoding;
 use pg_ask_core::shadow::prompting::{Answer, Prompting, QueryKind};
 use pg_ask_core::shadow::run::{job_request, next_jobs, Job, JobRecord, Reply, Truth};

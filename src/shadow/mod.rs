@@ -17,9 +17,3 @@ pub(crate) mod report;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
 pub(crate) mod workload;
-
-pub(crate) use admin::*;
-pub(crate) use capture::*;
-pub(crate) use replay::*;
-pub(crate) use report::*;
-pub(crate) use workload::*;

@@ -1,7 +1,7 @@
 //! `ask.shadow_replay()`: the captured changes shown to the LLM, the query run for real, the
 //! answer scored.
 
-use super::*;
+use super::admin::{entry, key_columns, table_name};
 use crate::pg::errors::raise;
 use crate::pg::gucs::{self, LlmOverrides};
 use crate::pg::identity::as_memory_owner;

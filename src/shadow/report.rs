@@ -1,6 +1,6 @@
 //! The DBA comparison report: the metric aggregate and `ask.benchmark_report_html()`.
 
-use super::*;
+use super::workload::internal;
 use pg_ask_core::shadow::report::{render_html, ReportOptions, ResultRow};
 use pg_ask_core::shadow::score::{aggregate, TruthClass};
 use pgrx::prelude::*;

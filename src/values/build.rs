@@ -1,14 +1,17 @@
 //! Building and refreshing the value memory: `ask.index_values()`, `ask.refresh_values()`,
 //! the per-column indexes, embedding in batches.
 
-use super::*;
+use super::{current_embedder, BATCH, EXACT_SCAN_MAX, MAX_INDEX_DIMS};
 use crate::llm::embeddings;
 use crate::pg::errors::raise;
+use crate::pg::identity::{as_memory_owner, as_user};
+use crate::pg::spi::{ext_schema, vector_text};
 use crate::pg::spi::{relname, select_rows};
 use pg_ask_core::values::diff::ValueDiff;
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
+use pgrx::prelude::*;
 
 /// A text-like column of `rel` that the caller may read: (attnum, quoted name).
 pub(crate) fn readable_text_column(rel: pg_sys::Oid, column: &str) -> (i16, String) {

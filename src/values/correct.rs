@@ -228,7 +228,7 @@ fn memory_evidence(col: &MemoryColumn, lit: &LiteralRef) -> (Evidence, Option<St
         _ => None,
     };
     let mut note = None;
-    let ev = values::literal_evidence(col, &lit.value, like.as_deref(), || match values::embedding_use(col) {
+    let ev = values::search::literal_evidence(col, &lit.value, like.as_deref(), || match values::embedding_use(col) {
         EmbeddingUse::Off => None,
         EmbeddingUse::Mismatch(why) => {
             note = Some(why);

@@ -16,10 +16,7 @@ mod search;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
 
-use crate::pg::identity::{as_memory_owner, as_user};
-use crate::pg::spi::{ext_schema, vector_text};
-pub(crate) use build::*;
-pub(crate) use search::*;
+use crate::pg::identity::as_memory_owner;
 
 /// Values embedded and written per batch (interrupts are checked between batches).
 pub(crate) const BATCH: usize = 512;

@@ -1,13 +1,17 @@
 //! Searching the value memory: candidate pools for a literal, `ask.similar_values()`, the
 //! evidence value correction decides from.
 
-use super::*;
+use super::build::readable_text_column;
+use super::{embedding_use, memory_column, EmbeddingUse, MemoryColumn, BEAM, MISMATCH_HINT, NEIGHBOURS, SORT_NEIGHBOURS};
 use crate::llm::embeddings;
 use crate::pg::errors::raise;
+use crate::pg::identity::as_memory_owner;
+use crate::pg::spi::{ext_schema, vector_text};
 use crate::pg::spi::{relname, select_rows};
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
+use pgrx::prelude::*;
 
 /// A value the memory found for a phrase, with both scores and the rankings that found it.
 #[derive(Debug, Clone)]
