@@ -33,7 +33,9 @@ fn repo() -> &'static Path {
 /// A fresh database with the sample in `public` and every defog database in a schema of its name.
 fn database() -> Client {
     let mut admin = connect_as_is();
-    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {DB} WITH (FORCE); CREATE DATABASE {DB}")).unwrap();
+    // Two statements, not one batch: DROP DATABASE cannot run in a transaction block.
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {DB} WITH (FORCE)")).unwrap();
+    admin.batch_execute(&format!("CREATE DATABASE {DB}")).unwrap();
     let mut c = connect_to("postgres", DB);
     c.batch_execute(&std::fs::read_to_string(repo().join("sample/sample.sql")).unwrap()).expect("load the sample");
     let defog = repo().join("../shared/datasets/defog");
