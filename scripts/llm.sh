@@ -21,7 +21,8 @@
 #   PG_ASK_LLM_HOME=/var/cache/pg_ask/llm the binary and the models (kept across runs)
 #   PG_ASK_LLM_RUN=/var/tmp/pg_ask-llm    pid file and server log
 #   PG_ASK_LLM_PARALLEL=2                 requests answered at once (slots); the context is split
-#   PG_ASK_LLM_CTX=8192                   context tokens in all (per slot: CTX / PARALLEL)
+#   PG_ASK_LLM_CTX=16384                  context tokens in all (per slot: CTX / PARALLEL; both
+#                                         models were trained on 8,192 or more)
 #   PG_ASK_LLM_THREADS=2                  threads for generation
 set -euo pipefail
 
@@ -40,7 +41,7 @@ PORT=${PG_ASK_LLM_PORT:-8431}
 HOME_DIR=${PG_ASK_LLM_HOME:-/var/cache/pg_ask/llm}
 RUN=${PG_ASK_LLM_RUN:-/var/tmp/pg_ask-llm}
 PARALLEL=${PG_ASK_LLM_PARALLEL:-2}
-CTX=${PG_ASK_LLM_CTX:-8192}
+CTX=${PG_ASK_LLM_CTX:-16384}
 THREADS=${PG_ASK_LLM_THREADS:-2}
 BIN=$HOME_DIR/llama.cpp-$LLAMA_CPP_PYTHON_VERSION/bin/llama-server
 MODELS=$HOME_DIR/models

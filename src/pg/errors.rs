@@ -83,6 +83,9 @@ pub fn from_llm(e: &LlmError, stage: &str) -> Raised {
                 None => r.hint("The server's rate limit was hit; wait, or raise ask.request_timeout so retries can last longer."),
             }
         }
+        e if e.is_context_overflow() => Raised::new(ERRCODE_PROGRAM_LIMIT_EXCEEDED, msg).hint(
+            "The prompt does not fit the model's context window: build a schema selection memory (ask.index_schema) or narrow search_path so fewer tables are described, lower ask.max_tokens, or give the server a larger context.",
+        ),
         LlmError::Http { status, .. } if *status >= 500 => Raised::new(ERRCODE_SYSTEM_ERROR, msg)
             .hint("The LLM server failed; retries were exhausted within ask.request_timeout."),
         LlmError::Http { .. } => Raised::new(ERRCODE_SYSTEM_ERROR, msg)

@@ -342,7 +342,8 @@ fn generate_and_run(
                 call(host, trace, stage_name, Some(attempt), &req)?
             }
         };
-        let failure = match extract_sql(&reply) {
+        let extracted = extract_sql(&reply);
+        let failure = match extracted.clone() {
             None => {
                 last = Some(AskError::NoSql { attempts: attempt, reply: reply.chars().take(300).collect() });
                 "the reply contained no SQL query".to_string()
@@ -372,7 +373,7 @@ fn generate_and_run(
             }
         };
         if attempt < max_attempts {
-            req = prompt::repair_request(&req, &reply, &failure);
+            req = prompt::repair_request(&req, &reply, extracted.as_deref(), &failure);
         }
     }
     Err(last.unwrap_or(AskError::NoSql { attempts: max_attempts, reply: String::new() }))

@@ -36,11 +36,21 @@ pub fn sql_request(question: &str, schema: &str) -> ChatRequest {
     ChatRequest::new(SQL_SYSTEM, format!("<schema>\n{}</schema>\n\n<question>{}</question>", schema, question.trim()))
 }
 
+/// Characters of a reply without SQL that a repair request shows the model again.
+pub const REPAIR_REPLY_CHARS: usize = 1_500;
+
 /// Continue a SQL-generation conversation after the query failed or was refused: the model
-/// sees its own reply and the reason, and writes a corrected query.
-pub fn repair_request(previous: &ChatRequest, reply: &str, failure: &str) -> ChatRequest {
+/// sees what it wrote and the reason, and writes a corrected query. What it wrote is the SQL
+/// read from its reply, fenced, when there was any (not the prose or the runaway repetition
+/// around it, which would fill the context window); otherwise the start of its reply.
+pub fn repair_request(previous: &ChatRequest, reply: &str, sql: Option<&str>, failure: &str) -> ChatRequest {
     let mut req = previous.clone();
-    req.messages.push(Message::assistant(reply));
+    let shown = match sql {
+        Some(sql) => format!("```sql\n{}\n```", sql.trim()),
+        None if reply.chars().count() > REPAIR_REPLY_CHARS => format!("{}…", reply.chars().take(REPAIR_REPLY_CHARS).collect::<String>()),
+        None => reply.to_string(),
+    };
+    req.messages.push(Message::assistant(shown));
     req.messages.push(Message::user(format!(
         "That query cannot be used:\n<error>{}</error>\nWrite a corrected query that answers the \
          question. Reply with the query in a ```sql fenced block and nothing else.",
@@ -106,10 +116,24 @@ mod tests {
     #[test]
     fn repair_continues_the_conversation() {
         let first = sql_request("q", "s");
-        let r = repair_request(&first, "```sql\nSELECT x\n```", "column \"x\" does not exist");
+        let r = repair_request(&first, "```sql\nSELECT x\n```", Some("SELECT x"), "column \"x\" does not exist");
         assert_eq!(r.messages.len(), 3);
         assert_eq!(r.messages[1].role, Role::Assistant);
         assert!(r.messages[2].content.contains("<error>column \"x\" does not exist</error>"));
+    }
+
+    #[test]
+    fn a_repair_shows_the_sql_not_the_runaway_text_around_it() {
+        let first = sql_request("q", "s").stop_at(&["END"]);
+        let runaway = format!("Here it is:\nSELECT x FROM t\n\n{}", "and more text ".repeat(500));
+        let r = repair_request(&first, &runaway, Some("SELECT x FROM t"), "column \"x\" does not exist");
+        assert_eq!(r.messages[1].content, "```sql\nSELECT x FROM t\n```");
+        // No SQL: the start of the reply, cut.
+        let r = repair_request(&first, &runaway, None, "the reply contained no SQL query");
+        assert_eq!(r.messages[1].content.chars().count(), REPAIR_REPLY_CHARS + 1);
+        assert!(r.messages[1].content.ends_with('…'));
+        // The stage's stops and limit carry over to the repair.
+        assert_eq!(r.stop, vec!["END".to_string()]);
     }
 
     #[test]

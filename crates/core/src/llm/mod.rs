@@ -131,6 +131,7 @@ impl LlmError {
             LlmError::Connect { .. } => "connect_error",
             LlmError::Timeout { .. } => "timeout",
             LlmError::Http { status: 429, .. } => "rate_limited",
+            e if e.is_context_overflow() => "context_overflow",
             LlmError::Http { .. } => "http_error",
             LlmError::Malformed { .. } => "malformed",
             LlmError::Truncated { .. } => "truncated",
@@ -145,8 +146,26 @@ impl LlmError {
     /// cut off, without the reply's fields), or the call was interrupted. Such a call says
     /// nothing about the model, so a measurement (`ask.evaluate`, `ask.benchmark`) stops and
     /// can be resumed instead of scoring it. An empty reply is the model's own answer.
+    ///
+    /// A prompt larger than the model's context window is not the service's failure either:
+    /// it is this request's, and another question's prompt may fit.
     pub fn is_service_failure(&self) -> bool {
-        !matches!(self, LlmError::EmptyContent)
+        !matches!(self, LlmError::EmptyContent) && !self.is_context_overflow()
+    }
+
+    /// The server refused the request because the prompt (with the completion asked for) does
+    /// not fit the model's context window: OpenAI's `context_length_exceeded`, Anthropic's
+    /// "prompt is too long", llama.cpp's "exceeds the available context size", and their kind.
+    pub fn is_context_overflow(&self) -> bool {
+        match self {
+            LlmError::Http { status: 400 | 413, message, .. } => {
+                let m = message.to_ascii_lowercase();
+                ["context length", "context size", "context window", "context_length_exceeded", "prompt is too long", "maximum context"]
+                    .iter()
+                    .any(|p| m.contains(p))
+            }
+            _ => false,
+        }
     }
 
     /// Whether another attempt might succeed (rate limits, overloaded or failing servers).
@@ -158,6 +177,24 @@ impl LlmError {
 #[cfg(test)]
 mod tests {
     use super::LlmError;
+
+    #[test]
+    fn a_context_overflow_is_told_from_other_refusals() {
+        let http = |status, message: &str| LlmError::Http { url: "u".into(), status, message: message.into(), retry_after_s: None };
+        for m in [
+            "request (4134 tokens) exceeds the available context size (4096 tokens), try increasing it",
+            "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
+            "{\"error\":{\"code\":\"context_length_exceeded\"}}",
+            "prompt is too long: 210000 tokens > 200000 maximum",
+        ] {
+            let e = http(400, m);
+            assert!(e.is_context_overflow() && !e.is_service_failure(), "{m}");
+            assert_eq!(e.outcome(), "context_overflow");
+        }
+        for e in [http(400, "unknown field: grammar"), http(500, "context size exceeded"), http(404, "model not found")] {
+            assert!(!e.is_context_overflow() && e.is_service_failure(), "{e}");
+        }
+    }
 
     #[test]
     fn only_an_empty_reply_is_the_models_own_failure() {
