@@ -75,6 +75,7 @@ const CLAUSE_KEYWORDS: &[&str] = &[
 /// The result is trimmed and has no trailing `;`, but is otherwise exactly the text the model
 /// gave, including any further statements, which the guard will refuse.
 pub fn extract_sql(reply: &str) -> Option<String> {
+    let reply = without_echoes(reply);
     let reply = reply.trim();
     if reply.is_empty() {
         return None;
@@ -93,6 +94,55 @@ pub fn extract_sql(reply: &str) -> Option<String> {
         return finish(sql);
     }
     inline_code_spans(reply).filter(|span| starts_like_sql(span)).last().and_then(finish)
+}
+
+/// `reply` without what is not the model's answer: reasoning (`<think>…</think>`, also
+/// `<thinking>`; an unclosed one at the start means the model was cut off while thinking, and
+/// nothing is left), and an echo of the prompt's `<schema>…</schema>` block or of its
+/// description lines (a `TABLE schema.name` line followed by indented column lines, as pg_ask
+/// describes tables), which small models copy back and which would read as `TABLE` statements.
+fn without_echoes(reply: &str) -> std::borrow::Cow<'_, str> {
+    let mut text = std::borrow::Cow::Borrowed(reply);
+    for (open, close) in [("<think>", "</think>"), ("<thinking>", "</thinking>"), ("<schema>", "</schema>")] {
+        while let Some(a) = find_ci(&text, open) {
+            let rest = &text[a + open.len()..];
+            let end = find_ci(rest, close).map(|b| a + open.len() + b + close.len());
+            // An unclosed reasoning block runs to the end; an unclosed schema echo too.
+            let end = end.unwrap_or(text.len());
+            text = std::borrow::Cow::Owned(format!("{}{}", &text[..a], &text[end..]));
+        }
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let indented = |i: usize| lines.get(i).is_some_and(|l| l.starts_with(char::is_whitespace) && !l.trim().is_empty());
+    let header = |i: usize| is_description_header(lines[i]) && (lines[i].contains("  -- ") || indented(i + 1));
+    if (0..lines.len()).any(header) {
+        let mut kept: Vec<&str> = Vec::new();
+        let mut in_description = false;
+        for i in 0..lines.len() {
+            if header(i) {
+                in_description = true;
+            } else if !(in_description && indented(i)) {
+                in_description = false;
+                kept.push(lines[i]);
+            }
+        }
+        text = std::borrow::Cow::Owned(kept.join("\n"));
+    }
+    text
+}
+
+/// Byte offset of `needle` (ASCII) in `hay`, ignoring ASCII case.
+fn find_ci(hay: &str, needle: &str) -> Option<usize> {
+    hay.as_bytes().windows(needle.len()).position(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
+}
+
+/// The first line of a table as pg_ask describes it for prompts: `TABLE schema.name`, maybe
+/// with `  -- comment`. (It is a description, not a `TABLE` statement, when it carries such a
+/// comment or indented column lines follow it.)
+fn is_description_header(line: &str) -> bool {
+    let Some(rest) = line.strip_prefix("TABLE ") else { return false };
+    let name = rest.split("  -- ").next().unwrap_or_default().trim_end();
+    name.split('.').count() == 2 && !name.contains(char::is_whitespace) && !name.ends_with(';')
 }
 
 /// The body of the last fenced code block of `reply`, trimmed, or the whole reply trimmed when
@@ -218,7 +268,7 @@ fn json_sql(reply: &str) -> Option<String> {
     if !candidate.starts_with('{') {
         return None;
     }
-    let value: serde_json::Value = serde_json::from_str(candidate).ok()?;
+    let value = crate::json::lenient(candidate)?;
     ["sql", "query", "SQL"].iter().find_map(|key| value.get(key)?.as_str().map(str::to_owned))
 }
 
@@ -493,6 +543,28 @@ mod tests {
         assert_eq!(extracted("SELECT id\nFROM canary\nWHERE id > 1\nORDER BY id;\n"), "SELECT id\nFROM canary\nWHERE id > 1\nORDER BY id");
         assert_eq!(extracted("(SELECT 1) UNION (SELECT 2)"), "(SELECT 1) UNION (SELECT 2)");
         assert_eq!(extracted("SELECT 1;;"), "SELECT 1");
+    }
+
+    #[test]
+    fn reasoning_is_not_the_answer() {
+        let reply = "<think>Maybe SELECT * FROM people? No, count them.</think>\n```sql\nSELECT count(*) FROM people\n```";
+        assert_eq!(extracted(reply), "SELECT count(*) FROM people");
+        assert_eq!(extracted("<THINKING>\nSELECT draft\n</THINKING>SELECT final"), "SELECT final");
+        // Cut off while thinking: no answer, not the draft.
+        assert_eq!(extract_sql("<think>\nSELECT * FROM people WHERE"), None);
+    }
+
+    #[test]
+    fn an_echoed_schema_is_not_sql() {
+        // Gemma 3 270M copied the prompt's description back; its lines read as TABLE statements.
+        let echo = "TABLE public.cities  -- Cities covered by the restaurant guide.\n  id integer NOT NULL PRIMARY KEY\n  name text NOT NULL\nTABLE public.states\n  code text NOT NULL PRIMARY KEY";
+        assert_eq!(extract_sql(echo), None);
+        assert_eq!(extracted(&format!("{echo}\n\nSELECT name FROM public.cities")), "SELECT name FROM public.cities");
+        assert_eq!(extracted(&format!("<schema>\n{echo}\n</schema>\nSELECT 1")), "SELECT 1");
+        // A TABLE statement stays one.
+        assert_eq!(extracted("TABLE public.cities"), "TABLE public.cities");
+        assert_eq!(extracted("TABLE public.cities;\n"), "TABLE public.cities");
+        assert_eq!(extracted("```sql\nTABLE cities\n```"), "TABLE cities");
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod config;
 pub mod evaluate;
 pub mod extract;
 pub mod guard;
+pub mod json;
 pub mod llm;
 pub mod prompt;
 pub mod rows;

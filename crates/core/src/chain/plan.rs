@@ -75,7 +75,7 @@ fn json_steps(reply: &str) -> Option<Vec<(Option<String>, String)>> {
     if !candidate.starts_with(['[', '{']) {
         return None;
     }
-    let value: Value = serde_json::from_str(candidate).ok()?;
+    let value: Value = crate::json::lenient(candidate)?;
     let items = match &value {
         Value::Array(items) => items,
         Value::Object(object) => object.get("steps")?.as_array()?,

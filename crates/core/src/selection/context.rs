@@ -98,7 +98,7 @@ pub fn parse_context(reply: &str) -> ContextDecision {
             texts.push(&reply[a..=b]);
         }
     }
-    if let Some(d) = texts.iter().find_map(|t| serde_json::from_str::<Value>(t).ok().and_then(|v| decision_from_json(&v))) {
+    if let Some(d) = texts.iter().find_map(|t| crate::json::lenient(t).and_then(|v| decision_from_json(&v))) {
         return d;
     }
     let text = reply.trim().trim_start_matches(['*', '`', '"']).trim_start();

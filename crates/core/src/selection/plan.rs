@@ -198,7 +198,7 @@ fn read_json_steps(reply: &str) -> Option<Vec<RawStep>> {
             }
         }
     }
-    texts.into_iter().find_map(|t| serde_json::from_str::<Value>(t).ok().and_then(|v| steps_from_value(&v)))
+    texts.into_iter().find_map(|t| crate::json::lenient(t).and_then(|v| steps_from_value(&v)))
 }
 
 /// The label a line starts with (`Goal:`, `**SQL**:`, `- schema =`), and the rest of the line.
