@@ -344,7 +344,18 @@ fn generate_and_run(
         };
         let extracted = extract_sql(&reply);
         let failure = match extracted.clone() {
+            // The same reply without SQL again: asking once more would get it once more.
+            None if tried.iter().any(|(s, _)| *s == fold_space(&reply)) => {
+                let first = tried.iter().find(|(s, _)| *s == fold_space(&reply)).map_or(1, |t| t.1);
+                let mut st = StageTrace::new(stage::GUARD, with_step(json!({"reply_chars": reply.len()}), step));
+                st.attempt = Some(attempt);
+                st.output = json!({"allowed": false, "reason": "repeats_reply", "first_attempt": first});
+                st.error = Some(format!("the reply repeats that of attempt {first}, which contained no SQL"));
+                trace.push(st);
+                return Err(AskError::NoSql { attempts: attempt, reply: reply.chars().take(300).collect() });
+            }
             None => {
+                tried.push((fold_space(&reply), attempt));
                 last = Some(AskError::NoSql { attempts: attempt, reply: reply.chars().take(300).collect() });
                 "the reply contained no SQL query".to_string()
             }
@@ -738,6 +749,16 @@ mod tests {
         let c = AskConfig { max_attempts: 2, ..cfg() };
         let err = run(&mut h, "q", &c, Goal::Sql).unwrap_err();
         assert!(matches!(err.0, AskError::NoSql { attempts: 2, .. }), "{:?}", err.0);
+    }
+
+    #[test]
+    fn the_same_reply_without_sql_twice_ends_the_attempts() {
+        // A small model answering in words ("The answer is: 2") says it again when asked again.
+        let mut h = Scripted::new(&["The answer is: 2", "The  answer is:\n2", "unused"]);
+        let (err, trace) = run(&mut h, "q", &cfg(), Goal::Sql).unwrap_err();
+        assert!(matches!(err, AskError::NoSql { attempts: 2, .. }), "{err:?}");
+        assert_eq!(trace.llm_calls, 2);
+        assert!(trace.stages.iter().any(|s| s.output["reason"] == "repeats_reply"));
     }
 
     #[test]

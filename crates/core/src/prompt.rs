@@ -32,9 +32,17 @@ unless the schema comments say otherwise.
 Reply with the query in a ```sql fenced block and nothing else.";
 
 /// The first SQL-generation request.
+///
+/// Generation stops at a closing fence followed by a blank line: what a model writes after
+/// its query block (an explanation, often a runaway repetition with small models) is never
+/// read. An opening fence is followed by its language tag or the query, never by a blank line,
+/// so a reply that begins with prose is not cut before its query.
 pub fn sql_request(question: &str, schema: &str) -> ChatRequest {
-    ChatRequest::new(SQL_SYSTEM, format!("<schema>\n{}</schema>\n\n<question>{}</question>", schema, question.trim()))
+    ChatRequest::new(SQL_SYSTEM, format!("<schema>\n{}</schema>\n\n<question>{}</question>", schema, question.trim())).stop_at(&[SQL_STOP])
 }
+
+/// Where a SQL reply is complete: its closing fence and a blank line.
+pub const SQL_STOP: &str = "\n```\n\n";
 
 /// Characters of a reply without SQL that a repair request shows the model again.
 pub const REPAIR_REPLY_CHARS: usize = 1_500;
