@@ -257,8 +257,10 @@ fn last_sql_block(text: &str) -> Option<&str> {
 /// The content of the last `<sql>` tag, up to its `</sql>` or the end of the text.
 fn sql_tag_content(text: &str) -> Option<&str> {
     let lower = text.to_ascii_lowercase();
-    let start = lower.rfind("<sql>")? + "<sql>".len();
-    let end = lower[start..].find("</sql>").map_or(text.len(), |i| start + i);
+    // `<query>` too: models copy the tag style of the answer prompt.
+    let (open, close) = [("<sql>", "</sql>"), ("<query>", "</query>")].into_iter().find(|(open, _)| lower.contains(open))?;
+    let start = lower.rfind(open)? + open.len();
+    let end = lower[start..].find(close).map_or(text.len(), |i| start + i);
     Some(&text[start..end])
 }
 
@@ -276,7 +278,43 @@ fn json_sql(reply: &str) -> Option<String> {
 fn prose_sql(reply: &str) -> Option<&str> {
     let start = first_statement_start(reply)?;
     let region = cut_at_prose_paragraph(&reply[start..]);
-    Some(cut_at_prose_after_semicolon(region))
+    let region = cut_at_prose_after_semicolon(region);
+    Some(first_of_repeated_queries(region))
+}
+
+/// A run of queries, one after another (each after a `;` line end or a blank line), is how a
+/// small model repeats itself to its token limit: the first one is the answer. Only when every
+/// part starts as a query (SELECT, WITH, VALUES, TABLE): a run with any other statement stays
+/// whole, for the guard to refuse.
+fn first_of_repeated_queries(region: &str) -> &str {
+    let mut starts = vec![0];
+    let mut offset = 0;
+    let mut previous_ends_statement = false;
+    for line in region.split_inclusive('\n') {
+        let trimmed = line.trim();
+        if offset > 0 && previous_ends_statement && !trimmed.is_empty() && !line.starts_with(char::is_whitespace) {
+            starts.push(offset);
+        }
+        if !trimmed.is_empty() {
+            previous_ends_statement = trimmed.ends_with(';');
+        } else {
+            previous_ends_statement = true;
+        }
+        offset += line.len();
+    }
+    if starts.len() < 2 {
+        return region;
+    }
+    let parts: Vec<&str> =
+        starts.iter().zip(starts.iter().skip(1).chain(std::iter::once(&region.len()))).map(|(&a, &b)| &region[a..b]).collect();
+    let all_queries = parts
+        .iter()
+        .all(|p| first_word(skip_trivia(p.trim_start())).is_some_and(|w| QUERY_KEYWORDS.iter().any(|k| k.eq_ignore_ascii_case(w))));
+    if all_queries {
+        parts[0]
+    } else {
+        region
+    }
 }
 
 /// The byte offset where the first statement starts: at the start of a line (before any SQL
@@ -552,6 +590,22 @@ mod tests {
         assert_eq!(extracted("<THINKING>\nSELECT draft\n</THINKING>SELECT final"), "SELECT final");
         // Cut off while thinking: no answer, not the draft.
         assert_eq!(extract_sql("<think>\nSELECT * FROM people WHERE"), None);
+    }
+
+    #[test]
+    fn a_run_of_repeated_queries_is_read_as_its_first() {
+        // SmolLM2-135M, to its token limit.
+        let runaway = "SELECT * FROM public.restaurants WHERE id NOT IN (1,1)\n\nSELECT * FROM public.cities WHERE city_id NOT IN (1,1)\n\nSELECT * FROM";
+        assert_eq!(extracted(runaway), "SELECT * FROM public.restaurants WHERE id NOT IN (1,1)");
+        let with_semicolons = "SELECT max(x) FROM t WHERE s = 'USA';\nSELECT max(x) FROM t WHERE s = 'USA';\nSELECT max(x)";
+        assert_eq!(extracted(with_semicolons), "SELECT max(x) FROM t WHERE s = 'USA'");
+        // Any other statement in the run keeps it whole, for the guard to refuse.
+        assert_eq!(extracted("SELECT 1;\nDELETE FROM t;\nSELECT 2"), "SELECT 1;\nDELETE FROM t;\nSELECT 2");
+        assert_eq!(extracted("SELECT 1\n\nDROP TABLE t"), "SELECT 1\n\nDROP TABLE t");
+        // One statement over several lines, with a blank line inside, stays one.
+        assert_eq!(extracted("SELECT a,\n\n  b FROM t"), "SELECT a,\n\n  b FROM t");
+        // <query> tags, as in the answer prompt.
+        assert_eq!(extracted("<query>\nSELECT 1\n</query>\n\nResult:\n<id>1</id>"), "SELECT 1");
     }
 
     #[test]
