@@ -48,7 +48,9 @@ fn database() -> Client {
         let text = std::fs::read_to_string(&path).unwrap();
         // Some files qualify their tables with public., others not: both land in the schema.
         c.batch_execute(&format!("DROP SCHEMA IF EXISTS {db} CASCADE; CREATE SCHEMA {db}; SET search_path = {db};")).unwrap();
-        c.batch_execute(&text.replace("public.", &format!("{db}."))).unwrap_or_else(|e| panic!("load defog {db}: {e}"));
+        // ewallet's file creates its tables in consumer_div; the questions name the database.
+        let text = text.replace("public.", &format!("{db}.")).replace("consumer_div.", &format!("{db}."));
+        c.batch_execute(&text).unwrap_or_else(|e| panic!("load defog {db}: {e}"));
         c.batch_execute("RESET search_path").unwrap();
     }
     c.batch_execute("CREATE EXTENSION pg_ask CASCADE").unwrap();
