@@ -118,12 +118,12 @@ fn without_echoes(reply: &str) -> std::borrow::Cow<'_, str> {
     if (0..lines.len()).any(header) {
         let mut kept: Vec<&str> = Vec::new();
         let mut in_description = false;
-        for i in 0..lines.len() {
+        for (i, line) in lines.iter().enumerate() {
             if header(i) {
                 in_description = true;
             } else if !(in_description && indented(i)) {
                 in_description = false;
-                kept.push(lines[i]);
+                kept.push(line);
             }
         }
         text = std::borrow::Cow::Owned(kept.join("\n"));
