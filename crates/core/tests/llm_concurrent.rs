@@ -67,3 +67,15 @@ fn an_interrupt_abandons_every_call() {
     assert!(out.is_err());
     assert!(started.elapsed() < Duration::from_secs(1));
 }
+
+#[test]
+fn a_retry_that_runs_into_the_deadline_reports_the_servers_refusal() {
+    // Every answer is a 500 after 450 ms: the second attempt starts at about 650-700 ms and
+    // cannot finish before the 1 s deadline. The call failed because the server refused it.
+    let s = StandIn::start(Script::default().or_else(Reply::status(500)).rule(Rule::new(&["q"], Reply::status(500)).delay(450))).unwrap();
+    let runner = Runner::new().unwrap();
+    let cfg = LlmConfig { request_timeout: Duration::from_millis(1000), ..cfg(s.url()) };
+    let out = runner.block_on(pg_ask_core::llm::chat(runner.http(), &cfg, &ChatRequest::new("sys", "q")), &|| false).unwrap();
+    assert!(matches!(out, Err(LlmError::Http { status: 500, .. })), "{out:?}");
+    assert!(s.requests().len() >= 2, "it was retried");
+}

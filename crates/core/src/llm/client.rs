@@ -19,6 +19,7 @@ pub async fn chat(http: &reqwest::Client, cfg: &LlmConfig, req: &ChatRequest) ->
     let deadline = Instant::now() + cfg.request_timeout;
     let mut backoff = FIRST_BACKOFF;
     let mut attempts = 0u32;
+    let mut refused: Option<LlmError> = None;
     loop {
         attempts += 1;
         let result = send_once(http, cfg, &url, &body, deadline).await;
@@ -27,6 +28,9 @@ pub async fn chat(http: &reqwest::Client, cfg: &LlmConfig, req: &ChatRequest) ->
                 resp.attempts = attempts;
                 return Ok(resp);
             }
+            // A retry that runs into the deadline: the server's refusals are why the call
+            // failed, not the clock (which one came first depended on the machine's load).
+            Err(LlmError::Timeout { .. }) if refused.is_some() => return Err(refused.expect("checked")),
             Err(err) if err.is_retryable() => {
                 let wait = match &err {
                     LlmError::Http { retry_after_s: Some(s), .. } => Duration::from_secs(*s),
@@ -38,6 +42,7 @@ pub async fn chat(http: &reqwest::Client, cfg: &LlmConfig, req: &ChatRequest) ->
                 }
                 tokio::time::sleep(wait).await;
                 backoff = (backoff * 2).min(MAX_BACKOFF);
+                refused = Some(err);
             }
             Err(err) => return Err(err),
         }
