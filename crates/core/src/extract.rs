@@ -103,6 +103,12 @@ pub fn extract_sql(reply: &str) -> Option<String> {
 /// describes tables), which small models copy back and which would read as `TABLE` statements.
 fn without_echoes(reply: &str) -> std::borrow::Cow<'_, str> {
     let mut text = std::borrow::Cow::Borrowed(reply);
+    // pg_ask's own instructions copied back (Gemma 3 270M echoes its whole prompt): a line of
+    // them, or a long enough piece of one, is never the answer. First, since they name the
+    // prompt's tags.
+    if text.lines().any(is_instruction_echo) {
+        text = std::borrow::Cow::Owned(text.lines().filter(|l| !is_instruction_echo(l)).collect::<Vec<_>>().join("\n"));
+    }
     for (open, close) in [("<think>", "</think>"), ("<thinking>", "</thinking>"), ("<schema>", "</schema>")] {
         while let Some(a) = find_ci(&text, open) {
             let rest = &text[a + open.len()..];
@@ -129,6 +135,13 @@ fn without_echoes(reply: &str) -> std::borrow::Cow<'_, str> {
         text = std::borrow::Cow::Owned(kept.join("\n"));
     }
     text
+}
+
+/// Whether `line` repeats a line of pg_ask's SQL-generation instructions (or at least 24
+/// characters of one, as an echo cut at the fence).
+fn is_instruction_echo(line: &str) -> bool {
+    let line = line.trim().trim_start_matches("```sql").trim_start_matches("```").trim();
+    line.len() >= 24 && crate::prompt::SQL_SYSTEM.lines().any(|i| i.contains(line) || (i.trim().len() >= 24 && line.contains(i.trim())))
 }
 
 /// Byte offset of `needle` (ASCII) in `hay`, ignoring ASCII case.
@@ -606,6 +619,21 @@ mod tests {
         assert_eq!(extracted("SELECT a,\n\n  b FROM t"), "SELECT a,\n\n  b FROM t");
         // <query> tags, as in the answer prompt.
         assert_eq!(extracted("<query>\nSELECT 1\n</query>\n\nResult:\n<id>1</id>"), "SELECT 1");
+    }
+
+    #[test]
+    fn echoed_instructions_are_not_sql() {
+        let echo = format!("{}\n\n<question>how many?</question>", crate::prompt::SQL_SYSTEM);
+        assert_eq!(extract_sql(&echo), None);
+        assert_eq!(
+            extract_sql(
+                "```sql\nSELECT) statement, PostgreSQL dialect. Never write INSERT, UPDATE, DELETE, DDL, or more than one statement.\n```"
+            ),
+            None
+        );
+        assert_eq!(extracted(&format!("{}\n```sql\nSELECT count(*) FROM t\n```", crate::prompt::SQL_SYSTEM)), "SELECT count(*) FROM t");
+        // A short line that happens to be in the instructions is kept.
+        assert_eq!(extracted("SELECT 1"), "SELECT 1");
     }
 
     #[test]
