@@ -329,10 +329,10 @@ fn generate_and_run(
 ) -> Result<(String, ResultSet), AskError> {
     let mut req = prompt::sql_request(question, schema);
     let max_attempts = cfg.max_attempts.max(1);
-    let mut last: Option<AskError> = None;
-    // Statements that already failed or were refused, white space folded: a repair that
-    // writes one of them again would fail the same way, so it is not run again.
-    let mut tried: Vec<(String, u32)> = Vec::new();
+    // What each attempt wrote (its SQL, or its whole reply when it had none), white space
+    // folded, with how it ended: a repair that writes the same again would end the same way,
+    // so it is neither run nor asked again.
+    let mut tried: Vec<(bool, String, u32, AskError)> = Vec::new();
     for attempt in 1..=max_attempts {
         trace.attempts += 1;
         let reply = match (attempt, draft) {
@@ -343,51 +343,44 @@ fn generate_and_run(
             }
         };
         let extracted = extract_sql(&reply);
-        let failure = match extracted.clone() {
-            // The same reply without SQL again: asking once more would get it once more.
-            None if tried.iter().any(|(s, _)| *s == fold_space(&reply)) => {
-                let first = tried.iter().find(|(s, _)| *s == fold_space(&reply)).map_or(1, |t| t.1);
-                let mut st = StageTrace::new(stage::GUARD, with_step(json!({"reply_chars": reply.len()}), step));
-                st.attempt = Some(attempt);
-                st.output = json!({"allowed": false, "reason": "repeats_reply", "first_attempt": first});
-                st.error = Some(format!("the reply repeats that of attempt {first}, which contained no SQL"));
-                trace.push(st);
-                return Err(AskError::NoSql { attempts: attempt, reply: reply.chars().take(300).collect() });
-            }
-            None => {
-                tried.push((fold_space(&reply), attempt));
-                last = Some(AskError::NoSql { attempts: attempt, reply: reply.chars().take(300).collect() });
-                "the reply contained no SQL query".to_string()
-            }
-            Some(sql) => {
-                let folded = fold_space(&sql);
-                if let Some(&(_, first)) = tried.iter().find(|(s, _)| *s == folded) {
-                    let mut st = StageTrace::new(stage::GUARD, with_step(json!({"sql": sql}), step));
-                    st.attempt = Some(attempt);
-                    st.output = json!({"allowed": false, "reason": "repeats_failed", "first_attempt": first});
-                    st.error = Some(format!("the same statement failed in attempt {first}; it is not run again"));
-                    trace.push(st);
-                    return Err(with_attempts(last.unwrap_or(AskError::NoSql { attempts: attempt, reply: String::new() }), attempt));
+        let folded = fold_space(extracted.as_deref().unwrap_or(&reply));
+        if let Some((_, _, first, ended)) = tried.iter().find(|(had_sql, text, ..)| *had_sql == extracted.is_some() && *text == folded) {
+            let (reason, what) =
+                if extracted.is_some() { ("repeats_failed", "statement failed") } else { ("repeats_reply", "reply without SQL came") };
+            let input = match &extracted {
+                Some(sql) => json!({"sql": sql}),
+                None => json!({"reply_chars": reply.len()}),
+            };
+            let mut st = StageTrace::new(stage::GUARD, with_step(input, step));
+            st.attempt = Some(attempt);
+            st.output = json!({"allowed": false, "reason": reason, "first_attempt": first});
+            st.error = Some(format!("the same {what} in attempt {first}; it is not tried again"));
+            trace.push(st);
+            return Err(with_attempts(ended.clone(), attempt));
+        }
+        let (failure, ended) = match extracted.clone() {
+            None => (
+                "the reply contained no SQL query".to_string(),
+                AskError::NoSql { attempts: attempt, reply: reply.chars().take(300).collect() },
+            ),
+            Some(sql) => match guarded_execute(host, trace, attempt, step, &sql) {
+                Ok(done) => return Ok(done),
+                Err(failure) => {
+                    let text = failure.for_llm();
+                    let ended = match failure {
+                        ExecFailure::Refused { reason } => AskError::Refused { attempts: attempt, reason, sql },
+                        ExecFailure::Error { sqlstate, message, .. } => AskError::Failed { attempts: attempt, sqlstate, message, sql },
+                    };
+                    (text, ended)
                 }
-                tried.push((folded, attempt));
-                match guarded_execute(host, trace, attempt, step, &sql) {
-                    Ok(done) => return Ok(done),
-                    Err(failure) => {
-                        let text = failure.for_llm();
-                        last = Some(match failure {
-                            ExecFailure::Refused { reason } => AskError::Refused { attempts: attempt, reason, sql },
-                            ExecFailure::Error { sqlstate, message, .. } => AskError::Failed { attempts: attempt, sqlstate, message, sql },
-                        });
-                        text
-                    }
-                }
-            }
+            },
         };
+        tried.push((extracted.is_some(), folded, attempt, ended));
         if attempt < max_attempts {
             req = prompt::repair_request(&req, &reply, extracted.as_deref(), &failure);
         }
     }
-    Err(last.unwrap_or(AskError::NoSql { attempts: max_attempts, reply: String::new() }))
+    Err(tried.pop().map(|(.., ended)| ended).expect("every attempt that did not return is recorded"))
 }
 
 /// `sql` with every run of white space made one space, for comparing statements.
@@ -749,6 +742,24 @@ mod tests {
         let c = AskConfig { max_attempts: 2, ..cfg() };
         let err = run(&mut h, "q", &c, Goal::Sql).unwrap_err();
         assert!(matches!(err.0, AskError::NoSql { attempts: 2, .. }), "{:?}", err.0);
+    }
+
+    #[test]
+    fn a_statement_repeated_after_another_ends_with_its_own_error() {
+        // Attempt 1 and 3 write the same statement; attempt 2 another one that fails otherwise.
+        let mut h =
+            Scripted::new(&["SELECT nme FROM public.restaurants", "SELECT name FROM public.nowhere", "SELECT nme FROM public.restaurants"]);
+        h.exec = Box::new(|sql| {
+            let (sqlstate, message) =
+                if sql.contains("nowhere") { ("42P01", "relation does not exist") } else { ("42703", "column \"nme\" does not exist") };
+            Err(ExecFailure::Error { sqlstate: sqlstate.into(), message: message.into(), detail: None, hint: None })
+        });
+        let (err, _) = run(&mut h, "q", &cfg(), Goal::Rows).unwrap_err();
+        assert!(
+            matches!(&err, AskError::Failed { attempts: 3, sqlstate, sql, .. } if sqlstate == "42703" && sql.contains("nme")),
+            "the repeated statement's error, not the previous attempt's: {err:?}"
+        );
+        assert_eq!(h.executed.len(), 2);
     }
 
     #[test]
