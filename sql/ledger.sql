@@ -15,7 +15,7 @@ CREATE TABLE llm_calls (
 );
 COMMENT ON TABLE llm_calls IS 'One row per LLM call made by pg_ask: who, which stage, which model, tokens, milliseconds, outcome. Rows are written in the caller''s transaction; each role sees its own rows.';
 COMMENT ON COLUMN llm_calls.stage IS 'pipeline stage: generate, repair, answer, ...';
-COMMENT ON COLUMN llm_calls.outcome IS 'ok, or the failure kind: connect_error, timeout, rate_limited, http_error, malformed, truncated, empty';
+COMMENT ON COLUMN llm_calls.outcome IS 'ok, or the failure kind: connect_error, timeout, rate_limited, context_overflow, http_error, malformed, truncated, empty';
 COMMENT ON COLUMN llm_calls.http_attempts IS 'HTTP requests made for the call, retries included';
 CREATE INDEX llm_calls_called_at ON llm_calls (called_at);
 

@@ -78,12 +78,21 @@ pub fn readable_tables() -> Result<Vec<Table>, String> {
     tables
 }
 
-/// The schemas on the caller's `search_path` that exist (implicit ones like pg_catalog left
-/// out), quoted as the table descriptions quote them.
-pub fn search_path_schemas() -> Result<Vec<String>, String> {
-    Spi::get_one::<Vec<String>>("SELECT coalesce(array_agg(quote_ident(s)), '{}') FROM unnest(pg_catalog.current_schemas(false)) s")
-        .map(Option::unwrap_or_default)
-        .map_err(|e| e.to_string())
+/// The schemas on the caller's `search_path` that exist (pg_catalog among them, which holds
+/// no described table), quoted as the table descriptions quote them. Read from the path
+/// PostgreSQL has already resolved for this backend: no query per `ask()`.
+pub fn search_path_schemas() -> Vec<String> {
+    let mut oids = [pg_sys::InvalidOid; 64];
+    // SAFETY: fills at most 64 entries of the backend's resolved search path (namespace.c
+    // keeps it current); the names come from the syscache, palloc'd in the current context.
+    let n = unsafe { pg_sys::fetch_search_path_array(oids.as_mut_ptr(), oids.len() as i32) };
+    oids[..(n.max(0) as usize).min(oids.len())]
+        .iter()
+        .filter_map(|&oid| unsafe {
+            let name = pg_sys::get_namespace_name(oid);
+            (!name.is_null()).then(|| std::ffi::CStr::from_ptr(pg_sys::quote_identifier(name)).to_string_lossy().into_owned())
+        })
+        .collect()
 }
 
 /// Announce a change of a relation's description (used by the COMMENT event trigger).

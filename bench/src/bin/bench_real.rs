@@ -21,6 +21,8 @@ use postgres::Client;
 use serde_json::{json, Value};
 
 const DB: &str = "pg_ask_real_bench";
+/// Questions in flight at once: `llama-server`'s two slots (scripts/llm.sh).
+const CONCURRENCY: usize = 2;
 
 fn env(name: &str, default: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| default.to_string())
@@ -126,7 +128,7 @@ fn main() {
     let mut c = database();
     c.batch_execute(&format!(
         "SET ask.provider = 'openai'; SET ask.base_url = '{url}'; SET ask.model = '{model}';
-         SET ask.concurrency = 2; SET ask.request_timeout = 300000; SET ask.max_tokens = {};
+         SET ask.concurrency = {CONCURRENCY}; SET ask.request_timeout = 300000; SET ask.max_tokens = {};
          SET client_min_messages = warning",
         env("PG_ASK_REAL_MAX_TOKENS", "1024")
     ))
@@ -204,7 +206,7 @@ fn main() {
         println!("repairs per question              {:.2}", repairs as f64 / q);
         println!("tokens per question               {:.0}", tokens as f64 / q);
         println!(
-            "seconds per question              {:.2} ({calls} LLM calls: model {:.2} s, pg_ask's own stages {:.1} ms, per question; 2 at a time)",
+            "seconds per question              {:.2} ({calls} LLM calls: model {:.2} s, pg_ask's own stages {:.1} ms, per question; {CONCURRENCY} at a time)",
             ms / q / 1000.0,
             llm_ms / q / 1000.0,
             own_ms / q

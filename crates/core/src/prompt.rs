@@ -140,7 +140,7 @@ mod tests {
         let r = repair_request(&first, &runaway, None, "the reply contained no SQL query");
         assert_eq!(r.messages[1].content.chars().count(), REPAIR_REPLY_CHARS + 1);
         assert!(r.messages[1].content.ends_with('…'));
-        // The stage's stops and limit carry over to the repair.
+        // The stage's stops carry over to the repair.
         assert_eq!(r.stop, vec!["END".to_string()]);
     }
 

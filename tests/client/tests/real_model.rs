@@ -14,7 +14,7 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::sync::{Mutex, Once};
+use std::sync::Once;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -60,8 +60,6 @@ fn documented_sqlstates() -> BTreeSet<String> {
 }
 
 static DATABASE: Once = Once::new();
-/// One model server with two slots: calls that measure time wait for the others.
-static TIMED: Mutex<()> = Mutex::new(());
 
 /// A fresh database with the sample loaded and pg_ask created, once per test run.
 fn database() {
@@ -258,7 +256,6 @@ fn the_trace_and_the_ledger_carry_the_servers_token_counts_anthropic() {
 
 #[test]
 fn a_cancel_during_generation_ends_the_call_within_half_a_second() {
-    let _one = TIMED.lock().unwrap_or_else(|p| p.into_inner());
     let mut c = session(Protocol::OpenAi);
     // Long enough that the model is still generating when the cancel comes.
     c.batch_execute("SET ask.max_tokens = 4000").unwrap();
