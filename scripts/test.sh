@@ -41,6 +41,9 @@ if cargo hakari --version >/dev/null 2>&1; then
 fi
 
 step "1/4 core, embedding and stand-in tests; lints"
+# llama.cpp's grammar checker referees the SQL grammar tests (no model needed).
+PG_ASK_GBNF_VALIDATOR=$(bash scripts/llm.sh validator)
+export PG_ASK_GBNF_VALIDATOR
 cargo test -p pg_ask_core -p pg_ask_embed -p llm-standin
 cargo clippy -q --workspace --all-targets --features pg_ask/pg_test -- -D warnings
 

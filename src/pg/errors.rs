@@ -97,6 +97,9 @@ pub fn from_llm(e: &LlmError, stage: &str) -> Raised {
         LlmError::EmptyContent => Raised::new(ERRCODE_NULL_VALUE_NOT_ALLOWED, msg)
             .hint("Raise ask.max_tokens, or try another model (ask.model)."),
         LlmError::Interrupted => Raised::new(ERRCODE_QUERY_CANCELED, "canceling LLM request due to user request"),
+        LlmError::Unsupported { .. } => Raised::new(ERRCODE_FEATURE_NOT_SUPPORTED, msg).hint(
+            "Set ask.structured_output or ask.sql_grammar to auto (constrain where the server can) or off; the README's settings table says what each provider accepts.",
+        ),
     }
 }
 

@@ -11,6 +11,7 @@ use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use pgrx::{debug1, pg_guard, pg_sys, PostgresGucEnum};
 
 use pg_ask_core::config::{AskConfig, LlmConfig, Provider};
+use pg_ask_core::constrain::{Mode, Modes};
 use pg_ask_core::secret::Secret;
 
 #[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
@@ -21,6 +22,27 @@ pub enum GucProvider {
     Anthropic,
     #[name = c"ollama"]
     Ollama,
+}
+
+/// `ask.structured_output` and `ask.sql_grammar`.
+#[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub enum GucMode {
+    #[name = c"auto"]
+    Auto,
+    #[name = c"on"]
+    On,
+    #[name = c"off"]
+    Off,
+}
+
+impl From<GucMode> for Mode {
+    fn from(m: GucMode) -> Mode {
+        match m {
+            GucMode::Auto => Mode::Auto,
+            GucMode::On => Mode::On,
+            GucMode::Off => Mode::Off,
+        }
+    }
 }
 
 #[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
@@ -75,6 +97,8 @@ static MAX_STEPS: GucSetting<i32> = GucSetting::<i32>::new(10);
 /// Distinct values the value memory keeps per column at most (the most frequent).
 static MAX_VALUES_PER_COLUMN: GucSetting<i32> = GucSetting::<i32>::new(100_000);
 static MAX_TABLES: GucSetting<i32> = GucSetting::<i32>::new(10);
+static STRUCTURED_OUTPUT: GucSetting<GucMode> = GucSetting::<GucMode>::new(GucMode::Auto);
+static SQL_GRAMMAR: GucSetting<GucMode> = GucSetting::<GucMode>::new(GucMode::Auto);
 
 pub fn init() {
     GucRegistry::define_enum_guc(
@@ -144,6 +168,22 @@ pub fn init() {
         &TEMPERATURE,
         0.0,
         2.0,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_enum_guc(
+        c"ask.structured_output",
+        c"Constrain fixed-shape replies to their JSON schema.",
+        c"auto: where the provider accepts it (openai response_format, ollama format, anthropic a forced tool); a server that refuses is asked again without, and remembered per base URL for the session; on: always, a refusal is an error; off: free text.",
+        &STRUCTURED_OUTPUT,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_enum_guc(
+        c"ask.sql_grammar",
+        c"Constrain generated SQL to a grammar of the described tables.",
+        c"auto: on OpenAI-compatible servers (llama.cpp's grammar field); a server that refuses is asked again without, and remembered per base URL for the session; on: always, an error where it cannot be sent; off: never.",
+        &SQL_GRAMMAR,
         GucContext::Userset,
         GucFlags::default(),
     );
@@ -536,6 +576,7 @@ pub fn llm_config(o: &LlmOverrides) -> Result<LlmConfig, String> {
         request_timeout: request_timeout(),
         temperature: o.temperature.unwrap_or_else(|| TEMPERATURE.get()),
         max_tokens: MAX_TOKENS.get() as u32,
+        constraints: Modes { structured_output: STRUCTURED_OUTPUT.get().into(), sql_grammar: SQL_GRAMMAR.get().into() },
     })
 }
 
@@ -543,6 +584,7 @@ pub fn ask_config(max_attempts: Option<i32>) -> AskConfig {
     AskConfig {
         max_attempts: max_attempts.unwrap_or_else(|| MAX_ATTEMPTS.get()).clamp(1, 20) as u32,
         row_limit: row_limit(),
+        sql_grammar: SQL_GRAMMAR.get() != GucMode::Off,
         ..AskConfig::default()
     }
 }

@@ -92,6 +92,20 @@ struct Calls {
     repairs: usize,
     own_ms: f64,
     replies: Vec<(String, String)>,
+    /// Statements executed, and of them those that named a table, column or schema that does
+    /// not exist (SQLSTATE 42P01, 42703, 3F000).
+    executed: usize,
+    unknown_names: usize,
+    /// Whether the first attempt's statement ran without an error.
+    first_ran: bool,
+    /// SQL calls generated under the grammar; grammar builds and their milliseconds and bytes.
+    constrained_sql: usize,
+    grammars: usize,
+    grammar_ms: f64,
+    grammar_bytes: usize,
+    /// Fixed-shape stages' replies: read from the structured JSON, or by the free-text parser.
+    shaped_structured: usize,
+    shaped_text: usize,
 }
 
 fn calls_of(trace: &Value) -> Calls {
@@ -100,11 +114,31 @@ fn calls_of(trace: &Value) -> Calls {
     for (i, st) in stages.iter().enumerate() {
         let Some(reply) = st["output"]["reply"].as_str() else {
             out.own_ms += st["ms"].as_f64().unwrap_or(0.0);
+            match st["stage"].as_str() {
+                Some("execute") => {
+                    out.executed += 1;
+                    let state = st["output"]["sqlstate"].as_str().unwrap_or("");
+                    out.unknown_names += usize::from(matches!(state, "42P01" | "42703" | "3F000"));
+                    out.first_ran |= st["attempt"] == 1 && st["output"]["rows"].is_number();
+                }
+                Some("grammar") => {
+                    out.grammars += 1;
+                    out.grammar_ms += st["ms"].as_f64().unwrap_or(0.0);
+                    out.grammar_bytes += st["output"]["bytes"].as_u64().unwrap_or(0) as usize;
+                }
+                _ => {}
+            }
             continue;
         };
+        match st["output"]["read"].as_str() {
+            Some("structured") => out.shaped_structured += 1,
+            Some(_) => out.shaped_text += 1,
+            None => {}
+        }
         let stage = st["stage"].as_str().unwrap_or_default().to_string();
         if stage == "generate" || stage == "repair" {
             out.sql_replies += 1;
+            out.constrained_sql += usize::from(st["output"]["constrained"] == "grammar");
             out.repairs += usize::from(stage == "repair");
             // A reply SQL was read from goes to the guard next, under the same attempt.
             if stages[i + 1..]
@@ -139,10 +173,29 @@ fn main() {
     });
 
     println!("model {model} at {url}, run label {label}");
-    for suite in suites.split(',') {
+    let modes = env("PG_ASK_REAL_CONSTRAINTS", "off");
+    for mode in modes.split(',') {
+        let (structured, grammar) = match mode {
+            "off" => ("off", "off"),
+            "json" => ("on", "off"),
+            "grammar" => ("on", "on"),
+            other => panic!("unknown constraint mode {other} (off, json, grammar)"),
+        };
+        c.batch_execute(&format!("SET ask.structured_output = {structured}; SET ask.sql_grammar = {grammar}")).unwrap();
+        let label = if modes.contains(',') || mode != "off" { format!("{label}-{mode}") } else { label.clone() };
+        println!("\n#### constraints: {mode} (ask.structured_output = {structured}, ask.sql_grammar = {grammar})");
+        for suite in suites.split(',') {
+            run_suite(&mut c, suite, &label, &model, corpus.as_mut());
+        }
+    }
+}
+
+fn run_suite(c: &mut Client, suite: &str, label: &str, model: &str, mut corpus: Option<&mut std::fs::File>) {
+    let label = label.to_string();
+    {
         let _n = match suite {
-            "sample" => load_sample(&mut c),
-            "defog" => load_defog(&mut c, env("PG_ASK_REAL_DEFOG_PER_DB", "4").parse().unwrap()),
+            "sample" => load_sample(c),
+            "defog" => load_defog(c, env("PG_ASK_REAL_DEFOG_PER_DB", "4").parse().unwrap()),
             other => panic!("unknown suite {other} (sample, defog)"),
         };
         let first_call: i64 = c.query_one("SELECT coalesce(max(id), 0) FROM ask.llm_calls", &[]).unwrap().get(0);
@@ -169,6 +222,8 @@ fn main() {
         };
         let (mut correct, mut judged, mut tokens, mut ms, mut own_ms) = (0, 0, 0i64, 0.0, 0.0);
         let (mut sql_replies, mut sql_read, mut repairs) = (0, 0, 0);
+        let (mut executed, mut unknown_names, mut first_ran, mut constrained_sql) = (0, 0, 0, 0);
+        let (mut grammars, mut grammar_ms, mut grammar_bytes) = (0, 0.0, 0);
         let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
         for r in &rows {
             let (question, outcome, ex): (String, String, bool) = (r.get(0), r.get(1), r.get(2));
@@ -180,6 +235,13 @@ fn main() {
             sql_replies += calls.sql_replies;
             sql_read += calls.sql_read;
             repairs += calls.repairs;
+            executed += calls.executed;
+            unknown_names += calls.unknown_names;
+            first_ran += usize::from(calls.first_ran);
+            constrained_sql += calls.constrained_sql;
+            grammars += calls.grammars;
+            grammar_ms += calls.grammar_ms;
+            grammar_bytes += calls.grammar_bytes;
             if outcome != "gold_failed" {
                 judged += 1;
                 correct += usize::from(ex);
@@ -203,6 +265,19 @@ fn main() {
             "SQL read from replies             {:.3} ({sql_read} of {sql_replies} generate/repair replies)",
             sql_read as f64 / sql_replies.max(1) as f64
         );
+        println!(
+            "SQL naming only existing names    {:.3} ({} of {executed} executed statements; {constrained_sql} of {sql_replies} replies under the grammar)",
+            (executed - unknown_names) as f64 / executed.max(1) as f64,
+            executed - unknown_names
+        );
+        println!("first replies that ran            {:.3} ({first_ran} of {})", first_ran as f64 / q, rows.len());
+        if grammars > 0 {
+            println!(
+                "grammar build                     {:.2} ms, {:.0} KB (mean of {grammars})",
+                grammar_ms / grammars as f64,
+                grammar_bytes as f64 / grammars as f64 / 1024.0
+            );
+        }
         println!("repairs per question              {:.2}", repairs as f64 / q);
         println!("tokens per question               {:.0}", tokens as f64 / q);
         println!(
@@ -217,6 +292,25 @@ fn main() {
         );
         for (k, v) in outcomes {
             println!("  {v:>4}  {k}");
+        }
+        // The answer stage (a fixed-shape stage) over the first questions: ask.explain runs
+        // the whole pipeline and returns its trace.
+        let n: i64 = env("PG_ASK_REAL_ANSWERS", "12").parse().unwrap();
+        if suite == "sample" && n > 0 {
+            let (mut structured, mut text, mut answered) = (0, 0, 0);
+            let qs = c.query("SELECT question FROM ask.eval_questions WHERE suite = 'sample' ORDER BY qno LIMIT $1", &[&n]).unwrap();
+            for q in &qs {
+                let question: String = q.get(0);
+                let trace: Value = c.query_one("SELECT ask.explain($1)::text", &[&question]).unwrap().get::<_, String>(0).parse().unwrap();
+                let calls = calls_of(&trace);
+                structured += calls.shaped_structured;
+                text += calls.shaped_text;
+                answered += usize::from(trace["answer"].is_string());
+            }
+            println!(
+                "answer stage                      {answered} of {} questions answered; {structured} replies read from the JSON schema, {text} by the free-text parser",
+                qs.len()
+            );
         }
     }
 }

@@ -7,6 +7,9 @@ use std::time::Instant;
 use serde_json::{json, Value};
 
 use crate::config::AskConfig;
+use crate::constrain::grammar::{sql_grammar, GrammarOptions};
+use crate::constrain::schemas::Shape;
+use crate::constrain::Constraint;
 use crate::extract::extract_sql;
 use crate::guard::check_read_only;
 use crate::llm::{ChatRequest, ChatResponse, LlmError};
@@ -33,6 +36,8 @@ pub mod stage {
     pub const SELECT: &str = "select";
     /// The retrieval plan over several candidate schemas (seed 001 A.2).
     pub const PLAN: &str = "plan";
+    /// The SQL grammar of the described tables (no LLM call).
+    pub const GRAMMAR: &str = "grammar";
 }
 
 /// Why the database refused or failed a statement.
@@ -249,7 +254,7 @@ fn run_inner(
     if let (Some(ctx), Goal::Answer) = (context.filter(|c| !c.trim().is_empty()), goal) {
         let req = context_request(question, ctx);
         let reply = call(host, trace, stage::CONTEXT, None, &req)?;
-        let decision = parse_context(&reply);
+        let decision = parse_context(&trace.read_shaped(Shape::Context, &reply));
         let mut st = StageTrace::new(stage::CONTEXT, json!({"decision_of": "the reply above"}));
         st.output = serde_json::to_value(&decision).unwrap_or_default();
         trace.push(st);
@@ -311,7 +316,7 @@ fn answer(
     }
     let req = prompt::answer_request(question, sql, result, cfg.answer_rows as usize);
     let reply = call(host, trace, stage::ANSWER, None, &req)?;
-    Ok(Some(prompt::parse_answer(&reply)))
+    Ok(Some(prompt::parse_answer(&trace.read_shaped(Shape::Answer, &reply))))
 }
 
 /// Generate SQL for `question` over `schema`, check, correct and execute it, and repair it
@@ -328,6 +333,11 @@ fn generate_and_run(
     step: Option<usize>,
 ) -> Result<(String, ResultSet), AskError> {
     let mut req = prompt::sql_request(question, schema);
+    if cfg.sql_grammar {
+        if let Some(gbnf) = grammar_for(trace, schema, step) {
+            req = req.constrain(Constraint::Grammar { gbnf });
+        }
+    }
     let max_attempts = cfg.max_attempts.max(1);
     // What each attempt wrote (its SQL, or its whole reply when it had none), white space
     // folded, with how it ended: a repair that writes the same again would end the same way,
@@ -383,6 +393,22 @@ fn generate_and_run(
     Err(tried.pop().map(|(.., ended)| ended).expect("every attempt that did not return is recorded"))
 }
 
+/// The SQL grammar of the tables `schema` describes, recorded in the trace with its size and
+/// build time.
+fn grammar_for(trace: &mut Trace, schema: &str, step: Option<usize>) -> Option<String> {
+    let t = Instant::now();
+    let tables = crate::schema::parse_rendered(schema);
+    let built = sql_grammar(&tables, GrammarOptions::default());
+    let mut st = StageTrace::new(stage::GRAMMAR, with_step(json!({"tables": tables.len()}), step));
+    st.output = match &built {
+        Some(g) => json!({"branches": g.branches, "rules": g.rules, "bytes": g.text.len()}),
+        None => json!({"built": false}),
+    };
+    st.ms = ms_since(t);
+    trace.push(st);
+    built.map(|g| g.text)
+}
+
 /// `sql` with every run of white space made one space, for comparing statements.
 fn fold_space(sql: &str) -> String {
     sql.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -435,7 +461,7 @@ fn run_plan(
     let req = plan_request(question, &shown);
     let reply = call(host, trace, stage::PLAN, None, &req)?;
     let names: Vec<String> = candidates.iter().map(|c| c.schema.clone()).collect();
-    let plan = parse_plan(&reply, &names);
+    let plan = parse_plan(&trace.read_shaped(Shape::RetrievalPlan, &reply), &names);
     let mut st = StageTrace::new(stage::PLAN, json!({"candidates": names}));
     let plan = match plan {
         Ok(p) => {
@@ -485,7 +511,7 @@ fn run_plan(
     let succeeded: Vec<bool> = runs.iter().map(|r| r.result.is_ok()).collect();
     let req = steps_answer_request(question, &outcomes, cfg.answer_rows as usize);
     let reply = call(host, trace, stage::ANSWER, None, &req)?;
-    let decision = parse_steps_answer(&reply, &succeeded);
+    let decision = parse_steps_answer(&trace.read_shaped(Shape::StepsAnswer, &reply), &succeeded);
     let mut st = StageTrace::new(stage::ANSWER, json!({"steps": runs.len()}));
     match &decision {
         Ok(d) => st.output = serde_json::to_value(d).unwrap_or_default(),

@@ -53,6 +53,8 @@ pub struct LlmConfig {
     pub request_timeout: Duration,
     pub temperature: f64,
     pub max_tokens: u32,
+    /// `ask.structured_output` and `ask.sql_grammar`.
+    pub constraints: crate::constrain::Modes,
 }
 
 impl LlmConfig {
@@ -85,11 +87,15 @@ pub struct AskConfig {
     pub row_limit: u32,
     /// Rows shown to the LLM in the answer prompt at most.
     pub answer_rows: u32,
+    /// Whether SQL generation asks for a grammar of the described tables (`ask.sql_grammar`
+    /// not `off`, and a provider that can take one or the setting `on`, which then makes the
+    /// client refuse). Whether it is sent is the client's decision.
+    pub sql_grammar: bool,
 }
 
 impl Default for AskConfig {
     fn default() -> Self {
-        AskConfig { max_attempts: 3, row_limit: 1000, answer_rows: 50 }
+        AskConfig { max_attempts: 3, row_limit: 1000, answer_rows: 50, sql_grammar: false }
     }
 }
 
@@ -106,6 +112,7 @@ mod tests {
             request_timeout: Duration::from_secs(1),
             temperature: 0.0,
             max_tokens: 100,
+            constraints: Default::default(),
         }
     }
 

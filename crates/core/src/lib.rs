@@ -7,6 +7,7 @@
 pub mod ask;
 pub mod chain;
 pub mod config;
+pub mod constrain;
 pub mod evaluate;
 pub mod extract;
 pub mod guard;

@@ -1,6 +1,7 @@
 //! Prompt texts. Everything that comes from users or data (questions, comments, values, error
 //! messages) is fenced in tags and described to the model as data, never as instructions.
 
+use crate::constrain::schemas::Shape;
 use crate::llm::{ChatRequest, Message};
 use crate::rows::ResultSet;
 
@@ -85,7 +86,7 @@ pub fn answer_request(question: &str, sql: &str, result: &ResultSet, max_rows: u
         if result.truncated { "+" } else { "" },
         result.render_for_prompt(max_rows)
     );
-    ChatRequest::new(ANSWER_SYSTEM, user).limit(limits::ANSWER)
+    ChatRequest::new(ANSWER_SYSTEM, user).limit(limits::ANSWER).shaped(Shape::Answer)
 }
 
 /// What the answer stage decided.

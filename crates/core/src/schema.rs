@@ -105,6 +105,130 @@ pub fn render(tables: &[Table]) -> String {
     out
 }
 
+/// Read back what [`render`] wrote: the tables, columns and keys of a description (comments
+/// are left out). The SQL grammar is built from this, so that it allows exactly the names the
+/// prompt shows, whichever way the description was made (read now, or cached with a suite).
+/// Lines that are not of `render`'s shape are skipped.
+pub fn parse_rendered(text: &str) -> Vec<Table> {
+    let mut tables: Vec<Table> = Vec::new();
+    for line in text.lines() {
+        let line = line.trim_end();
+        if line.is_empty() {
+            continue;
+        }
+        if !line.starts_with(' ') {
+            if let Some(t) = table_header(line) {
+                tables.push(t);
+            }
+            continue;
+        }
+        let Some(table) = tables.last_mut() else { continue };
+        let body = line.trim_start();
+        if let Some(rest) = body.strip_prefix("PRIMARY KEY (") {
+            table.primary_key = ident_list(rest.trim_end_matches(')'));
+        } else if let Some(rest) = body.strip_prefix("FOREIGN KEY (") {
+            if let Some((cols, target)) = rest.split_once(") REFERENCES ") {
+                if let Some(fk) = reference(ident_list(cols), target) {
+                    table.foreign_keys.push(fk);
+                }
+            }
+        } else if let Some((name, rest)) = split_ident(body) {
+            let rest = rest.trim_start();
+            let rest = rest.split_once("  -- ").map_or(rest, |(r, _)| r);
+            let (rest, target) = match rest.split_once(" REFERENCES ") {
+                Some((r, t)) => (r, Some(t)),
+                None => (rest, None),
+            };
+            let (data_type, primary, not_null) = if let Some(t) = rest.strip_suffix(" PRIMARY KEY") {
+                (t, true, true)
+            } else if let Some(t) = rest.strip_suffix(" NOT NULL") {
+                (t, false, true)
+            } else {
+                (rest, false, false)
+            };
+            if primary {
+                table.primary_key = vec![name.clone()];
+            }
+            if let Some(fk) = target.and_then(|t| reference(vec![name.clone()], t)) {
+                table.foreign_keys.push(fk);
+            }
+            table.columns.push(Column { name, data_type: data_type.trim().to_string(), not_null, comment: None });
+        }
+    }
+    tables
+}
+
+/// `TABLE schema.name  -- comment` (any kind word(s) in capitals first).
+fn table_header(line: &str) -> Option<Table> {
+    let head = line.split_once("  -- ").map_or(line, |(h, _)| h);
+    // The kind is one or two capitalised words (TABLE, VIEW, MATERIALIZED VIEW, ...); the name
+    // follows and may itself contain spaces inside quotes.
+    let mut kind_words = Vec::new();
+    let mut rest = head;
+    while let Some((word, tail)) = rest.split_once(' ') {
+        if word.is_empty() || !word.chars().all(|c| c.is_ascii_uppercase()) {
+            break;
+        }
+        kind_words.push(word);
+        rest = tail;
+    }
+    if kind_words.is_empty() {
+        return None;
+    }
+    let (schema, after) = split_ident(rest)?;
+    let (name, tail) = split_ident(after.strip_prefix('.')?)?;
+    if !tail.trim().is_empty() {
+        return None;
+    }
+    Some(Table { schema, name, kind: kind_words.join(" ").to_lowercase(), ..Default::default() })
+}
+
+/// `schema.table(c1, c2)` after REFERENCES.
+fn reference(columns: Vec<String>, target: &str) -> Option<ForeignKey> {
+    let (schema, rest) = split_ident(target.trim())?;
+    let (name, rest) = split_ident(rest.strip_prefix('.')?)?;
+    let cols = rest.strip_prefix('(')?;
+    let cols = &cols[..cols.rfind(')')?];
+    Some(ForeignKey { columns, references: format!("{schema}.{name}"), ref_columns: ident_list(cols) })
+}
+
+/// Identifiers separated by `, ` (quoted ones may contain commas).
+fn ident_list(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text.trim();
+    while let Some((ident, tail)) = split_ident(rest) {
+        out.push(ident);
+        rest = tail.trim_start().trim_start_matches(',').trim_start();
+        if rest.is_empty() {
+            break;
+        }
+    }
+    out
+}
+
+/// The identifier at the start of `text`, as written (quoted with its quotes, or bare up to a
+/// space, dot, comma or parenthesis), and the rest.
+fn split_ident(text: &str) -> Option<(String, &str)> {
+    if let Some(inner) = text.strip_prefix('"') {
+        let mut i = 0;
+        let bytes = inner.as_bytes();
+        while i < bytes.len() {
+            if bytes[i] == b'"' {
+                if bytes.get(i + 1) == Some(&b'"') {
+                    i += 2;
+                    continue;
+                }
+                return Some((text[..i + 2].to_string(), &inner[i + 1..]));
+            }
+            i += 1;
+        }
+        None
+    } else {
+        let end = text.find([' ', '.', ',', '(', ')']).unwrap_or(text.len());
+        (end > 0).then(|| (text[..end].to_string(), &text[end..]))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,6 +270,51 @@ mod tests {
              \x20 b integer\n\
              \x20 FOREIGN KEY (a, b) REFERENCES s.\"Pairs\"(x, y)\n"
         );
+    }
+
+    #[test]
+    fn a_rendered_description_reads_back() {
+        let orders = Table {
+            schema: "public".into(),
+            name: "\"Order Lines\"".into(),
+            kind: "materialized view".into(),
+            comment: Some("lines -- of orders".into()),
+            columns: vec![
+                col("id", "integer", true, None),
+                col("\"Customer, \"\"Id\"\"\"", "character varying(20)", true, Some("who  -- ordered")),
+                col("a", "timestamp with time zone", false, None),
+                col("b", "numeric(10,2)", false, None),
+            ],
+            primary_key: vec!["id".into()],
+            foreign_keys: vec![
+                ForeignKey {
+                    columns: vec!["\"Customer, \"\"Id\"\"\"".into()],
+                    references: "s.\"Cust omers\"".into(),
+                    ref_columns: vec!["id".into()],
+                },
+                ForeignKey {
+                    columns: vec!["a".into(), "b".into()],
+                    references: "s.pairs".into(),
+                    ref_columns: vec!["x".into(), "y".into()],
+                },
+            ],
+        };
+        let plain = Table {
+            schema: "s".into(),
+            name: "pairs".into(),
+            kind: "table".into(),
+            columns: vec![col("x", "int", false, None)],
+            primary_key: vec!["x".into(), "y".into()],
+            ..Default::default()
+        };
+        let back = parse_rendered(&render(&[orders.clone(), plain.clone()]));
+        let strip = |mut t: Table| {
+            t.comment = None;
+            t.columns.iter_mut().for_each(|c| c.comment = None);
+            t
+        };
+        assert_eq!(back, vec![strip(orders), plain]);
+        assert!(parse_rendered("not a description\n  x int\n").is_empty());
     }
 
     #[test]

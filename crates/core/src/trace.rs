@@ -5,6 +5,7 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::constrain::schemas::Shape;
 use crate::llm::{ChatResponse, LlmError};
 
 /// Milliseconds since `t`, to the microsecond.
@@ -63,6 +64,13 @@ impl Trace {
         match result {
             Ok(resp) => {
                 st.output = json!({"reply": resp.content, "model": resp.model, "http_attempts": resp.attempts});
+                // Whether the reply was generated under a JSON schema or grammar, or why a
+                // request's constraint was not sent.
+                if let Some(kind) = resp.constrained {
+                    st.output["constrained"] = json!(kind);
+                } else if let Some(why) = resp.unconstrained {
+                    st.output["unconstrained"] = json!(why);
+                }
                 st.prompt_tokens = resp.prompt_tokens;
                 st.completion_tokens = resp.completion_tokens;
                 self.push(st);
@@ -74,6 +82,17 @@ impl Trace {
                 Err(e)
             }
         }
+    }
+
+    /// Read the reply of the last recorded call as `shape`: the text its stage's parser reads,
+    /// noting on the call whether it was the structured reply (`read: structured`) or free text
+    /// the parser has to find the answer in (`read: text`).
+    pub fn read_shaped(&mut self, shape: Shape, reply: &str) -> String {
+        let (text, structured) = shape.readable(reply);
+        if let Some(st) = self.stages.last_mut() {
+            st.output["read"] = json!(if structured { "structured" } else { "text" });
+        }
+        text
     }
 
     pub fn push(&mut self, stage: StageTrace) {

@@ -25,6 +25,11 @@ pub struct Rule {
     /// Every string must occur (case-sensitively) in the text of the request's last message.
     #[serde(default)]
     pub last_contains: Vec<String>,
+    /// Every name must be a top-level field of the request body (`grammar`,
+    /// `response_format`, `tools`, ...): a rule that refuses a constraint answers only
+    /// requests that carry it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub has_field: Vec<String>,
     /// The answer.
     pub reply: Reply,
     /// Milliseconds to wait before answering.
@@ -104,7 +109,14 @@ impl Script {
 impl Rule {
     /// A rule answering `reply` to requests whose prompt contains every string of `contains`.
     pub fn new(contains: &[&str], reply: Reply) -> Rule {
-        Rule { contains: contains.iter().map(|s| (*s).to_owned()).collect(), last_contains: Vec::new(), reply, delay_ms: 0, times: None }
+        Rule {
+            contains: contains.iter().map(|s| (*s).to_owned()).collect(),
+            last_contains: Vec::new(),
+            has_field: Vec::new(),
+            reply,
+            delay_ms: 0,
+            times: None,
+        }
     }
 
     /// Also requires every string of `last_contains` in the last message.
@@ -128,8 +140,10 @@ impl Rule {
         self
     }
 
-    fn matches(&self, prompt: &str, last: &str) -> bool {
-        self.contains.iter().all(|s| prompt.contains(s.as_str())) && self.last_contains.iter().all(|s| last.contains(s.as_str()))
+    fn matches(&self, prompt: &str, last: &str, fields: &[&str]) -> bool {
+        self.contains.iter().all(|s| prompt.contains(s.as_str()))
+            && self.last_contains.iter().all(|s| last.contains(s.as_str()))
+            && self.has_field.iter().all(|f| fields.contains(&f.as_str()))
     }
 }
 
@@ -166,10 +180,11 @@ impl ScriptState {
     }
 
     /// Picks the reply for a request and counts the use of the rule that gives it.
-    pub(crate) fn choose(&mut self, prompt: &str, last: &str) -> Choice {
+    /// The reply to a request with this prompt text, last message and top-level body fields.
+    pub(crate) fn choose(&mut self, prompt: &str, last: &str, fields: &[&str]) -> Choice {
         for (rule, used) in self.script.rules.iter().zip(self.used.iter_mut()) {
             let has_uses_left = rule.times.is_none_or(|n| *used < n);
-            if has_uses_left && rule.matches(prompt, last) {
+            if has_uses_left && rule.matches(prompt, last, fields) {
                 *used += 1;
                 return Choice::Reply { reply: rule.reply.clone(), delay_ms: rule.delay_ms };
             }
@@ -199,19 +214,19 @@ mod tests {
             .rule(Rule::new(&["cities"], Reply::text("SELECT 1")))
             .rule(Rule::new(&[], Reply::text("catch-all")));
         let mut state = ScriptState::new(script);
-        assert_eq!(state.choose("list cities", "list cities"), Choice::Reply { reply: Reply::status(429), delay_ms: 0 });
-        assert_eq!(text(state.choose("list cities", "")), "SELECT 1");
-        assert_eq!(text(state.choose("list cities", "")), "SELECT 1");
-        assert_eq!(text(state.choose("other", "")), "catch-all");
+        assert_eq!(state.choose("list cities", "list cities", &[]), Choice::Reply { reply: Reply::status(429), delay_ms: 0 });
+        assert_eq!(text(state.choose("list cities", "", &[])), "SELECT 1");
+        assert_eq!(text(state.choose("list cities", "", &[])), "SELECT 1");
+        assert_eq!(text(state.choose("other", "", &[])), "catch-all");
     }
 
     #[test]
     fn last_contains_and_default() {
         let script = Script::default().rule(Rule::new(&["schema"], Reply::text("fix")).last(&["error"])).or_else(Reply::text("plain"));
         let mut state = ScriptState::new(script);
-        assert_eq!(text(state.choose("schema\nerror: x\nagain", "again")), "plain");
-        assert_eq!(text(state.choose("schema\nagain\nerror: x", "error: x")), "fix");
-        assert_eq!(ScriptState::new(Script::default()).choose("a", "a"), Choice::NoMatch);
+        assert_eq!(text(state.choose("schema\nerror: x\nagain", "again", &[])), "plain");
+        assert_eq!(text(state.choose("schema\nagain\nerror: x", "error: x", &[])), "fix");
+        assert_eq!(ScriptState::new(Script::default()).choose("a", "a", &[]), Choice::NoMatch);
     }
 
     #[test]

@@ -174,7 +174,8 @@ fn api(shared: &Shared, method: &str, path: String, headers: Vec<(String, String
         return Action::Respond(embed(shared, endpoint, model, &body, &prompt));
     }
 
-    let choice = lock(&shared.script).choose(&prompt.full, &prompt.last);
+    let fields: Vec<&str> = body.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default();
+    let choice = lock(&shared.script).choose(&prompt.full, &prompt.last, &fields);
     let (reply, delay_ms) = match choice {
         Choice::Reply { reply, delay_ms } => (reply, delay_ms),
         Choice::NoMatch => {

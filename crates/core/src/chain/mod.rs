@@ -402,7 +402,7 @@ fn run_inner(host: &mut dyn ChainHost, instruction: &str, cfg: &ChainConfig, tra
 
     let max_steps = cfg.max_steps.max(1);
     let reply = call(host, trace, stage::PLAN, None, &prompt::plan_request(instruction, &schema, max_steps))?;
-    let chain = parse_chain(&reply);
+    let chain = parse_chain(&trace.read_shaped(crate::constrain::schemas::Shape::ChainPlan, &reply));
     if let Some(st) = trace.stages.last_mut() {
         st.output["steps"] = json!(chain.steps.iter().map(|s| &s.sql).collect::<Vec<_>>());
         if !chain.ignored.is_empty() {

@@ -51,6 +51,7 @@ pub fn plan_request(instruction: &str, schema: &str, max_steps: u32) -> ChatRequ
         PLAN_SYSTEM.replace("{max_steps}", &max_steps.to_string()),
         format!("<schema>\n{}</schema>\n\n<instruction>{}</instruction>", schema, instruction.trim()),
     )
+    .shaped(crate::constrain::schemas::Shape::ChainPlan)
 }
 
 /// The request to rewrite step `number` (1-based) from the results of the steps before it.

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 use super::protocol::{error_message, headers, parse_response, request_body};
 use super::{ChatRequest, ChatResponse, LlmError};
 use crate::config::LlmConfig;
+use crate::constrain::{decide, is_constraint_refusal, remember_refusal, Decision, Kind, Mode};
 use crate::secret::Secret;
 
 /// First backoff pause; doubled after each retry, capped at [`MAX_BACKOFF`].
@@ -13,7 +14,54 @@ const MAX_BACKOFF: Duration = Duration::from_secs(8);
 
 /// Send `req`, retrying 429 and 5xx answers with exponential backoff (or the server's
 /// Retry-After), all within `cfg.request_timeout`.
+///
+/// A request with a constraint ([`crate::constrain`]) carries it when the provider and the
+/// settings allow. When the server refuses it (HTTP 400 naming the field) and its setting is
+/// `auto`, the refusal is remembered for the server and the request is sent again without it;
+/// with `on`, that is an error.
 pub async fn chat(http: &reqwest::Client, cfg: &LlmConfig, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+    let Some(kind) = req.constraint.as_ref().map(|c| c.kind()) else { return chat_as_is(http, cfg, req).await };
+    match decide(cfg, kind) {
+        Decision::Refuse(detail) => Err(LlmError::Unsupported { detail }),
+        Decision::Skip(why) => {
+            let mut resp = chat_as_is(http, cfg, req).await?;
+            resp.unconstrained = Some(why);
+            Ok(resp)
+        }
+        Decision::Send => match chat_as_is(http, cfg, req).await {
+            Ok(mut resp) => {
+                resp.constrained = Some(kind);
+                Ok(resp)
+            }
+            Err(LlmError::Http { status, message, .. }) if is_constraint_refusal(status, &message, kind) => {
+                if mode_of(cfg, kind) == Mode::On {
+                    return Err(LlmError::Unsupported {
+                        detail: format!(
+                            "{} is on, but the LLM server refused the {}: HTTP {status}: {message}",
+                            kind.setting(),
+                            kind.as_str()
+                        ),
+                    });
+                }
+                remember_refusal(&cfg.base_url, kind);
+                let mut resp = chat_as_is(http, cfg, req).await?;
+                resp.unconstrained = Some("refused");
+                Ok(resp)
+            }
+            Err(e) => Err(e),
+        },
+    }
+}
+
+fn mode_of(cfg: &LlmConfig, kind: Kind) -> Mode {
+    match kind {
+        Kind::JsonSchema => cfg.constraints.structured_output,
+        Kind::Grammar => cfg.constraints.sql_grammar,
+    }
+}
+
+/// [`chat`] with the body as [`request_body`] makes it now.
+async fn chat_as_is(http: &reqwest::Client, cfg: &LlmConfig, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
     let url = cfg.chat_url();
     let body = request_body(cfg, req);
     let deadline = Instant::now() + cfg.request_timeout;

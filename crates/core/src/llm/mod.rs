@@ -11,6 +11,8 @@ pub mod runtime;
 
 use serde::Serialize;
 
+use crate::constrain::{Constraint, Kind};
+
 pub use client::{chat, chat_all};
 pub use runtime::{Interrupted, Runner};
 
@@ -59,6 +61,10 @@ pub struct ChatRequest {
     /// leaves the text out of the reply). At most four (OpenAI's limit).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stop: Vec<String>,
+    /// The shape the reply must have, sent where the provider and the settings allow
+    /// ([`crate::constrain::decide`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub constraint: Option<Constraint>,
 }
 
 impl ChatRequest {
@@ -76,6 +82,22 @@ impl ChatRequest {
     pub fn stop_at(mut self, stop: &[&str]) -> ChatRequest {
         self.stop = stop.iter().take(4).map(|s| s.to_string()).collect();
         self
+    }
+
+    /// The same request, its reply constrained to `constraint`.
+    pub fn constrain(mut self, constraint: Constraint) -> ChatRequest {
+        self.constraint = Some(constraint);
+        self
+    }
+
+    /// The same request, its reply a JSON value matching `schema` (see [`crate::constrain::schemas`]).
+    pub fn json_schema(self, name: &'static str, schema: serde_json::Value) -> ChatRequest {
+        self.constrain(Constraint::JsonSchema { name, schema })
+    }
+
+    /// The same request, its reply constrained to a fixed-shape stage's JSON schema.
+    pub fn shaped(self, shape: crate::constrain::schemas::Shape) -> ChatRequest {
+        self.json_schema(shape.name(), shape.schema())
     }
 
     /// Completion tokens to ask for, given the configured limit.
@@ -100,6 +122,12 @@ pub struct ChatResponse {
     pub finish_reason: Option<String>,
     /// HTTP requests made, retries included.
     pub attempts: u32,
+    /// The constraint the reply was generated under, if the request had one and it was sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub constrained: Option<Kind>,
+    /// Why a request's constraint was not sent (`off`, `provider`, `refused_before`, `refused`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unconstrained: Option<&'static str>,
 }
 
 /// Why an LLM call failed. Texts never contain the API key: bodies are scrubbed before they
@@ -122,6 +150,9 @@ pub enum LlmError {
     EmptyContent,
     #[error("the LLM request was interrupted")]
     Interrupted,
+    /// A constraint the settings require (`on`) cannot be sent, or the server refused it.
+    #[error("{detail}")]
+    Unsupported { detail: String },
 }
 
 impl LlmError {
@@ -138,6 +169,7 @@ impl LlmError {
             LlmError::MissingField { .. } => "malformed",
             LlmError::EmptyContent => "empty",
             LlmError::Interrupted => "interrupted",
+            LlmError::Unsupported { .. } => "unsupported",
         }
     }
 

@@ -5,6 +5,7 @@ use serde_json::{json, Value};
 
 use super::{ChatRequest, ChatResponse, LlmError};
 use crate::config::{LlmConfig, Provider};
+use crate::constrain::{decide, Constraint, Decision};
 
 /// The Anthropic API version pg_ask speaks.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -39,7 +40,8 @@ fn messages_json(req: &ChatRequest, inline_system: bool) -> Vec<Value> {
     messages
 }
 
-/// The JSON body of a chat request.
+/// The JSON body of a chat request, with its constraint when [`decide`] says to send it (and
+/// [`constraint_sent`] says whether it did).
 pub fn request_body(cfg: &LlmConfig, req: &ChatRequest) -> Value {
     let max_tokens = req.completion_limit(cfg.max_tokens);
     let mut body = match cfg.provider {
@@ -76,7 +78,33 @@ pub fn request_body(cfg: &LlmConfig, req: &ChatRequest) -> Value {
             Provider::Ollama => body["options"]["stop"] = json!(req.stop),
         }
     }
+    if let Some(c) = req.constraint.as_ref().filter(|c| decide(cfg, c.kind()) == Decision::Send) {
+        add_constraint(&mut body, cfg.provider, c);
+    }
     body
+}
+
+/// The name of the tool through which Anthropic is made to answer with a JSON value.
+pub const ANSWER_TOOL: &str = "answer";
+
+/// Put a constraint in a request body, the way the provider takes it: OpenAI-compatible
+/// servers a `response_format` with the JSON schema, or (llama.cpp) a GBNF `grammar`; Ollama
+/// a `format` schema; Anthropic a single tool whose input schema is the JSON schema, which the
+/// model is made to call (the stop sequences do not apply to a tool call's input).
+fn add_constraint(body: &mut Value, provider: Provider, c: &Constraint) {
+    match (provider, c) {
+        (Provider::OpenAi, Constraint::JsonSchema { name, schema }) => {
+            body["response_format"] = json!({"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": true}});
+        }
+        (Provider::OpenAi, Constraint::Grammar { gbnf }) => body["grammar"] = json!(gbnf),
+        (Provider::Ollama, Constraint::JsonSchema { schema, .. }) => body["format"] = schema.clone(),
+        (Provider::Anthropic, Constraint::JsonSchema { name, schema }) => {
+            body["tools"] = json!([{"name": ANSWER_TOOL, "description": format!("Give the reply ({name}).") , "input_schema": schema}]);
+            body["tool_choice"] = json!({"type": "tool", "name": ANSWER_TOOL});
+        }
+        // decide() never sends a grammar elsewhere.
+        (Provider::Ollama | Provider::Anthropic, Constraint::Grammar { .. }) => {}
+    }
 }
 
 /// Parse a JSON body, telling a cut-off body from one that is not JSON at all.
@@ -122,12 +150,17 @@ pub fn parse_response(provider: Provider, body: &[u8]) -> Result<ChatResponse, L
         }
         Provider::Anthropic => {
             let blocks = v.get("content").and_then(Value::as_array).ok_or_else(|| missing("content"))?;
-            let text: String = blocks
-                .iter()
-                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-                .filter_map(|b| b.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join("");
+            // A forced tool call carries the structured reply as its input.
+            let tool_input = blocks.iter().find(|b| b.get("type").and_then(Value::as_str) == Some("tool_use")).and_then(|b| b.get("input"));
+            let text: String = match tool_input {
+                Some(input) => input.to_string(),
+                None => blocks
+                    .iter()
+                    .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                    .filter_map(|b| b.get("text").and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join(""),
+            };
             let usage = v.get("usage");
             (
                 text,
@@ -156,6 +189,7 @@ pub fn parse_response(provider: Provider, body: &[u8]) -> Result<ChatResponse, L
         completion_tokens,
         finish_reason,
         attempts: 1,
+        ..Default::default()
     })
 }
 
@@ -190,6 +224,7 @@ mod tests {
             request_timeout: Duration::from_secs(1),
             temperature: 0.2,
             max_tokens: 77,
+            constraints: Default::default(),
         }
     }
 
@@ -245,6 +280,36 @@ mod tests {
         assert!(request_body(&cfg(Provider::Anthropic), &req()).get("stop_sequences").is_none());
         // At most four, OpenAI's limit.
         assert_eq!(req().stop_at(&["a", "b", "c", "d", "e"]).stop.len(), 4);
+    }
+
+    #[test]
+    fn constraints_reach_each_protocol_in_its_own_field() {
+        let schema = json!({"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]});
+        let json_req = req().json_schema("answer", schema.clone());
+        let o = request_body(&cfg(Provider::OpenAi), &json_req);
+        assert_eq!(o["response_format"]["type"], "json_schema");
+        assert_eq!(o["response_format"]["json_schema"]["schema"], schema);
+        let l = request_body(&cfg(Provider::Ollama), &json_req);
+        assert_eq!(l["format"], schema);
+        let a = request_body(&cfg(Provider::Anthropic), &json_req);
+        assert_eq!(a["tools"][0]["input_schema"], schema);
+        assert_eq!(a["tool_choice"], json!({"type": "tool", "name": ANSWER_TOOL}));
+        let g = req().constrain(Constraint::Grammar { gbnf: "root ::= \"x\"".into() });
+        assert_eq!(request_body(&cfg(Provider::OpenAi), &g)["grammar"], "root ::= \"x\"");
+        // Anthropic and Ollama take no grammar: the request goes without it (in auto).
+        assert!(request_body(&cfg(Provider::Anthropic), &g).get("grammar").is_none());
+        assert!(request_body(&cfg(Provider::Ollama), &g).get("grammar").is_none());
+        // Off: nothing is sent.
+        let mut off = cfg(Provider::OpenAi);
+        off.constraints.structured_output = crate::constrain::Mode::Off;
+        assert!(request_body(&off, &json_req).get("response_format").is_none());
+    }
+
+    #[test]
+    fn an_anthropic_tool_call_is_the_reply() {
+        let a = br#"{"model":"c","content":[{"type":"tool_use","id":"t1","name":"answer","input":{"answer":"ROWS"}}],"stop_reason":"tool_use","usage":{"input_tokens":7,"output_tokens":3}}"#;
+        let r = parse_response(Provider::Anthropic, a).unwrap();
+        assert_eq!(serde_json::from_str::<Value>(&r.content).unwrap(), json!({"answer": "ROWS"}));
     }
 
     #[test]

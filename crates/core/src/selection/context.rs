@@ -38,6 +38,7 @@ pub fn context_request(question: &str, context: &str) -> ChatRequest {
     let context: String = context.trim().chars().take(MAX_CONTEXT_CHARS).collect();
     ChatRequest::new(CONTEXT_SYSTEM, format!("<context>\n{}\n</context>\n\n<question>{}</question>", data(&context), data(question.trim())))
         .limit(crate::prompt::limits::CONTEXT)
+        .shaped(crate::constrain::schemas::Shape::Context)
 }
 
 /// What the context switch decided.
@@ -162,7 +163,9 @@ pub fn steps_answer_request(question: &str, steps: &[StepOutcome<'_>], max_rows:
         }
         user.push_str("</step>\n");
     }
-    ChatRequest::new(STEPS_ANSWER_SYSTEM, user).limit(crate::prompt::limits::STEPS_ANSWER)
+    ChatRequest::new(STEPS_ANSWER_SYSTEM, user)
+        .limit(crate::prompt::limits::STEPS_ANSWER)
+        .shaped(crate::constrain::schemas::Shape::StepsAnswer)
 }
 
 /// What the answer stage decided.

@@ -57,7 +57,7 @@ pub fn plan_request(question: &str, candidates: &[PlanCandidate]) -> ChatRequest
         user.push_str(&format!("<schema name=\"{}\">\n{}</schema>\n", data(&c.schema).replace('"', "&quot;"), data(&c.tables)));
     }
     user.push_str("</schemas>");
-    ChatRequest::new(PLAN_SYSTEM, user).limit(crate::prompt::limits::PLAN)
+    ChatRequest::new(PLAN_SYSTEM, user).limit(crate::prompt::limits::PLAN).shaped(crate::constrain::schemas::Shape::RetrievalPlan)
 }
 
 /// One step of a plan.

@@ -12,6 +12,7 @@ use super::prompting::{parse_reply, Answer, PastCommand, PromptError, Prompting,
 use super::sampler::Sample;
 use super::score::{has_order_by, score_sample, TruthClass};
 use super::workload::Workload;
+use crate::constrain::schemas::Shape;
 use crate::llm::ChatRequest;
 
 /// One answer a run needs: sample `sample` in one encoding and prompting.
@@ -58,7 +59,7 @@ pub fn job_request(workload: &Workload, schema: &[String], job: Job, sample: &Sa
     let history: Vec<PastCommand> =
         sample.commands.iter().zip(&truth.past).map(|(c, result)| PastCommand { command: text(c), result: Some(result.clone()) }).collect();
     let query = text(&sample.query);
-    ReplayPrompt {
+    let req = ReplayPrompt {
         encoding: job.encoding,
         prompting: job.prompting,
         schema,
@@ -67,7 +68,20 @@ pub fn job_request(workload: &Workload, schema: &[String], job: Job, sample: &Sa
         initially_empty: true,
         texts: None,
     }
-    .build()
+    .build()?;
+    // Zero-shot chain of thought reasons before its answer: no schema there.
+    Ok(match job.prompting {
+        Prompting::ZeroCot => req,
+        _ => req.shaped(reply_shape(truth.query_kind)),
+    })
+}
+
+/// The structured reply to a query of `kind`.
+pub fn reply_shape(kind: QueryKind) -> Shape {
+    match kind {
+        QueryKind::Select => Shape::ShadowRows,
+        QueryKind::Modify => Shape::ShadowOutcome,
+    }
 }
 
 /// A reply read as an answer to a query and scored against the truth.
@@ -78,24 +92,28 @@ pub struct Scored {
     /// Why the reply could not be read.
     pub error: Option<String>,
     pub score: f64,
+    /// Whether the reply was the structured JSON of its shape (read without the free-text
+    /// parser).
+    pub structured: bool,
 }
 
 impl Scored {
     /// Read `reply` as the answer to a query of `kind` and score it against `truth`
     /// (order-aware when the query has ORDER BY).
     pub fn read(reply: &str, kind: QueryKind, truth: &Answer, query_sql: Option<&str>) -> Scored {
-        let parsed = parse_reply(reply, kind);
+        let (text, structured) = reply_shape(kind).readable(reply);
+        let parsed = parse_reply(&text, kind);
         let ordered = query_sql.is_some_and(has_order_by);
         let score = score_sample(truth, parsed.as_ref().ok(), ordered);
         match parsed {
-            Ok(answer) => Scored { answer: Some(answer), error: None, score },
-            Err(e) => Scored { answer: None, error: Some(e.to_string()), score },
+            Ok(answer) => Scored { answer: Some(answer), error: None, score, structured },
+            Err(e) => Scored { answer: None, error: Some(e.to_string()), score, structured },
         }
     }
 
     /// No usable reply (the model's reply was empty, cut or malformed at the protocol level).
     pub fn failed(error: String) -> Scored {
-        Scored { answer: None, error: Some(error), score: 0.0 }
+        Scored { answer: None, error: Some(error), score: 0.0, structured: false }
     }
 }
 

@@ -1,0 +1,244 @@
+//! The SQL grammar, refereed by llama.cpp's own grammar parser (`llama-gbnf-validator`, built
+//! by `scripts/llm.sh install`; no model needed): each generated grammar accepts a corpus of
+//! valid queries over its tables and rejects queries that name anything else.
+//!
+//! The validator is found at `$PG_ASK_GBNF_VALIDATOR`, else where `scripts/llm.sh` installs it.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use pg_ask_core::constrain::grammar::{class_of, sql_grammar, Class, GrammarOptions};
+use pg_ask_core::schema::{parse_rendered, render, Column, Table};
+
+fn validator() -> PathBuf {
+    let path = std::env::var_os("PG_ASK_GBNF_VALIDATOR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/cache/pg_ask/llm/llama.cpp-0.3.36/bin/llama-gbnf-validator"));
+    assert!(
+        path.exists(),
+        "llama-gbnf-validator not found at {}: run `bash scripts/llm.sh install` (or set PG_ASK_GBNF_VALIDATOR)",
+        path.display()
+    );
+    path
+}
+
+/// Every text, checked against the grammar: `true` where llama.cpp accepts it.
+fn accepted(grammar: &str, texts: &[String]) -> Vec<bool> {
+    let dir = tempdir();
+    let g = dir.join("g.gbnf");
+    std::fs::write(&g, grammar).unwrap();
+    let v = validator();
+    texts
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let input = dir.join(format!("in{i}.txt"));
+            std::fs::write(&input, text).unwrap();
+            let out = Command::new(&v).arg(&g).arg(&input).output().expect("llama-gbnf-validator runs");
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                !stdout.contains("Failed to initialize"),
+                "llama.cpp could not parse the grammar:\n{}",
+                &grammar[..grammar.len().min(3000)]
+            );
+            stdout.contains("Input string is valid")
+        })
+        .collect()
+}
+
+fn tempdir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pg_ask_grammar_{}_{}", std::process::id(), rand_suffix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn rand_suffix() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+}
+
+fn fenced(sql: &str) -> String {
+    format!("```sql\n{sql}\n```")
+}
+
+/// The sample database's tables as `render` describes them.
+const SAMPLE: &str = "\
+TABLE public.states  -- US states
+  code text PRIMARY KEY
+  name text NOT NULL
+TABLE public.cities
+  id integer PRIMARY KEY
+  name text NOT NULL  -- full name, e.g. Los Angeles
+  state_code text REFERENCES public.states(code)
+  country text NOT NULL
+  population integer
+TABLE public.restaurants
+  id integer PRIMARY KEY
+  name text NOT NULL
+  city_id integer NOT NULL REFERENCES public.cities(id)
+  cuisine text NOT NULL
+  price_range character varying(4)
+  rating numeric(2,1)
+  opened_on date
+  closed_on date
+  is_open boolean
+TABLE public.reviews
+  id integer PRIMARY KEY
+  restaurant_id integer NOT NULL REFERENCES public.restaurants(id)
+  stars smallint NOT NULL
+  reviewed_at timestamp with time zone
+  body text
+";
+
+#[test]
+fn the_sample_grammar_accepts_queries_over_its_tables() {
+    let tables = parse_rendered(SAMPLE);
+    assert_eq!(tables.len(), 4);
+    let g = sql_grammar(&tables, GrammarOptions::default()).unwrap();
+    let good = [
+        "SELECT COUNT(*) FROM public.restaurants",
+        "SELECT COUNT(*) FROM public.restaurants;",
+        "SELECT name, rating FROM public.restaurants WHERE cuisine = 'Italian' AND rating >= 4.5 ORDER BY rating DESC LIMIT 5",
+        "SELECT DISTINCT cuisine FROM public.restaurants\nORDER BY cuisine",
+        "SELECT r.name, c.name AS \"City\" FROM public.restaurants AS r JOIN public.cities AS c ON r.city_id = c.id WHERE c.name = 'Los Angeles'",
+        "SELECT c.name, COUNT(*) AS \"n\" FROM public.restaurants AS r JOIN public.cities AS c ON r.city_id = c.id GROUP BY c.name HAVING COUNT(*) > 3 ORDER BY COUNT(*) DESC",
+        "SELECT AVG(stars) FROM public.reviews WHERE reviewed_at >= '2023-01-01' AND body ILIKE '%pasta%'",
+        "SELECT name FROM public.restaurants WHERE city_id IN (SELECT id FROM public.cities WHERE country = 'United Kingdom')",
+        "SELECT name FROM public.restaurants WHERE rating > (SELECT AVG(rating) FROM public.restaurants)",
+        "SELECT name, RANK() OVER (ORDER BY rating DESC) FROM public.restaurants",
+        "SELECT name, CASE WHEN rating >= 4 THEN 'good' ELSE 'other' END FROM public.restaurants WHERE closed_on IS NULL",
+        "SELECT EXTRACT(YEAR FROM opened_on) AS \"year\", COUNT(*) FROM public.restaurants GROUP BY EXTRACT(YEAR FROM opened_on)",
+        "SELECT name FROM public.restaurants WHERE is_open = TRUE AND price_range IN ('$', '$$')",
+        "SELECT name FROM public.cities UNION SELECT name FROM public.states",
+        "SELECT ROUND(AVG(rating), 2) FROM public.restaurants WHERE opened_on BETWEEN DATE '2019-01-01' AND DATE '2020-12-31'",
+        "SELECT s.name, COUNT(*) FROM public.restaurants AS r JOIN public.cities AS c ON r.city_id = c.id JOIN public.states AS s ON c.state_code = s.code GROUP BY s.name",
+        "SELECT r2.name, AVG(r.stars) FROM public.reviews AS r JOIN public.restaurants AS r2 ON r.restaurant_id = r2.id GROUP BY r2.name",
+        "SELECT name FROM public.restaurants WHERE EXISTS (SELECT 1 FROM public.reviews WHERE stars = 1)",
+        "SELECT CAST(rating AS INTEGER), LOWER(name) || ' ' || cuisine FROM public.restaurants",
+        "SELECT MAX(reviewed_at) - INTERVAL '30 days' FROM public.reviews",
+    ];
+    let bad = [
+        // No such table, or not schema-qualified as described.
+        "SELECT COUNT(*) FROM public.dishes",
+        "SELECT COUNT(*) FROM restaurants",
+        // A column of another table.
+        "SELECT population FROM public.restaurants",
+        "SELECT name FROM public.restaurants WHERE country = 'Italy'",
+        // A column that exists nowhere.
+        "SELECT address FROM public.restaurants",
+        // A text column compared with a number, a number with a string.
+        "SELECT name FROM public.restaurants WHERE cuisine = 4",
+        "SELECT name FROM public.restaurants WHERE rating = 'high'",
+        // A join that is not along a foreign key, an alias that is not the branch's.
+        "SELECT r.name FROM public.restaurants AS r JOIN public.states AS s ON r.city_id = s.code",
+        "SELECT x.name FROM public.restaurants AS x",
+        // Writes and a second statement.
+        "DELETE FROM public.restaurants",
+        "SELECT 1 FROM public.restaurants; DROP TABLE public.restaurants",
+        // Runaway white space.
+        "SELECT  name FROM public.restaurants",
+    ];
+    let texts: Vec<String> = good.iter().chain(bad.iter()).map(|q| fenced(q)).collect();
+    let verdicts = accepted(&g.text, &texts);
+    for (q, ok) in good.iter().zip(&verdicts) {
+        assert!(ok, "the grammar refuses a valid query over its tables:\n{q}");
+    }
+    for (q, ok) in bad.iter().zip(&verdicts[good.len()..]) {
+        assert!(!ok, "the grammar accepts a query it must refuse:\n{q}");
+    }
+    // Unfenced text is refused: the reply keeps the shape the prompt asks for.
+    assert_eq!(accepted(&g.text, &["SELECT COUNT(*) FROM public.restaurants".to_string()]), vec![false]);
+}
+
+#[test]
+fn identifiers_are_written_as_postgresql_needs_them() {
+    // Mixed case, a reserved word, spaces, a double quote, a schema that needs quotes.
+    let text = "\
+TABLE \"Sales Data\".\"Order\"
+  \"Id\" integer PRIMARY KEY
+  \"select\" text
+  \"unit price\" numeric
+  \"say \"\"hi\"\"\" text
+  customer_id integer REFERENCES \"Sales Data\".customer(id)
+TABLE \"Sales Data\".customer
+  id integer PRIMARY KEY
+  \"Name\" text
+";
+    let tables = parse_rendered(text);
+    assert_eq!(tables[0].columns.len(), 5);
+    let g = sql_grammar(&tables, GrammarOptions::default()).unwrap();
+    let good = [
+        "SELECT \"Id\", \"select\" FROM \"Sales Data\".\"Order\" WHERE \"unit price\" > 10",
+        "SELECT \"say \"\"hi\"\"\" FROM \"Sales Data\".\"Order\"",
+        "SELECT c.\"Name\", SUM(o.\"unit price\") FROM \"Sales Data\".\"Order\" AS o JOIN \"Sales Data\".customer AS c ON o.customer_id = c.id GROUP BY c.\"Name\"",
+    ];
+    let bad = [
+        "SELECT Id FROM \"Sales Data\".\"Order\"",
+        "SELECT select FROM \"Sales Data\".\"Order\"",
+        "SELECT \"Id\" FROM Sales Data.Order",
+        "SELECT \"Id\" FROM \"sales data\".\"order\"",
+        "SELECT name FROM \"Sales Data\".customer",
+    ];
+    let texts: Vec<String> = good.iter().chain(bad.iter()).map(|q| fenced(q)).collect();
+    let verdicts = accepted(&g.text, &texts);
+    assert_eq!(verdicts, [vec![true; good.len()], vec![false; bad.len()]].concat(), "{texts:#?}");
+}
+
+#[test]
+fn a_table_of_1600_columns_and_a_self_reference() {
+    let mut wide = Table { schema: "public".into(), name: "wide".into(), kind: "table".into(), ..Default::default() };
+    for i in 0..1600 {
+        let ty = ["integer", "text", "date", "boolean", "jsonb"][i % 5];
+        wide.columns.push(Column { name: format!("c{i}"), data_type: ty.into(), ..Default::default() });
+    }
+    let staff = "\
+TABLE public.staff
+  id integer PRIMARY KEY
+  name text
+  manager_id integer REFERENCES public.staff(id)
+";
+    let mut tables = parse_rendered(&render(&[wide]));
+    tables.extend(parse_rendered(staff));
+    let g = sql_grammar(&tables, GrammarOptions::default()).unwrap();
+    assert_eq!(g.branches, 3, "two tables and the self-join");
+    let texts: Vec<String> = [
+        "SELECT c1599, c0 FROM public.wide WHERE c1 = 'x' AND c3 = TRUE",
+        "SELECT s.name, s2.name FROM public.staff AS s JOIN public.staff AS s2 ON s.manager_id = s2.id",
+        // jsonb is neither text nor number: no literal comparison.
+        "SELECT c0 FROM public.wide WHERE c4 = 'x'",
+        "SELECT c1600 FROM public.wide",
+    ]
+    .iter()
+    .map(|q| fenced(q))
+    .collect();
+    assert_eq!(accepted(&g.text, &texts), vec![true, true, false, false]);
+}
+
+#[test]
+fn column_classes() {
+    for (t, c) in [
+        ("integer", Class::Number),
+        ("numeric(10,2)", Class::Number),
+        ("double precision", Class::Number),
+        ("character varying(20)", Class::Text),
+        ("timestamp with time zone", Class::Time),
+        ("timestamp(3) without time zone", Class::Time),
+        ("boolean", Class::Bool),
+        ("integer[]", Class::Other),
+        ("\"Mood\"", Class::Other),
+        ("jsonb", Class::Other),
+    ] {
+        assert_eq!(class_of(t), c, "{t}");
+    }
+}
+
+#[test]
+fn the_size_follows_the_described_tables() {
+    // Branches are capped; a grammar of many tables still comes out, smaller per table.
+    let many: String = (0..300)
+        .map(|i| format!("TABLE s.t{i}\n  id integer PRIMARY KEY\n  name text\n  parent_id integer REFERENCES s.t{}(id)\n", (i + 1) % 300))
+        .collect();
+    let tables = parse_rendered(&many);
+    let g = sql_grammar(&tables, GrammarOptions { max_branches: 400, two_hops: true }).unwrap();
+    assert_eq!((g.tables, g.branches), (300, 400));
+    assert!(sql_grammar(&[], GrammarOptions::default()).is_none());
+}
