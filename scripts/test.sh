@@ -29,7 +29,10 @@ source scripts/cluster.sh
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  if [ -n "${LLM_STARTED:-}" ]; then bash scripts/llm.sh stop >/dev/null 2>&1 || true; fi
+  if [ -n "${LLM_STARTED:-}" ]; then
+    bash scripts/llm.sh stop >/dev/null 2>&1 || true
+    PG_ASK_LLM_RUN=$WORK/llm-gemma bash scripts/llm.sh stop >/dev/null 2>&1 || true
+  fi
   cluster_stop "$WORK/it"
 }
 trap cleanup EXIT
@@ -72,7 +75,9 @@ step "4/4 client integration tests (stand-in and real model)"
 export PG_ASK_LLM_PORT=${PG_ASK_LLM_TEST_PORT:-47812} PG_ASK_LLM_RUN=$WORK/llm
 LLM_STARTED=1
 PG_ASK_LLM_URL=$(bash scripts/llm.sh start smollm2)
-export PG_ASK_LLM_URL PG_ASK_LLM_MODEL=smollm2
+# Gemma 3 270M beside it, for the constrained-output tests of both models.
+PG_ASK_LLM_GEMMA_URL=$(PG_ASK_LLM_PORT=$((PG_ASK_LLM_PORT + 2)) PG_ASK_LLM_RUN=$WORK/llm-gemma bash scripts/llm.sh start gemma3)
+export PG_ASK_LLM_URL PG_ASK_LLM_MODEL=smollm2 PG_ASK_LLM_GEMMA_URL
 PG_ASK_IT_HOST=$WORK PG_ASK_IT_PORT=$IT_PORT cargo test -p pg_ask_it -- --test-threads 4
 
 step "all tests passed"

@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
+use pg_ask_core::constrain::schemas::Shape;
 use pg_ask_it::{connect_as_is, connect_to};
 use postgres::Client;
 use serde_json::{json, Value};
@@ -194,9 +195,17 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, model: &str, mut corpus: 
     let label = label.to_string();
     {
         let _n = match suite {
+            // The answer stage alone, over the sample database.
+            "answers" => {
+                load_sample(c);
+                println!("\n== answers");
+                return answer_stage(c);
+            }
+            // InConDB's Table 1 with the real model: a few workloads through CALL ask.benchmark.
+            "incondb" => return incondb(c, model),
             "sample" => load_sample(c),
             "defog" => load_defog(c, env("PG_ASK_REAL_DEFOG_PER_DB", "4").parse().unwrap()),
-            other => panic!("unknown suite {other} (sample, defog)"),
+            other => panic!("unknown suite {other} (sample, defog, answers, incondb)"),
         };
         let first_call: i64 = c.query_one("SELECT coalesce(max(id), 0) FROM ask.llm_calls", &[]).unwrap().get(0);
         let started = std::time::Instant::now();
@@ -293,26 +302,87 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, model: &str, mut corpus: 
         for (k, v) in outcomes {
             println!("  {v:>4}  {k}");
         }
-        // The answer stage (a fixed-shape stage) over the first questions: ask.explain runs
-        // the whole pipeline and returns its trace.
-        let n: i64 = env("PG_ASK_REAL_ANSWERS", "12").parse().unwrap();
-        if suite == "sample" && n > 0 {
-            let (mut structured, mut text, mut answered) = (0, 0, 0);
-            let qs = c.query("SELECT question FROM ask.eval_questions WHERE suite = 'sample' ORDER BY qno LIMIT $1", &[&n]).unwrap();
-            for q in &qs {
-                let question: String = q.get(0);
-                let trace: Value = c.query_one("SELECT ask.explain($1)::text", &[&question]).unwrap().get::<_, String>(0).parse().unwrap();
-                let calls = calls_of(&trace);
-                structured += calls.shaped_structured;
-                text += calls.shaped_text;
-                answered += usize::from(trace["answer"].is_string());
-            }
-            println!(
-                "answer stage                      {answered} of {} questions answered; {structured} replies read from the JSON schema, {text} by the free-text parser",
-                qs.len()
-            );
+        if suite == "sample" {
+            answer_stage(c);
         }
     }
+}
+
+/// The answer stage (a fixed-shape stage) over the first `PG_ASK_REAL_ANSWERS` sample
+/// questions: ask.explain runs the whole pipeline and returns its trace.
+fn answer_stage(c: &mut Client) {
+    let n: i64 = env("PG_ASK_REAL_ANSWERS", "12").parse().unwrap();
+    if n <= 0 {
+        return;
+    }
+    let (mut structured, mut text, mut answered) = (0, 0, 0);
+    let qs = c.query("SELECT question FROM ask.eval_questions WHERE suite = 'sample' ORDER BY qno LIMIT $1", &[&n]).unwrap();
+    for q in &qs {
+        let question: String = q.get(0);
+        let trace: Value = c.query_one("SELECT ask.explain($1)::text", &[&question]).unwrap().get::<_, String>(0).parse().unwrap();
+        let calls = calls_of(&trace);
+        structured += calls.shaped_structured;
+        text += calls.shaped_text;
+        answered += usize::from(trace["answer"].is_string());
+    }
+    println!(
+        "answer stage                      {answered} of {} questions answered; {structured} replies read from the JSON schema, {text} by the free-text parser",
+        qs.len()
+    );
+}
+
+/// InConDB workloads `PG_ASK_REAL_WORKLOADS` (default 1,2,3) replayed through the model:
+/// `PG_ASK_REAL_INCONDB_SAMPLES` samples each (default 26: two per query kind), five commands
+/// before each query, both encodings, zero-shot and few-shot; then the paper's Table 1 as the
+/// view `ask.benchmark_table1` shows it, and how the replies were read.
+fn incondb(c: &mut Client, model: &str) {
+    let dir = repo().join("../shared/datasets/incondb");
+    let samples: i32 = env("PG_ASK_REAL_INCONDB_SAMPLES", "26").parse().unwrap();
+    let first_call: i64 = c.query_one("SELECT coalesce(max(id), 0) FROM ask.llm_calls", &[]).unwrap().get(0);
+    let started = std::time::Instant::now();
+    let mut runs: Vec<i64> = Vec::new();
+    for w in env("PG_ASK_REAL_WORKLOADS", "1,2,3").split(',') {
+        let sql = std::fs::read_to_string(dir.join(format!("{w}_sql.json"))).unwrap();
+        let nl = std::fs::read_to_string(dir.join(format!("{w}_nl.json"))).unwrap();
+        let name = format!("w{w}");
+        c.execute("SELECT ask.load_workload($1, $2::text::jsonb, $3::text::jsonb)", &[&name, &sql, &nl]).unwrap();
+        c.batch_execute(&format!(
+            "CALL ask.benchmark('{name}', 5, 0.5, 0.5, {samples}, ARRAY['sql','nl'], ARRAY['zero_shot','few_shot'], 0)"
+        ))
+        .unwrap_or_else(|e| panic!("benchmark {name}: {e:?}"));
+        runs.push(c.query_one("SELECT max(id) FROM ask.benchmark_runs", &[]).unwrap().get(0));
+    }
+    let wall = started.elapsed().as_secs_f64();
+    println!("\n== incondb: workloads {runs:?} (run ids), {samples} samples each, {wall:.0} s wall");
+    // The view covers every run of the database, which bench_real makes afresh: run one
+    // constraint mode per invocation for this suite.
+    let rows = c.query("SELECT to_jsonb(t)::text FROM ask.benchmark_table1 t ORDER BY 1", &[]).unwrap();
+    for r in rows {
+        println!("  {}", r.get::<_, String>(0));
+    }
+    let (mut structured, mut read, mut all) = (0, 0, 0);
+    for r in c.query("SELECT reply, operation, error IS NULL FROM ask.benchmark_samples WHERE run_id = ANY($1)", &[&runs]).unwrap() {
+        let (reply, op, ok): (Option<String>, String, bool) = (r.get(0), r.get(1), r.get(2));
+        let shape = if op == "select" { Shape::ShadowRows } else { Shape::ShadowOutcome };
+        all += 1;
+        read += usize::from(ok);
+        structured += usize::from(reply.as_deref().and_then(|t| shape.read(t)).is_some());
+    }
+    let (calls, llm_ms, completion): (i64, f64, i64) = {
+        let r = c
+            .query_one(
+                "SELECT count(*), coalesce(sum(ms), 0), coalesce(sum(completion_tokens), 0)::bigint FROM ask.llm_calls WHERE id > $1",
+                &[&first_call],
+            )
+            .unwrap();
+        (r.get(0), r.get(1), r.get(2))
+    };
+    println!("replies read as answers            {read} of {all} ({structured} the structured JSON of their shape)");
+    println!(
+        "LLM calls {calls}, {:.2} s each, {:.1} completion tokens per second per call ({model})",
+        llm_ms / calls.max(1) as f64 / 1000.0,
+        completion as f64 / (llm_ms / 1000.0).max(1e-9)
+    );
 }
 
 /// A short class of a prediction error, for the summary.

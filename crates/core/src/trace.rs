@@ -66,6 +66,9 @@ impl Trace {
                 st.output = json!({"reply": resp.content, "model": resp.model, "http_attempts": resp.attempts});
                 // Whether the reply was generated under a JSON schema or grammar, or why a
                 // request's constraint was not sent.
+                if let Some(f) = &resp.finish_reason {
+                    st.output["finish"] = json!(f);
+                }
                 if let Some(kind) = resp.constrained {
                     st.output["constrained"] = json!(kind);
                 } else if let Some(why) = resp.unconstrained {

@@ -115,6 +115,8 @@ fn the_sample_grammar_accepts_queries_over_its_tables() {
         "SELECT name FROM public.restaurants WHERE EXISTS (SELECT 1 FROM public.reviews WHERE stars = 1)",
         "SELECT CAST(rating AS INTEGER), LOWER(name) || ' ' || cuisine FROM public.restaurants",
         "SELECT MAX(reviewed_at) - INTERVAL '30 days' FROM public.reviews",
+        "SELECT name FROM public.restaurants WHERE (cuisine = 'Italian' OR cuisine = 'French') AND NOT rating > 4",
+        "SELECT ROUND(CAST(SUM(rating) AS NUMERIC) / COUNT(*), 2) FROM public.restaurants",
     ];
     let bad = [
         // No such table, or not schema-qualified as described.
@@ -134,8 +136,14 @@ fn the_sample_grammar_accepts_queries_over_its_tables() {
         // Writes and a second statement.
         "DELETE FROM public.restaurants",
         "SELECT 1 FROM public.restaurants; DROP TABLE public.restaurants",
-        // Runaway white space.
+        // Runaway white space, and nesting without end: parentheses, NOT, functions and
+        // subqueries nest a bounded number of levels.
         "SELECT  name FROM public.restaurants",
+        "SELECT name FROM public.restaurants WHERE NOT NOT is_open",
+        "SELECT ((rating)) FROM public.restaurants",
+        "SELECT name FROM public.restaurants WHERE ((rating > 4))",
+        "SELECT LOWER(LOWER(LOWER(name))) FROM public.restaurants",
+        "SELECT name FROM public.restaurants WHERE id IN (SELECT id FROM public.restaurants WHERE id IN (SELECT id FROM public.restaurants))",
     ];
     let texts: Vec<String> = good.iter().chain(bad.iter()).map(|q| fenced(q)).collect();
     let verdicts = accepted(&g.text, &texts);

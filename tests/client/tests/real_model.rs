@@ -91,9 +91,14 @@ fn session(protocol: Protocol) -> Client {
 
 /// [`session`] as `role`.
 fn session_as(role: &str, protocol: Protocol) -> Client {
+    session_at(role, protocol, &llm_url(), &llm_model())
+}
+
+/// [`session_as`] with the model `model` at `url`.
+fn session_at(role: &str, protocol: Protocol, url: &str, model: &str) -> Client {
     database();
     let mut c = connect_to(role, DB);
-    let url = llm_url();
+    let url = url.to_string();
     let (provider, base) = match protocol {
         Protocol::OpenAi => ("openai", url.clone()),
         // Anthropic's messages API lives at /v1/messages of the same server.
@@ -103,7 +108,7 @@ fn session_as(role: &str, protocol: Protocol) -> Client {
         "SET ask.provider = '{provider}'; SET ask.base_url = '{base}'; SET ask.model = '{}';
          SET ask.max_tokens = {MAX_TOKENS}; SET ask.max_attempts = {MAX_ATTEMPTS}; SET ask.temperature = 0;
          SET ask.request_timeout = 120000; SET client_min_messages = warning",
-        llm_model()
+        model
     ))
     .unwrap();
     c
@@ -257,8 +262,9 @@ fn the_trace_and_the_ledger_carry_the_servers_token_counts_anthropic() {
 #[test]
 fn a_cancel_during_generation_ends_the_call_within_half_a_second() {
     let mut c = session(Protocol::OpenAi);
-    // Long enough that the model is still generating when the cancel comes.
-    c.batch_execute("SET ask.max_tokens = 4000").unwrap();
+    // Long enough that the model is still generating when the cancel comes: unconstrained, as
+    // a grammar ends a query early.
+    c.batch_execute("SET ask.max_tokens = 4000; SET ask.sql_grammar = off; SET ask.structured_output = off").unwrap();
     let pid: i32 = c.query_one("SELECT pg_backend_pid()", &[]).unwrap().get(0);
     let token = c.cancel_token();
     let asker = thread::spawn(move || {
@@ -395,4 +401,81 @@ fn a_small_evaluation_runs_to_the_end() {
     };
     assert_eq!(evaluated, 3);
     assert!((0.0..=1.0).contains(&ex), "EX {ex}");
+}
+
+/// Questions over the sample for the constrained tests: counts, filters on text and numbers,
+/// a join, a date range.
+const CONSTRAINED_QUESTIONS: [&str; 6] = [
+    "how many restaurants are there?",
+    "which Italian restaurants are in LA?",
+    "what is the average rating of restaurants in San Francisco?",
+    "which chefs are French?",
+    "how many reviews gave 5 stars in 2023?",
+    "which restaurants failed an inspection?",
+];
+
+/// With the SQL grammar and the JSON schemas on, whatever the model: every SQL reply that the
+/// server did not cut at the token limit parses, passes the guard and, when run, names no
+/// table or column that does not exist; every fixed-shape reply not cut is read from its JSON
+/// schema, without the free-text parser.
+fn constrained_replies_hold(url: &str, model: &str) {
+    let mut c = session_at("postgres", Protocol::OpenAi, url, model);
+    c.batch_execute("SET ask.sql_grammar = on; SET ask.structured_output = on; SET ask.max_tokens = 400").unwrap();
+    let (mut sql_replies, mut cut, mut shaped) = (0, 0, 0);
+    for q in CONSTRAINED_QUESTIONS {
+        let trace: Value = serde_json::from_str(&c.query_one("SELECT ask.explain($1)::text", &[&q]).unwrap().get::<_, String>(0)).unwrap();
+        let stages = trace["stages"].as_array().unwrap();
+        for (i, st) in stages.iter().enumerate() {
+            let out = &st["output"];
+            let Some(reply) = out["reply"].as_str() else { continue };
+            if out["finish"] == "length" {
+                cut += 1;
+                continue;
+            }
+            match st["stage"].as_str().unwrap() {
+                "generate" | "repair" => {
+                    sql_replies += 1;
+                    assert_eq!(out["constrained"], "grammar", "{model}: {q}: {st}");
+                    let guard = stages[i + 1..]
+                        .iter()
+                        .find(|s| s["stage"] == "guard" && s["attempt"] == st["attempt"])
+                        .unwrap_or_else(|| panic!("{model}: {q}: no SQL was read from a constrained reply: {reply}"));
+                    if guard["output"]["reason"] == "repeats_failed" {
+                        continue;
+                    }
+                    assert_eq!(guard["output"]["allowed"], true, "{model}: {q}: the guard refused a constrained reply: {guard}");
+                    if let Some(ex) = stages[i + 1..].iter().find(|s| s["stage"] == "execute" && s["attempt"] == st["attempt"]) {
+                        let state = ex["output"]["sqlstate"].as_str().unwrap_or("");
+                        assert!(
+                            !matches!(state, "42P01" | "42703" | "3F000"),
+                            "{model}: {q}: constrained SQL named something that does not exist: {ex}"
+                        );
+                    }
+                }
+                _ => {
+                    shaped += 1;
+                    assert_eq!(out["constrained"], "json_schema", "{model}: {q}: {st}");
+                    assert_eq!(out["read"], "structured", "{model}: {q}: a JSON-constrained reply needed the free-text parser: {reply}");
+                }
+            }
+        }
+    }
+    eprintln!("{model}: {sql_replies} SQL replies and {shaped} fixed-shape replies checked, {cut} cut at the token limit");
+    assert!(
+        sql_replies >= CONSTRAINED_QUESTIONS.len() / 2,
+        "{model}: too few replies finished within the token limit to check ({cut} cut)"
+    );
+}
+
+#[test]
+fn with_constraints_on_smollm2s_replies_parse_and_name_only_what_exists() {
+    constrained_replies_hold(&llm_url(), &llm_model());
+}
+
+#[test]
+fn with_constraints_on_gemmas_replies_parse_and_name_only_what_exists() {
+    let url = std::env::var("PG_ASK_LLM_GEMMA_URL").expect(
+        "PG_ASK_LLM_GEMMA_URL: the OpenAI base URL of a llama-server serving Gemma 3 270M; scripts/test.sh sets it (or: PG_ASK_LLM_PORT=8432 PG_ASK_LLM_RUN=/var/tmp/pg_ask-gemma bash scripts/llm.sh start gemma3)",
+    );
+    constrained_replies_hold(&url, "gemma3");
 }

@@ -295,110 +295,169 @@ impl Gbnf {
             }
         }
         self.rule(&r("col"), &col_alts.join(" | "));
-        let has = |v: &Vec<String>, alt: String| if v.is_empty() { None } else { Some(alt) };
-        let join = |alts: Vec<Option<String>>| alts.into_iter().flatten().collect::<Vec<_>>().join(" | ");
+        let cols = Cols { n: !n.is_empty(), t: !t.is_empty(), d: !d.is_empty(), b: !bo.is_empty(), o: !o.is_empty() };
 
         let from = literal(&b.from);
-        let (ne, te, de, ex, cond, pred, ord, over) = (r("ne"), r("te"), r("de"), r("ex"), r("cond"), r("pred"), r("ord"), r("over"));
         // SELECT ... FROM ... [WHERE] [GROUP BY [HAVING]], then a set operation, or ORDER BY and
         // LIMIT.
         self.rule(
             &r("core"),
             &format!(
-                "\"SELECT \" \"DISTINCT \"? {items} sep \"FROM \" {from} (sep \"WHERE \" {cond})? (sep \"GROUP BY \" {ex} (\", \" {ex}){{0,3}} (sep \"HAVING \" {cond})?)?",
+                "\"SELECT \" \"DISTINCT \"? {items} sep \"FROM \" {from} (sep \"WHERE \" {cond}){{0,1}} (sep \"GROUP BY \" {ex} (\", \" {ex}){{0,3}} (sep \"HAVING \" {cond})?)?",
                 items = r("items"),
+                cond = r("cond0"),
+                ex = r("ex0"),
             ),
         );
-        self.rule(id, &format!("{core} (setop{{1,2}} limit? | (sep \"ORDER BY \" {ord} (\", \" {ord}){{0,2}})? limit?)", core = r("core")));
-        self.rule(&r("items"), &format!("\"*\" | {it} (\", \" {it}){{0,9}}", it = r("item")));
-        self.rule(&r("item"), &format!("{ex} (\" AS \" alias)?"));
-        self.rule(&ord, &format!("{ex} dir"));
-        self.rule(&ex, &join(vec![Some(ne.clone()), Some(te.clone()), Some(de.clone()), has(&bo, r("b")), has(&o, r("o"))]));
-        // Subqueries for IN, EXISTS and scalar comparisons: one column, this branch's FROM.
-        let filter = format!("sep \"FROM \" {from} (sep \"WHERE \" {cond})?");
-        self.rule(&r("sn"), &format!("\"SELECT \" {ne} {filter}"));
-        self.rule(&r("st"), &format!("\"SELECT \" \"DISTINCT \"? {te} {filter}"));
-        self.rule(&r("sx"), &format!("\"SELECT \" (\"1\" | \"*\" | {col}) {filter}", col = r("col")));
         self.rule(
-            &over,
+            id,
             &format!(
-                "\"PARTITION BY \" {c} (\", \" {c}){{0,2}} (\" ORDER BY \" {ord} (\", \" {ord}){{0,1}})? | \"ORDER BY \" {ord} (\", \" {ord}){{0,1}}",
-                c = r("col")
+                "{core} (setop{{1,2}} limit? | (sep \"ORDER BY \" {ord} (\", \" {ord}){{0,2}})? limit?)",
+                core = r("core"),
+                ord = r("ord0")
             ),
         );
-        let win = format!("(\" OVER (\" {over}? \")\")?");
-        // Numbers.
-        self.rule(&ne, &format!("{nt} (\" \" arith \" \" {nt}){{0,3}}", nt = r("nt")));
-        self.rule(&r("nt"), &format!("{nb} (\"::\" numtype)?", nb = r("nb")));
+        self.rule(&r("items"), &format!("\"*\" | {it} (\", \" {it}){{0,9}}", it = r("item")));
+        self.rule(&r("item"), &format!("{} (\" AS \" alias)?", r("ex0")));
+        // Subqueries for IN, EXISTS and scalar comparisons: one column, this branch's FROM, and
+        // expressions of the inner level (no further subquery).
+        let filter = format!("sep \"FROM \" {from} (\" WHERE \" {})?", r("cond1"));
+        self.rule(&r("sn"), &format!("\"SELECT \" {} {filter}", r("ne1")));
+        self.rule(&r("st"), &format!("\"SELECT \" \"DISTINCT \"? {} {filter}", r("te1")));
+        self.rule(&r("sx"), &format!("\"SELECT \" (\"1\" | \"*\" | {}) {filter}", r("col")));
         self.rule(
-            &r("nb"),
+            &r("over"),
+            &format!(
+                "\"PARTITION BY \" {c} (\", \" {c}){{0,2}} (\" ORDER BY \" {o} (\", \" {o}){{0,1}})? | \"ORDER BY \" {o} (\", \" {o}){{0,1}}",
+                c = r("col"),
+                o = r("ord1")
+            ),
+        );
+        self.atoms(&r, cols);
+        self.level(&r, cols, 0);
+        self.level(&r, cols, 1);
+    }
+
+    /// The innermost expressions: a column, a literal, an aggregate of a column.
+    fn atoms(&mut self, r: &dyn Fn(&str) -> String, cols: Cols) {
+        let has = |yes: bool, alt: String| yes.then_some(alt);
+        let join = |alts: Vec<Option<String>>| alts.into_iter().flatten().collect::<Vec<_>>().join(" | ");
+        self.rule(
+            &r("an"),
             &join(vec![
-                has(&n, r("n")),
+                has(cols.n, r("n")),
                 Some("num".into()),
-                Some(format!("\"COUNT(\" (\"*\" | \"DISTINCT \" {c} | {c}) \")\" {win}", c = r("col"))),
-                Some(format!("(\"SUM(\" | \"AVG(\" | \"MIN(\" | \"MAX(\") \"DISTINCT \"? {ne} \")\" {win}")),
-                Some(format!("(\"ROW_NUMBER()\" | \"RANK()\" | \"DENSE_RANK()\") \" OVER (\" {over}? \")\"")),
-                Some(format!("\"ROUND(\" {ne} (\", \" int)? \")\"")),
-                Some(format!("(\"ABS(\" | \"CEIL(\" | \"FLOOR(\") {ne} \")\"")),
-                Some(format!("\"COALESCE(\" {ne} \", \" {ne} \")\"")),
-                Some(format!("\"LENGTH(\" {te} \")\"")),
-                Some(format!("\"EXTRACT(\" field \" FROM \" {de} \")\"")),
-                Some(format!("\"CAST(\" {ex} \" AS \" numtype \")\"")),
-                Some(format!("\"CASE\" (\" WHEN \" {cond} \" THEN \" {ne}){{1,4}} (\" ELSE \" {ne})? \" END\"")),
-                Some(format!("\"(\" {ne} \")\"")),
-                Some("\"(\" subq-n \")\"".into()),
+                Some(format!("\"COUNT(\" (\"*\" | \"DISTINCT \" {c} | {c}) \")\"", c = r("col"))),
+                has(cols.n, format!("(\"SUM(\" | \"AVG(\" | \"MIN(\" | \"MAX(\") \"DISTINCT \"? {} \")\"", r("n"))),
+            ]),
+        );
+        self.rule(
+            &r("at"),
+            &join(vec![has(cols.t, r("t")), Some("str".into()), has(cols.t, format!("(\"MIN(\" | \"MAX(\") {} \")\"", r("t")))]),
+        );
+        self.rule(&r("ad"), &join(vec![has(cols.d, r("d")), Some("date".into()), Some("\"CURRENT_DATE\"".into())]));
+        self.rule(&r("ax"), &join(vec![Some(r("an")), Some(r("at")), Some(r("ad")), has(cols.b, r("b")), has(cols.o, r("o"))]));
+    }
+
+    /// The expressions and conditions of nesting level `level` (0: the statement's own; 1:
+    /// inside a function, a CASE, parentheses or a subquery). Their arguments are of the next
+    /// level, and level 1's are atoms: nesting is bounded, so a model cannot open parentheses
+    /// or functions without end, and an opening parenthesis is never ambiguous for long.
+    fn level(&mut self, r: &dyn Fn(&str) -> String, cols: Cols, level: u8) {
+        let l = |name: &str| r(&format!("{name}{level}"));
+        let inner = |name: &str| if level == 0 { r(&format!("{name}1")) } else { r(&format!("a{}", &name[..1])) };
+        let (ne, te, de, ex, cond, pred) = (l("ne"), l("te"), l("de"), l("ex"), l("cond"), l("pred"));
+        let (ine, ite, ide, iex) = (inner("ne"), inner("te"), inner("de"), if level == 0 { r("ex1") } else { r("ax") });
+        let top = level == 0;
+        let has = |yes: bool, alt: String| yes.then_some(alt);
+        let join = |alts: Vec<Option<String>>| alts.into_iter().flatten().collect::<Vec<_>>().join(" | ");
+        let win = if top { format!(" (\" OVER (\" {}? \")\")?", r("over")) } else { String::new() };
+
+        self.rule(&l("ord"), &format!("{ex} dir"));
+        self.rule(&ex, &join(vec![Some(ne.clone()), Some(te.clone()), Some(de.clone()), has(cols.b, r("b")), has(cols.o, r("o"))]));
+        // Numbers.
+        self.rule(&ne, &format!("{nt} (\" \" arith \" \" {nt}){{0,3}}", nt = l("nt")));
+        self.rule(&l("nt"), &format!("{} (\"::\" numtype)?", l("nb")));
+        self.rule(
+            &l("nb"),
+            &join(vec![
+                has(cols.n, r("n")),
+                Some("num".into()),
+                Some(format!("\"COUNT(\" (\"*\" | \"DISTINCT \" {c} | {c}) \")\"{win}", c = r("col"))),
+                Some(format!("(\"SUM(\" | \"AVG(\" | \"MIN(\" | \"MAX(\") \"DISTINCT \"? {ine} \")\"{win}")),
+                has(top, format!("(\"ROW_NUMBER()\" | \"RANK()\" | \"DENSE_RANK()\") \" OVER (\" {}? \")\"", r("over"))),
+                Some(format!("\"ROUND(\" {ine} (\", \" int)? \")\"")),
+                Some(format!("(\"ABS(\" | \"CEIL(\" | \"FLOOR(\") {ine} \")\"")),
+                Some(format!("\"COALESCE(\" {ine} \", \" {ine} \")\"")),
+                Some(format!("\"LENGTH(\" {ite} \")\"")),
+                Some(format!("\"EXTRACT(\" field \" FROM \" {ide} \")\"")),
+                Some(format!("\"CAST(\" {iex} \" AS \" numtype \")\"")),
+                has(top, format!("\"CASE\" (\" WHEN \" {c} \" THEN \" {ine}){{1,4}} (\" ELSE \" {ine})? \" END\"", c = r("cond1"))),
+                has(top, format!("\"(\" {ine} \")\"")),
+                has(top, "\"(\" subq-n \")\"".into()),
             ]),
         );
         // Text.
-        self.rule(&te, &format!("{tt} (\" || \" {tt}){{0,3}}", tt = r("tt")));
+        self.rule(&te, &format!("{tt} (\" || \" {tt}){{0,3}}", tt = l("tt")));
         self.rule(
-            &r("tt"),
+            &l("tt"),
             &join(vec![
-                has(&t, r("t")),
+                has(cols.t, r("t")),
                 Some("str".into()),
-                Some(format!("(\"LOWER(\" | \"UPPER(\" | \"TRIM(\" | \"INITCAP(\") {te} \")\"")),
-                Some(format!("\"SUBSTRING(\" {te} \" FROM \" int (\" FOR \" int)? \")\"")),
-                Some(format!("\"CONCAT(\" {te} (\", \" {te}){{1,3}} \")\"")),
-                Some(format!("(\"MIN(\" | \"MAX(\") {te} \")\" {win}")),
-                Some(format!("\"STRING_AGG(\" \"DISTINCT \"? {te} \", \" str \")\"")),
-                Some(format!("\"COALESCE(\" {te} \", \" {te} \")\"")),
-                Some(format!("\"CAST(\" {ex} \" AS TEXT)\"")),
-                Some(format!("\"CASE\" (\" WHEN \" {cond} \" THEN \" {te}){{1,4}} (\" ELSE \" {te})? \" END\"")),
-                Some("\"(\" subq-t \")\"".into()),
+                Some(format!("(\"LOWER(\" | \"UPPER(\" | \"TRIM(\" | \"INITCAP(\") {ite} \")\"")),
+                Some(format!("\"SUBSTRING(\" {ite} \" FROM \" int (\" FOR \" int)? \")\"")),
+                Some(format!("\"CONCAT(\" {ite} (\", \" {ite}){{1,3}} \")\"")),
+                Some(format!("(\"MIN(\" | \"MAX(\") {ite} \")\"{win}")),
+                Some(format!("\"STRING_AGG(\" \"DISTINCT \"? {ite} \", \" str \")\"")),
+                Some(format!("\"COALESCE(\" {ite} \", \" {ite} \")\"")),
+                Some(format!("\"CAST(\" {iex} \" AS TEXT)\"")),
+                has(top, format!("\"CASE\" (\" WHEN \" {c} \" THEN \" {ite}){{1,4}} (\" ELSE \" {ite})? \" END\"", c = r("cond1"))),
+                has(top, "\"(\" subq-t \")\"".into()),
             ]),
         );
         // Dates and times.
-        self.rule(&de, &format!("{dt} (\" \" (\"+\" | \"-\") \" \" interval)?", dt = r("dt")));
+        self.rule(&de, &format!("{dt} (\" \" (\"+\" | \"-\") \" \" interval)?", dt = l("dt")));
         self.rule(
-            &r("dt"),
+            &l("dt"),
             &join(vec![
-                has(&d, r("d")),
+                has(cols.d, r("d")),
                 Some("date".into()),
                 Some("\"CURRENT_DATE\" | \"NOW()\"".into()),
-                Some(format!("(\"MIN(\" | \"MAX(\") {de} \")\" {win}")),
-                Some(format!("\"DATE_TRUNC(\" unit \", \" {de} \")\"")),
-                Some(format!("\"CAST(\" {ex} \" AS \" (\"DATE\" | \"TIMESTAMP\") \")\"")),
+                Some(format!("(\"MIN(\" | \"MAX(\") {ide} \")\"{win}")),
+                Some(format!("\"DATE_TRUNC(\" unit \", \" {ide} \")\"")),
+                Some(format!("\"CAST(\" {iex} \" AS \" (\"DATE\" | \"TIMESTAMP\") \")\"")),
             ]),
         );
-        // Conditions.
+        // Conditions. NOT is a prefix, not a recursion; parentheses open a condition of the
+        // inner level, once.
         self.rule(&cond, &format!("{pred} ((\" AND \" | \" OR \") {pred}){{0,5}}"));
+        self.rule(&pred, &format!("\"NOT \"? {}", l("cmp")));
         self.rule(
-            &pred,
+            &l("cmp"),
             &join(vec![
-                Some(format!("\"NOT \" {pred}")),
-                Some(format!("\"(\" {cond} \")\"")),
+                has(top, format!("\"(\" {} \")\"", r("cond1"))),
                 Some(format!("{ne} \" \" cmp \" \" {ne}")),
                 Some(format!("{ne} \" NOT\"? \" BETWEEN \" {ne} \" AND \" {ne}")),
-                Some(format!("{ne} \" NOT\"? \" IN (\" (num (\", \" num){{0,19}} | subq-n) \")\"")),
+                Some(format!("{ne} \" NOT\"? \" IN (\" (num (\", \" num){{0,19}}{}) \")\"", if top { " | subq-n" } else { "" })),
                 Some(format!("{te} \" \" cmp \" \" {te}")),
                 Some(format!("{te} \" NOT\"? (\" LIKE \" | \" ILIKE \") str")),
-                Some(format!("{te} \" NOT\"? \" IN (\" (str (\", \" str){{0,19}} | subq-t) \")\"")),
+                Some(format!("{te} \" NOT\"? \" IN (\" (str (\", \" str){{0,19}}{}) \")\"", if top { " | subq-t" } else { "" })),
                 Some(format!("{de} \" \" cmp \" \" {de}")),
                 Some(format!("{de} \" NOT\"? \" BETWEEN \" {de} \" AND \" {de}")),
-                has(&bo, format!("{} (\" = \" (\"TRUE\" | \"FALSE\") | \" IS \" \"NOT \"? (\"TRUE\" | \"FALSE\"))?", r("b"))),
+                has(cols.b, format!("{} (\" = \" (\"TRUE\" | \"FALSE\") | \" IS \" \"NOT \"? (\"TRUE\" | \"FALSE\"))?", r("b"))),
                 Some(format!("{} \" IS \" \"NOT \"? \"NULL\"", r("col"))),
-                Some("\"EXISTS (\" subq \")\"".into()),
+                has(top, "\"EXISTS (\" subq \")\"".into()),
             ]),
         );
     }
+}
+
+/// Which column classes a branch has.
+#[derive(Debug, Clone, Copy)]
+struct Cols {
+    n: bool,
+    t: bool,
+    d: bool,
+    b: bool,
+    o: bool,
 }

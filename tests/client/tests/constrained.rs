@@ -1,0 +1,125 @@
+//! `ask.structured_output` and `ask.sql_grammar` against the stand-in LLM server: what each
+//! request carries, a server that refuses a constraint (asked again without it, and not asked
+//! with it again in the session), and `on` turning a refusal into SQLSTATE 0A000.
+
+use llm_standin::{Reply, Rule, Script, StandIn};
+use pg_ask_it::{connect, sqlstate, use_llm};
+use serde_json::Value;
+
+const SQL: &str = "```sql\nSELECT name FROM public.it_cities\n```";
+
+/// A stand-in that refuses requests carrying `field` (HTTP 400 naming it, as OpenAI does), and
+/// otherwise answers SQL and, for the answer stage, ROWS.
+fn refusing(field: &str) -> StandIn {
+    let mut refuse = Rule::new(
+        &[],
+        Reply::Status {
+            code: 400,
+            retry_after: None,
+            body: format!("{{\"error\":{{\"message\":\"Unrecognized request argument supplied: {field}\"}}}}"),
+        },
+    );
+    refuse.has_field = vec![field.to_string()];
+    StandIn::start(
+        Script::default().rule(refuse).rule(Rule::new(&["You answer a question"], Reply::text("ROWS"))).or_else(Reply::text(SQL)),
+    )
+    .unwrap()
+}
+
+fn explain(c: &mut postgres::Client, q: &str) -> Value {
+    serde_json::from_str(&c.query_one("SELECT ask.explain($1)::text", &[&q]).unwrap().get::<_, String>(0)).unwrap()
+}
+
+fn stage<'a>(trace: &'a Value, name: &str) -> &'a Value {
+    trace["stages"].as_array().unwrap().iter().find(|s| s["stage"] == name).unwrap_or_else(|| panic!("no {name} stage: {trace}"))
+}
+
+#[test]
+fn each_request_carries_its_constraint_and_the_trace_says_so() {
+    let llm = StandIn::start(
+        Script::default().rule(Rule::new(&["You answer a question"], Reply::text("{\"answer\": \"ROWS\"}"))).or_else(Reply::text(SQL)),
+    )
+    .unwrap();
+    let mut c = connect();
+    use_llm(&mut c, &llm.url());
+    let trace = explain(&mut c, "list the cities");
+    let sent = llm.requests();
+    assert_eq!(sent.len(), 2, "{trace}");
+    // SQL generation: a grammar naming the described table, no JSON schema.
+    let grammar = sent[0].body["grammar"].as_str().expect("the SQL request carries a grammar");
+    assert!(grammar.contains("public.it_cities") && grammar.starts_with("sep ::="), "{grammar:.200}");
+    assert!(sent[0].body.get("response_format").is_none());
+    assert_eq!(stage(&trace, "generate")["output"]["constrained"], "grammar");
+    let g = stage(&trace, "grammar");
+    assert!(g["output"]["bytes"].as_u64().unwrap() > 1000 && g["output"]["branches"].as_u64().unwrap() >= 1, "{g}");
+    // The answer stage: its JSON schema, read from the structured reply.
+    assert_eq!(sent[1].body["response_format"]["type"], "json_schema");
+    assert_eq!(sent[1].body["response_format"]["json_schema"]["name"], "answer");
+    let answer = stage(&trace, "answer");
+    assert_eq!((answer["output"]["constrained"].as_str(), answer["output"]["read"].as_str()), (Some("json_schema"), Some("structured")));
+
+    // Off: neither is sent, and the trace says why.
+    c.batch_execute("SET ask.structured_output = off; SET ask.sql_grammar = off").unwrap();
+    let trace = explain(&mut c, "list the cities");
+    let sent = &llm.requests()[2..];
+    assert!(sent.iter().all(|r| r.body.get("grammar").is_none() && r.body.get("response_format").is_none()));
+    assert!(trace["stages"].as_array().unwrap().iter().all(|s| s["stage"] != "grammar"), "no grammar is built when it is off");
+    assert_eq!(stage(&trace, "answer")["output"]["unconstrained"], "off");
+    // A reply of the schema's shape is read as such, asked for or not.
+    assert_eq!(stage(&trace, "answer")["output"]["read"], "structured");
+    assert!(trace["answer"].as_str().unwrap().contains("Los Angeles"), "{trace}");
+}
+
+#[test]
+fn a_server_that_refuses_the_grammar_is_asked_again_without_it_and_remembered() {
+    let llm = refusing("grammar");
+    let mut c = connect();
+    use_llm(&mut c, &llm.url());
+    let trace = explain(&mut c, "list the cities");
+    assert!(trace.get("error").is_none(), "{trace}");
+    assert_eq!(stage(&trace, "generate")["output"]["unconstrained"], "refused");
+    let sent = llm.requests();
+    assert!(sent[0].body.get("grammar").is_some() && sent[1].body.get("grammar").is_none(), "refused, then asked again without");
+    // The rest of the session does not try again.
+    let trace = explain(&mut c, "list the cities again");
+    assert_eq!(stage(&trace, "generate")["output"]["unconstrained"], "refused_before");
+    let later = &llm.requests()[sent.len()..];
+    assert!(later.iter().all(|r| r.body.get("grammar").is_none()), "the grammar was sent again after a refusal");
+
+    // On: a refusal is an error with its SQLSTATE and hint, in a new session (nothing
+    // remembered yet).
+    let mut c = connect();
+    use_llm(&mut c, &llm.url());
+    c.batch_execute("SET ask.sql_grammar = on").unwrap();
+    let e = c.query_one("SELECT ask('list the cities')", &[]).unwrap_err();
+    assert_eq!(sqlstate(&e), "0A000", "{e:?}");
+    let db = e.as_db_error().unwrap();
+    assert!(db.message().contains("ask.sql_grammar is on") && db.hint().unwrap().contains("auto"), "{db:?}");
+}
+
+#[test]
+fn a_server_that_refuses_json_schemas_still_answers() {
+    let llm = refusing("response_format");
+    let mut c = connect();
+    use_llm(&mut c, &llm.url());
+    c.batch_execute("SET ask.sql_grammar = off").unwrap();
+    let answer: String = c.query_one("SELECT ask('list the cities')", &[]).unwrap().get(0);
+    assert!(answer.contains("San Francisco"), "{answer}");
+    let trace = explain(&mut c, "list the cities");
+    assert_eq!(stage(&trace, "answer")["output"]["unconstrained"], "refused_before");
+}
+
+#[test]
+fn providers_without_grammars() {
+    let llm = StandIn::start(Script::default().or_else(Reply::text(SQL))).unwrap();
+    let mut c = connect();
+    // Ollama's native API takes a JSON schema (format) but no grammar.
+    c.batch_execute(&format!("SET ask.provider = 'ollama'; SET ask.base_url = '{}'; SET ask.sql_grammar = on", llm.url())).unwrap();
+    let e = c.query_one("SELECT ask.sql('list the cities')", &[]).unwrap_err();
+    assert_eq!(sqlstate(&e), "0A000", "{e:?}");
+    assert!(llm.requests().is_empty(), "nothing is sent when the constraint cannot be");
+    c.batch_execute("SET ask.sql_grammar = auto").unwrap();
+    let sql: String = c.query_one("SELECT ask.sql('list the cities')", &[]).unwrap().get(0);
+    assert!(sql.contains("it_cities"));
+    assert!(llm.requests()[0].body.get("grammar").is_none());
+}
