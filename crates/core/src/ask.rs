@@ -333,11 +333,8 @@ fn generate_and_run(
     step: Option<usize>,
 ) -> Result<(String, ResultSet), AskError> {
     let mut req = prompt::sql_request(question, schema);
-    if cfg.sql_grammar {
-        if let Some(gbnf) = grammar_for(trace, schema, step) {
-            req = req.constrain(Constraint::Grammar { gbnf });
-        }
-    }
+    // The grammar is built before the first call that needs it (a plan's draft needs none).
+    let mut grammar_built = !cfg.sql_grammar;
     let max_attempts = cfg.max_attempts.max(1);
     // What each attempt wrote (its SQL, or its whole reply when it had none), white space
     // folded, with how it ended: a repair that writes the same again would end the same way,
@@ -348,6 +345,12 @@ fn generate_and_run(
         let reply = match (attempt, draft) {
             (1, Some(d)) => format!("```sql\n{}\n```", d.trim()),
             _ => {
+                if !grammar_built {
+                    grammar_built = true;
+                    if let Some(gbnf) = grammar_for(trace, schema, step) {
+                        req = req.constrain(Constraint::Grammar { gbnf });
+                    }
+                }
                 let stage_name = if attempt == 1 { stage::GENERATE } else { stage::REPAIR };
                 call(host, trace, stage_name, Some(attempt), &req)?
             }

@@ -14,5 +14,24 @@ FROM ask.explain('how many restaurants per cuisine?') t;
 SELECT t->'attempts' AS attempts,
        jsonb_path_query_array(t, '$.stages[*] ? (@.stage == "execute").output') AS executions
 FROM ask.explain('average rating of Italian restaurants') t;
+-- Constrained output: SQL generation under a grammar of the described tables (its size in
+-- the trace), the answer stage under its JSON schema; the stand-in answers free text, which
+-- the stage's parser reads.
+SELECT jsonb_path_query_array(t, '$.stages[*] ? (@.stage == "grammar").output') AS grammar,
+       jsonb_path_query_array(t, '$.stages[*] ? (@.output.reply != null).output.constrained') AS constrained,
+       jsonb_path_query_array(t, '$.stages[*] ? (@.stage == "answer").output.read') AS answer_read
+FROM ask.explain('how many restaurants per cuisine?') t;
+SET ask.sql_grammar = off;
+SET ask.structured_output = off;
+SELECT jsonb_path_query_array(t, '$.stages[*].stage') AS stages,
+       jsonb_path_query_array(t, '$.stages[*] ? (@.output.reply != null).output.unconstrained') AS unconstrained
+FROM ask.explain('how many restaurants per cuisine?') t;
+RESET ask.sql_grammar;
+RESET ask.structured_output;
+-- Anthropic takes JSON schemas (as a forced tool) but no grammar: in auto the SQL request goes
+-- without it; on, that is an error.
+SET ask.sql_grammar = on;
+SELECT ask.sql('how many restaurants per cuisine?', provider => 'anthropic');
+RESET ask.sql_grammar;
 -- Every call is in the ledger.
 SELECT stage, outcome, count(*) FROM ask.llm_calls GROUP BY 1, 2 ORDER BY 1, 2;

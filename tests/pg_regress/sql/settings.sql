@@ -4,6 +4,8 @@ LOAD 'pg_ask';
 SELECT name, setting, unit, context FROM pg_settings WHERE name LIKE 'ask.%' AND name <> 'ask.base_url' ORDER BY name;
 SET ask.provider = 'gpt';
 SET ask.max_attempts = 0;
+SET ask.structured_output = 'sometimes';
+SET ask.sql_grammar = 'maybe';
 SET ask.api_key = 'sk-regress-0123456789';
 SHOW ask.api_key;
 RESET ask.api_key;
