@@ -166,6 +166,8 @@ cmd_stop() {
     kill "$pid" 2>/dev/null || true
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$pid" 2>/dev/null || true
+    # Until it is gone: its port is free for the next start only then.
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     say "llama-server stopped"
   fi
   rm -f "$PIDFILE" "$MODELFILE"

@@ -14,7 +14,7 @@ use pg_ask_core::config::LlmConfig;
 use pg_ask_core::selection::unquote;
 use pg_ask_core::values::decide::{decide, Candidate, Comparison, Decision, Evidence};
 use pg_ask_core::values::literals::{find_literals, Catalog, CatalogColumn, LiteralKind, LiteralRef};
-use pg_ask_core::values::prompt::{correction_request, parse_correction, LiteralQuestion};
+use pg_ask_core::values::prompt::{correction_request, parse_correction, read_choices, LiteralQuestion};
 use pg_ask_core::values::rewrite::{rewrite, Replacement};
 
 use crate::values::{EmbeddingUse, MemoryColumn};
@@ -258,6 +258,8 @@ pub fn correct(sql: &str, llm_cfg: Option<&LlmConfig>) -> Result<Correction, Str
     let facts = column_facts(&literals);
     let mut replacements = Vec::new();
     let mut questions = Vec::new();
+    // The literal each question is about, for a structured reply's choices.
+    let mut asked: Vec<&LiteralRef> = Vec::new();
     let mut traces = Vec::new();
     for (lit, f) in literals.iter().zip(&facts) {
         let column = format!("{}.{}", lit.table, lit.column);
@@ -279,12 +281,15 @@ pub fn correct(sql: &str, llm_cfg: Option<&LlmConfig>) -> Result<Correction, Str
         let t = decide(&ev, Comparison::from(&lit.kind));
         match &t.decision {
             Decision::Replace { value, .. } => replacements.push(Replacement::for_literal(lit, value)),
-            Decision::AskLlm { candidates } => questions.push(LiteralQuestion {
-                literal: ev.literal.clone(),
-                table: lit.table.clone(),
-                column: lit.column.clone(),
-                candidates: candidates.clone(),
-            }),
+            Decision::AskLlm { candidates } => {
+                questions.push(LiteralQuestion {
+                    literal: ev.literal.clone(),
+                    table: lit.table.clone(),
+                    column: lit.column.clone(),
+                    candidates: candidates.clone(),
+                });
+                asked.push(lit);
+            }
             Decision::Keep { .. } => {}
         }
         let mut tv = serde_json::to_value(&t).unwrap_or(Value::Null);
@@ -301,9 +306,21 @@ pub fn correct(sql: &str, llm_cfg: Option<&LlmConfig>) -> Result<Correction, Str
     if let (Some(cfg), false) = (llm_cfg, questions.is_empty()) {
         let req = correction_request(&out, &questions);
         match llm::chat(cfg, "correct", &req) {
-            Ok(resp) => match parse_correction(&out, &resp.content) {
-                Ok(fixed) => out = fixed,
-                Err(e) => traces.push(json!({"llm_correction_rejected": e.to_string()})),
+            // A structured reply: a stored value (or the literal) per question, written into
+            // the SQL with the rules' own replacements.
+            Ok(resp) => match read_choices(&resp.content, &questions) {
+                Some(choices) => {
+                    traces.push(json!({"llm_choices": choices, "read": "structured"}));
+                    replacements
+                        .extend(asked.iter().zip(&choices).filter_map(|(lit, c)| c.as_deref().map(|v| Replacement::for_literal(lit, v))));
+                    if !replacements.is_empty() {
+                        out = rewrite(sql, &replacements).map_err(|e| e.to_string())?;
+                    }
+                }
+                None => match parse_correction(&out, &resp.content) {
+                    Ok(fixed) => out = fixed,
+                    Err(e) => traces.push(json!({"llm_correction_rejected": e.to_string()})),
+                },
             },
             Err(e) => traces.push(json!({"llm_correction_failed": e.to_string()})),
         }

@@ -45,6 +45,15 @@ fn tables(n: usize) -> Vec<Table> {
 }
 
 fn main() {
+    // `bench_grammar --print`: the grammar of the description on standard input (as
+    // `schema::render` writes it), for trying it on a server by hand.
+    if std::env::args().nth(1).as_deref() == Some("--print") {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).unwrap();
+        let g = sql_grammar(&parse_rendered(&text), GrammarOptions::default()).expect("no table in the description");
+        print!("{}", g.text);
+        return;
+    }
     println!("{:>7} {:>9} {:>9} {:>8} {:>11} {:>10} {:>10}", "tables", "branches", "rules", "KB", "prompt KB", "parse ms", "build ms");
     for n in [10, 50, 200, 1_000, 10_000] {
         let text = render(&tables(n));

@@ -97,6 +97,8 @@ struct Calls {
     /// not exist (SQLSTATE 42P01, 42703, 3F000).
     executed: usize,
     unknown_names: usize,
+    /// SQLSTATEs of the executed statements that failed.
+    failed_states: Vec<String>,
     /// Whether the first attempt's statement ran without an error.
     first_ran: bool,
     /// SQL calls generated under the grammar; grammar builds and their milliseconds and bytes.
@@ -120,6 +122,9 @@ fn calls_of(trace: &Value) -> Calls {
                     out.executed += 1;
                     let state = st["output"]["sqlstate"].as_str().unwrap_or("");
                     out.unknown_names += usize::from(matches!(state, "42P01" | "42703" | "3F000"));
+                    if !state.is_empty() {
+                        out.failed_states.push(state.to_string());
+                    }
                     out.first_ran |= st["attempt"] == 1 && st["output"]["rows"].is_number();
                 }
                 Some("grammar") => {
@@ -234,6 +239,7 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, model: &str, mut corpus: 
         let (mut executed, mut unknown_names, mut first_ran, mut constrained_sql) = (0, 0, 0, 0);
         let (mut grammars, mut grammar_ms, mut grammar_bytes) = (0, 0.0, 0);
         let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
+        let mut states: BTreeMap<String, usize> = BTreeMap::new();
         for r in &rows {
             let (question, outcome, ex): (String, String, bool) = (r.get(0), r.get(1), r.get(2));
             let trace: Value = serde_json::from_str(&r.get::<_, Option<String>>(6).unwrap_or_else(|| "{}".into())).unwrap();
@@ -247,6 +253,9 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, model: &str, mut corpus: 
             executed += calls.executed;
             unknown_names += calls.unknown_names;
             first_ran += usize::from(calls.first_ran);
+            for s in &calls.failed_states {
+                *states.entry(s.clone()).or_default() += 1;
+            }
             constrained_sql += calls.constrained_sql;
             grammars += calls.grammars;
             grammar_ms += calls.grammar_ms;
@@ -280,6 +289,7 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, model: &str, mut corpus: 
             executed - unknown_names
         );
         println!("first replies that ran            {:.3} ({first_ran} of {})", first_ran as f64 / q, rows.len());
+        println!("executed statements that failed   {states:?} (by SQLSTATE)");
         if grammars > 0 {
             println!(
                 "grammar build                     {:.2} ms, {:.0} KB (mean of {grammars})",

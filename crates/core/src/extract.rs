@@ -611,7 +611,9 @@ pub fn without_mysql_habits(sql: &str) -> String {
             }
             Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("limit") => {
                 if let [a, comma, b] = significant.get(k + 1..k + 4).unwrap_or(&[]) {
-                    if let (Token::Number(x, _), Token::Comma, Token::Number(y, _)) = (&tokens[*a].token, &tokens[*comma].token, &tokens[*b].token) {
+                    if let (Token::Number(x, _), Token::Comma, Token::Number(y, _)) =
+                        (&tokens[*a].token, &tokens[*comma].token, &tokens[*b].token)
+                    {
                         edits.push((spans[*a].0, spans[*b].1, format!("{y} OFFSET {x}")));
                         k += 4;
                         continue;
@@ -635,7 +637,10 @@ mod tests {
 
     #[test]
     fn mysql_habits_are_written_the_postgresql_way() {
-        assert_eq!(without_mysql_habits("SELECT `name`, `First Name` FROM `cities` LIMIT 10, 5"), "SELECT name, \"First Name\" FROM cities LIMIT 5 OFFSET 10");
+        assert_eq!(
+            without_mysql_habits("SELECT `name`, `First Name` FROM `cities` LIMIT 10, 5"),
+            "SELECT name, \"First Name\" FROM cities LIMIT 5 OFFSET 10"
+        );
         assert_eq!(without_mysql_habits("SELECT `Name` FROM t LIMIT 3"), "SELECT \"Name\" FROM t LIMIT 3");
         // Inside strings and comments nothing changes.
         let s = "SELECT 'a `b` LIMIT 1, 2' FROM t -- `c`\n";

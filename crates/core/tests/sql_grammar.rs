@@ -109,14 +109,14 @@ fn the_sample_grammar_accepts_queries_over_its_tables() {
         "SELECT EXTRACT(YEAR FROM opened_on) AS \"year\", COUNT(*) FROM public.restaurants GROUP BY EXTRACT(YEAR FROM opened_on)",
         "SELECT name FROM public.restaurants WHERE is_open = TRUE AND price_range IN ('$', '$$')",
         "SELECT name FROM public.cities UNION SELECT name FROM public.states",
-        "SELECT ROUND(AVG(rating), 2) FROM public.restaurants WHERE opened_on BETWEEN DATE '2019-01-01' AND DATE '2020-12-31'",
+        "SELECT ROUND(AVG(rating)::NUMERIC, 2) FROM public.restaurants WHERE opened_on BETWEEN DATE '2019-01-01' AND DATE '2020-12-31'",
         "SELECT s.name, COUNT(*) FROM public.restaurants AS r JOIN public.cities AS c ON r.city_id = c.id JOIN public.states AS s ON c.state_code = s.code GROUP BY s.name",
         "SELECT r2.name, AVG(r.stars) FROM public.reviews AS r JOIN public.restaurants AS r2 ON r.restaurant_id = r2.id GROUP BY r2.name",
         "SELECT name FROM public.restaurants WHERE EXISTS (SELECT 1 FROM public.reviews WHERE stars = 1)",
         "SELECT CAST(rating AS INTEGER), LOWER(name) || ' ' || cuisine FROM public.restaurants",
         "SELECT MAX(reviewed_at) - INTERVAL '30 days' FROM public.reviews",
         "SELECT name FROM public.restaurants WHERE (cuisine = 'Italian' OR cuisine = 'French') AND NOT rating > 4",
-        "SELECT ROUND(CAST(SUM(rating) AS NUMERIC) / COUNT(*), 2) FROM public.restaurants",
+        "SELECT ROUND(CAST(SUM(rating) AS NUMERIC) / COUNT(*)::NUMERIC, 2) FROM public.restaurants",
     ];
     let bad = [
         // No such table, or not schema-qualified as described.
@@ -136,6 +136,8 @@ fn the_sample_grammar_accepts_queries_over_its_tables() {
         // Writes and a second statement.
         "DELETE FROM public.restaurants",
         "SELECT 1 FROM public.restaurants; DROP TABLE public.restaurants",
+        // round(double precision, integer) does not exist in PostgreSQL.
+        "SELECT ROUND(AVG(rating), 2) FROM public.restaurants",
         // Runaway white space, and nesting without end: parentheses, NOT, functions and
         // subqueries nest a bounded number of levels.
         "SELECT  name FROM public.restaurants",

@@ -386,7 +386,9 @@ impl Gbnf {
                 Some(format!("\"COUNT(\" (\"*\" | \"DISTINCT \" {c} | {c}) \")\"{win}", c = r("col"))),
                 Some(format!("(\"SUM(\" | \"AVG(\" | \"MIN(\" | \"MAX(\") \"DISTINCT \"? {ine} \")\"{win}")),
                 has(top, format!("(\"ROW_NUMBER()\" | \"RANK()\" | \"DENSE_RANK()\") \" OVER (\" {}? \")\"", r("over"))),
-                Some(format!("\"ROUND(\" {ine} (\", \" int)? \")\"")),
+                // round(x, n) exists for numeric only: the precision comes with a cast, so that
+                // it runs on a double precision average too.
+                Some(format!("\"ROUND(\" {ine} (\"::NUMERIC, \" int)? \")\"")),
                 Some(format!("(\"ABS(\" | \"CEIL(\" | \"FLOOR(\") {ine} \")\"")),
                 Some(format!("\"COALESCE(\" {ine} \", \" {ine} \")\"")),
                 Some(format!("\"LENGTH(\" {ite} \")\"")),
