@@ -10,6 +10,9 @@
 #   values  value memory: lookups against 1,000,000 values, local embeddings, a 100k-value
 #           build (not part of `all`: it needs ~20 minutes and a 2 GB shared_buffers restart)
 #   schema  schema selection memory on 200 tables: prompt size, selection time (not in `all`)
+#   grammar the SQL grammar's size and build time by table count (10 to 10,000 tables), and
+#           what constrained sampling costs: generation tokens/s with and without the grammar
+#           on llama-server with each tiny model (not in `all`)
 #   real [MODEL...]  real models on llama-server (scripts/llm.sh; default: smollm2 gemma3) answer
 #           the sample's question suite and 4 defog questions per database through CALL
 #           ask.evaluate: EX, SQL read from replies, tokens, time split, tokens/s (not in `all`;
@@ -24,7 +27,7 @@ PORT=${PG_ASK_BENCH_PORT:-55440}
 MODE=${1:-all}
 # shellcheck source=scripts/cluster.sh
 source scripts/cluster.sh
-trap 'cluster_stop "$WORK/db"; if [ "$MODE" = real ]; then bash scripts/llm.sh stop >/dev/null 2>&1 || true; fi' EXIT
+trap 'cluster_stop "$WORK/db"; if [ "$MODE" = real ] || [ "$MODE" = grammar ]; then bash scripts/llm.sh stop >/dev/null 2>&1 || true; fi' EXIT
 export PG_ASK_LLM_PORT=${PG_ASK_LLM_BENCH_PORT:-47813} PG_ASK_LLM_RUN=$WORK/llm
 
 PROFILE=(--release); OUT=release
@@ -82,6 +85,16 @@ fi
 if [ "$MODE" = schema ]; then
   echo "== schema selection memory (200 tables)"
   "$CARGO_TARGET_DIR/release/bench_schema"
+fi
+
+if [ "$MODE" = grammar ]; then
+  echo "== the SQL grammar by described tables (best of three builds)"
+  "$CARGO_TARGET_DIR/release/bench_grammar"
+  "$CARGO_TARGET_DIR/release/bench_grammar" --print <bench/fixtures/sample_tables.txt >"$WORK/sample.gbnf"
+  for model in smollm2 gemma3; do
+    echo "== constrained sampling: $model"
+    python3 bench/sampling.py "$(bash scripts/llm.sh start "$model")" "$model" "$WORK/sample.gbnf" bench/fixtures/sample_tables.txt
+  done
 fi
 
 if [ "$MODE" = real ]; then

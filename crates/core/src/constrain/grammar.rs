@@ -253,8 +253,13 @@ impl Gbnf {
         self.rule("num", "\"-\"? [0-9]{1,12} (\".\" [0-9]{1,6})?");
         self.rule("int", "[0-9]{1,9}");
         self.rule("str", "\"'\" ([^'\\\\\\n] | \"''\"){0,80} \"'\"");
-        self.rule("ts", "\"'\" [0-9]{4} \"-\" [0-9]{2} \"-\" [0-9]{2} (\" \" [0-9]{2} \":\" [0-9]{2} (\":\" [0-9]{2})?)? \"'\"");
-        self.rule("date", "(\"DATE \" | \"TIMESTAMP \")? ts");
+        self.rule(
+            "ts",
+            "\"'\" [12] [0-9]{3} \"-\" ([0] [1-9] | [1] [0-2]) \"-\" ([0-2] [0-9] | [3] [01]) (\" \" ([01] [0-9] | [2] [0-3]) \":\" [0-5] [0-9] (\":\" [0-5] [0-9])?)? \"'\"",
+        );
+        // Typed: an untyped literal is of unknown type, which date_trunc() and date arithmetic
+        // cannot resolve ("function date_trunc(unknown, unknown) is not unique").
+        self.rule("date", "(\"DATE \" | \"TIMESTAMP \") ts");
         self.rule("interval", "\"INTERVAL '\" [0-9]{1,4} \" \" (\"year\" | \"month\" | \"day\" | \"hour\" | \"minute\") \"s\"? \"'\"");
         self.rule("cmp", "\"=\" | \"<>\" | \"!=\" | \"<\" | \"<=\" | \">\" | \">=\"");
         self.rule("arith", "\"+\" | \"-\" | \"*\" | \"/\" | \"%\"");
