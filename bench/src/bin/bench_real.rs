@@ -318,25 +318,40 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, model: &str, mut corpus: 
     }
 }
 
-/// The answer stage (a fixed-shape stage) over the first `PG_ASK_REAL_ANSWERS` sample
-/// questions: ask.explain runs the whole pipeline and returns its trace.
+/// A context for the context switch: it answers some of the sample's questions, not others.
+const CONTEXT: &str = "The guide lists 68 restaurants in 16 cities of the United States, the United Kingdom, \
+France, Italy and Japan. Its editors rate restaurants from 1.0 to 5.0.";
+
+/// The fixed-shape stages over the first `PG_ASK_REAL_ANSWERS` sample questions, asked with a
+/// context (ask.explain runs the whole pipeline and returns its trace): the context switch
+/// (always), and the answer stage (when SQL ran). How their replies were read: from the JSON
+/// schema, or by the free-text parser (and whether that found a decision).
 fn answer_stage(c: &mut Client) {
     let n: i64 = env("PG_ASK_REAL_ANSWERS", "12").parse().unwrap();
     if n <= 0 {
         return;
     }
-    let (mut structured, mut text, mut answered) = (0, 0, 0);
+    let mut read: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let (mut answered, mut unclear) = (0, 0);
     let qs = c.query("SELECT question FROM ask.eval_questions WHERE suite = 'sample' ORDER BY qno LIMIT $1", &[&n]).unwrap();
     for q in &qs {
         let question: String = q.get(0);
-        let trace: Value = c.query_one("SELECT ask.explain($1)::text", &[&question]).unwrap().get::<_, String>(0).parse().unwrap();
-        let calls = calls_of(&trace);
-        structured += calls.shaped_structured;
-        text += calls.shaped_text;
+        let trace: Value = c
+            .query_one("SELECT ask.explain($1, context => $2)::text", &[&question, &CONTEXT])
+            .unwrap()
+            .get::<_, String>(0)
+            .parse()
+            .unwrap();
+        for st in trace["stages"].as_array().into_iter().flatten() {
+            if let Some(how) = st["output"]["read"].as_str() {
+                *read.entry((st["stage"].as_str().unwrap_or("").to_string(), how.to_string())).or_default() += 1;
+            }
+            unclear += usize::from(st["output"]["decision"] == "unclear");
+        }
         answered += usize::from(trace["answer"].is_string());
     }
     println!(
-        "answer stage                      {answered} of {} questions answered; {structured} replies read from the JSON schema, {text} by the free-text parser",
+        "fixed-shape stages                {answered} of {} questions answered; replies read (stage, how): {read:?}; {unclear} context decisions unclear",
         qs.len()
     );
 }
