@@ -99,14 +99,50 @@ pub enum AnswerDecision {
 }
 
 /// Read the answer-stage reply: `ROWS` (in any case, quoted, fenced or with a full stop) means
-/// the rows are the answer; anything else is the written answer.
+/// the rows are the answer; anything else is the written answer, cut where it starts repeating
+/// itself.
 pub fn parse_answer(reply: &str) -> AnswerDecision {
     let core = reply.trim().trim_matches(|c: char| c == '`' || c == '"' || c == '\'' || c == '*' || c == '.' || c.is_whitespace());
     if core.eq_ignore_ascii_case("rows") {
         AnswerDecision::Rows
     } else {
-        AnswerDecision::Text(reply.trim().to_string())
+        AnswerDecision::Text(without_runaway(reply.trim()))
     }
+}
+
+/// `text` cut before a runaway repetition: a run of one to eight words said four times or more
+/// in a row ("Hiroshima, Hiroshima, Hiroshima, …", "888888…") keeps its first saying, then `…`.
+/// Small models repeat themselves until their token limit; the repetition says nothing.
+pub fn without_runaway(text: &str) -> String {
+    const TIMES: usize = 4;
+    // Words with their byte ranges; a long run of one character counts as repeated words of it.
+    let words: Vec<(usize, &str)> = text.split_whitespace().map(|w| (w.as_ptr() as usize - text.as_ptr() as usize, w)).collect();
+    for start in 0..words.len() {
+        for k in 1..=8 {
+            if start + k * TIMES > words.len() {
+                break;
+            }
+            let unit = &words[start..start + k];
+            let repeats = (1..).take_while(|r| {
+                let at = start + r * k;
+                at + k <= words.len() && words[at..at + k].iter().zip(unit).all(|(a, b)| a.1 == b.1)
+            });
+            if repeats.count() + 1 >= TIMES {
+                let end = words[start + k - 1].0 + words[start + k - 1].1.len();
+                return format!("{}…", text[..end].trim_end_matches([',', ';']));
+            }
+        }
+    }
+    // One character repeated at the end ("14288888888…").
+    let trimmed = text.trim_end();
+    if let Some(last) = trimmed.chars().last() {
+        let run = trimmed.chars().rev().take_while(|c| *c == last).count();
+        if run >= 16 && last.is_alphanumeric() {
+            let keep = trimmed.len() - run * last.len_utf8() + last.len_utf8();
+            return format!("{}…", &trimmed[..keep]);
+        }
+    }
+    text.to_string()
 }
 
 #[cfg(test)]
@@ -143,6 +179,18 @@ mod tests {
         assert!(r.messages[1].content.ends_with('…'));
         // The stage's stops carry over to the repair.
         assert_eq!(r.stop, vec!["END".to_string()]);
+    }
+
+    #[test]
+    fn runaway_repetition_is_cut() {
+        let r = format!("The cities in Japan are: Tokyo, Osaka, Hiroshima, {}", "Hiroshima, ".repeat(60));
+        assert_eq!(without_runaway(&r), "The cities in Japan are: Tokyo, Osaka, Hiroshima…");
+        assert_eq!(without_runaway(&format!("2023-08-28 12:11:52.1428{}", "8".repeat(200))), "2023-08-28 12:11:52.1428…");
+        assert_eq!(without_runaway(&"the answer is 2. ".repeat(5)), "the answer is 2.…");
+        // Ordinary text, and three repeats, stay.
+        for t in ["There are 68 restaurants.", "no no no", "1 2 3 4 5 6 7 8 9 10 11 12"] {
+            assert_eq!(without_runaway(t), t);
+        }
     }
 
     #[test]

@@ -83,11 +83,19 @@ impl Shape {
     }
 
     /// The text to give the stage's parser, and whether it came from the structured reply.
+    /// A structured reply cut at the completion limit inside its text (`{"answer": "There are
+    /// …`) gives the text written so far, not the JSON around it.
     pub fn readable(self, reply: &str) -> (String, bool) {
-        match self.read(reply) {
-            Some(text) => (text, true),
-            None => (reply.to_string(), false),
+        if let Some(text) = self.read(reply) {
+            return (text, true);
         }
+        if matches!(self, Shape::Answer | Shape::StepsAnswer) {
+            let t = reply.trim_end();
+            if let Some(text) = [format!("{t}\"}}"), format!("{t}}}")].iter().find_map(|closed| self.read(closed)) {
+                return (text, false);
+            }
+        }
+        (reply.to_string(), false)
     }
 }
 
@@ -142,6 +150,8 @@ mod tests {
         assert!(Shape::Context.read(r#"{"answerable": false, "answer": ""}"#).is_some());
         assert!(Shape::Context.read(r#"{"answerable": "no"}"#).is_none());
         assert!(Shape::RetrievalPlan.read(r#"{"steps": []}"#).is_some());
+        // Cut inside the answer: the text so far, for the parser.
+        assert_eq!(Shape::Answer.readable("{\n  \"answer\": \"There are 68 restau"), ("There are 68 restau".to_string(), false));
         // Lenient JSON (a trailing comma) is not the structured reply: the parser reads it.
         assert!(Shape::ChainPlan.read(r#"{"steps": [],}"#).is_none());
     }
