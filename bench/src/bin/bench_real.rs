@@ -197,124 +197,112 @@ fn main() {
 }
 
 fn run_suite(c: &mut Client, suite: &str, label: &str, model: &str, mut corpus: Option<&mut std::fs::File>) {
-    let label = label.to_string();
-    {
-        let _n = match suite {
-            // The answer stage alone, over the sample database.
-            "answers" => {
-                load_sample(c);
-                println!("\n== answers");
-                return answer_stage(c);
-            }
-            // InConDB's Table 1 with the real model: a few workloads through CALL ask.benchmark.
-            "incondb" => return incondb(c, model),
-            "sample" => load_sample(c),
-            "defog" => load_defog(c, env("PG_ASK_REAL_DEFOG_PER_DB", "4").parse().unwrap()),
-            other => panic!("unknown suite {other} (sample, defog, answers, incondb)"),
+    let _n = match suite {
+        // The answer stage alone, over the sample database.
+        "answers" => {
+            load_sample(c);
+            println!("\n== answers");
+            return answer_stage(c);
+        }
+        // InConDB's Table 1 with the real model: a few workloads through CALL ask.benchmark.
+        "incondb" => return incondb(c, model),
+        "sample" => load_sample(c),
+        "defog" => load_defog(c, env("PG_ASK_REAL_DEFOG_PER_DB", "4").parse().unwrap()),
+        other => panic!("unknown suite {other} (sample, defog, answers, incondb)"),
+    };
+    let first_call: i64 = ledger_mark(c);
+    let started = std::time::Instant::now();
+    c.batch_execute(&format!("CALL ask.evaluate('{suite}', '{label}')")).unwrap_or_else(|e| panic!("evaluate {suite}: {e:?}"));
+    let wall = started.elapsed().as_secs_f64();
+    let rows = c
+        .query(
+            "SELECT q.question, r.outcome, r.ex, r.tokens, r.ms, r.error, to_jsonb(r)->>'trace' FROM ask.eval_results r
+               JOIN ask.eval_questions q USING (owner, suite, qno) WHERE r.suite = $1 AND r.run_label = $2 ORDER BY r.qno",
+            &[&suite, &label],
+        )
+        .unwrap();
+    // The model's side, from the ledger: every call of the run, its milliseconds (prompt
+    // processing and generation, as the server took them) and the tokens it counted.
+    let (calls, llm_ms, completion) = ledger_since(c, first_call);
+    let (mut correct, mut judged, mut tokens, mut ms, mut own_ms) = (0, 0, 0i64, 0.0, 0.0);
+    let (mut sql_replies, mut sql_read, mut repairs) = (0, 0, 0);
+    let (mut executed, mut unknown_names, mut first_ran, mut constrained_sql) = (0, 0, 0, 0);
+    let (mut grammars, mut grammar_ms, mut grammar_bytes) = (0, 0.0, 0);
+    let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
+    let mut states: BTreeMap<String, usize> = BTreeMap::new();
+    for r in &rows {
+        let (question, outcome, ex): (String, String, bool) = (r.get(0), r.get(1), r.get(2));
+        let trace: Value = serde_json::from_str(&r.get::<_, Option<String>>(6).unwrap_or_else(|| "{}".into())).unwrap();
+        let calls = calls_of(&trace);
+        tokens += r.get::<_, i64>(3);
+        ms += r.get::<_, f64>(4);
+        own_ms += calls.own_ms;
+        sql_replies += calls.sql_replies;
+        sql_read += calls.sql_read;
+        repairs += calls.repairs;
+        executed += calls.executed;
+        unknown_names += calls.unknown_names;
+        first_ran += usize::from(calls.first_ran);
+        for s in &calls.failed_states {
+            *states.entry(s.clone()).or_default() += 1;
+        }
+        constrained_sql += calls.constrained_sql;
+        grammars += calls.grammars;
+        grammar_ms += calls.grammar_ms;
+        grammar_bytes += calls.grammar_bytes;
+        if outcome != "gold_failed" {
+            judged += 1;
+            correct += usize::from(ex);
+        }
+        let kind = match (outcome.as_str(), r.get::<_, Option<String>>(5)) {
+            ("prediction_error", Some(e)) => format!("prediction_error: {}", error_kind(&e)),
+            (o, _) => o.to_string(),
         };
-        let first_call: i64 = c.query_one("SELECT coalesce(max(id), 0) FROM ask.llm_calls", &[]).unwrap().get(0);
-        let started = std::time::Instant::now();
-        c.batch_execute(&format!("CALL ask.evaluate('{suite}', '{label}')")).unwrap_or_else(|e| panic!("evaluate {suite}: {e:?}"));
-        let wall = started.elapsed().as_secs_f64();
-        let rows = c
-            .query(
-                "SELECT q.question, r.outcome, r.ex, r.tokens, r.ms, r.error, to_jsonb(r)->>'trace' FROM ask.eval_results r
-                   JOIN ask.eval_questions q USING (owner, suite, qno) WHERE r.suite = $1 AND r.run_label = $2 ORDER BY r.qno",
-                &[&suite, &label],
-            )
-            .unwrap();
-        // The model's side, from the ledger: every call of the run, its milliseconds (prompt
-        // processing and generation, as the server took them) and the tokens it counted.
-        let (calls, llm_ms, completion): (i64, f64, i64) = {
-            let r = c
-                .query_one(
-                    "SELECT count(*), coalesce(sum(ms), 0), coalesce(sum(completion_tokens), 0)::bigint FROM ask.llm_calls WHERE id > $1",
-                    &[&first_call],
-                )
-                .unwrap();
-            (r.get(0), r.get(1), r.get(2))
-        };
-        let (mut correct, mut judged, mut tokens, mut ms, mut own_ms) = (0, 0, 0i64, 0.0, 0.0);
-        let (mut sql_replies, mut sql_read, mut repairs) = (0, 0, 0);
-        let (mut executed, mut unknown_names, mut first_ran, mut constrained_sql) = (0, 0, 0, 0);
-        let (mut grammars, mut grammar_ms, mut grammar_bytes) = (0, 0.0, 0);
-        let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
-        let mut states: BTreeMap<String, usize> = BTreeMap::new();
-        for r in &rows {
-            let (question, outcome, ex): (String, String, bool) = (r.get(0), r.get(1), r.get(2));
-            let trace: Value = serde_json::from_str(&r.get::<_, Option<String>>(6).unwrap_or_else(|| "{}".into())).unwrap();
-            let calls = calls_of(&trace);
-            tokens += r.get::<_, i64>(3);
-            ms += r.get::<_, f64>(4);
-            own_ms += calls.own_ms;
-            sql_replies += calls.sql_replies;
-            sql_read += calls.sql_read;
-            repairs += calls.repairs;
-            executed += calls.executed;
-            unknown_names += calls.unknown_names;
-            first_ran += usize::from(calls.first_ran);
-            for s in &calls.failed_states {
-                *states.entry(s.clone()).or_default() += 1;
-            }
-            constrained_sql += calls.constrained_sql;
-            grammars += calls.grammars;
-            grammar_ms += calls.grammar_ms;
-            grammar_bytes += calls.grammar_bytes;
-            if outcome != "gold_failed" {
-                judged += 1;
-                correct += usize::from(ex);
-            }
-            let kind = match (outcome.as_str(), r.get::<_, Option<String>>(5)) {
-                ("prediction_error", Some(e)) => format!("prediction_error: {}", error_kind(&e)),
-                (o, _) => o.to_string(),
-            };
-            *outcomes.entry(kind).or_default() += 1;
-            if let Some(f) = corpus.as_mut() {
-                for (stage, reply) in &calls.replies {
-                    writeln!(f, "{}", json!({"model": model, "suite": suite, "stage": stage, "question": question, "reply": reply}))
-                        .unwrap();
-                }
+        *outcomes.entry(kind).or_default() += 1;
+        if let Some(f) = corpus.as_mut() {
+            for (stage, reply) in &calls.replies {
+                writeln!(f, "{}", json!({"model": model, "suite": suite, "stage": stage, "question": question, "reply": reply})).unwrap();
             }
         }
-        let q = rows.len().max(1) as f64;
-        println!("\n== {suite}: {} questions, {:.0} s wall", rows.len(), wall);
-        println!("EX                                {:.3} ({correct} of {judged} judged)", correct as f64 / judged.max(1) as f64);
+    }
+    let q = rows.len().max(1) as f64;
+    println!("\n== {suite}: {} questions, {:.0} s wall", rows.len(), wall);
+    println!("EX                                {:.3} ({correct} of {judged} judged)", correct as f64 / judged.max(1) as f64);
+    println!(
+        "SQL read from replies             {:.3} ({sql_read} of {sql_replies} generate/repair replies)",
+        sql_read as f64 / sql_replies.max(1) as f64
+    );
+    println!(
+        "SQL naming only existing names    {:.3} ({} of {executed} executed statements; {constrained_sql} of {sql_replies} replies under the grammar)",
+        (executed - unknown_names) as f64 / executed.max(1) as f64,
+        executed - unknown_names
+    );
+    println!("first replies that ran            {:.3} ({first_ran} of {})", first_ran as f64 / q, rows.len());
+    println!("executed statements that failed   {states:?} (by SQLSTATE)");
+    if grammars > 0 {
         println!(
-            "SQL read from replies             {:.3} ({sql_read} of {sql_replies} generate/repair replies)",
-            sql_read as f64 / sql_replies.max(1) as f64
+            "grammar build                     {:.2} ms, {:.0} KB (mean of {grammars})",
+            grammar_ms / grammars as f64,
+            grammar_bytes as f64 / grammars as f64 / 1024.0
         );
-        println!(
-            "SQL naming only existing names    {:.3} ({} of {executed} executed statements; {constrained_sql} of {sql_replies} replies under the grammar)",
-            (executed - unknown_names) as f64 / executed.max(1) as f64,
-            executed - unknown_names
-        );
-        println!("first replies that ran            {:.3} ({first_ran} of {})", first_ran as f64 / q, rows.len());
-        println!("executed statements that failed   {states:?} (by SQLSTATE)");
-        if grammars > 0 {
-            println!(
-                "grammar build                     {:.2} ms, {:.0} KB (mean of {grammars})",
-                grammar_ms / grammars as f64,
-                grammar_bytes as f64 / grammars as f64 / 1024.0
-            );
-        }
-        println!("repairs per question              {:.2}", repairs as f64 / q);
-        println!("tokens per question               {:.0}", tokens as f64 / q);
-        println!(
-            "seconds per question              {:.2} ({calls} LLM calls: model {:.2} s, pg_ask's own stages {:.1} ms, per question; {CONCURRENCY} at a time)",
-            ms / q / 1000.0,
-            llm_ms / q / 1000.0,
-            own_ms / q
-        );
-        println!(
-            "completion tokens per second      {:.1} (per call, prompt processing included)",
-            completion as f64 / (llm_ms / 1000.0).max(1e-9)
-        );
-        for (k, v) in outcomes {
-            println!("  {v:>4}  {k}");
-        }
-        if suite == "sample" {
-            answer_stage(c);
-        }
+    }
+    println!("repairs per question              {:.2}", repairs as f64 / q);
+    println!("tokens per question               {:.0}", tokens as f64 / q);
+    println!(
+        "seconds per question              {:.2} ({calls} LLM calls: model {:.2} s, pg_ask's own stages {:.1} ms, per question; {CONCURRENCY} at a time)",
+        ms / q / 1000.0,
+        llm_ms / q / 1000.0,
+        own_ms / q
+    );
+    println!(
+        "completion tokens per second      {:.1} (per call, prompt processing included)",
+        completion as f64 / (llm_ms / 1000.0).max(1e-9)
+    );
+    for (k, v) in outcomes {
+        println!("  {v:>4}  {k}");
+    }
+    if suite == "sample" {
+        answer_stage(c);
     }
 }
 
@@ -363,7 +351,7 @@ fn answer_stage(c: &mut Client) {
 fn incondb(c: &mut Client, model: &str) {
     let dir = repo().join("../shared/datasets/incondb");
     let samples: i32 = env("PG_ASK_REAL_INCONDB_SAMPLES", "26").parse().unwrap();
-    let first_call: i64 = c.query_one("SELECT coalesce(max(id), 0) FROM ask.llm_calls", &[]).unwrap().get(0);
+    let first_call: i64 = ledger_mark(c);
     let started = std::time::Instant::now();
     let mut runs: Vec<i64> = Vec::new();
     for w in env("PG_ASK_REAL_WORKLOADS", "1,2,3").split(',') {
@@ -393,21 +381,31 @@ fn incondb(c: &mut Client, model: &str) {
         read += usize::from(ok);
         structured += usize::from(reply.as_deref().and_then(|t| shape.read(t)).is_some());
     }
-    let (calls, llm_ms, completion): (i64, f64, i64) = {
-        let r = c
-            .query_one(
-                "SELECT count(*), coalesce(sum(ms), 0), coalesce(sum(completion_tokens), 0)::bigint FROM ask.llm_calls WHERE id > $1",
-                &[&first_call],
-            )
-            .unwrap();
-        (r.get(0), r.get(1), r.get(2))
-    };
+    let (calls, llm_ms, completion) = ledger_since(c, first_call);
     println!("replies read as answers            {read} of {all} ({structured} the structured JSON of their shape)");
     println!(
         "LLM calls {calls}, {:.2} s each, {:.1} completion tokens per second per call ({model})",
         llm_ms / calls.max(1) as f64 / 1000.0,
         completion as f64 / (llm_ms / 1000.0).max(1e-9)
     );
+}
+
+/// The ledger's last row now: the calls of what runs next come after it.
+fn ledger_mark(c: &mut Client) -> i64 {
+    c.query_one("SELECT coalesce(max(id), 0) FROM ask.llm_calls", &[]).unwrap().get(0)
+}
+
+/// The model's side of the calls after `mark`, from the ledger: how many, their milliseconds
+/// (prompt processing and generation, as the server took them) and the completion tokens the
+/// server counted.
+fn ledger_since(c: &mut Client, mark: i64) -> (i64, f64, i64) {
+    let r = c
+        .query_one(
+            "SELECT count(*), coalesce(sum(ms), 0), coalesce(sum(completion_tokens), 0)::bigint FROM ask.llm_calls WHERE id > $1",
+            &[&mark],
+        )
+        .unwrap();
+    (r.get(0), r.get(1), r.get(2))
 }
 
 /// A short class of a prediction error, for the summary.

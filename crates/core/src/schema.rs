@@ -175,8 +175,7 @@ fn table_header(line: &str) -> Option<Table> {
     if kind_words.is_empty() {
         return None;
     }
-    let (schema, after) = split_ident(rest)?;
-    let (name, tail) = split_ident(after.strip_prefix('.')?)?;
+    let (schema, name, tail) = split_qualified(rest)?;
     if !tail.trim().is_empty() {
         return None;
     }
@@ -185,8 +184,7 @@ fn table_header(line: &str) -> Option<Table> {
 
 /// `schema.table(c1, c2)` after REFERENCES.
 fn reference(columns: Vec<String>, target: &str) -> Option<ForeignKey> {
-    let (schema, rest) = split_ident(target.trim())?;
-    let (name, rest) = split_ident(rest.strip_prefix('.')?)?;
+    let (schema, name, rest) = split_qualified(target.trim())?;
     let cols = rest.strip_prefix('(')?;
     let cols = &cols[..cols.rfind(')')?];
     Some(ForeignKey { columns, references: format!("{schema}.{name}"), ref_columns: ident_list(cols) })
@@ -204,6 +202,13 @@ fn ident_list(text: &str) -> Vec<String> {
         }
     }
     out
+}
+
+/// `schema.name` at the start of `text`, both as written, and the rest.
+fn split_qualified(text: &str) -> Option<(String, String, &str)> {
+    let (schema, rest) = split_ident(text)?;
+    let (name, rest) = split_ident(rest.strip_prefix('.')?)?;
+    Some((schema, name, rest))
 }
 
 /// The identifier at the start of `text`, as written (quoted with its quotes, or bare up to a

@@ -60,6 +60,16 @@ pub struct Modes {
     pub sql_grammar: Mode,
 }
 
+impl Modes {
+    /// The setting that governs constraints of `kind`.
+    pub fn of(self, kind: Kind) -> Mode {
+        match kind {
+            Kind::JsonSchema => self.structured_output,
+            Kind::Grammar => self.sql_grammar,
+        }
+    }
+}
+
 /// Which kind of constraint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -128,10 +138,7 @@ pub enum Decision {
 /// Whether a request with a constraint of `kind` carries it, given the provider, the settings
 /// and what this backend has learnt of the server.
 pub fn decide(cfg: &LlmConfig, kind: Kind) -> Decision {
-    let mode = match kind {
-        Kind::JsonSchema => cfg.constraints.structured_output,
-        Kind::Grammar => cfg.constraints.sql_grammar,
-    };
+    let mode = cfg.constraints.of(kind);
     if mode == Mode::Off {
         return Decision::Skip("off");
     }
@@ -163,11 +170,6 @@ fn refused_before(base_url: &str, kind: Kind) -> bool {
 pub fn remember_refusal(base_url: &str, kind: Kind) {
     let mut guard = REFUSED.lock().unwrap_or_else(|e| e.into_inner());
     guard.get_or_insert_with(HashSet::new).insert((normalized_url(base_url), kind));
-}
-
-/// Forget every remembered refusal (tests; a DBA who fixed the server reconnects instead).
-pub fn forget_refusals() {
-    *REFUSED.lock().unwrap_or_else(|e| e.into_inner()) = None;
 }
 
 fn normalized_url(url: &str) -> String {

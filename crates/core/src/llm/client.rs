@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use super::protocol::{error_message, headers, parse_response, request_body};
 use super::{ChatRequest, ChatResponse, LlmError};
 use crate::config::LlmConfig;
-use crate::constrain::{decide, is_constraint_refusal, remember_refusal, Decision, Kind, Mode};
+use crate::constrain::{decide, is_constraint_refusal, remember_refusal, Decision, Mode};
 use crate::secret::Secret;
 
 /// First backoff pause; doubled after each retry, capped at [`MAX_BACKOFF`].
@@ -34,7 +34,7 @@ pub async fn chat(http: &reqwest::Client, cfg: &LlmConfig, req: &ChatRequest) ->
                 Ok(resp)
             }
             Err(LlmError::Http { status, message, .. }) if is_constraint_refusal(status, &message, kind) => {
-                if mode_of(cfg, kind) == Mode::On {
+                if cfg.constraints.of(kind) == Mode::On {
                     return Err(LlmError::Unsupported {
                         detail: format!(
                             "{} is on, but the LLM server refused the {}: HTTP {status}: {message}",
@@ -50,13 +50,6 @@ pub async fn chat(http: &reqwest::Client, cfg: &LlmConfig, req: &ChatRequest) ->
             }
             Err(e) => Err(e),
         },
-    }
-}
-
-fn mode_of(cfg: &LlmConfig, kind: Kind) -> Mode {
-    match kind {
-        Kind::JsonSchema => cfg.constraints.structured_output,
-        Kind::Grammar => cfg.constraints.sql_grammar,
     }
 }
 
