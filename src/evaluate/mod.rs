@@ -389,11 +389,20 @@ fn evaluate_step(suite: &str, run_label: &str, batch: default!(Option<i32>, "NUL
             judge_ms.into(),
             JsonB(trace_json).into(),
         ];
+        // eval_results.trace came with 0.2.0: until ALTER EXTENSION pg_ask UPDATE, a result is
+        // written without it.
+        let with_trace = crate::pg::version::sql_at_least("0.2.0");
         Spi::run_with_args(
-            "INSERT INTO ask.eval_results (suite, run_label, qno, predicted_sql, ex, outcome, error,
-                 matched_alternative, attempts, llm_calls, tokens, ms, judge_ms, trace)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
-            &args,
+            if with_trace {
+                "INSERT INTO ask.eval_results (suite, run_label, qno, predicted_sql, ex, outcome, error,
+                     matched_alternative, attempts, llm_calls, tokens, ms, judge_ms, trace)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
+            } else {
+                "INSERT INTO ask.eval_results (suite, run_label, qno, predicted_sql, ex, outcome, error,
+                     matched_alternative, attempts, llm_calls, tokens, ms, judge_ms)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+            },
+            if with_trace { &args } else { &args[..13] },
         )
         .unwrap_or_else(|e| crate::pg::errors::internal("a statement on pg_ask\'s tables failed", e).raise());
     }

@@ -49,6 +49,11 @@ impl Raised {
         self.report(PgLogLevel::NOTICE);
     }
 
+    /// Send it as a WARNING and carry on.
+    pub fn warning(self) {
+        self.report(PgLogLevel::WARNING);
+    }
+
     /// Every text is scrubbed of the configured key: an LLM server may echo it in an error
     /// body, and a statement's error may quote a value that holds it.
     fn report(self, level: PgLogLevel) {

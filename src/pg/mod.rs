@@ -8,3 +8,4 @@ pub(crate) mod spi;
 pub(crate) mod subxact;
 #[cfg(any(test, feature = "pg_test"))]
 pub(crate) mod testing;
+pub(crate) mod version;

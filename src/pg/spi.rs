@@ -41,6 +41,8 @@ pub(crate) struct Facts {
     pub(crate) owner: Option<pg_sys::Oid>,
     /// The quoted schema of each extension asked about (vector, pg_trgm).
     pub(crate) schemas: Vec<(&'static str, String)>,
+    /// pg_ask's version in this database (see [`super::version`]).
+    pub(crate) extversion: Option<String>,
 }
 
 thread_local! {
@@ -49,8 +51,7 @@ thread_local! {
 
 /// `f` over this transaction's facts (forgotten when a new transaction asks).
 pub(crate) fn per_transaction<R>(f: impl FnOnce(&mut Facts) -> R) -> R {
-    // SAFETY: MyProc is the backend's own PGPROC, set for the backend's whole life.
-    let lxid = unsafe { (*pg_sys::MyProc).lxid };
+    let lxid = local_transaction_id();
     FACTS.with(|c| {
         let mut facts = c.borrow_mut();
         if facts.lxid != lxid {
@@ -58,6 +59,17 @@ pub(crate) fn per_transaction<R>(f: impl FnOnce(&mut Facts) -> R) -> R {
         }
         f(&mut facts)
     })
+}
+
+/// This backend's local transaction id (PostgreSQL 17 moved it into the virtual transaction
+/// id).
+fn local_transaction_id() -> pg_sys::LocalTransactionId {
+    // SAFETY: MyProc is the backend's own PGPROC, set for the backend's whole life.
+    #[cfg(any(feature = "pg15", feature = "pg16"))]
+    let lxid = unsafe { (*pg_sys::MyProc).lxid };
+    #[cfg(feature = "pg17")]
+    let lxid = unsafe { (*pg_sys::MyProc).vxid.lxid };
+    lxid
 }
 
 /// The schema an extension lives in, quoted, for schema-qualified operators.

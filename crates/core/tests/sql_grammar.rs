@@ -86,25 +86,31 @@ fn the_sample_grammar_accepts_queries_over_its_tables() {
         "SELECT COUNT(*) FROM public.restaurants",
         "SELECT COUNT(*) FROM public.restaurants;",
         "SELECT name, rating FROM public.restaurants WHERE cuisine = 'Italian' AND rating >= 4.5 ORDER BY rating DESC LIMIT 5",
-        "SELECT DISTINCT cuisine FROM public.restaurants\nORDER BY cuisine",
+        "SELECT DISTINCT cuisine FROM public.restaurants\nORDER BY 1",
         "SELECT r.name, c.name AS \"City\" FROM public.restaurants AS r JOIN public.cities AS c ON r.city_id = c.id WHERE c.name = 'Los Angeles'",
-        "SELECT c.name, COUNT(*) AS \"n\" FROM public.restaurants AS r JOIN public.cities AS c ON r.city_id = c.id GROUP BY c.name HAVING COUNT(*) > 3 ORDER BY COUNT(*) DESC",
+        "SELECT c.name, COUNT(*) AS \"n\" FROM public.restaurants AS r JOIN public.cities AS c ON r.city_id = c.id GROUP BY 1 HAVING COUNT(*) > 3 ORDER BY COUNT(*) DESC, 1",
         "SELECT AVG(stars) FROM public.reviews WHERE reviewed_at >= DATE '2023-01-01' AND body ILIKE '%pasta%'",
         "SELECT name FROM public.restaurants WHERE city_id IN (SELECT id FROM public.cities WHERE country = 'United Kingdom')",
         "SELECT name FROM public.restaurants WHERE rating > (SELECT AVG(rating) FROM public.restaurants)",
         "SELECT name, RANK() OVER (ORDER BY rating DESC) FROM public.restaurants",
         "SELECT name, CASE WHEN rating >= 4 THEN 'good' ELSE 'other' END FROM public.restaurants WHERE closed_on IS NULL",
-        "SELECT EXTRACT(YEAR FROM opened_on) AS \"year\", COUNT(*) FROM public.restaurants GROUP BY EXTRACT(YEAR FROM opened_on)",
+        "SELECT EXTRACT(YEAR FROM opened_on) AS \"year\", COUNT(*) FROM public.restaurants GROUP BY 1 ORDER BY 1",
         "SELECT name FROM public.restaurants WHERE is_open = TRUE AND price_range IN ('$', '$$')",
         "SELECT name FROM public.cities UNION SELECT name FROM public.states",
         "SELECT ROUND(AVG(rating)::NUMERIC, 2) FROM public.restaurants WHERE opened_on BETWEEN DATE '2019-01-01' AND DATE '2020-12-31'",
-        "SELECT s.name, COUNT(*) FROM public.restaurants AS r JOIN public.cities AS c ON r.city_id = c.id JOIN public.states AS s ON c.state_code = s.code GROUP BY s.name",
-        "SELECT r2.name, AVG(r.stars) FROM public.reviews AS r JOIN public.restaurants AS r2 ON r.restaurant_id = r2.id GROUP BY r2.name",
+        "SELECT s.name, COUNT(*) FROM public.restaurants AS r JOIN public.cities AS c ON r.city_id = c.id JOIN public.states AS s ON c.state_code = s.code GROUP BY 1",
+        "SELECT r2.name, AVG(r.stars) FROM public.reviews AS r JOIN public.restaurants AS r2 ON r.restaurant_id = r2.id GROUP BY 1",
         "SELECT name FROM public.restaurants WHERE EXISTS (SELECT 1 FROM public.reviews WHERE stars = 1)",
         "SELECT CAST(rating AS INTEGER), LOWER(name) || ' ' || cuisine FROM public.restaurants",
         "SELECT MAX(reviewed_at) - INTERVAL '30 days' FROM public.reviews",
         "SELECT name FROM public.restaurants WHERE (cuisine = 'Italian' OR cuisine = 'French') AND NOT rating > 4",
         "SELECT ROUND(CAST(SUM(rating) AS NUMERIC) / COUNT(*)::NUMERIC, 2) FROM public.restaurants",
+        "SELECT cuisine, city_id, COUNT(*), MAX(rating) FROM public.restaurants GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 3",
+        "SELECT SUM(CASE WHEN is_open THEN 1 ELSE 0 END) FROM public.restaurants",
+        "SELECT name, rating - AVG(rating) OVER (PARTITION BY cuisine) FROM public.restaurants",
+        "SELECT name FROM public.cities UNION SELECT name FROM public.states ORDER BY 1 LIMIT 10",
+        "SELECT name FROM public.restaurants WHERE rating = (SELECT MAX(rating) FROM public.restaurants)",
+        "SELECT name FROM public.restaurants ORDER BY LENGTH(name) DESC, rating",
     ];
     let bad = [
         // No such table, or not schema-qualified as described.
@@ -137,6 +143,24 @@ fn the_sample_grammar_accepts_queries_over_its_tables() {
         "SELECT name FROM public.restaurants WHERE ((rating > 4))",
         "SELECT LOWER(LOWER(LOWER(name))) FROM public.restaurants",
         "SELECT name FROM public.restaurants WHERE id IN (SELECT id FROM public.restaurants WHERE id IN (SELECT id FROM public.restaurants))",
+        // What PostgreSQL would refuse after generation. A column neither grouped nor
+        // aggregated (42803), an aggregate or a window function in WHERE (42803, 42P20),
+        // grouping by a name (keys come first and are grouped by position, so none is left
+        // out), an ORDER BY after DISTINCT on something not selected (42P10), a position or a
+        // constant to order by that may not exist (42P10, 42601), a scalar subquery that can
+        // return more than one row (21000), UNION operands of different shapes (42601).
+        "SELECT name, COUNT(*) FROM public.restaurants",
+        "SELECT cuisine, name, COUNT(*) FROM public.restaurants GROUP BY 1",
+        "SELECT name FROM public.restaurants WHERE rating > AVG(rating)",
+        "SELECT name FROM public.restaurants WHERE RANK() OVER (ORDER BY rating) <= 3",
+        "SELECT cuisine, COUNT(*) FROM public.restaurants GROUP BY cuisine",
+        "SELECT DISTINCT cuisine FROM public.restaurants ORDER BY rating",
+        "SELECT name FROM public.restaurants ORDER BY 3",
+        "SELECT name FROM public.restaurants ORDER BY 'x'",
+        "SELECT cuisine, COUNT(*) FROM public.restaurants GROUP BY 1 ORDER BY 3",
+        "SELECT name FROM public.restaurants WHERE rating = (SELECT rating FROM public.restaurants)",
+        "SELECT COUNT(*) FROM public.restaurants HAVING COUNT(*) > 1 ORDER BY name",
+        "SELECT name, rating FROM public.cities UNION SELECT name FROM public.states",
     ];
     assert_verdicts(&g.text, &good, &bad);
     // Unfenced text is refused: the reply keeps the shape the prompt asks for.
@@ -163,7 +187,7 @@ TABLE \"Sales Data\".customer
     let good = [
         "SELECT \"Id\", \"select\" FROM \"Sales Data\".\"Order\" WHERE \"unit price\" > 10",
         "SELECT \"say \"\"hi\"\"\" FROM \"Sales Data\".\"Order\"",
-        "SELECT c.\"Name\", SUM(o.\"unit price\") FROM \"Sales Data\".\"Order\" AS o JOIN \"Sales Data\".customer AS c ON o.customer_id = c.id GROUP BY c.\"Name\"",
+        "SELECT c.\"Name\", SUM(o.\"unit price\") FROM \"Sales Data\".\"Order\" AS o JOIN \"Sales Data\".customer AS c ON o.customer_id = c.id GROUP BY 1",
     ];
     let bad = [
         "SELECT Id FROM \"Sales Data\".\"Order\"",

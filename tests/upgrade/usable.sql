@@ -1,0 +1,33 @@
+-- After ALTER EXTENSION pg_ask UPDATE: what was there still works, with the new version's
+-- functions over the old rows. Every check raises an error when it fails.
+\set ON_ERROR_STOP 1
+SET client_min_messages = warning;
+SET search_path = app, public;
+SET ask.base_url = :'llm';
+CREATE FUNCTION pg_temp.check(ok boolean, what text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    IF ok IS NOT TRUE THEN RAISE EXCEPTION 'after the upgrade: %', what; END IF;
+END $$;
+SELECT pg_temp.check(count(*) = 0, 'no table of pg_ask is empty')
+FROM (VALUES ('llm_calls', (SELECT count(*) FROM ask.llm_calls)), ('value_memory', (SELECT count(*) FROM ask.value_memory)),
+             ('schema_memory_tables', (SELECT count(*) FROM ask.schema_memory_tables)), ('shadow_log', (SELECT count(*) FROM ask.shadow_log)),
+             ('shadow_replays', (SELECT count(*) FROM ask.shadow_replays)), ('benchmark_samples', (SELECT count(*) FROM ask.benchmark_samples)),
+             ('eval_results', (SELECT count(*) FROM ask.eval_results))) AS c(t, n)
+WHERE n = 0;
+-- The value memory answers from the rows indexed before.
+SELECT pg_temp.check(bool_or(value = 'Los Angeles'), 'the value memory finds Los Angeles for LA')
+FROM ask.similar_values('app.cities', 'name', 'Los Angeles', 3);
+-- ask() answers, and the ledger keeps counting.
+SELECT pg_temp.check(ask('which Italian restaurants are in LA?') LIKE '%Roma%', 'ask() answers');
+SELECT pg_temp.check(count(*) >= 4, 'the ledger has the calls of before and after') FROM ask.llm_calls;
+-- Capture goes on into the same log, and a replay reads it.
+INSERT INTO app.orchard VALUES (4, 'pear', 2);
+SELECT pg_temp.check(count(*) = 1, 'the shadow log records an insert after the upgrade') FROM ask.shadow_commands WHERE command LIKE '%pear%';
+SELECT pg_temp.check(score IS NOT NULL, 'a replay scores') FROM ask.shadow_replay('SELECT name FROM app.orchard ORDER BY price');
+-- The old evaluation run is reported; a new run fills the new trace column.
+SELECT pg_temp.check(judged = 2, 'the run of before is reported') FROM ask.eval_summary WHERE run_label = 'before';
+SELECT ask.evaluate_step('upgrade_quiz', 'after', 5);
+SELECT pg_temp.check(count(trace) = 2, 'the new run keeps traces') FROM ask.eval_results WHERE run_label = 'after';
+SELECT pg_temp.check(count(trace) = 0, 'the old run has none') FROM ask.eval_results WHERE run_label = 'before';
+-- The benchmark's views read the old run.
+SELECT pg_temp.check(count(*) > 0, 'benchmark results of before') FROM ask.benchmark_results WHERE workload = 'w1';
