@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A real local LLM for pg_ask: llama.cpp's llama-server with a small model, on loopback.
 #
-#   scripts/llm.sh install          build llama-server (once, cached) and install both models
-#                                   (once, cached, checked by SHA-256); needs root
+#   scripts/llm.sh install [MODEL]  build llama-server (once, cached) and install both models, or
+#                                   the one named (once, cached, checked by SHA-256); needs root
 #   scripts/llm.sh start [MODEL]    start llama-server with MODEL (smollm2, the default, or gemma3)
 #                                   on 127.0.0.1, wait until it answers, print its base URL; a
 #                                   server already running with another model is restarted
@@ -26,6 +26,8 @@
 #   PG_ASK_LLM_CTX=16384                  context tokens in all (per slot: CTX / PARALLEL; both
 #                                         models were trained on 8,192 or more)
 #   PG_ASK_LLM_THREADS=2                  threads for generation
+#   PG_ASK_LLM_CMAKE_FLAGS                more flags for llama.cpp's cmake (an image built to run on
+#                                         other machines: -DGGML_NATIVE=OFF)
 set -euo pipefail
 
 LLAMA_CPP_PYTHON_VERSION=0.3.36
@@ -85,7 +87,7 @@ build_server() {
   # binary is built where it runs.
   cmake -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
     -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF \
-    -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF >"$work/cmake.log" 2>&1 \
+    -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF ${PG_ASK_LLM_CMAKE_FLAGS:-} >"$work/cmake.log" 2>&1 \
     || { tail -30 "$work/cmake.log" >&2; die "cmake configure failed"; }
   cmake --build "$work/build" --target llama-server test-gbnf-validator -j "$(nproc)" >"$work/build.log" 2>&1 \
     || { tail -40 "$work/build.log" >&2; die "building llama-server failed"; }
@@ -220,7 +222,15 @@ cmd_status() {
 
 case "${1:-}" in
   install)    [ "$(id -u)" = 0 ] || die "install must run as root"
-              build_server; install_smollm2; install_gemma3 ;;
+              shift; build_server
+              models=("$@"); [ ${#models[@]} -gt 0 ] || models=(smollm2 gemma3)
+              for m in "${models[@]}"; do
+                case "$m" in
+                  smollm2) install_smollm2 ;;
+                  gemma3)  install_gemma3 ;;
+                  *) die "unknown model '$m' (smollm2 or gemma3)" ;;
+                esac
+              done ;;
   start)      shift; cmd_start "${1:-smollm2}" ;;
   stop)       cmd_stop ;;
   status)     cmd_status ;;

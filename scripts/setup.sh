@@ -22,7 +22,8 @@ export DEBIAN_FRONTEND=noninteractive
 # 1. Debian packages ----------------------------------------------------------------------------
 PKGS=(postgresql-15 postgresql-server-dev-15 postgresql-contrib libclang-dev clang
       build-essential pkg-config sudo ca-certificates unzip python3 python3-pip python3-venv curl cmake
-      bison flex libicu-dev libssl-dev libreadline-dev zlib1g-dev bzip2)
+      bison flex libicu-dev libssl-dev libreadline-dev zlib1g-dev bzip2
+      podman runc netavark debootstrap)
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
