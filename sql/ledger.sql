@@ -11,12 +11,16 @@ CREATE TABLE llm_calls (
     ms                double precision NOT NULL,
     http_attempts     integer,
     outcome           text NOT NULL,
-    error             text
+    error             text,
+    cached            boolean NOT NULL DEFAULT false,
+    tokens_saved      integer
 );
 COMMENT ON TABLE llm_calls IS 'One row per LLM call made by pg_ask: who, which stage, which model, tokens, milliseconds, outcome. Rows are written in the caller''s transaction; each role sees its own rows.';
 COMMENT ON COLUMN llm_calls.stage IS 'pipeline stage: generate, repair, answer, ...';
 COMMENT ON COLUMN llm_calls.outcome IS 'ok, or the failure kind: connect_error, timeout, rate_limited, context_overflow, http_error, malformed, truncated, empty';
 COMMENT ON COLUMN llm_calls.http_attempts IS 'HTTP requests made for the call, retries included';
+COMMENT ON COLUMN llm_calls.cached IS 'answered from the response cache (ask.cache) without a call: no tokens spent';
+COMMENT ON COLUMN llm_calls.tokens_saved IS 'for a cached answer, the tokens the original call spent';
 CREATE INDEX llm_calls_called_at ON llm_calls (called_at);
 
 ALTER TABLE llm_calls ENABLE ROW LEVEL SECURITY;

@@ -6,6 +6,36 @@
 ALTER TABLE eval_results ADD COLUMN trace jsonb;
 COMMENT ON COLUMN eval_results.trace IS 'the question''s pipeline trace, as ask.explain() shows it: every LLM call with its reply and tokens, the guard''s and value correction''s decisions, executions';
 
+-- The ledger marks calls answered from the response cache.
+ALTER TABLE llm_calls ADD COLUMN cached boolean NOT NULL DEFAULT false, ADD COLUMN tokens_saved integer;
+COMMENT ON COLUMN llm_calls.cached IS 'answered from the response cache (ask.cache) without a call: no tokens spent';
+COMMENT ON COLUMN llm_calls.tokens_saved IS 'for a cached answer, the tokens the original call spent';
+
+-- The response cache (ask.cache) and the usage view: as in sql/cache.sql.
+CREATE TABLE llm_cache (
+    key        bytea PRIMARY KEY,
+    provider   text NOT NULL,
+    model      text NOT NULL,
+    reply      jsonb NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+COMMENT ON TABLE llm_cache IS 'Replies of LLM requests for ask.cache, keyed by the SHA-256 of the whole request (provider, base URL, body). Read and written by pg_ask only.';
+REVOKE ALL ON llm_cache FROM PUBLIC;
+
+-- Tokens and calls per role and day, from the ledger (each role sees its own rows).
+CREATE VIEW usage WITH (security_invoker = true) AS
+SELECT role,
+       (called_at AT TIME ZONE 'UTC')::date AS day,
+       count(*) FILTER (WHERE NOT cached) AS calls,
+       coalesce(sum(coalesce(prompt_tokens, 0) + coalesce(completion_tokens, 0)), 0) AS tokens,
+       count(*) FILTER (WHERE cached) AS cache_hits,
+       coalesce(sum(tokens_saved), 0) AS tokens_saved,
+       count(*) FILTER (WHERE outcome <> 'ok') AS failed_calls
+FROM llm_calls
+GROUP BY role, (called_at AT TIME ZONE 'UTC')::date;
+COMMENT ON VIEW usage IS 'LLM calls and tokens per role and day (UTC), cache hits and the tokens they saved; ask.max_tokens_per_day counts the same tokens.';
+GRANT SELECT ON usage TO PUBLIC;
+
 -- A failure kind the ledger records since 0.2.0.
 COMMENT ON COLUMN llm_calls.outcome IS 'ok, or the failure kind: connect_error, timeout, rate_limited, context_overflow, http_error, malformed, truncated, empty';
 

@@ -19,6 +19,7 @@ mod values;
 ::pgrx::pg_module_magic!(name, version);
 
 pgrx::extension_sql_file!("../sql/ledger.sql", name = "ledger", bootstrap);
+pgrx::extension_sql_file!("../sql/cache.sql", name = "llm_cache", requires = ["ledger"]);
 pgrx::extension_sql_file!("../sql/values.sql", name = "value_memory_tables", requires = ["ledger"]);
 pgrx::extension_sql_file!("../sql/shadow.sql", name = "shadow_tables", requires = ["ledger"]);
 pgrx::extension_sql_file!(

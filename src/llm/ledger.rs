@@ -9,23 +9,23 @@ use pg_ask_core::config::LlmConfig;
 use pg_ask_core::llm::{ChatResponse, LlmError};
 
 const INSERT: &str = "INSERT INTO ask.llm_calls \
+    (stage, provider, model, prompt_tokens, completion_tokens, ms, http_attempts, outcome, error, cached, tokens_saved) \
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
+/// Before 0.2.0 (during an upgrade), the ledger had no cache columns.
+const INSERT_0_1: &str = "INSERT INTO ask.llm_calls \
     (stage, provider, model, prompt_tokens, completion_tokens, ms, http_attempts, outcome, error) \
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
 
-/// Record one call in the caller's transaction. In a read-only transaction (a standby, or
+/// Record one call in the caller's transaction: a call to the server, or one answered from
+/// the response cache ([`ChatResponse::cached`]). In a read-only transaction (a standby, or
 /// `SET TRANSACTION READ ONLY`) nothing can be written: the call goes to the server log at
 /// DEBUG1 instead.
 pub fn record(cfg: &LlmConfig, stage: &str, result: &Result<ChatResponse, LlmError>, took: Duration) {
     let ms = took.as_secs_f64() * 1000.0;
-    let (prompt, completion, attempts, outcome, error) = match result {
-        Ok(r) => (
-            r.prompt_tokens.map(|t| t.min(i32::MAX as u64) as i32),
-            r.completion_tokens.map(|t| t.min(i32::MAX as u64) as i32),
-            Some(r.attempts as i32),
-            "ok".to_string(),
-            None,
-        ),
-        Err(e) => (None, None, None, e.outcome().to_string(), Some(crate::pg::gucs::api_key().scrub(&e.to_string()))),
+    let tokens = |t: Option<u64>| t.map(|t| t.min(i32::MAX as u64) as i32);
+    let (prompt, completion, attempts, outcome, error, saved) = match result {
+        Ok(r) => (tokens(r.prompt_tokens), tokens(r.completion_tokens), Some(r.attempts as i32), "ok".to_string(), None, tokens(r.cached)),
+        Err(e) => (None, None, None, e.outcome().to_string(), Some(crate::pg::gucs::api_key().scrub(&e.to_string())), None),
     };
     // A failure usually aborts the caller's statement, and the ledger row with it: say it in
     // the server log too.
@@ -37,7 +37,7 @@ pub fn record(cfg: &LlmConfig, stage: &str, result: &Result<ChatResponse, LlmErr
         debug1!("pg_ask: {stage} call, {} ms, {outcome} (not written to ask.llm_calls: read-only transaction)", ms.round());
         return;
     }
-    let args: [DatumWithOid; 9] = [
+    let args: [DatumWithOid; 11] = [
         stage.into(),
         cfg.provider.as_str().into(),
         cfg.model.as_str().into(),
@@ -47,8 +47,15 @@ pub fn record(cfg: &LlmConfig, stage: &str, result: &Result<ChatResponse, LlmErr
         attempts.into(),
         outcome.as_str().into(),
         error.into(),
+        saved.is_some().into(),
+        saved.into(),
     ];
-    if let Err(e) = Spi::run_with_args(INSERT, &args) {
+    let written = if crate::pg::version::sql_at_least("0.2.0") {
+        Spi::run_with_args(INSERT, &args)
+    } else {
+        Spi::run_with_args(INSERT_0_1, &args[..9])
+    };
+    if let Err(e) = written {
         warning!("pg_ask: could not write to ask.llm_calls: {e}");
     }
 }

@@ -4,6 +4,7 @@
 pub(crate) mod batch;
 pub(crate) mod embeddings;
 pub(crate) mod ledger;
+pub(crate) mod reuse;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
 
@@ -57,34 +58,54 @@ pub fn with_runner_interruptible<T>(f: impl FnOnce(&Runner) -> Result<Result<T, 
     }
 }
 
-/// One chat call on behalf of `stage`. A pending cancel drops the request and raises the
-/// cancel as PostgreSQL's own error; everything else comes back as a value.
+/// One chat call on behalf of `stage`: from the response cache when `ask.cache` has the
+/// identical request, else sent (within `ask.max_tokens_per_day`). A pending cancel drops the
+/// request and raises the cancel as PostgreSQL's own error; everything else comes back as a
+/// value.
 pub fn chat(cfg: &LlmConfig, stage: &str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
-    let started = Instant::now();
-    // A dropped request lets PostgreSQL raise the cancel or timeout it has pending.
-    let result = with_runner_interruptible(|r| r.block_on(llm::chat(r.http(), cfg, req), &cancel_pending));
-    ledger::record(cfg, stage, &result, started.elapsed());
-    result
+    chat_many(cfg, stage, vec![req.clone()], 1).pop().map(|(result, _)| result).expect("one result per request")
 }
 
 /// Many chat calls on behalf of `stage`, at most `concurrency` in flight; results in the order
-/// of `reqs`, each written to the ledger. A pending cancel abandons every call in flight and
-/// raises the cancel.
+/// of `reqs`, each written to the ledger. Requests the response cache has are answered from
+/// it; the budget is checked for the others, all together, before any is sent. A pending
+/// cancel abandons every call in flight and raises the cancel.
 pub fn chat_many(
     cfg: &LlmConfig,
     stage: &str,
     reqs: Vec<ChatRequest>,
     concurrency: usize,
 ) -> Vec<(Result<ChatResponse, LlmError>, std::time::Duration)> {
-    let n = reqs.len();
-    let sent = with_runner_interruptible(|r| r.block_on(llm::chat_all(r.http(), cfg, reqs, concurrency), &cancel_pending).map(Ok));
-    match sent {
-        Ok(results) => {
-            for (result, took) in &results {
-                ledger::record(cfg, stage, result, *took);
+    let caching = crate::pg::gucs::cache().is_some();
+    let keys: Vec<Option<String>> = reqs.iter().map(|r| caching.then(|| pg_ask_core::llm::reuse::cache_key(cfg, r))).collect();
+    let mut out: Vec<Option<(Result<ChatResponse, LlmError>, std::time::Duration)>> = keys
+        .iter()
+        .map(|key| {
+            let started = Instant::now();
+            key.as_deref().and_then(reuse::lookup).map(|hit| (Ok(hit), started.elapsed()))
+        })
+        .collect();
+    let (to_send, sent_at): (Vec<ChatRequest>, Vec<usize>) =
+        reqs.into_iter().enumerate().filter(|(i, _)| out[*i].is_none()).map(|(i, r)| (r, i)).unzip();
+    reuse::check_budget(cfg, &to_send.iter().collect::<Vec<_>>());
+    if !to_send.is_empty() {
+        let n = to_send.len();
+        let sent =
+            with_runner_interruptible(|r| r.block_on(llm::chat_all(r.http(), cfg, to_send, concurrency.max(1)), &cancel_pending).map(Ok));
+        let results = match sent {
+            Ok(results) => results,
+            Err(e) => (0..n).map(|_| (Err(e.clone()), std::time::Duration::ZERO)).collect(),
+        };
+        for (i, result) in sent_at.into_iter().zip(results) {
+            if let (Some(key), Ok(r)) = (&keys[i], &result.0) {
+                reuse::store(key, cfg, r);
             }
-            results
+            out[i] = Some(result);
         }
-        Err(e) => (0..n).map(|_| (Err(e.clone()), std::time::Duration::ZERO)).collect(),
     }
+    let out: Vec<_> = out.into_iter().map(|r| r.expect("every request answered")).collect();
+    for (result, took) in &out {
+        ledger::record(cfg, stage, result, *took);
+    }
+    out
 }

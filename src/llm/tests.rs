@@ -1,4 +1,5 @@
-//! In-backend tests of embeddings: the local model against the reference, HTTP providers, off.
+//! In-backend tests of embeddings (the local model against the reference, HTTP providers,
+//! off), the response cache and the token budget.
 
 #[pgrx::pg_schema]
 mod tests {
@@ -40,5 +41,68 @@ mod tests {
         let (code, msg, hint) = error_of("SELECT ask.embed_real('x')");
         assert_eq!(code, "0A000", "{msg}");
         assert!(hint.unwrap().contains("ask.embedding_provider"));
+    }
+
+    /// The second identical ask() sends nothing; another role that may read the same tables
+    /// sends the same prompt and is answered from the cache too, and one that may read
+    /// another table sends another prompt.
+    #[pg_test]
+    fn the_cache_answers_identical_requests_only() {
+        setup();
+        let s = llm(pipeline_script("which Italian restaurants are in LA?", ITALIAN_SQL, "Two: Roma and Trattoria."));
+        Spi::run("SET ask.cache = on").unwrap();
+        let ask_as = |role: &str| -> String {
+            Spi::run(&format!("SET LOCAL ROLE {role}")).unwrap();
+            let answer: String = one("SELECT ask('which Italian restaurants are in LA?')");
+            Spi::run("RESET ROLE").unwrap();
+            answer
+        };
+        Spi::run(
+            "CREATE ROLE ask_cache_a; CREATE ROLE ask_cache_b;
+             GRANT SELECT ON public.cities, public.restaurants TO ask_cache_a, ask_cache_b",
+        )
+        .unwrap();
+        let first = ask_as("ask_cache_a");
+        let sent = s.requests().len();
+        assert_eq!(sent, 2, "generate and answer");
+        assert_eq!(ask_as("ask_cache_a"), first);
+        assert_eq!(s.requests().len(), sent, "no request the second time");
+        let hits: i64 = one("SELECT count(*) FROM ask.llm_calls WHERE cached AND tokens_saved > 0 AND prompt_tokens = 0");
+        assert_eq!(hits, 2);
+        // A role that reads the same tables sends the very same request.
+        assert_eq!(ask_as("ask_cache_b"), first);
+        assert_eq!(s.requests().len(), sent, "same prompt, same reply");
+        // One that also reads another table is shown another schema: its own call.
+        Spi::run("CREATE TABLE public.menus (id int, dish text); GRANT SELECT ON public.menus TO ask_cache_b").unwrap();
+        ask_as("ask_cache_b");
+        assert!(s.requests().len() > sent, "another prompt is another request");
+        // Off, it is not read.
+        Spi::run("SET ask.cache = off").unwrap();
+        let before = s.requests().len();
+        ask_as("ask_cache_a");
+        assert_eq!(s.requests().len(), before + 2);
+    }
+
+    /// A budget refuses before sending; what was spent today counts.
+    #[pg_test]
+    fn the_budget_refuses_before_sending() {
+        setup();
+        let s = llm(pipeline_script("which Italian restaurants are in LA?", ITALIAN_SQL, "Two: Roma and Trattoria."));
+        Spi::run("SET ask.max_tokens_per_day = 100").unwrap();
+        let (code, msg, hint) = error_of("SELECT ask('which Italian restaurants are in LA?')");
+        assert_eq!(code, "53000", "{msg}");
+        assert!(msg.contains("0 of 100 tokens spent"), "{msg}");
+        assert!(hint.unwrap().contains("ask.max_tokens_per_day"));
+        assert!(s.requests().is_empty(), "nothing was sent");
+        // Spent tokens count: with 500 tokens left, the next generation (its prompt and a
+        // completion limit of 1024) is refused.
+        Spi::run("SET ask.max_tokens_per_day = 1000000").unwrap();
+        let _: String = one("SELECT ask('which Italian restaurants are in LA?')");
+        let spent: i64 = one("SELECT tokens FROM ask.usage WHERE role = current_user");
+        assert!(spent > 0);
+        Spi::run(&format!("SET ask.max_tokens_per_day = {}", spent + 500)).unwrap();
+        let (code, msg, _) = error_of("SELECT ask('which Italian restaurants are in LA?')");
+        assert_eq!(code, "53000", "{msg}");
+        assert!(msg.contains(&format!("{spent} of {} tokens spent", spent + 500)), "{msg}");
     }
 }

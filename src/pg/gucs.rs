@@ -99,6 +99,11 @@ static MAX_VALUES_PER_COLUMN: GucSetting<i32> = GucSetting::<i32>::new(100_000);
 static MAX_TABLES: GucSetting<i32> = GucSetting::<i32>::new(10);
 static STRUCTURED_OUTPUT: GucSetting<GucMode> = GucSetting::<GucMode>::new(GucMode::Auto);
 static SQL_GRAMMAR: GucSetting<GucMode> = GucSetting::<GucMode>::new(GucMode::Auto);
+static CACHE: GucSetting<bool> = GucSetting::<bool>::new(false);
+/// Seconds a cached reply is reused.
+static CACHE_TTL: GucSetting<i32> = GucSetting::<i32>::new(86_400);
+/// Tokens a role may spend per day (UTC); 0: no limit.
+static MAX_TOKENS_PER_DAY: GucSetting<i32> = GucSetting::<i32>::new(0);
 
 pub fn init() {
     GucRegistry::define_enum_guc(
@@ -314,6 +319,34 @@ pub fn init() {
         GucContext::Userset,
         GucFlags::default(),
     );
+    GucRegistry::define_bool_guc(
+        c"ask.cache",
+        c"Answer an LLM request identical to an earlier one (provider, base URL, model, settings, full prompt) from ask.llm_cache, without a call.",
+        c"The ledger marks such calls cached, with the tokens they saved. A prompt holds only what its role may read, so a reply is shared only between roles that send the same request.",
+        &CACHE,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"ask.cache_ttl",
+        c"How long a cached LLM reply is reused (ask.cache).",
+        c"",
+        &CACHE_TTL,
+        1,
+        i32::MAX,
+        GucContext::Userset,
+        GucFlags::UNIT_S,
+    );
+    GucRegistry::define_int_guc(
+        c"ask.max_tokens_per_day",
+        c"Tokens a role may spend on LLM calls per day (UTC), counted from ask.llm_calls; 0: no limit.",
+        c"A call that could go over it (its prompt and its whole completion limit) is refused before it is sent, SQLSTATE 53000. Set per role by a superuser: ALTER ROLE name SET ask.max_tokens_per_day = 100000.",
+        &MAX_TOKENS_PER_DAY,
+        0,
+        i32::MAX,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
     // SAFETY: plain call with a static C string, from _PG_init.
     unsafe { pg_sys::MarkGUCPrefixReserved(c"ask".as_ptr()) };
 }
@@ -526,6 +559,17 @@ pub fn max_values_per_column() -> i64 {
 
 pub fn model_path() -> String {
     string(&MODEL_PATH)
+}
+
+/// `ask.cache`, and for how long a reply is reused.
+pub fn cache() -> Option<std::time::Duration> {
+    CACHE.get().then(|| std::time::Duration::from_secs(CACHE_TTL.get().max(1) as u64))
+}
+
+/// `ask.max_tokens_per_day`, when set.
+pub fn max_tokens_per_day() -> Option<u64> {
+    let v = MAX_TOKENS_PER_DAY.get();
+    (v > 0).then_some(v as u64)
 }
 
 pub fn request_timeout() -> std::time::Duration {

@@ -29,11 +29,14 @@ psql() { runuser -u postgres -- "$BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$HOST" 
 dump() {
   # Members of pg_ask with their definitions; OIDs (binary_upgrade_set_next_*, the
   # extension's configuration list, compared apart, and toast tables) and transaction ids
-  # (relfrozenxid) and sequence positions (data, compared by counts.sql) left out.
+  # (relfrozenxid), sequence positions (data, compared by counts.sql) and the stored default of
+  # a column added to a table with rows (attmissingval: storage, not schema) left out.
   runuser -u postgres -- "$BIN/pg_dump" -h "$HOST" -p "$PORT" --schema-only --binary-upgrade --exclude-schema=app -d "$1" \
     | grep -v -e 'binary_upgrade_set_next_' -e 'binary_upgrade_create_empty_extension' -e '^-- Dumped' -e '^\\restrict' -e '^\\unrestrict' \
+              -e 'binary_upgrade_set_missing_value' -e '^-- set missing value\.' \
     | sed -E -e "s/relfrozenxid = '[0-9]+', relminmxid = '[0-9]+'/relfrozenxid = X, relminmxid = X/" -e "s/^WHERE oid = '[0-9]+';/WHERE oid = TOAST;/" \
-          -e "s/^(SELECT pg_catalog.setval\('[^']*'), [0-9]+, (true|false)\);/\1, N);/"
+          -e "s/^(SELECT pg_catalog.setval\('[^']*'), [0-9]+, (true|false)\);/\1, N);/" \
+    | cat -s
 }
 config_tables() {
   psql -d "$1" -At -c "SELECT c::regclass::text || ' ' || coalesce(e.extcondition[i], '')

@@ -31,3 +31,9 @@ SELECT pg_temp.check(count(trace) = 2, 'the new run keeps traces') FROM ask.eval
 SELECT pg_temp.check(count(trace) = 0, 'the old run has none') FROM ask.eval_results WHERE run_label = 'before';
 -- The benchmark's views read the old run.
 SELECT pg_temp.check(count(*) > 0, 'benchmark results of before') FROM ask.benchmark_results WHERE workload = 'w1';
+-- The response cache, new in 0.2.0, works on the upgraded database.
+SET ask.cache = on;
+SELECT ask('which Italian restaurants are in LA?') IS NOT NULL AS asked;
+SELECT ask('which Italian restaurants are in LA?') IS NOT NULL AS asked_again;
+SELECT pg_temp.check(count(*) >= 2, 'the second ask() is answered from the cache') FROM ask.llm_calls WHERE cached;
+SELECT pg_temp.check(sum(cache_hits) >= 2, 'ask.usage counts the hits') FROM ask.usage;

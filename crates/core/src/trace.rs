@@ -74,6 +74,9 @@ impl Trace {
                 } else if let Some(why) = resp.unconstrained {
                     st.output["unconstrained"] = json!(why);
                 }
+                if let Some(saved) = resp.cached {
+                    st.output["cached"] = json!({"tokens_saved": saved});
+                }
                 st.prompt_tokens = resp.prompt_tokens;
                 st.completion_tokens = resp.completion_tokens;
                 self.push(st);

@@ -7,6 +7,7 @@
 pub mod client;
 pub mod embed;
 pub mod protocol;
+pub mod reuse;
 pub mod runtime;
 
 use serde::Serialize;
@@ -128,6 +129,10 @@ pub struct ChatResponse {
     /// Why a request's constraint was not sent (`off`, `provider`, `refused_before`, `refused`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unconstrained: Option<&'static str>,
+    /// Answered from the response cache (`ask.cache`): the tokens the original call spent
+    /// (this one spent none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached: Option<u64>,
 }
 
 /// Why an LLM call failed. Texts never contain the API key: bodies are scrubbed before they

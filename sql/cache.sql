@@ -1,0 +1,28 @@
+-- The response cache (ask.cache): the reply of an LLM request, reused for the identical
+-- request (same provider, base URL, model, settings and full prompt) up to ask.cache_ttl.
+-- Only pg_ask reads and writes it, as the extension's owner, keyed by the SHA-256 of the whole
+-- request: a role finds a reply only for a request it sends itself, and nobody can store a
+-- reply that did not come from the server the request names.
+CREATE TABLE llm_cache (
+    key        bytea PRIMARY KEY,
+    provider   text NOT NULL,
+    model      text NOT NULL,
+    reply      jsonb NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+COMMENT ON TABLE llm_cache IS 'Replies of LLM requests for ask.cache, keyed by the SHA-256 of the whole request (provider, base URL, body). Read and written by pg_ask only.';
+REVOKE ALL ON llm_cache FROM PUBLIC;
+
+-- Tokens and calls per role and day, from the ledger (each role sees its own rows).
+CREATE VIEW usage WITH (security_invoker = true) AS
+SELECT role,
+       (called_at AT TIME ZONE 'UTC')::date AS day,
+       count(*) FILTER (WHERE NOT cached) AS calls,
+       coalesce(sum(coalesce(prompt_tokens, 0) + coalesce(completion_tokens, 0)), 0) AS tokens,
+       count(*) FILTER (WHERE cached) AS cache_hits,
+       coalesce(sum(tokens_saved), 0) AS tokens_saved,
+       count(*) FILTER (WHERE outcome <> 'ok') AS failed_calls
+FROM llm_calls
+GROUP BY role, (called_at AT TIME ZONE 'UTC')::date;
+COMMENT ON VIEW usage IS 'LLM calls and tokens per role and day (UTC), cache hits and the tokens they saved; ask.max_tokens_per_day counts the same tokens.';
+GRANT SELECT ON usage TO PUBLIC;
