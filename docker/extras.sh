@@ -4,6 +4,9 @@
 # the paths of MAJOR's pg_config.
 #   extras.sh MAJOR OUT
 set -euo pipefail
+# Certificate authorities the build was given (a proxy's, mounted into
+# /usr/local/share/ca-certificates) join the trusted ones before anything is downloaded.
+if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then update-ca-certificates >/dev/null 2>&1 || true; fi
 MAJOR=$1 OUT=$2
 PG_CONFIG=/usr/lib/postgresql/$MAJOR/bin/pg_config
 PGVECTOR_VERSION=0.8.0

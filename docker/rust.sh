@@ -6,6 +6,9 @@
 #   rust.sh package MAJOR OUT    build pg_ask for MAJOR (release) and stage the extension's
 #                                files under OUT with pg_config's paths
 set -euo pipefail
+# Certificate authorities the build was given (a proxy's, mounted into
+# /usr/local/share/ca-certificates) join the trusted ones before anything is downloaded.
+if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then update-ca-certificates >/dev/null 2>&1 || true; fi
 RUST_VERSION=1.95.0
 PGRX_VERSION=0.18.0
 export PATH=/root/.cargo/bin:$PATH

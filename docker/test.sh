@@ -26,6 +26,13 @@ for tool in podman runc debootstrap; do
   command -v "$tool" >/dev/null || { echo "$tool is not installed: run scripts/setup.sh" >&2; exit 1; }
 done
 
+# This machine's own extra certificate authorities (a proxy's, which PyPI and crates.io are
+# reached through), trusted by the build's ca-certificates too.
+CA_MOUNT=()
+if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then
+  CA_MOUNT=(-v /usr/local/share/ca-certificates:/usr/local/share/ca-certificates:ro)
+fi
+
 say() { printf '\n== %s\n' "$*"; }
 standin=""
 name=""
@@ -35,6 +42,18 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The compose file (no compose tool runs here, nor the bridge network it needs): it must name
+# the images this script builds, and point the database at the LLM service.
+python3 - <<'PY'
+import yaml
+services = yaml.safe_load(open("docker/compose.yaml"))["services"]
+db, llm = services["db"], services["llm"]
+assert db["build"]["dockerfile"] == "docker/Dockerfile" and db["build"]["args"]["PG_MAJOR"] in ("15", "17"), db
+assert llm["build"]["dockerfile"] == "docker/Dockerfile.llm", llm
+assert db["environment"]["ASK_BASE_URL"] == "http://llm:8080/v1", db["environment"]
+assert "pgdata:/var/lib/postgresql/data" in db["volumes"], db["volumes"]
+print("ok: docker/compose.yaml")
+PY
 bash docker/base.sh "$BASE"
 cargo build -q -p llm-standin --bin llm-standin
 "$CARGO_TARGET_DIR/debug/llm-standin" --port "$STANDIN_PORT" --script tests/pg_regress/standin.json >/var/tmp/pg_ask-docker-standin.log 2>&1 &
@@ -62,7 +81,7 @@ for m in "${MAJORS[@]}"; do
   say "building $image"
   mkdir -p "$CACHE/target"
   start=$(date +%s)
-  podman build --network host --pull=never --layers \
+  podman build --network host --pull=never --layers "${CA_MOUNT[@]}" \
     --build-arg BASE="$BASE" --build-arg PG_MAJOR="$m" \
     -v "$HOME/.rustup:/root/.rustup:ro" -v "$HOME/.cargo/bin:/root/.cargo/bin:ro" \
     -v "$HOME/.cargo/registry:/root/.cargo/registry" -v "$CACHE/target:/build/target" \

@@ -23,7 +23,7 @@ export DEBIAN_FRONTEND=noninteractive
 PKGS=(postgresql-15 postgresql-server-dev-15 postgresql-contrib libclang-dev clang
       build-essential pkg-config sudo ca-certificates unzip python3 python3-pip python3-venv curl cmake
       bison flex libicu-dev libssl-dev libreadline-dev zlib1g-dev bzip2
-      podman runc netavark debootstrap)
+      podman runc netavark debootstrap python3-yaml)
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
