@@ -15,6 +15,13 @@ shift
 : "${PGDATA:=/var/lib/postgresql/data/pgdata}"
 export POSTGRES_USER=${POSTGRES_USER:-postgres} POSTGRES_DB=${POSTGRES_DB:-postgres}
 
+# Written last by the first start: a cluster without it was left half made.
+marker="$PGDATA/.pg_ask-initialised"
+if [ -s "$PGDATA/PG_VERSION" ] && [ ! -f "$marker" ]; then
+  echo "pg_ask: $PGDATA holds a cluster whose first start did not finish (initdb or an init script failed)." >&2
+  echo "        Look at the first start's log, then remove the volume's contents to start again." >&2
+  exit 1
+fi
 if [ ! -s "$PGDATA/PG_VERSION" ]; then
   auth=${POSTGRES_HOST_AUTH_METHOD:-scram-sha-256}
   if [ -z "${POSTGRES_PASSWORD:-}" ] && [ "$auth" != trust ]; then
@@ -48,6 +55,7 @@ CONF
     esac
   done
   pg_ctl -D "$PGDATA" -m fast -w stop >/dev/null
+  touch "$marker"
   unset PGHOST PGUSER
   echo "pg_ask: initialised; starting PostgreSQL"
 fi

@@ -40,8 +40,6 @@ if command -v pg_lsclusters >/dev/null && pg_lsclusters -h 2>/dev/null | grep -q
 fi
 
 # 2. PostgreSQL 17, and pgvector for each major ----------------------------------------------------
-bash "$(dirname "$0")/pg17.sh"
-
 src_list=/etc/apt/sources.list.d/pg_ask-trixie-src.sources
 if [ ! -f "$src_list" ]; then
   cat > "$src_list" <<SRC
@@ -53,6 +51,8 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SRC
   apt-get update -q
 fi
+bash "$(dirname "$0")/pg17.sh"
+
 # pgvector, built from Debian's source package (not packaged for bookworm); its tarball is kept.
 for PG_CONFIG in "$PG15_CONFIG" "$PG17_CONFIG"; do
   PKGLIBDIR=$($PG_CONFIG --pkglibdir)

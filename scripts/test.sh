@@ -20,6 +20,10 @@ PG15_CONFIG=/usr/lib/postgresql/15/bin/pg_config
 PG17_CONFIG=$(bash scripts/pg17.sh --print)
 read -r -a MAJORS <<<"${PG_ASK_TEST_MAJORS:-15 17}"
 CLIENT_MAJOR=${PG_ASK_CLIENT_MAJOR:-15}
+case " ${MAJORS[*]} " in
+  *" $CLIENT_MAJOR "*) ;;
+  *) echo "PG_ASK_CLIENT_MAJOR=$CLIENT_MAJOR is not among PG_ASK_TEST_MAJORS (${MAJORS[*]}): step 4 needs its cluster" >&2; exit 2 ;;
+esac
 pg_config_of() {
   case $1 in
     15) echo "$PG15_CONFIG" ;;

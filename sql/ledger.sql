@@ -13,7 +13,8 @@ CREATE TABLE llm_calls (
     outcome           text NOT NULL,
     error             text,
     cached            boolean NOT NULL DEFAULT false,
-    tokens_saved      integer
+    tokens_saved      integer,
+    CONSTRAINT llm_calls_tokens_not_negative CHECK (prompt_tokens >= 0 AND completion_tokens >= 0 AND tokens_saved >= 0)
 );
 COMMENT ON TABLE llm_calls IS 'One row per LLM call made by pg_ask: who, which stage, which model, tokens, milliseconds, outcome. Rows are written in the caller''s transaction; each role sees its own rows.';
 COMMENT ON COLUMN llm_calls.stage IS 'pipeline stage: generate, repair, answer, ...';

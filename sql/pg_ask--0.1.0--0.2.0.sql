@@ -8,6 +8,9 @@ COMMENT ON COLUMN eval_results.trace IS 'the question''s pipeline trace, as ask.
 
 -- The ledger marks calls answered from the response cache.
 ALTER TABLE llm_calls ADD COLUMN cached boolean NOT NULL DEFAULT false, ADD COLUMN tokens_saved integer;
+-- Token counts are never negative (a role writes its own ledger rows; budgets sum them).
+ALTER TABLE llm_calls ADD CONSTRAINT llm_calls_tokens_not_negative
+    CHECK (prompt_tokens >= 0 AND completion_tokens >= 0 AND tokens_saved >= 0);
 COMMENT ON COLUMN llm_calls.cached IS 'answered from the response cache (ask.cache) without a call: no tokens spent';
 COMMENT ON COLUMN llm_calls.tokens_saved IS 'for a cached answer, the tokens the original call spent';
 

@@ -68,15 +68,22 @@ pub(crate) fn check_budget(cfg: &LlmConfig, reqs: &[&ChatRequest]) {
         return;
     }
     let need: u64 = reqs.iter().map(|r| most_tokens(cfg, r)).sum();
-    let (role, used) = Spi::get_two::<String, i64>(
-        "SELECT current_user::text, coalesce(sum(coalesce(prompt_tokens, 0)::bigint + coalesce(completion_tokens, 0)), 0)::bigint
-           FROM ask.llm_calls
-          WHERE role = current_user
-            AND called_at >= pg_catalog.date_trunc('day', pg_catalog.now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'",
-    )
-    .unwrap_or((None, None));
-    let role = role.unwrap_or_default();
-    let used = used.unwrap_or(0).max(0) as u64;
+    // Read as the extension's owner (search path pinned): the caller's search path cannot
+    // change what is summed.
+    let role = Spi::get_one::<String>("SELECT current_user::text").ok().flatten().unwrap_or_default();
+    let used = as_memory_owner(|| {
+        Spi::get_one_with_args::<i64>(
+            "SELECT coalesce(sum(coalesce(prompt_tokens, 0)::bigint + coalesce(completion_tokens, 0)), 0)::bigint
+               FROM ask.llm_calls
+              WHERE role = $1
+                AND called_at >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'",
+            &[role.as_str().into()],
+        )
+    })
+    .ok()
+    .flatten()
+    .unwrap_or(0)
+    .max(0) as u64;
     if used + need > limit {
         let calls = if reqs.len() == 1 { "this call".to_string() } else { format!("these {} calls", reqs.len()) };
         Raised::new(

@@ -23,16 +23,40 @@ pub(crate) fn as_memory_owner<R>(f: impl FnOnce() -> R) -> R {
 }
 
 /// Run `f` as `owner`, then switch back (at error, transaction abort restores the user).
+///
+/// As PostgreSQL's own maintenance commands do when they run as a table's owner, the switch is
+/// a security-restricted operation with `search_path` pinned to `pg_catalog, pg_temp` for its
+/// duration: the caller's search path cannot put a function or operator of its own in front
+/// of the ones the queries mean, which would then run with the owner's rights.
 pub(crate) fn as_user<R>(owner: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
     let mut saved_user = pg_sys::Oid::INVALID;
     let mut saved_ctx = 0;
-    // SAFETY: the same switch PostgreSQL's own RI triggers make; the previous identity is put
-    // back below, and at error by transaction abort.
-    unsafe {
+    // SAFETY: the same switch PostgreSQL's own RI triggers and maintenance commands make; the
+    // previous identity and settings are put back below, and at error by (sub)transaction
+    // abort, which also unwinds the GUC nest level.
+    let nest = unsafe {
         pg_sys::GetUserIdAndSecContext(&mut saved_user, &mut saved_ctx);
-        pg_sys::SetUserIdAndSecContext(owner, saved_ctx | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32);
-    }
+        pg_sys::SetUserIdAndSecContext(
+            owner,
+            saved_ctx | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32 | pg_sys::SECURITY_RESTRICTED_OPERATION as i32,
+        );
+        let nest = pg_sys::NewGUCNestLevel();
+        pg_sys::set_config_option(
+            c"search_path".as_ptr(),
+            c"pg_catalog, pg_temp".as_ptr(),
+            pg_sys::GucContext::PGC_USERSET,
+            pg_sys::GucSource::PGC_S_SESSION,
+            pg_sys::GucAction::GUC_ACTION_SAVE,
+            true,
+            0,
+            false,
+        );
+        nest
+    };
     let out = f();
-    unsafe { pg_sys::SetUserIdAndSecContext(saved_user, saved_ctx) };
+    unsafe {
+        pg_sys::AtEOXact_GUC(false, nest);
+        pg_sys::SetUserIdAndSecContext(saved_user, saved_ctx);
+    }
     out
 }

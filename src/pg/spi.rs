@@ -21,6 +21,18 @@ pub(crate) fn relname(rel: pg_sys::Oid) -> String {
     Spi::get_one_with_args::<String>("SELECT $1::regclass::text", &[rel.into()]).ok().flatten().unwrap_or_else(|| format!("{rel:?}"))
 }
 
+/// `rel` schema-qualified and quoted, for SQL text that must not depend on the search path
+/// (such as statements run as the extension's owner, whose search path is pinned).
+pub(crate) fn qualified_relname(rel: pg_sys::Oid) -> String {
+    Spi::get_one_with_args::<String>(
+        "SELECT pg_catalog.format('%I.%I', n.nspname, c.relname) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1",
+        &[rel.into()],
+    )
+    .ok()
+    .flatten()
+    .unwrap_or_else(|| format!("{rel:?}"))
+}
+
 /// Whether the current role owns `rel` (or is a member of its owner).
 pub(crate) fn owns(rel: pg_sys::Oid) -> bool {
     Spi::get_one_with_args::<bool>(

@@ -77,6 +77,7 @@ pub(crate) fn _shadow_enable(rel: pg_sys::Oid, snapshot: bool) -> i64 {
     .unwrap_or_else(|e| crate::pg::errors::internal("could not create the truncate trigger", e).raise());
     let rows = Spi::get_one::<i64>(&format!("SELECT count(*) FROM {name}")).ok().flatten().unwrap_or(0);
     let complete = rows == 0 || snapshot;
+    let qualified = crate::pg::spi::qualified_relname(rel);
     as_memory_owner(|| {
         Spi::run_with_args(
             "INSERT INTO ask.shadow_tables (relid, key_columns, complete, enabled_by) VALUES ($1, $2, $3, session_user)",
@@ -87,7 +88,7 @@ pub(crate) fn _shadow_enable(rel: pg_sys::Oid, snapshot: bool) -> i64 {
             Spi::run_with_args(
                 &format!(
                     "INSERT INTO ask.shadow_log (seq, xid, relid, op, old_row, new_row)
-                     SELECT nextval('ask.shadow_log_seq'), pg_catalog.txid_current(), $1, 'I', NULL, pg_catalog.to_jsonb(t) FROM {name} t"
+                     SELECT nextval('ask.shadow_log_seq'), pg_catalog.txid_current(), $1, 'I', NULL, pg_catalog.to_jsonb(t) FROM {qualified} t"
                 ),
                 &[rel.into()],
             )
