@@ -9,6 +9,11 @@ use llm_standin::{Reply, Rule, Script, StandIn};
 use pg_ask_it::{connect, message, sqlstate, use_llm};
 use postgres::NoTls;
 
+/// How soon a cancelled request must end: far below the request timeout it would otherwise
+/// wait for (a minute), with room for a loaded machine (two model servers and four test
+/// threads on two cores). The latencies themselves are printed; they are typically 20-600 ms.
+const PROMPTLY: Duration = Duration::from_secs(5);
+
 /// Every question hangs, except "count cities", which is answered.
 fn hanging_llm() -> StandIn {
     StandIn::start(
@@ -60,7 +65,7 @@ fn statement_timeout_ends_a_hung_request() {
     assert_eq!(sqlstate(&err), "57014", "{}", message(&err));
     assert!(message(&err).contains("statement timeout"), "{}", message(&err));
     eprintln!("statement_timeout 1000 ms ended the request after {} ms", took.as_millis());
-    assert!(took >= Duration::from_millis(950) && took < Duration::from_millis(1500), "took {took:?}");
+    assert!(took >= Duration::from_millis(950) && took < Duration::from_millis(1000) + PROMPTLY, "took {took:?}");
     c.batch_execute("RESET statement_timeout").unwrap();
     still_works(&mut c);
 }
@@ -87,7 +92,7 @@ fn cancel_request_ends_a_hung_request() {
     assert!(message(&err).contains("user request"), "{}", message(&err));
     let latency = ended.duration_since(sent);
     eprintln!("cancel request ended the LLM request after {} ms", latency.as_millis());
-    assert!(latency < Duration::from_millis(500), "{latency:?}");
+    assert!(latency < PROMPTLY, "{latency:?}");
     still_works(&mut c);
 }
 
@@ -110,7 +115,7 @@ fn pg_cancel_backend_from_another_session() {
     assert_eq!(sqlstate(&err), "57014", "{}", message(&err));
     let latency = ended.duration_since(sent);
     eprintln!("pg_cancel_backend ended the LLM request after {} ms", latency.as_millis());
-    assert!(latency < Duration::from_millis(500), "{latency:?}");
+    assert!(latency < PROMPTLY, "{latency:?}");
     still_works(&mut c);
 }
 
@@ -131,7 +136,7 @@ fn pg_terminate_backend_ends_the_session_promptly() {
     assert!(ok);
     let (err, ended) = asker.join().unwrap();
     assert!(err.code().map(|c| c.code() == "57P01").unwrap_or(true), "{err}");
-    assert!(ended.duration_since(sent) < Duration::from_millis(1000));
+    assert!(ended.duration_since(sent) < PROMPTLY);
     // The backend is gone.
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
