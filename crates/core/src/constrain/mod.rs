@@ -14,7 +14,7 @@ use std::collections::HashSet;
 use std::str::FromStr;
 use std::sync::Mutex;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::config::{LlmConfig, Provider};
@@ -71,7 +71,7 @@ impl Modes {
 }
 
 /// Which kind of constraint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     JsonSchema,

@@ -32,11 +32,7 @@ pub fn to_cached(r: &ChatResponse) -> Value {
 /// A cached reply as this call's answer (no tokens spent, [`ChatResponse::cached`] the tokens
 /// the original call spent), or `None` when the stored value is not one.
 pub fn from_cached(v: &Value) -> Option<ChatResponse> {
-    let constrained = match v.get("constrained").and_then(Value::as_str) {
-        Some("grammar") => Some(crate::constrain::Kind::Grammar),
-        Some("json_schema") => Some(crate::constrain::Kind::JsonSchema),
-        _ => None,
-    };
+    let constrained = v.get("constrained").and_then(|k| serde_json::from_value(k.clone()).ok());
     let spent = ["prompt_tokens", "completion_tokens"].iter().filter_map(|k| v.get(*k).and_then(Value::as_u64)).sum();
     Some(ChatResponse {
         content: v.get("content")?.as_str()?.to_string(),
