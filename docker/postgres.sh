@@ -1,17 +1,12 @@
 #!/usr/bin/env bash
 # PostgreSQL in the image, for one major (15 or 17):
-#   postgres.sh build MAJOR OUT   the builder: the server and its headers (17 is built from
-#                                 the upstream tarball of Debian's source package into
-#                                 /usr/lib/postgresql/17, and also staged under OUT)
+#   postgres.sh build MAJOR OUT   the builder: the server and its headers (17 is built by
+#                                 scripts/pg17.sh into /usr/lib/postgresql/17, and also staged
+#                                 under OUT)
 #   postgres.sh runtime MAJOR     the final image: the server (15 from Debian; 17's libraries,
 #                                 its files come from the builder) and the postgres user
 set -euo pipefail
 MODE=$1 MAJOR=$2 OUT=${3:-/out}
-# PostgreSQL 17: the release scripts/pg17.sh pins (Debian's pool keeps it).
-PG17_VERSION=17.11
-PG17_SHA256=dd27f2b3c59e73ed14aa3324901242bf69a032a6347805f274e6260322d42979
-PG17_URL=http://deb.debian.org/debian/pool/main/p/postgresql-17/postgresql-17_$PG17_VERSION.orig.tar.bz2
-
 apt_install() {
   apt-get update -q
   apt-get install -y -q --no-install-recommends "$@"
@@ -32,22 +27,14 @@ case "$MODE:$MAJOR" in
     debian_postgres postgresql-15 postgresql-server-dev-15
     mkdir -p "$OUT" ;;
   build:17)
-    work=$(mktemp -d)
-    curl -fsS -o "$work/pg.tar.bz2" "$PG17_URL"
-    echo "$PG17_SHA256  $work/pg.tar.bz2" | sha256sum -c --quiet -
-    tar xjf "$work/pg.tar.bz2" -C "$work"
-    cd "$work/postgresql-$PG17_VERSION"
-    ./configure -q --prefix=/usr/lib/postgresql/17 --without-llvm --with-icu --with-openssl \
-      --with-system-tzdata=/usr/share/zoneinfo >/dev/null
-    make -s -j"$(nproc)" >/dev/null
-    make -s -C contrib/pg_trgm >/dev/null
-    for dest in / "$OUT"; do
-      make -s install DESTDIR="$dest" >/dev/null
-      make -s -C contrib/pg_trgm install DESTDIR="$dest" >/dev/null
-    done
-    cd / && rm -rf "$work"
+    # The same build, pins and checks as the host's (scripts/pg17.sh, copied beside this
+    # script), into the flat prefix the image uses; then staged under OUT.
+    PG_ASK_PG17_PREFIX=/usr/lib/postgresql/17 bash "$(dirname "$0")/pg_ask-pg17.sh"
+    mkdir -p "$OUT/usr/lib/postgresql"
+    cp -a /usr/lib/postgresql/17 "$OUT/usr/lib/postgresql/17"
+    rm -rf /var/cache/pg_ask/src
     # Headers and static libraries are for building extensions, not for running them.
-    rm -rf "$OUT/usr/lib/postgresql/17/include" "$OUT"/usr/lib/postgresql/17/lib/*.a ;;
+    rm -rf "$OUT/usr/lib/postgresql/17/include" "$OUT"/usr/lib/postgresql/17/lib/*.a "$OUT/usr/lib/postgresql/17/.pg_ask-built" ;;
   runtime:15)
     debian_postgres postgresql-15 ca-certificates ;;
   runtime:17)

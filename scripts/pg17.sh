@@ -57,6 +57,7 @@ make -s -C contrib/pg_trgm >/dev/null
 make -s install DESTDIR="$work/stage" >/dev/null
 make -s -C contrib/pg_trgm install DESTDIR="$work/stage" >/dev/null
 rm -rf "$PREFIX"
+mkdir -p "$(dirname "$PREFIX")"
 mv "$work/stage$PREFIX" "$PREFIX"
 chmod -R a+rX "$PREFIX"
 echo "$version ${CONFIGURE[*]}" >"$stamp"
