@@ -12,17 +12,3 @@ CREATE TABLE llm_cache (
 );
 COMMENT ON TABLE llm_cache IS 'Replies of LLM requests for ask.cache, keyed by the SHA-256 of the whole request (provider, base URL, body). Read and written by pg_ask only.';
 REVOKE ALL ON llm_cache FROM PUBLIC;
-
--- Tokens and calls per role and day, from the ledger (each role sees its own rows).
-CREATE VIEW usage WITH (security_invoker = true) AS
-SELECT role,
-       (called_at AT TIME ZONE 'UTC')::date AS day,
-       count(*) FILTER (WHERE NOT cached) AS calls,
-       coalesce(sum(coalesce(prompt_tokens, 0) + coalesce(completion_tokens, 0)), 0) AS tokens,
-       count(*) FILTER (WHERE cached) AS cache_hits,
-       coalesce(sum(tokens_saved), 0) AS tokens_saved,
-       count(*) FILTER (WHERE outcome <> 'ok') AS failed_calls
-FROM llm_calls
-GROUP BY role, (called_at AT TIME ZONE 'UTC')::date;
-COMMENT ON VIEW usage IS 'LLM calls and tokens per role and day (UTC), cache hits and the tokens they saved; ask.max_tokens_per_day counts the same tokens.';
-GRANT SELECT ON usage TO PUBLIC;

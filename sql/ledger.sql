@@ -14,6 +14,7 @@ CREATE TABLE llm_calls (
     error             text,
     cached            boolean NOT NULL DEFAULT false,
     tokens_saved      integer,
+    call_id           bigint,
     CONSTRAINT llm_calls_tokens_not_negative CHECK (prompt_tokens >= 0 AND completion_tokens >= 0 AND tokens_saved >= 0)
 );
 COMMENT ON TABLE llm_calls IS 'One row per LLM call made by pg_ask: who, which stage, which model, tokens, milliseconds, outcome. Rows are written in the caller''s transaction; each role sees its own rows.';
@@ -22,7 +23,9 @@ COMMENT ON COLUMN llm_calls.outcome IS 'ok, or the failure kind: connect_error, 
 COMMENT ON COLUMN llm_calls.http_attempts IS 'HTTP requests made for the call, retries included';
 COMMENT ON COLUMN llm_calls.cached IS 'answered from the response cache (ask.cache) without a call: no tokens spent';
 COMMENT ON COLUMN llm_calls.tokens_saved IS 'for a cached answer, the tokens the original call spent';
+COMMENT ON COLUMN llm_calls.call_id IS 'the ask() call the LLM call was made for (ask.questions.id, shown as call_id by ask.explain())';
 CREATE INDEX llm_calls_called_at ON llm_calls (called_at);
+CREATE INDEX llm_calls_call_id ON llm_calls (call_id);
 
 ALTER TABLE llm_calls ENABLE ROW LEVEL SECURITY;
 CREATE POLICY llm_calls_own_read ON llm_calls FOR SELECT USING (role = current_user);

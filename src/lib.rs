@@ -7,6 +7,7 @@ use pgrx::prelude::*;
 
 mod ask;
 mod chain;
+mod clarify;
 mod evaluate;
 mod guard;
 mod llm;
@@ -15,6 +16,7 @@ mod schema;
 mod selection;
 mod shadow;
 mod values;
+mod verified;
 
 ::pgrx::pg_module_magic!(name, version);
 
@@ -39,6 +41,7 @@ pgrx::extension_sql_file!(
     ]
 );
 pgrx::extension_sql_file!("../sql/schema_memory.sql", name = "schema_memory_tables", requires = ["value_memory_tables"]);
+pgrx::extension_sql_file!("../sql/verified.sql", name = "verified_tables", requires = ["llm_cache"]);
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {

@@ -12,7 +12,8 @@ use pg_ask_core::rows::ResultSet;
 
 use crate::pg::errors;
 use crate::pg::gucs::{self, LlmOverrides};
-use crate::{guard, llm, schema, selection, values};
+use crate::{guard, llm, schema, selection, values, verified};
+use pg_ask_core::values::literals::LiteralRef;
 
 pub struct BackendHost {
     pub llm: LlmConfig,
@@ -62,6 +63,28 @@ impl Host for BackendHost {
     /// readable table is described.
     fn select_tables(&mut self, question: &str) -> Result<Option<Selection>, String> {
         selection::selection_for(question, gucs::max_tables())
+    }
+
+    /// The verified queries most like the question among those over tables the caller may
+    /// read (row-level security on ask.verified_queries).
+    fn verified(&mut self, question: &str) -> Result<Vec<pg_ask_core::verified::Candidate>, String> {
+        verified::candidates(question)
+    }
+
+    fn literals_of(&mut self, sql: &str, schema: Option<&str>) -> Result<Vec<LiteralRef>, String> {
+        crate::pg::spi::in_schema(schema, || values::correct::literals(sql))
+    }
+
+    fn stored_value(&mut self, lit: &LiteralRef, text: &str) -> Result<Option<String>, String> {
+        Ok(values::correct::stored_value(lit, text))
+    }
+
+    fn ambiguities(&mut self, question: &str) -> Result<Vec<pg_ask_core::clarify::Ambiguity>, String> {
+        crate::clarify::ambiguities(question)
+    }
+
+    fn execute_verified(&mut self, sql: &str, schema: Option<&str>) -> Result<ResultSet, ExecFailure> {
+        crate::pg::spi::in_schema(schema, || guard::execute(sql, &self.limits))
     }
 }
 

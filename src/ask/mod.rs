@@ -1,6 +1,7 @@
 //! The SQL functions of the text-to-SQL pipeline: `ask()`, `ask.sql()`, `ask.rows()`,
 //! `ask.explain()`.
 
+pub(crate) mod calls;
 pub(crate) mod host;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
@@ -24,19 +25,42 @@ fn host(args: &CallArgs) -> BackendHost {
     BackendHost::new(&args.llm)
 }
 
-/// Run the pipeline, raising its error as a PostgreSQL error.
+/// Run the pipeline as one call of the call log, raising its error as a PostgreSQL error.
 fn run(question: &str, context: Option<&str>, args: &CallArgs, goal: Goal) -> Outcome {
     let mut h = host(args);
     let cfg = gucs::ask_config(args.max_attempts);
+    let call = calls::begin();
     match pipeline::run_with_context(&mut h, question, context, &cfg, goal) {
-        Ok(outcome) => {
+        Ok(mut outcome) => {
+            outcome.trace.call_id = call.id;
+            finish(&call, question, &outcome.trace, Some(&outcome.sql));
             if outcome.result.truncated {
                 notice!("pg_ask: the result was cut at ask.row_limit ({} rows)", cfg.row_limit);
+            }
+            if let (Some("verified"), Some(id)) = (outcome.trace.source, outcome.trace.verified_id) {
+                notice!("pg_ask: answered from verified query {id} without an LLM call");
             }
             outcome
         }
         Err((e, _trace)) => errors::from_ask(&e).raise(),
     }
+}
+
+/// Record a finished call: its row in the call log, and a use of each verified query that
+/// answered it or was shown to the LLM.
+fn finish(call: &calls::Call, question: &str, trace: &pg_ask_core::trace::Trace, sql: Option<&str>) {
+    call.record(question, trace, sql, None);
+    let used: Vec<i64> = trace
+        .stages
+        .iter()
+        .filter(|s| s.stage == pipeline::stage::VERIFIED)
+        .flat_map(|s| {
+            let answered = s.output.get("id").and_then(serde_json::Value::as_i64);
+            let shown = s.output.get("examples").and_then(serde_json::Value::as_array).cloned().unwrap_or_default();
+            answered.into_iter().chain(shown.iter().filter_map(serde_json::Value::as_i64).collect::<Vec<_>>())
+        })
+        .collect();
+    crate::verified::count_uses(&used);
 }
 
 fn args(
@@ -145,13 +169,20 @@ fn ask_explain(
     let a = args(model, provider, base_url, temperature, max_attempts);
     let mut h = host(&a);
     let cfg = gucs::ask_config(a.max_attempts);
+    let call = calls::begin();
     let trace = match pipeline::run_with_context(&mut h, question, context, &cfg, Goal::Answer) {
-        Ok(out) => {
+        Ok(mut out) => {
+            out.trace.call_id = call.id;
+            finish(&call, question, &out.trace, Some(&out.sql));
             let mut v = serde_json::to_value(&out.trace).unwrap_or_default();
             v["answer"] = serde_json::Value::String(out.answer_text());
             v
         }
-        Err((_, trace)) => serde_json::to_value(&trace).unwrap_or_default(),
+        Err((_, mut trace)) => {
+            trace.call_id = call.id;
+            finish(&call, question, &trace, trace.final_sql.as_deref());
+            serde_json::to_value(&trace).unwrap_or_default()
+        }
     };
     // The configured key, not the request's: a request to a URL the key is not sent to carries
     // none, and the trace must still be scrubbed.

@@ -32,6 +32,7 @@ use crate::guard::Limits;
 use crate::pg::errors::Raised;
 use crate::pg::errors::{self, raise};
 use crate::pg::gucs::{self, LlmOverrides};
+use crate::pg::spi::in_schema;
 
 /// Rows a judged result may have at most (the prediction and the gold SQL run again with this
 /// limit; a result cut by it cannot be judged).
@@ -156,21 +157,6 @@ impl Host for SuiteHost<'_> {
             Some(_) => Ok(None),
         }
     }
-}
-
-/// Runs `f` with `search_path` set to the question's schema (when it has one), and puts the
-/// caller's back afterwards (an error aborts the transaction, which undoes the local setting).
-fn in_schema<R>(schema: Option<&str>, f: impl FnOnce() -> R) -> R {
-    let Some(s) = schema else { return f() };
-    let saved = Spi::get_one::<String>("SELECT pg_catalog.current_setting('search_path')").ok().flatten().unwrap_or_default();
-    let set = |value: &str| {
-        Spi::run_with_args("SELECT pg_catalog.set_config('search_path', $1, true)", &[value.into()])
-            .unwrap_or_else(|e| raise(PgSqlErrorCode::ERRCODE_INVALID_SCHEMA_NAME, e.to_string(), "Check the suite's schema names."))
-    };
-    set(&quote_ident(s));
-    let out = f();
-    set(&saved);
-    out
 }
 
 fn backend_host() -> BackendHost {

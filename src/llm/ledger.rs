@@ -9,8 +9,8 @@ use pg_ask_core::config::LlmConfig;
 use pg_ask_core::llm::{ChatResponse, LlmError};
 
 const INSERT: &str = "INSERT INTO ask.llm_calls \
-    (stage, provider, model, prompt_tokens, completion_tokens, ms, http_attempts, outcome, error, cached, tokens_saved) \
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
+    (stage, provider, model, prompt_tokens, completion_tokens, ms, http_attempts, outcome, error, cached, tokens_saved, call_id) \
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
 /// Before 0.2.0 (during an upgrade), the ledger had no cache columns.
 const INSERT_0_1: &str = "INSERT INTO ask.llm_calls \
     (stage, provider, model, prompt_tokens, completion_tokens, ms, http_attempts, outcome, error) \
@@ -37,7 +37,7 @@ pub fn record(cfg: &LlmConfig, stage: &str, result: &Result<ChatResponse, LlmErr
         debug1!("pg_ask: {stage} call, {} ms, {outcome} (not written to ask.llm_calls: read-only transaction)", ms.round());
         return;
     }
-    let args: [DatumWithOid; 11] = [
+    let args: [DatumWithOid; 12] = [
         stage.into(),
         cfg.provider.as_str().into(),
         cfg.model.as_str().into(),
@@ -49,6 +49,7 @@ pub fn record(cfg: &LlmConfig, stage: &str, result: &Result<ChatResponse, LlmErr
         error.into(),
         saved.is_some().into(),
         saved.into(),
+        crate::ask::calls::current().into(),
     ];
     let written = if crate::pg::version::sql_at_least("0.2.0") {
         Spi::run_with_args(INSERT, &args)

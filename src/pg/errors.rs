@@ -115,6 +115,8 @@ pub fn from_ask(e: &AskError) -> Raised {
         AskError::NoTables => Raised::new(ERRCODE_INSUFFICIENT_PRIVILEGE, "there are no tables the current role may read")
             .hint("GRANT SELECT on the tables to ask about to this role."),
         AskError::Host(m) => internal("the database could not be read for the question", m),
+        AskError::Ambiguous { question } => Raised::new(ERRCODE_AMBIGUOUS_PARAMETER, format!("the question is ambiguous: {question}"))
+            .hint("Rephrase the question with the value you mean, give it in context => '...' (ask() takes one), or SET ask.clarify = off to let the LLM choose."),
         AskError::Llm { stage, source } => from_llm(source, stage),
         AskError::NoSql { attempts, reply } => {
             Raised::new(ERRCODE_INVALID_TEXT_REPRESENTATION, format!("the LLM's reply contained no SQL after {attempts} attempt(s)"))

@@ -10,7 +10,7 @@ use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use pgrx::{debug1, pg_guard, pg_sys, PostgresGucEnum};
 
-use pg_ask_core::config::{AskConfig, LlmConfig, Provider};
+use pg_ask_core::config::{AskConfig, LlmConfig, Provider, VerifiedUse};
 use pg_ask_core::constrain::{Mode, Modes};
 use pg_ask_core::secret::Secret;
 
@@ -31,6 +31,17 @@ pub enum GucMode {
     Auto,
     #[name = c"on"]
     On,
+    #[name = c"off"]
+    Off,
+}
+
+/// `ask.verified`.
+#[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub enum GucVerified {
+    #[name = c"on"]
+    On,
+    #[name = c"examples"]
+    Examples,
     #[name = c"off"]
     Off,
 }
@@ -100,6 +111,8 @@ static MAX_TABLES: GucSetting<i32> = GucSetting::<i32>::new(10);
 static STRUCTURED_OUTPUT: GucSetting<GucMode> = GucSetting::<GucMode>::new(GucMode::Auto);
 static SQL_GRAMMAR: GucSetting<GucMode> = GucSetting::<GucMode>::new(GucMode::Auto);
 static CACHE: GucSetting<bool> = GucSetting::<bool>::new(false);
+static VERIFIED: GucSetting<GucVerified> = GucSetting::<GucVerified>::new(GucVerified::On);
+static CLARIFY: GucSetting<bool> = GucSetting::<bool>::new(false);
 /// Seconds a cached reply is reused.
 static CACHE_TTL: GucSetting<i32> = GucSetting::<i32>::new(86_400);
 /// Tokens a role may spend per day (UTC); 0: no limit.
@@ -269,6 +282,22 @@ pub fn init() {
         c"It must hold model.safetensors, config.json and tokenizer.json.",
         &MODEL_PATH,
         GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_enum_guc(
+        c"ask.verified",
+        c"What verified queries (ask.add_verified, ask.feedback) do in ask().",
+        c"on: a question that is a verified one (in other words, or with other values the value memory resolves) is answered from it without an LLM call, and the most similar others are shown to the LLM as examples; examples: only shown; off: not used.",
+        &VERIFIED,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_bool_guc(
+        c"ask.clarify",
+        c"Ask back instead of guessing when a question is ambiguous in a way pg_ask can see.",
+        c"On: a literal the value memory matches equally well as two values or in two columns makes ask() return a question back (ask.explain() shows why); answer it with ask(question, context => '...') or a rephrased question.",
+        &CLARIFY,
+        GucContext::Userset,
         GucFlags::default(),
     );
     GucRegistry::define_bool_guc(
@@ -629,6 +658,12 @@ pub fn ask_config(max_attempts: Option<i32>) -> AskConfig {
         max_attempts: max_attempts.unwrap_or_else(|| MAX_ATTEMPTS.get()).clamp(1, 20) as u32,
         row_limit: row_limit(),
         sql_grammar: SQL_GRAMMAR.get() != GucMode::Off,
+        verified: match VERIFIED.get() {
+            GucVerified::On => VerifiedUse::On,
+            GucVerified::Examples => VerifiedUse::Examples,
+            GucVerified::Off => VerifiedUse::Off,
+        },
+        clarify: CLARIFY.get(),
         ..AskConfig::default()
     }
 }

@@ -2,6 +2,7 @@
 //! schemas of the extensions pg_ask uses, facts read once per transaction.
 
 use pgrx::pg_sys;
+use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use pgrx::prelude::*;
 
 use crate::pg::errors::raise;
@@ -103,4 +104,19 @@ pub(crate) fn ext_schema(ext: &'static str) -> String {
 /// A vector in pgvector's text form, `[x,y,...]`.
 pub(crate) fn vector_text(v: &[f32]) -> String {
     format!("[{}]", v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","))
+}
+
+/// Runs `f` with `search_path` set to `schema` (when there is one), and puts the
+/// caller's back afterwards (an error aborts the transaction, which undoes the local setting).
+pub(crate) fn in_schema<R>(schema: Option<&str>, f: impl FnOnce() -> R) -> R {
+    let Some(s) = schema else { return f() };
+    let saved = Spi::get_one::<String>("SELECT pg_catalog.current_setting('search_path')").ok().flatten().unwrap_or_default();
+    let set = |value: &str| {
+        Spi::run_with_args("SELECT pg_catalog.set_config('search_path', $1, true)", &[value.into()])
+            .unwrap_or_else(|e| raise(PgSqlErrorCode::ERRCODE_INVALID_SCHEMA_NAME, e.to_string(), "Check the schema name (an evaluation suite's, or a verified query's)."))
+    };
+    set(&pg_ask_core::sqltext::quote_ident(s));
+    let out = f();
+    set(&saved);
+    out
 }

@@ -336,7 +336,7 @@ fn rank_with(question: &str, state: MemoryState, embedder: Option<(String, Strin
     let embed_question = |q: &mut Option<Vec<f32>>| {
         if q.is_none() && embedder.is_some() {
             let t = std::time::Instant::now();
-            *q = embeddings::embed_texts(&[question]).pop();
+            *q = Some(embeddings::embed_question(question));
             embed_ms.set(Some(t.elapsed().as_secs_f64() * 1000.0));
         }
     };

@@ -346,3 +346,58 @@ fn correct_sql(sql: &str, use_llm: default!(bool, true)) -> String {
         .raise(),
     }
 }
+
+/// The string literals of `sql` compared with text columns of readable tables, resolved to
+/// their columns under the session's search path.
+pub(crate) fn literals(sql: &str) -> Result<Vec<LiteralRef>, String> {
+    let cat = literal_catalog()?;
+    find_literals(sql, &cat).map_err(|e| e.to_string())
+}
+
+/// The evidence on `text` as a value of `lit`'s column (looked up as a plain value: a LIKE
+/// pattern's wildcards are put back around it when it is written in). `None` when the
+/// column is not indexed (and not an enum) or the caller may not read it.
+fn evidence_for(lit: &LiteralRef, text: &str) -> Option<Evidence> {
+    let probe = LiteralRef { value: text.to_string(), kind: LiteralKind::Eq, ..lit.clone() };
+    let facts = column_facts(std::slice::from_ref(&probe)).pop().unwrap_or_default();
+    match (&facts.labels, &facts.memory) {
+        (Some(labels), _) => Some(enum_evidence(labels, text)),
+        (None, Some(col)) => Some(memory_evidence(col, &probe).0),
+        (None, None) => None,
+    }
+}
+
+/// The value stored in `lit`'s column that `text` stands for: `text` itself when the column
+/// holds it, its stored spelling when it does ignoring case, or the value the memory's rules
+/// pick without the LLM (lexical or embedding evidence with a clear margin) for a short text
+/// (at most three words: a phrase is no value). `None` when the column is not indexed (and not
+/// an enum), the caller may not read it, or the memory is unsure.
+pub(crate) fn stored_value(lit: &LiteralRef, text: &str) -> Option<String> {
+    let ev = evidence_for(lit, text)?;
+    if ev.exact {
+        return Some(text.to_string());
+    }
+    if let Some(stored) = ev.case_insensitive.clone() {
+        return Some(stored);
+    }
+    if text.split_whitespace().count() > 3 {
+        return None;
+    }
+    match decide(&ev, Comparison::CaseSensitive).decision {
+        Decision::Replace { value, .. } => Some(value),
+        _ => None,
+    }
+}
+
+/// The value of `lit`'s column that `text` is a spelling of on lexical evidence alone (an
+/// initialism, a plural, a typo: the memory's `lexical` rule), other than `text` itself.
+pub(crate) fn lexical_reading(lit: &LiteralRef, text: &str) -> Option<String> {
+    let ev = evidence_for(lit, text)?;
+    if ev.exact || ev.case_insensitive.is_some() {
+        return None;
+    }
+    match decide(&ev, Comparison::CaseSensitive).decision {
+        Decision::Replace { value, reason: pg_ask_core::values::decide::Rule::Lexical, .. } => Some(value),
+        _ => None,
+    }
+}

@@ -6,7 +6,8 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use crate::config::AskConfig;
+use crate::clarify::{self, Ambiguity};
+use crate::config::{AskConfig, VerifiedUse};
 use crate::constrain::grammar::{sql_grammar, GrammarOptions};
 use crate::constrain::schemas::Shape;
 use crate::constrain::Constraint;
@@ -20,6 +21,8 @@ use crate::selection::context::{
 };
 use crate::selection::plan::{parse_plan, plan_request, PlanCandidate};
 use crate::trace::{ms_since, StageTrace, Trace};
+use crate::values::literals::LiteralRef;
+use crate::verified::{self, Candidate, Decision};
 
 /// Stage names, as they appear in traces and in the ledger.
 pub mod stage {
@@ -38,6 +41,10 @@ pub mod stage {
     pub const PLAN: &str = "plan";
     /// The SQL grammar of the described tables (no LLM call).
     pub const GRAMMAR: &str = "grammar";
+    /// Verified queries of similar questions: retrieved, and perhaps answering (no LLM call).
+    pub const VERIFIED: &str = "verified";
+    /// Ambiguities the value memory shows, and the question back (no LLM call).
+    pub const CLARIFY: &str = "clarify";
 }
 
 /// Why the database refused or failed a statement.
@@ -122,6 +129,31 @@ pub trait Host {
     fn select_tables(&mut self, _question: &str) -> Result<Option<Selection>, String> {
         Ok(None)
     }
+    /// The verified queries most like `question` that the caller may use (over tables it may
+    /// read), best first. The default: none (no store).
+    fn verified(&mut self, _question: &str) -> Result<Vec<Candidate>, String> {
+        Ok(Vec::new())
+    }
+    /// The string literals of `sql` compared with text columns, resolved to their columns, with
+    /// `schema` first on the search path when given.
+    fn literals_of(&mut self, _sql: &str, _schema: Option<&str>) -> Result<Vec<LiteralRef>, String> {
+        Ok(Vec::new())
+    }
+    /// The value stored in `lit`'s column that `text` stands for, when the column holds it
+    /// (ignoring case) or the value memory is sure of it without the LLM; `None` otherwise.
+    fn stored_value(&mut self, _lit: &LiteralRef, _text: &str) -> Result<Option<String>, String> {
+        Ok(None)
+    }
+    /// Words of `question` that the value memory reads in two ways ([`clarify`]). The
+    /// default: none.
+    fn ambiguities(&mut self, _question: &str) -> Result<Vec<Ambiguity>, String> {
+        Ok(Vec::new())
+    }
+    /// Run a verified query (already through the parse-level guard) as [`Host::execute`]
+    /// does, with `schema` first on the search path when given.
+    fn execute_verified(&mut self, sql: &str, _schema: Option<&str>) -> Result<ResultSet, ExecFailure> {
+        self.execute(sql)
+    }
 }
 
 /// How far to take a question.
@@ -171,6 +203,9 @@ pub enum AskError {
     Refused { attempts: u32, reason: String, sql: String },
     #[error("the generated SQL failed after {attempts} attempt(s): {message}")]
     Failed { attempts: u32, sqlstate: String, message: String, sql: String },
+    /// `ask.clarify` is on and the question is ambiguous: the question back.
+    #[error("{question}")]
+    Ambiguous { question: String },
 }
 
 impl AskError {
@@ -259,9 +294,50 @@ fn run_inner(
         st.output = serde_json::to_value(&decision).unwrap_or_default();
         trace.push(st);
         if let ContextDecision::Answered { answer } = decision {
+            trace.source = Some("context");
             return Ok((String::new(), ResultSet::default(), Some(AnswerDecision::Text(answer))));
         }
     }
+
+    // Verified queries of similar questions: one of them may be this question (answered
+    // without the LLM); the best others are shown to the LLM as examples.
+    let candidates = match cfg.verified {
+        VerifiedUse::Off => Vec::new(),
+        _ => host.verified(question).map_err(AskError::Host)?,
+    };
+    if !candidates.is_empty() {
+        if let Some(done) = from_verified(host, trace, question, &candidates, cfg, goal) {
+            return Ok(done);
+        }
+    }
+    let shown: Vec<&Candidate> = candidates.iter().filter(|c| c.worth_showing()).take(verified::MAX_EXAMPLES).collect();
+    if let Some(st) = trace.stages.iter_mut().rev().find(|s| s.stage == stage::VERIFIED) {
+        st.output["examples"] = json!(shown.iter().map(|c| c.id).collect::<Vec<_>>());
+    }
+    let examples: Vec<(String, String)> = shown.iter().map(|c| (c.question.clone(), c.sql.clone())).collect();
+    trace.source = Some("llm");
+
+    // Ambiguities the value memory shows: resolved from the context (or the words around
+    // them), or put back to the user as a question.
+    let clarified;
+    let question = if cfg.clarify {
+        match clarify_question(host, trace, question, context)? {
+            Clarified::Unchanged => question,
+            Clarified::Chosen(q) => {
+                clarified = q;
+                clarified.as_str()
+            }
+            Clarified::AskBack(text) => {
+                trace.source = Some("clarify");
+                return match goal {
+                    Goal::Answer => Ok((String::new(), ResultSet::default(), Some(AnswerDecision::Text(text)))),
+                    _ => Err(AskError::Ambiguous { question: text }),
+                };
+            }
+        }
+    } else {
+        question
+    };
 
     let t = Instant::now();
     let selection = host.select_tables(question).map_err(AskError::Host)?;
@@ -276,7 +352,7 @@ fn run_inner(
         None => Vec::new(),
     };
     if selection.len() > 1 {
-        return run_plan(host, question, &selection, cfg, goal, trace);
+        return run_plan(host, question, &selection, cfg, goal, trace, &examples);
     }
 
     let t = Instant::now();
@@ -291,9 +367,131 @@ fn run_inner(
     if schema.trim().is_empty() {
         return Err(AskError::NoTables);
     }
-    let (sql, result) = generate_and_run(host, trace, question, &schema, cfg, None, None)?;
+    let (sql, result) = generate_and_run(host, trace, question, &schema, cfg, None, None, &examples)?;
     let answer = answer(host, trace, question, &sql, &result, cfg, goal)?;
     Ok((sql, result, answer))
+}
+
+/// What the clarification check made of a question.
+enum Clarified {
+    /// Nothing ambiguous.
+    Unchanged,
+    /// Every ambiguity resolved: the question with the readings chosen written in.
+    Chosen(String),
+    /// The question to ask back.
+    AskBack(String),
+}
+
+/// Look for ambiguities, resolve what the context or the words around them settle, and say
+/// what is left; recorded as the `clarify` stage.
+fn clarify_question(host: &mut dyn Host, trace: &mut Trace, question: &str, context: Option<&str>) -> Result<Clarified, AskError> {
+    let t = Instant::now();
+    let found = host.ambiguities(question).map_err(AskError::Host)?;
+    if found.is_empty() {
+        return Ok(Clarified::Unchanged);
+    }
+    let mut open = Vec::new();
+    let mut chosen = Vec::new();
+    for a in &found {
+        match clarify::resolve(a, context.unwrap_or(""), question) {
+            Some(i) => chosen.push((a, i)),
+            None => open.push(a.clone()),
+        }
+    }
+    let mut st = StageTrace::new(stage::CLARIFY, json!({"question": question, "context": context}));
+    st.ms = ms_since(t);
+    let resolved: Vec<Value> = chosen.iter().map(|(a, i)| json!({"phrase": a.phrase, "reading": a.readings[*i]})).collect();
+    let outcome = if open.is_empty() {
+        Clarified::Chosen(clarify::with_choices(question, &chosen))
+    } else {
+        Clarified::AskBack(clarify::question_back(&open))
+    };
+    st.output = json!({"ambiguities": found, "resolved": resolved});
+    match &outcome {
+        Clarified::AskBack(text) => st.output["asked_back"] = json!(text),
+        Clarified::Chosen(q) => st.output["question_for_sql"] = json!(q),
+        Clarified::Unchanged => {}
+    }
+    trace.push(st);
+    Ok(outcome)
+}
+
+/// Answer from a verified query when one of `candidates` is `question` ([`verified::decide`]):
+/// its SQL (with the question's values written in) goes through the parse-level guard and
+/// runs, and its rows are the answer: no LLM call. Every candidate's decision is recorded;
+/// `None` (generate as usual) when none is the question, or its SQL no longer runs.
+fn from_verified(
+    host: &mut dyn Host,
+    trace: &mut Trace,
+    question: &str,
+    candidates: &[Candidate],
+    cfg: &AskConfig,
+    goal: Goal,
+) -> Option<Produced> {
+    let t = Instant::now();
+    let mut decisions = Vec::new();
+    let mut found = None;
+    for cand in candidates.iter().take(verified::MAX_EXAMPLES) {
+        let mut d = json!({"id": cand.id, "cosine": cand.cosine, "trigram": cand.trigram});
+        if cfg.verified != VerifiedUse::On {
+            decisions.push(d);
+            continue;
+        }
+        let literals = match host.literals_of(&cand.sql, cand.schema.as_deref()) {
+            Ok(l) => l,
+            Err(e) => {
+                d["decision"] = json!("example");
+                d["why"] = json!(format!("its literals could not be read: {e}"));
+                decisions.push(d);
+                continue;
+            }
+        };
+        match verified::decide(question, cand, &literals, &mut |lit, text| host.stored_value(lit, text)) {
+            Decision::Example { why } => {
+                d["decision"] = json!("example");
+                d["why"] = json!(why);
+                decisions.push(d);
+            }
+            Decision::Answer { rule, sql, substituted } => {
+                let ran = match check_read_only(&sql) {
+                    Ok(checked) => host.execute_verified(&checked.sql, cand.schema.as_deref()).map(|rs| (checked.sql, rs)),
+                    Err(refusal) => Err(ExecFailure::Refused { reason: refusal.to_string() }),
+                };
+                match ran {
+                    Ok((sql, rs)) => {
+                        d = json!({
+                            "source": "verified", "id": cand.id, "rule": rule, "verified_by": cand.verified_by,
+                            "question": cand.question, "sql": sql, "cosine": cand.cosine, "trigram": cand.trigram,
+                            "rows": rs.rows.len(),
+                        });
+                        if !substituted.is_empty() {
+                            d["substituted"] = json!(substituted);
+                        }
+                        decisions.push(d);
+                        found = Some((cand.id, sql, rs));
+                        break;
+                    }
+                    Err(f) => {
+                        d["decision"] = json!("failed");
+                        d["why"] = json!(f.for_llm());
+                        decisions.push(d);
+                    }
+                }
+            }
+        }
+    }
+    let mut st = StageTrace::new(stage::VERIFIED, json!({"question": question, "retrieved": candidates.len()}));
+    st.ms = ms_since(t);
+    match &found {
+        Some(_) => st.output = decisions.pop().unwrap_or_default(),
+        None => st.output = json!({"candidates": decisions}),
+    }
+    trace.push(st);
+    let (id, sql, rs) = found?;
+    trace.source = Some("verified");
+    trace.verified_id = Some(id);
+    let answer = (goal == Goal::Answer).then_some(AnswerDecision::Rows);
+    Some((sql, rs, answer))
 }
 
 /// Tables in a rendered description (each starts an unindented line).
@@ -322,7 +520,8 @@ fn answer(
 /// Generate SQL for `question` over `schema`, check, correct and execute it, and repair it
 /// from errors up to `cfg.max_attempts` times. `draft`: a query already written (by the plan
 /// stage) that stands for the first reply. `step`: the plan step this belongs to, for the
-/// trace.
+/// trace. `examples`: verified (question, SQL) pairs of similar questions for the prompt.
+#[allow(clippy::too_many_arguments)]
 fn generate_and_run(
     host: &mut dyn Host,
     trace: &mut Trace,
@@ -331,8 +530,10 @@ fn generate_and_run(
     cfg: &AskConfig,
     draft: Option<&str>,
     step: Option<usize>,
+    examples: &[(String, String)],
 ) -> Result<(String, ResultSet), AskError> {
-    let mut req = prompt::sql_request(question, schema);
+    let shown: Vec<(&str, &str)> = examples.iter().map(|(q, s)| (q.as_str(), s.as_str())).collect();
+    let mut req = prompt::sql_request_with_examples(question, schema, &shown);
     // The grammar is built before the first call that needs it (a plan's draft needs none).
     let mut grammar_built = !cfg.sql_grammar;
     let max_attempts = cfg.max_attempts.max(1);
@@ -448,6 +649,7 @@ fn run_plan(
     cfg: &AskConfig,
     goal: Goal,
     trace: &mut Trace,
+    examples: &[(String, String)],
 ) -> Result<Produced, AskError> {
     let t = Instant::now();
     let shown: Vec<PlanCandidate> =
@@ -477,7 +679,7 @@ fn run_plan(
             st.output = json!({"fallback": candidates[0].schema});
             trace.push(st);
             let top = &candidates[0];
-            let (sql, result) = generate_and_run(host, trace, question, &top.tables, cfg, None, None)?;
+            let (sql, result) = generate_and_run(host, trace, question, &top.tables, cfg, None, None, examples)?;
             let answer = answer(host, trace, question, &sql, &result, cfg, goal)?;
             return Ok((sql, result, answer));
         }
@@ -488,7 +690,7 @@ fn run_plan(
     for (i, step) in plan.steps.iter().take(to_run).enumerate() {
         let tables = candidates.iter().find(|c| c.schema == step.schema).map(|c| c.tables.as_str()).unwrap_or_default();
         let goal_text = if step.goal.is_empty() { question } else { step.goal.as_str() };
-        let result = generate_and_run(host, trace, goal_text, tables, cfg, step.sql.as_deref(), Some(i + 1));
+        let result = generate_and_run(host, trace, goal_text, tables, cfg, step.sql.as_deref(), Some(i + 1), &[]);
         let (sql, result) = match result {
             Ok((sql, rs)) => (sql, Ok(rs)),
             Err(e) => (failed_sql(&e).unwrap_or_default(), Err(e)),
@@ -958,6 +1160,137 @@ mod tests {
         assert!(h.0.seen[0].1.messages[0].content.starts_with("<schema>\nTABLE music.singer\n  id integer\n</schema>"));
         let stages: Vec<_> = out.trace.stages.iter().map(|s| s.stage).collect();
         assert_eq!(stages, ["select", "schema", "generate", "guard", "execute"]);
+    }
+
+    /// A scripted host with a store of verified queries.
+    struct Verifying(Scripted, Vec<Candidate>);
+    impl Host for Verifying {
+        fn schema_text(&mut self) -> Result<String, String> {
+            self.0.schema_text()
+        }
+        fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+            self.0.chat(stage, req)
+        }
+        fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
+            self.0.execute(sql)
+        }
+        fn verified(&mut self, _: &str) -> Result<Vec<Candidate>, String> {
+            Ok(self.1.clone())
+        }
+    }
+
+    fn verified_count(cosine: f64) -> Candidate {
+        Candidate {
+            id: 12,
+            question: "How many restaurants are there?".into(),
+            sql: "SELECT count(*) FROM public.restaurants".into(),
+            schema: None,
+            verified_by: "alice".into(),
+            cosine: Some(cosine),
+            trigram: 0.6,
+        }
+    }
+
+    #[test]
+    fn a_verified_question_is_answered_without_the_llm() {
+        let mut h = Verifying(Scripted::new(&[]), vec![verified_count(0.95)]);
+        h.0.exec = Box::new(|_| Ok(count(9)));
+        let out = run(&mut h, "What is the number of restaurants?", &cfg(), Goal::Answer).unwrap();
+        assert_eq!(out.trace.llm_calls, 0);
+        assert_eq!(h.0.executed, ["SELECT count(*) FROM public.restaurants"]);
+        assert_eq!(out.answer, Some(AnswerDecision::Rows));
+        assert_eq!((out.trace.source, out.trace.verified_id), (Some("verified"), Some(12)));
+        let st = &out.trace.stages[0];
+        assert_eq!((st.stage, &st.output["source"], &st.output["id"], &st.output["rule"]), ("verified", &json!("verified"), &json!(12), &json!("paraphrase")));
+    }
+
+    #[test]
+    fn another_question_gets_the_verified_one_as_an_example() {
+        let mut h = Verifying(Scripted::new(&["SELECT count(*) FROM public.restaurants WHERE closed_on IS NULL", "ROWS"]), vec![verified_count(0.8)]);
+        let out = run(&mut h, "How many restaurants are still open?", &cfg(), Goal::Answer).unwrap();
+        assert_eq!(out.trace.llm_calls, 2);
+        assert_eq!(out.trace.source, Some("llm"));
+        let prompt = &h.0.seen[0].1.messages[0].content;
+        assert!(prompt.contains("<example>\n<question>How many restaurants are there?</question>\n```sql\nSELECT count(*) FROM public.restaurants\n```"), "{prompt}");
+        assert_eq!(out.trace.stages[0].output["candidates"][0]["decision"], "example");
+        // Off: nothing retrieved, nothing shown.
+        let mut h = Verifying(Scripted::new(&["SELECT count(*) FROM public.restaurants", "ROWS"]), vec![verified_count(0.99)]);
+        let off = AskConfig { verified: VerifiedUse::Off, ..cfg() };
+        let out = run(&mut h, "How many restaurants are there?", &off, Goal::Answer).unwrap();
+        assert_eq!(out.trace.llm_calls, 2);
+        assert!(!h.0.seen[0].1.messages[0].content.contains("<examples>"));
+        // Examples only: shown, never answering.
+        let mut h = Verifying(Scripted::new(&["SELECT count(*) FROM public.restaurants", "ROWS"]), vec![verified_count(0.99)]);
+        let examples = AskConfig { verified: VerifiedUse::Examples, ..cfg() };
+        let out = run(&mut h, "How many restaurants are there?", &examples, Goal::Answer).unwrap();
+        assert_eq!(out.trace.llm_calls, 2);
+        assert!(h.0.seen[0].1.messages[0].content.contains("<examples>"));
+    }
+
+    #[test]
+    fn a_verified_query_that_no_longer_runs_falls_back_to_the_llm() {
+        let mut h = Verifying(Scripted::new(&["SELECT count(*) FROM public.restaurants", "ROWS"]), vec![verified_count(0.99)]);
+        let mut first = true;
+        h.0.exec = Box::new(move |_| {
+            if std::mem::take(&mut first) {
+                Err(ExecFailure::Error { sqlstate: "42501".into(), message: "permission denied".into(), detail: None, hint: None })
+            } else {
+                Ok(count(9))
+            }
+        });
+        let out = run(&mut h, "How many restaurants are there?", &cfg(), Goal::Answer).unwrap();
+        assert_eq!(out.trace.source, Some("llm"));
+        assert_eq!(out.trace.stages[0].output["candidates"][0]["decision"], "failed");
+    }
+
+    /// A scripted host whose value memory reads "LA" two ways.
+    struct Ambiguous(Scripted);
+    impl Host for Ambiguous {
+        fn schema_text(&mut self) -> Result<String, String> {
+            self.0.schema_text()
+        }
+        fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+            self.0.chat(stage, req)
+        }
+        fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
+            self.0.execute(sql)
+        }
+        fn ambiguities(&mut self, question: &str) -> Result<Vec<Ambiguity>, String> {
+            use crate::clarify::Reading;
+            Ok(if question.contains("LA") {
+                vec![Ambiguity {
+                    phrase: "LA".into(),
+                    readings: vec![
+                        Reading { value: "Los Angeles".into(), table: "public.cities".into(), column: "name".into() },
+                        Reading { value: "LA".into(), table: "public.states".into(), column: "code".into() },
+                    ],
+                    why: "abbreviation",
+                }]
+            } else {
+                vec![]
+            })
+        }
+    }
+
+    #[test]
+    fn an_ambiguous_question_is_asked_back_when_clarify_is_on() {
+        let on = AskConfig { clarify: true, ..cfg() };
+        let mut h = Ambiguous(Scripted::new(&[]));
+        let out = run(&mut h, "restaurants in LA?", &on, Goal::Answer).unwrap();
+        assert!(out.answer_text().starts_with("By \"LA\", did you mean Los Angeles (cities.name) or LA (states.code)?"), "{}", out.answer_text());
+        assert_eq!((out.trace.llm_calls, out.trace.source), (0, Some("clarify")));
+        assert!(h.0.executed.is_empty());
+        let (err, _) = run(&mut h, "restaurants in LA?", &on, Goal::Sql).unwrap_err();
+        assert!(matches!(err, AskError::Ambiguous { .. }));
+        // The context says which: the SQL is asked for with the reading written in.
+        let mut h = Ambiguous(Scripted::new(&["{\"answerable\": false}", "SELECT name FROM public.restaurants", "ROWS"]));
+        let out = run_with_context(&mut h, "restaurants in LA?", Some("the city"), &on, Goal::Answer).unwrap();
+        assert_eq!(out.trace.source, Some("llm"));
+        assert!(h.0.seen[1].1.messages[0].content.contains("restaurants in LA? (\"LA\" means 'Los Angeles' in public.cities.name)"));
+        // Off: no check.
+        let mut h = Ambiguous(Scripted::new(&["SELECT name FROM public.restaurants", "ROWS"]));
+        let out = run(&mut h, "restaurants in LA?", &cfg(), Goal::Answer).unwrap();
+        assert!(out.trace.stages.iter().all(|s| s.stage != "clarify"));
     }
 
     #[test]

@@ -91,11 +91,30 @@ pub struct AskConfig {
     /// not `off`, and a provider that can take one or the setting `on`, which then makes the
     /// client refuse). Whether it is sent is the client's decision.
     pub sql_grammar: bool,
+    /// What verified queries may do (`ask.verified`).
+    pub verified: VerifiedUse,
+    /// Whether an ambiguity pg_ask can see is put back to the user as a question
+    /// (`ask.clarify`) instead of being guessed.
+    pub clarify: bool,
+}
+
+/// What the verified queries of similar questions may do in `ask()` (`ask.verified`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum VerifiedUse {
+    /// Answer a question that is a verified one without the LLM, and show the others as
+    /// examples.
+    #[default]
+    On,
+    /// Only show them to the LLM as examples.
+    Examples,
+    /// Not retrieved at all (evaluations, which would otherwise be answered from their own
+    /// gold SQL).
+    Off,
 }
 
 impl Default for AskConfig {
     fn default() -> Self {
-        AskConfig { max_attempts: 3, row_limit: 1000, answer_rows: 50, sql_grammar: false }
+        AskConfig { max_attempts: 3, row_limit: 1000, answer_rows: 50, sql_grammar: false, verified: VerifiedUse::On, clarify: false }
     }
 }
 

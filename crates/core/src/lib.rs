@@ -6,6 +6,7 @@
 
 pub mod ask;
 pub mod chain;
+pub mod clarify;
 pub mod config;
 pub mod constrain;
 pub mod evaluate;
@@ -22,3 +23,4 @@ pub mod shadow;
 pub mod sqltext;
 pub mod trace;
 pub mod values;
+pub mod verified;

@@ -39,7 +39,22 @@ Reply with the query in a ```sql fenced block and nothing else.";
 /// read. An opening fence is followed by its language tag or the query, never by a blank line,
 /// so a reply that begins with prose is not cut before its query.
 pub fn sql_request(question: &str, schema: &str) -> ChatRequest {
-    ChatRequest::new(SQL_SYSTEM, format!("<schema>\n{}</schema>\n\n<question>{}</question>", schema, question.trim())).stop_at(&[SQL_STOP])
+    sql_request_with_examples(question, schema, &[])
+}
+
+/// [`sql_request`] with verified queries of similar questions (question, SQL) shown before the
+/// question, as examples of how this database is queried.
+pub fn sql_request_with_examples(question: &str, schema: &str, examples: &[(&str, &str)]) -> ChatRequest {
+    let mut user = format!("<schema>\n{schema}</schema>\n\n");
+    if !examples.is_empty() {
+        user.push_str("Queries that users verified for similar questions on this database (examples, not the answer):\n<examples>\n");
+        for (q, sql) in examples {
+            user.push_str(&format!("<example>\n<question>{}</question>\n```sql\n{}\n```\n</example>\n", q.trim(), sql.trim()));
+        }
+        user.push_str("</examples>\n\n");
+    }
+    user.push_str(&format!("<question>{}</question>", question.trim()));
+    ChatRequest::new(SQL_SYSTEM, user).stop_at(&[SQL_STOP])
 }
 
 /// Where a SQL reply is complete: its closing fence and a blank line.

@@ -23,6 +23,17 @@ pub struct Trace {
     pub completion_tokens: u64,
     pub llm_calls: u32,
     pub ms: f64,
+    /// The id of this `ask()` call in `ask.questions` (what `ask.feedback` takes), when the
+    /// glue recorded it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<i64>,
+    /// Where the answer came from: `llm` (generated SQL), `verified` (a verified query, no
+    /// LLM call), `context` (the context given), `clarify` (a question back to the user).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<&'static str>,
+    /// The verified query the answer came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verified_id: Option<i64>,
     /// Set when the run failed: what went wrong, as the error raised would say.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<Value>,

@@ -1,0 +1,345 @@
+//! Is a new question the same as a verified one? Two ways to say yes, both conservative:
+//!
+//! - **Template.** The verified question with the SQL's string literals that it names (as
+//!   written in the question) cut out as slots: "Which cities are in ⟨'Japan'⟩?". The new
+//!   question matches when every other word is the same, in order (case and punctuation aside),
+//!   and each slot is filled by one to [`MAX_SLOT_WORDS`] words without a word that changes
+//!   the question's logic ("Japan or France" is not a value). The fillers then replace the
+//!   literals, once the glue has resolved each to a value stored in the literal's column.
+//! - **Paraphrase.** Other words, same meaning: the questions' embeddings are at least
+//!   [`PARAPHRASE_MIN_COSINE`] alike, and their [`Signature`]s (numbers, negations, the
+//!   direction and kind of aggregation, names written with capitals, the literal words of the
+//!   stored SQL) are equal. Nothing is substituted: a paraphrase reuses the SQL as it is.
+//!
+//! Anything else is not the same question: the verified query is at most shown to the LLM as
+//! an example. A wrong answer from the store is worse than an LLM call, so every rule here
+//! errs towards "not the same".
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+/// Most words one slot may take ("San Francisco Bay Area" is four).
+pub const MAX_SLOT_WORDS: usize = 4;
+/// Least cosine between two questions' embeddings for a paraphrase (all-MiniLM-L6-v2). Tuned
+/// on the tuning half of the twin-question fixtures (BENCHMARKS.md, "Verified queries").
+pub const PARAPHRASE_MIN_COSINE: f64 = 0.90;
+
+/// A word of a question with where it stands in the text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Word {
+    /// Lower case.
+    pub norm: String,
+    /// Byte offsets in the question.
+    pub start: usize,
+    pub end: usize,
+}
+
+/// The words of `text`: runs of letters and digits (an apostrophe inside a word stays in it,
+/// "editors'" loses its trailing one), lower-cased, with their byte offsets.
+pub fn words(text: &str) -> Vec<Word> {
+    let mut out = Vec::new();
+    let mut start: Option<usize> = None;
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    for (k, &(i, c)) in chars.iter().enumerate() {
+        let inner_apostrophe = (c == '\'' || c == '’')
+            && start.is_some()
+            && chars.get(k + 1).is_some_and(|(_, n)| n.is_alphanumeric());
+        let part = c.is_alphanumeric() || inner_apostrophe || (c == '.' && start.is_some() && is_decimal_point(&chars, k));
+        match (part, start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                out.push(Word { norm: text[s..i].to_lowercase(), start: s, end: i });
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        out.push(Word { norm: text[s..].to_lowercase(), start: s, end: text.len() });
+    }
+    out
+}
+
+/// A '.' between two digits ("4.7").
+fn is_decimal_point(chars: &[(usize, char)], k: usize) -> bool {
+    k > 0 && chars[k - 1].1.is_ascii_digit() && chars.get(k + 1).is_some_and(|(_, c)| c.is_ascii_digit())
+}
+
+/// Words that change what a question asks; a slot filler may hold none of them.
+const LOGIC_WORDS: &[&str] = &[
+    "and", "or", "not", "no", "nor", "without", "except", "excluding", "but", "than", "with", "more", "less", "fewer", "most",
+    "least", "over", "under", "above", "below", "before", "after", "between", "per", "each", "every", "all", "any", "only",
+    "top", "first", "last", "where", "which", "who", "that", "whose", "in", "of", "from", "by", "for", "to", "at", "on",
+];
+
+/// One piece of a verified question's template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Piece {
+    Word(String),
+    /// The literal with this index in the stored SQL's literal list.
+    Slot(usize),
+}
+
+/// A verified question cut into words and slots.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Template {
+    pieces: Vec<Piece>,
+}
+
+impl Template {
+    /// The template of `question`, whose SQL holds the string literals `literals` (their
+    /// values, in the SQL's order). A literal becomes a slot where its words stand exactly
+    /// once in the question; a literal the question does not name as written (the SQL says
+    /// 'Los Angeles', the question "LA"), or names twice, is no slot: the new question must
+    /// then say the same.
+    pub fn new(question: &str, literals: &[String]) -> Template {
+        let qw: Vec<String> = words(question).into_iter().map(|w| w.norm).collect();
+        let mut slot_at: Vec<Option<(usize, usize)>> = vec![None; qw.len()]; // (literal, length)
+        for (li, lit) in literals.iter().enumerate() {
+            let lw: Vec<String> = words(lit).into_iter().map(|w| w.norm).collect();
+            if lw.is_empty() || lw.len() > MAX_SLOT_WORDS {
+                continue;
+            }
+            let hits: Vec<usize> = (0..qw.len().saturating_sub(lw.len() - 1)).filter(|&i| qw[i..i + lw.len()] == lw[..]).collect();
+            if let [i] = hits[..] {
+                if (i..i + lw.len()).all(|j| slot_at[j].is_none() && !covered(&slot_at, j)) {
+                    slot_at[i] = Some((li, lw.len()));
+                }
+            }
+        }
+        let mut pieces = Vec::new();
+        let mut i = 0;
+        while i < qw.len() {
+            match slot_at[i] {
+                Some((li, len)) => {
+                    pieces.push(Piece::Slot(li));
+                    i += len;
+                }
+                None => {
+                    pieces.push(Piece::Word(qw[i].clone()));
+                    i += 1;
+                }
+            }
+        }
+        Template { pieces }
+    }
+
+    /// How many slots the template has.
+    pub fn slots(&self) -> usize {
+        self.pieces.iter().filter(|p| matches!(p, Piece::Slot(_))).count()
+    }
+
+    /// Match `question` against the template: for each slot, in template order, the literal's
+    /// index and the text that fills it (as the question writes it). `None`: not the same
+    /// question.
+    pub fn fill(&self, question: &str) -> Option<Vec<(usize, String)>> {
+        let qw = words(question);
+        let mut fills = Vec::new();
+        if self.match_from(0, &qw, 0, question, &mut fills) {
+            Some(fills)
+        } else {
+            None
+        }
+    }
+
+    fn match_from(&self, p: usize, qw: &[Word], i: usize, text: &str, fills: &mut Vec<(usize, String)>) -> bool {
+        let Some(piece) = self.pieces.get(p) else {
+            return i == qw.len();
+        };
+        match piece {
+            Piece::Word(w) => qw.get(i).is_some_and(|q| &q.norm == w) && self.match_from(p + 1, qw, i + 1, text, fills),
+            Piece::Slot(li) => {
+                for len in 1..=MAX_SLOT_WORDS.min(qw.len().saturating_sub(i)) {
+                    let span = &qw[i..i + len];
+                    if span.iter().any(|w| LOGIC_WORDS.contains(&w.norm.as_str()) || is_number(&w.norm)) {
+                        break;
+                    }
+                    fills.push((*li, text[span[0].start..span[len - 1].end].to_string()));
+                    if self.match_from(p + 1, qw, i + len, text, fills) {
+                        return true;
+                    }
+                    fills.pop();
+                }
+                false
+            }
+        }
+    }
+}
+
+/// Whether position `j` lies inside a slot that starts before it.
+fn covered(slot_at: &[Option<(usize, usize)>], j: usize) -> bool {
+    (0..j).any(|s| slot_at[s].is_some_and(|(_, len)| s + len > j))
+}
+
+fn is_number(w: &str) -> bool {
+    w.chars().next().is_some_and(|c| c.is_ascii_digit()) || NUMBER_WORDS.contains(&w)
+}
+
+const NUMBER_WORDS: &[&str] = &[
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "twenty",
+    "hundred", "thousand", "million", "dozen", "half", "once", "twice", "single", "both",
+];
+
+/// Classes of words whose presence changes what a question asks; two questions with other
+/// classes are not paraphrases, however alike their embeddings.
+const CLASSES: &[(&str, &[&str])] = &[
+    ("negation", &["not", "no", "nor", "never", "without", "except", "excluding", "exclude", "none", "neither", "non", "n't"]),
+    ("count", &["count", "many", "number", "how many"]),
+    ("sum", &["total", "sum", "overall", "combined"]),
+    ("average", &["average", "mean", "avg", "typical"]),
+    ("high", &[
+        "most", "highest", "largest", "biggest", "maximum", "max", "top", "best", "greatest", "longest", "more", "higher",
+        "larger", "bigger", "greater", "above", "over", "exceed", "exceeds", "exceeding", "at least", "heaviest", "richest",
+    ]),
+    ("low", &[
+        "least", "lowest", "smallest", "minimum", "min", "bottom", "worst", "fewest", "shortest", "less", "fewer", "lower",
+        "smaller", "below", "under", "at most", "cheapest", "lightest",
+    ]),
+    ("earlier", &["before", "earlier", "earliest", "first", "oldest", "prior", "since"]),
+    ("later", &["after", "later", "latest", "last", "newest", "recent", "recently", "until"]),
+    ("distinct", &["distinct", "unique", "different"]),
+    ("group", &["each", "per", "every", "breakdown", "grouped"]),
+    ("ratio", &["percentage", "percent", "proportion", "ratio", "fraction", "share", "rate"]),
+    ("or", &["or", "either"]),
+    ("both", &["both", "also", "as well as"]),
+    ("range", &["between", "range", "within"]),
+    ("open", &["open", "opened", "active", "current", "still"]),
+    ("closed", &["closed", "inactive", "shut", "former"]),
+];
+
+/// What must be equal between two questions for one to be a paraphrase of the other.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Signature {
+    /// Numbers, written in digits or words.
+    pub numbers: BTreeSet<String>,
+    /// The [`CLASSES`] present.
+    pub classes: BTreeSet<&'static str>,
+    /// Words written with a capital inside the sentence (names: "Chicago", "Paris"), and
+    /// words with digits, lower-cased.
+    pub names: BTreeSet<String>,
+}
+
+/// The signature of `question`.
+pub fn signature(question: &str) -> Signature {
+    let ws = words(question);
+    let lower = format!(" {} ", ws.iter().map(|w| w.norm.as_str()).collect::<Vec<_>>().join(" "));
+    let mut classes = BTreeSet::new();
+    for (class, members) in CLASSES {
+        if members.iter().any(|m| lower.contains(&format!(" {m} "))) {
+            classes.insert(*class);
+        }
+    }
+    if question.to_lowercase().contains("n't") {
+        classes.insert("negation");
+    }
+    let numbers = ws.iter().filter(|w| is_number(&w.norm)).map(|w| w.norm.clone()).collect();
+    let names = ws
+        .iter()
+        .enumerate()
+        .filter(|(i, w)| {
+            let first = question[w.start..].chars().next().is_some_and(char::is_uppercase);
+            (first && *i > 0 && !is_sentence_start(question, w.start)) || w.norm.chars().any(|c| c.is_ascii_digit())
+        })
+        .map(|(_, w)| w.norm.clone())
+        .collect();
+    Signature { numbers, classes, names }
+}
+
+/// Whether the word at `at` starts a sentence (after '.', '?', '!' or ':').
+fn is_sentence_start(text: &str, at: usize) -> bool {
+    text[..at].trim_end().chars().last().is_none_or(|c| matches!(c, '.' | '?' | '!' | ':'))
+}
+
+/// Why two questions are not paraphrases, or `None` when they may be: their signatures are
+/// equal and `asked` names every literal of the stored SQL that `stored` names.
+pub fn paraphrase_conflict(stored: &str, asked: &str, literals: &[String]) -> Option<String> {
+    let (a, b) = (signature(stored), signature(asked));
+    if a.numbers != b.numbers {
+        return Some(format!("numbers differ: {:?} and {:?}", a.numbers, b.numbers));
+    }
+    if a.classes != b.classes {
+        let only_stored: Vec<_> = a.classes.difference(&b.classes).collect();
+        let only_asked: Vec<_> = b.classes.difference(&a.classes).collect();
+        return Some(format!("what is asked differs: {only_stored:?} against {only_asked:?}"));
+    }
+    if a.names != b.names {
+        return Some(format!("names differ: {:?} and {:?}", a.names, b.names));
+    }
+    let asked_text = format!(" {} ", words(asked).into_iter().map(|w| w.norm).collect::<Vec<_>>().join(" "));
+    let stored_text = format!(" {} ", words(stored).into_iter().map(|w| w.norm).collect::<Vec<_>>().join(" "));
+    for lit in literals {
+        let l = format!(" {} ", words(lit).into_iter().map(|w| w.norm).collect::<Vec<_>>().join(" "));
+        if l.trim().is_empty() {
+            continue;
+        }
+        if stored_text.contains(&l) && !asked_text.contains(&l) {
+            return Some(format!("the question does not name {lit:?}"));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lits(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn words_keep_offsets_decimals_and_inner_apostrophes() {
+        let w = words("What's the editors' rating of 4.7 in Los Angeles?");
+        let norms: Vec<_> = w.iter().map(|w| w.norm.as_str()).collect();
+        assert_eq!(norms, ["what's", "the", "editors", "rating", "of", "4.7", "in", "los", "angeles"]);
+        assert_eq!(&"What's the editors' rating of 4.7 in Los Angeles?"[w[7].start..w[8].end], "Los Angeles");
+    }
+
+    #[test]
+    fn a_template_fills_its_slots_with_the_new_values() {
+        let t = Template::new("Which cities are in Japan?", &lits(&["Japan"]));
+        assert_eq!(t.slots(), 1);
+        assert_eq!(t.fill("which cities are in France"), Some(vec![(0, "France".to_string())]));
+        assert_eq!(t.fill("Which cities are in the United Kingdom?"), Some(vec![(0, "the United Kingdom".to_string())]));
+        // Other words: no match.
+        assert_eq!(t.fill("Which cities are not in Japan?"), None);
+        assert_eq!(t.fill("How many cities are in Japan?"), None);
+        // A filler that changes the logic is no value.
+        assert_eq!(t.fill("Which cities are in Japan or France?"), None);
+        assert_eq!(t.fill("Which cities are in Japan with 2 million people?"), None);
+    }
+
+    #[test]
+    fn two_slots_and_a_literal_the_question_does_not_name() {
+        let t = Template::new("Which Italian restaurants are in Los Angeles?", &lits(&["Los Angeles", "Italian"]));
+        assert_eq!(t.slots(), 2);
+        assert_eq!(t.fill("which French restaurants are in San Francisco?"), Some(vec![(1, "French".into()), (0, "San Francisco".into())]));
+        // The SQL says 'Los Angeles', the question "LA": no slot, the words must be the same.
+        let t = Template::new("Which Italian restaurants are in LA?", &lits(&["Los Angeles", "Italian"]));
+        assert_eq!(t.slots(), 1);
+        assert_eq!(t.fill("Which Japanese restaurants are in LA?"), Some(vec![(1, "Japanese".into())]));
+        assert_eq!(t.fill("Which Japanese restaurants are in NYC?"), None);
+    }
+
+    #[test]
+    fn a_literal_named_twice_is_no_slot() {
+        let t = Template::new("Is Paris in France or is Paris in Texas?", &lits(&["Paris"]));
+        assert_eq!(t.slots(), 0);
+    }
+
+    #[test]
+    fn paraphrases_keep_numbers_logic_names_and_literals() {
+        let none = lits(&[]);
+        assert_eq!(paraphrase_conflict("How many restaurants are there?", "What is the number of restaurants?", &none), None);
+        assert!(paraphrase_conflict("How many restaurants are there?", "How many restaurants are not open?", &none).is_some());
+        assert!(paraphrase_conflict("List the top 5 chefs", "List the top 10 chefs", &none).is_some());
+        assert!(paraphrase_conflict("Which restaurant has the highest rating?", "Which restaurant has the lowest rating?", &none).is_some());
+        assert!(paraphrase_conflict("Restaurants in Chicago?", "Restaurants in Boston?", &none).is_some());
+        assert!(paraphrase_conflict("How many reviews were written in 2023?", "How many reviews were written in 2024?", &none).is_some());
+        let it = lits(&["Italian"]);
+        assert!(paraphrase_conflict("How many italian restaurants are there?", "How many french restaurants are there?", &it).is_some());
+        assert_eq!(paraphrase_conflict("How many italian restaurants are there?", "Count the italian restaurants.", &it), None);
+        assert!(paraphrase_conflict("Which chefs didn't win an award?", "Which chefs won an award?", &none).is_some());
+    }
+}

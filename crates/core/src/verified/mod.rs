@@ -1,0 +1,205 @@
+//! Verified queries: question→SQL pairs that users confirmed (`ask.add_verified`,
+//! `ask.feedback`, `ask.verify_suite`). Before SQL generation, the glue retrieves the verified
+//! queries most like the question (embedding cosine and trigram similarity, over the tables
+//! the caller may read); [`decide`] says whether one of them *is* the question, so that its
+//! SQL answers without an LLM call, and otherwise the best few are shown to the LLM as
+//! examples ([`crate::prompt::sql_request_with_examples`]).
+
+pub mod matching;
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::values::literals::LiteralRef;
+use crate::values::rewrite::{rewrite, Replacement};
+use matching::{paraphrase_conflict, Template, PARAPHRASE_MIN_COSINE};
+
+/// Verified queries shown to the LLM as examples at most.
+pub const MAX_EXAMPLES: usize = 3;
+/// Least cosine (or, without embeddings, trigram similarity) for a verified query to be shown
+/// as an example: below it, an example is noise in the prompt.
+pub const EXAMPLE_MIN_COSINE: f64 = 0.55;
+pub const EXAMPLE_MIN_TRIGRAM: f64 = 0.35;
+
+/// A verified query retrieved for a question.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Candidate {
+    pub id: i64,
+    pub question: String,
+    pub sql: String,
+    /// The schema it was verified in (its SQL runs with this schema first on the search path).
+    pub schema: Option<String>,
+    pub verified_by: String,
+    /// Cosine of the two questions' embeddings, when both have one from the same model.
+    pub cosine: Option<f64>,
+    /// pg_trgm similarity of the two questions.
+    pub trigram: f64,
+}
+
+impl Candidate {
+    /// How alike the two questions are, for ranking: the cosine when there is one, else the
+    /// trigram similarity.
+    pub fn relevance(&self) -> f64 {
+        self.cosine.unwrap_or(self.trigram)
+    }
+
+    /// Whether it is alike enough to be shown as an example.
+    pub fn worth_showing(&self) -> bool {
+        match self.cosine {
+            Some(c) => c >= EXAMPLE_MIN_COSINE || self.trigram >= EXAMPLE_MIN_TRIGRAM,
+            None => self.trigram >= EXAMPLE_MIN_TRIGRAM,
+        }
+    }
+}
+
+/// How a question was found to be a verified one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rule {
+    /// The same words (case and punctuation aside).
+    SameQuestion,
+    /// The same words but for values, each resolved to a value stored in its column.
+    Template,
+    /// Other words, the same meaning ([`matching::paraphrase_conflict`]).
+    Paraphrase,
+}
+
+/// What to do with one retrieved verified query.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// It is the question: run `sql` (the verified SQL, with the new values written in).
+    Answer { rule: Rule, sql: String, substituted: Vec<Value> },
+    /// It is not (why): at most an example.
+    Example { why: String },
+}
+
+/// Decide whether `asked` is the verified question `cand`. `literals` are the string
+/// literals of the verified SQL with their columns (the glue's literal resolution);
+/// `resolve(literal, text)` gives the value stored in that literal's column that `text`
+/// stands for, if the value memory is sure of one (`None` otherwise).
+pub fn decide(
+    asked: &str,
+    cand: &Candidate,
+    literals: &[LiteralRef],
+    resolve: &mut dyn FnMut(&LiteralRef, &str) -> Result<Option<String>, String>,
+) -> Decision {
+    let values: Vec<String> = literals.iter().map(|l| l.value.clone()).collect();
+    let template = Template::new(&cand.question, &values);
+    if let Some(fills) = template.fill(asked) {
+        let mut replacements = Vec::new();
+        let mut substituted = Vec::new();
+        for (li, text) in fills {
+            let lit = &literals[li];
+            if text.eq_ignore_ascii_case(&lit.value) || text.to_lowercase() == lit.value.to_lowercase() {
+                continue;
+            }
+            match resolve(lit, &text) {
+                Ok(Some(stored)) => {
+                    substituted.push(json!({"literal": lit.value, "asked": text, "value": stored, "column": format!("{}.{}", lit.table, lit.column)}));
+                    if stored != lit.value {
+                        replacements.push(Replacement::for_literal(lit, &stored));
+                    }
+                }
+                Ok(None) => {
+                    return Decision::Example {
+                        why: format!("{text:?} is not a value the memory knows in {}.{}", lit.table, lit.column),
+                    }
+                }
+                Err(e) => return Decision::Example { why: format!("could not resolve {text:?}: {e}") },
+            }
+        }
+        let rule = if substituted.is_empty() { Rule::SameQuestion } else { Rule::Template };
+        return match rewrite(&cand.sql, &replacements) {
+            Ok(sql) => Decision::Answer { rule, sql, substituted },
+            Err(e) => Decision::Example { why: format!("could not write the new values in: {e}") },
+        };
+    }
+    match cand.cosine {
+        None => Decision::Example { why: "other words, and no embeddings to compare them".into() },
+        Some(c) if c < PARAPHRASE_MIN_COSINE => {
+            Decision::Example { why: format!("other words, cosine {c:.3} < {PARAPHRASE_MIN_COSINE}") }
+        }
+        Some(_) => match paraphrase_conflict(&cand.question, asked, &values) {
+            Some(why) => Decision::Example { why },
+            None => Decision::Answer { rule: Rule::Paraphrase, sql: cand.sql.clone(), substituted: vec![] },
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::values::literals::{find_literals, Catalog, CatalogColumn};
+
+    fn catalog() -> Catalog {
+        let mut c = Catalog::new(["public"]);
+        let col = |n: &str| CatalogColumn { name: n.into(), text_like: true };
+        c.add_table("public", "cities", vec![col("name"), col("country")]);
+        c.add_table("public", "restaurants", vec![col("name"), col("cuisine")]);
+        c
+    }
+
+    fn cand(question: &str, sql: &str, cosine: Option<f64>) -> Candidate {
+        Candidate {
+            id: 7,
+            question: question.into(),
+            sql: sql.into(),
+            schema: None,
+            verified_by: "alice".into(),
+            cosine,
+            trigram: 0.5,
+        }
+    }
+
+    fn stored(values: &'static [&'static str]) -> impl FnMut(&LiteralRef, &str) -> Result<Option<String>, String> {
+        move |_, text| Ok(values.iter().find(|v| v.eq_ignore_ascii_case(text)).map(|v| v.to_string()))
+    }
+
+    #[test]
+    fn a_new_value_the_memory_knows_is_written_in() {
+        let c = cand("Which cities are in Japan?", "SELECT name FROM cities WHERE country = 'Japan'", Some(0.8));
+        let lits = find_literals(&c.sql, &catalog()).unwrap();
+        let d = decide("Which cities are in france?", &c, &lits, &mut stored(&["Japan", "France"]));
+        match d {
+            Decision::Answer { rule, sql, substituted } => {
+                assert_eq!(rule, Rule::Template);
+                assert_eq!(sql, "SELECT name FROM cities WHERE country = 'France'");
+                assert_eq!(substituted[0]["asked"], "france");
+            }
+            other => panic!("{other:?}"),
+        }
+        // A value the memory does not know: not answered from the store.
+        let d = decide("Which cities are in Atlantis?", &c, &lits, &mut stored(&["Japan", "France"]));
+        assert!(matches!(d, Decision::Example { .. }), "{d:?}");
+    }
+
+    #[test]
+    fn the_same_words_need_no_resolution_and_a_paraphrase_needs_a_high_cosine() {
+        let c = cand("How many restaurants are there?", "SELECT count(*) FROM restaurants", Some(0.93));
+        let mut never = |_: &LiteralRef, _: &str| -> Result<Option<String>, String> { panic!("nothing to resolve") };
+        assert!(matches!(decide("how many restaurants are there", &c, &[], &mut never), Decision::Answer { rule: Rule::SameQuestion, .. }));
+        assert!(matches!(
+            decide("What is the number of restaurants?", &c, &[], &mut never),
+            Decision::Answer { rule: Rule::Paraphrase, .. }
+        ));
+        let low = Candidate { cosine: Some(0.85), ..c.clone() };
+        assert!(matches!(decide("What is the number of restaurants?", &low, &[], &mut never), Decision::Example { .. }));
+        let none = Candidate { cosine: None, ..c };
+        assert!(matches!(decide("What is the number of restaurants?", &none, &[], &mut never), Decision::Example { .. }));
+    }
+
+    #[test]
+    fn a_like_pattern_keeps_its_wildcards() {
+        let c = cand("Which restaurants serve Italian food?", "SELECT name FROM restaurants WHERE cuisine ILIKE '%Italian%'", Some(0.8));
+        let lits = find_literals(&c.sql, &catalog()).unwrap();
+        let d = decide("Which restaurants serve French food?", &c, &lits, &mut stored(&["Italian", "French"]));
+        assert_eq!(
+            d,
+            Decision::Answer {
+                rule: Rule::Template,
+                sql: "SELECT name FROM restaurants WHERE cuisine ILIKE '%French%'".into(),
+                substituted: vec![json!({"literal": "Italian", "asked": "French", "value": "French", "column": "public.restaurants.cuisine"})]
+            }
+        );
+    }
+}

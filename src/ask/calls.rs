@@ -1,0 +1,74 @@
+//! The call log `ask.questions`: each `ask()`, `ask.sql()`, `ask.rows()` and `ask.explain()`
+//! call gets an id before its first LLM call (the ledger writes it beside every call) and a
+//! row when it ends, with the SQL that answered it, so that `ask.feedback()` can refer to it.
+
+use std::cell::Cell;
+
+use pgrx::datum::DatumWithOid;
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+use pg_ask_core::trace::Trace;
+
+use crate::pg::identity::as_memory_owner;
+
+thread_local! {
+    /// The id of the call in progress in this backend, for the ledger.
+    static CURRENT: Cell<Option<i64>> = const { Cell::new(None) };
+}
+
+/// The id of the `ask()` call in progress, if any.
+pub(crate) fn current() -> Option<i64> {
+    CURRENT.with(Cell::get)
+}
+
+/// A call in progress; its id is forgotten when it is dropped (also when an error unwinds).
+pub(crate) struct Call {
+    pub id: Option<i64>,
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.set(None));
+    }
+}
+
+/// Start a call: draw its id. None in a read-only transaction (nothing can be written), and
+/// while the extension's SQL objects are older than the library (an upgrade in progress).
+pub(crate) fn begin() -> Call {
+    // SAFETY: reads a backend-local flag.
+    let writable = !unsafe { pg_sys::XactReadOnly } && crate::pg::version::sql_at_least("0.2.0");
+    let id = writable
+        .then(|| {
+            as_memory_owner(|| {
+                Spi::get_one::<i64>("SELECT pg_catalog.nextval(pg_catalog.pg_get_serial_sequence('ask.questions', 'id'))")
+            })
+            .ok()
+            .flatten()
+        })
+        .flatten();
+    CURRENT.with(|c| c.set(id));
+    Call { id }
+}
+
+impl Call {
+    /// Write the call's row: the question, the SQL that answered it and where the answer came
+    /// from (`trace.source`; `failed` for a run that ended in an error). `schema`: the schema
+    /// the question was asked in, when the caller named one.
+    pub(crate) fn record(&self, question: &str, trace: &Trace, sql: Option<&str>, schema: Option<&str>) {
+        let Some(id) = self.id else { return };
+        let source = if trace.error.is_some() { "failed" } else { trace.source.unwrap_or("llm") };
+        // SAFETY: reads the backend's current user id.
+        let role = unsafe { pg_sys::GetUserId() };
+        let args: [DatumWithOid; 7] =
+            [id.into(), role.into(), question.into(), sql.filter(|s| !s.is_empty()).into(), schema.into(), source.into(), trace.verified_id.into()];
+        as_memory_owner(|| {
+            Spi::run_with_args(
+                "INSERT INTO ask.questions (id, role, question, sql, schema, source, verified_id)
+                 VALUES ($1, pg_catalog.pg_get_userbyid($2), $3, $4, $5, $6, $7)",
+                &args,
+            )
+        })
+        .unwrap_or_else(|e| warning!("pg_ask: could not write to ask.questions: {e}"));
+    }
+}

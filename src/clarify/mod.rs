@@ -1,0 +1,158 @@
+//! Finding what the value memory reads two ways in a question, for `ask.clarify`: phrases of
+//! the question held exactly in two readable indexed columns that no foreign key joins, and
+//! abbreviations held in one column that the memory's lexical rule also reads as a value of
+//! another ("LA": a state code, and Los Angeles).
+
+use pgrx::datum::DatumWithOid;
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+use pg_ask_core::clarify::{is_abbreviation, phrases, Ambiguity, Reading};
+use pg_ask_core::values::literals::{LiteralKind, LiteralRef, QualifiedName, TextRange};
+
+use crate::pg::identity::as_memory_owner;
+
+/// A readable indexed column of the value memory.
+struct Column {
+    id: i64,
+    relid: pg_sys::Oid,
+    attnum: i16,
+    schema: String,
+    table: String,
+    column: String,
+}
+
+impl Column {
+    fn reading(&self, value: String) -> Reading {
+        Reading { value, table: format!("{}.{}", pg_ask_core::sqltext::quote_ident(&self.schema), pg_ask_core::sqltext::quote_ident(&self.table)), column: self.column.clone() }
+    }
+
+    fn probe(&self, text: &str) -> LiteralRef {
+        LiteralRef {
+            range: TextRange { start: 0, end: 0 },
+            value: text.to_string(),
+            kind: LiteralKind::Eq,
+            table: QualifiedName::new(self.schema.clone(), self.table.clone()),
+            column: self.column.clone(),
+        }
+    }
+}
+
+/// The readable indexed columns of the value memory, as the caller may read them.
+fn readable_columns() -> Vec<Column> {
+    // SAFETY: reads the backend's current user id.
+    let caller = unsafe { pg_sys::GetUserId() };
+    let args: [DatumWithOid; 1] = [caller.into()];
+    as_memory_owner(|| {
+        crate::pg::spi::select_rows(
+            "SELECT vc.id, vc.relid, vc.attnum, n.nspname::text, c.relname::text, a.attname::text
+             FROM ask.value_columns vc
+             JOIN pg_catalog.pg_class c ON c.oid = vc.relid
+             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+             JOIN pg_catalog.pg_attribute a ON a.attrelid = vc.relid AND a.attnum = vc.attnum AND NOT a.attisdropped
+             WHERE pg_catalog.has_column_privilege($1, vc.relid, vc.attnum, 'SELECT')
+             ORDER BY vc.id",
+            &args,
+            |r| {
+                Some(Column {
+                    id: r.get::<i64>(1).ok()??,
+                    relid: r.get::<pg_sys::Oid>(2).ok()??,
+                    attnum: r.get::<i16>(3).ok()??,
+                    schema: r.get::<String>(4).ok()??,
+                    table: r.get::<String>(5).ok()??,
+                    column: r.get::<String>(6).ok()??,
+                })
+            },
+        )
+    })
+}
+
+/// Whether a single-column foreign key joins the two columns (one value, one thing).
+fn joined(a: &Column, b: &Column) -> bool {
+    let args: [DatumWithOid; 4] = [a.relid.into(), a.attnum.into(), b.relid.into(), b.attnum.into()];
+    Spi::get_one_with_args::<bool>(
+        "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_constraint
+                        WHERE contype = 'f' AND pg_catalog.array_length(conkey, 1) = 1
+                          AND ((conrelid = $1 AND conkey[1] = $2 AND confrelid = $3 AND confkey[1] = $4)
+                            OR (conrelid = $3 AND conkey[1] = $4 AND confrelid = $1 AND confkey[1] = $2)))",
+        &args,
+    )
+    .ok()
+    .flatten()
+    .unwrap_or(false)
+}
+
+/// The ambiguities of `question` the value memory shows.
+pub(crate) fn ambiguities(question: &str) -> Result<Vec<Ambiguity>, String> {
+    let columns = readable_columns();
+    if columns.is_empty() {
+        return Ok(Vec::new());
+    }
+    let phrases = phrases(question);
+    let lowered: Vec<String> = phrases.iter().map(|p| p.to_lowercase()).collect();
+    let ids: Vec<i64> = columns.iter().map(|c| c.id).collect();
+    let args: [DatumWithOid; 2] = [ids.into(), lowered.clone().into()];
+    let hits: Vec<(i64, String, String)> = as_memory_owner(|| {
+        crate::pg::spi::select_rows(
+            "SELECT m.column_id, m.value, pg_catalog.lower(m.value) COLLATE \"C\"
+             FROM ask.value_memory m
+             WHERE m.column_id = ANY ($1) AND pg_catalog.lower(m.value) COLLATE \"C\" = ANY ($2::text[])
+             ORDER BY m.column_id, m.frequency DESC",
+            &args,
+            |r| Some((r.get::<i64>(1).ok()??, r.get::<String>(2).ok()??, r.get::<String>(3).ok()??)),
+        )
+    });
+    let mut out: Vec<Ambiguity> = Vec::new();
+    let mut covered: Vec<String> = Vec::new();
+    for (phrase, low) in phrases.iter().zip(&lowered) {
+        // A phrase inside one already found ambiguous ("York" of "New York") is not asked again.
+        if covered.iter().any(|c| c.contains(low.as_str())) {
+            continue;
+        }
+        let mut held: Vec<(&Column, String)> = Vec::new();
+        for (cid, value, l) in &hits {
+            if l == low && !held.iter().any(|(c, _)| c.id == *cid) {
+                if let Some(col) = columns.iter().find(|c| c.id == *cid) {
+                    held.push((col, value.clone()));
+                }
+            }
+        }
+        if held.is_empty() {
+            continue;
+        }
+        // The same words held in columns that are not one thing through a foreign key.
+        let mut distinct: Vec<(&Column, String)> = Vec::new();
+        for (col, value) in held {
+            if !distinct.iter().any(|(d, _)| joined(d, col)) {
+                distinct.push((col, value));
+            }
+        }
+        if distinct.len() >= 2 {
+            out.push(Ambiguity {
+                phrase: phrase.clone(),
+                readings: distinct.into_iter().map(|(c, v)| c.reading(v)).collect(),
+                why: "same_value_in_two_columns",
+            });
+            covered.push(low.clone());
+            continue;
+        }
+        if !is_abbreviation(phrase) {
+            continue;
+        }
+        // An abbreviation held in one column, and read by the lexical rule in another.
+        let (home, value) = &distinct[0];
+        let mut readings: Vec<Reading> = Vec::new();
+        for other in columns.iter().filter(|c| c.id != home.id && !joined(c, home)) {
+            pgrx::check_for_interrupts!();
+            if let Some(v) = crate::values::correct::lexical_reading(&other.probe(phrase), phrase) {
+                readings.push(other.reading(v));
+            }
+        }
+        if !readings.is_empty() {
+            readings.push(home.reading(value.clone()));
+            out.push(Ambiguity { phrase: phrase.clone(), readings, why: "abbreviation" });
+            covered.push(low.clone());
+        }
+    }
+    Ok(out)
+}

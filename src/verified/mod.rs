@@ -1,0 +1,99 @@
+//! The verified query store in a backend: retrieval for `ask()` (through the caller's own
+//! view, which row-level security limits to verified queries over tables it may read), the
+//! literal resolution the store's decisions need, running a verified query in its schema,
+//! and counting uses.
+
+pub(crate) mod admin;
+pub(crate) mod feedback;
+#[cfg(any(test, feature = "pg_test"))]
+mod tests;
+
+use pgrx::datum::DatumWithOid;
+use pgrx::prelude::*;
+
+use pg_ask_core::verified::Candidate;
+
+use crate::llm::embeddings;
+use crate::pg::identity::as_memory_owner;
+use crate::pg::spi::{ext_schema, select_rows, vector_text};
+
+/// Verified queries retrieved per question: the best by embedding and the best by trigrams.
+const RETRIEVE: i64 = 5;
+
+/// The verified queries most like `question` among those the caller may see, best first:
+/// the [`RETRIEVE`] nearest by the questions' embeddings (when embeddings are on and the
+/// stored one is of the same model) and the [`RETRIEVE`] most alike by trigrams, each with
+/// both scores. No query but one `EXISTS` when the caller sees none.
+pub(crate) fn candidates(question: &str) -> Result<Vec<Candidate>, String> {
+    let any = Spi::get_one::<bool>("SELECT EXISTS (SELECT 1 FROM ask.verified_queries)").map_err(|e| e.to_string())?;
+    if any != Some(true) {
+        return Ok(Vec::new());
+    }
+    let vector = ext_schema("vector");
+    let trgm = ext_schema("pg_trgm");
+    let embedder = crate::values::current_embedder();
+    let embedding = embedder.as_ref().map(|_| embeddings::embed_question(question));
+    let model = embedder.map(|(_, m)| m);
+    let dims = embedding.as_ref().map(|v| v.len() as i32);
+    let sql = format!(
+        "WITH scored AS (
+             SELECT v.id, v.question, v.sql, v.schema::text, v.verified_by::text,
+                    CASE WHEN $2::text IS NOT NULL AND v.embedding_model = $2 AND {vector}.vector_dims(v.embedding) = $3
+                         THEN (1 - (v.embedding OPERATOR({vector}.<=>) $1::{vector}.vector))::float8 END AS cosine,
+                    {trgm}.similarity(v.question, $4)::float8 AS trigram
+             FROM ask.verified_queries v)
+         SELECT * FROM (
+             (SELECT * FROM scored WHERE cosine IS NOT NULL ORDER BY cosine DESC LIMIT $5)
+             UNION
+             (SELECT * FROM scored ORDER BY trigram DESC LIMIT $5)) best
+         ORDER BY coalesce(cosine, trigram) DESC, id"
+    );
+    let args: [DatumWithOid; 5] =
+        [embedding.as_deref().map(vector_text).into(), model.into(), dims.into(), question.into(), RETRIEVE.into()];
+    let rows = Spi::connect(|client| {
+        client.select(&sql, None, &args).map(|rows| {
+            rows.filter_map(|r| {
+                Some(Candidate {
+                    id: r.get::<i64>(1).ok()??,
+                    question: r.get::<String>(2).ok()??,
+                    sql: r.get::<String>(3).ok()??,
+                    schema: r.get::<String>(4).ok()?,
+                    verified_by: r.get::<String>(5).ok()??,
+                    cosine: r.get::<f64>(6).ok()?,
+                    trigram: r.get::<f64>(7).ok()?.unwrap_or(0.0),
+                })
+            })
+            .collect::<Vec<_>>()
+        })
+    });
+    rows.map_err(|e| e.to_string())
+}
+
+/// Count a use of each verified query in `ids` (answered from, or shown as an example). A
+/// row another session's open transaction holds is not waited for: that use goes uncounted.
+pub(crate) fn count_uses(ids: &[i64]) {
+    // SAFETY: reads a backend-local flag.
+    if ids.is_empty() || unsafe { pgrx::pg_sys::XactReadOnly } {
+        return;
+    }
+    let ids = ids.to_vec();
+    as_memory_owner(|| {
+        Spi::run_with_args(
+            "UPDATE ask.verified_queries SET uses = uses + 1, last_used = pg_catalog.now()
+             WHERE id IN (SELECT id FROM ask.verified_queries WHERE id OPERATOR(pg_catalog.=) ANY ($1) FOR UPDATE SKIP LOCKED)",
+            &[ids.into()],
+        )
+    })
+    .unwrap_or_else(|e| warning!("pg_ask: could not count the uses of verified queries: {e}"));
+}
+
+/// The relations `tables` (names as the guard read them from a statement) resolve to under
+/// the current search path; names that resolve to none (common table expressions, set
+/// returning functions) are left out.
+pub(crate) fn resolve_tables(tables: &[String]) -> Vec<pgrx::pg_sys::Oid> {
+    select_rows(
+        "SELECT DISTINCT pg_catalog.to_regclass(n)::oid FROM pg_catalog.unnest($1::text[]) n WHERE pg_catalog.to_regclass(n) IS NOT NULL",
+        &[tables.to_vec().into()],
+        |r| r.get::<pgrx::pg_sys::Oid>(1).ok().flatten(),
+    )
+}

@@ -1,0 +1,196 @@
+//! In-backend tests of the verified query store: adding (guarded, run as the caller),
+//! answering from it without an LLM call, examples in the prompt, feedback on a call,
+//! verifying a suite, removing, and privileges (a role never sees, is shown or is answered
+//! from a verified query over a table it cannot read).
+
+#[pgrx::pg_schema]
+mod tests {
+    use llm_standin::{Reply, Rule, Script};
+    use pgrx::prelude::*;
+    use pgrx::JsonB;
+
+    use crate::pg::testing::*;
+
+    const COUNT_SQL: &str = "SELECT count(*) AS restaurants FROM public.restaurants";
+
+    #[pg_test]
+    fn add_verified_checks_the_query_and_runs_it_as_the_caller() {
+        setup();
+        let id: i64 = one(&format!("SELECT ask.add_verified('How many restaurants are there?', '{COUNT_SQL}')"));
+        // The same question and SQL again: the same row.
+        let again: i64 = one(&format!("SELECT ask.add_verified('how many restaurants are there?', '{COUNT_SQL};')"));
+        assert_eq!(id, again);
+        let (tables, by, source): (String, String, String) = Spi::get_three_with_args(
+            "SELECT tables::text, verified_by::text, source FROM ask.verified_queries WHERE id = $1",
+            &[id.into()],
+        )
+        .map(|(a, b, c)| (a.unwrap(), b.unwrap(), c.unwrap()))
+        .unwrap();
+        assert_eq!((tables.as_str(), source.as_str()), ("{restaurants}", "manual"));
+        assert_eq!(by, one::<String>("SELECT current_user::text"));
+        // Refused by the guard: nothing stored.
+        let (code, message, _) = error_of("SELECT ask.add_verified('remove them', 'DELETE FROM public.restaurants')");
+        assert_eq!(code, "42000", "{message}");
+        // A query that fails is an error with the query's own SQLSTATE.
+        let (code, message, _) = error_of("SELECT ask.add_verified('q', 'SELECT nme FROM public.restaurants')");
+        assert_eq!(code, "42703", "{message}");
+        assert!(message.starts_with("the verified query failed"), "{message}");
+        let (code, _, _) = error_of("SELECT ask.add_verified('', 'SELECT 1')");
+        assert_eq!(code, "22023");
+        let (code, _, _) = error_of("SELECT ask.add_verified('q', 'SELECT 1', schema => 'no_such_schema')");
+        assert_eq!(code, "3F000");
+        assert_eq!(one::<i64>("SELECT count(*) FROM ask.verified_queries"), 1);
+    }
+
+    #[pg_test]
+    fn a_verified_question_is_answered_without_an_llm_call() {
+        setup();
+        let s = llm(Script::default());
+        let id: i64 = one(&format!("SELECT ask.add_verified('How many restaurants are there?', '{COUNT_SQL}')"));
+        let answer: String = one("SELECT ask('how many restaurants are there')");
+        assert_eq!(answer, " restaurants\n-------------\n           3\n(1 row)");
+        assert!(s.requests().is_empty(), "no LLM call: {:?}", s.requests().len());
+        let JsonB(trace) = one::<JsonB>("SELECT ask.explain('How many restaurants are there?')");
+        assert_eq!(trace["source"], "verified");
+        assert_eq!(trace["verified_id"], id);
+        assert_eq!(trace["llm_calls"], 0);
+        let st = &trace["stages"][0];
+        assert_eq!((&st["stage"], &st["output"]["source"], &st["output"]["id"]), (&"verified".into(), &"verified".into(), &id.into()));
+        // The call log has both calls, answered from the store; the store counts the uses.
+        let call_id = trace["call_id"].as_i64().expect("explain shows the call id");
+        let src: String = one(&format!("SELECT source FROM ask.questions WHERE id = {call_id}"));
+        assert_eq!(src, "verified");
+        assert_eq!(one::<i64>(&format!("SELECT uses FROM ask.verified_queries WHERE id = {id}")), 2);
+        assert_eq!(one::<i64>("SELECT verified_answers FROM ask.usage WHERE role = current_user"), 2);
+        // Switched off, or examples only: the LLM is asked.
+        Spi::run("SET ask.verified = examples").unwrap();
+        let s2 = llm(Script::default().rule(Rule::new(&["<schema>"], Reply::text(COUNT_SQL))).rule(Rule::new(&["<result"], Reply::text("ROWS"))));
+        one::<String>("SELECT ask('how many restaurants are there')");
+        let reqs = s2.requests();
+        assert_eq!(reqs.len(), 2);
+        assert!(reqs[0].prompt.contains("<example>\n<question>How many restaurants are there?</question>"), "{}", reqs[0].prompt);
+    }
+
+    #[pg_test]
+    fn a_question_with_another_value_the_memory_resolves_reuses_the_query() {
+        setup();
+        one::<i64>("SELECT ask.index_values('public.restaurants', ARRAY['cuisine'])");
+        let s = llm(Script::default());
+        let id: i64 = one(
+            "SELECT ask.add_verified('Which restaurants serve Italian food?', 'SELECT name FROM public.restaurants WHERE cuisine = ''Italian'' ORDER BY name')",
+        );
+        let JsonB(trace) = one::<JsonB>("SELECT ask.explain('Which restaurants serve french food?')");
+        assert_eq!(trace["verified_id"], id, "{trace}");
+        assert_eq!(trace["final_sql"], "SELECT name FROM public.restaurants WHERE cuisine = 'French' ORDER BY name");
+        assert_eq!(trace["stages"][0]["output"]["rule"], "template");
+        assert!(s.requests().is_empty());
+        // A value the column does not hold is no reason to skip the LLM.
+        let s = llm(Script::default()
+            .rule(Rule::new(&["<schema>"], Reply::text("SELECT name FROM public.restaurants WHERE cuisine = 'Korean'")))
+            .rule(Rule::new(&["<result"], Reply::text("None."))));
+        let JsonB(trace) = one::<JsonB>("SELECT ask.explain('Which restaurants serve Korean food?')");
+        assert_eq!(trace["source"], "llm", "{trace}");
+        assert_eq!(s.requests().len(), 2);
+    }
+
+    #[pg_test]
+    fn a_role_never_sees_or_is_answered_from_a_query_over_a_table_it_cannot_read() {
+        setup();
+        one::<i64>(&format!("SELECT ask.add_verified('How many restaurants are there?', '{COUNT_SQL}')"));
+        one::<i64>("SELECT ask.add_verified('How many cities are there?', 'SELECT count(*) FROM public.cities')");
+        Spi::run("CREATE ROLE ask_test_cities; GRANT SELECT ON public.cities TO ask_test_cities").unwrap();
+        let s = llm(Script::default()
+            .rule(Rule::new(&["<schema>"], Reply::text("SELECT count(*) FROM public.cities")))
+            .rule(Rule::new(&["<result"], Reply::text("ROWS"))));
+        Spi::run("SET ROLE ask_test_cities").unwrap();
+        let seen: Vec<String> =
+            crate::pg::spi::select_rows("SELECT question FROM ask.verified_queries ORDER BY id", &[], |r| r.get::<String>(1).ok().flatten());
+        let JsonB(trace) = one::<JsonB>("SELECT ask.explain('How many restaurants are there?')");
+        let (code, _, _) = error_of("SELECT ask.remove_verified(1)");
+        Spi::run("RESET ROLE").unwrap();
+        assert_eq!(seen, ["How many cities are there?"]);
+        // Not answered from the restaurants query, which is not shown to the LLM either.
+        assert_ne!(trace["source"], "verified", "{trace}");
+        let reqs = s.requests();
+        assert!(!reqs.is_empty());
+        assert!(reqs.iter().all(|r| !r.prompt.contains("restaurants are there") || !r.prompt.contains("<example>")), "{}", reqs[0].prompt);
+        assert!(reqs.iter().all(|r| !r.prompt.contains(COUNT_SQL)));
+        // Nor may it remove a verified query it cannot see.
+        assert_eq!(code, "42704");
+        Spi::run("REVOKE ALL ON public.cities FROM ask_test_cities; DROP ROLE ask_test_cities").unwrap();
+    }
+
+    #[pg_test]
+    fn feedback_turns_a_call_into_a_verified_query() {
+        setup();
+        let q = "how many Italian restaurants are there?";
+        let _s = llm(Script::default()
+            .rule(Rule::new(&["<schema>", q], Reply::text("SELECT count(*) FROM public.restaurants")))
+            .rule(Rule::new(&["<result", q], Reply::text("There are 3."))));
+        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{q}')"));
+        let call = trace["call_id"].as_i64().expect("a call id");
+        // The ledger names the call too.
+        assert_eq!(one::<i64>(&format!("SELECT count(*) FROM ask.llm_calls WHERE call_id = {call}")), 2);
+        // Wrong, with the corrected query: that one is verified.
+        let fixed = "SELECT count(*) FROM public.restaurants WHERE cuisine = 'Italian'";
+        let vid: i64 = Spi::get_one_with_args("SELECT ask.feedback($1, false, $2)", &[call.into(), fixed.into()]).unwrap().unwrap();
+        let (question, sql): (String, String) =
+            Spi::get_two_with_args("SELECT question, sql FROM ask.verified_queries WHERE id = $1", &[vid.into()])
+                .map(|(a, b)| (a.unwrap(), b.unwrap()))
+                .unwrap();
+        assert_eq!((question.as_str(), sql.as_str()), (q, fixed));
+        let fb: bool = one(&format!("SELECT feedback FROM ask.questions WHERE id = {call}"));
+        assert!(!fb);
+        // Asked again, the question is answered from the correction; marked right, its SQL is
+        // the verified query it already is.
+        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{q}')"));
+        assert_eq!(trace["verified_id"], vid, "{trace}");
+        let call2 = trace["call_id"].as_i64().unwrap();
+        assert_eq!(one::<i64>(&format!("SELECT ask.feedback({call2}, true)")), vid);
+        // Wrong without a correction verifies nothing; another role's call cannot be judged.
+        assert!(Spi::get_one_with_args::<i64>("SELECT ask.feedback($1, false)", &[call.into()]).unwrap().is_none());
+        Spi::run("CREATE ROLE ask_test_other").unwrap();
+        Spi::run("SET ROLE ask_test_other").unwrap();
+        let (code, _, hint) = error_of(&format!("SELECT ask.feedback({call}, true)"));
+        Spi::run("RESET ROLE; DROP ROLE ask_test_other").unwrap();
+        assert_eq!(code, "42704");
+        assert!(hint.unwrap().contains("call_id"));
+        let (code, _, _) = error_of(&format!("SELECT ask.feedback({call}, true, 'SELECT 1')"));
+        assert_eq!(code, "22023");
+    }
+
+    #[pg_test]
+    fn verify_suite_stores_every_gold_query_that_runs() {
+        setup();
+        let rows = serde_json::json!([
+            {"question": "How many cities?", "gold_sql": "SELECT count(*) FROM public.cities"},
+            {"question": "Which cuisines?", "gold_sql": "SELECT DISTINCT {cuisine, name} FROM public.restaurants"},
+            {"question": "Broken", "gold_sql": "SELECT nothing FROM public.cities"},
+        ]);
+        Spi::get_one_with_args::<i32>("SELECT ask.load_suite('mine', $1)", &[JsonB(rows).into()]).unwrap();
+        let n: i32 = one("SELECT ask.verify_suite('mine')");
+        assert_eq!(n, 2);
+        let sql: String = one("SELECT sql FROM ask.verified_queries WHERE question = 'Which cuisines?'");
+        assert_eq!(sql, "SELECT DISTINCT cuisine FROM public.restaurants");
+        assert_eq!(one::<String>("SELECT source FROM ask.verified_queries WHERE question = 'How many cities?'"), "suite");
+        let (code, _, _) = error_of("SELECT ask.verify_suite('nobody')");
+        assert_eq!(code, "42704");
+    }
+
+    #[pg_test]
+    fn only_the_verifier_the_owner_or_a_superuser_removes() {
+        setup();
+        Spi::run("CREATE ROLE ask_test_a; CREATE ROLE ask_test_b; GRANT SELECT ON public.cities TO ask_test_a, ask_test_b").unwrap();
+        Spi::run("SET ROLE ask_test_a").unwrap();
+        let id: i64 = one("SELECT ask.add_verified('How many cities?', 'SELECT count(*) FROM public.cities')");
+        Spi::run("SET ROLE ask_test_b").unwrap();
+        let (code, message, _) = error_of(&format!("SELECT ask.remove_verified({id})"));
+        Spi::run("SET ROLE ask_test_a").unwrap();
+        let removed: bool = one(&format!("SELECT ask.remove_verified({id})"));
+        Spi::run("RESET ROLE").unwrap();
+        assert_eq!(code, "42501", "{message}");
+        assert!(removed);
+        assert_eq!(one::<i64>("SELECT count(*) FROM ask.verified_queries"), 0);
+        Spi::run("REVOKE ALL ON public.cities FROM ask_test_a, ask_test_b; DROP ROLE ask_test_a; DROP ROLE ask_test_b").unwrap();
+    }
+}
