@@ -13,6 +13,11 @@
 #   grammar the SQL grammar's size and build time by table count (10 to 10,000 tables), and
 #           what constrained sampling costs: generation tokens/s with and without the grammar
 #           on llama-server with each tiny model (not in `all`)
+#   verified answers from verified queries without the LLM (precision and recall on twin
+#           questions, variants and near misses, swept over ask.verified_min_cosine, tuning and
+#           reporting parts) and clarifying questions on the sample's traps (not in `all`;
+#           built in debug, with the dependencies and the embedding model optimised, unless
+#           PG_ASK_RELEASE=1)
 #   real [MODEL...]  real models on llama-server (scripts/llm.sh; default: smollm2 gemma3) answer
 #           the sample's question suite and 4 defog questions per database through CALL
 #           ask.evaluate: EX, SQL read from replies, tokens, time split, tokens/s (not in `all`;
@@ -31,7 +36,7 @@ trap 'cluster_stop "$WORK/db"; if [ "$MODE" = real ] || [ "$MODE" = grammar ]; t
 export PG_ASK_LLM_PORT=${PG_ASK_LLM_BENCH_PORT:-47813} PG_ASK_LLM_RUN=$WORK/llm
 
 PROFILE=(--release); OUT=release
-if [ "$MODE" = real ] && [ "${PG_ASK_RELEASE:-0}" != 1 ]; then PROFILE=(); OUT=debug; fi
+if { [ "$MODE" = real ] || [ "$MODE" = verified ]; } && [ "${PG_ASK_RELEASE:-0}" != 1 ]; then PROFILE=(); OUT=debug; fi
 cargo pgrx install "${PROFILE[@]}" -p pg_ask --pg-config /usr/lib/postgresql/15/bin/pg_config >/dev/null
 cluster_start "$WORK/db" "$PORT"
 cargo build -q "${PROFILE[@]}" -p pg_ask_bench --bins
@@ -95,6 +100,11 @@ if [ "$MODE" = grammar ]; then
     echo "== constrained sampling: $model"
     python3 bench/sampling.py "$(bash scripts/llm.sh start "$model")" "$model" "$WORK/sample.gbnf" bench/fixtures/sample_tables.txt
   done
+fi
+
+if [ "$MODE" = verified ]; then
+  echo "== verified queries and clarifying questions"
+  "$CARGO_TARGET_DIR/$OUT/bench_verified"
 fi
 
 if [ "$MODE" = real ]; then

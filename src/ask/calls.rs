@@ -40,11 +40,9 @@ pub(crate) fn begin() -> Call {
     let writable = !unsafe { pg_sys::XactReadOnly } && crate::pg::version::sql_at_least("0.2.0");
     let id = writable
         .then(|| {
-            as_memory_owner(|| {
-                Spi::get_one::<i64>("SELECT pg_catalog.nextval(pg_catalog.pg_get_serial_sequence('ask.questions', 'id'))")
-            })
-            .ok()
-            .flatten()
+            as_memory_owner(|| Spi::get_one::<i64>("SELECT pg_catalog.nextval(pg_catalog.pg_get_serial_sequence('ask.questions', 'id'))"))
+                .ok()
+                .flatten()
         })
         .flatten();
     CURRENT.with(|c| c.set(id));
@@ -60,8 +58,15 @@ impl Call {
         let source = if trace.error.is_some() { "failed" } else { trace.source.unwrap_or("llm") };
         // SAFETY: reads the backend's current user id.
         let role = unsafe { pg_sys::GetUserId() };
-        let args: [DatumWithOid; 7] =
-            [id.into(), role.into(), question.into(), sql.filter(|s| !s.is_empty()).into(), schema.into(), source.into(), trace.verified_id.into()];
+        let args: [DatumWithOid; 7] = [
+            id.into(),
+            role.into(),
+            question.into(),
+            sql.filter(|s| !s.is_empty()).into(),
+            schema.into(),
+            source.into(),
+            trace.verified_id.into(),
+        ];
         as_memory_owner(|| {
             Spi::run_with_args(
                 "INSERT INTO ask.questions (id, role, question, sql, schema, source, verified_id)

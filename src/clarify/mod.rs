@@ -24,7 +24,11 @@ struct Column {
 
 impl Column {
     fn reading(&self, value: String) -> Reading {
-        Reading { value, table: format!("{}.{}", pg_ask_core::sqltext::quote_ident(&self.schema), pg_ask_core::sqltext::quote_ident(&self.table)), column: self.column.clone() }
+        Reading {
+            value,
+            table: format!("{}.{}", pg_ask_core::sqltext::quote_ident(&self.schema), pg_ask_core::sqltext::quote_ident(&self.table)),
+            column: self.column.clone(),
+        }
     }
 
     fn probe(&self, text: &str) -> LiteralRef {

@@ -32,9 +32,7 @@ thread_local! {
 /// one-entry memo of the last question and the embedder (provider and model) that embedded it.
 pub fn embed_question(question: &str) -> Vec<f32> {
     let embedder = crate::values::current_embedder().map(|(p, m)| format!("{p}/{m}")).unwrap_or_default();
-    let hit = LAST_QUESTION.with(|l| {
-        l.borrow().as_ref().and_then(|(q, e, v)| (q == question && *e == embedder).then(|| v.clone()))
-    });
+    let hit = LAST_QUESTION.with(|l| l.borrow().as_ref().and_then(|(q, e, v)| (q == question && *e == embedder).then(|| v.clone())));
     if let Some(v) = hit {
         return v;
     }

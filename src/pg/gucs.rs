@@ -113,6 +113,7 @@ static SQL_GRAMMAR: GucSetting<GucMode> = GucSetting::<GucMode>::new(GucMode::Au
 static CACHE: GucSetting<bool> = GucSetting::<bool>::new(false);
 static VERIFIED: GucSetting<GucVerified> = GucSetting::<GucVerified>::new(GucVerified::On);
 static CLARIFY: GucSetting<bool> = GucSetting::<bool>::new(false);
+static VERIFIED_MIN_COSINE: GucSetting<f64> = GucSetting::<f64>::new(pg_ask_core::verified::PARAPHRASE_MIN_COSINE);
 /// Seconds a cached reply is reused.
 static CACHE_TTL: GucSetting<i32> = GucSetting::<i32>::new(86_400);
 /// Tokens a role may spend per day (UTC); 0: no limit.
@@ -289,6 +290,16 @@ pub fn init() {
         c"What verified queries (ask.add_verified, ask.feedback) do in ask().",
         c"on: a question that is a verified one (in other words, or with other values the value memory resolves) is answered from it without an LLM call, and the most similar others are shown to the LLM as examples; examples: only shown; off: not used.",
         &VERIFIED,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_float_guc(
+        c"ask.verified_min_cosine",
+        c"How alike a question in other words must be to a verified one to be answered from it.",
+        c"The least cosine between the two questions' embeddings (with equal numbers, negations, aggregates and names); below it the verified query is only an example. Questions that differ only in values need no embeddings.",
+        &VERIFIED_MIN_COSINE,
+        0.5,
+        1.0,
         GucContext::Userset,
         GucFlags::default(),
     );
@@ -663,6 +674,7 @@ pub fn ask_config(max_attempts: Option<i32>) -> AskConfig {
             GucVerified::Examples => VerifiedUse::Examples,
             GucVerified::Off => VerifiedUse::Off,
         },
+        verified_min_cosine: VERIFIED_MIN_COSINE.get(),
         clarify: CLARIFY.get(),
         ..AskConfig::default()
     }

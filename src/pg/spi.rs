@@ -112,8 +112,13 @@ pub(crate) fn in_schema<R>(schema: Option<&str>, f: impl FnOnce() -> R) -> R {
     let Some(s) = schema else { return f() };
     let saved = Spi::get_one::<String>("SELECT pg_catalog.current_setting('search_path')").ok().flatten().unwrap_or_default();
     let set = |value: &str| {
-        Spi::run_with_args("SELECT pg_catalog.set_config('search_path', $1, true)", &[value.into()])
-            .unwrap_or_else(|e| raise(PgSqlErrorCode::ERRCODE_INVALID_SCHEMA_NAME, e.to_string(), "Check the schema name (an evaluation suite's, or a verified query's)."))
+        Spi::run_with_args("SELECT pg_catalog.set_config('search_path', $1, true)", &[value.into()]).unwrap_or_else(|e| {
+            raise(
+                PgSqlErrorCode::ERRCODE_INVALID_SCHEMA_NAME,
+                e.to_string(),
+                "Check the schema name (an evaluation suite's, or a verified query's).",
+            )
+        })
     };
     set(&pg_ask_core::sqltext::quote_ident(s));
     let out = f();

@@ -46,7 +46,8 @@ pub(crate) fn store(question: &str, sql: &str, schema: Option<&str>, source: Sou
         return Err(Raised::new(ERRCODE_INVALID_PARAMETER_VALUE, "the question of a verified query is empty"));
     }
     if let Some(s) = schema {
-        let exists = Spi::get_one_with_args::<bool>("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1)", &[s.into()]);
+        let exists =
+            Spi::get_one_with_args::<bool>("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1)", &[s.into()]);
         if exists != Ok(Some(true)) {
             return Err(Raised::new(ERRCODE_INVALID_SCHEMA_NAME, format!("schema \"{s}\" does not exist")));
         }
@@ -65,7 +66,8 @@ pub(crate) fn store(question: &str, sql: &str, schema: Option<&str>, source: Sou
             Raised::new(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED, format!("a verified query must pass pg_ask's guard: {reason}"))
         }
         ExecFailure::Error { sqlstate, message, detail, hint } => {
-            let r = Raised::new(sqlstate_code(&sqlstate).unwrap_or(ERRCODE_DATA_EXCEPTION), format!("the verified query failed: {message}"));
+            let r =
+                Raised::new(sqlstate_code(&sqlstate).unwrap_or(ERRCODE_DATA_EXCEPTION), format!("the verified query failed: {message}"));
             let r = match detail {
                 Some(d) => r.detail(d),
                 None => r,
@@ -83,7 +85,11 @@ pub(crate) fn store(question: &str, sql: &str, schema: Option<&str>, source: Sou
     if !partial.is_empty() {
         return Err(Raised::new(
             ERRCODE_INSUFFICIENT_PRIVILEGE,
-            format!("a verified query needs SELECT on the whole of each table it reads; {} has only column privileges on {}", current_user(), partial.join(", ")),
+            format!(
+                "a verified query needs SELECT on the whole of each table it reads; {} has only column privileges on {}",
+                current_user(),
+                partial.join(", ")
+            ),
         )
         .hint("GRANT SELECT on the table, or let a role that has it verify the query."));
     }
@@ -148,9 +154,12 @@ fn verify_suite(suite: &str) -> i32 {
         |r| Some((r.get::<i32>(1).ok()??, r.get::<String>(2).ok()??, r.get::<String>(3).ok()??, r.get::<String>(4).ok()?)),
     );
     if rows.is_empty() {
-        Raised::new(PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT, format!("there is no evaluation suite \"{suite}\" of role {} with questions", current_user()))
-            .hint("Load one with SELECT ask.load_suite(name, rows); ask.eval_suites lists yours.")
-            .raise();
+        Raised::new(
+            PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+            format!("there is no evaluation suite \"{suite}\" of role {} with questions", current_user()),
+        )
+        .hint("Load one with SELECT ask.load_suite(name, rows); ask.eval_suites lists yours.")
+        .raise();
     }
     let mut stored = 0;
     for (qno, question, gold, schema) in rows {
@@ -201,12 +210,20 @@ fn remove_verified(id: i64) -> bool {
             format!("verified query {id} was verified by {by}; only its verifier, the extension's owner or a superuser may remove it"),
         )
         .raise(),
-        _ => Raised::new(PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT, format!("there is no verified query {id} that {} may see", current_user()))
-            .hint("ask.verified_queries lists the verified queries over tables you may read.")
-            .raise(),
+        _ => Raised::new(
+            PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+            format!("there is no verified query {id} that {} may see", current_user()),
+        )
+        .hint("ask.verified_queries lists the verified queries over tables you may read.")
+        .raise(),
     }
-    as_memory_owner(|| Spi::get_one_with_args::<bool>("WITH d AS (DELETE FROM ask.verified_queries WHERE id = $1 RETURNING 1) SELECT count(*) > 0 FROM d", &[id.into()]))
-        .ok()
-        .flatten()
-        .unwrap_or(false)
+    as_memory_owner(|| {
+        Spi::get_one_with_args::<bool>(
+            "WITH d AS (DELETE FROM ask.verified_queries WHERE id = $1 RETURNING 1) SELECT count(*) > 0 FROM d",
+            &[id.into()],
+        )
+    })
+    .ok()
+    .flatten()
+    .unwrap_or(false)
 }

@@ -30,7 +30,7 @@ mod tests {
         assert_eq!(by, one::<String>("SELECT current_user::text"));
         // Refused by the guard: nothing stored.
         let (code, message, _) = error_of("SELECT ask.add_verified('remove them', 'DELETE FROM public.restaurants')");
-        assert_eq!(code, "42000", "{message}");
+        assert_eq!(code, "2F003", "{message}");
         // A query that fails is an error with the query's own SQLSTATE.
         let (code, message, _) = error_of("SELECT ask.add_verified('q', 'SELECT nme FROM public.restaurants')");
         assert_eq!(code, "42703", "{message}");
@@ -48,7 +48,7 @@ mod tests {
         let s = llm(Script::default());
         let id: i64 = one(&format!("SELECT ask.add_verified('How many restaurants are there?', '{COUNT_SQL}')"));
         let answer: String = one("SELECT ask('how many restaurants are there')");
-        assert_eq!(answer, " restaurants\n-------------\n           3\n(1 row)");
+        assert_eq!(answer, " restaurants\n-------------\n 3\n(1 row)");
         assert!(s.requests().is_empty(), "no LLM call: {:?}", s.requests().len());
         let JsonB(trace) = one::<JsonB>("SELECT ask.explain('How many restaurants are there?')");
         assert_eq!(trace["source"], "verified");
@@ -64,7 +64,9 @@ mod tests {
         assert_eq!(one::<i64>("SELECT verified_answers FROM ask.usage WHERE role = current_user"), 2);
         // Switched off, or examples only: the LLM is asked.
         Spi::run("SET ask.verified = examples").unwrap();
-        let s2 = llm(Script::default().rule(Rule::new(&["<schema>"], Reply::text(COUNT_SQL))).rule(Rule::new(&["<result"], Reply::text("ROWS"))));
+        let s2 = llm(Script::default()
+            .rule(Rule::new(&["<schema>"], Reply::text(COUNT_SQL)))
+            .rule(Rule::new(&["<result"], Reply::text("ROWS"))));
         one::<String>("SELECT ask('how many restaurants are there')");
         let reqs = s2.requests();
         assert_eq!(reqs.len(), 2);
@@ -103,8 +105,9 @@ mod tests {
             .rule(Rule::new(&["<schema>"], Reply::text("SELECT count(*) FROM public.cities")))
             .rule(Rule::new(&["<result"], Reply::text("ROWS"))));
         Spi::run("SET ROLE ask_test_cities").unwrap();
-        let seen: Vec<String> =
-            crate::pg::spi::select_rows("SELECT question FROM ask.verified_queries ORDER BY id", &[], |r| r.get::<String>(1).ok().flatten());
+        let seen: Vec<String> = crate::pg::spi::select_rows("SELECT question FROM ask.verified_queries ORDER BY id", &[], |r| {
+            r.get::<String>(1).ok().flatten()
+        });
         let JsonB(trace) = one::<JsonB>("SELECT ask.explain('How many restaurants are there?')");
         let (code, _, _) = error_of("SELECT ask.remove_verified(1)");
         Spi::run("RESET ROLE").unwrap();
@@ -113,8 +116,9 @@ mod tests {
         assert_ne!(trace["source"], "verified", "{trace}");
         let reqs = s.requests();
         assert!(!reqs.is_empty());
-        assert!(reqs.iter().all(|r| !r.prompt.contains("restaurants are there") || !r.prompt.contains("<example>")), "{}", reqs[0].prompt);
-        assert!(reqs.iter().all(|r| !r.prompt.contains(COUNT_SQL)));
+        // The cities query is shown as an example; the restaurants one is not.
+        assert!(reqs[0].prompt.contains("<example>\n<question>How many cities are there?</question>"), "{}", reqs[0].prompt);
+        assert!(reqs.iter().all(|r| !r.prompt.contains(COUNT_SQL) && !r.prompt.contains("<example>\n<question>How many restaurants")));
         // Nor may it remove a verified query it cannot see.
         assert_eq!(code, "42704");
         Spi::run("REVOKE ALL ON public.cities FROM ask_test_cities; DROP ROLE ask_test_cities").unwrap();

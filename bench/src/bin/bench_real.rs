@@ -16,8 +16,8 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
+use pg_ask_bench::repo;
 use pg_ask_core::constrain::schemas::Shape;
-use pg_ask_it::{connect_as_is, connect_to};
 use postgres::Client;
 use serde_json::{json, Value};
 
@@ -29,35 +29,8 @@ fn env(name: &str, default: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| default.to_string())
 }
 
-fn repo() -> &'static Path {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-}
-
-/// A fresh database with the sample in `public` and every defog database in a schema of its name.
 fn database() -> Client {
-    let mut admin = connect_as_is();
-    // Two statements, not one batch: DROP DATABASE cannot run in a transaction block.
-    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {DB} WITH (FORCE)")).unwrap();
-    admin.batch_execute(&format!("CREATE DATABASE {DB}")).unwrap();
-    let mut c = connect_to("postgres", DB);
-    c.batch_execute(&std::fs::read_to_string(repo().join("sample/sample.sql")).unwrap()).expect("load the sample");
-    let defog = repo().join("../shared/datasets/defog");
-    for entry in std::fs::read_dir(&defog).expect("../shared/datasets/defog") {
-        let path = entry.unwrap().path();
-        if path.extension().and_then(|e| e.to_str()) != Some("sql") {
-            continue;
-        }
-        let db = path.file_stem().unwrap().to_str().unwrap().to_string();
-        let text = std::fs::read_to_string(&path).unwrap();
-        // Some files qualify their tables with public., others not: both land in the schema.
-        c.batch_execute(&format!("DROP SCHEMA IF EXISTS {db} CASCADE; CREATE SCHEMA {db}; SET search_path = {db};")).unwrap();
-        // ewallet's file creates its tables in consumer_div; the questions name the database.
-        let text = text.replace("public.", &format!("{db}.")).replace("consumer_div.", &format!("{db}."));
-        c.batch_execute(&text).unwrap_or_else(|e| panic!("load defog {db}: {e}"));
-        c.batch_execute("RESET search_path").unwrap();
-    }
-    c.batch_execute("CREATE EXTENSION pg_ask CASCADE").unwrap();
-    c
+    pg_ask_bench::database(DB)
 }
 
 fn load_sample(c: &mut Client) -> i32 {

@@ -446,7 +446,7 @@ fn from_verified(
                 continue;
             }
         };
-        match verified::decide(question, cand, &literals, &mut |lit, text| host.stored_value(lit, text)) {
+        match verified::decide(question, cand, &literals, cfg.verified_min_cosine, &mut |lit, text| host.stored_value(lit, text)) {
             Decision::Example { why } => {
                 d["decision"] = json!("example");
                 d["why"] = json!(why);
@@ -1201,17 +1201,28 @@ mod tests {
         assert_eq!(out.answer, Some(AnswerDecision::Rows));
         assert_eq!((out.trace.source, out.trace.verified_id), (Some("verified"), Some(12)));
         let st = &out.trace.stages[0];
-        assert_eq!((st.stage, &st.output["source"], &st.output["id"], &st.output["rule"]), ("verified", &json!("verified"), &json!(12), &json!("paraphrase")));
+        assert_eq!(
+            (st.stage, &st.output["source"], &st.output["id"], &st.output["rule"]),
+            ("verified", &json!("verified"), &json!(12), &json!("paraphrase"))
+        );
     }
 
     #[test]
     fn another_question_gets_the_verified_one_as_an_example() {
-        let mut h = Verifying(Scripted::new(&["SELECT count(*) FROM public.restaurants WHERE closed_on IS NULL", "ROWS"]), vec![verified_count(0.8)]);
+        let mut h = Verifying(
+            Scripted::new(&["SELECT count(*) FROM public.restaurants WHERE closed_on IS NULL", "ROWS"]),
+            vec![verified_count(0.8)],
+        );
         let out = run(&mut h, "How many restaurants are still open?", &cfg(), Goal::Answer).unwrap();
         assert_eq!(out.trace.llm_calls, 2);
         assert_eq!(out.trace.source, Some("llm"));
         let prompt = &h.0.seen[0].1.messages[0].content;
-        assert!(prompt.contains("<example>\n<question>How many restaurants are there?</question>\n```sql\nSELECT count(*) FROM public.restaurants\n```"), "{prompt}");
+        assert!(
+            prompt.contains(
+                "<example>\n<question>How many restaurants are there?</question>\n```sql\nSELECT count(*) FROM public.restaurants\n```"
+            ),
+            "{prompt}"
+        );
         assert_eq!(out.trace.stages[0].output["candidates"][0]["decision"], "example");
         // Off: nothing retrieved, nothing shown.
         let mut h = Verifying(Scripted::new(&["SELECT count(*) FROM public.restaurants", "ROWS"]), vec![verified_count(0.99)]);
@@ -1277,7 +1288,11 @@ mod tests {
         let on = AskConfig { clarify: true, ..cfg() };
         let mut h = Ambiguous(Scripted::new(&[]));
         let out = run(&mut h, "restaurants in LA?", &on, Goal::Answer).unwrap();
-        assert!(out.answer_text().starts_with("By \"LA\", did you mean Los Angeles (cities.name) or LA (states.code)?"), "{}", out.answer_text());
+        assert!(
+            out.answer_text().starts_with("By \"LA\", did you mean Los Angeles (cities.name) or LA (states.code)?"),
+            "{}",
+            out.answer_text()
+        );
         assert_eq!((out.trace.llm_calls, out.trace.source), (0, Some("clarify")));
         assert!(h.0.executed.is_empty());
         let (err, _) = run(&mut h, "restaurants in LA?", &on, Goal::Sql).unwrap_err();

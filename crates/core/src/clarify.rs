@@ -50,10 +50,10 @@ pub const MAX_PHRASES: usize = 64;
 
 /// Words that are never a value on their own.
 const STOP: &[&str] = &[
-    "a", "an", "the", "of", "in", "on", "at", "to", "for", "from", "by", "with", "and", "or", "not", "is", "are", "was", "were",
-    "be", "been", "has", "have", "had", "do", "does", "did", "how", "many", "much", "what", "which", "who", "whom", "whose",
-    "where", "when", "why", "there", "their", "them", "they", "it", "its", "this", "that", "these", "those", "all", "any",
-    "each", "every", "some", "me", "my", "i", "you", "your", "we", "our", "list", "show", "give", "find", "count", "number",
+    "a", "an", "the", "of", "in", "on", "at", "to", "for", "from", "by", "with", "and", "or", "not", "is", "are", "was", "were", "be",
+    "been", "has", "have", "had", "do", "does", "did", "how", "many", "much", "what", "which", "who", "whom", "whose", "where", "when",
+    "why", "there", "their", "them", "they", "it", "its", "this", "that", "these", "those", "all", "any", "each", "every", "some", "me",
+    "my", "i", "you", "your", "we", "our", "list", "show", "give", "find", "count", "number",
 ];
 
 /// The phrases of `question` worth looking up in the value memory: runs of one to

@@ -93,6 +93,9 @@ pub struct AskConfig {
     pub sql_grammar: bool,
     /// What verified queries may do (`ask.verified`).
     pub verified: VerifiedUse,
+    /// The least cosine between a question and a verified one in other words for the verified
+    /// SQL to answer it (`ask.verified_min_cosine`).
+    pub verified_min_cosine: f64,
     /// Whether an ambiguity pg_ask can see is put back to the user as a question
     /// (`ask.clarify`) instead of being guessed.
     pub clarify: bool,
@@ -114,7 +117,15 @@ pub enum VerifiedUse {
 
 impl Default for AskConfig {
     fn default() -> Self {
-        AskConfig { max_attempts: 3, row_limit: 1000, answer_rows: 50, sql_grammar: false, verified: VerifiedUse::On, clarify: false }
+        AskConfig {
+            max_attempts: 3,
+            row_limit: 1000,
+            answer_rows: 50,
+            sql_grammar: false,
+            verified: VerifiedUse::On,
+            verified_min_cosine: crate::verified::PARAPHRASE_MIN_COSINE,
+            clarify: false,
+        }
     }
 }
 

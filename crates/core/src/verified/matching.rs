@@ -42,9 +42,7 @@ pub fn words(text: &str) -> Vec<Word> {
     let mut start: Option<usize> = None;
     let chars: Vec<(usize, char)> = text.char_indices().collect();
     for (k, &(i, c)) in chars.iter().enumerate() {
-        let inner_apostrophe = (c == '\'' || c == '’')
-            && start.is_some()
-            && chars.get(k + 1).is_some_and(|(_, n)| n.is_alphanumeric());
+        let inner_apostrophe = (c == '\'' || c == '’') && start.is_some() && chars.get(k + 1).is_some_and(|(_, n)| n.is_alphanumeric());
         let part = c.is_alphanumeric() || inner_apostrophe || (c == '.' && start.is_some() && is_decimal_point(&chars, k));
         match (part, start) {
             (true, None) => start = Some(i),
@@ -68,9 +66,51 @@ fn is_decimal_point(chars: &[(usize, char)], k: usize) -> bool {
 
 /// Words that change what a question asks; a slot filler may hold none of them.
 const LOGIC_WORDS: &[&str] = &[
-    "and", "or", "not", "no", "nor", "without", "except", "excluding", "but", "than", "with", "more", "less", "fewer", "most",
-    "least", "over", "under", "above", "below", "before", "after", "between", "per", "each", "every", "all", "any", "only",
-    "top", "first", "last", "where", "which", "who", "that", "whose", "in", "of", "from", "by", "for", "to", "at", "on",
+    "and",
+    "or",
+    "not",
+    "no",
+    "nor",
+    "without",
+    "except",
+    "excluding",
+    "but",
+    "than",
+    "with",
+    "more",
+    "less",
+    "fewer",
+    "most",
+    "least",
+    "over",
+    "under",
+    "above",
+    "below",
+    "before",
+    "after",
+    "between",
+    "per",
+    "each",
+    "every",
+    "all",
+    "any",
+    "only",
+    "top",
+    "first",
+    "last",
+    "where",
+    "which",
+    "who",
+    "that",
+    "whose",
+    "in",
+    "of",
+    "from",
+    "by",
+    "for",
+    "to",
+    "at",
+    "on",
 ];
 
 /// One piece of a verified question's template.
@@ -177,8 +217,8 @@ fn is_number(w: &str) -> bool {
 }
 
 const NUMBER_WORDS: &[&str] = &[
-    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "twenty",
-    "hundred", "thousand", "million", "dozen", "half", "once", "twice", "single", "both",
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "twenty", "hundred",
+    "thousand", "million", "dozen", "half", "once", "twice", "single", "both",
 ];
 
 /// Classes of words whose presence changes what a question asks; two questions with other
@@ -188,14 +228,41 @@ const CLASSES: &[(&str, &[&str])] = &[
     ("count", &["count", "many", "number", "how many"]),
     ("sum", &["total", "sum", "overall", "combined"]),
     ("average", &["average", "mean", "avg", "typical"]),
-    ("high", &[
-        "most", "highest", "largest", "biggest", "maximum", "max", "top", "best", "greatest", "longest", "more", "higher",
-        "larger", "bigger", "greater", "above", "over", "exceed", "exceeds", "exceeding", "at least", "heaviest", "richest",
-    ]),
-    ("low", &[
-        "least", "lowest", "smallest", "minimum", "min", "bottom", "worst", "fewest", "shortest", "less", "fewer", "lower",
-        "smaller", "below", "under", "at most", "cheapest", "lightest",
-    ]),
+    (
+        "high",
+        &[
+            "most",
+            "highest",
+            "largest",
+            "biggest",
+            "maximum",
+            "max",
+            "top",
+            "best",
+            "greatest",
+            "longest",
+            "more",
+            "higher",
+            "larger",
+            "bigger",
+            "greater",
+            "above",
+            "over",
+            "exceed",
+            "exceeds",
+            "exceeding",
+            "at least",
+            "heaviest",
+            "richest",
+        ],
+    ),
+    (
+        "low",
+        &[
+            "least", "lowest", "smallest", "minimum", "min", "bottom", "worst", "fewest", "shortest", "less", "fewer", "lower", "smaller",
+            "below", "under", "at most", "cheapest", "lightest",
+        ],
+    ),
     ("earlier", &["before", "earlier", "earliest", "first", "oldest", "prior", "since"]),
     ("later", &["after", "later", "latest", "last", "newest", "recent", "recently", "until"]),
     ("distinct", &["distinct", "unique", "different"]),

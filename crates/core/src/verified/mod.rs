@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 
 use crate::values::literals::LiteralRef;
 use crate::values::rewrite::{rewrite, Replacement};
-use matching::{paraphrase_conflict, Template, PARAPHRASE_MIN_COSINE};
+pub use matching::PARAPHRASE_MIN_COSINE;
+use matching::{paraphrase_conflict, Template};
 
 /// Verified queries shown to the LLM as examples at most.
 pub const MAX_EXAMPLES: usize = 3;
@@ -77,10 +78,13 @@ pub enum Decision {
 /// literals of the verified SQL with their columns (the glue's literal resolution);
 /// `resolve(literal, text)` gives the value stored in that literal's column that `text`
 /// stands for, if the value memory is sure of one (`None` otherwise).
+/// `min_cosine`: the least cosine for a paraphrase (`ask.verified_min_cosine`, by default
+/// [`PARAPHRASE_MIN_COSINE`]).
 pub fn decide(
     asked: &str,
     cand: &Candidate,
     literals: &[LiteralRef],
+    min_cosine: f64,
     resolve: &mut dyn FnMut(&LiteralRef, &str) -> Result<Option<String>, String>,
 ) -> Decision {
     let values: Vec<String> = literals.iter().map(|l| l.value.clone()).collect();
@@ -95,15 +99,15 @@ pub fn decide(
             }
             match resolve(lit, &text) {
                 Ok(Some(stored)) => {
-                    substituted.push(json!({"literal": lit.value, "asked": text, "value": stored, "column": format!("{}.{}", lit.table, lit.column)}));
+                    substituted.push(
+                        json!({"literal": lit.value, "asked": text, "value": stored, "column": format!("{}.{}", lit.table, lit.column)}),
+                    );
                     if stored != lit.value {
                         replacements.push(Replacement::for_literal(lit, &stored));
                     }
                 }
                 Ok(None) => {
-                    return Decision::Example {
-                        why: format!("{text:?} is not a value the memory knows in {}.{}", lit.table, lit.column),
-                    }
+                    return Decision::Example { why: format!("{text:?} is not a value the memory knows in {}.{}", lit.table, lit.column) }
                 }
                 Err(e) => return Decision::Example { why: format!("could not resolve {text:?}: {e}") },
             }
@@ -114,15 +118,15 @@ pub fn decide(
             Err(e) => Decision::Example { why: format!("could not write the new values in: {e}") },
         };
     }
+    // What the questions ask is compared before how alike they read, so that a trace tells a
+    // conflict from a low cosine.
+    if let Some(why) = paraphrase_conflict(&cand.question, asked, &values) {
+        return Decision::Example { why };
+    }
     match cand.cosine {
         None => Decision::Example { why: "other words, and no embeddings to compare them".into() },
-        Some(c) if c < PARAPHRASE_MIN_COSINE => {
-            Decision::Example { why: format!("other words, cosine {c:.3} < {PARAPHRASE_MIN_COSINE}") }
-        }
-        Some(_) => match paraphrase_conflict(&cand.question, asked, &values) {
-            Some(why) => Decision::Example { why },
-            None => Decision::Answer { rule: Rule::Paraphrase, sql: cand.sql.clone(), substituted: vec![] },
-        },
+        Some(c) if c < min_cosine => Decision::Example { why: format!("other words, cosine {c:.3} < {min_cosine}") },
+        Some(_) => Decision::Answer { rule: Rule::Paraphrase, sql: cand.sql.clone(), substituted: vec![] },
     }
 }
 
@@ -140,15 +144,7 @@ mod tests {
     }
 
     fn cand(question: &str, sql: &str, cosine: Option<f64>) -> Candidate {
-        Candidate {
-            id: 7,
-            question: question.into(),
-            sql: sql.into(),
-            schema: None,
-            verified_by: "alice".into(),
-            cosine,
-            trigram: 0.5,
-        }
+        Candidate { id: 7, question: question.into(), sql: sql.into(), schema: None, verified_by: "alice".into(), cosine, trigram: 0.5 }
     }
 
     fn stored(values: &'static [&'static str]) -> impl FnMut(&LiteralRef, &str) -> Result<Option<String>, String> {
@@ -159,7 +155,7 @@ mod tests {
     fn a_new_value_the_memory_knows_is_written_in() {
         let c = cand("Which cities are in Japan?", "SELECT name FROM cities WHERE country = 'Japan'", Some(0.8));
         let lits = find_literals(&c.sql, &catalog()).unwrap();
-        let d = decide("Which cities are in france?", &c, &lits, &mut stored(&["Japan", "France"]));
+        let d = decide("Which cities are in france?", &c, &lits, PARAPHRASE_MIN_COSINE, &mut stored(&["Japan", "France"]));
         match d {
             Decision::Answer { rule, sql, substituted } => {
                 assert_eq!(rule, Rule::Template);
@@ -169,7 +165,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // A value the memory does not know: not answered from the store.
-        let d = decide("Which cities are in Atlantis?", &c, &lits, &mut stored(&["Japan", "France"]));
+        let d = decide("Which cities are in Atlantis?", &c, &lits, PARAPHRASE_MIN_COSINE, &mut stored(&["Japan", "France"]));
         assert!(matches!(d, Decision::Example { .. }), "{d:?}");
     }
 
@@ -177,28 +173,39 @@ mod tests {
     fn the_same_words_need_no_resolution_and_a_paraphrase_needs_a_high_cosine() {
         let c = cand("How many restaurants are there?", "SELECT count(*) FROM restaurants", Some(0.93));
         let mut never = |_: &LiteralRef, _: &str| -> Result<Option<String>, String> { panic!("nothing to resolve") };
-        assert!(matches!(decide("how many restaurants are there", &c, &[], &mut never), Decision::Answer { rule: Rule::SameQuestion, .. }));
         assert!(matches!(
-            decide("What is the number of restaurants?", &c, &[], &mut never),
+            decide("how many restaurants are there", &c, &[], PARAPHRASE_MIN_COSINE, &mut never),
+            Decision::Answer { rule: Rule::SameQuestion, .. }
+        ));
+        assert!(matches!(
+            decide("What is the number of restaurants?", &c, &[], PARAPHRASE_MIN_COSINE, &mut never),
             Decision::Answer { rule: Rule::Paraphrase, .. }
         ));
         let low = Candidate { cosine: Some(0.85), ..c.clone() };
-        assert!(matches!(decide("What is the number of restaurants?", &low, &[], &mut never), Decision::Example { .. }));
+        assert!(matches!(
+            decide("What is the number of restaurants?", &low, &[], PARAPHRASE_MIN_COSINE, &mut never),
+            Decision::Example { .. }
+        ));
         let none = Candidate { cosine: None, ..c };
-        assert!(matches!(decide("What is the number of restaurants?", &none, &[], &mut never), Decision::Example { .. }));
+        assert!(matches!(
+            decide("What is the number of restaurants?", &none, &[], PARAPHRASE_MIN_COSINE, &mut never),
+            Decision::Example { .. }
+        ));
     }
 
     #[test]
     fn a_like_pattern_keeps_its_wildcards() {
         let c = cand("Which restaurants serve Italian food?", "SELECT name FROM restaurants WHERE cuisine ILIKE '%Italian%'", Some(0.8));
         let lits = find_literals(&c.sql, &catalog()).unwrap();
-        let d = decide("Which restaurants serve French food?", &c, &lits, &mut stored(&["Italian", "French"]));
+        let d = decide("Which restaurants serve French food?", &c, &lits, PARAPHRASE_MIN_COSINE, &mut stored(&["Italian", "French"]));
         assert_eq!(
             d,
             Decision::Answer {
                 rule: Rule::Template,
                 sql: "SELECT name FROM restaurants WHERE cuisine ILIKE '%French%'".into(),
-                substituted: vec![json!({"literal": "Italian", "asked": "French", "value": "French", "column": "public.restaurants.cuisine"})]
+                substituted: vec![
+                    json!({"literal": "Italian", "asked": "French", "value": "French", "column": "public.restaurants.cuisine"})
+                ]
             }
         );
     }

@@ -1,0 +1,39 @@
+//! What the benchmark programs share: the repository's path and a database with the sample
+//! and the defog databases loaded.
+
+use std::path::Path;
+
+use pg_ask_it::{connect_as_is, connect_to};
+use postgres::Client;
+
+pub fn repo() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+}
+
+/// A fresh database `db` with the sample in `public`, every defog database in a schema of its
+/// name, and pg_ask.
+pub fn database(db: &str) -> Client {
+    let mut admin = connect_as_is();
+    // Two statements, not one batch: DROP DATABASE cannot run in a transaction block.
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)")).unwrap();
+    admin.batch_execute(&format!("CREATE DATABASE {db}")).unwrap();
+    let mut c = connect_to("postgres", db);
+    c.batch_execute(&std::fs::read_to_string(repo().join("sample/sample.sql")).unwrap()).expect("load the sample");
+    let defog = repo().join("../shared/datasets/defog");
+    for entry in std::fs::read_dir(&defog).expect("../shared/datasets/defog") {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("sql") {
+            continue;
+        }
+        let schema = path.file_stem().unwrap().to_str().unwrap().to_string();
+        let text = std::fs::read_to_string(&path).unwrap();
+        // Some files qualify their tables with public., others not: both land in the schema.
+        c.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}; SET search_path = {schema};")).unwrap();
+        // ewallet's file creates its tables in consumer_div; the questions name the database.
+        let text = text.replace("public.", &format!("{schema}.")).replace("consumer_div.", &format!("{schema}."));
+        c.batch_execute(&text).unwrap_or_else(|e| panic!("load defog {schema}: {e}"));
+        c.batch_execute("RESET search_path").unwrap();
+    }
+    c.batch_execute("CREATE EXTENSION pg_ask CASCADE").unwrap();
+    c
+}
