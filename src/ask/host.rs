@@ -79,8 +79,8 @@ impl Host for BackendHost {
         Ok(values::correct::stored_value(lit, text))
     }
 
-    fn ambiguities(&mut self, question: &str) -> Result<Vec<pg_ask_core::clarify::Ambiguity>, String> {
-        crate::clarify::ambiguities(question)
+    fn ambiguities(&mut self, question: &str, tables: &[String]) -> Result<Vec<pg_ask_core::clarify::Ambiguity>, String> {
+        crate::clarify::ambiguities(question, tables)
     }
 
     fn execute_verified(&mut self, sql: &str, schema: Option<&str>) -> Result<ResultSet, ExecFailure> {

@@ -20,15 +20,18 @@ struct Column {
     schema: String,
     table: String,
     column: String,
+    /// Every column of the table.
+    table_columns: Vec<String>,
 }
 
 impl Column {
+    /// The table as a description writes it.
+    fn qualified(&self) -> String {
+        format!("{}.{}", pg_ask_core::sqltext::quote_ident(&self.schema), pg_ask_core::sqltext::quote_ident(&self.table))
+    }
+
     fn reading(&self, value: String) -> Reading {
-        Reading {
-            value,
-            table: format!("{}.{}", pg_ask_core::sqltext::quote_ident(&self.schema), pg_ask_core::sqltext::quote_ident(&self.table)),
-            column: self.column.clone(),
-        }
+        Reading { value, table: self.qualified(), column: self.column.clone(), table_columns: self.table_columns.clone() }
     }
 
     fn probe(&self, text: &str) -> LiteralRef {
@@ -42,14 +45,16 @@ impl Column {
     }
 }
 
-/// The readable indexed columns of the value memory, as the caller may read them.
+/// The indexed columns of the value memory that the caller may read.
 fn readable_columns() -> Vec<Column> {
     // SAFETY: reads the backend's current user id.
     let caller = unsafe { pg_sys::GetUserId() };
     let args: [DatumWithOid; 1] = [caller.into()];
     as_memory_owner(|| {
         crate::pg::spi::select_rows(
-            "SELECT vc.id, vc.relid, vc.attnum, n.nspname::text, c.relname::text, a.attname::text
+            "SELECT vc.id, vc.relid, vc.attnum, n.nspname::text, c.relname::text, a.attname::text,
+                    ARRAY(SELECT t.attname::text FROM pg_catalog.pg_attribute t
+                          WHERE t.attrelid = vc.relid AND t.attnum > 0 AND NOT t.attisdropped ORDER BY t.attnum)
              FROM ask.value_columns vc
              JOIN pg_catalog.pg_class c ON c.oid = vc.relid
              JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
@@ -65,6 +70,7 @@ fn readable_columns() -> Vec<Column> {
                     schema: r.get::<String>(4).ok()??,
                     table: r.get::<String>(5).ok()??,
                     column: r.get::<String>(6).ok()??,
+                    table_columns: r.get::<Vec<String>>(7).ok()?.unwrap_or_default(),
                 })
             },
         )
@@ -86,9 +92,11 @@ fn joined(a: &Column, b: &Column) -> bool {
     .unwrap_or(false)
 }
 
-/// The ambiguities of `question` the value memory shows.
-pub(crate) fn ambiguities(question: &str) -> Result<Vec<Ambiguity>, String> {
-    let columns = readable_columns();
+/// The ambiguities of `question` the value memory shows among the columns of `tables` (the
+/// described tables, qualified as a description writes them).
+pub(crate) fn ambiguities(question: &str, tables: &[String]) -> Result<Vec<Ambiguity>, String> {
+    let mut columns = readable_columns();
+    columns.retain(|c| tables.contains(&c.qualified()));
     if columns.is_empty() {
         return Ok(Vec::new());
     }

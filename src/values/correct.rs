@@ -368,10 +368,10 @@ fn evidence_for(lit: &LiteralRef, text: &str) -> Option<Evidence> {
 }
 
 /// The value stored in `lit`'s column that `text` stands for: `text` itself when the column
-/// holds it, its stored spelling when it does ignoring case, or the value the memory's rules
-/// pick without the LLM (lexical or embedding evidence with a clear margin) for a short text
-/// (at most three words: a phrase is no value). `None` when the column is not indexed (and not
-/// an enum), the caller may not read it, or the memory is unsure.
+/// holds it, its stored spelling when it does ignoring case, or the value the memory's
+/// lexical rule picks without the LLM ([`lexical_reading`]). `None` when the column is not
+/// indexed (and not an enum), the caller may not read it, or only the embedding speaks for a
+/// value ('Illinois' is near 'Chicago', and is not it).
 pub(crate) fn stored_value(lit: &LiteralRef, text: &str) -> Option<String> {
     let ev = evidence_for(lit, text)?;
     if ev.exact {
@@ -380,23 +380,25 @@ pub(crate) fn stored_value(lit: &LiteralRef, text: &str) -> Option<String> {
     if let Some(stored) = ev.case_insensitive.clone() {
         return Some(stored);
     }
-    if text.split_whitespace().count() > 3 {
-        return None;
-    }
-    match decide(&ev, Comparison::CaseSensitive).decision {
-        Decision::Replace { value, .. } => Some(value),
-        _ => None,
-    }
+    lexical_choice(&ev, text)
 }
 
 /// The value of `lit`'s column that `text` is a spelling of on lexical evidence alone (an
-/// initialism, a plural, a typo: the memory's `lexical` rule), other than `text` itself.
+/// initialism, a plural, a word prefix, a small typo: the memory's `lexical` rule), other than
+/// `text` itself; a text of more than three words is no spelling of a value.
 pub(crate) fn lexical_reading(lit: &LiteralRef, text: &str) -> Option<String> {
     let ev = evidence_for(lit, text)?;
     if ev.exact || ev.case_insensitive.is_some() {
         return None;
     }
-    match decide(&ev, Comparison::CaseSensitive).decision {
+    lexical_choice(&ev, text)
+}
+
+fn lexical_choice(ev: &Evidence, text: &str) -> Option<String> {
+    if text.split_whitespace().count() > 3 {
+        return None;
+    }
+    match decide(ev, Comparison::CaseSensitive).decision {
         Decision::Replace { value, reason: pg_ask_core::values::decide::Rule::Lexical, .. } => Some(value),
         _ => None,
     }

@@ -60,7 +60,11 @@ fn rows(c: &mut Client, schema: &str, sql: &str) -> Option<Vec<String>> {
     out
 }
 
+/// The first of the gold SQL's alternatives, with ewallet's schema as the benchmark database
+/// names it.
 fn first_alternative(gold: &str) -> String {
+    let gold = gold.replace("consumer_div.", "ewallet.");
+    let gold = gold.as_str();
     gold_alternatives(gold).ok().and_then(|a| a.into_iter().next()).unwrap_or_else(|| gold.to_string())
 }
 
@@ -196,6 +200,10 @@ fn main() {
             let entry = tally.entry((a.part, a.kind)).or_default();
             entry.0 += 1;
             if trace["source"] != "verified" {
+                if th == 0.90 && a.kind != "near_miss" && std::env::var_os("PG_ASK_BENCH_VERBOSE").is_some() {
+                    let why = trace["stages"][0]["output"]["candidates"][0].clone();
+                    println!("  not from the store ({} {}): {:?}: {why}", a.part, a.kind, a.question);
+                }
                 continue;
             }
             entry.1 += 1;

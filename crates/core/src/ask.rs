@@ -140,13 +140,15 @@ pub trait Host {
         Ok(Vec::new())
     }
     /// The value stored in `lit`'s column that `text` stands for, when the column holds it
-    /// (ignoring case) or the value memory is sure of it without the LLM; `None` otherwise.
+    /// (ignoring case) or the value memory's lexical rule reads it as one (an initialism, a
+    /// plural, a typo); `None` otherwise.
     fn stored_value(&mut self, _lit: &LiteralRef, _text: &str) -> Result<Option<String>, String> {
         Ok(None)
     }
-    /// Words of `question` that the value memory reads in two ways ([`clarify`]). The
-    /// default: none.
-    fn ambiguities(&mut self, _question: &str) -> Result<Vec<Ambiguity>, String> {
+    /// Words of `question` that the value memory reads in two ways ([`clarify`]) among the
+    /// columns of `tables` (the described tables, qualified as the description writes them).
+    /// The default: none.
+    fn ambiguities(&mut self, _question: &str, _tables: &[String]) -> Result<Vec<Ambiguity>, String> {
         Ok(Vec::new())
     }
     /// Run a verified query (already through the parse-level guard) as [`Host::execute`]
@@ -317,11 +319,36 @@ fn run_inner(
     let examples: Vec<(String, String)> = shown.iter().map(|c| (c.question.clone(), c.sql.clone())).collect();
     trace.source = Some("llm");
 
-    // Ambiguities the value memory shows: resolved from the context (or the words around
-    // them), or put back to the user as a question.
+    let t = Instant::now();
+    let selection = host.select_tables(question).map_err(AskError::Host)?;
+    let selection = match selection {
+        Some(sel) => {
+            let mut st = StageTrace::new(stage::SELECT, json!({"question": question}));
+            st.output = sel.detail.clone();
+            st.ms = ms_since(t);
+            trace.push(st);
+            sel.candidates.into_iter().filter(|c| !c.tables.trim().is_empty()).collect::<Vec<_>>()
+        }
+        None => Vec::new(),
+    };
+    let t = Instant::now();
+    let schema = match (selection.len(), selection.first()) {
+        (1, Some(c)) => c.tables.clone(),
+        (0, _) => host.schema_text().map_err(AskError::Host)?,
+        _ => String::new(),
+    };
+    let schema_ms = ms_since(t);
+
+    // Ambiguities the value memory shows among the described tables: resolved from the
+    // context (or the words around them), or put back to the user as a question.
     let clarified;
     let question = if cfg.clarify {
-        match clarify_question(host, trace, question, context)? {
+        let described: Vec<String> = if selection.len() > 1 {
+            selection.iter().flat_map(|c| described_tables(&c.tables)).collect()
+        } else {
+            described_tables(&schema)
+        };
+        match clarify_question(host, trace, question, context, &described)? {
             Clarified::Unchanged => question,
             Clarified::Chosen(q) => {
                 clarified = q;
@@ -339,30 +366,12 @@ fn run_inner(
         question
     };
 
-    let t = Instant::now();
-    let selection = host.select_tables(question).map_err(AskError::Host)?;
-    let selection = match selection {
-        Some(sel) => {
-            let mut st = StageTrace::new(stage::SELECT, json!({"question": question}));
-            st.output = sel.detail.clone();
-            st.ms = ms_since(t);
-            trace.push(st);
-            sel.candidates.into_iter().filter(|c| !c.tables.trim().is_empty()).collect::<Vec<_>>()
-        }
-        None => Vec::new(),
-    };
     if selection.len() > 1 {
         return run_plan(host, question, &selection, cfg, goal, trace, &examples);
     }
-
-    let t = Instant::now();
-    let schema = match selection.into_iter().next() {
-        Some(c) => c.tables,
-        None => host.schema_text().map_err(AskError::Host)?,
-    };
     let mut st = StageTrace::new(stage::SCHEMA, Value::Null);
     st.output = json!({"chars": schema.len(), "tables": count_tables(&schema)});
-    st.ms = ms_since(t);
+    st.ms = schema_ms;
     trace.push(st);
     if schema.trim().is_empty() {
         return Err(AskError::NoTables);
@@ -384,9 +393,15 @@ enum Clarified {
 
 /// Look for ambiguities, resolve what the context or the words around them settle, and say
 /// what is left; recorded as the `clarify` stage.
-fn clarify_question(host: &mut dyn Host, trace: &mut Trace, question: &str, context: Option<&str>) -> Result<Clarified, AskError> {
+fn clarify_question(
+    host: &mut dyn Host,
+    trace: &mut Trace,
+    question: &str,
+    context: Option<&str>,
+    tables: &[String],
+) -> Result<Clarified, AskError> {
     let t = Instant::now();
-    let found = host.ambiguities(question).map_err(AskError::Host)?;
+    let found = host.ambiguities(question, tables).map_err(AskError::Host)?;
     if found.is_empty() {
         return Ok(Clarified::Unchanged);
     }
@@ -492,6 +507,12 @@ fn from_verified(
     trace.verified_id = Some(id);
     let answer = (goal == Goal::Answer).then_some(AnswerDecision::Rows);
     Some((sql, rs, answer))
+}
+
+/// The tables of a rendered description, qualified as it writes them (each starts an
+/// unindented line `TABLE name`).
+fn described_tables(schema: &str) -> Vec<String> {
+    crate::schema::parse_rendered(schema).into_iter().map(|t| format!("{}.{}", t.schema, t.name)).collect()
 }
 
 /// Tables in a rendered description (each starts an unindented line).
@@ -1266,14 +1287,19 @@ mod tests {
         fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
             self.0.execute(sql)
         }
-        fn ambiguities(&mut self, question: &str) -> Result<Vec<Ambiguity>, String> {
+        fn ambiguities(&mut self, question: &str, _: &[String]) -> Result<Vec<Ambiguity>, String> {
             use crate::clarify::Reading;
             Ok(if question.contains("LA") {
                 vec![Ambiguity {
                     phrase: "LA".into(),
                     readings: vec![
-                        Reading { value: "Los Angeles".into(), table: "public.cities".into(), column: "name".into() },
-                        Reading { value: "LA".into(), table: "public.states".into(), column: "code".into() },
+                        Reading {
+                            value: "Los Angeles".into(),
+                            table: "public.cities".into(),
+                            column: "name".into(),
+                            table_columns: vec![],
+                        },
+                        Reading { value: "LA".into(), table: "public.states".into(), column: "code".into(), table_columns: vec![] },
                     ],
                     why: "abbreviation",
                 }]

@@ -22,6 +22,10 @@ pub struct Reading {
     pub table: String,
     /// The column.
     pub column: String,
+    /// Every column of the table: a question that names one of them (and none of another
+    /// reading's table) means this reading ("the population of New York": the city).
+    #[serde(skip)]
+    pub table_columns: Vec<String>,
 }
 
 impl Reading {
@@ -122,6 +126,20 @@ pub fn resolve(amb: &Ambiguity, context: &str, question: &str) -> Option<usize> 
         }
     }
     said.retain(|w| !phrase.contains(w));
+    // Columns of only one reading's table named in the question.
+    let asked: Vec<String> = q.iter().filter(|w| !phrase.contains(w)).cloned().collect();
+    let by_column: Vec<usize> = amb
+        .readings
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| {
+            r.table_columns.iter().any(|c| {
+                let cw: Vec<String> = words(&c.replace('_', " ")).into_iter().map(|w| singular(&w.norm)).collect();
+                !cw.is_empty() && cw.iter().all(|w| !GENERIC.contains(&w.as_str())) && asked.windows(cw.len()).any(|win| win == &cw[..])
+            })
+        })
+        .map(|(i, _)| i)
+        .collect();
     let hit: Vec<usize> = amb
         .readings
         .iter()
@@ -129,8 +147,8 @@ pub fn resolve(amb: &Ambiguity, context: &str, question: &str) -> Option<usize> 
         .filter(|(_, r)| reading_words(r).iter().any(|w| !phrase.contains(w) && said.contains(w)))
         .map(|(i, _)| i)
         .collect();
-    match hit[..] {
-        [one] => Some(one),
+    match (&hit[..], &by_column[..]) {
+        ([one], _) | ([], [one]) => Some(*one),
         _ => None,
     }
 }
@@ -175,8 +193,13 @@ mod tests {
         Ambiguity {
             phrase: "LA".into(),
             readings: vec![
-                Reading { value: "Los Angeles".into(), table: "public.cities".into(), column: "name".into() },
-                Reading { value: "LA".into(), table: "public.states".into(), column: "code".into() },
+                Reading {
+                    value: "Los Angeles".into(),
+                    table: "public.cities".into(),
+                    column: "name".into(),
+                    table_columns: vec!["name".into(), "population".into(), "state_code".into()],
+                },
+                Reading { value: "LA".into(), table: "public.states".into(), column: "code".into(), table_columns: vec![] },
             ],
             why: "abbreviation",
         }
@@ -210,6 +233,8 @@ mod tests {
         assert_eq!(resolve(&la(), "", "restaurants in the city of LA"), Some(0));
         assert_eq!(resolve(&la(), "", "restaurants in LA state"), Some(1));
         assert_eq!(resolve(&la(), "", "which cities are in LA?"), None);
+        // A column of one reading's table.
+        assert_eq!(resolve(&la(), "", "what is the population of LA?"), Some(0));
         assert_eq!(
             with_choices("restaurants in LA?", &[(&la(), 0)]),
             "restaurants in LA? (\"LA\" means 'Los Angeles' in public.cities.name)"

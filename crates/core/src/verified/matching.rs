@@ -65,52 +65,12 @@ fn is_decimal_point(chars: &[(usize, char)], k: usize) -> bool {
 }
 
 /// Words that change what a question asks; a slot filler may hold none of them.
+#[rustfmt::skip]
 const LOGIC_WORDS: &[&str] = &[
-    "and",
-    "or",
-    "not",
-    "no",
-    "nor",
-    "without",
-    "except",
-    "excluding",
-    "but",
-    "than",
-    "with",
-    "more",
-    "less",
-    "fewer",
-    "most",
-    "least",
-    "over",
-    "under",
-    "above",
-    "below",
-    "before",
-    "after",
-    "between",
-    "per",
-    "each",
-    "every",
-    "all",
-    "any",
-    "only",
-    "top",
-    "first",
-    "last",
-    "where",
-    "which",
-    "who",
-    "that",
-    "whose",
-    "in",
-    "of",
-    "from",
-    "by",
-    "for",
-    "to",
-    "at",
-    "on",
+    "and", "or", "not", "no", "nor", "non", "without", "except", "excluding", "outside", "besides", "but", "than", "with",
+    "more", "less", "fewer", "most", "least", "over", "under", "above", "below", "before", "after", "between", "per", "each",
+    "every", "all", "any", "only", "top", "first", "last", "where", "which", "who", "that", "whose", "in", "of", "from", "by",
+    "for", "to", "at", "on",
 ];
 
 /// One piece of a verified question's template.
@@ -224,7 +184,29 @@ const NUMBER_WORDS: &[&str] = &[
 /// Classes of words whose presence changes what a question asks; two questions with other
 /// classes are not paraphrases, however alike their embeddings.
 const CLASSES: &[(&str, &[&str])] = &[
-    ("negation", &["not", "no", "nor", "never", "without", "except", "excluding", "exclude", "none", "neither", "non", "n't"]),
+    (
+        "negation",
+        &[
+            "not",
+            "no",
+            "nor",
+            "never",
+            "without",
+            "except",
+            "excluding",
+            "exclude",
+            "none",
+            "neither",
+            "non",
+            "n't",
+            "outside",
+            "besides",
+            "other than",
+            "apart from",
+            "aside from",
+            "instead",
+        ],
+    ),
     ("count", &["count", "many", "number", "how many"]),
     ("sum", &["total", "sum", "overall", "combined"]),
     ("average", &["average", "mean", "avg", "typical"]),
@@ -260,7 +242,7 @@ const CLASSES: &[(&str, &[&str])] = &[
         "low",
         &[
             "least", "lowest", "smallest", "minimum", "min", "bottom", "worst", "fewest", "shortest", "less", "fewer", "lower", "smaller",
-            "below", "under", "at most", "cheapest", "lightest",
+            "below", "under", "at most", "cheapest", "lightest", "cheap",
         ],
     ),
     ("earlier", &["before", "earlier", "earliest", "first", "oldest", "prior", "since"]),
@@ -274,6 +256,36 @@ const CLASSES: &[(&str, &[&str])] = &[
     ("open", &["open", "opened", "active", "current", "still"]),
     ("closed", &["closed", "inactive", "shut", "former"]),
 ];
+
+/// Words that phrase a question without saying what it is about: a paraphrase may add or
+/// drop them ("How many chefs are listed?" / "Count the chefs."). Every other word of one
+/// question (singular or plural alike) must stand in the other.
+#[rustfmt::skip]
+const PHRASING: &[&str] = &[
+    "how", "what", "which", "who", "whom", "whose", "where", "when", "is", "are", "was", "were", "be", "been", "being", "there",
+    "here", "the", "a", "an", "of", "in", "on", "at", "to", "for", "from", "by", "with", "do", "does", "did", "have", "has",
+    "had", "list", "listed", "show", "shown", "give", "tell", "find", "display", "return", "get", "me", "us", "all", "name",
+    "names", "please", "could", "would", "can", "you", "i", "we", "our", "my", "that", "this", "these", "those", "it", "its",
+    "their", "them", "they", "exist", "exists", "existing", "recorded", "stored", "database", "guide", "data", "entries",
+    "entry", "records", "record", "available", "known", "also", "just", "so", "as", "about", "into", "than", "s", "and",
+    "what's", "there's", "let", "see", "know", "want", "like", "kindly", "currently", "any", "some", "altogether", "up",
+    "out", "present", "appear", "appears", "included", "include", "includes", "contained", "cover", "covered",
+];
+
+/// Ways of asking for a count, which say the same.
+const COUNTING: &[&str] = &["count", "many", "number"];
+
+/// The words of `question` that say what it is about: neither phrasing nor a way of asking
+/// for a count nor a number (those are compared apart), stemmed. The words of the other
+/// classes stay: "most" and "best" are of one class, not of one meaning.
+fn content_words(question: &str) -> BTreeSet<String> {
+    words(question)
+        .into_iter()
+        .map(|w| w.norm.trim_end_matches("'s").to_string())
+        .filter(|w| !PHRASING.contains(&w.as_str()) && !COUNTING.contains(&w.as_str()) && !is_number(w))
+        .map(|w| crate::selection::lexical::stem(&w))
+        .collect()
+}
 
 /// What must be equal between two questions for one to be a paraphrase of the other.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -333,6 +345,12 @@ pub fn paraphrase_conflict(stored: &str, asked: &str, literals: &[String]) -> Op
     if a.names != b.names {
         return Some(format!("names differ: {:?} and {:?}", a.names, b.names));
     }
+    let (ca, cb) = (content_words(stored), content_words(asked));
+    if ca != cb {
+        let only_stored: Vec<_> = ca.difference(&cb).collect();
+        let only_asked: Vec<_> = cb.difference(&ca).collect();
+        return Some(format!("other words: {only_stored:?} against {only_asked:?}"));
+    }
     let asked_text = format!(" {} ", words(asked).into_iter().map(|w| w.norm).collect::<Vec<_>>().join(" "));
     let stored_text = format!(" {} ", words(stored).into_iter().map(|w| w.norm).collect::<Vec<_>>().join(" "));
     for lit in literals {
@@ -375,6 +393,7 @@ mod tests {
         // A filler that changes the logic is no value.
         assert_eq!(t.fill("Which cities are in Japan or France?"), None);
         assert_eq!(t.fill("Which cities are in Japan with 2 million people?"), None);
+        assert_eq!(t.fill("Which cities are in non-Japan?"), None);
     }
 
     #[test]
@@ -408,5 +427,11 @@ mod tests {
         assert!(paraphrase_conflict("How many italian restaurants are there?", "How many french restaurants are there?", &it).is_some());
         assert_eq!(paraphrase_conflict("How many italian restaurants are there?", "Count the italian restaurants.", &it), None);
         assert!(paraphrase_conflict("Which chefs didn't win an award?", "Which chefs won an award?", &none).is_some());
+        // A word one question has and the other has not changes what is asked.
+        assert!(paraphrase_conflict("How many chefs are listed?", "How many head chefs are listed?", &none).is_some());
+        assert!(paraphrase_conflict("Which restaurant has the most reviews?", "Which restaurant has the best reviews?", &none).is_some());
+        assert!(paraphrase_conflict("How many cities are in the USA?", "How many cities are outside the USA?", &none).is_some());
+        assert_eq!(paraphrase_conflict("How many chefs are listed?", "Count the chefs.", &none), None);
+        assert_eq!(paraphrase_conflict("What are the names of the chefs?", "List the chefs' names.", &none), None);
     }
 }
