@@ -18,7 +18,7 @@ use crate::pg::identity::as_memory_owner;
 use crate::pg::spi::{ext_schema, select_rows, vector_text};
 
 /// Verified queries retrieved per question: the best by embedding and the best by trigrams.
-const RETRIEVE: i64 = 5;
+const RETRIEVE: i64 = 8;
 
 /// The verified queries most like `question` among those the caller may see, best first:
 /// the [`RETRIEVE`] nearest by the questions' embeddings (when embeddings are on and the

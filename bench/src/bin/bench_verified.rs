@@ -212,8 +212,8 @@ fn main() {
             let right = right_rows.is_some() && ran == *right_rows;
             if right {
                 entry.2 += 1;
-            } else if th == 0.90 {
-                println!("  wrong from the store ({} {}): {:?} -> {sql}", a.part, a.kind, a.question);
+            } else {
+                println!("  wrong from the store at {th} ({} {}): {:?} -> {sql}", a.part, a.kind, a.question);
             }
         }
         stage_ms.sort_by(f64::total_cmp);

@@ -446,7 +446,7 @@ fn from_verified(
     let t = Instant::now();
     let mut decisions = Vec::new();
     let mut found = None;
-    for cand in candidates.iter().take(verified::MAX_EXAMPLES) {
+    for cand in candidates {
         let mut d = json!({"id": cand.id, "cosine": cand.cosine, "trigram": cand.trigram});
         if cfg.verified != VerifiedUse::On {
             decisions.push(d);

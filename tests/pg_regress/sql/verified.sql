@@ -69,7 +69,7 @@ SELECT t->>'source' AS source, t->'llm_calls' AS llm_calls,
 FROM ask.explain('how many restaurants are in LA?') t;
 -- The context says which: the SQL is written for that reading.
 SELECT ask('how many restaurants are in LA?', context => 'the city');
-SELECT t->'stages'->1->'output'->>'question_for_sql' AS question_for_sql
+SELECT jsonb_path_query_first(t, '$.stages[*] ? (@.stage == "clarify").output.question_for_sql') AS question_for_sql
 FROM ask.explain('how many restaurants are in LA?', context => 'the city') t;
 RESET ask.clarify;
 DROP TABLE states;

@@ -181,109 +181,117 @@ const NUMBER_WORDS: &[&str] = &[
     "thousand", "million", "dozen", "half", "once", "twice", "single", "both",
 ];
 
+/// Two-word phrases read as one word before classes and content are compared ("at least 4"
+/// is not "least"; "4 or more" is not a choice between two things).
+#[rustfmt::skip]
+const PHRASES: &[(&str, &str)] = &[
+    ("at least", "atleast"), ("at most", "atmost"), ("or more", "ormore"), ("or higher", "ormore"),
+    ("or greater", "ormore"), ("or above", "ormore"), ("or over", "ormore"), ("or less", "orless"),
+    ("or fewer", "orless"), ("or lower", "orless"), ("or below", "orless"), ("or under", "orless"),
+    ("how many", "many"), ("other than", "otherthan"), ("apart from", "apartfrom"), ("aside from", "asidefrom"),
+    ("in total", "total"), ("as well as", "aswellas"), ("no longer", "nolonger"),
+];
+
+/// Number words as digits, so that "one" and "1" are one number.
+#[rustfmt::skip]
+const NUMBER_DIGITS: &[(&str, &str)] = &[
+    ("zero", "0"), ("one", "1"), ("two", "2"), ("three", "3"), ("four", "4"), ("five", "5"), ("six", "6"), ("seven", "7"),
+    ("eight", "8"), ("nine", "9"), ("ten", "10"), ("eleven", "11"), ("twelve", "12"), ("twenty", "20"), ("hundred", "100"),
+    ("thousand", "1000"), ("million", "1000000"), ("dozen", "12"),
+];
+
+/// The words of `question`, lower case, with [`PHRASES`] joined and number words as digits.
+fn tokens(question: &str) -> Vec<String> {
+    let mut ws: Vec<String> = words(question).into_iter().map(|w| w.norm).collect();
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < ws.len() {
+        if let Some(next) = ws.get(i + 1) {
+            let pair = format!("{} {next}", ws[i]);
+            if let Some((_, joined)) = PHRASES.iter().find(|(p, _)| *p == pair) {
+                out.push(joined.to_string());
+                i += 2;
+                continue;
+            }
+        }
+        let w = std::mem::take(&mut ws[i]);
+        out.push(NUMBER_DIGITS.iter().find(|(n, _)| *n == w).map_or(w, |(_, d)| d.to_string()));
+        i += 1;
+    }
+    out
+}
+
 /// Classes of words whose presence changes what a question asks; two questions with other
 /// classes are not paraphrases, however alike their embeddings.
+#[rustfmt::skip]
 const CLASSES: &[(&str, &[&str])] = &[
-    (
-        "negation",
-        &[
-            "not",
-            "no",
-            "nor",
-            "never",
-            "without",
-            "except",
-            "excluding",
-            "exclude",
-            "none",
-            "neither",
-            "non",
-            "n't",
-            "outside",
-            "besides",
-            "other than",
-            "apart from",
-            "aside from",
-            "instead",
-        ],
-    ),
-    ("count", &["count", "many", "number", "how many"]),
-    ("sum", &["total", "sum", "overall", "combined"]),
+    ("negation", &["not", "no", "nor", "never", "without", "except", "excluding", "exclude", "none", "neither", "non",
+                   "outside", "besides", "otherthan", "apartfrom", "asidefrom", "instead", "nolonger"]),
+    ("count", &["count", "many", "number"]),
+    ("sum", &["sum", "combined"]),
     ("average", &["average", "mean", "avg", "typical"]),
-    (
-        "high",
-        &[
-            "most",
-            "highest",
-            "largest",
-            "biggest",
-            "maximum",
-            "max",
-            "top",
-            "best",
-            "greatest",
-            "longest",
-            "more",
-            "higher",
-            "larger",
-            "bigger",
-            "greater",
-            "above",
-            "over",
-            "exceed",
-            "exceeds",
-            "exceeding",
-            "at least",
-            "heaviest",
-            "richest",
-        ],
-    ),
-    (
-        "low",
-        &[
-            "least", "lowest", "smallest", "minimum", "min", "bottom", "worst", "fewest", "shortest", "less", "fewer", "lower", "smaller",
-            "below", "under", "at most", "cheapest", "lightest", "cheap",
-        ],
-    ),
+    ("high", &["most", "highest", "largest", "biggest", "maximum", "max", "top", "best", "greatest", "longest", "more",
+               "higher", "larger", "bigger", "greater", "above", "over", "exceed", "exceeds", "exceeding", "atleast",
+               "ormore", "heaviest", "richest", "expensive", "priciest"]),
+    ("low", &["least", "lowest", "smallest", "minimum", "min", "bottom", "worst", "fewest", "shortest", "less", "fewer",
+              "lower", "smaller", "below", "under", "atmost", "orless", "cheapest", "lightest", "cheap", "inexpensive"]),
     ("earlier", &["before", "earlier", "earliest", "first", "oldest", "prior", "since"]),
     ("later", &["after", "later", "latest", "last", "newest", "recent", "recently", "until"]),
     ("distinct", &["distinct", "unique", "different"]),
-    ("group", &["each", "per", "every", "breakdown", "grouped"]),
+    ("group", &["each", "per", "breakdown", "grouped"]),
     ("ratio", &["percentage", "percent", "proportion", "ratio", "fraction", "share", "rate"]),
     ("or", &["or", "either"]),
-    ("both", &["both", "also", "as well as"]),
+    ("both", &["both", "also", "aswellas"]),
     ("range", &["between", "range", "within"]),
-    ("open", &["open", "opened", "active", "current", "still"]),
+    ("open", &["open", "opened", "active", "current"]),
     ("closed", &["closed", "inactive", "shut", "former"]),
 ];
 
 /// Words that phrase a question without saying what it is about: a paraphrase may add or
 /// drop them ("How many chefs are listed?" / "Count the chefs."). Every other word of one
-/// question (singular or plural alike) must stand in the other.
+/// question must stand in the other (as [`word_stem`] reads it).
 #[rustfmt::skip]
 const PHRASING: &[&str] = &[
     "how", "what", "which", "who", "whom", "whose", "where", "when", "is", "are", "was", "were", "be", "been", "being", "there",
     "here", "the", "a", "an", "of", "in", "on", "at", "to", "for", "from", "by", "with", "do", "does", "did", "have", "has",
-    "had", "list", "listed", "show", "shown", "give", "tell", "find", "display", "return", "get", "me", "us", "all", "name",
-    "names", "please", "could", "would", "can", "you", "i", "we", "our", "my", "that", "this", "these", "those", "it", "its",
-    "their", "them", "they", "exist", "exists", "existing", "recorded", "stored", "database", "guide", "data", "entries",
-    "entry", "records", "record", "available", "known", "also", "just", "so", "as", "about", "into", "than", "s", "and",
-    "what's", "there's", "let", "see", "know", "want", "like", "kindly", "currently", "any", "some", "altogether", "up",
-    "out", "present", "appear", "appears", "included", "include", "includes", "contained", "cover", "covered",
+    "had", "list", "listed", "show", "shown", "give", "tell", "find", "display", "return", "get", "me", "us", "all", "every",
+    "name", "names", "please", "could", "would", "can", "you", "i", "we", "our", "my", "that", "this", "these", "those", "it",
+    "its", "their", "them", "they", "exist", "exists", "existing", "recorded", "stored", "database", "guide", "data",
+    "entries", "entry", "records", "record", "available", "known", "also", "just", "so", "as", "about", "into", "than", "s",
+    "and", "what's", "there's", "let", "see", "know", "want", "like", "kindly", "currently", "any", "some", "altogether",
+    "up", "out", "down", "present", "appear", "appears", "included", "include", "includes", "contained", "cover",
+    "covered", "covers", "located", "situated", "total", "during", "still", "overall", "if",
 ];
 
-/// Ways of asking for a count, which say the same.
+/// Ways of asking for a count, which say the same (the class compares them).
 const COUNTING: &[&str] = &["count", "many", "number"];
+/// Ways of asking for each group, which say the same (the class compares them).
+const GROUPING: &[&str] = &["each", "per"];
+
+/// A word's stem for comparing content words: a plural, past or gerund ending and a final 'e'
+/// off ("rated", "rating", "rate"; "graded", "grade"; "reviews", "reviewed"), so that the
+/// forms of one word meet; never shorter than three letters.
+fn word_stem(w: &str) -> String {
+    let w = w.trim_end_matches("'s").trim_end_matches('\'');
+    let base = crate::selection::lexical::stem(w);
+    for suffix in ["ing", "ed", "es", "e"] {
+        if let Some(b) = base.strip_suffix(suffix) {
+            if b.chars().count() >= 3 {
+                return b.to_string();
+            }
+        }
+    }
+    base
+}
 
 /// The words of `question` that say what it is about: neither phrasing nor a way of asking
-/// for a count nor a number (those are compared apart), stemmed. The words of the other
-/// classes stay: "most" and "best" are of one class, not of one meaning.
+/// for a count or a group nor a number (those are compared apart), stemmed. The words of the
+/// other classes stay: "most" and "best" are of one class, not of one meaning.
 fn content_words(question: &str) -> BTreeSet<String> {
-    words(question)
+    tokens(question)
         .into_iter()
-        .map(|w| w.norm.trim_end_matches("'s").to_string())
-        .filter(|w| !PHRASING.contains(&w.as_str()) && !COUNTING.contains(&w.as_str()) && !is_number(w))
-        .map(|w| crate::selection::lexical::stem(&w))
+        .filter(|w| !PHRASING.contains(&w.as_str()) && !COUNTING.contains(&w.as_str()) && !GROUPING.contains(&w.as_str()) && !is_number(w))
+        .map(|w| word_stem(&w))
         .collect()
 }
 
@@ -302,17 +310,17 @@ pub struct Signature {
 /// The signature of `question`.
 pub fn signature(question: &str) -> Signature {
     let ws = words(question);
-    let lower = format!(" {} ", ws.iter().map(|w| w.norm.as_str()).collect::<Vec<_>>().join(" "));
+    let toks = tokens(question);
     let mut classes = BTreeSet::new();
     for (class, members) in CLASSES {
-        if members.iter().any(|m| lower.contains(&format!(" {m} "))) {
+        if toks.iter().any(|t| members.contains(&t.as_str())) {
             classes.insert(*class);
         }
     }
     if question.to_lowercase().contains("n't") {
         classes.insert("negation");
     }
-    let numbers = ws.iter().filter(|w| is_number(&w.norm)).map(|w| w.norm.clone()).collect();
+    let numbers = toks.iter().filter(|w| is_number(w)).cloned().collect();
     let names = ws
         .iter()
         .enumerate()

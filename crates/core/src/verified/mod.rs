@@ -10,7 +10,7 @@ pub mod matching;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::values::literals::LiteralRef;
+use crate::values::literals::{LiteralKind, LiteralRef};
 use crate::values::rewrite::{rewrite, Replacement};
 pub use matching::PARAPHRASE_MIN_COSINE;
 use matching::{paraphrase_conflict, Template};
@@ -94,7 +94,17 @@ pub fn decide(
         let mut substituted = Vec::new();
         for (li, text) in fills {
             let lit = &literals[li];
+            // "the United Kingdom" fills the slot of 'United Kingdom': an article the stored value
+            // does not begin with is no part of the value.
+            let text = strip_article(&text, &lit.value);
             if text.eq_ignore_ascii_case(&lit.value) || text.to_lowercase() == lit.value.to_lowercase() {
+                continue;
+            }
+            // A LIKE pattern is no stored value: the question's words make the pattern, as they
+            // made the verified one ("names starting with the letter N").
+            if matches!(lit.kind, LiteralKind::Like { .. }) {
+                substituted.push(json!({"literal": lit.value, "asked": text, "value": text, "column": format!("{}.{}", lit.table, lit.column), "pattern": true}));
+                replacements.push(Replacement::for_literal(lit, &text));
                 continue;
             }
             match resolve(lit, &text) {
@@ -127,6 +137,17 @@ pub fn decide(
         None => Decision::Example { why: "other words, and no embeddings to compare them".into() },
         Some(c) if c < min_cosine => Decision::Example { why: format!("other words, cosine {c:.3} < {min_cosine}") },
         Some(_) => Decision::Answer { rule: Rule::Paraphrase, sql: cand.sql.clone(), substituted: vec![] },
+    }
+}
+
+/// `text` without a leading article ("the", "a", "an") that `value` does not begin with.
+fn strip_article(text: &str, value: &str) -> String {
+    let first = |t: &str| t.split_whitespace().next().map(str::to_lowercase);
+    match first(text) {
+        Some(a) if ["the", "a", "an"].contains(&a.as_str()) && first(value) != Some(a.clone()) && text.split_whitespace().count() > 1 => {
+            text.split_once(char::is_whitespace).map(|(_, rest)| rest.trim_start().to_string()).unwrap_or_default()
+        }
+        _ => text.to_string(),
     }
 }
 
@@ -164,6 +185,17 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+        // An article is no part of a value.
+        let c2 = cand("Which cities are in France?", "SELECT name FROM cities WHERE country = 'France'", Some(0.8));
+        let lits2 = find_literals(&c2.sql, &catalog()).unwrap();
+        let d = decide(
+            "Which cities are in the United Kingdom?",
+            &c2,
+            &lits2,
+            PARAPHRASE_MIN_COSINE,
+            &mut stored(&["France", "United Kingdom"]),
+        );
+        assert!(matches!(&d, Decision::Answer { sql, .. } if sql.ends_with("'United Kingdom'")), "{d:?}");
         // A value the memory does not know: not answered from the store.
         let d = decide("Which cities are in Atlantis?", &c, &lits, PARAPHRASE_MIN_COSINE, &mut stored(&["Japan", "France"]));
         assert!(matches!(d, Decision::Example { .. }), "{d:?}");
@@ -197,14 +229,15 @@ mod tests {
     fn a_like_pattern_keeps_its_wildcards() {
         let c = cand("Which restaurants serve Italian food?", "SELECT name FROM restaurants WHERE cuisine ILIKE '%Italian%'", Some(0.8));
         let lits = find_literals(&c.sql, &catalog()).unwrap();
-        let d = decide("Which restaurants serve French food?", &c, &lits, PARAPHRASE_MIN_COSINE, &mut stored(&["Italian", "French"]));
+        let mut never = |_: &LiteralRef, _: &str| -> Result<Option<String>, String> { panic!("a pattern is not resolved") };
+        let d = decide("Which restaurants serve French food?", &c, &lits, PARAPHRASE_MIN_COSINE, &mut never);
         assert_eq!(
             d,
             Decision::Answer {
                 rule: Rule::Template,
                 sql: "SELECT name FROM restaurants WHERE cuisine ILIKE '%French%'".into(),
                 substituted: vec![
-                    json!({"literal": "Italian", "asked": "French", "value": "French", "column": "public.restaurants.cuisine"})
+                    json!({"literal": "Italian", "asked": "French", "value": "French", "column": "public.restaurants.cuisine", "pattern": true})
                 ]
             }
         );
