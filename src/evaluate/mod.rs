@@ -226,6 +226,7 @@ fn progress(suite: &str, run_label: &str) -> (i64, i64, i64) {
 /// Start (or resume) a run: checks the suite, records the run, and says what is left to do.
 #[pg_extern(name = "_evaluate_begin", volatile, strict, parallel_unsafe)]
 fn evaluate_begin(suite: &str, run_label: &str) -> i32 {
+    crate::pg::subxact::require_nonatomic("ask.evaluate");
     let total = suite_size(suite);
     let cfg = backend_host().llm;
     ensure_run(suite, run_label, &cfg);

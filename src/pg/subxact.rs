@@ -41,3 +41,27 @@ pub fn run<R>(on_success: OnSuccess, f: impl FnOnce() -> R + UnwindSafe) -> Resu
         outcome
     }
 }
+
+/// Refuse to start `procedure` (a procedure that commits between batches) where it cannot
+/// commit: inside a transaction block (`BEGIN`, or several statements sent as one, as `psql -c
+/// "SET ...; CALL ..."` sends them) or an atomic context (a CALL from a function). Called first
+/// thing by the procedure's first step, while the procedure's own SPI connection is current.
+pub fn require_nonatomic(procedure: &str) {
+    // SAFETY: both read backend-local state of the current transaction and SPI connection.
+    let (block, nonatomic) = unsafe { (pg_sys::IsTransactionBlock(), pg_sys::SPI_inside_nonatomic_context()) };
+    if block || !nonatomic {
+        let r = crate::pg::errors::Raised::new(
+            pgrx::pg_sys::errcodes::PgSqlErrorCode::ERRCODE_ACTIVE_SQL_TRANSACTION,
+            format!("CALL {procedure} commits after each batch and cannot run inside a transaction block"),
+        )
+        .detail(if block {
+            "It was called inside BEGIN ... COMMIT, or in a query string of several statements, which PostgreSQL runs as one transaction."
+        } else {
+            "It was called from a function or another atomic context, where a procedure cannot commit."
+        })
+        .hint(
+            "Run the CALL as a statement of its own: psql -c \"SET ...\" -c \"CALL ...\", or SET the settings first and CALL on its own.",
+        );
+        r.raise();
+    }
+}

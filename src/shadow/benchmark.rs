@@ -125,6 +125,7 @@ pub(crate) fn _benchmark_start(
     promptings: Vec<String>,
     seed: i32,
 ) -> i64 {
+    crate::pg::subxact::require_nonatomic("ask.benchmark");
     require_create_on_database("run a benchmark");
     if length < 0 || samples <= 0 {
         raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, "length must be >= 0 and samples > 0", "");

@@ -230,8 +230,15 @@ fn bad_workloads_and_arguments_are_refused_clearly() {
     assert_eq!(pg_ask_it::sqlstate(&e), "22023");
     let e = c.batch_execute("CALL ask.benchmark('sqlonly', 3, 0.5, 0.5, 5, ARRAY['sql'], ARRAY['one_shot'])").unwrap_err();
     assert_eq!(pg_ask_it::sqlstate(&e), "22023");
-    // In a transaction block the procedure cannot commit as it goes.
+    // In a transaction block the procedure cannot commit as it goes: it says so before it starts.
     let mut tx = c.transaction().unwrap();
     let e = tx.batch_execute("CALL ask.benchmark('sqlonly', 3, 0.5, 0.5, 5, ARRAY['sql'], ARRAY['few_shot'])").unwrap_err();
-    assert_eq!(pg_ask_it::sqlstate(&e), "2D000");
+    assert_eq!(pg_ask_it::sqlstate(&e), "25001");
+    assert!(pg_ask_it::message(&e).contains("cannot run inside a transaction block"), "{}", pg_ask_it::message(&e));
+    tx.rollback().unwrap();
+    // Several statements in one query string are one transaction too (psql -c "SET ...; CALL ...").
+    let e = c
+        .batch_execute("SET ask.concurrency = 2; CALL ask.benchmark('sqlonly', 3, 0.5, 0.5, 5, ARRAY['sql'], ARRAY['few_shot'])")
+        .unwrap_err();
+    assert_eq!(pg_ask_it::sqlstate(&e), "25001");
 }

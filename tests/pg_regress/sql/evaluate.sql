@@ -41,6 +41,13 @@ SET ask.concurrency = 3;
 CALL ask.evaluate('grocer_quiz', 'standin-call');
 CALL ask.evaluate('grocer_quiz', 'standin-call');
 RESET ask.concurrency;
+-- Where it cannot commit, it says so before it starts: several statements sent as one (as
+-- psql -c "SET ...; CALL ..." sends them), a transaction block, a function.
+SET ask.concurrency = 2 \; CALL ask.evaluate('grocer_quiz', 'standin-call');
+BEGIN;
+CALL ask.evaluate('grocer_quiz', 'standin-call');
+ROLLBACK;
+SELECT * FROM error_of($$CALL ask.evaluate('grocer_quiz', 'standin-call')$$);
 SELECT run_label, finished_at IS NOT NULL AS finished, evaluated, pending, judged, correct, ex
 FROM ask.eval_summary ORDER BY run_label;
 -- A batch size of zero is refused; an unknown suite is named.
