@@ -53,6 +53,10 @@ impl Candidate {
     }
 }
 
+/// Resolves a new value for a literal: `resolve(literal, text)` is the value stored in the
+/// literal's column that `text` stands for, if the value memory is sure of one.
+pub type Resolve<'a> = dyn FnMut(&LiteralRef, &str) -> Result<Option<String>, String> + 'a;
+
 /// How a question was found to be a verified one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -80,13 +84,7 @@ pub enum Decision {
 /// stands for, if the value memory is sure of one (`None` otherwise).
 /// `min_cosine`: the least cosine for a paraphrase (`ask.verified_min_cosine`, by default
 /// [`PARAPHRASE_MIN_COSINE`]).
-pub fn decide(
-    asked: &str,
-    cand: &Candidate,
-    literals: &[LiteralRef],
-    min_cosine: f64,
-    resolve: &mut dyn FnMut(&LiteralRef, &str) -> Result<Option<String>, String>,
-) -> Decision {
+pub fn decide(asked: &str, cand: &Candidate, literals: &[LiteralRef], min_cosine: f64, resolve: &mut Resolve<'_>) -> Decision {
     let values: Vec<String> = literals.iter().map(|l| l.value.clone()).collect();
     let template = Template::new(&cand.question, &values);
     if let Some(fills) = template.fill(asked) {
