@@ -112,7 +112,9 @@ mod public {
     ) -> String {
         let a = args(model, provider, base_url, temperature, max_attempts);
         let out = run(question, context, &a, Goal::Answer);
-        if out.sql.is_empty() {
+        if out.trace.source == Some("clarify") {
+            notice!("pg_ask: the question is ambiguous (ask.clarify is on): it is asked back; no SQL ran");
+        } else if out.sql.is_empty() {
             notice!("pg_ask: answered from the context; no SQL ran");
         } else {
             notice!("pg_ask SQL: {}", out.sql);

@@ -54,11 +54,7 @@ pub fn require_nonatomic(procedure: &str) {
             pgrx::pg_sys::errcodes::PgSqlErrorCode::ERRCODE_ACTIVE_SQL_TRANSACTION,
             format!("CALL {procedure} commits after each batch and cannot run inside a transaction block"),
         )
-        .detail(if block {
-            "It was called inside BEGIN ... COMMIT, or in a query string of several statements, which PostgreSQL runs as one transaction."
-        } else {
-            "It was called from a function or another atomic context, where a procedure cannot commit."
-        })
+        .detail("A procedure can commit only when CALLed on its own: not inside BEGIN ... COMMIT, not in a query string of several statements (PostgreSQL runs them as one transaction), not from a function.")
         .hint(
             "Run the CALL as a statement of its own: psql -c \"SET ...\" -c \"CALL ...\", or SET the settings first and CALL on its own.",
         );

@@ -898,6 +898,24 @@ mod tests {
         }
     }
 
+    /// A host that is `Scripted` (its first field) but for the methods given.
+    macro_rules! scripted_host {
+        ($name:ident { $($extra:item)* }) => {
+            impl Host for $name {
+                fn schema_text(&mut self) -> Result<String, String> {
+                    self.0.schema_text()
+                }
+                fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+                    self.0.chat(stage, req)
+                }
+                fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
+                    self.0.execute(sql)
+                }
+                $($extra)*
+            }
+        };
+    }
+
     fn cfg() -> AskConfig {
         AskConfig::default()
     }
@@ -1036,20 +1054,11 @@ mod tests {
     #[test]
     fn corrected_sql_is_checked_again_and_executed() {
         struct Correcting(Scripted, &'static str);
-        impl Host for Correcting {
-            fn schema_text(&mut self) -> Result<String, String> {
-                self.0.schema_text()
-            }
-            fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
-                self.0.chat(stage, req)
-            }
-            fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
-                self.0.execute(sql)
-            }
+        scripted_host!(Correcting {
             fn correct_values(&mut self, sql: &str) -> Result<Correction, String> {
                 Ok(Correction { sql: sql.replace("'LA'", self.1), changed: true, trace: json!([{"literal": "LA"}]) })
             }
-        }
+        });
         let mut h = Correcting(Scripted::new(&["SELECT name FROM public.restaurants WHERE city = 'LA'", "ROWS"]), "'Los Angeles'");
         let out = run(&mut h, "q", &cfg(), Goal::Answer).unwrap();
         assert_eq!(out.sql, "SELECT name FROM public.restaurants WHERE city = 'Los Angeles'");
@@ -1185,20 +1194,11 @@ mod tests {
 
     /// A scripted host with a store of verified queries.
     struct Verifying(Scripted, Vec<Candidate>);
-    impl Host for Verifying {
-        fn schema_text(&mut self) -> Result<String, String> {
-            self.0.schema_text()
-        }
-        fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
-            self.0.chat(stage, req)
-        }
-        fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
-            self.0.execute(sql)
-        }
+    scripted_host!(Verifying {
         fn verified(&mut self, _: &str) -> Result<Vec<Candidate>, String> {
             Ok(self.1.clone())
         }
-    }
+    });
 
     fn verified_count(cosine: f64) -> Candidate {
         Candidate {
@@ -1277,37 +1277,11 @@ mod tests {
 
     /// A scripted host whose value memory reads "LA" two ways.
     struct Ambiguous(Scripted);
-    impl Host for Ambiguous {
-        fn schema_text(&mut self) -> Result<String, String> {
-            self.0.schema_text()
-        }
-        fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
-            self.0.chat(stage, req)
-        }
-        fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
-            self.0.execute(sql)
-        }
+    scripted_host!(Ambiguous {
         fn ambiguities(&mut self, question: &str, _: &[String]) -> Result<Vec<Ambiguity>, String> {
-            use crate::clarify::Reading;
-            Ok(if question.contains("LA") {
-                vec![Ambiguity {
-                    phrase: "LA".into(),
-                    readings: vec![
-                        Reading {
-                            value: "Los Angeles".into(),
-                            table: "public.cities".into(),
-                            column: "name".into(),
-                            table_columns: vec![],
-                        },
-                        Reading { value: "LA".into(), table: "public.states".into(), column: "code".into(), table_columns: vec![] },
-                    ],
-                    why: "abbreviation",
-                }]
-            } else {
-                vec![]
-            })
+            Ok(if question.contains("LA") { vec![crate::clarify::la()] } else { vec![] })
         }
-    }
+    });
 
     #[test]
     fn an_ambiguous_question_is_asked_back_when_clarify_is_on() {

@@ -185,25 +185,27 @@ pub fn with_choices(question: &str, chosen: &[(&Ambiguity, usize)]) -> String {
     format!("{} ({})", question.trim(), notes.join("; "))
 }
 
+/// "LA": Los Angeles or the state code of Louisiana, for the tests here and the pipeline's.
+#[cfg(test)]
+pub(crate) fn la() -> Ambiguity {
+    Ambiguity {
+        phrase: "LA".into(),
+        readings: vec![
+            Reading {
+                value: "Los Angeles".into(),
+                table: "public.cities".into(),
+                column: "name".into(),
+                table_columns: vec!["name".into(), "population".into(), "state_code".into()],
+            },
+            Reading { value: "LA".into(), table: "public.states".into(), column: "code".into(), table_columns: vec![] },
+        ],
+        why: "abbreviation",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn la() -> Ambiguity {
-        Ambiguity {
-            phrase: "LA".into(),
-            readings: vec![
-                Reading {
-                    value: "Los Angeles".into(),
-                    table: "public.cities".into(),
-                    column: "name".into(),
-                    table_columns: vec!["name".into(), "population".into(), "state_code".into()],
-                },
-                Reading { value: "LA".into(), table: "public.states".into(), column: "code".into(), table_columns: vec![] },
-            ],
-            why: "abbreviation",
-        }
-    }
 
     #[test]
     fn phrases_skip_stop_words_and_numbers() {

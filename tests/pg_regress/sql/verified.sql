@@ -1,6 +1,7 @@
 -- Verified queries (ask.add_verified, ask.feedback, ask.verify_suite, ask.remove_verified) and
 -- clarifying questions (ask.clarify).
 SELECT coalesce(max(id), 0) AS before FROM ask.llm_calls \gset
+SELECT coalesce(max(id), 0) AS first_call FROM ask.questions \gset
 SELECT ask.index_values('restaurants', ARRAY['cuisine']) AS cuisines, ask.index_values('cities', ARRAY['name']) AS cities;
 -- A verified query is checked and run as the caller before it is stored.
 SELECT ask.add_verified('Which restaurants serve Italian food?',
@@ -33,13 +34,14 @@ SELECT question, sql, source FROM ask.verified_queries WHERE id = :sf;
 -- ... that answers the same question about another city.
 SELECT ask('list the restaurants in Los Angeles');
 -- Marked wrong with the corrected query, the correction is verified for the question.
+SELECT ask.remove_verified(:sf);
 SELECT ask('how many restaurants per cuisine?');
 SELECT id AS call FROM ask.questions ORDER BY id DESC LIMIT 1 \gset
 SELECT ask.feedback(:call, false, 'SELECT cuisine, count(*) AS restaurants FROM restaurants GROUP BY cuisine ORDER BY 2 DESC, 1') IS NOT NULL AS verified;
 SELECT sql FROM ask.verified_queries WHERE question = 'how many restaurants per cuisine?';
 SELECT * FROM error_of('SELECT ask.feedback(999999, true)');
 SELECT * FROM error_of(format('SELECT ask.feedback(%s, true, %L)', :call, 'SELECT 1'));
-SELECT question, source, feedback FROM ask.questions WHERE id > 0 ORDER BY id;
+SELECT question, source, feedback FROM ask.questions WHERE id > :first_call ORDER BY id;
 SELECT verified_answers FROM ask.usage WHERE role = current_user;
 -- An evaluation suite's questions, verified with their gold SQL.
 SELECT ask.load_suite('verified_suite', '[{"question": "How many cities are there?", "gold_sql": "SELECT count(*) FROM cities"},
@@ -55,6 +57,7 @@ SELECT * FROM error_of(format('SELECT ask.remove_verified(%s)', :italian));
 SELECT * FROM error_of('SELECT ask.remove_verified(id) FROM ask.verified_queries');
 RESET ROLE;
 SELECT ask.remove_verified(:italian);
+DELETE FROM ask.verified_queries;
 -- Clarifying questions: "New York" is a city and a state; "LA" a state code and, read as an
 -- abbreviation, Los Angeles.
 CREATE TABLE states (code text PRIMARY KEY, name text NOT NULL);
@@ -73,7 +76,6 @@ SELECT jsonb_path_query_first(t, '$.stages[*] ? (@.stage == "clarify").output.qu
 FROM ask.explain('how many restaurants are in LA?', context => 'the city') t;
 RESET ask.clarify;
 DROP TABLE states;
-DELETE FROM ask.verified_queries;
 DELETE FROM ask.eval_suites WHERE suite = 'verified_suite';
 REVOKE ALL ON cities FROM ask_verified_reader;
 DROP ROLE ask_verified_reader;
