@@ -23,8 +23,13 @@ const RETRIEVE: i64 = 8;
 /// The verified queries most like `question` among those the caller may see, best first:
 /// the [`RETRIEVE`] nearest by the questions' embeddings (when embeddings are on and the
 /// stored one is of the same model) and the [`RETRIEVE`] most alike by trigrams, each with
-/// both scores. No query but one `EXISTS` when the caller sees none.
+/// both scores. No query but one `EXISTS` when the caller sees none, and none before the
+/// extension's SQL objects are at 0.2.0 (an upgrade in progress).
 pub(crate) fn candidates(question: &str) -> Result<Vec<Candidate>, String> {
+    // Between installing a new library and ALTER EXTENSION pg_ask UPDATE, there is no store.
+    if !crate::pg::version::sql_at_least("0.2.0") {
+        return Ok(Vec::new());
+    }
     let any = Spi::get_one::<bool>("SELECT EXISTS (SELECT 1 FROM ask.verified_queries)").map_err(|e| e.to_string())?;
     if any != Some(true) {
         return Ok(Vec::new());
