@@ -75,16 +75,28 @@ CREATE TABLE verified_queries (
     embedding_model text
 );
 COMMENT ON TABLE verified_queries IS 'Question -> SQL pairs that users confirmed (ask.add_verified, ask.feedback, ask.verify_suite). ask() shows the most similar ones to the LLM as examples, and answers a question that is one of them (in other words, or with other values the value memory resolves) from its SQL without an LLM call. A role sees only those over tables it may SELECT.';
-COMMENT ON COLUMN verified_queries.schema IS 'the schema the SQL was verified in: it runs with this schema first on the search path';
-COMMENT ON COLUMN verified_queries.tables IS 'the relations the SQL reads; a role must have SELECT on all of them to see or use the query';
+COMMENT ON COLUMN verified_queries.schema IS 'the schema the SQL was verified in: it runs with the search path set to this schema';
+COMMENT ON COLUMN verified_queries.tables IS 'the relations the SQL reads (as written and as planned); a role must have SELECT on all of them, and USAGE on their schemas, to see or use the query';
 COMMENT ON COLUMN verified_queries.uses IS 'times ask() answered from it or showed it to the LLM as an example (calls that found the row busy in another session''s open transaction are not counted)';
 COMMENT ON COLUMN verified_queries.source IS 'manual (ask.add_verified), feedback (ask.feedback), suite (ask.verify_suite)';
 COMMENT ON COLUMN verified_queries.embedding IS 'the question''s embedding (ask.embedding_provider when it was added; NULL when off)';
 CREATE INDEX verified_queries_question_trgm ON verified_queries USING gist (question gist_trgm_ops);
+-- Whether the current role may read every relation of `tables` (SELECT on the table, USAGE on
+-- its schema); a relation dropped since reads as unreadable, and a query over none is no one's.
+CREATE FUNCTION _verified_readable(tables regclass[]) RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT pg_catalog.cardinality(tables) OPERATOR(pg_catalog.>) 0
+       AND NOT EXISTS (
+           SELECT 1 FROM pg_catalog.unnest(tables) AS t(rel)
+           WHERE NOT coalesce(pg_catalog.has_table_privilege(t.rel, 'SELECT')
+                              AND pg_catalog.has_schema_privilege(
+                                  (SELECT c.relnamespace FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) t.rel), 'USAGE'),
+                              false))
+$$;
+COMMENT ON FUNCTION _verified_readable(regclass[]) IS 'whether the current role may read every relation a verified query reads (the row-level security policy of ask.verified_queries)';
 ALTER TABLE verified_queries ENABLE ROW LEVEL SECURITY;
-CREATE POLICY verified_queries_readable ON verified_queries FOR SELECT
-    USING (NOT EXISTS (SELECT 1 FROM pg_catalog.unnest(tables) AS t(rel)
-                       WHERE NOT coalesce(pg_catalog.has_table_privilege(t.rel, 'SELECT'), false)));
+CREATE POLICY verified_queries_readable ON verified_queries FOR SELECT USING (ask._verified_readable(tables));
 REVOKE ALL ON verified_queries FROM PUBLIC;
 GRANT SELECT ON verified_queries TO PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('verified_queries', '');
@@ -113,6 +125,39 @@ FULL JOIN (SELECT role, (asked_at AT TIME ZONE 'UTC')::date AS day, count(*) AS 
            GROUP BY 1, 2) q ON q.role = l.role AND q.day = l.day;
 COMMENT ON VIEW usage IS 'LLM calls and tokens per role and day (UTC), cache hits and the tokens they saved, and questions answered from verified queries without an LLM call; ask.max_tokens_per_day counts the same tokens.';
 GRANT SELECT ON usage TO PUBLIC;
+
+-- The functions of verified queries and feedback (as pgrx generates them for a fresh install).
+CREATE  FUNCTION "add_verified"(
+	"question" TEXT, /* & str */
+	"sql" TEXT, /* & str */
+	"schema" TEXT DEFAULT NULL /* Option < & str > */
+) RETURNS bigint /* i64 */
+VOLATILE PARALLEL UNSAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'add_verified_wrapper';
+
+CREATE  FUNCTION "feedback"(
+	"call_id" bigint, /* i64 */
+	"correct" bool, /* bool */
+	"sql" TEXT DEFAULT NULL /* Option < & str > */
+) RETURNS bigint /* Option < i64 > */
+VOLATILE PARALLEL UNSAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'feedback_wrapper';
+
+CREATE  FUNCTION "remove_verified"(
+	"id" bigint /* i64 */
+) RETURNS bool /* bool */
+STRICT VOLATILE PARALLEL UNSAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'remove_verified_wrapper';
+
+CREATE  FUNCTION "verify_suite"(
+	"suite" TEXT /* & str */
+) RETURNS INT /* i32 */
+STRICT VOLATILE PARALLEL UNSAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'verify_suite_wrapper';
 
 -- A failure kind the ledger records since 0.2.0.
 COMMENT ON COLUMN llm_calls.outcome IS 'ok, or the failure kind: connect_error, timeout, rate_limited, context_overflow, http_error, malformed, truncated, empty';

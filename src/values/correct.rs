@@ -369,7 +369,8 @@ fn evidence_for(lit: &LiteralRef, text: &str) -> Option<Evidence> {
 
 /// The value stored in `lit`'s column that `text` stands for: `text` itself when the column
 /// holds it, its stored spelling when it does ignoring case, or the value the memory's
-/// lexical rule picks without the LLM ([`lexical_reading`]). `None` when the column is not
+/// lexical rule picks without the LLM ([`lexical_reading`]) on evidence that leaves no other
+/// reading. `None` when the column is not
 /// indexed (and not an enum), the caller may not read it, or only the embedding speaks for a
 /// value ('Illinois' is near 'Chicago', and is not it).
 pub(crate) fn stored_value(lit: &LiteralRef, text: &str) -> Option<String> {
@@ -380,7 +381,16 @@ pub(crate) fn stored_value(lit: &LiteralRef, text: &str) -> Option<String> {
     if let Some(stored) = ev.case_insensitive.clone() {
         return Some(stored);
     }
-    lexical_choice(&ev, text)
+    // Only the evidence that leaves no other reading: the same letters, a plural, an
+    // initialism, or prefixes of two or more words ('san fran'). One word that begins another
+    // ('Java' / 'JavaScript') or a small edit ('Niger' / 'Nigeria') may be a value with no rows.
+    let value = lexical_choice(&ev, text)?;
+    use pg_ask_core::values::decide::{lexical_evidence, Lexical};
+    match lexical_evidence(text, &value)? {
+        Lexical::SameLettersAndDigits | Lexical::SingularPlural | Lexical::Initialism => Some(value),
+        Lexical::WordPrefixes if text.split_whitespace().count() >= 2 => Some(value),
+        _ => None,
+    }
 }
 
 /// The value of `lit`'s column that `text` is a spelling of on lexical evidence alone (an

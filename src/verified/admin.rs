@@ -35,8 +35,9 @@ impl Source {
     }
 }
 
-/// Check `sql` as generated SQL is checked, run it read-only as the caller with `schema`
-/// first on the search path, and store it for `question`. The id of the stored query (an
+/// Check `sql` as generated SQL is checked, run it read-only as the caller with the search
+/// path set to `schema` (by default the caller's current schema), and store it for
+/// `question`. The id of the stored query (an
 /// existing one when the same question and SQL were verified before in the same schema), or
 /// the error to raise.
 pub(crate) fn store(question: &str, sql: &str, schema: Option<&str>, source: Source) -> Result<i64, Raised> {
@@ -45,6 +46,10 @@ pub(crate) fn store(question: &str, sql: &str, schema: Option<&str>, source: Sou
     if question.is_empty() {
         return Err(Raised::new(ERRCODE_INVALID_PARAMETER_VALUE, "the question of a verified query is empty"));
     }
+    // Without a schema, the verifier's own: the query runs later with the search path set to
+    // the schema its names were read in, whoever asks.
+    let current = if schema.is_none() { Spi::get_one::<String>("SELECT pg_catalog.current_schema()::text").ok().flatten() } else { None };
+    let schema = schema.or(current.as_deref());
     if let Some(s) = schema {
         let exists =
             Spi::get_one_with_args::<bool>("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1)", &[s.into()]);
@@ -59,7 +64,15 @@ pub(crate) fn store(question: &str, sql: &str, schema: Option<&str>, source: Sou
     let limits = Limits { row_limit: gucs::row_limit(), timeout_ms: gucs::statement_timeout_ms() };
     let tables = in_schema(schema, || {
         guard::execute(&checked.sql, &limits)?;
-        Ok(super::resolve_tables(&checked.tables))
+        // The relations as written and as planned: a name the guard took for a common table
+        // expression, or a view's tables, are in the plan.
+        let mut tables = super::resolve_tables(&checked.tables);
+        for t in planned_relations(&checked.sql) {
+            if !tables.contains(&t) {
+                tables.push(t);
+            }
+        }
+        Ok(tables)
     })
     .map_err(|f: ExecFailure| match f {
         ExecFailure::Refused { reason } => {
@@ -75,6 +88,10 @@ pub(crate) fn store(question: &str, sql: &str, schema: Option<&str>, source: Sou
             r.hint(hint.unwrap_or_else(|| "A verified query must run, as the calling role, before it is stored.".into()))
         }
     })?;
+    if tables.is_empty() {
+        return Err(Raised::new(ERRCODE_INVALID_PARAMETER_VALUE, "a verified query must read a table")
+            .hint("A query over no table would be shown to every role; verify one that reads the tables the question is about."));
+    }
     // The store shows a query only to roles with SELECT on every table it reads: the one who
     // verifies it must be such a role, or it would store what it cannot see.
     let partial: Vec<String> = crate::pg::spi::select_rows(
@@ -128,13 +145,40 @@ pub(crate) fn store(question: &str, sql: &str, schema: Option<&str>, source: Sou
     id.map_err(|e| crate::pg::errors::internal("a statement on pg_ask's tables failed", e))
 }
 
+/// The relations the plan of `sql` scans (views expanded, subqueries and common table
+/// expressions included), from `EXPLAIN (VERBOSE, FORMAT JSON)`, run as the caller.
+fn planned_relations(sql: &str) -> Vec<pgrx::pg_sys::Oid> {
+    let plan = Spi::get_one::<pgrx::Json>(&format!("EXPLAIN (VERBOSE, FORMAT JSON) {sql}")).ok().flatten();
+    let mut names: Vec<String> = Vec::new();
+    fn walk(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                if let (Some(rel), Some(schema)) =
+                    (m.get("Relation Name").and_then(|r| r.as_str()), m.get("Schema").and_then(|s| s.as_str()))
+                {
+                    out.push(format!("{}.{}", pg_ask_core::sqltext::quote_ident(schema), pg_ask_core::sqltext::quote_ident(rel)));
+                }
+                m.values().for_each(|x| walk(x, out));
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    if let Some(pgrx::Json(p)) = plan {
+        walk(&p, &mut names);
+    }
+    names.sort();
+    names.dedup();
+    super::resolve_tables(&names)
+}
+
 fn current_user() -> String {
     Spi::get_one::<String>("SELECT current_user::text").ok().flatten().unwrap_or_default()
 }
 
 /// Verify a query: `sql` answers `question`. The SQL must pass pg_ask's guard (one read-only
-/// query without volatile functions) and run as the calling role, with `schema` first on the
-/// search path when given; then `ask()` shows it to the LLM for similar questions and answers
+/// query without volatile functions) and run as the calling role, with the search path set to
+/// `schema` when given; then `ask()` shows it to the LLM for similar questions and answers
 /// the same question, in other words or with other values, from it without an LLM call.
 /// Returns its id (the existing one when the same question and SQL were verified before).
 #[pg_extern(name = "add_verified", volatile, parallel_unsafe)]
@@ -196,15 +240,17 @@ fn verify_suite(suite: &str) -> i32 {
 /// get an error. Returns whether a row was removed (false when it was already gone).
 #[pg_extern(name = "remove_verified", volatile, strict, parallel_unsafe)]
 fn remove_verified(id: i64) -> bool {
+    // Compared in Rust and with qualified operators: the caller's search path must not decide.
     let found = Spi::get_two_with_args::<String, bool>(
         "SELECT v.verified_by::text,
-                v.verified_by = current_user
-                OR pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = 'ask.verified_queries'::regclass), 'MEMBER')
-         FROM ask.verified_queries v WHERE v.id = $1",
+                pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c
+                                        WHERE c.oid OPERATOR(pg_catalog.=) 'ask.verified_queries'::pg_catalog.regclass), 'MEMBER')
+         FROM ask.verified_queries v WHERE v.id OPERATOR(pg_catalog.=) $1",
         &[id.into()],
     );
+    let me = current_user();
     match found {
-        Ok((Some(_), Some(true))) => {}
+        Ok((Some(by), Some(owner))) if owner || by == me => {}
         Ok((Some(by), _)) => Raised::new(
             PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
             format!("verified query {id} was verified by {by}; only its verifier, the extension's owner or a superuser may remove it"),

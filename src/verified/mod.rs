@@ -43,10 +43,17 @@ pub(crate) fn candidates(question: &str) -> Result<Vec<Candidate>, String> {
     let sql = format!(
         "WITH scored AS (
              SELECT v.id, v.question, v.sql, v.schema::text, v.verified_by::text,
+                    EXISTS (SELECT 1 FROM pg_catalog.pg_roles r
+                            WHERE r.rolname OPERATOR(pg_catalog.=) v.verified_by
+                              AND (r.rolsuper OR pg_catalog.pg_has_role(r.oid, 'MEMBER')
+                                   OR r.oid OPERATOR(pg_catalog.=) (SELECT extowner FROM pg_catalog.pg_extension
+                                                                    WHERE extname OPERATOR(pg_catalog.=) 'pg_ask'))) AS trusted,
                     CASE WHEN $2::text IS NOT NULL AND v.embedding_model = $2 AND {vector}.vector_dims(v.embedding) = $3
                          THEN (1 - (v.embedding OPERATOR({vector}.<=>) $1::{vector}.vector))::float8 END AS cosine,
                     {trgm}.similarity(v.question, $4)::float8 AS trigram
-             FROM ask.verified_queries v)
+             FROM ask.verified_queries v
+             -- The policy's condition again: a role that bypasses row-level security sees no more.
+             WHERE ask._verified_readable(v.tables))
          SELECT * FROM (
              (SELECT * FROM scored WHERE cosine IS NOT NULL ORDER BY cosine DESC LIMIT $5)
              UNION
@@ -64,8 +71,9 @@ pub(crate) fn candidates(question: &str) -> Result<Vec<Candidate>, String> {
                     sql: r.get::<String>(3).ok()??,
                     schema: r.get::<String>(4).ok()?,
                     verified_by: r.get::<String>(5).ok()??,
-                    cosine: r.get::<f64>(6).ok()?,
-                    trigram: r.get::<f64>(7).ok()?.unwrap_or(0.0),
+                    trusted: r.get::<bool>(6).ok()?.unwrap_or(false),
+                    cosine: r.get::<f64>(7).ok()?,
+                    trigram: r.get::<f64>(8).ok()?.unwrap_or(0.0),
                 })
             })
             .collect::<Vec<_>>()

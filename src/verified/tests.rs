@@ -39,7 +39,16 @@ mod tests {
         assert_eq!(code, "22023");
         let (code, _, _) = error_of("SELECT ask.add_verified('q', 'SELECT 1', schema => 'no_such_schema')");
         assert_eq!(code, "3F000");
+        // A query over no table would be every role's: refused.
+        let (code, _, _) = error_of("SELECT ask.add_verified('one', 'SELECT 1')");
+        assert_eq!(code, "22023");
         assert_eq!(one::<i64>("SELECT count(*) FROM ask.verified_queries"), 1);
+        // A table hidden behind a common table expression's name is still one it reads.
+        let id: i64 = one(
+            "SELECT ask.add_verified('how many?', 'SELECT (SELECT count(*) FROM restaurants) FROM (WITH restaurants AS (SELECT 1) SELECT 1) s', 'public')",
+        );
+        let tables: String = one(&format!("SELECT tables::text FROM ask.verified_queries WHERE id = {id}"));
+        assert_eq!(tables, "{restaurants}");
     }
 
     #[pg_test]
@@ -179,6 +188,30 @@ mod tests {
         assert_eq!(one::<String>("SELECT source FROM ask.verified_queries WHERE question = 'How many cities?'"), "suite");
         let (code, _, _) = error_of("SELECT ask.verify_suite('nobody')");
         assert_eq!(code, "42704");
+    }
+
+    #[pg_test]
+    fn answers_come_only_from_verifiers_the_caller_trusts() {
+        setup();
+        Spi::run("CREATE ROLE ask_test_a; CREATE ROLE ask_test_b; GRANT SELECT ON public.restaurants TO ask_test_a, ask_test_b").unwrap();
+        let s = llm(Script::default()
+            .rule(Rule::new(&["<schema>"], Reply::text(COUNT_SQL)))
+            .rule(Rule::new(&["<result"], Reply::text("ROWS"))));
+        Spi::run("SET ROLE ask_test_a").unwrap();
+        one::<i64>(&format!("SELECT ask.add_verified('How many restaurants are there?', '{COUNT_SQL}')"));
+        // Another role's query is only an example for b...
+        Spi::run("SET ROLE ask_test_b").unwrap();
+        let JsonB(trace) = one::<JsonB>("SELECT ask.explain('How many restaurants are there?')");
+        Spi::run("RESET ROLE").unwrap();
+        assert_eq!(trace["source"], "llm", "{trace}");
+        assert!(trace["stages"][0]["output"]["candidates"][0]["why"].as_str().unwrap().contains("verified by ask_test_a"), "{trace}");
+        assert!(s.requests()[0].prompt.contains("<example>"));
+        // ... until b is a member of a.
+        Spi::run("GRANT ask_test_a TO ask_test_b; SET ROLE ask_test_b").unwrap();
+        let JsonB(trace) = one::<JsonB>("SELECT ask.explain('How many restaurants are there?')");
+        Spi::run("RESET ROLE").unwrap();
+        assert_eq!(trace["source"], "verified", "{trace}");
+        Spi::run("DELETE FROM ask.verified_queries; REVOKE ALL ON public.restaurants FROM ask_test_a, ask_test_b; DROP ROLE ask_test_b; DROP ROLE ask_test_a").unwrap();
     }
 
     #[pg_test]

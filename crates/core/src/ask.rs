@@ -135,7 +135,7 @@ pub trait Host {
         Ok(Vec::new())
     }
     /// The string literals of `sql` compared with text columns, resolved to their columns, with
-    /// `schema` first on the search path when given.
+    /// the search path set to `schema` when given.
     fn literals_of(&mut self, _sql: &str, _schema: Option<&str>) -> Result<Vec<LiteralRef>, String> {
         Ok(Vec::new())
     }
@@ -152,7 +152,7 @@ pub trait Host {
         Ok(Vec::new())
     }
     /// Run a verified query (already through the parse-level guard) as [`Host::execute`]
-    /// does, with `schema` first on the search path when given.
+    /// does, with the search path set to `schema` when given.
     fn execute_verified(&mut self, sql: &str, _schema: Option<&str>) -> Result<ResultSet, ExecFailure> {
         self.execute(sql)
     }
@@ -1207,6 +1207,7 @@ mod tests {
             sql: "SELECT count(*) FROM public.restaurants".into(),
             schema: None,
             verified_by: "alice".into(),
+            trusted: true,
             cosine: Some(cosine),
             trigram: 0.6,
         }
