@@ -38,7 +38,7 @@ fn main() {
     for _ in 0..10 {
         c.query_one("SELECT ask('warm up')", &[]).unwrap();
     }
-    let prompt_chars: i64 = c.query_one("SELECT (ask.explain('size')->'stages'->1->'input'->>'prompt_chars')::bigint", &[]).unwrap().get(0);
+    let prompt_chars: i64 = c.query_one("SELECT (jsonb_path_query_first(ask.explain('size'), '$.stages[*] ? (@.stage == \"generate\").input.prompt_chars'))::text::bigint", &[]).unwrap().get(0);
 
     let mut wall = Vec::with_capacity(RUNS);
     for i in 0..RUNS {
