@@ -40,7 +40,6 @@ CREATE TABLE questions (
     role         name NOT NULL,
     question     text NOT NULL,
     sql          text,
-    schema       name,
     source       text NOT NULL CHECK (source IN ('llm', 'verified', 'context', 'clarify', 'failed')),
     verified_id  bigint,
     feedback     boolean,

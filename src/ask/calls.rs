@@ -51,26 +51,18 @@ pub(crate) fn begin() -> Call {
 
 impl Call {
     /// Write the call's row: the question, the SQL that answered it and where the answer came
-    /// from (`trace.source`; `failed` for a run that ended in an error). `schema`: the schema
-    /// the question was asked in, when the caller named one.
-    pub(crate) fn record(&self, question: &str, trace: &Trace, sql: Option<&str>, schema: Option<&str>) {
+    /// from (`trace.source`; `failed` for a run that ended in an error).
+    pub(crate) fn record(&self, question: &str, trace: &Trace, sql: Option<&str>) {
         let Some(id) = self.id else { return };
         let source = if trace.error.is_some() { "failed" } else { trace.source.unwrap_or("llm") };
         // SAFETY: reads the backend's current user id.
         let role = unsafe { pg_sys::GetUserId() };
-        let args: [DatumWithOid; 7] = [
-            id.into(),
-            role.into(),
-            question.into(),
-            sql.filter(|s| !s.is_empty()).into(),
-            schema.into(),
-            source.into(),
-            trace.verified_id.into(),
-        ];
+        let args: [DatumWithOid; 6] =
+            [id.into(), role.into(), question.into(), sql.filter(|s| !s.is_empty()).into(), source.into(), trace.verified_id.into()];
         as_memory_owner(|| {
             Spi::run_with_args(
-                "INSERT INTO ask.questions (id, role, question, sql, schema, source, verified_id)
-                 VALUES ($1, pg_catalog.pg_get_userbyid($2), $3, $4, $5, $6, $7)",
+                "INSERT INTO ask.questions (id, role, question, sql, source, verified_id)
+                 VALUES ($1, pg_catalog.pg_get_userbyid($2), $3, $4, $5, $6)",
                 &args,
             )
         })

@@ -49,7 +49,7 @@ fn run(question: &str, context: Option<&str>, args: &CallArgs, goal: Goal) -> Ou
 /// Record a finished call: its row in the call log, and a use of each verified query that
 /// answered it or was shown to the LLM.
 fn finish(call: &calls::Call, question: &str, trace: &pg_ask_core::trace::Trace, sql: Option<&str>) {
-    call.record(question, trace, sql, None);
+    call.record(question, trace, sql);
     let used: Vec<i64> = trace
         .stages
         .iter()

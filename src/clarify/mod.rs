@@ -5,7 +5,6 @@
 
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
-use pgrx::prelude::*;
 
 use pg_ask_core::clarify::{is_abbreviation, phrases, Ambiguity, Reading};
 use pg_ask_core::values::literals::{LiteralKind, LiteralRef, QualifiedName, TextRange};
@@ -77,19 +76,26 @@ fn readable_columns() -> Vec<Column> {
     })
 }
 
-/// Whether a single-column foreign key joins the two columns (one value, one thing).
-fn joined(a: &Column, b: &Column) -> bool {
-    let args: [DatumWithOid; 4] = [a.relid.into(), a.attnum.into(), b.relid.into(), b.attnum.into()];
-    Spi::get_one_with_args::<bool>(
-        "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_constraint
-                        WHERE contype = 'f' AND pg_catalog.array_length(conkey, 1) = 1
-                          AND ((conrelid = $1 AND conkey[1] = $2 AND confrelid = $3 AND confkey[1] = $4)
-                            OR (conrelid = $3 AND conkey[1] = $4 AND confrelid = $1 AND confkey[1] = $2)))",
-        &args,
+/// A column of a relation, as pg_constraint and pg_attribute number it.
+type ColumnRef = (pg_sys::Oid, i16);
+
+/// The pairs of (relation, column) that single-column foreign keys join among `columns`, read
+/// once per question (one value in two such columns is one thing).
+fn foreign_keys(columns: &[Column]) -> Vec<(ColumnRef, ColumnRef)> {
+    let rels: Vec<pg_sys::Oid> = columns.iter().map(|c| c.relid).collect();
+    crate::pg::spi::select_rows(
+        "SELECT conrelid, conkey[1], confrelid, confkey[1] FROM pg_catalog.pg_constraint
+         WHERE contype = 'f' AND pg_catalog.array_length(conkey, 1) = 1
+           AND conrelid = ANY ($1) AND confrelid = ANY ($1)",
+        &[rels.into()],
+        |r| Some(((r.get::<pg_sys::Oid>(1).ok()??, r.get::<i16>(2).ok()??), (r.get::<pg_sys::Oid>(3).ok()??, r.get::<i16>(4).ok()??))),
     )
-    .ok()
-    .flatten()
-    .unwrap_or(false)
+}
+
+/// Whether a foreign key of `fks` joins the two columns.
+fn joined(fks: &[(ColumnRef, ColumnRef)], a: &Column, b: &Column) -> bool {
+    let (x, y) = ((a.relid, a.attnum), (b.relid, b.attnum));
+    fks.iter().any(|&(f, t)| (f == x && t == y) || (f == y && t == x))
 }
 
 /// The ambiguities of `question` the value memory shows among the columns of `tables` (the
@@ -100,6 +106,7 @@ pub(crate) fn ambiguities(question: &str, tables: &[String]) -> Result<Vec<Ambig
     if columns.is_empty() {
         return Ok(Vec::new());
     }
+    let fks = foreign_keys(&columns);
     let phrases = phrases(question);
     let lowered: Vec<String> = phrases.iter().map(|p| p.to_lowercase()).collect();
     let ids: Vec<i64> = columns.iter().map(|c| c.id).collect();
@@ -135,7 +142,7 @@ pub(crate) fn ambiguities(question: &str, tables: &[String]) -> Result<Vec<Ambig
         // The same words held in columns that are not one thing through a foreign key.
         let mut distinct: Vec<(&Column, String)> = Vec::new();
         for (col, value) in held {
-            if !distinct.iter().any(|(d, _)| joined(d, col)) {
+            if !distinct.iter().any(|(d, _)| joined(&fks, d, col)) {
                 distinct.push((col, value));
             }
         }
@@ -154,7 +161,7 @@ pub(crate) fn ambiguities(question: &str, tables: &[String]) -> Result<Vec<Ambig
         // An abbreviation held in one column, and read by the lexical rule in another.
         let (home, value) = &distinct[0];
         let mut readings: Vec<Reading> = Vec::new();
-        for other in columns.iter().filter(|c| c.id != home.id && !joined(c, home)) {
+        for other in columns.iter().filter(|c| c.id != home.id && !joined(&fks, c, home)) {
             pgrx::check_for_interrupts!();
             if let Some(v) = crate::values::correct::lexical_reading(&other.probe(phrase), phrase) {
                 readings.push(other.reading(v));

@@ -169,14 +169,10 @@ fn suite_size(suite: &str) -> i32 {
         Ok(Some(n)) => n,
         _ => raise(
             PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
-            format!("there is no evaluation suite \"{suite}\" of role {}", current_user()),
+            format!("there is no evaluation suite \"{suite}\" of role {}", crate::pg::spi::current_user()),
             "Load one with SELECT ask.load_suite(name, rows); ask.eval_suites lists yours.",
         ),
     }
-}
-
-fn current_user() -> String {
-    Spi::get_one::<String>("SELECT current_user::text").ok().flatten().unwrap_or_default()
 }
 
 /// The run's row (made when missing); says when a resumed run now uses another model.

@@ -34,6 +34,11 @@ pub(crate) fn qualified_relname(rel: pg_sys::Oid) -> String {
     .unwrap_or_else(|| format!("{rel:?}"))
 }
 
+/// The current role's name.
+pub(crate) fn current_user() -> String {
+    Spi::get_one::<String>("SELECT current_user::text").ok().flatten().unwrap_or_default()
+}
+
 /// Whether the current role owns `rel` (or is a member of its owner).
 pub(crate) fn owns(rel: pg_sys::Oid) -> bool {
     Spi::get_one_with_args::<bool>(

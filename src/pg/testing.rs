@@ -54,11 +54,17 @@ pub(crate) fn setup() {
 
 /// The SQLSTATE, message, detail and hint of the error `sql` raises (it must raise one).
 pub(crate) fn error_report_of(sql: &str) -> (String, String, Option<String>, Option<String>) {
+    error_report(sql).expect("expected an error")
+}
+
+/// The SQLSTATE, message, detail and hint of the error `sql` raises, or `None` when it runs
+/// (its effects rolled back either way).
+pub(crate) fn error_report(sql: &str) -> Option<(String, String, Option<String>, Option<String>)> {
     let sql = sql.to_string();
     match subxact::run(OnSuccess::RollBack, move || Spi::run(&sql).unwrap()) {
-        Ok(()) => panic!("expected an error"),
+        Ok(()) => None,
         Err(CaughtError::PostgresError(r)) | Err(CaughtError::ErrorReport(r)) => {
-            (sqlstate_text(r.sql_error_code()), r.message().to_string(), r.detail().map(str::to_string), r.hint().map(str::to_string))
+            Some((sqlstate_text(r.sql_error_code()), r.message().to_string(), r.detail().map(str::to_string), r.hint().map(str::to_string)))
         }
         Err(e @ CaughtError::RustPanic { .. }) => e.rethrow(),
     }

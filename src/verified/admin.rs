@@ -104,7 +104,7 @@ pub(crate) fn store(question: &str, sql: &str, schema: Option<&str>, source: Sou
             ERRCODE_INSUFFICIENT_PRIVILEGE,
             format!(
                 "a verified query needs SELECT on the whole of each table it reads; {} has only column privileges on {}",
-                current_user(),
+                crate::pg::spi::current_user(),
                 partial.join(", ")
             ),
         )
@@ -114,7 +114,7 @@ pub(crate) fn store(question: &str, sql: &str, schema: Option<&str>, source: Sou
     let embedding = embedder.as_ref().map(|_| vector_text(&embeddings::embed_question(question)));
     let model = embedder.map(|(_, m)| m);
     let vector = ext_schema("vector");
-    let who = current_user();
+    let who = crate::pg::spi::current_user();
     let args: [DatumWithOid; 8] = [
         question.into(),
         checked.sql.as_str().into(),
@@ -172,10 +172,6 @@ fn planned_relations(sql: &str) -> Vec<pgrx::pg_sys::Oid> {
     super::resolve_tables(&names)
 }
 
-fn current_user() -> String {
-    Spi::get_one::<String>("SELECT current_user::text").ok().flatten().unwrap_or_default()
-}
-
 /// Verify a query: `sql` answers `question`. The SQL must pass pg_ask's guard (one read-only
 /// query without volatile functions) and run as the calling role, with the search path set to
 /// `schema` when given; then `ask()` shows it to the LLM for similar questions and answers
@@ -200,7 +196,7 @@ fn verify_suite(suite: &str) -> i32 {
     if rows.is_empty() {
         Raised::new(
             PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
-            format!("there is no evaluation suite \"{suite}\" of role {} with questions", current_user()),
+            format!("there is no evaluation suite \"{suite}\" of role {} with questions", crate::pg::spi::current_user()),
         )
         .hint("Load one with SELECT ask.load_suite(name, rows); ask.eval_suites lists yours.")
         .raise();
@@ -248,7 +244,7 @@ fn remove_verified(id: i64) -> bool {
          FROM ask.verified_queries v WHERE v.id OPERATOR(pg_catalog.=) $1",
         &[id.into()],
     );
-    let me = current_user();
+    let me = crate::pg::spi::current_user();
     match found {
         Ok((Some(by), Some(owner))) if owner || by == me => {}
         Ok((Some(by), _)) => Raised::new(
@@ -258,7 +254,7 @@ fn remove_verified(id: i64) -> bool {
         .raise(),
         _ => Raised::new(
             PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
-            format!("there is no verified query {id} that {} may see", current_user()),
+            format!("there is no verified query {id} that {} may see", crate::pg::spi::current_user()),
         )
         .hint("ask.verified_queries lists the verified queries over tables you may read.")
         .raise(),

@@ -18,17 +18,19 @@ use crate::pg::identity::as_memory_owner;
 #[pg_extern(name = "feedback", volatile, parallel_unsafe)]
 fn feedback(call_id: i64, correct: bool, sql: default!(Option<&str>, "NULL")) -> Option<i64> {
     use PgSqlErrorCode::*;
-    let row = Spi::get_three_with_args::<String, String, String>(
-        "SELECT question, sql, source FROM ask.questions WHERE id = $1 AND role = current_user",
+    // One read of the call, as the caller (row-level security: its own calls only).
+    let row: Option<(String, Option<String>, String, Option<i64>)> = crate::pg::spi::select_rows(
+        "SELECT question, sql, source, verified_id FROM ask.questions
+         WHERE id OPERATOR(pg_catalog.=) $1 AND role OPERATOR(pg_catalog.=) current_user",
         &[call_id.into()],
-    );
-    let (question, answered_sql, source) = match row {
-        Ok((Some(q), s, Some(src))) => (q, s, src),
-        _ => Raised::new(ERRCODE_UNDEFINED_OBJECT, format!("there is no ask() call {call_id} of the current role"))
+        |r| Some((r.get::<String>(1).ok()??, r.get::<String>(2).ok()?, r.get::<String>(3).ok()??, r.get::<i64>(4).ok()?)),
+    )
+    .pop();
+    let Some((question, answered_sql, source, verified_id)) = row else {
+        Raised::new(ERRCODE_UNDEFINED_OBJECT, format!("there is no ask() call {call_id} of the current role"))
             .hint("ask.explain() shows a call's call_id; ask.questions lists your calls.")
-            .raise(),
+            .raise()
     };
-    let schema = Spi::get_one_with_args::<String>("SELECT schema::text FROM ask.questions WHERE id = $1", &[call_id.into()]).ok().flatten();
     let sql = sql.map(str::trim).filter(|s| !s.is_empty());
     let verified = match (correct, sql) {
         (true, Some(_)) => Raised::new(ERRCODE_INVALID_PARAMETER_VALUE, "a corrected query goes with correct => false")
@@ -40,13 +42,13 @@ fn feedback(call_id: i64, correct: bool, sql: default!(Option<&str>, "NULL")) ->
                     .hint("Give the query that answers it: ask.feedback(call_id, false, 'SELECT ...').")
                     .raise()
             };
-            Some(store(&question, &answered, schema.as_deref(), Source::Feedback).unwrap_or_else(|r| r.raise()))
+            Some(store(&question, &answered, None, Source::Feedback).unwrap_or_else(|r| r.raise()))
         }
-        (false, Some(corrected)) => Some(store(&question, corrected, schema.as_deref(), Source::Feedback).unwrap_or_else(|r| r.raise())),
+        (false, Some(corrected)) => Some(store(&question, corrected, None, Source::Feedback).unwrap_or_else(|r| r.raise())),
         (false, None) => None,
     };
     if !correct && source == "verified" {
-        if let Ok(Some(vid)) = Spi::get_one_with_args::<i64>("SELECT verified_id FROM ask.questions WHERE id = $1", &[call_id.into()]) {
+        if let Some(vid) = verified_id {
             Raised::new(ERRCODE_SUCCESSFUL_COMPLETION, format!("pg_ask: ask() call {call_id} was answered from verified query {vid}"))
                 .hint(format!("If that query is wrong for its own question too, SELECT ask.remove_verified({vid})."))
                 .notice();

@@ -452,7 +452,8 @@ fn from_verified(
             decisions.push(d);
             continue;
         }
-        let literals = match host.literals_of(&cand.sql, cand.schema.as_deref()) {
+        // An untrusted verifier's query is an example whatever its literals: not read.
+        let literals = match if cand.trusted { host.literals_of(&cand.sql, cand.schema.as_deref()) } else { Ok(Vec::new()) } {
             Ok(l) => l,
             Err(e) => {
                 d["decision"] = json!("example");

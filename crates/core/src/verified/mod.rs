@@ -42,12 +42,6 @@ pub struct Candidate {
 }
 
 impl Candidate {
-    /// How alike the two questions are, for ranking: the cosine when there is one, else the
-    /// trigram similarity.
-    pub fn relevance(&self) -> f64 {
-        self.cosine.unwrap_or(self.trigram)
-    }
-
     /// Whether it is alike enough to be shown as an example, and can be shown as data: text
     /// that would close the prompt's tags or fences is not shown.
     pub fn worth_showing(&self) -> bool {
