@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks (slow, not part of CI). As root, on a machine prepared by scripts/setup.sh:
-#   bash scripts/bench.sh [all|ask|shadow|values|schema]
+#   bash scripts/bench.sh [all|ask|shadow|values|schema|grammar|verified|soak|concurrent|real]
 # Builds pg_ask in release mode, installs it into PostgreSQL 15, starts a throwaway cluster
 # and runs the chosen benchmarks; the numbers go to stdout (see BENCHMARKS.md for recorded ones).
 #   ask     ask() outside the LLM on a 200-table schema
@@ -18,6 +18,17 @@
 #           reporting parts) and clarifying questions on the sample's traps (not in `all`;
 #           built in debug, with the dependencies and the embedding model optimised, unless
 #           PG_ASK_RELEASE=1)
+#   soak [ask|do|benchmark]  one backend's memory over 10,000 ask() calls, 2,000 ask.do()
+#           chains and a 10,000-sample CALL ask.benchmark (growth after warm-up ≤ 5 MB; exits
+#           non-zero over it; SOAK_SCALE=0.1 for a tenth; about 15 minutes; not in `all`)
+#   concurrent [ask|procedures]  32 pgbench sessions calling ask() at once against the
+#           stand-in answering after 200 ms (≥ 90 % of the ideal throughput, no failure, no lock
+#           wait), then CALL ask.evaluate and ask.benchmark from four sessions at once (not in
+#           `all`; CONC_CLIENTS, CONC_SECONDS, CONC_EMBEDDINGS=off|local)
+#   faults [llm|postgres|index]  the LLM server killed (SIGKILL) and restarted during CALL
+#           ask.benchmark and ask.evaluate; PostgreSQL stopped with -m immediate during a
+#           benchmark batch; a backend terminated during ask.index_values() (exits non-zero
+#           when a check fails; not in `all`)
 #   real [MODEL...]  real models on llama-server (scripts/llm.sh; default: smollm2 gemma3) answer
 #           the sample's question suite and 4 defog questions per database through CALL
 #           ask.evaluate: EX, SQL read from replies, tokens, time split, tokens/s (not in `all`;
@@ -100,6 +111,22 @@ if [ "$MODE" = grammar ]; then
     echo "== constrained sampling: $model"
     python3 bench/sampling.py "$(bash scripts/llm.sh start "$model")" "$model" "$WORK/sample.gbnf" bench/fixtures/sample_tables.txt
   done
+fi
+
+if [ "$MODE" = soak ]; then
+  echo "== soak: one backend's memory"
+  "$CARGO_TARGET_DIR/release/bench_soak" "${2:-all}"
+fi
+
+if [ "$MODE" = concurrent ]; then
+  echo "== concurrent sessions"
+  PGBIN=$PGBIN "$CARGO_TARGET_DIR/release/bench_concurrent" "${2:-all}"
+fi
+
+if [ "$MODE" = faults ]; then
+  echo "== faults mid-run"
+  cargo build -q --release -p llm-standin --bin llm-standin
+  PGBIN=$PGBIN PG_ASK_BENCH_DATA=$WORK/db "$CARGO_TARGET_DIR/release/bench_faults" "${2:-all}"
 fi
 
 if [ "$MODE" = verified ]; then

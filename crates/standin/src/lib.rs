@@ -98,6 +98,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use embed::{pseudo_embedding, DEFAULT_EMBEDDING_DIM};
+#[doc(hidden)]
+pub use http::read_requests;
+#[doc(hidden)]
+pub use protocol::decode_request;
 pub use script::{Reply, Rule, Script};
 
 use server::Shared;

@@ -353,6 +353,38 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
     (year, month, day)
 }
 
+/// Decodes a request body as every endpoint the stand-in serves would: route, validation,
+/// prompt, turns and embedding inputs. Returns how many endpoints accepted it. For the fuzz
+/// target of the protocol decoders.
+#[doc(hidden)]
+pub fn decode_request(path: &str, headers: &[(String, String)], body: &[u8]) -> usize {
+    let Ok(body) = serde_json::from_slice::<Value>(body) else {
+        return 0;
+    };
+    let endpoints = [
+        Endpoint::OpenAiChat,
+        Endpoint::AnthropicMessages,
+        Endpoint::OllamaChat,
+        Endpoint::OpenAiEmbeddings,
+        Endpoint::OllamaEmbed,
+        Endpoint::OllamaEmbeddings,
+    ];
+    let _ = Endpoint::route(path).map(Endpoint::style).unwrap_or_else(|| Style::for_unknown_path(path));
+    let mut accepted = 0;
+    for endpoint in endpoints {
+        let prompt = prompt_of(endpoint, &body);
+        let _ = prompt.tokens();
+        if endpoint.is_chat() {
+            let (system, turns) = turns_of(&body);
+            let _ = crate::oracle::parse_prompt(&system, &turns);
+        }
+        if validate(endpoint, headers, &body).is_ok() {
+            accepted += 1;
+        }
+    }
+    accepted
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -518,6 +518,18 @@ fn deterministic_value(done: &[ExecutedStep], name: &str) -> Option<Value> {
     }
 }
 
+/// The reason of a rewrite reply that says the step cannot be done (`CANNOT: ...`), or `None`
+/// for any other reply.
+pub fn step_impossible(reply: &str) -> Option<String> {
+    let trimmed = reply.trim().trim_start_matches(['`', '*', '"']);
+    // (`get`: a reply may start with a character of several bytes.)
+    if !trimmed.get(..6).is_some_and(|head| head.eq_ignore_ascii_case("cannot")) {
+        return None;
+    }
+    let reason = trimmed[6..].trim_start_matches([':', ' ', '-', '.']).trim();
+    Some(if reason.is_empty() { "no reason given".into() } else { reason.to_string() })
+}
+
 /// The statement to run for a planned step, and how its placeholders were filled.
 #[allow(clippy::too_many_arguments)]
 fn fill_step(
@@ -551,13 +563,8 @@ fn fill_step(
 
     let req = prompt::rewrite_request(instruction, schema, done, number, &planned.sql, &names, prompt_rows);
     let reply = call(host, trace, stage::REWRITE, Some(number), &req)?;
-    let trimmed = reply.trim().trim_start_matches(['`', '*', '"']);
-    if trimmed.len() >= 6 && trimmed[..6].eq_ignore_ascii_case("cannot") {
-        let reason = trimmed[6..].trim_start_matches([':', ' ', '-', '.']).trim();
-        return Err(ChainError::StepImpossible {
-            step: number,
-            reason: if reason.is_empty() { "no reason given".into() } else { reason.to_string() },
-        });
+    if let Some(reason) = step_impossible(&reply) {
+        return Err(ChainError::StepImpossible { step: number, reason });
     }
     let Some(sql) = extract_sql(&reply) else {
         return Err(ChainError::NoSqlInRewrite { step: number, reply: reply.chars().take(300).collect() });

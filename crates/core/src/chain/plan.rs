@@ -194,7 +194,7 @@ fn step_header(line: &str) -> Option<&str> {
             break;
         }
     }
-    let numbered_by_step = t.len() >= 4 && t[..4].eq_ignore_ascii_case("step");
+    let numbered_by_step = t.get(..4).is_some_and(|head| head.eq_ignore_ascii_case("step"));
     let after_word = if numbered_by_step { t[4..].trim_start_matches([' ', '_', '#']) } else { t };
     let digits = after_word.bytes().take_while(u8::is_ascii_digit).count();
     if digits == 0 {

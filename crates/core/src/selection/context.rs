@@ -200,7 +200,9 @@ pub fn parse_steps_answer(reply: &str, succeeded: &[bool]) -> Result<StepsAnswer
     if core.is_empty() {
         return Err(AnswerError::Empty);
     }
-    let is_rows = core.len() >= 4 && core[..4].eq_ignore_ascii_case("rows") && !core[4..].starts_with(|c: char| c.is_alphabetic());
+    // (`get`: a reply may start with a character of several bytes.)
+    let is_rows =
+        core.get(..4).is_some_and(|head| head.eq_ignore_ascii_case("rows")) && !core[4..].starts_with(|c: char| c.is_alphabetic());
     // "ROWS" followed by at most a step reference; a longer reply that starts with the word
     // ("Rows of singers outnumber …") is a written answer.
     let rest = if is_rows { core[4..].trim() } else { "" };
