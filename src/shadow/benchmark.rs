@@ -230,11 +230,111 @@ pub(crate) fn scratch_safe(c: &pg_ask_core::shadow::workload::Command) -> bool {
 /// Rows most a truth may have; a benchmark query returning more is cut (and scored as cut).
 pub(crate) const TRUTH_ROW_LIMIT: u32 = 100_000;
 
-/// The truths of several samples. The workload's tables are created once, in a scratch schema
-/// inside a subtransaction that is always rolled back; each sample then runs in its own
-/// subtransaction (also rolled back) after restarting the tables' sequences, so every sample
-/// starts from empty tables, as the LLM is told.
+thread_local! {
+    /// The workload whose tables this session keeps in its temporary schema for computing
+    /// truths (its name and CREATE statements), with the (oid, name, kind) of every relation
+    /// that creating them added there.
+    static SCRATCH: std::cell::RefCell<Option<(String, Vec<(pg_sys::Oid, String, String)>)>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The relations of the session's temporary schema: (oid, name, kind).
+fn temp_relations() -> Vec<(pg_sys::Oid, String, String)> {
+    select_rows(
+        "SELECT c.oid, c.relname::text, c.relkind::text FROM pg_catalog.pg_class c WHERE c.relnamespace = pg_catalog.pg_my_temp_schema()",
+        &[],
+        |r| Some((r.get::<pg_sys::Oid>(1).ok()??, r.get::<String>(2).ok()??, r.get::<String>(3).ok()??)),
+    )
+}
+
+/// Makes sure the session's temporary schema holds `w`'s tables, empty, created once per
+/// session and workload: creating and dropping them at every step would leave PostgreSQL's
+/// caches keyed by their oids (the plans of foreign-key checks among them, a few kB per
+/// constraint) to grow for as long as the session lives. Returns the sequences to restart
+/// before each sample, or `None` when the tables cannot live there (no TEMP privilege, or a
+/// temporary table of the session's own holds a name they need): the caller then uses a
+/// scratch schema of its own.
+fn scratch_in_temp_schema(w: &Workload) -> Option<Vec<String>> {
+    let key = std::iter::once(w.name.as_str()).chain(w.create_tables.iter().filter_map(|c| c.sql())).collect::<Vec<_>>().join("\n");
+    let present = temp_relations();
+    let kept = SCRATCH.with(|s| s.borrow().as_ref().filter(|(k, _)| *k == key).map(|(_, rels)| rels.clone()));
+    let ours = |rels: &[(pg_sys::Oid, String, String)]| rels.iter().all(|r| present.contains(r));
+    let rels = match kept {
+        Some(rels) if !rels.is_empty() && ours(&rels) => rels,
+        _ => {
+            // Another workload's tables, or ours lost with a rolled-back step: drop what is
+            // left of them, then create the workload's.
+            let previous = SCRATCH.with(|s| s.borrow_mut().take()).map(|(_, rels)| rels).unwrap_or_default();
+            for (_, name, _) in previous.iter().filter(|r| present.contains(r) && (r.2 == "r" || r.2 == "p")) {
+                Spi::run(&format!("DROP TABLE IF EXISTS pg_temp.{} CASCADE", pg_ask_core::sqltext::quote_ident(name)))
+                    .unwrap_or_else(|e| internal("could not drop an earlier scratch table", e));
+            }
+            let allowed = Spi::get_one::<bool>("SELECT pg_catalog.has_database_privilege(pg_catalog.current_database(), 'TEMP')")
+                .ok()
+                .flatten()
+                .unwrap_or(false);
+            let names: HashSet<String> = w.create_tables.iter().flat_map(|c| c.tables.iter().cloned()).collect();
+            let before = temp_relations();
+            if !allowed || before.iter().any(|(_, name, _)| names.contains(name)) {
+                return None;
+            }
+            let succeeded = crate::pg::spi::in_schema(Some("pg_temp"), || {
+                w.create_tables
+                    .iter()
+                    .filter(|table| scratch_safe(table))
+                    .filter(|table| outcome_of(table.sql().unwrap_or_default(), OnSuccess::Release) == Answer::Succeed)
+                    .count()
+            });
+            let created: Vec<_> = temp_relations().into_iter().filter(|r| !before.contains(r)).collect();
+            // Every CREATE that succeeded made a table here (none went to another schema).
+            if created.iter().filter(|r| r.2 == "r" || r.2 == "p").count() != succeeded || succeeded == 0 {
+                for (_, name, _) in created.iter().filter(|r| r.2 == "r" || r.2 == "p") {
+                    let _ = Spi::run(&format!("DROP TABLE IF EXISTS pg_temp.{} CASCADE", pg_ask_core::sqltext::quote_ident(name)));
+                }
+                return None;
+            }
+            SCRATCH.with(|s| *s.borrow_mut() = Some((key, created.clone())));
+            created
+        }
+    };
+    Some(
+        rels.iter()
+            .filter(|(_, _, kind)| kind == "S")
+            .map(|(_, name, _)| format!("ALTER SEQUENCE pg_temp.{} RESTART", pg_ask_core::sqltext::quote_ident(name)))
+            .collect(),
+    )
+}
+
+/// Each sample's truth, in its own subtransaction (always rolled back) after restarting the
+/// tables' sequences, so that every sample starts from empty tables, as the LLM is told.
+fn truths_of(w: &Workload, samples: &[&Sample], restart: &[String]) -> Vec<Truth> {
+    samples
+        .iter()
+        .map(|sample| {
+            match subxact::run(OnSuccess::RollBack, || {
+                for stmt in restart {
+                    Spi::run(stmt).unwrap_or_else(|e| internal("could not restart a scratch sequence", e));
+                }
+                sample_truth(w, sample)
+            }) {
+                Ok(t) => t,
+                Err(e) => e.rethrow(),
+            }
+        })
+        .collect()
+}
+
+/// The truths of several samples, computed on the workload's tables in the session's
+/// temporary schema ([`scratch_in_temp_schema`]); failing that, in a scratch schema created
+/// inside a subtransaction that is always rolled back.
 pub(crate) fn compute_truths(w: &Workload, samples: &[&Sample]) -> Vec<Truth> {
+    if let Some(restart) = scratch_in_temp_schema(w) {
+        let out = subxact::run(OnSuccess::RollBack, || {
+            Spi::run("SELECT pg_catalog.set_config('search_path', 'pg_temp', true)")
+                .unwrap_or_else(|e| internal("could not set the search_path", e));
+            truths_of(w, samples, &restart)
+        });
+        return out.unwrap_or_else(|e| e.rethrow());
+    }
     // SAFETY: reads the backend's own pid.
     let pid = unsafe { pg_sys::MyProcPid };
     let out = subxact::run(OnSuccess::RollBack, || {
@@ -258,21 +358,7 @@ pub(crate) fn compute_truths(w: &Workload, samples: &[&Sample]) -> Vec<Truth> {
             .collect::<Result<Vec<_>, _>>()
         })
         .unwrap_or_else(|e| internal("could not list the scratch sequences", e));
-        samples
-            .iter()
-            .map(|sample| {
-                let restart = restart.clone();
-                match subxact::run(OnSuccess::RollBack, || {
-                    for stmt in &restart {
-                        Spi::run(stmt).unwrap_or_else(|e| internal("could not restart a scratch sequence", e));
-                    }
-                    sample_truth(w, sample)
-                }) {
-                    Ok(t) => t,
-                    Err(e) => e.rethrow(),
-                }
-            })
-            .collect::<Vec<Truth>>()
+        truths_of(w, samples, &restart)
     });
     match out {
         Ok(truths) => truths,

@@ -48,6 +48,8 @@ fn main() {
     }
 
     let mut total = Vec::new();
+    let mut by_stage: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    let mut between = Vec::new();
     let mut llm_ms = Vec::new();
     let mut schema_ms = Vec::new();
     let mut guard_exec_ms = Vec::new();
@@ -64,6 +66,19 @@ fn main() {
             stages.iter().filter(|s| names.contains(&s["stage"].as_str().unwrap())).map(|s| s["ms"].as_f64().unwrap()).sum::<f64>()
         };
         total.push(trace["ms"].as_f64().unwrap());
+        // Each stage's own time (the LLM's stages count the HTTP call, the ledger's row and
+        // the budget check), and what no stage covers.
+        let mut staged = 0.0;
+        let mut this: std::collections::BTreeMap<String, f64> = Default::default();
+        for st in stages {
+            let ms = st["ms"].as_f64().unwrap();
+            staged += ms;
+            *this.entry(st["stage"].as_str().unwrap().to_owned()).or_default() += ms;
+        }
+        for (stage, ms) in this {
+            by_stage.entry(stage).or_default().push(ms);
+        }
+        between.push(trace["ms"].as_f64().unwrap() - staged);
         llm_ms.push(ms(&["generate", "repair", "answer"]));
         schema_ms.push(ms(&["schema"]));
         guard_exec_ms.push(ms(&["guard", "execute"]));
@@ -92,6 +107,11 @@ fn main() {
     report("  LLM calls (2 loopback HTTP)", llm_ms);
     report("  schema description", schema_ms);
     report("  guard + guarded execution", guard_exec_ms);
+    println!("by stage (summed over a stage's calls):");
+    for (stage, ms) in by_stage {
+        report(&format!("  {stage}"), ms);
+    }
+    report("  between the stages", between);
     println!("after a catalog change before every question (description read afresh):");
     report("  outside the LLM calls", cold_outside);
     report("  schema description", cold_schema);

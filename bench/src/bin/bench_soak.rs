@@ -174,9 +174,40 @@ fn benchmark(c: &mut Client, pid: i32) -> bool {
     c.execute("SELECT ask.load_workload('soak', $1::text::jsonb)", &[&workload]).unwrap();
     c.batch_execute(&format!("CALL ask.benchmark('soak', 5, 0.5, 0.5, {}, ARRAY['sql'], ARRAY['few_shot'], 1)", scaled(500))).unwrap();
     let n = scaled(10_000);
+    if std::env::var("SOAK_CONTEXTS").is_ok() {
+        pg_ask_it::connect_to("postgres", "soak").execute("SELECT pg_log_backend_memory_contexts($1)", &[&pid]).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        c.query_one("SELECT 1", &[]).unwrap();
+    }
     let phase = Phase::begin("CALL ask.benchmark", pid);
     let t = Instant::now();
+    // The CALL is one statement: its memory is read from here every two seconds meanwhile,
+    // with how many samples it has committed.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let (stop, start) = (stop.clone(), phase.start);
+        std::thread::spawn(move || {
+            let mut other = pg_ask_it::connect_to("postgres", "soak");
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_secs(2));
+                let done: i64 = other
+                    .query_one("SELECT count(*) FROM ask.benchmark_samples WHERE run_id = (SELECT max(id) FROM ask.benchmark_runs)", &[])
+                    .map(|r| r.get(0))
+                    .unwrap_or(0);
+                let now = memory_kb(pid);
+                println!("  {done:>6} samples  RssAnon {:>+7} kB  RssFile {:>+7} kB", now.0 - start.0, now.1 - start.1);
+            }
+        })
+    };
     c.batch_execute(&format!("CALL ask.benchmark('soak', 5, 0.5, 0.5, {n}, ARRAY['sql'], ARRAY['few_shot'], 2)")).unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    watcher.join().unwrap();
+    if std::env::var("SOAK_CONTEXTS").is_ok() {
+        // PostgreSQL's memory contexts of the backend, into the server log.
+        pg_ask_it::connect_to("postgres", "soak").execute("SELECT pg_log_backend_memory_contexts($1)", &[&pid]).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        c.query_one("SELECT 1", &[]).unwrap();
+    }
     let scored: i64 = c
         .query_one("SELECT count(*) FROM ask.benchmark_samples WHERE run_id = (SELECT max(id) FROM ask.benchmark_runs)", &[])
         .unwrap()

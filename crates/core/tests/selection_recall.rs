@@ -235,3 +235,23 @@ fn prompt_of_selected_tables_is_a_fraction_of_the_full_schema() {
     );
     assert!(max <= 0.25, "selected tables take {:.1}% of the full prompt", max * 100.0);
 }
+
+#[test]
+fn the_scale_catalog_has_ten_thousand_tables_whose_references_come_first() {
+    use pg_ask_core::selection::recall::{synthetic_scale_catalog, synthetic_scale_ddl};
+    let tables = synthetic_scale_catalog(50, 200);
+    assert_eq!(tables.len(), 10_000);
+    let names: BTreeSet<String> = tables.iter().map(|t| format!("{}.{}", t.schema, t.name)).collect();
+    assert_eq!(names.len(), 10_000, "names are unique");
+    assert_eq!(tables.iter().map(|t| &t.schema).collect::<BTreeSet<_>>().len(), 50);
+    let mut seen = BTreeSet::new();
+    for t in &tables {
+        for fk in &t.foreign_keys {
+            assert!(seen.contains(&fk.references), "{} references {} before it is created", t.name, fk.references);
+        }
+        seen.insert(format!("{}.{}", t.schema, t.name));
+    }
+    let ddl = synthetic_scale_ddl(&tables[..5]);
+    assert_eq!(ddl.matches("CREATE TABLE").count(), 5, "{ddl}");
+    assert!(ddl.contains("COMMENT ON COLUMN accounting."), "{ddl}");
+}
