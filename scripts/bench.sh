@@ -18,6 +18,10 @@
 #           reporting parts) and clarifying questions on the sample's traps (not in `all`;
 #           built in debug, with the dependencies and the embedding model optimised, unless
 #           PG_ASK_RELEASE=1)
+#   scale   10,000 generated tables in 50 schemas: ask.index_schema() time and memory,
+#           selection p95, the described share of the full description, the first ask() after
+#           ALTER TABLE, COMMENT ON and CREATE TABLE (embeddings off, then local; SCALE_TABLES,
+#           SCALE_EMBEDDINGS; not in `all`)
 #   soak [ask|do|benchmark]  one backend's memory over 10,000 ask() calls, 2,000 ask.do()
 #           chains and a 10,000-sample CALL ask.benchmark (growth after warm-up ≤ 5 MB; exits
 #           non-zero over it; SOAK_SCALE=0.1 for a tenth; about 15 minutes; not in `all`)
@@ -111,6 +115,11 @@ if [ "$MODE" = grammar ]; then
     echo "== constrained sampling: $model"
     python3 bench/sampling.py "$(bash scripts/llm.sh start "$model")" "$model" "$WORK/sample.gbnf" bench/fixtures/sample_tables.txt
   done
+fi
+
+if [ "$MODE" = scale ]; then
+  echo "== a 10,000-table catalog"
+  "$CARGO_TARGET_DIR/release/bench_scale"
 fi
 
 if [ "$MODE" = soak ]; then

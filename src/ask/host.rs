@@ -32,12 +32,10 @@ impl BackendHost {
     /// shown every schema of a database queries the wrong schema's tables; the search_path
     /// says which ones the caller means.)
     fn describe_readable(&self) -> Result<String, String> {
-        let mut tables = schema::readable_tables()?;
+        let tables = schema::readable_tables()?;
         let path = schema::search_path_schemas();
-        if tables.iter().any(|t| path.contains(&t.schema)) {
-            tables.retain(|t| path.contains(&t.schema));
-        }
-        Ok(pg_ask_core::schema::render(&tables))
+        let on_path: Vec<_> = tables.iter().filter(|t| path.contains(&t.schema)).cloned().collect();
+        Ok(pg_ask_core::schema::render(if on_path.is_empty() { &tables } else { &on_path }))
     }
 }
 

@@ -135,7 +135,7 @@ impl Host for SuiteHost<'_> {
             None => self.backend.schema_text(),
             Some(s) => {
                 let quoted = quote_ident(s);
-                let tables: Vec<_> = crate::schema::readable_tables()?.into_iter().filter(|t| t.schema == quoted).collect();
+                let tables: Vec<_> = crate::schema::readable_tables()?.iter().filter(|t| t.schema == quoted).cloned().collect();
                 Ok(schema::render(&tables))
             }
         }

@@ -1,26 +1,50 @@
 //! Reading the description of the tables the calling role may read, cached per backend.
 //!
-//! The cache is keyed by the current user and dropped whenever PostgreSQL announces a change
-//! that could alter the description: relation, column, constraint, schema or role-membership
-//! catalog changes (syscache invalidations, which reach every backend), and comments (an event
-//! trigger turns COMMENT ON TABLE/COLUMN/VIEW into a relcache invalidation of the commented
-//! relation, and COMMENT ON SCHEMA into one of `pg_namespace`, since a schema's comment is part
-//! of the schema's description in the selection memory).
+//! The cache is keyed by the current user and kept current from what PostgreSQL announces:
+//!
+//! * a change of one relation (its columns, keys, privileges, a rename, a new or dropped
+//!   relation: relcache invalidations, which carry the relation's oid and reach every
+//!   backend) marks that relation stale, and the next read describes again only the stale
+//!   relations and those whose foreign keys reference them;
+//! * a change of a schema or of role membership, or an invalidation of every relation, marks
+//!   the whole description stale: it is read again;
+//! * comments: an event trigger turns COMMENT ON TABLE/COLUMN/VIEW into a relcache
+//!   invalidation of the commented relation, and COMMENT ON SCHEMA into one of `pg_namespace`,
+//!   since a schema's comment is part of the schema's description in the selection memory.
+//!
+//! A question with nothing stale reads no catalog at all.
 
 use pg_ask_core::schema::{self, Table};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::JsonB;
 use std::cell::{Cell, RefCell};
+use std::collections::BTreeSet;
+use std::rc::Rc;
 
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
 
 const DESCRIBE_TABLES: &str = include_str!("../../sql/describe_tables.sql");
 
+/// More stale relations than this at once (a migration, a restore) and the whole description
+/// is read again: one set-based read beats a long list of oids.
+const MAX_STALE: usize = 512;
+
+/// The description for one user: each relation's oid, sort key (schema and name unquoted) and
+/// table, in the order shown (by schema, then name).
+struct Described {
+    user: pg_sys::Oid,
+    keys: Vec<(pg_sys::Oid, String, String)>,
+    tables: Rc<Vec<Table>>,
+}
+
 thread_local! {
-    static CACHE: RefCell<Option<(pg_sys::Oid, Vec<Table>)>> = const { RefCell::new(None) };
-    static VALID: Cell<bool> = const { Cell::new(false) };
+    static CACHE: RefCell<Option<Described>> = const { RefCell::new(None) };
+    /// The whole description must be read again.
+    static ALL_STALE: Cell<bool> = const { Cell::new(true) };
+    /// Relations announced changed since the last read.
+    static STALE: RefCell<BTreeSet<u32>> = const { RefCell::new(BTreeSet::new()) };
     /// Counts the reads of the catalog: a change means the description may have changed.
     static GENERATION: Cell<u64> = const { Cell::new(0) };
 }
@@ -33,49 +57,114 @@ pub fn generation() -> u64 {
 
 #[pg_guard]
 unsafe extern "C-unwind" fn on_syscache_change(_arg: pg_sys::Datum, _cache: std::ffi::c_int, _hash: u32) {
-    VALID.with(|v| v.set(false));
+    ALL_STALE.with(|v| v.set(true));
 }
 
 #[pg_guard]
-unsafe extern "C-unwind" fn on_relcache_change(_arg: pg_sys::Datum, _relid: pg_sys::Oid) {
-    VALID.with(|v| v.set(false));
+unsafe extern "C-unwind" fn on_relcache_change(_arg: pg_sys::Datum, relid: pg_sys::Oid) {
+    if relid == pg_sys::InvalidOid {
+        ALL_STALE.with(|v| v.set(true));
+        return;
+    }
+    let full = STALE.with(|s| {
+        let mut s = s.borrow_mut();
+        s.insert(relid.to_u32());
+        s.len() > MAX_STALE
+    });
+    if full {
+        ALL_STALE.with(|v| v.set(true));
+    }
 }
 
 /// Register the invalidation callbacks; once per backend, from `_PG_init`.
 pub fn init() {
     use pg_sys::SysCacheIdentifier::*;
     // SAFETY: registering plain functions with PostgreSQL's invalidation machinery at load
-    // time, as extensions do; they only flip a backend-local flag.
+    // time, as extensions do; they only note what changed in backend-local state. Changes of
+    // relations, their columns and keys come as relcache invalidations with the relation's
+    // oid (PostgreSQL sends one for every pg_class, pg_attribute, pg_index and foreign-key
+    // pg_constraint row written); schemas and role membership have no relation to name.
     unsafe {
-        for cache in [RELOID, ATTNUM, CONSTROID, NAMESPACEOID, AUTHMEMMEMROLE] {
+        for cache in [NAMESPACEOID, AUTHMEMMEMROLE] {
             pg_sys::CacheRegisterSyscacheCallback(cache as _, Some(on_syscache_change), pg_sys::Datum::from(0));
         }
         pg_sys::CacheRegisterRelcacheCallback(Some(on_relcache_change), pg_sys::Datum::from(0));
     }
 }
 
+/// Reads the description of the relations `oids` (and of those referencing them), or of every
+/// readable relation when `None`: (oid, schema, name, table) in the order shown.
+fn describe(oids: Option<Vec<pg_sys::Oid>>) -> Result<Vec<(pg_sys::Oid, String, String, Table)>, String> {
+    let json = match Spi::get_one_with_args::<JsonB>(DESCRIBE_TABLES, &[oids.into()]) {
+        Ok(Some(JsonB(v))) => v,
+        Ok(None) => return Ok(Vec::new()),
+        Err(e) => return Err(e.to_string()),
+    };
+    let serde_json::Value::Array(items) = json else { return Err("unexpected catalog description: not an array".into()) };
+    items
+        .into_iter()
+        .map(|item| {
+            let oid = item["oid"].as_u64().and_then(|o| u32::try_from(o).ok()).ok_or("unexpected catalog description: no oid")?;
+            let (Some(nsp), Some(rel)) = (item["sort"][0].as_str(), item["sort"][1].as_str()) else {
+                return Err("unexpected catalog description: no sort key".to_string());
+            };
+            let (nsp, rel) = (nsp.to_owned(), rel.to_owned());
+            let table = schema::from_json(serde_json::Value::Array(vec![item]))?.pop().ok_or("unexpected catalog description")?;
+            Ok((pg_sys::Oid::from(oid), nsp, rel, table))
+        })
+        .collect()
+}
+
 /// Tables (and views) the current role may SELECT, with only the columns it may SELECT.
-pub fn readable_tables() -> Result<Vec<Table>, String> {
+pub fn readable_tables() -> Result<Rc<Vec<Table>>, String> {
     // SAFETY: reads the backend's current user id.
     let user = unsafe { pg_sys::GetUserId() };
-    let hit = VALID.with(|v| v.get()) && CACHE.with(|c| c.borrow().as_ref().is_some_and(|(u, _)| *u == user));
-    if hit {
-        return Ok(CACHE.with(|c| c.borrow().as_ref().map(|(_, t)| t.clone()).unwrap_or_default()));
+    let same_user = CACHE.with(|c| c.borrow().as_ref().is_some_and(|d| d.user == user));
+    let all = ALL_STALE.with(|v| v.get()) || !same_user;
+    let stale: Vec<pg_sys::Oid> = STALE.with(|s| std::mem::take(&mut *s.borrow_mut())).into_iter().map(pg_sys::Oid::from).collect();
+    if !all && stale.is_empty() {
+        return Ok(CACHE.with(|c| c.borrow().as_ref().map(|d| d.tables.clone()).unwrap_or_default()));
     }
-    // Mark valid before reading: an invalidation that arrives while the query runs clears it
-    // again, so the next call reads afresh.
-    VALID.with(|v| v.set(true));
+    // Clear before reading: an invalidation that arrives while the query runs marks again, so
+    // the next call reads what it announced.
+    ALL_STALE.with(|v| v.set(false));
     GENERATION.with(|g| g.set(g.get() + 1));
-    let tables = match Spi::get_one::<JsonB>(DESCRIBE_TABLES) {
-        Ok(Some(JsonB(v))) => schema::from_json(v),
-        Ok(None) => Ok(Vec::new()),
-        Err(e) => Err(e.to_string()),
+    let read = if all { describe(None) } else { describe(Some(stale.clone())) };
+    let fresh = match read {
+        Ok(f) => f,
+        Err(e) => {
+            ALL_STALE.with(|v| v.set(true));
+            return Err(e);
+        }
     };
-    match &tables {
-        Ok(t) => CACHE.with(|c| *c.borrow_mut() = Some((user, t.clone()))),
-        Err(_) => VALID.with(|v| v.set(false)),
-    }
-    tables
+    let described = if all {
+        let (keys, tables): (Vec<_>, Vec<_>) = fresh.into_iter().map(|(o, n, r, t)| ((o, n, r), t)).unzip();
+        Described { user, keys, tables: Rc::new(tables) }
+    } else {
+        let mut d = CACHE.with(|c| c.borrow_mut().take()).expect("a description for this user");
+        let tables = Rc::make_mut(&mut d.tables);
+        // Out with the stale relations and those read again, in with what was read.
+        let gone: BTreeSet<u32> = stale.iter().chain(fresh.iter().map(|f| &f.0)).map(|o| o.to_u32()).collect();
+        let mut i = 0;
+        d.keys.retain(|(oid, _, _)| {
+            let keep = !gone.contains(&oid.to_u32());
+            if !keep {
+                tables.remove(i);
+            } else {
+                i += 1;
+            }
+            keep
+        });
+        for (oid, nsp, rel, table) in fresh {
+            let at = d.keys.partition_point(|(_, n, r)| (n.as_str(), r.as_str()) < (nsp.as_str(), rel.as_str()));
+            d.keys.insert(at, (oid, nsp, rel));
+            tables.insert(at, table);
+        }
+        d
+    };
+    let tables = described.tables.clone();
+    CACHE.with(|c| *c.borrow_mut() = Some(described));
+    Ok(tables)
 }
 
 /// The schemas on the caller's `search_path` that exist (pg_catalog among them, which holds

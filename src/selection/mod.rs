@@ -119,7 +119,8 @@ pub fn selection_catalog() -> Rc<Catalog> {
     let full_chars = render(&tables).len();
     let mut values = frequent_values();
     let profiles: Vec<TableProfile> = tables
-        .into_iter()
+        .iter()
+        .cloned()
         .map(|t| {
             let mut p = TableProfile::new(t);
             if let Some(v) = values.remove(&p.table.qualified()) {

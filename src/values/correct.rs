@@ -3,6 +3,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
@@ -30,6 +31,9 @@ thread_local! {
     static TEXT_TYPES: RefCell<HashMap<String, bool>> = RefCell::new(HashMap::new());
     static TYPES_VALID: Cell<bool> = const { Cell::new(false) };
     static TYPES_WATCHED: Cell<bool> = const { Cell::new(false) };
+    /// The literal catalog, with the description generation, user and search path it was
+    /// built for.
+    static LITERAL_CATALOG: RefCell<Option<(u64, pg_sys::Oid, Vec<String>, Rc<Catalog>)>> = const { RefCell::new(None) };
 }
 
 #[pg_guard]
@@ -92,13 +96,28 @@ fn search_path() -> Vec<String> {
     out
 }
 
-/// The catalog of readable tables for literal resolution, with the session's search path.
-fn literal_catalog() -> Result<Catalog, String> {
+/// The catalog of readable tables for literal resolution, with the session's search path;
+/// built again only when the description, the user, the search path or a type changed.
+fn literal_catalog() -> Result<Rc<Catalog>, String> {
     let tables = schema::readable_tables()?;
+    let generation = schema::generation();
+    // SAFETY: reads the backend's current user id.
+    let user = unsafe { pg_sys::GetUserId() };
+    let path = search_path();
+    let types_valid = TYPES_VALID.with(|v| v.get());
+    let kept = LITERAL_CATALOG.with(|c| {
+        c.borrow()
+            .as_ref()
+            .filter(|(g, u, p, _)| types_valid && *g == generation && *u == user && *p == path)
+            .map(|(_, _, _, cat)| cat.clone())
+    });
+    if let Some(cat) = kept {
+        return Ok(cat);
+    }
     let type_names: Vec<String> = tables.iter().flat_map(|t| t.columns.iter().map(|c| c.data_type.clone())).collect();
     let text_like = text_like_types(&type_names);
-    let mut cat = Catalog::new(search_path());
-    for t in &tables {
+    let mut cat = Catalog::new(path.clone());
+    for t in tables.iter() {
         let cols = t
             .columns
             .iter()
@@ -106,6 +125,8 @@ fn literal_catalog() -> Result<Catalog, String> {
             .collect();
         cat.add_table(&unquote(&t.schema), &unquote(&t.name), cols);
     }
+    let cat = Rc::new(cat);
+    LITERAL_CATALOG.with(|c| *c.borrow_mut() = Some((generation, user, path, cat.clone())));
     Ok(cat)
 }
 

@@ -873,7 +873,8 @@ pub fn synthetic_scale_catalog(schemas: usize, per_schema: usize) -> Vec<crate::
 }
 
 /// The DDL that creates [`synthetic_scale_catalog`] in PostgreSQL: schemas, tables with keys,
-/// and comments, in an order that creates every referenced table first.
+/// and comments, in an order that creates every referenced table first. Each schema is dropped
+/// and created again where its first table comes: give it whole schemas.
 pub fn synthetic_scale_ddl(tables: &[crate::schema::Table]) -> String {
     let mut out = String::new();
     let mut schema = "";

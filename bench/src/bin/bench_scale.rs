@@ -1,0 +1,163 @@
+//! A 10,000-table catalog: 50 schemas of 200 generated tables (columns, keys, comments; the
+//! core's `synthetic_scale_catalog`). Run through `scripts/bench.sh scale`.
+//!
+//! For embeddings off and local (`SCALE_EMBEDDINGS=off,local` by default; `SCALE_TABLES`
+//! changes the size): `ask.index_schema()` time and the backend's memory meanwhile (RssAnon,
+//! sampled every 100 ms), `ask.select_tables(q, 10)` client p50/p95, the `select` stage of
+//! `ask()` p50/p95, the described tables' share of the full description; then the first
+//! `ask()` after each kind of catalog change (`ALTER TABLE ... ADD COLUMN`, `COMMENT ON`, a new
+//! table): pg_ask's own time (total less the LLM calls) and the stages that read the catalog.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use llm_standin::{Reply, Rule, Script, StandIn};
+use pg_ask_core::selection::recall::{synthetic_scale_catalog, synthetic_scale_ddl};
+use pg_ask_it::{connect, report, use_llm};
+use postgres::Client;
+
+const QUESTIONS: [&str; 10] = [
+    "How many claims did the insurance department record last month?",
+    "List the open tickets of the railway area",
+    "Total amount of invoices per customer in billing",
+    "Which patients had a lab result in the clinic this year?",
+    "Notes written about shipments in logistics",
+    "Which vendors have more than three purchases in procurement?",
+    "Average amount of loans in banking",
+    "Reservations of guests at the hotel by season",
+    "Inspections of machines in manufacturing and their reports",
+    "How many members renewed their membership at the sports club?",
+];
+
+fn trace(c: &mut Client, q: &str) -> serde_json::Value {
+    let s: String = c.query_one("SELECT ask.explain($1)::text", &[&q]).unwrap().get(0);
+    serde_json::from_str(&s).unwrap()
+}
+
+fn stage_ms(t: &serde_json::Value, names: &[&str]) -> f64 {
+    t["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| names.contains(&s["stage"].as_str().unwrap()))
+        .map(|s| s["ms"].as_f64().unwrap())
+        .sum()
+}
+
+const LLM_STAGES: [&str; 5] = ["generate", "repair", "answer", "plan", "context"];
+
+fn rss_anon_kb(pid: i32) -> i64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status.lines().find_map(|l| l.strip_prefix("RssAnon:")).and_then(|r| r.split_whitespace().next()?.parse().ok()).unwrap_or(0)
+}
+
+/// Runs `f` while sampling `pid`'s RssAnon; returns f's result and the peak growth in kB.
+fn with_peak<R>(pid: i32, f: impl FnOnce() -> R) -> (R, i64) {
+    let start = rss_anon_kb(pid);
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut peak = 0;
+            while !stop.load(Ordering::Relaxed) {
+                peak = peak.max(rss_anon_kb(pid));
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            peak.max(rss_anon_kb(pid))
+        })
+    };
+    let out = f();
+    stop.store(true, Ordering::Relaxed);
+    let peak = sampler.join().unwrap();
+    (out, peak - start)
+}
+
+fn main() {
+    let n: usize = std::env::var("SCALE_TABLES").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000);
+    let providers: Vec<String> =
+        std::env::var("SCALE_EMBEDDINGS").unwrap_or_else(|_| "off,local".into()).split(',').map(str::to_owned).collect();
+    let tables = synthetic_scale_catalog(50, n.div_ceil(50).min(200));
+    let mut c = connect();
+    let t = Instant::now();
+    for chunk in tables.chunk_by(|a, b| a.schema == b.schema) {
+        c.batch_execute(&synthetic_scale_ddl(chunk)).expect("create the generated catalog");
+    }
+    println!("created {} tables in 50 schemas in {:.0} s", tables.len(), t.elapsed().as_secs_f64());
+    let llm = StandIn::start(
+        Script::default()
+            .rule(Rule::new(&["retrieval steps"], Reply::text("no plan")))
+            .rule(Rule::new(&["<schema>"], Reply::text("```sql\nSELECT 1 AS one\n```")))
+            .rule(Rule::new(&["<result"], Reply::text("ROWS"))),
+    )
+    .unwrap();
+    use_llm(&mut c, &llm.url());
+    let pid: i32 = c.query_one("SELECT pg_backend_pid()", &[]).unwrap().get(0);
+
+    for provider in &providers {
+        c.batch_execute(&format!("SET ask.embedding_provider = '{provider}'")).unwrap();
+        c.batch_execute("DELETE FROM ask.schema_memory_tables; DELETE FROM ask.schema_memory_schemas").unwrap();
+        if provider == "local" {
+            c.query_one("SELECT ask.embed_real('warm up')", &[]).unwrap();
+        }
+        let t = Instant::now();
+        let (described, peak) = with_peak(pid, || -> i64 { c.query_one("SELECT ask.index_schema()", &[]).unwrap().get(0) });
+        println!(
+            "\n== ask.embedding_provider = {provider}: ask.index_schema() described {described} tables in {:.1} s; backend RssAnon peak +{:.1} MB",
+            t.elapsed().as_secs_f64(),
+            peak as f64 / 1024.0
+        );
+        for q in QUESTIONS {
+            c.query("SELECT * FROM ask.select_tables($1, 10)", &[&q]).unwrap();
+        }
+        let mut wall = Vec::new();
+        for _ in 0..5 {
+            for q in QUESTIONS {
+                let t = Instant::now();
+                c.query("SELECT * FROM ask.select_tables($1, 10)", &[&q]).unwrap();
+                wall.push(t.elapsed().as_secs_f64() * 1000.0);
+            }
+        }
+        report("client wall time of ask.select_tables(q, 10)", wall);
+        let (mut select, mut own, mut shares) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..3 {
+            for q in QUESTIONS {
+                let t = trace(&mut c, q);
+                select.push(stage_ms(&t, &["select"]));
+                own.push(t["ms"].as_f64().unwrap() - stage_ms(&t, &LLM_STAGES));
+                let sel = t["stages"].as_array().unwrap().iter().find(|s| s["stage"] == "select").unwrap();
+                shares.push(sel["output"]["described_chars"].as_f64().unwrap() / sel["output"]["full_chars"].as_f64().unwrap());
+            }
+        }
+        report("select stage of ask() (explain)", select);
+        report("ask() outside the LLM calls, steady", own);
+        let max = shares.iter().cloned().fold(0.0, f64::max);
+        println!(
+            "described tables vs the full description: mean {:.2} %, max {:.2} %",
+            100.0 * shares.iter().sum::<f64>() / shares.len() as f64,
+            100.0 * max
+        );
+
+        for (kind, change) in [
+            ("ALTER TABLE ... ADD COLUMN", "ALTER TABLE accounting.claim ADD COLUMN extra_{i} int"),
+            ("COMMENT ON TABLE", "COMMENT ON TABLE accounting.claim IS 'claims, changed {i}'"),
+            ("CREATE TABLE", "CREATE TABLE accounting.new_table_{i} (id int PRIMARY KEY, name text)"),
+        ] {
+            let (mut own, mut reading) = (Vec::new(), Vec::new());
+            for i in 0..10 {
+                c.batch_execute(&change.replace("{i}", &format!("{provider}_{i}"))).unwrap();
+                let t = trace(&mut c, QUESTIONS[i % QUESTIONS.len()]);
+                own.push(t["ms"].as_f64().unwrap() - stage_ms(&t, &LLM_STAGES));
+                reading.push(stage_ms(&t, &["select", "schema"]));
+            }
+            report(&format!("first ask() after {kind}: outside the LLM"), own);
+            report("  of which select + schema stages", reading);
+        }
+    }
+    // One schema per transaction: dropping 10,000 tables at once needs more locks than the
+    // default lock table holds.
+    c.batch_execute("DELETE FROM ask.schema_memory_tables; DELETE FROM ask.schema_memory_schemas").unwrap();
+    for schema in tables.iter().map(|t| t.schema.clone()).collect::<std::collections::BTreeSet<_>>() {
+        c.batch_execute(&format!("DROP SCHEMA {schema} CASCADE")).unwrap();
+    }
+}
