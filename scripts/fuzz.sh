@@ -71,11 +71,15 @@ if target == "http":
 PY
 }
 
+findings() { # findings TARGET: how many inputs it has left under fuzz/artifacts
+  if [ -d "fuzz/artifacts/$1" ]; then find "fuzz/artifacts/$1" -type f | wc -l; else echo 0; fi
+}
+
 failed=()
 for target in "${TARGETS[@]}"; do
   seed "$target"
   echo "== fuzz $target for ${SECONDS_EACH}s"
-  before=$(ls fuzz/artifacts/"$target" 2>/dev/null | wc -l)
+  before=$(findings "$target")
   # -malloc_limit_mb: an input that makes a parser allocate 512 MB at once is a finding
   # (unbounded allocation); -timeout: one that runs 10 s is a hang. The full output is kept
   # under /var/cache/pg_ask/fuzz/TARGET.log.
@@ -84,7 +88,7 @@ for target in "${TARGETS[@]}"; do
     >"$CORPUS/../$target.log" 2>&1 || true
   grep -E '^(#[0-9]+ +DONE|stat::number_of_executed_units|stat::peak_rss_mb|SUMMARY|Test unit written)' "$CORPUS/../$target.log" || true
   echo "corpus: $(ls "$CORPUS/$target" | wc -l) inputs"
-  if [ "$(ls fuzz/artifacts/"$target" 2>/dev/null | wc -l)" -gt "$before" ]; then
+  if [ "$(findings "$target")" -gt "$before" ]; then
     failed+=("$target")
   fi
 done

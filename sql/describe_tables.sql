@@ -2,8 +2,9 @@
 -- the columns it may read, keys and comments, as one jsonb array. Identifiers come quoted as
 -- quote_ident would. Objects of extensions and of pg_ask itself are left out.
 -- Set-based (one pass over each catalog) so that it stays fast on hundreds of tables.
--- $1: NULL for every relation, or the oids of relations that changed: then only those and the
--- relations whose foreign keys reference them (their description names the referenced table).
+-- The line `-- @only-these` becomes, for a read of the relations that changed ($1, their oids),
+-- a filter to those and the relations whose foreign keys reference them (their description
+-- names the referenced table); for a read of everything, it stays a comment.
 -- Each object carries the relation's oid and its schema and name unquoted (the order to show).
 WITH rels AS (
     SELECT c.oid, n.nspname, c.relname, c.relkind,
@@ -12,8 +13,7 @@ WITH rels AS (
     JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
     WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
       AND NOT c.relispartition
-      AND ($1::oid[] IS NULL OR c.oid = ANY ($1::oid[])
-           OR c.oid IN (SELECT f.conrelid FROM pg_catalog.pg_constraint f WHERE f.contype = 'f' AND f.confrelid = ANY ($1::oid[])))
+      -- @only-these
       AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'ask')
       AND n.nspname !~ '^pg_(toast|temp_)'
       AND pg_catalog.has_schema_privilege(n.oid, 'USAGE')

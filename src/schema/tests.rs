@@ -32,7 +32,10 @@ mod tests {
         assert!(prompt(&s).contains("REFERENCES public.parent_t(id)"));
         Spi::run("ALTER TABLE public.parent_t RENAME TO parent_renamed").unwrap();
         let p = prompt(&s);
-        assert!(p.contains("TABLE public.parent_renamed") && p.contains("REFERENCES public.parent_renamed(id)") && !p.contains("parent_t"), "{p}");
+        assert!(
+            p.contains("TABLE public.parent_renamed") && p.contains("REFERENCES public.parent_renamed(id)") && !p.contains("parent_t"),
+            "{p}"
+        );
         Spi::run("ALTER TABLE public.child_t RENAME COLUMN parent_id TO mother_id").unwrap();
         assert!(prompt(&s).contains("mother_id integer REFERENCES public.parent_renamed(id)"));
         Spi::run("DROP TABLE public.child_t, public.parent_renamed").unwrap();

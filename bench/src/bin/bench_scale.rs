@@ -139,10 +139,12 @@ fn main() {
         );
 
         for (kind, change) in [
-            ("ALTER TABLE ... ADD COLUMN", "ALTER TABLE accounting.claim ADD COLUMN extra_{i} int"),
-            ("COMMENT ON TABLE", "COMMENT ON TABLE accounting.claim IS 'claims, changed {i}'"),
-            ("CREATE TABLE", "CREATE TABLE accounting.new_table_{i} (id int PRIMARY KEY, name text)"),
+            ("ALTER TABLE ... ADD COLUMN", "ALTER TABLE {first} ADD COLUMN extra_{i} int"),
+            ("COMMENT ON TABLE", "COMMENT ON TABLE {first} IS 'changed {i}'"),
+            ("CREATE TABLE", "CREATE TABLE {schema}.new_table_{i} (id int PRIMARY KEY, name text)"),
         ] {
+            let change =
+                change.replace("{first}", &format!("{}.{}", tables[0].schema, tables[0].name)).replace("{schema}", &tables[0].schema);
             let (mut own, mut reading) = (Vec::new(), Vec::new());
             for i in 0..10 {
                 c.batch_execute(&change.replace("{i}", &format!("{provider}_{i}"))).unwrap();
@@ -153,6 +155,9 @@ fn main() {
             report(&format!("first ask() after {kind}: outside the LLM"), own);
             report("  of which select + schema stages", reading);
         }
+    }
+    if std::env::var("SCALE_KEEP").is_ok() {
+        return;
     }
     // One schema per transaction: dropping 10,000 tables at once needs more locks than the
     // default lock table holds.
