@@ -37,3 +37,17 @@ pub fn database(db: &str) -> Client {
     c.batch_execute("CREATE EXTENSION pg_ask CASCADE").unwrap();
     c
 }
+
+/// The stand-in the selection benchmarks talk to: its plan reply cannot be read, so `ask()`
+/// falls back to the best schema and every question makes the plan call (whose prompt is
+/// measured) and one generate call.
+pub fn selection_standin() -> llm_standin::StandIn {
+    use llm_standin::{Reply, Rule, Script, StandIn};
+    StandIn::start(
+        Script::default()
+            .rule(Rule::new(&["retrieval steps"], Reply::text("no plan")))
+            .rule(Rule::new(&["<schema>"], Reply::text("```sql\nSELECT 1 AS one\n```")))
+            .rule(Rule::new(&["<result"], Reply::text("ROWS"))),
+    )
+    .unwrap()
+}

@@ -100,6 +100,26 @@ fn check(ok: &mut bool, what: &str, pass: bool) {
 const RUN_SAMPLES: &str =
     "SELECT count(*) FROM ask.benchmark_samples s JOIN ask.benchmark_runs r ON r.id = s.run_id WHERE r.workload = 'faults'";
 
+/// Runs `call` on a session of its own, kills the LLM server (SIGKILL) once `progress` counts
+/// `at`, starts it again on `port` a second later, and runs the same CALL again if the first
+/// one stopped. Returns the new server.
+fn kill_during(ok: &mut bool, mut llm: Child, port: u16, call: &str, progress: &str, at: i64, what: &str) -> Child {
+    let running = call_in_thread(call.to_string());
+    wait_for(progress, at);
+    llm.kill().unwrap();
+    llm.wait().unwrap();
+    let at_kill = count(&mut connect_to("postgres", DB), progress);
+    std::thread::sleep(Duration::from_secs(1));
+    let (llm, _) = start_llm(port, 20);
+    let first = running.join().unwrap();
+    println!("  killed at {at_kill} {what}; the CALL {}", first.as_deref().map_or("rode over the gap".into(), |e| format!("stopped: {e}")));
+    if first.is_some() {
+        let again = call_in_thread(call.to_string()).join().unwrap();
+        check(ok, "the same CALL resumes and finishes", again.is_none());
+    }
+    llm
+}
+
 fn llm_killed(ok: &mut bool) {
     let (mut llm, port) = start_llm(0, 20);
     let mut c = connect_to("postgres", DB);
@@ -110,23 +130,8 @@ fn llm_killed(ok: &mut bool) {
     .unwrap();
 
     println!("== the LLM server killed (SIGKILL) during CALL ask.benchmark (400 samples)");
-    let call = "CALL ask.benchmark('faults', 5, 0.5, 0.5, 400, ARRAY['sql'], ARRAY['few_shot'], 7)".to_string();
-    let running = call_in_thread(call.clone());
-    wait_for(RUN_SAMPLES, 100);
-    llm.kill().unwrap();
-    llm.wait().unwrap();
-    let at_kill = count(&mut c, RUN_SAMPLES);
-    std::thread::sleep(Duration::from_secs(1));
-    let (mut llm, _) = start_llm(port, 20);
-    let first = running.join().unwrap();
-    println!(
-        "  killed at {at_kill} samples; the CALL {}",
-        first.as_deref().map_or("rode over the gap".into(), |e| format!("stopped: {e}"))
-    );
-    if first.is_some() {
-        let again = call_in_thread(call).join().unwrap();
-        check(ok, "the same CALL resumes and finishes", again.is_none());
-    }
+    let call = "CALL ask.benchmark('faults', 5, 0.5, 0.5, 400, ARRAY['sql'], ARRAY['few_shot'], 7)";
+    llm = kill_during(ok, llm, port, call, RUN_SAMPLES, 100, "samples");
     let (samples, distinct, outage): (i64, i64, i64) = c
         .query_one(
             "SELECT count(*), count(DISTINCT s.sample), count(*) FILTER (WHERE s.error ~* 'connect|refused|unreachable|timed out')
@@ -143,23 +148,7 @@ fn llm_killed(ok: &mut bool) {
     println!("== the LLM server killed (SIGKILL) during CALL ask.evaluate");
     let total: i64 = count(&mut c, "SELECT count(*) FROM ask.eval_questions WHERE suite = 'faults'");
     let results = "SELECT count(*) FROM ask.eval_results WHERE suite = 'faults' AND run_label = 'killed'";
-    let call = "CALL ask.evaluate('faults', 'killed')".to_string();
-    let running = call_in_thread(call.clone());
-    wait_for(results, 8);
-    llm.kill().unwrap();
-    llm.wait().unwrap();
-    let at_kill = count(&mut c, results);
-    std::thread::sleep(Duration::from_secs(1));
-    let (mut llm, _) = start_llm(port, 20);
-    let first = running.join().unwrap();
-    println!(
-        "  killed at {at_kill} of {total} questions; the CALL {}",
-        first.as_deref().map_or("rode over the gap".into(), |e| format!("stopped: {e}"))
-    );
-    if first.is_some() {
-        let again = call_in_thread(call).join().unwrap();
-        check(ok, "the same CALL resumes and finishes", again.is_none());
-    }
+    let mut llm = kill_during(ok, llm, port, "CALL ask.evaluate('faults', 'killed')", results, 8, "questions");
     let (n, distinct, outage): (i64, i64, i64) = c
         .query_one(
             "SELECT count(*), count(DISTINCT qno), count(*) FILTER (WHERE error ~* 'connect|refused|unreachable|timed out')

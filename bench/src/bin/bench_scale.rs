@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use llm_standin::{Reply, Rule, Script, StandIn};
 use pg_ask_core::selection::recall::{synthetic_scale_catalog, synthetic_scale_ddl};
 use pg_ask_it::{connect, report, use_llm};
 use postgres::Client;
@@ -84,13 +83,7 @@ fn main() {
         c.batch_execute(&synthetic_scale_ddl(chunk)).expect("create the generated catalog");
     }
     println!("created {} tables in 50 schemas in {:.0} s", tables.len(), t.elapsed().as_secs_f64());
-    let llm = StandIn::start(
-        Script::default()
-            .rule(Rule::new(&["retrieval steps"], Reply::text("no plan")))
-            .rule(Rule::new(&["<schema>"], Reply::text("```sql\nSELECT 1 AS one\n```")))
-            .rule(Rule::new(&["<result"], Reply::text("ROWS"))),
-    )
-    .unwrap();
+    let llm = pg_ask_bench::selection_standin();
     use_llm(&mut c, &llm.url());
     let pid: i32 = c.query_one("SELECT pg_backend_pid()", &[]).unwrap().get(0);
 

@@ -9,7 +9,6 @@
 
 use std::time::Instant;
 
-use llm_standin::{Reply, Rule, Script, StandIn};
 use pg_ask_core::selection::recall::{SYNTHETIC_AREAS as AREAS, SYNTHETIC_QUESTIONS as QUESTIONS, SYNTHETIC_SATELLITES as SATELLITES};
 use pg_ask_it::{connect, report, use_llm};
 
@@ -61,15 +60,7 @@ fn main() {
         .unwrap()
         .get(0);
     println!("generated database: {n} tables in {} schemas", AREAS.len());
-    // The stand-in's plan reply cannot be read: ask() falls back to the best schema, so every
-    // question makes the plan call (whose prompt is measured) and one generate call.
-    let llm = StandIn::start(
-        Script::default()
-            .rule(Rule::new(&["retrieval steps"], Reply::text("no plan")))
-            .rule(Rule::new(&["<schema>"], Reply::text("```sql\nSELECT 1 AS one\n```")))
-            .rule(Rule::new(&["<result"], Reply::text("ROWS"))),
-    )
-    .unwrap();
+    let llm = pg_ask_bench::selection_standin();
     use_llm(&mut c, &llm.url());
     c.batch_execute("DELETE FROM ask.schema_memory_tables; DELETE FROM ask.schema_memory_schemas").unwrap();
 
