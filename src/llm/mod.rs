@@ -46,9 +46,30 @@ fn with_runner<R>(f: impl FnOnce(&Runner) -> R) -> R {
     })
 }
 
+/// While the backend waits for the LLM or embedding server, `pg_stat_activity` shows it with
+/// `wait_event_type = 'Extension'` (as for any extension's wait), not as a session on CPU.
+struct WaitingForServer;
+
+impl WaitingForServer {
+    fn report() -> WaitingForServer {
+        // SAFETY: sets the backend's own wait-event word, as pgstat_report_wait_start does
+        // for PostgreSQL's waits; cleared on drop, and by PostgreSQL on any error.
+        unsafe { pg_sys::pgstat_report_wait_start(pg_sys::PG_WAIT_EXTENSION) };
+        WaitingForServer
+    }
+}
+
+impl Drop for WaitingForServer {
+    fn drop(&mut self) {
+        // SAFETY: clears the backend's own wait-event word.
+        unsafe { pg_sys::pgstat_report_wait_end() };
+    }
+}
+
 /// Run `f` with the backend's runner; when it reports an interrupt, let PostgreSQL raise the
 /// pending cancel (or say the request was interrupted).
 pub fn with_runner_interruptible<T>(f: impl FnOnce(&Runner) -> Result<Result<T, LlmError>, llm::Interrupted>) -> Result<T, LlmError> {
+    let _waiting = WaitingForServer::report();
     match with_runner(f) {
         Ok(result) => result,
         Err(llm::Interrupted) => {

@@ -230,15 +230,18 @@ pub(crate) fn scratch_safe(c: &pg_ask_core::shadow::workload::Command) -> bool {
 /// Rows most a truth may have; a benchmark query returning more is cut (and scored as cut).
 pub(crate) const TRUTH_ROW_LIMIT: u32 = 100_000;
 
+/// A relation of the session's temporary schema: (oid, name, kind).
+type TempRelation = (pg_sys::Oid, String, String);
+
 thread_local! {
     /// The workload whose tables this session keeps in its temporary schema for computing
-    /// truths (its name and CREATE statements), with the (oid, name, kind) of every relation
-    /// that creating them added there.
-    static SCRATCH: std::cell::RefCell<Option<(String, Vec<(pg_sys::Oid, String, String)>)>> = const { std::cell::RefCell::new(None) };
+    /// truths (its name and CREATE statements), with every relation that creating them added
+    /// there.
+    static SCRATCH: std::cell::RefCell<Option<(String, Vec<TempRelation>)>> = const { std::cell::RefCell::new(None) };
 }
 
 /// The relations of the session's temporary schema: (oid, name, kind).
-fn temp_relations() -> Vec<(pg_sys::Oid, String, String)> {
+fn temp_relations() -> Vec<TempRelation> {
     select_rows(
         "SELECT c.oid, c.relname::text, c.relkind::text FROM pg_catalog.pg_class c WHERE c.relnamespace = pg_catalog.pg_my_temp_schema()",
         &[],
@@ -257,7 +260,7 @@ fn scratch_in_temp_schema(w: &Workload) -> Option<Vec<String>> {
     let key = std::iter::once(w.name.as_str()).chain(w.create_tables.iter().filter_map(|c| c.sql())).collect::<Vec<_>>().join("\n");
     let present = temp_relations();
     let kept = SCRATCH.with(|s| s.borrow().as_ref().filter(|(k, _)| *k == key).map(|(_, rels)| rels.clone()));
-    let ours = |rels: &[(pg_sys::Oid, String, String)]| rels.iter().all(|r| present.contains(r));
+    let ours = |rels: &[TempRelation]| rels.iter().all(|r| present.contains(r));
     let rels = match kept {
         Some(rels) if !rels.is_empty() && ours(&rels) => rels,
         _ => {

@@ -21,6 +21,9 @@ use pg_ask_core::values::rewrite::{rewrite, Replacement};
 use crate::values::{EmbeddingUse, MemoryColumn};
 use crate::{llm, llm::embeddings, schema, values};
 
+/// A literal catalog with the description generation, user and search path it was built for.
+type LiteralCatalog = (u64, pg_sys::Oid, Vec<String>, Rc<Catalog>);
+
 /// Enum labels embedded at most for one literal (larger enums are matched by trigrams only).
 const MAX_EMBEDDED_LABELS: usize = 1_000;
 
@@ -33,7 +36,7 @@ thread_local! {
     static TYPES_WATCHED: Cell<bool> = const { Cell::new(false) };
     /// The literal catalog, with the description generation, user and search path it was
     /// built for.
-    static LITERAL_CATALOG: RefCell<Option<(u64, pg_sys::Oid, Vec<String>, Rc<Catalog>)>> = const { RefCell::new(None) };
+    static LITERAL_CATALOG: RefCell<Option<LiteralCatalog>> = const { RefCell::new(None) };
 }
 
 #[pg_guard]

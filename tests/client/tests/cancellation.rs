@@ -85,6 +85,11 @@ fn cancel_request_ends_a_hung_request() {
     });
     let mut watcher = connect();
     wait_until_active(&mut watcher, pid);
+    // Waiting for the LLM shows as an extension's wait, not as a session on CPU.
+    let wait = |w: &mut postgres::Client| -> Option<String> {
+        w.query_one("SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1", &[&pid]).unwrap().get(0)
+    };
+    assert_eq!(wait(&mut watcher).as_deref(), Some("Extension"));
     let sent = Instant::now();
     token.cancel_query(NoTls).unwrap();
     let (mut c, err, ended, _) = asker.join().unwrap();
@@ -94,6 +99,7 @@ fn cancel_request_ends_a_hung_request() {
     eprintln!("cancel request ended the LLM request after {} ms", latency.as_millis());
     assert!(latency < PROMPTLY, "{latency:?}");
     still_works(&mut c);
+    assert_ne!(wait(&mut watcher).as_deref(), Some("Extension"), "the wait ended with the request");
 }
 
 #[test]
