@@ -14,7 +14,7 @@
 //!
 //! A question with nothing stale reads no catalog at all.
 
-use pg_ask_core::schema::{self, Table};
+use pg_ask_core::schema::Table;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::JsonB;
@@ -118,7 +118,7 @@ fn describe(oids: Option<Vec<pg_sys::Oid>>) -> Result<Vec<(pg_sys::Oid, String, 
                 return Err("unexpected catalog description: no sort key".to_string());
             };
             let (nsp, rel) = (nsp.to_owned(), rel.to_owned());
-            let table = schema::from_json(serde_json::Value::Array(vec![item]))?.pop().ok_or("unexpected catalog description")?;
+            let table: Table = serde_json::from_value(item).map_err(|e| format!("unexpected catalog description: {e}"))?;
             Ok((pg_sys::Oid::from(oid), nsp, rel, table))
         })
         .collect()

@@ -249,6 +249,14 @@ fn temp_relations() -> Vec<TempRelation> {
     )
 }
 
+/// Drops the tables among `rels` (their sequences go with them).
+fn drop_temp_tables<'a>(rels: impl Iterator<Item = &'a TempRelation>) {
+    for (_, name, _) in rels.filter(|(_, _, kind)| kind == "r" || kind == "p") {
+        Spi::run(&format!("DROP TABLE IF EXISTS pg_temp.{} CASCADE", pg_ask_core::sqltext::quote_ident(name)))
+            .unwrap_or_else(|e| internal("could not drop a scratch table", e));
+    }
+}
+
 /// Makes sure the session's temporary schema holds `w`'s tables, empty, created once per
 /// session and workload: creating and dropping them at every step would leave PostgreSQL's
 /// caches keyed by their oids (the plans of foreign-key checks among them, a few kB per
@@ -267,10 +275,7 @@ fn scratch_in_temp_schema(w: &Workload) -> Option<Vec<String>> {
             // Another workload's tables, or ours lost with a rolled-back step: drop what is
             // left of them, then create the workload's.
             let previous = SCRATCH.with(|s| s.borrow_mut().take()).map(|(_, rels)| rels).unwrap_or_default();
-            for (_, name, _) in previous.iter().filter(|r| present.contains(r) && (r.2 == "r" || r.2 == "p")) {
-                Spi::run(&format!("DROP TABLE IF EXISTS pg_temp.{} CASCADE", pg_ask_core::sqltext::quote_ident(name)))
-                    .unwrap_or_else(|e| internal("could not drop an earlier scratch table", e));
-            }
+            drop_temp_tables(previous.iter().filter(|r| present.contains(r)));
             let allowed = Spi::get_one::<bool>("SELECT pg_catalog.has_database_privilege(pg_catalog.current_database(), 'TEMP')")
                 .ok()
                 .flatten()
@@ -290,9 +295,7 @@ fn scratch_in_temp_schema(w: &Workload) -> Option<Vec<String>> {
             let created: Vec<_> = temp_relations().into_iter().filter(|r| !before.contains(r)).collect();
             // Every CREATE that succeeded made a table here (none went to another schema).
             if created.iter().filter(|r| r.2 == "r" || r.2 == "p").count() != succeeded || succeeded == 0 {
-                for (_, name, _) in created.iter().filter(|r| r.2 == "r" || r.2 == "p") {
-                    let _ = Spi::run(&format!("DROP TABLE IF EXISTS pg_temp.{} CASCADE", pg_ask_core::sqltext::quote_ident(name)));
-                }
+                drop_temp_tables(created.iter());
                 return None;
             }
             SCRATCH.with(|s| *s.borrow_mut() = Some((key, created.clone())));

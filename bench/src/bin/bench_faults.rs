@@ -132,33 +132,34 @@ fn llm_killed(ok: &mut bool) {
     println!("== the LLM server killed (SIGKILL) during CALL ask.benchmark (400 samples)");
     let call = "CALL ask.benchmark('faults', 5, 0.5, 0.5, 400, ARRAY['sql'], ARRAY['few_shot'], 7)";
     llm = kill_during(ok, llm, port, call, RUN_SAMPLES, 100, "samples");
-    let (samples, distinct, outage): (i64, i64, i64) = c
+    // (A sample recorded twice would be a primary-key error: the count says all are there.)
+    let (samples, outage): (i64, i64) = c
         .query_one(
-            "SELECT count(*), count(DISTINCT s.sample), count(*) FILTER (WHERE s.error ~* 'connect|refused|unreachable|timed out')
+            "SELECT count(*), count(*) FILTER (WHERE s.error ~* 'connect|refused|unreachable|timed out')
                FROM ask.benchmark_samples s JOIN ask.benchmark_runs r ON r.id = s.run_id WHERE r.workload = 'faults'",
             &[],
         )
-        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .map(|r| (r.get(0), r.get(1)))
         .unwrap();
     let done = count(&mut c, "SELECT count(*) FROM ask.benchmark_runs WHERE workload = 'faults' AND status = 'done'");
-    println!("  {samples} samples ({distinct} distinct), {outage} recording the outage, runs done: {done}");
-    check(ok, "all 400 samples there, none twice, the run done", samples == 400 && distinct == 400 && done == 1);
+    println!("  {samples} samples, {outage} recording the outage, runs done: {done}");
+    check(ok, "all 400 samples there, the run done", samples == 400 && done == 1);
     check(ok, "no sample records the outage as the model's answer", outage == 0);
 
     println!("== the LLM server killed (SIGKILL) during CALL ask.evaluate");
     let total: i64 = count(&mut c, "SELECT count(*) FROM ask.eval_questions WHERE suite = 'faults'");
     let results = "SELECT count(*) FROM ask.eval_results WHERE suite = 'faults' AND run_label = 'killed'";
     let mut llm = kill_during(ok, llm, port, "CALL ask.evaluate('faults', 'killed')", results, 8, "questions");
-    let (n, distinct, outage): (i64, i64, i64) = c
+    let (n, outage): (i64, i64) = c
         .query_one(
-            "SELECT count(*), count(DISTINCT qno), count(*) FILTER (WHERE error ~* 'connect|refused|unreachable|timed out')
+            "SELECT count(*), count(*) FILTER (WHERE error ~* 'connect|refused|unreachable|timed out')
                FROM ask.eval_results WHERE suite = 'faults' AND run_label = 'killed'",
             &[],
         )
-        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .map(|r| (r.get(0), r.get(1)))
         .unwrap();
-    println!("  {n} results ({distinct} distinct), {outage} recording the outage");
-    check(ok, "every question evaluated once", n == total && distinct == total);
+    println!("  {n} results, {outage} recording the outage");
+    check(ok, "every question evaluated", n == total);
     check(ok, "no result records the outage as the model's prediction", outage == 0);
     llm.kill().unwrap();
     llm.wait().unwrap();
@@ -203,9 +204,8 @@ fn postgres_stopped(ok: &mut bool) {
         &format!("the same CALL resumes and finishes{}", again.as_deref().map(|e| format!(": {e}")).unwrap_or_default()),
         again.is_none(),
     );
-    let (n, distinct): (i64, i64) =
-        c.query_one(&samples.replace("count(*)", "count(*), count(DISTINCT s.sample)"), &[]).map(|r| (r.get(0), r.get(1))).unwrap();
-    check(ok, &format!("300 samples, none twice ({n}, {distinct} distinct)"), n == 300 && distinct == 300);
+    let n = count(&mut c, samples);
+    check(ok, &format!("all 300 samples there ({n})"), n == 300);
     llm.kill().unwrap();
     llm.wait().unwrap();
 }

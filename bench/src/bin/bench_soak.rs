@@ -179,7 +179,7 @@ fn benchmark(c: &mut Client, pid: i32) -> bool {
         std::thread::sleep(std::time::Duration::from_millis(500));
         c.query_one("SELECT 1", &[]).unwrap();
     }
-    let phase = Phase::begin("CALL ask.benchmark", pid);
+    let mut phase = Phase::begin("CALL ask.benchmark", pid);
     let t = Instant::now();
     // The CALL is one statement: its memory is read from here every two seconds meanwhile,
     // with how many samples it has committed.
@@ -214,7 +214,6 @@ fn benchmark(c: &mut Client, pid: i32) -> bool {
         .get(0);
     println!("  {scored} samples scored in {:.1} s", t.elapsed().as_secs_f64());
     assert_eq!(scored as usize, n, "every sample was scored");
-    let mut phase = phase;
     phase.calls = n;
     phase.end()
 }
