@@ -35,7 +35,7 @@ impl BackendHost {
         let tables = schema::readable_tables()?;
         let path = schema::search_path_schemas();
         let on_path: Vec<_> = tables.iter().filter(|t| path.contains(&t.schema)).cloned().collect();
-        Ok(pg_ask_core::schema::render(if on_path.is_empty() { &tables } else { &on_path }))
+        Ok(values::listed::render(if on_path.is_empty() { &tables } else { &on_path }))
     }
 }
 

@@ -24,7 +24,6 @@ use pg_ask_core::evaluate::prefetch::{Capture, Prefetched, Replay, SelectionMade
 use pg_ask_core::evaluate::{check_gold, judge, parse_suite_rows, QuestionRecord, RecordOutcome};
 use pg_ask_core::llm::{ChatRequest, ChatResponse, LlmError};
 use pg_ask_core::rows::ResultSet;
-use pg_ask_core::schema;
 use pg_ask_core::sqltext::quote_ident;
 
 use crate::ask::host::BackendHost;
@@ -136,7 +135,7 @@ impl Host for SuiteHost<'_> {
             Some(s) => {
                 let quoted = quote_ident(s);
                 let tables: Vec<_> = crate::schema::readable_tables()?.iter().filter(|t| t.schema == quoted).cloned().collect();
-                Ok(schema::render(&tables))
+                Ok(crate::values::listed::render(&tables))
             }
         }
     }

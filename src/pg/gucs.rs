@@ -107,6 +107,8 @@ static CONCURRENCY: GucSetting<i32> = GucSetting::<i32>::new(8);
 static MAX_STEPS: GucSetting<i32> = GucSetting::<i32>::new(10);
 /// Distinct values the value memory keeps per column at most (the most frequent).
 static MAX_VALUES_PER_COLUMN: GucSetting<i32> = GucSetting::<i32>::new(100_000);
+/// Columns of the value memory with at most this many values have them listed in the prompt.
+static MAX_LISTED_VALUES: GucSetting<i32> = GucSetting::<i32>::new(20);
 static MAX_TABLES: GucSetting<i32> = GucSetting::<i32>::new(10);
 static STRUCTURED_OUTPUT: GucSetting<GucMode> = GucSetting::<GucMode>::new(GucMode::Auto);
 static SQL_GRAMMAR: GucSetting<GucMode> = GucSetting::<GucMode>::new(GucMode::Auto);
@@ -359,6 +361,16 @@ pub fn init() {
         GucContext::Userset,
         GucFlags::default(),
     );
+    GucRegistry::define_int_guc(
+        c"ask.max_listed_values",
+        c"A column whose value memory holds at most this many values has them all listed in the SQL prompt; 0: none listed.",
+        c"The model then writes a value as it is stored ('F' for female), and value correction puts a literal that is none of them to the LLM with all of them instead of keeping it unasked.",
+        &MAX_LISTED_VALUES,
+        0,
+        1_000,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
     GucRegistry::define_bool_guc(
         c"ask.cache",
         c"Answer an LLM request identical to an earlier one (provider, base URL, model, settings, full prompt) from ask.llm_cache, without a call.",
@@ -595,6 +607,11 @@ pub fn concurrency() -> usize {
 
 pub fn max_values_per_column() -> i64 {
     MAX_VALUES_PER_COLUMN.get().max(1) as i64
+}
+
+/// `ask.max_listed_values` (0: none listed).
+pub fn max_listed_values() -> i64 {
+    MAX_LISTED_VALUES.get().max(0) as i64
 }
 
 pub fn model_path() -> String {

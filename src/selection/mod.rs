@@ -431,7 +431,7 @@ pub fn selection_for(question: &str, max_tables: usize) -> Result<Option<Selecti
     for s in &schemas {
         let mine: Vec<_> = picks.iter().filter(|p| r.catalog.table(&p.table).is_some_and(|t| t.schema == s.schema)).cloned().collect();
         if !mine.is_empty() {
-            candidates.push(SchemaCandidate { schema: s.schema.clone(), tables: render(&r.catalog.picked_tables(&mine)) });
+            candidates.push(SchemaCandidate { schema: s.schema.clone(), tables: crate::values::listed::render(&r.catalog.picked_tables(&mine)) });
         }
     }
     let full_chars = BUILT.with(|b| b.borrow().as_ref().map_or(0, |(_, _, _, n)| *n));

@@ -158,7 +158,8 @@ fn column_facts(literals: &[LiteralRef]) -> Vec<ColumnFacts> {
                     "SELECT u.i::int,
                             CASE WHEN bt.typtype = 'e' THEN ARRAY(SELECT e.enumlabel::text FROM pg_catalog.pg_enum e
                                                                   WHERE e.enumtypid = bt.oid ORDER BY e.enumsortorder) END,
-                            vc.id, vc.distinct_values, vc.embedding_provider, vc.embedding_model, vc.dims, vc.own_indexes
+                            vc.id, vc.distinct_values, vc.embedding_provider, vc.embedding_model, vc.dims, vc.own_indexes,
+                            vc.capped
                      FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(rel, col, i)
                      JOIN pg_catalog.pg_attribute a ON a.attrelid = pg_catalog.to_regclass(u.rel) AND a.attname = u.col
                                                    AND a.attnum > 0 AND NOT a.attisdropped
@@ -179,6 +180,7 @@ fn column_facts(literals: &[LiteralRef]) -> Vec<ColumnFacts> {
                                 model: r.get::<String>(6).ok()?,
                                 dims: r.get::<i32>(7).ok()?,
                                 own_indexes: r.get::<bool>(8).ok()?.unwrap_or(false),
+                                capped: r.get::<bool>(9).ok()?.unwrap_or(false),
                             }),
                             None => None,
                         };
@@ -228,7 +230,15 @@ fn enum_evidence(labels: &[String], literal: &str) -> Evidence {
         // The decision ranks by embedding and trigram; keep the best of each, as the memory would.
         candidates = best_of_each(candidates, values::NEIGHBOURS as usize);
     }
-    Evidence { literal: literal.to_string(), exact, case_insensitive, candidates, distinct_values: labels.len() as u64, closed_set: true }
+    Evidence {
+        literal: literal.to_string(),
+        exact,
+        case_insensitive,
+        candidates,
+        distinct_values: labels.len() as u64,
+        closed_set: true,
+        all_values: false,
+    }
 }
 
 /// The `k` best candidates by cosine and the `k` best by trigram similarity.

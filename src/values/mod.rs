@@ -12,6 +12,7 @@ use pgrx::prelude::*;
 
 mod build;
 pub(crate) mod correct;
+pub(crate) mod listed;
 mod search;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
@@ -62,6 +63,16 @@ pub(crate) struct MemoryColumn {
     pub model: Option<String>,
     pub dims: Option<i32>,
     pub own_indexes: bool,
+    /// The column had more values than `ask.max_values_per_column`: the memory holds some.
+    pub capped: bool,
+}
+
+impl MemoryColumn {
+    /// The memory holds all of the column's values, and they are few enough to be listed in
+    /// the prompt and put to the LLM all at once (`ask.max_listed_values`).
+    pub fn all_listed(&self) -> bool {
+        !self.capped && !self.own_indexes && self.distinct > 0 && self.distinct <= crate::pg::gucs::max_listed_values()
+    }
 }
 
 /// Whether a literal's embedding under the current settings can be compared with a column's.
@@ -102,7 +113,7 @@ pub(crate) fn memory_column(relid: pg_sys::Oid, attnum: i16) -> Option<MemoryCol
         Spi::connect(|client| {
             let rows = client
                 .select(
-                    "SELECT id, distinct_values, embedding_provider, embedding_model, dims, own_indexes
+                    "SELECT id, distinct_values, embedding_provider, embedding_model, dims, own_indexes, capped
                      FROM ask.value_columns WHERE relid = $1 AND attnum = $2",
                     None,
                     &[relid.into(), attnum.into()],
@@ -116,6 +127,7 @@ pub(crate) fn memory_column(relid: pg_sys::Oid, attnum: i16) -> Option<MemoryCol
                 model: r.get::<String>(4).ok()?,
                 dims: r.get::<i32>(5).ok()?,
                 own_indexes: r.get::<bool>(6).ok()??,
+                capped: r.get::<bool>(7).ok()??,
             })
         })
     })

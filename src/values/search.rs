@@ -46,8 +46,9 @@ pub(crate) enum Reach {
 /// common trigram), so the fast pool takes instead the values next to the phrase in the order
 /// of `lower(value)` and of its reverse (a typo after the first letters, or before the last
 /// ones, keeps the phrase among its value's sort neighbours) and the embedding's nearest
-/// neighbours, and pg_trgm scores them. Run as the memory's owner.
-pub(crate) fn search(col: &MemoryColumn, phrase: &str, embedding: Option<&[f32]>, k: i64, reach: Reach) -> Vec<Found> {
+/// neighbours, and pg_trgm scores them. With `all` (a small column), every value is returned,
+/// scored. Run as the memory's owner.
+pub(crate) fn search(col: &MemoryColumn, phrase: &str, embedding: Option<&[f32]>, k: i64, reach: Reach, all: bool) -> Vec<Found> {
     let vector = ext_schema("vector");
     let trgm = ext_schema("pg_trgm");
     let id = col.id;
@@ -94,7 +95,8 @@ pub(crate) fn search(col: &MemoryColumn, phrase: &str, embedding: Option<&[f32]>
           t AS (SELECT value FROM m WHERE tri >= (SELECT coalesce(current_setting('pg_trgm.similarity_threshold', true)::float8, 0.3))
                 ORDER BY tri DESC, value LIMIT $3)
          SELECT m.value, m.frequency, m.cos, m.tri, m.value IN (SELECT value FROM e), m.value IN (SELECT value FROM t)
-         FROM m WHERE m.value IN (SELECT value FROM e) OR m.value IN (SELECT value FROM t)"
+         FROM m WHERE {} OR m.value IN (SELECT value FROM e) OR m.value IN (SELECT value FROM t)",
+        all && !col.own_indexes
     );
     let args: [DatumWithOid; 3] = [emb_text.into(), phrase.into(), k.into()];
     as_memory_owner(|| {
@@ -168,7 +170,7 @@ pub(crate) fn similar_values(
     let k = k.clamp(1, 1000) as i64;
     let embedding = phrase_embedding(&column, phrase);
     let mut rows: Vec<(String, f64, String)> = Vec::new();
-    for f in search(&column, phrase, embedding.as_deref(), k, Reach::Thorough) {
+    for f in search(&column, phrase, embedding.as_deref(), k, Reach::Thorough, false) {
         if let (true, Some(c)) = (f.by_embedding, f.cosine) {
             rows.push((f.value.clone(), c, "embedding".into()));
         }
@@ -221,10 +223,11 @@ pub(crate) fn literal_evidence(
 ) -> pg_ask_core::values::decide::Evidence {
     use pg_ask_core::values::decide::{Candidate, Evidence};
     let (exact, case_insensitive) = probe(col, literal, like_pattern);
+    let all_values = col.all_listed();
     let candidates = if exact || case_insensitive.is_some() {
         Vec::new()
     } else {
-        search(col, literal, embedding().as_deref(), NEIGHBOURS, Reach::Fast)
+        search(col, literal, embedding().as_deref(), NEIGHBOURS, Reach::Fast, all_values)
             .into_iter()
             .map(|f| Candidate { value: f.value, frequency: f.frequency.max(0) as u64, cosine: f.cosine, trigram: Some(f.trigram) })
             .collect()
@@ -236,5 +239,6 @@ pub(crate) fn literal_evidence(
         candidates,
         distinct_values: col.distinct.max(0) as u64,
         closed_set: false,
+        all_values,
     }
 }

@@ -3,7 +3,7 @@
 
 #[pgrx::pg_schema]
 mod tests {
-    use llm_standin::{Script, StandIn};
+    use llm_standin::{Reply, Rule, Script, StandIn};
     use pgrx::prelude::*;
     use pgrx::JsonB;
 
@@ -319,5 +319,62 @@ mod tests {
         Spi::run("INSERT INTO public.cities VALUES (8, 'Denver', 'CO')").unwrap();
         let found = similar("SELECT * FROM ask.similar_values('public.cities', 'name', 'Denver', 3)");
         assert!(found.iter().all(|(v, _, _)| v != "Denver"), "{found:?}");
+    }
+
+    const PATIENTS: &str = "
+        CREATE TABLE public.patients (id int PRIMARY KEY, sex text, ward text, surname text);
+        INSERT INTO public.patients SELECT i, CASE WHEN i % 3 = 0 THEN 'M' ELSE 'F' END,
+            CASE WHEN i % 2 = 0 THEN 'North wing' ELSE 'South wing' END, 'Surname ' || i
+            FROM generate_series(1, 30) i;";
+
+    #[pg_test]
+    fn a_column_of_few_values_is_listed_in_the_prompt_and_its_unknown_literals_go_to_the_llm() {
+        setup();
+        Spi::run(PATIENTS).unwrap();
+        Spi::run("SET ask.embedding_provider = off").unwrap();
+        assert_eq!(one::<i64>("SELECT ask.index_values('public.patients')"), 2 + 2 + 30);
+        let q = "how many female patients are there?";
+        let s = llm(pipeline_script(q, "SELECT count(*) FROM public.patients WHERE sex = 'F'", "ROWS"));
+        let sql: String = one(&format!("SELECT ask.sql('{q}')"));
+        assert!(sql.contains("sex = 'F'"), "{sql}");
+        // The model saw the two sexes and the two wings (most frequent first), not the thirty
+        // surnames (more than ask.max_listed_values).
+        let prompt = s.requests()[0].prompt.clone();
+        assert!(prompt.contains("  sex text  -- values: 'F', 'M'\n"), "{prompt}");
+        assert!(prompt.contains("  ward text  -- values: 'North wing', 'South wing'\n"), "{prompt}");
+        assert!(prompt.contains("  surname text\n"), "{prompt}");
+        // A role that may not read sex is not shown its values.
+        Spi::run("CREATE ROLE ask_test_ward; GRANT SELECT (id, ward) ON public.patients TO ask_test_ward").unwrap();
+        s.clear_requests();
+        Spi::run("SET ROLE ask_test_ward").unwrap();
+        let _ = error_report(&format!("SELECT ask('{q}', max_attempts => 1)"));
+        Spi::run("RESET ROLE").unwrap();
+        let prompt = s.requests()[0].prompt.clone();
+        assert!(prompt.contains("TABLE public.patients\n  id integer PRIMARY KEY\n  ward text  -- values: 'North wing', 'South wing'\n"), "{prompt}");
+        assert!(!prompt.contains("'M'"), "{prompt}");
+        drop(s);
+
+        // 'female' shares nothing with 'F' a memory can see: without the LLM it stays, and
+        // with it the LLM chooses among all of the column's values.
+        let female = "SELECT id FROM public.patients WHERE sex = 'female'";
+        assert_eq!(one::<String>(&format!("SELECT ask.correct_sql($q${female}$q$, use_llm => false)")), female);
+        let s = llm(Script::default().rule(Rule::new(&["female"], Reply::text(r#"{"1": "F"}"#))));
+        assert_eq!(
+            one::<String>(&format!("SELECT ask.correct_sql($q${female}$q$)")),
+            "SELECT id FROM public.patients WHERE sex = 'F'"
+        );
+        let asked = s.requests();
+        assert_eq!(asked.len(), 1);
+        assert!(asked[0].prompt.contains("<value>F</value>") && asked[0].prompt.contains("<value>M</value>"), "{}", asked[0].prompt);
+        // The LLM may keep the literal: a value with no rows.
+        s.set_script(Script::reply_always(r#"{"1": "female"}"#));
+        assert_eq!(one::<String>(&format!("SELECT ask.correct_sql($q${female}$q$)")), female);
+        // Nothing listed, nothing asked: the rules alone keep it.
+        Spi::run("SET ask.max_listed_values = 0").unwrap();
+        s.clear_requests();
+        assert_eq!(one::<String>(&format!("SELECT ask.correct_sql($q${female}$q$)")), female);
+        assert!(s.requests().is_empty(), "no plausible candidate, and the column's values are not listed");
+        let (code, _, _) = error_of("SET ask.max_listed_values = -1");
+        assert_eq!(code, "22023");
     }
 }

@@ -8,7 +8,7 @@ fn cand(value: &str, cosine: f64, trigram: f64) -> Candidate {
 }
 
 fn evidence(literal: &str, candidates: Vec<Candidate>) -> Evidence {
-    Evidence { literal: literal.into(), exact: false, case_insensitive: None, candidates, distinct_values: 10, closed_set: false }
+    Evidence { literal: literal.into(), exact: false, case_insensitive: None, candidates, distinct_values: 10, closed_set: false, all_values: false }
 }
 
 fn replaced(e: &Evidence) -> Option<String> {
@@ -152,4 +152,31 @@ fn a_closed_set_never_keeps_an_unknown_value() {
     // Clear evidence decides as in an open column.
     let typo = Evidence { closed_set: true, ..evidence("shiped", vec![cand("shipped", 0.8, 0.5), cand("pending", 0.3, 0.0)]) };
     assert_eq!(replaced(&typo).as_deref(), Some("shipped"));
+}
+
+#[test]
+fn a_column_of_few_values_puts_an_unknown_literal_to_the_llm_with_all_of_them() {
+    // 'female' against a sex column of 'F' and 'M' (all-MiniLM-L6-v2 cosines 0.395 and 0.375,
+    // pg_trgm 0.125 and 0): neither embedding nor trigrams know what 'F' stands for.
+    let sex = Evidence { distinct_values: 2, ..evidence("female", vec![cand("F", 0.395, 0.125), cand("M", 0.375, 0.0)]) };
+    assert_eq!(decide(&sex, Comparison::CaseSensitive).rule, Rule::NoPlausibleCandidate);
+    let listed = Evidence { all_values: true, ..sex };
+    let t = decide(&listed, Comparison::CaseSensitive);
+    assert_eq!(t.rule, Rule::FewValues);
+    match &t.decision {
+        Decision::AskLlm { candidates } => assert_eq!(candidates, &["F".to_string(), "M".to_string()]),
+        d => panic!("{d:?}"),
+    }
+    // All of them, beyond the ten an ambiguous literal of a large column is shown with.
+    let statuses: Vec<Candidate> = (0..15).map(|i| cand(&format!("status {i}"), 0.2, 0.0)).collect();
+    let many = Evidence { all_values: true, distinct_values: 15, ..evidence("paused", statuses) };
+    match decide(&many, Comparison::CaseSensitive).decision {
+        Decision::AskLlm { candidates } => assert_eq!(candidates.len(), 15),
+        d => panic!("{d:?}"),
+    }
+    // The rules still decide what they can without the LLM, and an exact value stays.
+    let typo = Evidence { all_values: true, ..evidence("shiped", vec![cand("shipped", 0.8, 0.5), cand("pending", 0.3, 0.0)]) };
+    assert_eq!(replaced(&typo).as_deref(), Some("shipped"));
+    let exact = Evidence { exact: true, ..listed };
+    assert_eq!(decide(&exact, Comparison::CaseSensitive).rule, Rule::Exact);
 }

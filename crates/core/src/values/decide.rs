@@ -17,6 +17,13 @@
 //! | `ambiguous` | some candidate is plausible (cosine ≥ [`ASK_MIN_COSINE`] or trigram ≥ [`ASK_MIN_TRIGRAM`]) | ask the LLM with the top candidates |
 //! | `no_plausible_candidate` | otherwise | keep: a legitimate value with no rows |
 //! | `closed_set` | instead of `no_candidates` / `no_plausible_candidate` when the column's values are a closed set (an enum's labels) | ask the LLM with the best candidates (replace when the set has one value): a value outside the set is an error, never a legitimate value |
+//! | `few_values` | instead of `no_plausible_candidate` when the candidates are all of the column's few values ([`Evidence::all_values`]) | ask the LLM with all of them: it may keep the literal |
+//!
+//! A column with few values ('F'/'M', a handful of statuses, a country list) is where a
+//! literal's embedding and trigrams know least what a stored code or official name stands
+//! for ('female' and 'F' share neither), and where showing every value costs least: there
+//! the LLM, which knows what the codes mean, chooses among all of them instead of the rules
+//! giving up, and an `ambiguous` question lists all of them too.
 //!
 //! Why margins: raw cosine does not separate a variant from a sibling value (with
 //! all-MiniLM-L6-v2, 'spain'→'France' is 0.70 and 'Great Britain'→'United Kingdom' 0.71), but a
@@ -126,6 +133,11 @@ pub struct Evidence {
     /// outside them cannot be a legitimate value with no rows.
     #[serde(default)]
     pub closed_set: bool,
+    /// The candidates are all of the column's values, few enough to be listed in the prompt
+    /// (`ask.max_listed_values`): when no rule decides, the LLM chooses among all of them or
+    /// keeps the literal, instead of the literal being kept unasked.
+    #[serde(default)]
+    pub all_values: bool,
 }
 
 /// How the literal is compared, as far as the decision cares.
@@ -222,6 +234,9 @@ pub enum Rule {
     NoPlausibleCandidate,
     /// Not a value of a closed set (an enum), and no candidate clearly best.
     ClosedSet,
+    /// No candidate plausible by the rules, but the column's values are few: all of them go
+    /// to the LLM.
+    FewValues,
 }
 
 /// The decision for one literal.
@@ -334,7 +349,7 @@ fn choose(evidence: &Evidence, comparison: Comparison, th: &Thresholds, ranked: 
             };
             return replace(&holders[0].value, Rule::Lexical, confidence);
         }
-        return ask(ranked);
+        return ask(evidence, ranked);
     }
 
     if let Some(&(top, top_cos)) = by_cosine.first() {
@@ -350,16 +365,20 @@ fn choose(evidence: &Evidence, comparison: Comparison, th: &Thresholds, ranked: 
     let plausible =
         ranked.iter().any(|r| r.cosine.is_some_and(|c| c >= th.ask_min_cosine) || r.trigram.is_some_and(|t| t >= th.ask_min_trigram));
     if plausible {
-        ask(ranked)
+        ask(evidence, ranked)
     } else if evidence.closed_set {
-        (ask(ranked).0, Rule::ClosedSet)
+        (ask(evidence, ranked).0, Rule::ClosedSet)
+    } else if evidence.all_values {
+        (ask(evidence, ranked).0, Rule::FewValues)
     } else {
         (Decision::Keep { reason: Rule::NoPlausibleCandidate }, Rule::NoPlausibleCandidate)
     }
 }
 
-fn ask(ranked: &[Ranked]) -> (Decision, Rule) {
-    let candidates = ranked.iter().take(MAX_RANKED).map(|r| r.value.clone()).collect();
+/// Ask the LLM with the best [`MAX_RANKED`] candidates, or with all of a column's few values.
+fn ask(evidence: &Evidence, ranked: &[Ranked]) -> (Decision, Rule) {
+    let shown = if evidence.all_values { ranked.len() } else { MAX_RANKED };
+    let candidates = ranked.iter().take(shown).map(|r| r.value.clone()).collect();
     (Decision::AskLlm { candidates }, Rule::Ambiguous)
 }
 
