@@ -98,10 +98,16 @@ mod tests {
         // A value the column does not hold is no reason to skip the LLM.
         let s = llm(Script::default()
             .rule(Rule::new(&["<schema>"], Reply::text("SELECT name FROM public.restaurants WHERE cuisine = 'Korean'")))
+            .rule(Rule::new(&["<literal>Korean</literal>"], Reply::text(r#"{"1": "Korean"}"#)))
             .rule(Rule::new(&["<result"], Reply::text("None."))));
         let JsonB(trace) = one::<JsonB>("SELECT ask.explain('Which restaurants serve Korean food?')");
+        assert_eq!(trace["final_sql"], "SELECT name FROM public.restaurants WHERE cuisine = 'Korean'", "the LLM kept it");
         assert_eq!(trace["source"], "llm", "{trace}");
-        assert_eq!(s.requests().len(), 2);
+        // Generation, the answer, and between them the value choice: 'Korean' is none of the
+        // column's few cuisines, which the LLM is shown all of (it may keep the literal).
+        let reqs = s.requests();
+        assert_eq!(reqs.len(), 3, "{reqs:?}");
+        assert!(reqs[1].prompt.contains("<literal>Korean</literal>") && reqs[1].prompt.contains("<value>Italian</value>"), "{}", reqs[1].prompt);
     }
 
     #[pg_test]

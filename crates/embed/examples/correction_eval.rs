@@ -1,24 +1,33 @@
-//! Literal-correction accuracy on perturbations of the defog databases' real text values:
-//! `cargo run --release -p pg_ask_embed --example correction_eval [DEFOG_DIR]`.
+//! Literal-correction accuracy, split into the cases its thresholds were tuned on and cases
+//! it never saw: `cargo run --release -p pg_ask_embed --example correction_eval [DEFOG_DIR]`.
 //!
-//! For every text column of the eleven defog databases (`../shared/datasets/defog/NAME.sql`,
-//! read at run time, never copied), each value is perturbed the ways an LLM miswrites values
-//! (case, typos, spacing/punctuation, plural/singular, initialisms, word prefixes, partial
-//! names, and demonyms/aliases of values that have them); legitimate absent values (each value
-//! held out of its column in turn, plus named siblings such as 'Japan' among countries and
-//! 'Gotham' among cities) must be left alone. Three methods are compared:
+//! **Tuning part:** every text column of the eleven defog databases
+//! (`../shared/datasets/defog/NAME.sql`, read at run time, never copied) and the databases of
+//! `bench/fixtures/values_unseen.json` marked `tuning`. **Reporting part:** the fixture's
+//! databases marked `reporting`, written for this split and never used to set a threshold.
+//!
+//! Each stored value is perturbed the ways an LLM miswrites values (case, typos,
+//! spacing/punctuation, plural/singular, initialisms, word prefixes, partial names, and
+//! demonyms/aliases of values that have them); the fixture adds `knowledge` variants (a code,
+//! an official, short or older name: 'female' for 'F', 'Holland' for 'Netherlands', 'Bombay'
+//! for 'Mumbai'). Legitimate absent values (each value held out of its column in turn, named
+//! siblings such as 'Japan' among countries, the fixture's `absent` values) must be left alone.
+//! Three methods are compared:
 //!
 //! * plain trigram: the pg_trgm-similarity top-1, applied when ≥ 0.3 (pg_trgm's default
 //!   `similarity_threshold`);
 //! * plain embedding: the cosine top-1, applied when ≥ 0.7;
 //! * pg_ask: [`pg_ask_core::values::decide`] on the union of the embedding top-10 and trigram
-//!   top-10, as the glue will build it from pgvector and pg_trgm.
+//!   top-10, as the glue builds it from pgvector and pg_trgm; for a column of at most
+//!   `ask.max_listed_values` values, on all of them (`Evidence::all_values`), as the glue does.
 //!
-//! Reported: fixed top-1 without the LLM (perturbed cases), gold within the top-10 candidates,
-//! legitimate values not replaced (and, for pg_ask, kept outright without asking the LLM).
-//! The demonym/alias pairs below are perturbations of the test data only; the product has no
-//! such table. Trigram similarity is re-implemented here the way pg_trgm computes it, for the
-//! offline benchmark only (the product calls pg_trgm).
+//! Reported per part: fixed top-1 without the LLM (perturbed cases), gold within the top-10
+//! candidates, legitimate values not replaced (and, for pg_ask, kept outright without asking
+//! the LLM); and, with `ask.max_listed_values` 0 and 20, what goes to the LLM: how often the
+//! stored value is among the values it is shown (what an LLM that knows the code can fix).
+//! The demonym/alias pairs below and the fixture's variants are test data only; the product
+//! has no such table. Trigram similarity is re-implemented here the way pg_trgm computes it,
+//! for the offline benchmark only (the product calls pg_trgm).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -74,7 +83,17 @@ struct Column {
     /// `db.table.column`, for failure listings.
     name: String,
     values: Vec<String>,
+    /// `tuning` or `reporting`.
+    part: &'static str,
+    /// Knowledge variants: (written, stored).
+    variants: Vec<(String, String)>,
+    /// Legitimate values the column does not hold.
+    absent: Vec<String>,
 }
+
+/// `ask.max_listed_values`' default: a column with at most this many values is listed and put
+/// to the LLM whole.
+const LISTED_MAX: usize = 20;
 
 struct Case {
     column: usize,
@@ -90,8 +109,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let defog = std::env::args()
         .nth(1)
         .map_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/datasets/defog")), PathBuf::from);
+    let fixture = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/fixtures/values_unseen.json"));
     let model = pg_ask_embed::tool_model_dir();
-    let columns = load_columns(&defog)?;
+    let mut columns = load_columns(&defog)?;
+    columns.extend(load_fixture(&fixture)?);
     let cases = build_cases(&columns);
 
     let embedder = pg_ask_embed::Embedder::load(&model)?;
@@ -103,7 +124,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     eprintln!("embedded {} texts in {:.1} s", texts.len(), t.elapsed().as_secs_f64());
     let emb: HashMap<&str, &[f32]> = texts.iter().copied().zip(vectors.iter().map(Vec::as_slice)).collect();
 
-    let mut stats: BTreeMap<&str, Stats> = BTreeMap::new();
+    let mut stats: BTreeMap<(&str, &str), Stats> = BTreeMap::new();
+    // (part, listed max) → what goes to the LLM.
+    let mut routed: BTreeMap<(&str, usize), Routed> = BTreeMap::new();
     let mut failures = Vec::new();
     for case in &cases {
         let col = &columns[case.column];
@@ -123,17 +146,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
         let exact = values.contains(&case.literal.as_str());
         let ci = values.iter().find(|v| v.to_lowercase() == case.literal.to_lowercase()).map(|v| v.to_string());
-        let evidence = Evidence {
-            literal: case.literal.clone(),
-            exact,
-            case_insensitive: ci,
-            candidates: union
-                .iter()
-                .map(|(v, c, t)| Candidate { value: v.to_string(), frequency: 1, cosine: Some(*c), trigram: Some(*t) })
-                .collect(),
-            distinct_values: values.len() as u64,
-            closed_set: false,
+        let candidates = |from: &[(&str, f64, f64)]| -> Vec<Candidate> {
+            from.iter().map(|(v, c, t)| Candidate { value: v.to_string(), frequency: 1, cosine: Some(*c), trigram: Some(*t) }).collect()
         };
+        let evidence_at = |listed_max: usize| {
+            let all_values = !values.is_empty() && values.len() <= listed_max;
+            Evidence {
+                literal: case.literal.clone(),
+                exact,
+                case_insensitive: ci.clone(),
+                candidates: if all_values { candidates(&scored) } else { candidates(&union) },
+                distinct_values: values.len() as u64,
+                closed_set: false,
+                all_values,
+            }
+        };
+        for listed_max in [0, LISTED_MAX] {
+            let trace = decide(&evidence_at(listed_max), Comparison::CaseSensitive);
+            routed.entry((col.part, listed_max)).or_default().add(case, &trace.decision);
+        }
+        let evidence = evidence_at(LISTED_MAX);
         let trace = decide(&evidence, Comparison::CaseSensitive);
         let ours = match &trace.decision {
             Decision::Replace { value, .. } => Outcome::Replace(value.clone()),
@@ -153,9 +185,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let cos_out = by_cos.first().map_or(Outcome::Keep, |b| plain(b, b.1, PLAIN_EMBED_MIN));
         let in10 = |list: Vec<&str>| case.gold.as_deref().is_some_and(|g| list.iter().take(TOP_K).any(|v| *v == g));
 
-        for (cat, s) in [(case.category, 0), ("ALL", 1)] {
-            let _ = s;
-            let st = stats.entry(cat).or_default();
+        for cat in [case.category, "ALL"] {
+            let st = stats.entry((col.part, cat)).or_default();
             st.add(
                 case,
                 &trgm_out,
@@ -192,26 +223,57 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
 
-    println!("{} text columns, {} cases", columns.len(), cases.len());
-    println!(
-        "{:<16} {:>5} | {:>21} | {:>21} | {:>21} | {:>8}",
-        "category", "n", "fixed top-1 trg/emb/ours", "gold top-10 trg/emb/ours", "legit kept trg/emb/ours", "ours: kept w/o LLM"
-    );
-    for (cat, s) in &stats {
+    for part in ["tuning", "reporting"] {
+        let n_cols = columns.iter().filter(|c| c.part == part).count();
+        let n_cases = cases.iter().filter(|c| columns[c.column].part == part).count();
+        println!("\n== {part} part: {n_cols} text columns, {n_cases} cases (ask.max_listed_values = {LISTED_MAX})");
         println!(
             "{:<16} {:>5} | {:>21} | {:>21} | {:>21} | {:>8}",
-            cat,
-            s.n,
-            s.triple(s.fixed, s.fixable),
-            s.triple(s.top10, s.fixable),
-            s.triple(s.kept, s.legit),
-            ratio(s.kept_outright, s.legit),
+            "category", "n", "fixed top-1 trg/emb/ours", "gold top-10 trg/emb/ours", "legit kept trg/emb/ours", "ours: kept w/o LLM"
         );
-        if *cat == "ALL" {
+        for ((p, cat), s) in stats.iter().filter(|((p, _), _)| *p == part) {
+            let _ = p;
             println!(
-                "ours asked the LLM on {} of {} perturbed and {} of {} legitimate cases",
-                s.asked_fixable, s.fixable[0], s.asked_legit, s.legit[0]
+                "{:<16} {:>5} | {:>21} | {:>21} | {:>21} | {:>8}",
+                cat,
+                s.n,
+                s.triple(s.fixed, s.fixable),
+                s.triple(s.top10, s.fixable),
+                s.triple(s.kept, s.legit),
+                ratio(s.kept_outright, s.legit),
             );
+        }
+    }
+    println!("\n== what goes to the LLM (pg_ask's rule), by part and ask.max_listed_values");
+    println!(
+        "{:<10} {:>6} | {:>8} {:>8} {:>8} {:>8} {:>8} | {:>8} {:>8} {:>8}",
+        "part", "listed", "wrong", "fixed", "asked", "+gold", "upper", "legit", "asked", "replaced"
+    );
+    for ((part, listed), r) in &routed {
+        let f = |n: usize, d: usize| if d == 0 { "-".to_string() } else { format!("{:.3}", n as f64 / d as f64) };
+        println!(
+            "{:<10} {:>6} | {:>8} {:>8} {:>8} {:>8} {:>8} | {:>8} {:>8} {:>8}",
+            part,
+            listed,
+            r.wrong,
+            f(r.fixed, r.wrong),
+            f(r.asked, r.wrong),
+            f(r.asked_with_gold, r.wrong),
+            f(r.fixed + r.asked_with_gold, r.wrong),
+            r.legit,
+            f(r.legit_asked, r.legit),
+            f(r.legit_replaced, r.legit),
+        );
+        for (cat, (n, fixed, gold)) in &r.by_category {
+            if *cat == "knowledge" {
+                println!(
+                    "{:<10} {:>6} |   knowledge: {n} cases, fixed {}, asked with the stored value shown {}",
+                    "",
+                    "",
+                    f(*fixed, *n),
+                    f(*gold, *n)
+                );
+            }
         }
     }
     if std::env::var_os("VERBOSE").is_some() {
@@ -220,6 +282,46 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     Ok(())
+}
+
+/// What a setting sends to the LLM: of the wrong literals, how many the rules fix, how many
+/// are asked about and among those, with the stored value among the ones shown; of the
+/// legitimate ones, how many are asked about and how many replaced (wrongly).
+#[derive(Default)]
+struct Routed {
+    wrong: usize,
+    fixed: usize,
+    asked: usize,
+    asked_with_gold: usize,
+    legit: usize,
+    legit_asked: usize,
+    legit_replaced: usize,
+    /// category → (cases, fixed, asked with gold).
+    by_category: BTreeMap<&'static str, (usize, usize, usize)>,
+}
+
+impl Routed {
+    fn add(&mut self, case: &Case, d: &Decision) {
+        match &case.gold {
+            Some(g) => {
+                self.wrong += 1;
+                let fixed = matches!(d, Decision::Replace { value, .. } if value == g);
+                let gold_shown = matches!(d, Decision::AskLlm { candidates } if candidates.contains(g));
+                self.fixed += usize::from(fixed);
+                self.asked += usize::from(matches!(d, Decision::AskLlm { .. }));
+                self.asked_with_gold += usize::from(gold_shown);
+                let e = self.by_category.entry(case.category).or_default();
+                e.0 += 1;
+                e.1 += usize::from(fixed);
+                e.2 += usize::from(gold_shown);
+            }
+            None => {
+                self.legit += 1;
+                self.legit_asked += usize::from(matches!(d, Decision::AskLlm { .. }));
+                self.legit_replaced += usize::from(matches!(d, Decision::Replace { .. }));
+            }
+        }
+    }
 }
 
 fn exact_or_ci_gold(case: &Case, e: &Evidence) -> bool {
@@ -369,8 +471,50 @@ fn load_columns(dir: &Path) -> Result<Vec<Column>, Box<dyn std::error::Error>> {
             }
             let vals: Vec<String> = vals.into_iter().filter(|v| name_like(v)).collect();
             if vals.len() >= 3 {
-                out.push(Column { name: format!("{db}.{table}.{col}"), values: vals });
+                out.push(Column {
+                    name: format!("{db}.{table}.{col}"),
+                    values: vals,
+                    part: "tuning",
+                    variants: Vec::new(),
+                    absent: Vec::new(),
+                });
             }
+        }
+    }
+    Ok(out)
+}
+
+/// The fixture's columns, each in its part.
+fn load_fixture(path: &Path) -> Result<Vec<Column>, Box<dyn std::error::Error>> {
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path)?)?;
+    let mut out = Vec::new();
+    for db in v["databases"].as_array().ok_or("no databases")? {
+        let part = match db["part"].as_str() {
+            Some("tuning") => "tuning",
+            Some("reporting") => "reporting",
+            other => return Err(format!("unknown part {other:?}").into()),
+        };
+        let strings = |v: &serde_json::Value| -> Vec<String> {
+            v.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect()).unwrap_or_default()
+        };
+        for c in db["columns"].as_array().ok_or("no columns")? {
+            let values = strings(&c["values"]);
+            let variants: Vec<(String, String)> = c["variants"]
+                .as_object()
+                .map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect())
+                .unwrap_or_default();
+            for (w, stored) in &variants {
+                if !values.contains(stored) {
+                    return Err(format!("{}: variant {w:?} names {stored:?}, which is not a value", c["column"]).into());
+                }
+            }
+            out.push(Column {
+                name: format!("{}.{}", db["name"].as_str().unwrap_or("?"), c["column"].as_str().unwrap_or("?")),
+                values,
+                part,
+                variants,
+                absent: strings(&c["absent"]),
+            });
         }
     }
     Ok(out)
@@ -468,10 +612,22 @@ fn build_cases(columns: &[Column]) -> Vec<Case> {
                     push(if *kind == "demonym" { "demonym" } else { "alias" }, lit.to_string(), Some(v), None);
                 }
             }
+            for (written, stored) in &col.variants {
+                if stored == v {
+                    push("knowledge", written.clone(), Some(v), None);
+                }
+            }
             // legitimate: the value held out of its column, unless another value is a variant of it
             let has_variant = col.values.iter().any(|o| o != v && lexical_evidence(v, o).is_some_and(|l| l.is_strong()));
             if !has_variant {
                 push("legit_holdout", v.clone(), None, Some(v));
+            }
+            if i == 0 {
+                for a in &col.absent {
+                    if !lower.contains_key(&a.to_lowercase()) {
+                        push("legit_absent", a.clone(), None, None);
+                    }
+                }
             }
             for (key, siblings) in SIBLINGS {
                 if v == key {
