@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks (slow, not part of CI). As root, on a machine prepared by scripts/setup.sh:
-#   bash scripts/bench.sh [all|ask|shadow|values|schema|grammar|verified|soak|concurrent|real]
+#   bash scripts/bench.sh [all|ask|shadow|values|schema|grammar|verified|soak|concurrent|values-llm|real]
 # Builds pg_ask in release mode, installs it into PostgreSQL 15, starts a throwaway cluster
 # and runs the chosen benchmarks; the numbers go to stdout (see BENCHMARKS.md for recorded ones).
 #   ask     ask() outside the LLM on a 200-table schema
@@ -33,6 +33,10 @@
 #           ask.benchmark and ask.evaluate; PostgreSQL stopped with -m immediate during a
 #           benchmark batch; a backend terminated during ask.index_values() (exits non-zero
 #           when a check fails; not in `all`)
+#   values-llm [MODEL...]  value correction end to end on bench/fixtures/values_unseen.json's
+#           databases (local embeddings), a real model choosing where the memory is unsure,
+#           ask.max_listed_values 0 and 20, by part (tuning, reporting) (not in `all`; a few
+#           minutes per model; default: smollm2 gemma3)
 #   real [MODEL...]  real models on llama-server (scripts/llm.sh; default: smollm2 gemma3) answer
 #           the sample's question suite and 4 defog questions per database through CALL
 #           ask.evaluate: EX, SQL read from replies, tokens, time split, tokens/s (not in `all`;
@@ -47,7 +51,7 @@ PORT=${PG_ASK_BENCH_PORT:-55440}
 MODE=${1:-all}
 # shellcheck source=scripts/cluster.sh
 source scripts/cluster.sh
-trap 'cluster_stop "$WORK/db"; if [ "$MODE" = real ] || [ "$MODE" = grammar ]; then bash scripts/llm.sh stop >/dev/null 2>&1 || true; fi' EXIT
+trap 'cluster_stop "$WORK/db"; if [ "$MODE" = real ] || [ "$MODE" = grammar ] || [ "$MODE" = values-llm ]; then bash scripts/llm.sh stop >/dev/null 2>&1 || true; fi' EXIT
 export PG_ASK_LLM_PORT=${PG_ASK_LLM_BENCH_PORT:-47813} PG_ASK_LLM_RUN=$WORK/llm
 
 PROFILE=(--release); OUT=release
@@ -141,6 +145,15 @@ fi
 if [ "$MODE" = verified ]; then
   echo "== verified queries and clarifying questions"
   "$CARGO_TARGET_DIR/$OUT/bench_verified"
+fi
+
+if [ "$MODE" = values-llm ]; then
+  shift || true
+  models=("$@"); [ ${#models[@]} -gt 0 ] || models=(smollm2 gemma3)
+  for model in "${models[@]}"; do
+    echo "== value correction with a real model: $model"
+    PG_ASK_LLM_URL=$(bash scripts/llm.sh start "$model") PG_ASK_LLM_MODEL=$model "$CARGO_TARGET_DIR/release/bench_values_llm"
+  done
 fi
 
 if [ "$MODE" = real ]; then

@@ -158,6 +158,25 @@ STRICT VOLATILE PARALLEL UNSAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'verify_suite_wrapper';
 
+-- The schema selection memory's version (as in sql/schema_memory.sql): moved on by every
+-- statement that writes the memory, so that a backend re-checks its freshness only then.
+CREATE TABLE schema_memory_version (
+    only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
+    version  bigint NOT NULL DEFAULT 0
+);
+COMMENT ON TABLE schema_memory_version IS 'One row: a number moved on by every write to the schema selection memory (a statement trigger on its two tables).';
+INSERT INTO schema_memory_version DEFAULT VALUES;
+CREATE FUNCTION _schema_memory_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE ask.schema_memory_version SET version = version + 1;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER schema_memory_tables_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON schema_memory_tables
+    FOR EACH STATEMENT EXECUTE FUNCTION _schema_memory_changed();
+CREATE TRIGGER schema_memory_schemas_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON schema_memory_schemas
+    FOR EACH STATEMENT EXECUTE FUNCTION _schema_memory_changed();
+REVOKE ALL ON schema_memory_version FROM PUBLIC;
+
 -- A failure kind the ledger records since 0.2.0.
 COMMENT ON COLUMN llm_calls.outcome IS 'ok, or the failure kind: connect_error, timeout, rate_limited, context_overflow, http_error, malformed, truncated, empty';
 

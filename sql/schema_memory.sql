@@ -36,3 +36,23 @@ COMMENT ON COLUMN schema_memory_schemas.embedding_model IS 'The embedding model:
 REVOKE ALL ON schema_memory_tables, schema_memory_schemas FROM PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('schema_memory_tables', '');
 SELECT pg_catalog.pg_extension_config_dump('schema_memory_schemas', '');
+-- A version of the schema selection memory, moved on by every statement that writes it, in the
+-- writer's transaction: a backend that found the memory fresh for its catalog keeps that
+-- finding while the version (and its catalog) stay the same, instead of comparing every
+-- description again at each question.
+CREATE TABLE schema_memory_version (
+    only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
+    version  bigint NOT NULL DEFAULT 0
+);
+COMMENT ON TABLE schema_memory_version IS 'One row: a number moved on by every write to the schema selection memory (a statement trigger on its two tables).';
+INSERT INTO schema_memory_version DEFAULT VALUES;
+CREATE FUNCTION _schema_memory_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE ask.schema_memory_version SET version = version + 1;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER schema_memory_tables_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON schema_memory_tables
+    FOR EACH STATEMENT EXECUTE FUNCTION _schema_memory_changed();
+CREATE TRIGGER schema_memory_schemas_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON schema_memory_schemas
+    FOR EACH STATEMENT EXECUTE FUNCTION _schema_memory_changed();
+REVOKE ALL ON schema_memory_version FROM PUBLIC;

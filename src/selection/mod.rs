@@ -53,7 +53,21 @@ pub const PLAN_SCHEMAS: usize = 3;
 /// the length of the full description of every readable table (for traces).
 type Built = (u64, pg_sys::Oid, Rc<Catalog>, usize);
 
+/// What this backend found the memory to hold for its catalog: per kind, the names whose
+/// description the memory holds as the catalog gives it, and those among them embedded by
+/// another provider or model; valid while the memory's version, the catalog's generation,
+/// the user and the embedder stay those it was found under.
+struct FreshMemo {
+    version: i64,
+    generation: u64,
+    user: pg_sys::Oid,
+    embedder: Option<(String, String)>,
+    tables: Freshness,
+    schemas: Freshness,
+}
+
 thread_local! {
+    static FRESH: RefCell<Option<FreshMemo>> = const { RefCell::new(None) };
     static BUILT: RefCell<Option<Built>> = const { RefCell::new(None) };
 }
 
@@ -173,6 +187,52 @@ struct Stored {
     other_embedder: bool,
     /// The cosine of its embedding with the question's (same provider and model).
     cosine: Option<f64>,
+    /// The row's key (relid or nspid), when fresh.
+    key: Option<pg_sys::Oid>,
+}
+
+/// What the memory holds for one kind of the caller's catalog, as far as it does not depend
+/// on the question: kept per backend ([`FreshMemo`]) while nothing it depends on changes.
+#[derive(Default)]
+struct Freshness {
+    /// Fresh names whose stored embedding is the current embedder's, with their row's key.
+    embedded: Vec<(String, pg_sys::Oid)>,
+    /// Names (with their description) of indexed schemas that the memory does not hold as the
+    /// catalog describes them now.
+    stale: Vec<(String, String)>,
+    /// Fresh names embedded by another provider or model.
+    other_embedder: usize,
+}
+
+impl Freshness {
+    fn of(stored: &HashMap<String, Stored>, items: Vec<(String, String)>, is_indexed: impl Fn(&str) -> bool) -> Freshness {
+        let embedded = stored.iter().filter_map(|(n, s)| Some((n.clone(), s.key?))).filter(|(n, _)| stored[n].cosine.is_some()).collect();
+        let other_embedder = stored.values().filter(|s| s.fresh && s.other_embedder).count();
+        let stale = items.into_iter().filter(|(n, _)| !stored.get(n).is_some_and(|s| s.fresh) && is_indexed(n)).collect();
+        Freshness { embedded, stale, other_embedder }
+    }
+}
+
+/// The question's cosines with the stored embeddings of `embedded` (fresh, current embedder),
+/// by key: no description is sent.
+fn embedded_cosines(kind: Kind, embedded: &[(String, pg_sys::Oid)], question: &[f32]) -> Cosines {
+    let vector = ext_schema("vector");
+    let keys: Vec<pg_sys::Oid> = embedded.iter().map(|(_, k)| *k).collect();
+    let names: HashMap<u32, &str> = embedded.iter().map(|(n, k)| (k.to_u32(), n.as_str())).collect();
+    let sql = format!(
+        "SELECT {key}, 1 - (embedding OPERATOR({vector}.<=>) $2::text::{vector}.vector) FROM {table} WHERE {key} = ANY($1::oid[])",
+        key = kind.key(),
+        table = kind.table()
+    );
+    let args: [DatumWithOid; 2] = [keys.into(), vector_text(question).into()];
+    as_memory_owner(|| {
+        crate::pg::spi::select_rows(&sql, &args, |r| {
+            let key = r.get::<pg_sys::Oid>(1).ok()??;
+            Some((names.get(&key.to_u32())?.to_string(), r.get::<f64>(2).ok()??))
+        })
+    })
+    .into_iter()
+    .collect()
 }
 
 /// What the memory holds for each (name, description) of the caller's catalog, with cosines
@@ -190,12 +250,14 @@ fn stored_cosines(
     let sql = format!(
         "SELECT u.n, m.name IS NOT NULL, m.embedding IS NOT NULL AND NOT same.e,
                 CASE WHEN $3::text IS NULL OR m.embedding IS NULL OR NOT same.e THEN NULL
-                     ELSE 1 - (m.embedding OPERATOR({vector}.<=>) $3::text::{vector}.vector) END
+                     ELSE 1 - (m.embedding OPERATOR({vector}.<=>) $3::text::{vector}.vector) END,
+                m.{key}
          FROM unnest($1::text[], $2::text[]) AS u(n, d)
          LEFT JOIN {} m ON m.name = u.n AND m.description = u.d
          CROSS JOIN LATERAL (SELECT $4::text IS NULL
                                     OR (m.embedding_provider = $4::text AND m.embedding_model IS NOT DISTINCT FROM $5::text)) AS same(e)",
-        kind.table()
+        kind.table(),
+        key = kind.key(),
     );
     let args: [DatumWithOid; 5] =
         [names.into(), descriptions.into(), q.into(), embedder.map(|(p, _)| p.clone()).into(), embedder.map(|(_, m)| m.clone()).into()];
@@ -207,6 +269,7 @@ fn stored_cosines(
                     fresh: r.get::<bool>(2).ok()??,
                     other_embedder: r.get::<bool>(3).ok().flatten().unwrap_or(false),
                     cosine: r.get::<f64>(4).ok().flatten(),
+                    key: r.get::<pg_sys::Oid>(5).ok().flatten(),
                 },
             ))
         })
@@ -289,13 +352,15 @@ struct MemoryState {
     indexed: HashSet<String>,
     /// It holds an embedding made by the current provider and model.
     usable: bool,
+    /// Its version (ask.schema_memory_version), moved on by every write to it.
+    version: i64,
 }
 
 /// The memory's state, for `embedder` (the current provider and model).
 fn memory_state(embedder: Option<&(String, String)>) -> MemoryState {
     let args: [DatumWithOid; 2] = [embedder.map(|(p, _)| p.clone()).into(), embedder.map(|(_, m)| m.clone()).into()];
     let row = as_memory_owner(|| {
-        Spi::get_three_with_args::<bool, Vec<String>, bool>(
+        crate::pg::spi::select_rows(
             "SELECT EXISTS (SELECT 1 FROM ask.schema_memory_schemas),
                     ARRAY(SELECT quote_ident(n.nspname) FROM ask.schema_memory_schemas s
                           JOIN pg_catalog.pg_namespace n ON n.oid = s.nspid),
@@ -304,18 +369,21 @@ fn memory_state(embedder: Option<&(String, String)>) -> MemoryState {
                         WHERE embedding IS NOT NULL AND embedding_provider = $1::text AND embedding_model IS NOT DISTINCT FROM $2::text
                         UNION ALL
                         SELECT 1 FROM ask.schema_memory_schemas
-                        WHERE embedding IS NOT NULL AND embedding_provider = $1::text AND embedding_model IS NOT DISTINCT FROM $2::text)",
+                        WHERE embedding IS NOT NULL AND embedding_provider = $1::text AND embedding_model IS NOT DISTINCT FROM $2::text),
+                    (SELECT version FROM ask.schema_memory_version)",
             &args,
+            |r| {
+                Some(MemoryState {
+                    exists: r.get::<bool>(1).ok()?.unwrap_or(false),
+                    indexed: r.get::<Vec<String>>(2).ok()?.unwrap_or_default().into_iter().collect(),
+                    usable: r.get::<bool>(3).ok()?.unwrap_or(false),
+                    version: r.get::<i64>(4).ok()?.unwrap_or(-1),
+                })
+            },
         )
+        .pop()
     });
-    match row {
-        Ok((exists, indexed, usable)) => MemoryState {
-            exists: exists.unwrap_or(false),
-            indexed: indexed.unwrap_or_default().into_iter().collect(),
-            usable: usable.unwrap_or(false),
-        },
-        Err(_) => MemoryState { exists: false, indexed: HashSet::new(), usable: false },
-    }
+    row.unwrap_or(MemoryState { exists: false, indexed: HashSet::new(), usable: false, version: -1 })
 }
 
 /// Rank for `question`: embed it (when embeddings are on and the memory holds embeddings of
@@ -331,7 +399,20 @@ fn rank_with(question: &str, state: MemoryState, embedder: Option<(String, Strin
     let catalog = selection_catalog();
     // SAFETY: reads a backend-global flag (also set on a hot standby).
     let read_only = unsafe { pg_sys::XactReadOnly };
-    let MemoryState { exists: memory, indexed, usable } = state;
+    let MemoryState { exists: memory, indexed, usable, version } = state;
+    let generation = schema::generation();
+    // SAFETY: reads the backend's current user id.
+    let user = unsafe { pg_sys::GetUserId() };
+    // What this backend found for this catalog, if the memory has not changed since.
+    let memo = FRESH.with(|f| {
+        f.borrow_mut()
+            .take()
+            .filter(|m| version >= 0 && m.version == version && m.generation == generation && m.user == user && m.embedder == embedder)
+    });
+    let (mut memo_tables, mut memo_schemas) = match memo {
+        Some(m) => (Some(m.tables), Some(m.schemas)),
+        None => (None, None),
+    };
     let mut q: Option<Vec<f32>> = None;
     let embed_ms = std::cell::Cell::new(None);
     let embed_question = |q: &mut Option<Vec<f32>>| {
@@ -345,19 +426,38 @@ fn rank_with(question: &str, state: MemoryState, embedder: Option<(String, Strin
         embed_question(&mut q);
     }
     let (mut refreshed, mut not_refreshed, mut other_embedder) = (0, 0, 0);
-    let mut cosines = |kind: Kind, items: Vec<(String, String)>, schema_of: &dyn Fn(&str) -> String| -> Cosines {
-        let stored = stored_cosines(kind, &items, q.as_deref(), embedder.as_ref());
-        other_embedder += stored.values().filter(|s| s.fresh && s.other_embedder).count();
-        let stale: Vec<(String, String)> =
-            items.into_iter().filter(|(n, _)| !stored.get(n).is_some_and(|s| s.fresh) && indexed.contains(&schema_of(n))).collect();
-        let mut out: Cosines = stored.into_iter().filter_map(|(n, s)| s.cosine.map(|c| (n, c))).collect();
-        if stale.is_empty() {
-            return out;
+    // Per kind: the cosines, and the freshness found (kept when nothing was stored).
+    let mut cosines = |kind: Kind,
+                       memo: Option<Freshness>,
+                       items: &dyn Fn() -> Vec<(String, String)>,
+                       schema_of: &dyn Fn(&str) -> String|
+     -> (Cosines, Option<Freshness>) {
+        let (fresh, mut out) = match memo {
+            // The memory and the catalog are as they were: only the question's cosines are
+            // read, by key, without sending a description.
+            Some(fresh) => {
+                let out = match &q {
+                    Some(qv) if !fresh.embedded.is_empty() => embedded_cosines(kind, &fresh.embedded, qv),
+                    _ => Cosines::new(),
+                };
+                (fresh, out)
+            }
+            None => {
+                let items = items();
+                let stored = stored_cosines(kind, &items, q.as_deref(), embedder.as_ref());
+                let out: Cosines = stored.iter().filter_map(|(n, s)| s.cosine.map(|c| (n.clone(), c))).collect();
+                (Freshness::of(&stored, items, |n| indexed.contains(&schema_of(n))), out)
+            }
+        };
+        other_embedder += fresh.other_embedder;
+        if fresh.stale.is_empty() {
+            return (out, Some(fresh));
         }
         if read_only {
-            not_refreshed += stale.len();
-            return out;
+            not_refreshed += fresh.stale.len();
+            return (out, Some(fresh));
         }
+        let stale = fresh.stale;
         refreshed += stale.len();
         let vectors = store(kind, &stale, embedder.as_ref());
         if vectors.iter().any(Option::is_some) {
@@ -370,14 +470,18 @@ fn rank_with(question: &str, state: MemoryState, embedder: Option<(String, Strin
                 }
             }
         }
-        out
+        // What was stored moved the memory's version on: nothing to keep.
+        (out, None)
     };
-    let table_items: Vec<(String, String)> = catalog.table_descriptions().map(|(n, d)| (n, d.to_string())).collect();
-    let tables = cosines(Kind::Tables, table_items, &|n: &str| catalog.table(n).map(|t| t.schema.clone()).unwrap_or_default());
-    let schema_items: Vec<(String, String)> = catalog.schema_descriptions().map(|(n, d)| (n.to_string(), d.to_string())).collect();
-    let schemas = cosines(Kind::Schemas, schema_items, &|n: &str| n.to_string());
+    let table_items = || catalog.table_descriptions().map(|(n, d)| (n, d.to_string())).collect();
+    let (tables, fresh_tables) =
+        cosines(Kind::Tables, memo_tables.take(), &table_items, &|n: &str| catalog.table(n).map(|t| t.schema.clone()).unwrap_or_default());
+    let schema_items = || catalog.schema_descriptions().map(|(n, d)| (n.to_string(), d.to_string())).collect();
+    let (schemas, fresh_schemas) = cosines(Kind::Schemas, memo_schemas.take(), &schema_items, &|n: &str| n.to_string());
     if refreshed > 0 {
         forget_dropped();
+    } else if let (Some(tables), Some(schemas)) = (fresh_tables, fresh_schemas) {
+        FRESH.with(|f| *f.borrow_mut() = Some(FreshMemo { version, generation, user, embedder: embedder.clone(), tables, schemas }));
     }
     if not_refreshed > 0 {
         Raised::new(

@@ -263,4 +263,32 @@ mod tests {
         assert_eq!(trace.0["stages"][1]["output"]["decision"], "answered");
         assert!(trace.0["stages"].as_array().unwrap().iter().all(|s| s["stage"] != "execute"));
     }
+
+    #[pg_test]
+    fn a_backend_trusts_its_freshness_finding_only_while_the_memory_stays_unwritten() {
+        indexed("SET ask.embedding_provider = 'local'");
+        let version = || one::<i64>("SELECT version FROM ask.schema_memory_version");
+        let v0 = version();
+        // Two questions: the second reuses what the first found fresh (nothing is written).
+        assert_eq!(names("SELECT rel::text FROM ask.select_tables('flowers in bloom', 1)"), ["garden.plant"]);
+        assert_eq!(names("SELECT rel::text FROM ask.select_tables('flowers in bloom', 1)"), ["garden.plant"]);
+        assert_eq!(version(), v0, "reading the memory writes nothing");
+        // Anyone writing the memory (here by hand, as another backend's refresh would) moves the
+        // version on in the same transaction: the next question compares the descriptions again,
+        // finds garden.plant's changed, and describes and embeds it again.
+        Spi::run("UPDATE ask.schema_memory_tables SET description = 'something else', embedding = NULL WHERE name = 'garden.plant'").unwrap();
+        assert!(version() > v0);
+        assert_eq!(names("SELECT rel::text FROM ask.select_tables('flowers in bloom', 1)"), ["garden.plant"]);
+        let again: bool = one("SELECT description LIKE 'Table garden.plant%' AND embedding IS NOT NULL FROM ask.schema_memory_tables WHERE name = 'garden.plant'");
+        assert!(again);
+        let v1 = version();
+        Spi::run("TRUNCATE ask.schema_memory_schemas").unwrap();
+        assert!(version() > v1, "a TRUNCATE moves it on too");
+        // Closed to other roles, as the memory is.
+        Spi::run("CREATE ROLE ask_test_peek").unwrap();
+        Spi::run("SET ROLE ask_test_peek").unwrap();
+        let (code, _, _) = error_of("SELECT version FROM ask.schema_memory_version");
+        Spi::run("RESET ROLE").unwrap();
+        assert_eq!(code, "42501");
+    }
 }
