@@ -17,6 +17,39 @@ pub(crate) fn select_rows<T>(
     Spi::connect(|client| client.select(sql, None, args).map(|rows| rows.filter_map(&mut row).collect()).unwrap_or_default())
 }
 
+thread_local! {
+    /// Plans of the queries [`select_kept`] runs, by name, kept for the backend's life.
+    static KEPT: std::cell::RefCell<std::collections::HashMap<&'static str, pgrx::spi::OwnedPreparedStatement>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// [`select_rows`] for a query run on every question: its plan is prepared once per backend
+/// and kept (`SPI_keepplan`), so a question pays for its execution only. PostgreSQL's plan
+/// cache re-plans it when an object it uses changes. `sql` must be fully qualified or use
+/// only `pg_catalog`, and `name` must name one `sql` only.
+pub(crate) fn select_kept<T>(
+    name: &'static str,
+    sql: &str,
+    types: &[pg_sys::PgOid],
+    args: &[pgrx::datum::DatumWithOid],
+    mut row: impl FnMut(pgrx::spi::SpiHeapTupleData<'_>) -> Option<T>,
+) -> Vec<T> {
+    Spi::connect(|client| {
+        let kept = KEPT.with(|k| k.borrow().contains_key(name));
+        if !kept {
+            match client.prepare(sql, types) {
+                Ok(plan) => KEPT.with(|k| k.borrow_mut().insert(name, plan.keep())),
+                Err(_) => return Vec::new(),
+            };
+        }
+        KEPT.with(|k| {
+            let k = k.borrow();
+            let plan = k.get(name).expect("kept above");
+            client.select(plan, None, args).map(|rows| rows.filter_map(&mut row).collect()).unwrap_or_default()
+        })
+    })
+}
+
 /// A relation's name as `regclass` prints it (qualified when not on the search_path).
 pub(crate) fn relname(rel: pg_sys::Oid) -> String {
     Spi::get_one_with_args::<String>("SELECT $1::regclass::text", &[rel.into()]).ok().flatten().unwrap_or_else(|| format!("{rel:?}"))

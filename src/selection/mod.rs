@@ -360,9 +360,10 @@ struct MemoryState {
 fn memory_state(embedder: Option<&(String, String)>) -> MemoryState {
     let args: [DatumWithOid; 2] = [embedder.map(|(p, _)| p.clone()).into(), embedder.map(|(_, m)| m.clone()).into()];
     let row = as_memory_owner(|| {
-        crate::pg::spi::select_rows(
+        crate::pg::spi::select_kept(
+            "schema memory state",
             "SELECT EXISTS (SELECT 1 FROM ask.schema_memory_schemas),
-                    ARRAY(SELECT quote_ident(n.nspname) FROM ask.schema_memory_schemas s
+                    ARRAY(SELECT pg_catalog.quote_ident(n.nspname) FROM ask.schema_memory_schemas s
                           JOIN pg_catalog.pg_namespace n ON n.oid = s.nspid),
                     $1::text IS NOT NULL AND EXISTS (
                         SELECT 1 FROM ask.schema_memory_tables
@@ -371,6 +372,7 @@ fn memory_state(embedder: Option<&(String, String)>) -> MemoryState {
                         SELECT 1 FROM ask.schema_memory_schemas
                         WHERE embedding IS NOT NULL AND embedding_provider = $1::text AND embedding_model IS NOT DISTINCT FROM $2::text),
                     (SELECT version FROM ask.schema_memory_version)",
+            &[pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::TEXTOID), pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::TEXTOID)],
             &args,
             |r| {
                 Some(MemoryState {
@@ -535,7 +537,8 @@ pub fn selection_for(question: &str, max_tables: usize) -> Result<Option<Selecti
     for s in &schemas {
         let mine: Vec<_> = picks.iter().filter(|p| r.catalog.table(&p.table).is_some_and(|t| t.schema == s.schema)).cloned().collect();
         if !mine.is_empty() {
-            candidates.push(SchemaCandidate { schema: s.schema.clone(), tables: crate::values::listed::render(&r.catalog.picked_tables(&mine)) });
+            candidates
+                .push(SchemaCandidate { schema: s.schema.clone(), tables: crate::values::listed::render(&r.catalog.picked_tables(&mine)) });
         }
     }
     let full_chars = BUILT.with(|b| b.borrow().as_ref().map_or(0, |(_, _, _, n)| *n));

@@ -276,7 +276,8 @@ mod tests {
         // Anyone writing the memory (here by hand, as another backend's refresh would) moves the
         // version on in the same transaction: the next question compares the descriptions again,
         // finds garden.plant's changed, and describes and embeds it again.
-        Spi::run("UPDATE ask.schema_memory_tables SET description = 'something else', embedding = NULL WHERE name = 'garden.plant'").unwrap();
+        Spi::run("UPDATE ask.schema_memory_tables SET description = 'something else', embedding = NULL WHERE name = 'garden.plant'")
+            .unwrap();
         assert!(version() > v0);
         assert_eq!(names("SELECT rel::text FROM ask.select_tables('flowers in bloom', 1)"), ["garden.plant"]);
         let again: bool = one("SELECT description LIKE 'Table garden.plant%' AND embedding IS NOT NULL FROM ask.schema_memory_tables WHERE name = 'garden.plant'");

@@ -6,7 +6,8 @@ use pg_ask_core::schema::{render_listing, Listed, Table};
 
 use crate::pg::gucs;
 use crate::pg::identity::as_memory_owner;
-use crate::pg::spi::select_rows;
+use crate::pg::spi::select_kept;
+use pgrx::pg_sys::{PgBuiltInOids, PgOid};
 
 /// The tables as prompt text, with the remembered values of their columns that hold at most
 /// `ask.max_listed_values` listed after the column.
@@ -26,16 +27,18 @@ pub(crate) fn listed(tables: &[Table]) -> Listed {
     }
     let names: Vec<String> = tables.iter().map(Table::qualified).collect();
     let rows: Vec<(String, String, Vec<String>)> = as_memory_owner(|| {
-        select_rows(
-            "SELECT q.t, quote_ident(a.attname),
+        select_kept(
+            "listed values",
+            "SELECT q.t, pg_catalog.quote_ident(a.attname),
                     ARRAY(SELECT m.value FROM ask.value_memory m WHERE m.column_id = vc.id ORDER BY m.frequency DESC, m.value)
              FROM ask.value_columns vc
              JOIN pg_catalog.pg_class c ON c.oid = vc.relid
              JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
              JOIN pg_catalog.pg_attribute a ON a.attrelid = vc.relid AND a.attnum = vc.attnum AND NOT a.attisdropped
-             CROSS JOIN LATERAL (SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname)) AS q(t)
+             CROSS JOIN LATERAL (SELECT pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname)) AS q(t)
              WHERE vc.distinct_values BETWEEN 1 AND $2 AND NOT vc.capped AND NOT vc.own_indexes
-               AND (NOT c.relrowsecurity OR vc.allow_rls) AND q.t = ANY($1)",
+               AND (NOT c.relrowsecurity OR vc.allow_rls) AND q.t OPERATOR(pg_catalog.=) ANY($1)",
+            &[PgOid::BuiltIn(PgBuiltInOids::TEXTARRAYOID), PgOid::BuiltIn(PgBuiltInOids::INT8OID)],
             &[names.into(), max.into()],
             |r| Some((r.get::<String>(1).ok()??, r.get::<String>(2).ok()??, r.get::<Vec<String>>(3).ok()??)),
         )

@@ -350,7 +350,10 @@ mod tests {
         let _ = error_report(&format!("SELECT ask('{q}', max_attempts => 1)"));
         Spi::run("RESET ROLE").unwrap();
         let prompt = s.requests()[0].prompt.clone();
-        assert!(prompt.contains("TABLE public.patients\n  id integer PRIMARY KEY\n  ward text  -- values: 'North wing', 'South wing'\n"), "{prompt}");
+        assert!(
+            prompt.contains("TABLE public.patients\n  id integer PRIMARY KEY\n  ward text  -- values: 'North wing', 'South wing'\n"),
+            "{prompt}"
+        );
         assert!(!prompt.contains("'M'"), "{prompt}");
         drop(s);
 
@@ -359,10 +362,7 @@ mod tests {
         let female = "SELECT id FROM public.patients WHERE sex = 'female'";
         assert_eq!(one::<String>(&format!("SELECT ask.correct_sql($q${female}$q$, use_llm => false)")), female);
         let s = llm(Script::default().rule(Rule::new(&["female"], Reply::text(r#"{"1": "F"}"#))));
-        assert_eq!(
-            one::<String>(&format!("SELECT ask.correct_sql($q${female}$q$)")),
-            "SELECT id FROM public.patients WHERE sex = 'F'"
-        );
+        assert_eq!(one::<String>(&format!("SELECT ask.correct_sql($q${female}$q$)")), "SELECT id FROM public.patients WHERE sex = 'F'");
         let asked = s.requests();
         assert_eq!(asked.len(), 1);
         assert!(asked[0].prompt.contains("<value>F</value>") && asked[0].prompt.contains("<value>M</value>"), "{}", asked[0].prompt);

@@ -107,7 +107,11 @@ mod tests {
         // column's few cuisines, which the LLM is shown all of (it may keep the literal).
         let reqs = s.requests();
         assert_eq!(reqs.len(), 3, "{reqs:?}");
-        assert!(reqs[1].prompt.contains("<literal>Korean</literal>") && reqs[1].prompt.contains("<value>Italian</value>"), "{}", reqs[1].prompt);
+        assert!(
+            reqs[1].prompt.contains("<literal>Korean</literal>") && reqs[1].prompt.contains("<value>Italian</value>"),
+            "{}",
+            reqs[1].prompt
+        );
     }
 
     #[pg_test]

@@ -124,8 +124,10 @@ fn main() {
     let t = std::time::Instant::now();
     let cases = load(&mut c);
     eprintln!("{} cases; memory built in {:.1} s", cases.len(), t.elapsed().as_secs_f64());
-    c.batch_execute(&format!("SET ask.base_url = '{url}'; SET ask.provider = 'openai'; SET ask.model = '{model}'; SET ask.request_timeout = 120000"))
-        .unwrap();
+    c.batch_execute(&format!(
+        "SET ask.base_url = '{url}'; SET ask.provider = 'openai'; SET ask.model = '{model}'; SET ask.request_timeout = 120000"
+    ))
+    .unwrap();
 
     let mut tallies: BTreeMap<(String, i32), Tally> = BTreeMap::new();
     let mut misses: Vec<String> = Vec::new();
@@ -156,7 +158,10 @@ fn main() {
                         t.miscorrected += 1;
                     }
                     if listed == 20 && chosen != *g {
-                        misses.push(format!("{} {}.{}: {:?} -> {:?} (meant {:?})", case.part, case.table, case.column, case.literal, chosen, g));
+                        misses.push(format!(
+                            "{} {}.{}: {:?} -> {:?} (meant {:?})",
+                            case.part, case.table, case.column, case.literal, chosen, g
+                        ));
                     }
                 }
                 None => {
@@ -170,7 +175,10 @@ fn main() {
         }
     }
     println!("model {model}");
-    println!("{:<10} {:>6} | {:>6} {:>7} {:>7} {:>7} | {:>6} {:>7} | {:>9}", "part", "listed", "wrong", "fixed", "kept", "other", "legit", "kept", "LLM calls");
+    println!(
+        "{:<10} {:>6} | {:>6} {:>7} {:>7} {:>7} | {:>6} {:>7} | {:>9}",
+        "part", "listed", "wrong", "fixed", "kept", "other", "legit", "kept", "LLM calls"
+    );
     for ((part, listed), t) in &tallies {
         let f = |n: usize, d: usize| if d == 0 { "-".to_string() } else { format!("{:.3}", n as f64 / d as f64) };
         println!(

@@ -8,7 +8,15 @@ fn cand(value: &str, cosine: f64, trigram: f64) -> Candidate {
 }
 
 fn evidence(literal: &str, candidates: Vec<Candidate>) -> Evidence {
-    Evidence { literal: literal.into(), exact: false, case_insensitive: None, candidates, distinct_values: 10, closed_set: false, all_values: false }
+    Evidence {
+        literal: literal.into(),
+        exact: false,
+        case_insensitive: None,
+        candidates,
+        distinct_values: 10,
+        closed_set: false,
+        all_values: false,
+    }
 }
 
 fn replaced(e: &Evidence) -> Option<String> {
