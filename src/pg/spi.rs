@@ -18,34 +18,67 @@ pub(crate) fn select_rows<T>(
 }
 
 thread_local! {
-    /// Plans of the queries [`select_kept`] runs, by name, kept for the backend's life.
-    static KEPT: std::cell::RefCell<std::collections::HashMap<&'static str, pgrx::spi::OwnedPreparedStatement>> =
+    /// Plans of the statements [`select_kept`] and [`run_kept`] run, by their text, kept for
+    /// the backend's life.
+    static KEPT: std::cell::RefCell<std::collections::HashMap<String, pgrx::spi::OwnedPreparedStatement>> =
         std::cell::RefCell::new(std::collections::HashMap::new());
 }
 
 /// [`select_rows`] for a query run on every question: its plan is prepared once per backend
 /// and kept (`SPI_keepplan`), so a question pays for its execution only. PostgreSQL's plan
-/// cache re-plans it when an object it uses changes. `sql` must be fully qualified or use
-/// only `pg_catalog`, and `name` must name one `sql` only.
+/// cache re-plans it when an object it uses or the search path changes. `sql` comes from a
+/// fixed set of texts (values go in `args`, never into the text), and `name` says which one,
+/// for the reader. A failed query gives no rows, as with [`select_rows`].
 pub(crate) fn select_kept<T>(
     name: &'static str,
     sql: &str,
     types: &[pg_sys::PgOid],
     args: &[pgrx::datum::DatumWithOid],
-    mut row: impl FnMut(pgrx::spi::SpiHeapTupleData<'_>) -> Option<T>,
+    row: impl FnMut(pgrx::spi::SpiHeapTupleData<'_>) -> Option<T>,
 ) -> Vec<T> {
-    Spi::connect(|client| {
-        let kept = KEPT.with(|k| k.borrow().contains_key(name));
-        if !kept {
-            match client.prepare(sql, types) {
-                Ok(plan) => KEPT.with(|k| k.borrow_mut().insert(name, plan.keep())),
-                Err(_) => return Vec::new(),
-            };
+    kept(name, sql, types, false, args, row).unwrap_or_default()
+}
+
+/// [`select_kept`] that says why a query failed.
+pub(crate) fn try_select_kept<T>(
+    name: &'static str,
+    sql: &str,
+    types: &[pg_sys::PgOid],
+    args: &[pgrx::datum::DatumWithOid],
+    row: impl FnMut(pgrx::spi::SpiHeapTupleData<'_>) -> Option<T>,
+) -> Result<Vec<T>, pgrx::spi::SpiError> {
+    kept(name, sql, types, false, args, row)
+}
+
+/// A writing statement with a kept plan (see [`select_kept`]).
+pub(crate) fn run_kept(
+    name: &'static str,
+    sql: &str,
+    types: &[pg_sys::PgOid],
+    args: &[pgrx::datum::DatumWithOid],
+) -> Result<(), pgrx::spi::SpiError> {
+    kept(name, sql, types, true, args, |_| Some(())).map(|_| ())
+}
+
+fn kept<T>(
+    name: &'static str,
+    sql: &str,
+    types: &[pg_sys::PgOid],
+    writes: bool,
+    args: &[pgrx::datum::DatumWithOid],
+    mut row: impl FnMut(pgrx::spi::SpiHeapTupleData<'_>) -> Option<T>,
+) -> Result<Vec<T>, pgrx::spi::SpiError> {
+    Spi::connect_mut(|client| {
+        let _ = name;
+        if !KEPT.with(|k| k.borrow().contains_key(sql)) {
+            let plan = if writes { client.prepare_mut(sql, types)? } else { client.prepare(sql, types)? };
+            KEPT.with(|k| k.borrow_mut().insert(sql.to_string(), plan.keep()));
         }
         KEPT.with(|k| {
             let k = k.borrow();
-            let plan = k.get(name).expect("kept above");
-            client.select(plan, None, args).map(|rows| rows.filter_map(&mut row).collect()).unwrap_or_default()
+            let plan = k.get(sql).expect("kept above");
+            let rows = if writes { client.update(plan, None, args)? } else { client.select(plan, None, args)? };
+            Ok(rows.filter_map(&mut row).collect())
         })
     })
 }

@@ -97,12 +97,28 @@ pub fn init() {
 const ONLY_THESE: &str = "AND c.oid IN (SELECT unnest($1::oid[]) UNION \
      SELECT f.conrelid FROM pg_catalog.pg_constraint f WHERE f.contype = 'f' AND f.confrelid = ANY ($1::oid[]))";
 
+thread_local! {
+    /// [`DESCRIBE_TABLES`] for the relations given as `$1`.
+    static ONLY_THESE_SQL: std::rc::Rc<str> = DESCRIBE_TABLES.replace("-- @only-these", ONLY_THESE).into();
+}
+
 /// Reads the description of the relations `oids` (and of those referencing them), or of every
 /// readable relation when `None`: (oid, schema, name, table) in the order shown.
 fn describe(oids: Option<Vec<pg_sys::Oid>>) -> Result<Vec<(pg_sys::Oid, String, String, Table)>, String> {
     let read = match oids {
         None => Spi::get_one::<JsonB>(DESCRIBE_TABLES),
-        Some(oids) => Spi::get_one_with_args::<JsonB>(&DESCRIBE_TABLES.replace("-- @only-these", ONLY_THESE), &[oids.into()]),
+        // Read after every catalog change, for the relations it touched: the plan is kept.
+        Some(oids) => {
+            let sql = ONLY_THESE_SQL.with(|s| s.clone());
+            crate::pg::spi::try_select_kept(
+                "describe these tables",
+                &sql,
+                &[pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::OIDARRAYOID)],
+                &[oids.into()],
+                |r| r.get::<JsonB>(1).ok().flatten(),
+            )
+            .map(|mut rows| rows.pop())
+        }
     };
     let json = match read {
         Ok(Some(JsonB(v))) => v,

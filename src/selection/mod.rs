@@ -36,7 +36,6 @@ use pg_ask_core::selection::{Catalog, ColumnValues, Cosines, Fusion, PickReason,
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
-use pgrx::prelude::*;
 use serde_json::json;
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
@@ -76,10 +75,9 @@ thread_local! {
 /// (`allow_rls`), as in the value memory itself.
 fn frequent_values() -> HashMap<String, Vec<ColumnValues>> {
     let rows: Vec<(String, String, Vec<String>)> = as_memory_owner(|| {
-        Spi::connect(|client| {
-            client
-                .select(
-                    "SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname), quote_ident(a.attname),
+        crate::pg::spi::select_kept(
+            "frequent values",
+            "SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname), quote_ident(a.attname),
                             ARRAY(SELECT m.value FROM ask.value_memory m WHERE m.column_id = vc.id
                                   ORDER BY m.frequency DESC, m.value LIMIT 3)
                      FROM ask.value_columns vc
@@ -87,15 +85,10 @@ fn frequent_values() -> HashMap<String, Vec<ColumnValues>> {
                      JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
                      JOIN pg_catalog.pg_attribute a ON a.attrelid = vc.relid AND a.attnum = vc.attnum AND NOT a.attisdropped
                      WHERE NOT c.relrowsecurity OR vc.allow_rls",
-                    None,
-                    &[],
-                )
-                .map(|rows| {
-                    rows.filter_map(|r| Some((r.get::<String>(1).ok()??, r.get::<String>(2).ok()??, r.get::<Vec<String>>(3).ok()??)))
-                        .collect()
-                })
-                .unwrap_or_default()
-        })
+            &[],
+            &[],
+            |r| Some((r.get::<String>(1).ok()??, r.get::<String>(2).ok()??, r.get::<Vec<String>>(3).ok()??)),
+        )
     });
     let mut out: HashMap<String, Vec<ColumnValues>> = HashMap::new();
     for (table, column, values) in rows {
@@ -108,9 +101,11 @@ fn frequent_values() -> HashMap<String, Vec<ColumnValues>> {
 
 /// Comments of the schemas, by quoted name.
 fn schema_profiles() -> Vec<SchemaProfile> {
-    crate::pg::spi::select_rows(
+    crate::pg::spi::select_kept(
+        "schema comments",
         "SELECT quote_ident(n.nspname), d.description FROM pg_catalog.pg_namespace n
          JOIN pg_catalog.pg_description d ON d.classoid = 'pg_catalog.pg_namespace'::regclass AND d.objoid = n.oid",
+        &[],
         &[],
         |r| Some(SchemaProfile { name: r.get::<String>(1).ok()??, comment: r.get::<String>(2).ok().flatten() }),
     )
@@ -226,10 +221,16 @@ fn embedded_cosines(kind: Kind, embedded: &[(String, pg_sys::Oid)], question: &[
     );
     let args: [DatumWithOid; 2] = [keys.into(), vector_text(question).into()];
     as_memory_owner(|| {
-        crate::pg::spi::select_rows(&sql, &args, |r| {
-            let key = r.get::<pg_sys::Oid>(1).ok()??;
-            Some((names.get(&key.to_u32())?.to_string(), r.get::<f64>(2).ok()??))
-        })
+        crate::pg::spi::select_kept(
+            "embedded cosines",
+            &sql,
+            &[pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::OIDARRAYOID), pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::TEXTOID)],
+            &args,
+            |r| {
+                let key = r.get::<pg_sys::Oid>(1).ok()??;
+                Some((names.get(&key.to_u32())?.to_string(), r.get::<f64>(2).ok()??))
+            },
+        )
     })
     .into_iter()
     .collect()
@@ -262,17 +263,29 @@ fn stored_cosines(
     let args: [DatumWithOid; 5] =
         [names.into(), descriptions.into(), q.into(), embedder.map(|(p, _)| p.clone()).into(), embedder.map(|(_, m)| m.clone()).into()];
     as_memory_owner(|| {
-        crate::pg::spi::select_rows(&sql, &args, |r| {
-            Some((
-                r.get::<String>(1).ok()??,
-                Stored {
-                    fresh: r.get::<bool>(2).ok()??,
-                    other_embedder: r.get::<bool>(3).ok().flatten().unwrap_or(false),
-                    cosine: r.get::<f64>(4).ok().flatten(),
-                    key: r.get::<pg_sys::Oid>(5).ok().flatten(),
-                },
-            ))
-        })
+        crate::pg::spi::select_kept(
+            "stored cosines",
+            &sql,
+            &[
+                pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::TEXTARRAYOID),
+                pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::TEXTARRAYOID),
+                pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::TEXTOID),
+                pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::TEXTOID),
+                pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::TEXTOID),
+            ],
+            &args,
+            |r| {
+                Some((
+                    r.get::<String>(1).ok()??,
+                    Stored {
+                        fresh: r.get::<bool>(2).ok()??,
+                        other_embedder: r.get::<bool>(3).ok().flatten().unwrap_or(false),
+                        cosine: r.get::<f64>(4).ok().flatten(),
+                        key: r.get::<pg_sys::Oid>(5).ok().flatten(),
+                    },
+                ))
+            },
+        )
         .into_iter()
         .collect()
     })
@@ -307,8 +320,21 @@ fn store(kind: Kind, items: &[(String, String)], embedder: Option<&(String, Stri
     );
     let (provider, model) = embedder.cloned().map_or(("off".to_string(), None), |(p, m)| (p, Some(m)));
     let args: [DatumWithOid; 5] = [names.into(), descriptions.into(), embs.into(), provider.into(), model.into()];
-    as_memory_owner(|| Spi::run_with_args(&sql, &args))
-        .unwrap_or_else(|e| crate::pg::errors::internal("could not store the schema selection memory", e).raise());
+    as_memory_owner(|| {
+        crate::pg::spi::run_kept(
+            "store descriptions",
+            &sql,
+            &[
+                pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::TEXTARRAYOID),
+                pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::TEXTARRAYOID),
+                pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::TEXTARRAYOID),
+                pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::TEXTOID),
+                pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::TEXTOID),
+            ],
+            &args,
+        )
+    })
+    .unwrap_or_else(|e| crate::pg::errors::internal("could not store the schema selection memory", e).raise());
     vectors
 }
 
@@ -316,9 +342,17 @@ fn store(kind: Kind, items: &[(String, String)], embedder: Option<&(String, Stri
 /// transaction.
 fn forget_dropped() {
     as_memory_owner(|| {
-        Spi::run(
-            "DELETE FROM ask.schema_memory_tables m WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = m.relid);
-             DELETE FROM ask.schema_memory_schemas m WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace n WHERE n.oid = m.nspid);",
+        crate::pg::spi::run_kept(
+            "forget dropped tables",
+            "DELETE FROM ask.schema_memory_tables m WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = m.relid)",
+            &[],
+            &[],
+        )?;
+        crate::pg::spi::run_kept(
+            "forget dropped schemas",
+            "DELETE FROM ask.schema_memory_schemas m WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace n WHERE n.oid = m.nspid)",
+            &[],
+            &[],
         )
     })
     .unwrap_or_else(|e| crate::pg::errors::internal("could not clean the schema selection memory", e).raise());
@@ -359,19 +393,14 @@ struct MemoryState {
 /// The memory's state, for `embedder` (the current provider and model).
 fn memory_state(embedder: Option<&(String, String)>) -> MemoryState {
     let args: [DatumWithOid; 2] = [embedder.map(|(p, _)| p.clone()).into(), embedder.map(|(_, m)| m.clone()).into()];
+    // The version exists since 0.2.0's SQL objects; before ALTER EXTENSION UPDATE, none (-1):
+    // nothing found fresh is kept.
+    let which = if crate::pg::version::sql_at_least("0.2.0") { &MEMORY_STATE_SQL } else { &MEMORY_STATE_SQL_0_1 };
+    let sql = which.with(|s| s.clone());
     let row = as_memory_owner(|| {
         crate::pg::spi::select_kept(
             "schema memory state",
-            "SELECT EXISTS (SELECT 1 FROM ask.schema_memory_schemas),
-                    ARRAY(SELECT pg_catalog.quote_ident(n.nspname) FROM ask.schema_memory_schemas s
-                          JOIN pg_catalog.pg_namespace n ON n.oid = s.nspid),
-                    $1::text IS NOT NULL AND EXISTS (
-                        SELECT 1 FROM ask.schema_memory_tables
-                        WHERE embedding IS NOT NULL AND embedding_provider = $1::text AND embedding_model IS NOT DISTINCT FROM $2::text
-                        UNION ALL
-                        SELECT 1 FROM ask.schema_memory_schemas
-                        WHERE embedding IS NOT NULL AND embedding_provider = $1::text AND embedding_model IS NOT DISTINCT FROM $2::text),
-                    (SELECT version FROM ask.schema_memory_version)",
+            &sql,
             &[pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::TEXTOID), pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::TEXTOID)],
             &args,
             |r| {
@@ -386,6 +415,23 @@ fn memory_state(embedder: Option<&(String, String)>) -> MemoryState {
         .pop()
     });
     row.unwrap_or(MemoryState { exists: false, indexed: HashSet::new(), usable: false, version: -1 })
+}
+
+/// What [`memory_state`] reads, with the memory's version (0.2.0) or without it (0.1.0).
+const MEMORY_STATE: &str = "SELECT EXISTS (SELECT 1 FROM ask.schema_memory_schemas),
+                    ARRAY(SELECT pg_catalog.quote_ident(n.nspname) FROM ask.schema_memory_schemas s
+                          JOIN pg_catalog.pg_namespace n ON n.oid = s.nspid),
+                    $1::text IS NOT NULL AND EXISTS (
+                        SELECT 1 FROM ask.schema_memory_tables
+                        WHERE embedding IS NOT NULL AND embedding_provider = $1::text AND embedding_model IS NOT DISTINCT FROM $2::text
+                        UNION ALL
+                        SELECT 1 FROM ask.schema_memory_schemas
+                        WHERE embedding IS NOT NULL AND embedding_provider = $1::text AND embedding_model IS NOT DISTINCT FROM $2::text),
+                    {version}";
+
+thread_local! {
+    static MEMORY_STATE_SQL: std::rc::Rc<str> = MEMORY_STATE.replace("{version}", "(SELECT version FROM ask.schema_memory_version)").into();
+    static MEMORY_STATE_SQL_0_1: std::rc::Rc<str> = MEMORY_STATE.replace("{version}", "-1::bigint").into();
 }
 
 /// Rank for `question`: embed it (when embeddings are on and the memory holds embeddings of
