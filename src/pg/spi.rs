@@ -18,7 +18,7 @@ pub(crate) fn select_rows<T>(
 }
 
 thread_local! {
-    /// Plans of the statements [`select_kept`] and [`run_kept`] run, by their text, kept for
+    /// Plans of the statements [`select_kept`] and [`write_kept`] run, by their text, kept for
     /// the backend's life.
     static KEPT: std::cell::RefCell<std::collections::HashMap<String, pgrx::spi::OwnedPreparedStatement>> =
         std::cell::RefCell::new(std::collections::HashMap::new());
@@ -50,14 +50,16 @@ pub(crate) fn try_select_kept<T>(
     kept(name, sql, types, false, args, row)
 }
 
-/// A writing statement with a kept plan (see [`select_kept`]).
-pub(crate) fn run_kept(
+/// A writing statement with a kept plan (see [`select_kept`]), and the rows it returns
+/// (`RETURNING`, `SELECT ... FOR UPDATE`), in a snapshot that sees the transaction's writes.
+pub(crate) fn write_kept<T>(
     name: &'static str,
     sql: &str,
     types: &[pg_sys::PgOid],
     args: &[pgrx::datum::DatumWithOid],
-) -> Result<(), pgrx::spi::SpiError> {
-    kept(name, sql, types, true, args, |_| Some(())).map(|_| ())
+    row: impl FnMut(pgrx::spi::SpiHeapTupleData<'_>) -> Option<T>,
+) -> Result<Vec<T>, pgrx::spi::SpiError> {
+    kept(name, sql, types, true, args, row)
 }
 
 fn kept<T>(

@@ -39,6 +39,10 @@ struct Described {
     tables: Rc<Vec<Table>>,
 }
 
+/// A read of some relations: the generation it moved on from, and the (schema, name) of the
+/// tables it took out or read again.
+type Change = (u64, Vec<(String, String)>);
+
 thread_local! {
     static CACHE: RefCell<Option<Described>> = const { RefCell::new(None) };
     /// The whole description must be read again.
@@ -47,6 +51,17 @@ thread_local! {
     static STALE: RefCell<BTreeSet<u32>> = const { RefCell::new(BTreeSet::new()) };
     /// Counts the reads of the catalog: a change means the description may have changed.
     static GENERATION: Cell<u64> = const { Cell::new(0) };
+    /// The last read, when it read some relations only: the generation it moved on from, and
+    /// the (schema, name) of the tables it took out or read again.
+    static LAST_CHANGE: RefCell<Option<Change>> = const { RefCell::new(None) };
+}
+
+/// The tables, as (schema, name), that may differ between the description of `generation`
+/// and the current one (dropped, changed or new), when the current one was read from that one
+/// by reading some relations again; `None` when it was read whole or from another generation.
+pub fn changed_since(generation: u64) -> Option<Vec<(String, String)>> {
+    LAST_CHANGE
+        .with(|l| l.borrow().as_ref().filter(|(from, _)| *from == generation && from + 1 == self::generation()).map(|(_, t)| t.clone()))
 }
 
 /// The number of times this backend read the catalog description; caches built from
@@ -153,7 +168,9 @@ pub fn readable_tables() -> Result<Rc<Vec<Table>>, String> {
     // Clear before reading: an invalidation that arrives while the query runs marks again, so
     // the next call reads what it announced.
     ALL_STALE.with(|v| v.set(false));
-    GENERATION.with(|g| g.set(g.get() + 1));
+    let from = generation();
+    GENERATION.with(|g| g.set(from + 1));
+    LAST_CHANGE.with(|l| *l.borrow_mut() = None);
     let read = if all { describe(None) } else { describe(Some(stale.clone())) };
     let fresh = match read {
         Ok(f) => f,
@@ -171,15 +188,19 @@ pub fn readable_tables() -> Result<Rc<Vec<Table>>, String> {
         // Out with the stale relations and those read again, in with what was read.
         let gone: BTreeSet<u32> = stale.iter().chain(fresh.iter().map(|f| &f.0)).map(|o| o.to_u32()).collect();
         let mut i = 0;
+        let mut changed = Vec::new();
         d.keys.retain(|(oid, _, _)| {
             let keep = !gone.contains(&oid.to_u32());
             if !keep {
-                tables.remove(i);
+                let t = tables.remove(i);
+                changed.push((t.schema, t.name));
             } else {
                 i += 1;
             }
             keep
         });
+        changed.extend(fresh.iter().map(|(_, _, _, t)| (t.schema.clone(), t.name.clone())));
+        LAST_CHANGE.with(|l| *l.borrow_mut() = Some((from, changed)));
         for (oid, nsp, rel, table) in fresh {
             let at = d.keys.partition_point(|(_, n, r)| (n.as_str(), r.as_str()) < (nsp.as_str(), rel.as_str()));
             d.keys.insert(at, (oid, nsp, rel));

@@ -9,8 +9,10 @@
 //!   memory of those columns. The memory tables are closed to PUBLIC and read as the
 //!   extension's owner; a stored embedding is used only for a candidate whose stored
 //!   description is exactly the caller's description of it.
-//! * **Freshness** (lazy check): on every selection the caller's descriptions are compared to
-//!   the stored ones. A dropped object has no candidate; a renamed or altered one (COMMENT on
+//! * **Freshness** (lazy check): the caller's descriptions are compared to the stored ones:
+//!   all of them the first time, then, while the memory's version stays the one a backend saw
+//!   (or moved on by its own writes only), only those of the tables and schemas its catalog
+//!   described anew ([`FreshMemo`]). A dropped object has no candidate; a renamed or altered one (COMMENT on
 //!   a table, column or schema included) has another description, so its stale embedding is
 //!   never used: the tables and schemas of indexed schemas whose description changed are
 //!   embedded again and stored, and rows of dropped relations and schemas are deleted then.
@@ -31,7 +33,6 @@ use crate::pg::identity::as_memory_owner;
 use crate::pg::spi::{ext_schema, vector_text};
 use crate::{llm::embeddings, schema};
 use pg_ask_core::ask::{SchemaCandidate, Selection};
-use pg_ask_core::schema::render;
 use pg_ask_core::selection::{Catalog, ColumnValues, Cosines, Fusion, PickReason, SchemaProfile, SelectOptions, TableProfile};
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
@@ -48,19 +49,20 @@ mod tests;
 /// Candidate schemas `ask()` shows the retrieval-plan stage at most.
 pub const PLAN_SCHEMAS: usize = 3;
 
-/// The caller's selection catalog, with the catalog generation and user it was built for, and
-/// the length of the full description of every readable table (for traces).
-type Built = (u64, pg_sys::Oid, Rc<Catalog>, usize);
+/// The caller's selection catalog, with the catalog generation and user it was built for.
+type Built = (u64, pg_sys::Oid, Rc<Catalog>);
 
 /// What this backend found the memory to hold for its catalog: per kind, the names whose
 /// description the memory holds as the catalog gives it, and those among them embedded by
-/// another provider or model; valid while the memory's version, the catalog's generation,
-/// the user and the embedder stay those it was found under.
+/// another provider or model; valid while the memory's version, the user and the embedder
+/// stay those it was found under. After a change of the catalog (its generation moves on),
+/// only the names whose description changed are looked up again.
 struct FreshMemo {
     version: i64,
-    generation: u64,
     user: pg_sys::Oid,
     embedder: Option<(String, String)>,
+    /// The [`Catalog::id`] of the catalog it was found for.
+    catalog: u64,
     tables: Freshness,
     schemas: Freshness,
 }
@@ -121,26 +123,30 @@ pub fn selection_catalog() -> Rc<Catalog> {
     let generation = schema::generation();
     // SAFETY: reads the backend's current user id.
     let user = unsafe { pg_sys::GetUserId() };
-    if let Some(c) = BUILT.with(|b| b.borrow().as_ref().filter(|(g, u, _, _)| *g == generation && *u == user).map(|(_, _, c, _)| c.clone()))
-    {
+    if let Some(c) = BUILT.with(|b| b.borrow().as_ref().filter(|(g, u, _)| *g == generation && *u == user).map(|(_, _, c)| c.clone())) {
         return c;
     }
-    let full_chars = render(&tables).len();
     let mut values = frequent_values();
-    let profiles: Vec<TableProfile> = tables
-        .iter()
-        .cloned()
-        .map(|t| {
-            let mut p = TableProfile::new(t);
-            if let Some(v) = values.remove(&p.table.qualified()) {
-                // Only columns the caller may read are in the table.
-                p.values = v.into_iter().filter(|cv| p.table.columns.iter().any(|c| c.name == cv.column)).collect();
-            }
-            p
-        })
-        .collect();
-    let built = Rc::new(Catalog::new(profiles, &schema_profiles()));
-    BUILT.with(|b| *b.borrow_mut() = Some((generation, user, built.clone(), full_chars)));
+    // Only columns the caller may read are in the table.
+    let mut values_of = |name: &str, t: &pg_ask_core::schema::Table| -> Vec<ColumnValues> {
+        let v = values.remove(name).unwrap_or_default();
+        v.into_iter().filter(|cv| t.columns.iter().any(|c| c.name == cv.column)).collect()
+    };
+    // The previous catalog of the same user gives its unchanged tables and what was computed
+    // for them (moved when nobody else holds it).
+    let previous = BUILT.with(|b| b.borrow_mut().take().filter(|(_, u, _)| *u == user).map(|(_, _, c)| c));
+    let built = Rc::new(match previous.map(Rc::try_unwrap) {
+        Some(Ok(p)) => Catalog::renewed(p, &tables, values_of, &schema_profiles()),
+        Some(Err(p)) => {
+            let profiles = tables.iter().map(|t| TableProfile { table: t.clone(), values: values_of(&t.qualified(), t) }).collect();
+            Catalog::reusing(&p, profiles, &schema_profiles())
+        }
+        None => {
+            let profiles = tables.iter().map(|t| TableProfile { table: t.clone(), values: values_of(&t.qualified(), t) }).collect();
+            Catalog::new(profiles, &schema_profiles())
+        }
+    });
+    BUILT.with(|b| *b.borrow_mut() = Some((generation, user, built.clone())));
     built
 }
 
@@ -180,6 +186,8 @@ struct Stored {
     fresh: bool,
     /// It holds an embedding of it made by another provider or model than the current one.
     other_embedder: bool,
+    /// It holds an embedding of it made by the current provider and model.
+    embedded: bool,
     /// The cosine of its embedding with the question's (same provider and model).
     cosine: Option<f64>,
     /// The row's key (relid or nspid), when fresh.
@@ -191,31 +199,68 @@ struct Stored {
 #[derive(Default)]
 struct Freshness {
     /// Fresh names whose stored embedding is the current embedder's, with their row's key.
-    embedded: Vec<(String, pg_sys::Oid)>,
+    embedded: HashMap<String, pg_sys::Oid>,
     /// Names (with their description) of indexed schemas that the memory does not hold as the
     /// catalog describes them now.
     stale: Vec<(String, String)>,
     /// Fresh names embedded by another provider or model.
-    other_embedder: usize,
+    other_embedder: HashSet<String>,
 }
 
 impl Freshness {
-    fn of(stored: &HashMap<String, Stored>, items: Vec<(String, String)>, is_indexed: impl Fn(&str) -> bool) -> Freshness {
-        let embedded = stored.iter().filter_map(|(n, s)| Some((n.clone(), s.key?))).filter(|(n, _)| stored[n].cosine.is_some()).collect();
-        let other_embedder = stored.values().filter(|s| s.fresh && s.other_embedder).count();
+    fn of(stored: &HashMap<String, Stored>, items: Vec<(String, String)>, is_indexed: &dyn Fn(&str) -> bool) -> Freshness {
+        let embedded = stored.iter().filter(|(_, s)| s.fresh && s.embedded).filter_map(|(n, s)| Some((n.clone(), s.key?))).collect();
+        let other_embedder = stored.iter().filter(|(_, s)| s.fresh && s.other_embedder).map(|(n, _)| n.clone()).collect();
         let stale = items.into_iter().filter(|(n, _)| !stored.get(n).is_some_and(|s| s.fresh) && is_indexed(n)).collect();
         Freshness { embedded, stale, other_embedder }
+    }
+
+    /// This freshness, found for an earlier catalog, for the current one: `changed` are the
+    /// current (name, description) pairs the earlier catalog did not describe so, `stored` what
+    /// the memory holds for them; names that no longer `exist` are forgotten.
+    fn brought_up(
+        mut self,
+        changed: Vec<(String, String)>,
+        stored: &HashMap<String, Stored>,
+        exists: &dyn Fn(&str) -> bool,
+        is_indexed: &dyn Fn(&str) -> bool,
+    ) -> Freshness {
+        let names: HashSet<&str> = changed.iter().map(|(n, _)| n.as_str()).collect();
+        let keep = |n: &str| exists(n) && !names.contains(n);
+        self.embedded.retain(|n, _| keep(n));
+        self.other_embedder.retain(|n| keep(n));
+        self.stale.retain(|(n, _)| keep(n));
+        let new = Freshness::of(stored, changed, is_indexed);
+        self.embedded.extend(new.embedded);
+        self.other_embedder.extend(new.other_embedder);
+        self.stale.extend(new.stale);
+        self
+    }
+
+    /// The stale names were stored under the current embedder, with these keys.
+    fn stored(&mut self, keys: &HashMap<String, pg_sys::Oid>, embedded: bool) {
+        self.stale.retain(|(n, _)| !keys.contains_key(n));
+        for (n, k) in keys {
+            self.other_embedder.remove(n);
+            if embedded {
+                self.embedded.insert(n.clone(), *k);
+            } else {
+                self.embedded.remove(n);
+            }
+        }
     }
 }
 
 /// The question's cosines with the stored embeddings of `embedded` (fresh, current embedder),
-/// by key: no description is sent.
-fn embedded_cosines(kind: Kind, embedded: &[(String, pg_sys::Oid)], question: &[f32]) -> Cosines {
+/// by key: no description is sent. The question's vector is parsed once, in a scalar subquery
+/// (an InitPlan): the kept plan turns generic after a few runs, and a cast of the parameter
+/// per row would then parse the vector's text again for every row (180 ms at 10,000 tables).
+fn embedded_cosines(kind: Kind, embedded: &HashMap<String, pg_sys::Oid>, question: &[f32]) -> Cosines {
     let vector = ext_schema("vector");
-    let keys: Vec<pg_sys::Oid> = embedded.iter().map(|(_, k)| *k).collect();
+    let keys: Vec<pg_sys::Oid> = embedded.values().copied().collect();
     let names: HashMap<u32, &str> = embedded.iter().map(|(n, k)| (k.to_u32(), n.as_str())).collect();
     let sql = format!(
-        "SELECT {key}, 1 - (embedding OPERATOR({vector}.<=>) $2::text::{vector}.vector) FROM {table} WHERE {key} = ANY($1::oid[])",
+        "SELECT {key}, 1 - (embedding OPERATOR({vector}.<=>) (SELECT $2::text::{vector}.vector)) FROM {table} WHERE {key} = ANY($1::oid[])",
         key = kind.key(),
         table = kind.table()
     );
@@ -251,8 +296,8 @@ fn stored_cosines(
     let sql = format!(
         "SELECT u.n, m.name IS NOT NULL, m.embedding IS NOT NULL AND NOT same.e,
                 CASE WHEN $3::text IS NULL OR m.embedding IS NULL OR NOT same.e THEN NULL
-                     ELSE 1 - (m.embedding OPERATOR({vector}.<=>) $3::text::{vector}.vector) END,
-                m.{key}
+                     ELSE 1 - (m.embedding OPERATOR({vector}.<=>) (SELECT $3::text::{vector}.vector)) END,
+                m.{key}, $4::text IS NOT NULL AND m.embedding IS NOT NULL AND same.e
          FROM unnest($1::text[], $2::text[]) AS u(n, d)
          LEFT JOIN {} m ON m.name = u.n AND m.description = u.d
          CROSS JOIN LATERAL (SELECT $4::text IS NULL
@@ -282,6 +327,7 @@ fn stored_cosines(
                         other_embedder: r.get::<bool>(3).ok().flatten().unwrap_or(false),
                         cosine: r.get::<f64>(4).ok().flatten(),
                         key: r.get::<pg_sys::Oid>(5).ok().flatten(),
+                        embedded: r.get::<bool>(6).ok().flatten().unwrap_or(false),
                     },
                 ))
             },
@@ -292,10 +338,15 @@ fn stored_cosines(
 }
 
 /// Store descriptions (and embeddings by `embedder`, the current provider and model, when
-/// on) of `items`; returns the embeddings made. Not in a read-only transaction.
-fn store(kind: Kind, items: &[(String, String)], embedder: Option<&(String, String)>) -> Vec<Option<Vec<f32>>> {
+/// on) of `items`; returns the embeddings made and the keys of the rows written, by name. Not
+/// in a read-only transaction.
+fn store(
+    kind: Kind,
+    items: &[(String, String)],
+    embedder: Option<&(String, String)>,
+) -> (Vec<Option<Vec<f32>>>, HashMap<String, pg_sys::Oid>) {
     if items.is_empty() {
-        return Vec::new();
+        return (Vec::new(), HashMap::new());
     }
     let vectors: Vec<Option<Vec<f32>>> = if embedder.is_some() {
         let texts: Vec<&str> = items.iter().map(|(_, d)| d.as_str()).collect();
@@ -313,15 +364,16 @@ fn store(kind: Kind, items: &[(String, String)], embedder: Option<&(String, Stri
          FROM unnest($1::text[], $2::text[], $3::text[]) AS u(n, d, e) WHERE {oid} IS NOT NULL
          ON CONFLICT ({key}) DO UPDATE SET name = EXCLUDED.name, description = EXCLUDED.description,
             embedding = EXCLUDED.embedding, embedding_provider = EXCLUDED.embedding_provider,
-            embedding_model = EXCLUDED.embedding_model, indexed_at = now()",
+            embedding_model = EXCLUDED.embedding_model, indexed_at = now()
+         RETURNING name, {key}",
         table = kind.table(),
         key = kind.key(),
         oid = kind.oid_of(),
     );
     let (provider, model) = embedder.cloned().map_or(("off".to_string(), None), |(p, m)| (p, Some(m)));
     let args: [DatumWithOid; 5] = [names.into(), descriptions.into(), embs.into(), provider.into(), model.into()];
-    as_memory_owner(|| {
-        crate::pg::spi::run_kept(
+    let keys = as_memory_owner(|| {
+        crate::pg::spi::write_kept(
             "store descriptions",
             &sql,
             &[
@@ -332,30 +384,61 @@ fn store(kind: Kind, items: &[(String, String)], embedder: Option<&(String, Stri
                 pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::TEXTOID),
             ],
             &args,
+            |r| Some((r.get::<String>(1).ok()??, r.get::<pg_sys::Oid>(2).ok()??)),
         )
     })
     .unwrap_or_else(|e| crate::pg::errors::internal("could not store the schema selection memory", e).raise());
-    vectors
+    (vectors, keys.into_iter().collect())
+}
+
+/// The memory's version, its row locked until the transaction ends (as the memory's own
+/// writes lock it, through their trigger): what this backend then writes is all that moves it
+/// on, so it knows what the memory holds after its writes.
+fn lock_version() -> Option<i64> {
+    as_memory_owner(|| {
+        crate::pg::spi::write_kept("lock the memory's version", "SELECT version FROM ask.schema_memory_version FOR UPDATE", &[], &[], |r| {
+            r.get::<i64>(1).ok()?
+        })
+    })
+    .ok()?
+    .pop()
+}
+
+/// The memory's version after this transaction's own writes (run as a writing statement,
+/// whose snapshot sees them).
+fn read_version() -> Option<i64> {
+    as_memory_owner(|| {
+        crate::pg::spi::write_kept("the memory's version", "SELECT version FROM ask.schema_memory_version", &[], &[], |r| {
+            r.get::<i64>(1).ok()?
+        })
+    })
+    .ok()?
+    .pop()
 }
 
 /// Delete the rows of relations and schemas that no longer exist. Not in a read-only
 /// transaction.
-fn forget_dropped() {
+fn forget_dropped() -> usize {
     as_memory_owner(|| {
-        crate::pg::spi::run_kept(
+        let tables = crate::pg::spi::write_kept(
             "forget dropped tables",
-            "DELETE FROM ask.schema_memory_tables m WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = m.relid)",
+            "DELETE FROM ask.schema_memory_tables m WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = m.relid)
+             RETURNING relid",
             &[],
             &[],
+            |_| Some(()),
         )?;
-        crate::pg::spi::run_kept(
+        let schemas = crate::pg::spi::write_kept(
             "forget dropped schemas",
-            "DELETE FROM ask.schema_memory_schemas m WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace n WHERE n.oid = m.nspid)",
+            "DELETE FROM ask.schema_memory_schemas m WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace n WHERE n.oid = m.nspid)
+             RETURNING nspid",
             &[],
             &[],
-        )
+            |_| Some(()),
+        )?;
+        Ok::<_, pgrx::spi::SpiError>(tables.len() + schemas.len())
     })
-    .unwrap_or_else(|e| crate::pg::errors::internal("could not clean the schema selection memory", e).raise());
+    .unwrap_or_else(|e| crate::pg::errors::internal("could not clean the schema selection memory", e).raise())
 }
 
 /// The catalog and the question's cosines with every readable table and schema whose
@@ -448,17 +531,33 @@ fn rank_with(question: &str, state: MemoryState, embedder: Option<(String, Strin
     // SAFETY: reads a backend-global flag (also set on a hot standby).
     let read_only = unsafe { pg_sys::XactReadOnly };
     let MemoryState { exists: memory, indexed, usable, version } = state;
-    let generation = schema::generation();
     // SAFETY: reads the backend's current user id.
     let user = unsafe { pg_sys::GetUserId() };
-    // What this backend found for this catalog, if the memory has not changed since.
-    let memo = FRESH.with(|f| {
-        f.borrow_mut()
-            .take()
-            .filter(|m| version >= 0 && m.version == version && m.generation == generation && m.user == user && m.embedder == embedder)
-    });
+    let table_schema = |n: &str| catalog.table(n).map(|t| t.schema.clone()).unwrap_or_default();
+    let table_indexed = |n: &str| indexed.contains(&table_schema(n));
+    let schema_indexed = |n: &str| indexed.contains(n);
+    // What this backend found, if the memory has not changed since: as it was when the
+    // catalog has not changed either; otherwise brought up to the catalog by looking up only
+    // what changed in it.
+    let memo =
+        FRESH.with(|f| f.borrow_mut().take().filter(|m| version >= 0 && m.version == version && m.user == user && m.embedder == embedder));
     let (mut memo_tables, mut memo_schemas) = match memo {
-        Some(m) => (Some(m.tables), Some(m.schemas)),
+        Some(m) if m.catalog == catalog.id() => (Some(m.tables), Some(m.schemas)),
+        Some(m) => match catalog.renewal().filter(|r| r.from == m.catalog) {
+            Some(renewal) => {
+                let changed: Vec<(String, String)> =
+                    renewal.tables.iter().filter_map(|n| Some((n.clone(), catalog.table_description(n)?.to_string()))).collect();
+                let stored = stored_cosines(Kind::Tables, &changed, None, embedder.as_ref());
+                let tables = m.tables.brought_up(changed, &stored, &|n| catalog.table(n).is_some(), &table_indexed);
+                let descriptions: HashMap<&str, &str> = catalog.schema_descriptions().collect();
+                let changed: Vec<(String, String)> =
+                    renewal.schemas.iter().filter_map(|n| Some((n.clone(), descriptions.get(n.as_str())?.to_string()))).collect();
+                let stored = stored_cosines(Kind::Schemas, &changed, None, embedder.as_ref());
+                let schemas = m.schemas.brought_up(changed, &stored, &|n| descriptions.contains_key(n), &schema_indexed);
+                (Some(tables), Some(schemas))
+            }
+            None => (None, None),
+        },
         None => (None, None),
     };
     let mut q: Option<Vec<f32>> = None;
@@ -474,15 +573,16 @@ fn rank_with(question: &str, state: MemoryState, embedder: Option<(String, Strin
         embed_question(&mut q);
     }
     let (mut refreshed, mut not_refreshed, mut other_embedder) = (0, 0, 0);
-    // Per kind: the cosines, and the freshness found (kept when nothing was stored).
+    // The memory's version when this backend first wrote to it (its row then locked).
+    let mut locked: Option<Option<i64>> = None;
+    // Per kind: the cosines, and the freshness found, with what was stored.
     let mut cosines = |kind: Kind,
                        memo: Option<Freshness>,
                        items: &dyn Fn() -> Vec<(String, String)>,
-                       schema_of: &dyn Fn(&str) -> String|
-     -> (Cosines, Option<Freshness>) {
-        let (fresh, mut out) = match memo {
-            // The memory and the catalog are as they were: only the question's cosines are
-            // read, by key, without sending a description.
+                       is_indexed: &dyn Fn(&str) -> bool|
+     -> (Cosines, Freshness) {
+        let (mut fresh, mut out) = match memo {
+            // Only the question's cosines are read, by key, without sending a description.
             Some(fresh) => {
                 let out = match &q {
                     Some(qv) if !fresh.embedded.is_empty() => embedded_cosines(kind, &fresh.embedded, qv),
@@ -494,20 +594,25 @@ fn rank_with(question: &str, state: MemoryState, embedder: Option<(String, Strin
                 let items = items();
                 let stored = stored_cosines(kind, &items, q.as_deref(), embedder.as_ref());
                 let out: Cosines = stored.iter().filter_map(|(n, s)| s.cosine.map(|c| (n.clone(), c))).collect();
-                (Freshness::of(&stored, items, |n| indexed.contains(&schema_of(n))), out)
+                (Freshness::of(&stored, items, is_indexed), out)
             }
         };
-        other_embedder += fresh.other_embedder;
+        other_embedder += fresh.other_embedder.len();
         if fresh.stale.is_empty() {
-            return (out, Some(fresh));
+            return (out, fresh);
         }
         if read_only {
             not_refreshed += fresh.stale.len();
-            return (out, Some(fresh));
+            return (out, fresh);
         }
-        let stale = fresh.stale;
+        if locked.is_none() {
+            locked = Some(if version >= 0 { lock_version() } else { None });
+        }
+        let stale = std::mem::take(&mut fresh.stale);
         refreshed += stale.len();
-        let vectors = store(kind, &stale, embedder.as_ref());
+        let (vectors, keys) = store(kind, &stale, embedder.as_ref());
+        fresh.stale = stale.iter().filter(|(n, _)| !keys.contains_key(n)).cloned().collect();
+        fresh.stored(&keys, embedder.is_some());
         if vectors.iter().any(Option::is_some) {
             embed_question(&mut q);
         }
@@ -518,18 +623,34 @@ fn rank_with(question: &str, state: MemoryState, embedder: Option<(String, Strin
                 }
             }
         }
-        // What was stored moved the memory's version on: nothing to keep.
-        (out, None)
+        (out, fresh)
     };
     let table_items = || catalog.table_descriptions().map(|(n, d)| (n, d.to_string())).collect();
-    let (tables, fresh_tables) =
-        cosines(Kind::Tables, memo_tables.take(), &table_items, &|n: &str| catalog.table(n).map(|t| t.schema.clone()).unwrap_or_default());
+    let (tables, fresh_tables) = cosines(Kind::Tables, memo_tables.take(), &table_items, &table_indexed);
     let schema_items = || catalog.schema_descriptions().map(|(n, d)| (n.to_string(), d.to_string())).collect();
-    let (schemas, fresh_schemas) = cosines(Kind::Schemas, memo_schemas.take(), &schema_items, &|n: &str| n.to_string());
-    if refreshed > 0 {
-        forget_dropped();
-    } else if let (Some(tables), Some(schemas)) = (fresh_tables, fresh_schemas) {
-        FRESH.with(|f| *f.borrow_mut() = Some(FreshMemo { version, generation, user, embedder: embedder.clone(), tables, schemas }));
+    let (schemas, fresh_schemas) = cosines(Kind::Schemas, memo_schemas.take(), &schema_items, &schema_indexed);
+    // What was found is kept under the memory's version: the one read, or, when this backend
+    // wrote, the one after its writes, if nobody else wrote before it locked the version.
+    let kept_version = match locked {
+        None => Some(version),
+        Some(before) => {
+            // A deleted row may be one a fresh name's key points to (a table dropped and made
+            // again with the same description): then nothing found is kept.
+            let forgotten = forget_dropped();
+            before.filter(|&v| v == version && forgotten == 0).and_then(|_| read_version())
+        }
+    };
+    if let Some(version) = kept_version.filter(|&v| v >= 0) {
+        FRESH.with(|f| {
+            *f.borrow_mut() = Some(FreshMemo {
+                version,
+                user,
+                embedder: embedder.clone(),
+                catalog: catalog.id(),
+                tables: fresh_tables,
+                schemas: fresh_schemas,
+            })
+        });
     }
     if not_refreshed > 0 {
         Raised::new(
@@ -587,7 +708,6 @@ pub fn selection_for(question: &str, max_tables: usize) -> Result<Option<Selecti
                 .push(SchemaCandidate { schema: s.schema.clone(), tables: crate::values::listed::render(&r.catalog.picked_tables(&mine)) });
         }
     }
-    let full_chars = BUILT.with(|b| b.borrow().as_ref().map_or(0, |(_, _, _, n)| *n));
     let detail = json!({
         "memory": true,
         "embedding": r.embed_ms.is_some(),
@@ -598,7 +718,7 @@ pub fn selection_for(question: &str, max_tables: usize) -> Result<Option<Selecti
         "readable_tables": r.catalog.tables().len(),
         "described_tables": picks.len(),
         "described_chars": candidates.iter().map(|c| c.tables.len()).sum::<usize>(),
-        "full_chars": full_chars,
+        "full_chars": r.catalog.full_chars(),
         "fusion": fusion,
         "schemas": schemas,
         "tables": picks,

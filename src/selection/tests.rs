@@ -292,4 +292,44 @@ mod tests {
         Spi::run("RESET ROLE").unwrap();
         assert_eq!(code, "42501");
     }
+
+    /// After a catalog change, a backend looks up only what changed, stores it, and keeps its
+    /// finding under the version its own writes made; a table dropped and made again under the
+    /// same description is served from its old row until a refresh deletes that row, and then
+    /// described again under its new oid.
+    #[pg_test]
+    fn after_a_change_only_what_changed_is_looked_up_and_the_finding_is_kept() {
+        indexed("SET ask.embedding_provider = 'local'");
+        let version = || one::<i64>("SELECT version FROM ask.schema_memory_version");
+        assert_eq!(names("SELECT rel::text FROM ask.select_tables('flowers in bloom', 1)"), ["garden.plant"]);
+        Spi::run("COMMENT ON TABLE staff.department IS 'Organisational units of the company'").unwrap();
+        assert_eq!(names("SELECT rel::text FROM ask.select_tables('organisational units', 1)"), ["staff.department"]);
+        let stored: bool = one(
+            "SELECT description LIKE '%Organisational units%' AND embedding IS NOT NULL FROM ask.schema_memory_tables WHERE name = 'staff.department'",
+        );
+        assert!(stored);
+        // What this backend wrote is all that moved the version: the next questions write
+        // nothing, and unchanged tables keep their cosines.
+        let v = version();
+        assert_eq!(names("SELECT rel::text FROM ask.select_tables('flowers in bloom', 1)"), ["garden.plant"]);
+        assert_eq!(names("SELECT rel::text FROM ask.select_tables('organisational units', 1)"), ["staff.department"]);
+        assert_eq!(version(), v);
+
+        // Dropped and made again as it was: the same description, served from the old row.
+        let old: pg_sys::Oid = one("SELECT 'garden.plant'::regclass::oid");
+        Spi::run("DROP TABLE garden.plant; CREATE TABLE garden.plant (id int PRIMARY KEY, species text, watered_at date)").unwrap();
+        assert_eq!(names("SELECT rel::text FROM ask.select_tables('flowers in bloom', 1)"), ["garden.plant"]);
+        assert_eq!(version(), v, "nothing changed in the descriptions");
+        // A change elsewhere refreshes the memory, which deletes the old row: the table is
+        // then described again under its new oid, and still found by its embedding.
+        Spi::run("COMMENT ON TABLE music.concert IS 'Concerts given'").unwrap();
+        let _ = names("SELECT rel::text FROM ask.select_tables('concerts given', 1)");
+        let left: i64 = one(&format!("SELECT count(*) FROM ask.schema_memory_tables WHERE relid = {}", old.to_u32()));
+        assert_eq!(left, 0);
+        assert_eq!(names("SELECT rel::text FROM ask.select_tables('flowers in bloom', 1)"), ["garden.plant"]);
+        let again: bool = one(
+            "SELECT embedding IS NOT NULL FROM ask.schema_memory_tables WHERE relid = 'garden.plant'::regclass AND name = 'garden.plant'",
+        );
+        assert!(again);
+    }
 }

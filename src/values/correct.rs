@@ -2,7 +2,7 @@
 //! memory, decided on by the core's rules, and replaced (or put to the LLM).
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use pgrx::datum::DatumWithOid;
@@ -12,9 +12,10 @@ use serde_json::{json, Value};
 
 use pg_ask_core::ask::Correction;
 use pg_ask_core::config::LlmConfig;
+use pg_ask_core::schema::Table;
 use pg_ask_core::selection::unquote;
 use pg_ask_core::values::decide::{decide, Candidate, Comparison, Decision, Evidence};
-use pg_ask_core::values::literals::{find_literals, Catalog, CatalogColumn, LiteralKind, LiteralRef};
+use pg_ask_core::values::literals::{find_literals, Catalog, CatalogColumn, LiteralKind, LiteralRef, QualifiedName};
 use pg_ask_core::values::prompt::{correction_request, parse_correction, read_choices, LiteralQuestion};
 use pg_ask_core::values::rewrite::{rewrite, Replacement};
 
@@ -100,27 +101,55 @@ fn search_path() -> Vec<String> {
 }
 
 /// The catalog of readable tables for literal resolution, with the session's search path;
-/// built again only when the description, the user, the search path or a type changed.
+/// built again only when the description, the user, the search path or a type changed. When
+/// the description changed only by some relations read again, only those tables are taken out
+/// and put back.
 fn literal_catalog() -> Result<Rc<Catalog>, String> {
     let tables = schema::readable_tables()?;
     let generation = schema::generation();
     // SAFETY: reads the backend's current user id.
     let user = unsafe { pg_sys::GetUserId() };
     let path = search_path();
-    let types_valid = TYPES_VALID.with(|v| v.get());
-    let kept = LITERAL_CATALOG.with(|c| {
-        c.borrow()
-            .as_ref()
-            .filter(|(g, u, p, _)| types_valid && *g == generation && *u == user && *p == path)
-            .map(|(_, _, _, cat)| cat.clone())
-    });
-    if let Some(cat) = kept {
-        return Ok(cat);
-    }
-    let type_names: Vec<String> = tables.iter().flat_map(|t| t.columns.iter().map(|c| c.data_type.clone())).collect();
+    // A change to any type (CREATE TABLE makes one) invalidates what is known of types; the
+    // catalog stays valid if every type it knows is as text-like as it was.
+    let types_valid = TYPES_VALID.with(|v| v.get()) || {
+        let known: HashMap<String, bool> = TEXT_TYPES.with(|t| t.borrow().clone());
+        let names: Vec<String> = known.keys().cloned().collect();
+        !known.is_empty() && text_like_types(&names) == known
+    };
+    let kept = LITERAL_CATALOG.with(|c| c.borrow_mut().take()).filter(|(_, u, p, _)| types_valid && *u == user && *p == path);
+    let cat = match kept {
+        Some((g, _, _, cat)) if g == generation => cat,
+        Some((g, _, _, cat)) if schema::changed_since(g).is_some() => {
+            let changed = schema::changed_since(g).unwrap_or_default();
+            let mut cat = Rc::try_unwrap(cat).unwrap_or_else(|shared| (*shared).clone());
+            let names: HashSet<QualifiedName> = changed.iter().map(|(s, n)| QualifiedName::new(unquote(s), unquote(n))).collect();
+            cat.tables.retain(|t| !names.contains(&t.name));
+            let now: Vec<&Table> = changed.iter().filter_map(|(s, n)| tables.iter().find(|t| t.schema == *s && t.name == *n)).collect();
+            add_tables(&mut cat, &now);
+            Rc::new(cat)
+        }
+        _ => {
+            let mut cat = Catalog::new(path.clone());
+            add_tables(&mut cat, &tables.iter().collect::<Vec<_>>());
+            Rc::new(cat)
+        }
+    };
+    LITERAL_CATALOG.with(|c| *c.borrow_mut() = Some((generation, user, path, cat.clone())));
+    Ok(cat)
+}
+
+/// Add `tables` to the literal catalog, with which of their columns hold text.
+fn add_tables(cat: &mut Catalog, tables: &[&Table]) {
+    let type_names: Vec<String> = tables
+        .iter()
+        .flat_map(|t| t.columns.iter().map(|c| c.data_type.as_str()))
+        .collect::<HashSet<_>>()
+        .into_iter()
+        .map(str::to_string)
+        .collect();
     let text_like = text_like_types(&type_names);
-    let mut cat = Catalog::new(path.clone());
-    for t in tables.iter() {
+    for t in tables {
         let cols = t
             .columns
             .iter()
@@ -128,9 +157,6 @@ fn literal_catalog() -> Result<Rc<Catalog>, String> {
             .collect();
         cat.add_table(&unquote(&t.schema), &unquote(&t.name), cols);
     }
-    let cat = Rc::new(cat);
-    LITERAL_CATALOG.with(|c| *c.borrow_mut() = Some((generation, user, path, cat.clone())));
-    Ok(cat)
 }
 
 /// What the value memory and the catalog know about the column a literal is compared with.

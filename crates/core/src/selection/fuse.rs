@@ -23,11 +23,12 @@
 //! joins, and every pick carries its score parts for `ask.explain()`.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::describe::{describe_schema, describe_table, schema_document, table_document, SchemaProfile, TableProfile};
-use super::lexical::{LexicalIndex, LexicalScore, SCHEMA_WEIGHTS, TABLE_WEIGHTS};
+use super::describe::{describe_schema, describe_table, schema_document, table_document, ColumnValues, SchemaProfile, TableProfile};
+use super::lexical::{DocTerms, Field, LexicalIndex, LexicalScore, Tokens, SCHEMA_WEIGHTS, TABLE_WEIGHTS};
 use crate::schema::Table;
 
 /// The `k` of reciprocal rank fusion: larger values flatten the difference between ranks. The
@@ -217,59 +218,200 @@ pub struct SchemaEntry {
 
 /// The tables the calling role may read, their descriptions and the lexical indexes over them.
 ///
-/// Building one costs a tokenisation of every description (well under a millisecond per
-/// hundred tables in a release build); the glue may keep one per backend, keyed by the
-/// catalog's state, in a thread-local.
+/// Building one costs a tokenisation of every description; [`Catalog::reusing`] takes what an
+/// earlier catalog computed for each table that has not changed (its description, its terms),
+/// so that after a catalog change only the changed tables are described and tokenized again.
+/// The glue keeps one per backend, keyed by the catalog's state, in a thread-local.
 #[derive(Debug, Clone)]
 pub struct Catalog {
     tables: Vec<TableProfile>,
     /// Each table's qualified name, as [`Table::qualified`] writes it.
     names: Vec<String>,
-    table_descriptions: Vec<String>,
+    table_descriptions: Vec<Arc<str>>,
+    /// Each table's terms, for the table index and its schema's document.
+    table_terms: Vec<Arc<DocTerms>>,
+    /// The length of each table's [`crate::schema::render`]ing (the full description).
+    rendered: Vec<usize>,
     schemas: Vec<SchemaEntry>,
+    schema_terms: Vec<DocTerms>,
     by_name: HashMap<String, usize>,
     table_index: LexicalIndex,
     schema_index: LexicalIndex,
+    /// This catalog's number, unique in the process.
+    id: u64,
+    renewal: Option<Renewal>,
 }
+
+/// What a catalog made from an earlier one ([`Catalog::reusing`], [`Catalog::renewed`])
+/// described anew: the tables and schemas that are new or changed since that one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Renewal {
+    /// The earlier catalog's [`Catalog::id`].
+    pub from: u64,
+    /// Qualified names of the tables described anew.
+    pub tables: Vec<String>,
+    /// Names of the schemas described anew.
+    pub schemas: Vec<String>,
+}
+
+static CATALOGS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl Catalog {
     /// Build the catalog of `tables`. `schemas` gives the comments of schemas; a schema with
     /// tables but not listed there has no comment, and a listed schema without tables is left
     /// out. Schemas keep the order in which their first table appears.
     pub fn new(tables: Vec<TableProfile>, schemas: &[SchemaProfile]) -> Catalog {
+        let same = vec![None; tables.len()];
+        let names = tables.iter().map(|p| p.table.qualified()).collect();
+        Catalog::build(None, None, tables, names, same, schemas)
+    }
+
+    /// [`Catalog::new`], taking from `previous` what it computed for every table (and schema)
+    /// that is the same in both: the result is the one [`Catalog::new`] gives.
+    pub fn reusing(previous: &Catalog, tables: Vec<TableProfile>, schemas: &[SchemaProfile]) -> Catalog {
+        let names: Vec<String> = tables.iter().map(|p| p.table.qualified()).collect();
+        let same = names.iter().zip(&tables).map(|(n, p)| previous.by_name.get(n).copied().filter(|&j| previous.tables[j] == *p)).collect();
+        Catalog::build(Some(previous), None, tables, names, same, schemas)
+    }
+
+    /// The catalog of `tables` (each with the frequent values `values` gives for it), made
+    /// from `previous`: the profiles of unchanged tables are moved over rather than copied,
+    /// and what was computed for them is kept. The result is the one [`Catalog::new`] gives.
+    pub fn renewed(
+        mut previous: Catalog,
+        tables: &[Table],
+        mut values: impl FnMut(&str, &Table) -> Vec<ColumnValues>,
+        schemas: &[SchemaProfile],
+    ) -> Catalog {
+        let mut profiles = Vec::with_capacity(tables.len());
+        let mut same = Vec::with_capacity(tables.len());
+        let mut names = Vec::with_capacity(tables.len());
+        for t in tables {
+            let name = t.qualified();
+            let v = values(&name, t);
+            let j = previous.by_name.get(&name).copied().filter(|&j| previous.tables[j].table == *t && previous.tables[j].values == v);
+            match j {
+                Some(j) => profiles.push(std::mem::take(&mut previous.tables[j])),
+                None => profiles.push(TableProfile { table: t.clone(), values: v }),
+            }
+            same.push(j);
+            names.push(name);
+        }
+        // The table index is renewed in place: only new and changed tables are indexed.
+        let index = std::mem::replace(&mut previous.table_index, LexicalIndex::from_terms(&[], TABLE_WEIGHTS));
+        Catalog::build(Some(&previous), Some(index), profiles, names, same, schemas)
+    }
+
+    /// The catalog of `tables` (qualified `names`), where `same[i]` is the index in `previous`
+    /// of a table equal to `tables[i]`, whose description and terms are taken from there;
+    /// `index` is the previous table index, to renew rather than build.
+    fn build(
+        previous: Option<&Catalog>,
+        index: Option<LexicalIndex>,
+        tables: Vec<TableProfile>,
+        names: Vec<String>,
+        same: Vec<Option<usize>>,
+        schemas: &[SchemaProfile],
+    ) -> Catalog {
         let mut entries: Vec<SchemaEntry> = Vec::new();
+        let mut entry_of: HashMap<&str, usize> = HashMap::new();
         for (i, p) in tables.iter().enumerate() {
-            match entries.iter_mut().find(|e| e.profile.name == p.table.schema) {
-                Some(e) => e.tables.push(i),
+            match entry_of.get(p.table.schema.as_str()) {
+                Some(&e) => entries[e].tables.push(i),
                 None => {
                     let profile = schemas
                         .iter()
                         .find(|s| s.name == p.table.schema)
                         .cloned()
                         .unwrap_or_else(|| SchemaProfile { name: p.table.schema.clone(), comment: None });
+                    entry_of.insert(&p.table.schema, entries.len());
                     entries.push(SchemaEntry { profile, tables: vec![i], description: String::new() });
                 }
             }
         }
-        let mut schema_docs = Vec::with_capacity(entries.len());
-        for e in &mut entries {
-            let members: Vec<&TableProfile> = e.tables.iter().map(|&i| &tables[i]).collect();
-            e.description = describe_schema(&e.profile, &members);
-            schema_docs.push(schema_document(&e.profile, &members));
+        let mut tokens = Tokens::default();
+        let mut table_terms = Vec::with_capacity(tables.len());
+        let mut table_descriptions = Vec::with_capacity(tables.len());
+        let mut rendered = Vec::with_capacity(tables.len());
+        for (p, j) in tables.iter().zip(&same) {
+            match (previous, j) {
+                (Some(c), Some(j)) => {
+                    table_terms.push(c.table_terms[*j].clone());
+                    table_descriptions.push(c.table_descriptions[*j].clone());
+                    rendered.push(c.rendered[*j]);
+                }
+                _ => {
+                    table_terms.push(Arc::new(DocTerms::of(&table_document(p), &mut tokens)));
+                    table_descriptions.push(describe_table(p).into());
+                    rendered.push(crate::schema::render(std::slice::from_ref(&p.table)).len());
+                }
+            }
         }
-        let table_docs: Vec<_> = tables.iter().map(table_document).collect();
-        let table_descriptions = tables.iter().map(describe_table).collect();
-        let names: Vec<String> = tables.iter().map(|p| p.table.qualified()).collect();
+        let previous_schemas: HashMap<&str, usize> =
+            previous.map(|c| c.schemas.iter().enumerate().map(|(k, s)| (s.profile.name.as_str(), k)).collect()).unwrap_or_default();
+        let mut schema_terms = Vec::with_capacity(entries.len());
+        let mut renewed_schemas = Vec::new();
+        for e in &mut entries {
+            // A schema whose profile and tables are all the same as before.
+            let before = previous.and_then(|c| {
+                let k = previous_schemas.get(e.profile.name.as_str()).copied().filter(|&k| c.schemas[k].profile == e.profile)?;
+                let old = &c.schemas[k].tables;
+                let unchanged = old.len() == e.tables.len() && e.tables.iter().zip(old).all(|(&i, &j)| same[i] == Some(j));
+                unchanged.then_some((c, k))
+            });
+            match before {
+                Some((c, k)) => {
+                    e.description = c.schemas[k].description.clone();
+                    schema_terms.push(c.schema_terms[k].clone());
+                }
+                None => {
+                    renewed_schemas.push(e.profile.name.clone());
+                    let members: Vec<&TableProfile> = e.tables.iter().map(|&i| &tables[i]).collect();
+                    e.description = describe_schema(&e.profile, &members);
+                    let own = DocTerms::of(&schema_document(&e.profile, &[]), &mut tokens);
+                    schema_terms.push(DocTerms::merged(own, e.tables.iter().map(|&i| &*table_terms[i]), Field::Schema));
+                }
+            }
+        }
         let by_name = names.iter().enumerate().map(|(i, n)| (n.clone(), i)).collect();
+        let docs: Vec<&DocTerms> = table_terms.iter().map(|t| &**t).collect();
+        let renewal = previous.map(|c| Renewal {
+            from: c.id,
+            tables: names.iter().zip(&same).filter(|(_, j)| j.is_none()).map(|(n, _)| n.clone()).collect(),
+            schemas: renewed_schemas,
+        });
         Catalog {
+            id: CATALOGS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            renewal,
             names,
-            table_index: LexicalIndex::new(&table_docs, TABLE_WEIGHTS),
-            schema_index: LexicalIndex::new(&schema_docs, SCHEMA_WEIGHTS),
+            table_index: match (previous, index) {
+                (Some(c), Some(index)) => index.renewed(&c.table_terms.iter().map(|t| &**t).collect::<Vec<_>>(), &same, &docs),
+                _ => LexicalIndex::from_terms(&docs, TABLE_WEIGHTS),
+            },
+            schema_index: LexicalIndex::from_terms(&schema_terms.iter().collect::<Vec<_>>(), SCHEMA_WEIGHTS),
             tables,
             table_descriptions,
+            table_terms,
+            rendered,
             schemas: entries,
+            schema_terms,
             by_name,
         }
+    }
+
+    /// This catalog's number, unique in the process.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// What this catalog described anew, when it was made from an earlier one.
+    pub fn renewal(&self) -> Option<&Renewal> {
+        self.renewal.as_ref()
+    }
+
+    /// The length of the full description of every table ([`crate::schema::render`]).
+    pub fn full_chars(&self) -> usize {
+        self.rendered.iter().sum()
     }
 
     /// The tables, in the order given.
@@ -289,7 +431,12 @@ impl Catalog {
 
     /// Every table's qualified name and the text to embed for it.
     pub fn table_descriptions(&self) -> impl Iterator<Item = (String, &str)> {
-        self.names.iter().zip(&self.table_descriptions).map(|(n, d)| (n.clone(), d.as_str()))
+        self.names.iter().zip(&self.table_descriptions).map(|(n, d)| (n.clone(), &**d))
+    }
+
+    /// The text to embed for one table, by its qualified name.
+    pub fn table_description(&self, qualified: &str) -> Option<&str> {
+        self.by_name.get(qualified).map(|&i| &*self.table_descriptions[i])
     }
 
     /// Every schema's name and the text to embed for it.

@@ -35,7 +35,8 @@
 //! or abbreviated still match, without any hand-written synonym list. Names weigh more than
 //! comments through the field weights.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
 
 use serde::Serialize;
 
@@ -135,7 +136,8 @@ const STOP_WORDS: &[&str] = &[
 ];
 
 fn is_stop_word(w: &str) -> bool {
-    STOP_WORDS.contains(&w)
+    static SET: std::sync::OnceLock<std::collections::HashSet<&'static str>> = std::sync::OnceLock::new();
+    SET.get_or_init(|| STOP_WORDS.iter().copied().collect()).contains(w)
 }
 
 /// Numbers of one or two digits (`01` of a date, `2` of "top 2") say nothing about tables.
@@ -145,18 +147,20 @@ fn is_short_number(w: &str) -> bool {
 
 /// Text and identifiers split into lower-case words (see the [module documentation](self)).
 pub fn words(text: &str) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
     let mut out = Vec::new();
     let mut current = String::new();
-    for (i, &c) in chars.iter().enumerate() {
+    let mut chars = text.chars().peekable();
+    let mut prev: Option<char> = None;
+    while let Some(c) = chars.next() {
+        let before = prev.replace(c);
         if !c.is_alphanumeric() {
             if !current.is_empty() {
                 out.push(std::mem::take(&mut current));
             }
             continue;
         }
-        if let Some(&prev) = i.checked_sub(1).and_then(|j| chars.get(j)) {
-            let next = chars.get(i + 1).copied();
+        if let Some(prev) = before {
+            let next = chars.peek().copied();
             let boundary = (prev.is_lowercase() && c.is_uppercase())
                 || (prev.is_uppercase() && c.is_uppercase() && next.is_some_and(char::is_lowercase))
                 || (prev.is_alphabetic() && c.is_ascii_digit())
@@ -222,43 +226,190 @@ struct Posting {
 pub struct LexicalIndex {
     postings: HashMap<String, Vec<Posting>>,
     /// The terms that occur in a name (schema, table, column), sorted: the only ones partial
-    /// matches look at, since abbreviations and compounds are a habit of identifiers.
-    identifiers: BTreeSet<String>,
+    /// matches look at, since abbreviations and compounds are a habit of identifiers; with the
+    /// number of documents that have each in a name.
+    identifiers: BTreeMap<String, u32>,
     lengths: Vec<[u32; FIELDS]>,
     avg_len: [f64; FIELDS],
     weights: FieldWeights,
 }
 
+/// One document's terms with their occurrences per field, and its length per field: what
+/// indexing needs of it, computed once (a catalog keeps it for tables that do not change).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct DocTerms {
+    terms: Vec<(String, [u32; FIELDS])>,
+    len: [u32; FIELDS],
+}
+
+/// A memo of [`tokenize`] by text, for the many names and comments a catalog repeats.
+#[derive(Default)]
+pub struct Tokens {
+    memo: HashMap<String, Rc<[String]>>,
+}
+
+impl Tokens {
+    fn of(&mut self, text: &str) -> Rc<[String]> {
+        if let Some(t) = self.memo.get(text) {
+            return t.clone();
+        }
+        let t: Rc<[String]> = tokenize(text).into();
+        self.memo.insert(text.to_string(), t.clone());
+        t
+    }
+}
+
+impl DocTerms {
+    /// The terms of `doc`, tokenized through `tokens`.
+    pub fn of(doc: &Document, tokens: &mut Tokens) -> DocTerms {
+        let mut out = DocTerms::default();
+        let mut at: HashMap<String, usize> = HashMap::new();
+        for (field, text) in &doc.parts {
+            let f = field.index();
+            for token in tokens.of(text).iter() {
+                out.len[f] += 1;
+                match at.get(token.as_str()) {
+                    Some(&i) => out.terms[i].1[f] += 1,
+                    None => {
+                        let mut tf = [0; FIELDS];
+                        tf[f] = 1;
+                        at.insert(token.clone(), out.terms.len());
+                        out.terms.push((token.clone(), tf));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The terms of a document made of `own` and `members` without their `dropped` field (a
+    /// schema's own words and its tables' words but their schema's name).
+    pub fn merged<'a>(own: DocTerms, members: impl IntoIterator<Item = &'a DocTerms>, dropped: Field) -> DocTerms {
+        let d = dropped.index();
+        let mut out = own;
+        let mut at: HashMap<String, usize> = out.terms.iter().enumerate().map(|(i, (t, _))| (t.clone(), i)).collect();
+        for m in members {
+            for (f, n) in m.len.iter().enumerate() {
+                if f != d {
+                    out.len[f] += n;
+                }
+            }
+            for (term, tf) in &m.terms {
+                let mut tf = *tf;
+                tf[d] = 0;
+                if tf.iter().all(|&n| n == 0) {
+                    continue;
+                }
+                match at.get(term.as_str()) {
+                    Some(&i) => (0..FIELDS).for_each(|f| out.terms[i].1[f] += tf[f]),
+                    None => {
+                        at.insert(term.clone(), out.terms.len());
+                        out.terms.push((term.clone(), tf));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
 impl LexicalIndex {
     /// Index `docs`; scores come back in the same order.
     pub fn new(docs: &[Document], weights: FieldWeights) -> LexicalIndex {
-        let mut postings: HashMap<String, Vec<Posting>> = HashMap::new();
-        let mut identifiers = BTreeSet::new();
-        let mut lengths = Vec::with_capacity(docs.len());
+        let mut tokens = Tokens::default();
+        let terms: Vec<DocTerms> = docs.iter().map(|d| DocTerms::of(d, &mut tokens)).collect();
+        LexicalIndex::from_terms(&terms.iter().collect::<Vec<_>>(), weights)
+    }
+
+    /// Index documents already split into terms; scores come back in the same order.
+    pub fn from_terms(docs: &[&DocTerms], weights: FieldWeights) -> LexicalIndex {
+        let mut index =
+            LexicalIndex { postings: HashMap::new(), identifiers: BTreeMap::new(), lengths: Vec::new(), avg_len: [0.0; FIELDS], weights };
         for (i, doc) in docs.iter().enumerate() {
-            let mut tf: HashMap<String, [u32; FIELDS]> = HashMap::new();
-            let mut len = [0u32; FIELDS];
-            for (field, text) in &doc.parts {
-                for token in tokenize(text) {
-                    if matches!(field, Field::Schema | Field::Table | Field::Column) {
-                        identifiers.insert(token.clone());
+            index.add(i, doc);
+        }
+        index.measure(docs);
+        index
+    }
+
+    /// This index, made the index of `docs`: `previous[i]` is the number in this index of a
+    /// document with the same terms as `docs[i]`, if there is one, and `old` are this index's
+    /// documents. Only the documents that are new or changed are indexed again, and the others
+    /// are renumbered; the result scores as [`LexicalIndex::from_terms`] of `docs` does.
+    pub fn renewed(mut self, old: &[&DocTerms], previous: &[Option<usize>], docs: &[&DocTerms]) -> LexicalIndex {
+        let mut new_of_old: Vec<Option<usize>> = vec![None; old.len()];
+        for (i, j) in previous.iter().enumerate() {
+            if let Some(j) = *j {
+                new_of_old[j] = Some(i);
+            }
+        }
+        for (j, doc) in old.iter().enumerate() {
+            if new_of_old[j].is_none() {
+                self.remove(j, doc);
+            }
+        }
+        for list in self.postings.values_mut() {
+            for p in list.iter_mut() {
+                p.doc = new_of_old[p.doc].expect("the postings of documents not kept were removed");
+            }
+        }
+        for (i, doc) in docs.iter().enumerate() {
+            if previous[i].is_none() {
+                self.add(i, doc);
+            }
+        }
+        self.measure(docs);
+        self
+    }
+
+    fn add(&mut self, i: usize, doc: &DocTerms) {
+        for (term, tf) in &doc.terms {
+            // The first three fields are names: schema, table, column.
+            if tf[..3].iter().any(|&n| n > 0) {
+                match self.identifiers.get_mut(term.as_str()) {
+                    Some(n) => *n += 1,
+                    None => {
+                        self.identifiers.insert(term.clone(), 1);
                     }
-                    tf.entry(token).or_default()[field.index()] += 1;
-                    len[field.index()] += 1;
                 }
             }
-            for (term, tf) in tf {
-                postings.entry(term).or_default().push(Posting { doc: i, tf });
+            match self.postings.get_mut(term.as_str()) {
+                Some(p) => p.push(Posting { doc: i, tf: *tf }),
+                None => {
+                    self.postings.insert(term.clone(), vec![Posting { doc: i, tf: *tf }]);
+                }
             }
-            lengths.push(len);
         }
-        let mut avg_len = [0.0; FIELDS];
+    }
+
+    fn remove(&mut self, j: usize, doc: &DocTerms) {
+        for (term, tf) in &doc.terms {
+            if tf[..3].iter().any(|&n| n > 0) {
+                if let Some(n) = self.identifiers.get_mut(term.as_str()) {
+                    *n -= 1;
+                    if *n == 0 {
+                        self.identifiers.remove(term.as_str());
+                    }
+                }
+            }
+            if let Some(list) = self.postings.get_mut(term.as_str()) {
+                list.retain(|p| p.doc != j);
+                if list.is_empty() {
+                    self.postings.remove(term.as_str());
+                }
+            }
+        }
+    }
+
+    /// The documents' lengths and their mean per field.
+    fn measure(&mut self, docs: &[&DocTerms]) {
+        self.lengths = docs.iter().map(|d| d.len).collect();
+        self.avg_len = [0.0; FIELDS];
         if !docs.is_empty() {
-            for (f, avg) in avg_len.iter_mut().enumerate() {
-                *avg = lengths.iter().map(|l| f64::from(l[f])).sum::<f64>() / docs.len() as f64;
+            for (f, avg) in self.avg_len.iter_mut().enumerate() {
+                *avg = self.lengths.iter().map(|l| f64::from(l[f])).sum::<f64>() / docs.len() as f64;
             }
         }
-        LexicalIndex { postings, identifiers, lengths, avg_len, weights }
     }
 
     /// How many documents are indexed.
@@ -324,12 +475,12 @@ impl LexicalIndex {
         let chars: Vec<(usize, char)> = term.char_indices().collect();
         for (n, _) in chars.iter().enumerate().skip(MIN_ABBREVIATION) {
             let prefix = &term[..chars[n].0];
-            if let Some(v) = self.identifiers.get(prefix) {
+            if let Some((v, _)) = self.identifiers.get_key_value(prefix) {
                 out.push(v.as_str());
             }
         }
         if chars.len() >= MIN_CONTAINED {
-            for v in &self.identifiers {
+            for v in self.identifiers.keys() {
                 if v.len() > term.len() && (v.starts_with(term) || v.ends_with(term)) {
                     out.push(v.as_str());
                 }

@@ -38,7 +38,7 @@ pub mod plan;
 pub mod recall;
 
 pub use describe::{ColumnValues, SchemaProfile, TableProfile};
-pub use fuse::{Catalog, Cosines, Fusion, PickReason, SchemaPick, ScoreParts, SelectError, SelectOptions, TablePick};
+pub use fuse::{Catalog, Cosines, Fusion, PickReason, Renewal, SchemaPick, ScoreParts, SelectError, SelectOptions, TablePick};
 pub use lexical::{Field, LexicalIndex, LexicalScore};
 pub use plan::{Plan, PlanCandidate, PlanError, PlanStep};
 
