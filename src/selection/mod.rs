@@ -33,6 +33,7 @@ use crate::pg::identity::as_memory_owner;
 use crate::pg::spi::{ext_schema, vector_text};
 use crate::{llm::embeddings, schema};
 use pg_ask_core::ask::{SchemaCandidate, Selection};
+use pg_ask_core::selection::fuse::{unit, unit_dot};
 use pg_ask_core::selection::{Catalog, ColumnValues, Cosines, Fusion, PickReason, SchemaProfile, SelectOptions, TableProfile};
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
@@ -205,6 +206,8 @@ struct Freshness {
     stale: Vec<(String, String)>,
     /// Fresh names embedded by another provider or model.
     other_embedder: HashSet<String>,
+    /// The stored embeddings of `embedded` names read so far, scaled to length 1.
+    vectors: HashMap<String, Vec<f32>>,
 }
 
 impl Freshness {
@@ -212,7 +215,7 @@ impl Freshness {
         let embedded = stored.iter().filter(|(_, s)| s.fresh && s.embedded).filter_map(|(n, s)| Some((n.clone(), s.key?))).collect();
         let other_embedder = stored.iter().filter(|(_, s)| s.fresh && s.other_embedder).map(|(n, _)| n.clone()).collect();
         let stale = items.into_iter().filter(|(n, _)| !stored.get(n).is_some_and(|s| s.fresh) && is_indexed(n)).collect();
-        Freshness { embedded, stale, other_embedder }
+        Freshness { embedded, stale, other_embedder, vectors: HashMap::new() }
     }
 
     /// This freshness, found for an earlier catalog, for the current one: `changed` are the
@@ -228,6 +231,7 @@ impl Freshness {
         let names: HashSet<&str> = changed.iter().map(|(n, _)| n.as_str()).collect();
         let keep = |n: &str| exists(n) && !names.contains(n);
         self.embedded.retain(|n, _| keep(n));
+        self.vectors.retain(|n, _| keep(n));
         self.other_embedder.retain(|n| keep(n));
         self.stale.retain(|(n, _)| keep(n));
         let new = Freshness::of(stored, changed, is_indexed);
@@ -237,48 +241,59 @@ impl Freshness {
         self
     }
 
-    /// The stale names were stored under the current embedder, with these keys.
-    fn stored(&mut self, keys: &HashMap<String, pg_sys::Oid>, embedded: bool) {
+    /// The stale names were stored under the current embedder, with these keys and
+    /// embeddings (none with embeddings off).
+    fn stored(&mut self, keys: &HashMap<String, pg_sys::Oid>, vectors: HashMap<&str, &[f32]>) {
         self.stale.retain(|(n, _)| !keys.contains_key(n));
         for (n, k) in keys {
             self.other_embedder.remove(n);
-            if embedded {
-                self.embedded.insert(n.clone(), *k);
-            } else {
-                self.embedded.remove(n);
+            self.vectors.remove(n);
+            match vectors.get(n.as_str()) {
+                Some(v) => {
+                    self.embedded.insert(n.clone(), *k);
+                    self.vectors.insert(n.clone(), unit(v));
+                }
+                None => {
+                    self.embedded.remove(n);
+                }
             }
         }
     }
 }
 
-/// The question's cosines with the stored embeddings of `embedded` (fresh, current embedder),
-/// by key: no description is sent. The question's vector is parsed once, in a scalar subquery
-/// (an InitPlan): the kept plan turns generic after a few runs, and a cast of the parameter
-/// per row would then parse the vector's text again for every row (180 ms at 10,000 tables).
-fn embedded_cosines(kind: Kind, embedded: &HashMap<String, pg_sys::Oid>, question: &[f32]) -> Cosines {
-    let vector = ext_schema("vector");
-    let keys: Vec<pg_sys::Oid> = embedded.values().copied().collect();
-    let names: HashMap<u32, &str> = embedded.iter().map(|(n, k)| (k.to_u32(), n.as_str())).collect();
-    let sql = format!(
-        "SELECT {key}, 1 - (embedding OPERATOR({vector}.<=>) (SELECT $2::text::{vector}.vector)) FROM {table} WHERE {key} = ANY($1::oid[])",
-        key = kind.key(),
-        table = kind.table()
-    );
-    let args: [DatumWithOid; 2] = [keys.into(), vector_text(question).into()];
-    as_memory_owner(|| {
-        crate::pg::spi::select_kept(
-            "embedded cosines",
-            &sql,
-            &[pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::OIDARRAYOID), pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::TEXTOID)],
-            &args,
-            |r| {
-                let key = r.get::<pg_sys::Oid>(1).ok()??;
-                Some((names.get(&key.to_u32())?.to_string(), r.get::<f64>(2).ok()??))
-            },
-        )
-    })
-    .into_iter()
-    .collect()
+impl Freshness {
+    /// The question's cosines with the stored embeddings of the fresh names (current
+    /// embedder), computed here: the embeddings are read from the memory, by key, the first
+    /// time they are needed, and kept with this finding, scaled to length 1 (1.5 kB per table
+    /// of 384 dimensions). No description is sent, and no vector is read twice.
+    fn cosines(&mut self, kind: Kind, question: &[f32]) -> Cosines {
+        let missing: Vec<(String, pg_sys::Oid)> =
+            self.embedded.iter().filter(|(n, _)| !self.vectors.contains_key(*n)).map(|(n, k)| (n.clone(), *k)).collect();
+        if !missing.is_empty() {
+            let names: HashMap<u32, &str> = missing.iter().map(|(n, k)| (k.to_u32(), n.as_str())).collect();
+            let keys: Vec<pg_sys::Oid> = missing.iter().map(|(_, k)| *k).collect();
+            let sql = format!(
+                "SELECT {key}, embedding::real[] FROM {table} WHERE {key} = ANY($1::oid[])",
+                key = kind.key(),
+                table = kind.table()
+            );
+            let args: [DatumWithOid; 1] = [keys.into()];
+            let read = as_memory_owner(|| {
+                crate::pg::spi::select_kept(
+                    "stored embeddings",
+                    &sql,
+                    &[pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::OIDARRAYOID)],
+                    &args,
+                    |r| Some((names.get(&r.get::<pg_sys::Oid>(1).ok()??.to_u32())?.to_string(), r.get::<Vec<f32>>(2).ok()??)),
+                )
+            });
+            for (n, v) in read {
+                self.vectors.insert(n, unit(&v));
+            }
+        }
+        let q = unit(question);
+        self.embedded.keys().filter_map(|n| Some((n.clone(), unit_dot(&q, self.vectors.get(n)?)))).collect()
+    }
 }
 
 /// What the memory holds for each (name, description) of the caller's catalog, with cosines
@@ -583,9 +598,9 @@ fn rank_with(question: &str, state: MemoryState, embedder: Option<(String, Strin
      -> (Cosines, Freshness) {
         let (mut fresh, mut out) = match memo {
             // Only the question's cosines are read, by key, without sending a description.
-            Some(fresh) => {
+            Some(mut fresh) => {
                 let out = match &q {
-                    Some(qv) if !fresh.embedded.is_empty() => embedded_cosines(kind, &fresh.embedded, qv),
+                    Some(qv) if !fresh.embedded.is_empty() => fresh.cosines(kind, qv),
                     _ => Cosines::new(),
                 };
                 (fresh, out)
@@ -612,7 +627,7 @@ fn rank_with(question: &str, state: MemoryState, embedder: Option<(String, Strin
         refreshed += stale.len();
         let (vectors, keys) = store(kind, &stale, embedder.as_ref());
         fresh.stale = stale.iter().filter(|(n, _)| !keys.contains_key(n)).cloned().collect();
-        fresh.stored(&keys, embedder.is_some());
+        fresh.stored(&keys, stale.iter().zip(&vectors).filter_map(|((n, _), v)| Some((n.as_str(), v.as_deref()?))).collect());
         if vectors.iter().any(Option::is_some) {
             embed_question(&mut q);
         }

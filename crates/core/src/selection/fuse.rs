@@ -485,8 +485,9 @@ impl Catalog {
             }
         };
         let cos = Self::cosines_for(candidates.iter().map(|&i| self.names[i].as_str()), cosines)?;
-        let all_lexical = self.table_index.score(question);
-        let lexical: Vec<LexicalScore> = candidates.iter().map(|&i| all_lexical[i].clone()).collect();
+        let mut all_lexical = self.table_index.score(question);
+        // Candidates are distinct: each score is moved out once.
+        let lexical: Vec<LexicalScore> = candidates.iter().map(|&i| std::mem::take(&mut all_lexical[i])).collect();
         let ranked = fuse(lexical, &cos, options.fusion);
 
         let mut picks: Vec<TablePick> = Vec::new();
@@ -496,7 +497,7 @@ impl Catalog {
             picked.insert(i);
             picks.push(TablePick { table: self.names[i].clone(), score: f.score, reason: PickReason::Retrieved, parts: f.parts.clone() });
         }
-        if options.k == 0 {
+        if options.k == 0 || options.max_join_tables == 0 {
             return Ok(picks);
         }
 
@@ -510,7 +511,7 @@ impl Catalog {
             if picked.contains(&target) {
                 continue;
             }
-            let target_name = self.names[target].clone();
+            let target_name = self.names[target].as_str();
             let referrer = retrieved.iter().find_map(|&r| {
                 self.tables[r]
                     .table
@@ -571,9 +572,46 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
     }
 }
 
+/// `v` scaled to length 1 (a vector of zeros stays zeros), for [`unit_dot`].
+pub fn unit(v: &[f32]) -> Vec<f32> {
+    let norm = v.iter().map(|&x| f64::from(x) * f64::from(x)).sum::<f64>().sqrt();
+    if norm == 0.0 {
+        return v.to_vec();
+    }
+    v.iter().map(|&x| (f64::from(x) / norm) as f32).collect()
+}
+
+/// The cosine of two vectors of length 1 ([`unit`]): their dot product, summed in eight lanes
+/// so that it vectorises (0 when their lengths differ).
+pub fn unit_dot(a: &[f32], b: &[f32]) -> f64 {
+    if a.len() != b.len() {
+        return 0.0;
+    }
+    let mut lanes = [0.0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for i in 0..8 {
+            lanes[i] += x[i] * y[i];
+        }
+    }
+    let tail: f32 = ra.iter().zip(rb).map(|(x, y)| x * y).sum();
+    f64::from(lanes.iter().sum::<f32>() + tail)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_dot_of_unit_vectors_is_their_cosine() {
+        let a: Vec<f32> = (0..389).map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0).collect();
+        let b: Vec<f32> = (0..389).map(|i| ((i * 53 % 97) as f32 - 40.0) / 3.0).collect();
+        assert!((unit_dot(&unit(&a), &unit(&b)) - cosine(&a, &b)).abs() < 1e-5);
+        assert!((unit_dot(&unit(&a), &unit(&a)) - 1.0).abs() < 1e-5);
+        assert_eq!(unit(&[0.0, 0.0]), [0.0, 0.0]);
+        assert_eq!(unit_dot(&[1.0], &[1.0, 0.0]), 0.0);
+    }
 
     fn lex(scores: &[f64]) -> Vec<LexicalScore> {
         scores.iter().map(|&s| LexicalScore { score: s, matched: vec![] }).collect()
