@@ -158,6 +158,10 @@ STRICT VOLATILE PARALLEL UNSAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'verify_suite_wrapper';
 
+-- The schema selection memory's embeddings are compared in the backend now (as in
+-- sql/schema_memory.sql).
+COMMENT ON COLUMN schema_memory_tables.embedding IS
+    'The description''s embedding, any dimension (NULL: stored with embeddings off). A backend reads the embeddings of the caller''s candidates once, by key, and compares each question with them itself, so no vector index.';
 -- The schema selection memory's version (as in sql/schema_memory.sql): moved on by every
 -- statement that writes the memory, so that a backend re-checks its freshness only then.
 CREATE TABLE schema_memory_version (

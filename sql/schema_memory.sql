@@ -27,7 +27,7 @@ CREATE TABLE schema_memory_schemas (
 COMMENT ON TABLE schema_memory_schemas IS 'Descriptions of schemas, each treated as one database, and their embeddings (ask.index_schema).';
 
 COMMENT ON COLUMN schema_memory_tables.embedding IS
-    'The description''s embedding, any dimension (NULL: stored with embeddings off). Cosines with a question are computed for the caller''s candidates only (a few hundred rows), so no vector index.';
+    'The description''s embedding, any dimension (NULL: stored with embeddings off). A backend reads the embeddings of the caller''s candidates once, by key, and compares each question with them itself, so no vector index.';
 COMMENT ON COLUMN schema_memory_tables.embedding_provider IS 'ask.embedding_provider when the description was embedded (off: no embedding).';
 COMMENT ON COLUMN schema_memory_tables.embedding_model IS 'The embedding model: the local model directory''s name, or ask.embedding_model (NULL when off).';
 COMMENT ON COLUMN schema_memory_schemas.embedding_provider IS 'ask.embedding_provider when the description was embedded (off: no embedding).';

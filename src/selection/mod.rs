@@ -12,7 +12,8 @@
 //! * **Freshness** (lazy check): the caller's descriptions are compared to the stored ones:
 //!   all of them the first time, then, while the memory's version stays the one a backend saw
 //!   (or moved on by its own writes only), only those of the tables and schemas its catalog
-//!   described anew ([`FreshMemo`]). A dropped object has no candidate; a renamed or altered one (COMMENT on
+//!   described anew ([`FreshMemo`]). With embeddings, the finding keeps the fresh tables'
+//!   stored embeddings, read once by key, and each question is compared with them here. A dropped object has no candidate; a renamed or altered one (COMMENT on
 //!   a table, column or schema included) has another description, so its stale embedding is
 //!   never used: the tables and schemas of indexed schemas whose description changed are
 //!   embedded again and stored, and rows of dropped relations and schemas are deleted then.

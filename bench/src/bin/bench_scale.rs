@@ -3,7 +3,8 @@
 //!
 //! For embeddings off and local (`SCALE_EMBEDDINGS=off,local` by default; `SCALE_TABLES`
 //! changes the size): `ask.index_schema()` time and the backend's memory meanwhile (RssAnon,
-//! sampled every 100 ms), `ask.select_tables(q, 10)` client p50/p95, the `select` stage of
+//! sampled every 100 ms), the backend's memory kept after the first questions,
+//! `ask.select_tables(q, 10)` client p50/p95, the `select` stage of
 //! `ask()` p50/p95, the described tables' share of the full description; then the first
 //! `ask()` after each kind of catalog change (`ALTER TABLE ... ADD COLUMN`, `COMMENT ON`, a new
 //! table): pg_ask's own time (total less the LLM calls) and the stages that read the catalog.
@@ -100,9 +101,11 @@ fn main() {
             t.elapsed().as_secs_f64(),
             peak as f64 / 1024.0
         );
+        let before = rss_anon_kb(pid);
         for q in QUESTIONS {
             c.query("SELECT * FROM ask.select_tables($1, 10)", &[&q]).unwrap();
         }
+        println!("backend RssAnon growth over the first questions: {:+.1} MB", (rss_anon_kb(pid) - before) as f64 / 1024.0);
         let mut wall = Vec::new();
         for _ in 0..5 {
             for q in QUESTIONS {
@@ -139,7 +142,7 @@ fn main() {
             let change =
                 change.replace("{first}", &format!("{}.{}", tables[0].schema, tables[0].name)).replace("{schema}", &tables[0].schema);
             let (mut own, mut reading) = (Vec::new(), Vec::new());
-            for i in 0..10 {
+            for i in 0..20 {
                 c.batch_execute(&change.replace("{i}", &format!("{provider}_{i}"))).unwrap();
                 let t = trace(&mut c, QUESTIONS[i % QUESTIONS.len()]);
                 own.push(t["ms"].as_f64().unwrap() - stage_ms(&t, &LLM_STAGES));
