@@ -48,8 +48,7 @@ mod functions;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
 
-/// Candidate schemas `ask()` shows the retrieval-plan stage at most.
-pub const PLAN_SCHEMAS: usize = 3;
+pub use pg_ask_core::selection::PLAN_SCHEMAS;
 
 /// The caller's selection catalog, with the catalog generation and user it was built for.
 type Built = (u64, pg_sys::Oid, Rc<Catalog>);

@@ -38,6 +38,10 @@ pub mod plan;
 pub mod recall;
 
 pub use describe::{ColumnValues, SchemaProfile, TableProfile};
+/// Candidate schemas `ask()` describes tables from at most (the retrieval-plan stage is shown
+/// these).
+pub const PLAN_SCHEMAS: usize = 3;
+
 pub use fuse::{Catalog, Cosines, Fusion, PickReason, Renewal, SchemaPick, ScoreParts, SelectError, SelectOptions, TablePick};
 pub use lexical::{Field, LexicalIndex, LexicalScore};
 pub use plan::{Plan, PlanCandidate, PlanError, PlanStep};

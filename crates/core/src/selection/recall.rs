@@ -33,7 +33,7 @@ use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
 use super::describe::{baseline_schema_text, baseline_table_text, ColumnValues, TableProfile, MAX_VALUES_PER_COLUMN};
-use super::fuse::{cosine, Catalog, Cosines, Fusion, SelectError, SelectOptions};
+use super::fuse::{cosine, Catalog, Cosines, Fusion, PickReason, SelectError, SelectOptions};
 use crate::schema::{Column, ForeignKey, Table};
 use crate::values::literals::quote_ident;
 
@@ -313,19 +313,24 @@ pub struct Metrics {
     pub table_recall_at_10_with_joins: f64,
     /// All gold tables among the 10 best tables of the gold schema.
     pub table_recall_at_10_in_schema: f64,
+    /// All gold tables among the 10 tables `ask()` retrieves: the best within the
+    /// [`PLAN_SCHEMAS`](super::PLAN_SCHEMAS) best schemas, those without evidence left out as
+    /// the glue leaves them out (not for the baseline, which ranks no schema first).
+    pub table_recall_at_10_as_asked: Option<f64>,
 }
 
 impl fmt::Display for Metrics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "schema recall@1 {:.3}, @5 {:.3} ({} questions); table recall@10 {:.3}, with join tables {:.3}, within the gold schema {:.3} ({} questions)",
+            "schema recall@1 {:.3}, @5 {:.3} ({} questions); table recall@10 {:.3}, with join tables {:.3}, within the gold schema {:.3}{} ({} questions)",
             self.schema_recall_at_1,
             self.schema_recall_at_5,
             self.questions,
             self.table_recall_at_10,
             self.table_recall_at_10_with_joins,
             self.table_recall_at_10_in_schema,
+            self.table_recall_at_10_as_asked.map(|r| format!(", as ask() selects {r:.3}")).unwrap_or_default(),
             self.table_questions
         )
     }
@@ -361,6 +366,8 @@ struct Tally {
     tables: usize,
     tables_joined: usize,
     tables_in_schema: usize,
+    /// `None` for a method that does not select as ask() does.
+    tables_as_asked: Option<usize>,
     table_questions: usize,
     questions: usize,
 }
@@ -376,6 +383,7 @@ impl Tally {
             table_recall_at_10: ratio(self.tables, self.table_questions),
             table_recall_at_10_with_joins: ratio(self.tables_joined, self.table_questions),
             table_recall_at_10_in_schema: ratio(self.tables_in_schema, self.table_questions),
+            table_recall_at_10_as_asked: self.tables_as_asked.map(|n| ratio(n, self.table_questions)),
         }
     }
 }
@@ -462,10 +470,25 @@ pub fn evaluate(catalog: &Catalog, cases: &[EvalCase], embed: Option<Embedder<'_
                 });
             }
             ours.tables_joined += usize::from(covers(&case.gold, &all));
-            let in_schema = SelectOptions { schemas: Some(vec![case.schema.clone()]), ..options };
+            let in_schema = SelectOptions { schemas: Some(vec![case.schema.clone()]), ..options.clone() };
             let picks = catalog.select_tables(&case.question, &table_cos, &in_schema)?;
             let top: Vec<String> = picks.iter().take(EVAL_TABLES).map(|p| p.table.clone()).collect();
             ours.tables_in_schema += usize::from(covers(&case.gold, &top));
+            // As ask() selects: the plan's schemas with evidence, their tables with evidence.
+            let mut plan = catalog.select_schemas(&case.question, &schema_cos, super::PLAN_SCHEMAS, fusion)?;
+            if plan.iter().any(|s| s.score > 0.0) {
+                plan.retain(|s| s.score > 0.0);
+            }
+            let asked = SelectOptions { schemas: Some(plan.into_iter().map(|s| s.schema).collect()), ..options };
+            let picks = catalog.select_tables(&case.question, &table_cos, &asked)?;
+            let evidence = picks.iter().any(|p| p.score > 0.0);
+            let top: Vec<String> = picks
+                .iter()
+                .filter(|p| p.reason == PickReason::Retrieved && (p.score > 0.0 || !evidence))
+                .take(EVAL_TABLES)
+                .map(|p| p.table.clone())
+                .collect();
+            *ours.tables_as_asked.get_or_insert(0) += usize::from(covers(&case.gold, &top));
         }
 
         if let (Some(q), Some(em)) = (&q, &embedded) {
