@@ -1,7 +1,7 @@
 //! The SQL functions of the schema selection memory: `ask.index_schema()`,
 //! `ask.select_tables()`, `ask.select_schemas()`.
 
-use super::{forget_dropped, lock_version, rank, selection_catalog, store, Kind, Ranking};
+use super::{forget_dropped, memory_version, rank, selection_catalog, store, Kind, Ranking};
 use crate::pg::errors::raise;
 use pg_ask_core::selection::{Fusion, SelectOptions};
 use pgrx::pg_sys;
@@ -46,7 +46,7 @@ pub(crate) fn index_schema(schemas: Option<Vec<String>>) -> i64 {
     // The version row first, as a refresh by ask() takes it: writers of the memory then lock
     // in the same order (no deadlock with a concurrent refresh).
     if crate::pg::version::sql_at_least("0.2.0") {
-        lock_version();
+        memory_version(true);
     }
     forget_dropped();
     store(Kind::Tables, &tables, embedder.as_ref());

@@ -13,8 +13,9 @@
 //!   all of them the first time, then, while the memory's version stays the one a backend saw
 //!   (or moved on by its own writes only), only those of the tables and schemas its catalog
 //!   described anew ([`FreshMemo`]). With embeddings, the finding keeps the fresh tables'
-//!   stored embeddings, read once by key, and each question is compared with them here. A dropped object has no candidate; a renamed or altered one (COMMENT on
-//!   a table, column or schema included) has another description, so its stale embedding is
+//!   stored embeddings, read once by key, and each question is compared with them here. A
+//!   dropped object has no candidate; a renamed or altered one (COMMENT on a table, column or
+//!   schema included) has another description, so its stale embedding is
 //!   never used: the tables and schemas of indexed schemas whose description changed are
 //!   embedded again and stored, and rows of dropped relations and schemas are deleted then.
 //!   In a read-only transaction (or on a hot standby) nothing can be stored: the changed
@@ -136,15 +137,15 @@ pub fn selection_catalog() -> Rc<Catalog> {
     // The previous catalog of the same user gives its unchanged tables and what was computed
     // for them (moved when nobody else holds it).
     let previous = BUILT.with(|b| b.borrow_mut().take().filter(|(_, u, _)| *u == user).map(|(_, _, c)| c));
+    let schemas = schema_profiles();
     let built = Rc::new(match previous.map(Rc::try_unwrap) {
-        Some(Ok(p)) => Catalog::renewed(p, &tables, values_of, &schema_profiles()),
-        Some(Err(p)) => {
+        Some(Ok(p)) => Catalog::renewed(p, &tables, values_of, &schemas),
+        shared => {
             let profiles = tables.iter().map(|t| TableProfile { table: t.clone(), values: values_of(&t.qualified(), t) }).collect();
-            Catalog::reusing(&p, profiles, &schema_profiles())
-        }
-        None => {
-            let profiles = tables.iter().map(|t| TableProfile { table: t.clone(), values: values_of(&t.qualified(), t) }).collect();
-            Catalog::new(profiles, &schema_profiles())
+            match shared {
+                Some(Err(p)) => Catalog::reusing(&p, profiles, &schemas),
+                _ => Catalog::new(profiles, &schemas),
+            }
         }
     });
     BUILT.with(|b| *b.borrow_mut() = Some((generation, user, built.clone())));
@@ -241,10 +242,9 @@ impl Freshness {
         self
     }
 
-    /// The stale names were stored under the current embedder, with these keys and
-    /// embeddings (none with embeddings off).
+    /// Names were stored under the current embedder, with these keys and embeddings (none
+    /// with embeddings off). The caller keeps as stale what was not stored.
     fn stored(&mut self, keys: &HashMap<String, pg_sys::Oid>, vectors: HashMap<&str, &[f32]>) {
-        self.stale.retain(|(n, _)| !keys.contains_key(n));
         for (n, k) in keys {
             self.other_embedder.remove(n);
             self.vectors.remove(n);
@@ -406,29 +406,14 @@ fn store(
     (vectors, keys.into_iter().collect())
 }
 
-/// The memory's version, its row locked until the transaction ends (as the memory's own
-/// writes lock it, through their trigger): what this backend then writes is all that moves it
+/// The memory's version, read as a writing statement (whose snapshot sees this transaction's
+/// own writes); with `lock`, its row locked until the transaction ends, as the memory's own
+/// writes lock it through their trigger: what this backend then writes is all that moves it
 /// on, so it knows what the memory holds after its writes.
-fn lock_version() -> Option<i64> {
-    as_memory_owner(|| {
-        crate::pg::spi::write_kept("lock the memory's version", "SELECT version FROM ask.schema_memory_version FOR UPDATE", &[], &[], |r| {
-            r.get::<i64>(1).ok()?
-        })
-    })
-    .ok()?
-    .pop()
-}
-
-/// The memory's version after this transaction's own writes (run as a writing statement,
-/// whose snapshot sees them).
-fn read_version() -> Option<i64> {
-    as_memory_owner(|| {
-        crate::pg::spi::write_kept("the memory's version", "SELECT version FROM ask.schema_memory_version", &[], &[], |r| {
-            r.get::<i64>(1).ok()?
-        })
-    })
-    .ok()?
-    .pop()
+fn memory_version(lock: bool) -> Option<i64> {
+    let sql =
+        if lock { "SELECT version FROM ask.schema_memory_version FOR UPDATE" } else { "SELECT version FROM ask.schema_memory_version" };
+    as_memory_owner(|| crate::pg::spi::write_kept("the memory's version", sql, &[], &[], |r| r.get::<i64>(1).ok()?)).ok()?.pop()
 }
 
 /// Delete the rows of relations and schemas that no longer exist. Not in a read-only
@@ -621,7 +606,7 @@ fn rank_with(question: &str, state: MemoryState, embedder: Option<(String, Strin
             return (out, fresh);
         }
         if locked.is_none() {
-            locked = Some(if version >= 0 { lock_version() } else { None });
+            locked = Some(if version >= 0 { memory_version(true) } else { None });
         }
         let stale = std::mem::take(&mut fresh.stale);
         refreshed += stale.len();
@@ -652,7 +637,7 @@ fn rank_with(question: &str, state: MemoryState, embedder: Option<(String, Strin
             // A deleted row may be one a fresh name's key points to (a table dropped and made
             // again with the same description): then nothing found is kept.
             let forgotten = forget_dropped();
-            before.filter(|&v| v == version && forgotten == 0).and_then(|_| read_version())
+            before.filter(|&v| v == version && forgotten == 0).and_then(|_| memory_version(false))
         }
     };
     if let Some(version) = kept_version.filter(|&v| v >= 0) {

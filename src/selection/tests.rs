@@ -308,12 +308,21 @@ mod tests {
             "SELECT description LIKE '%Organisational units%' AND embedding IS NOT NULL FROM ask.schema_memory_tables WHERE name = 'staff.department'",
         );
         assert!(stored);
-        // What this backend wrote is all that moved the version: the next questions write
-        // nothing, and unchanged tables keep their cosines.
+        // What this backend wrote is all that moved the version, so it kept its finding and the
+        // embeddings it read: a write that moves no version (triggers off, as no real writer
+        // runs) turning garden.plant's stored embedding around is not seen; a full check would
+        // read the turned embedding and put garden.plant last.
         let v = version();
+        let turn = "SET session_replication_role = replica;
+             UPDATE ask.schema_memory_tables SET embedding = (SELECT array_agg(-x) FROM unnest(embedding::real[]) x)::vector
+             WHERE name = 'garden.plant';
+             SET session_replication_role = origin";
+        Spi::run(turn).unwrap();
+        assert_eq!(version(), v);
         assert_eq!(names("SELECT rel::text FROM ask.select_tables('flowers in bloom', 1)"), ["garden.plant"]);
         assert_eq!(names("SELECT rel::text FROM ask.select_tables('organisational units', 1)"), ["staff.department"]);
-        assert_eq!(version(), v);
+        assert_eq!(version(), v, "the next questions write nothing");
+        Spi::run(turn).unwrap();
 
         // Dropped and made again as it was: the same description, served from the old row.
         let old: pg_sys::Oid = one("SELECT 'garden.plant'::regclass::oid");

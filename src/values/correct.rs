@@ -118,14 +118,17 @@ fn literal_catalog() -> Result<Rc<Catalog>, String> {
         !known.is_empty() && text_like_types(&names) == known
     };
     let kept = LITERAL_CATALOG.with(|c| c.borrow_mut().take()).filter(|(_, u, p, _)| types_valid && *u == user && *p == path);
-    let cat = match kept {
-        Some((g, _, _, cat)) if g == generation => cat,
-        Some((g, _, _, cat)) if schema::changed_since(g).is_some() => {
-            let changed = schema::changed_since(g).unwrap_or_default();
+    let kept = kept.map(|(g, _, _, cat)| (g, cat));
+    let changed = kept.as_ref().filter(|(g, _)| *g != generation).and_then(|(g, _)| schema::changed_since(*g));
+    let cat = match (kept, changed) {
+        (Some((g, cat)), _) if g == generation => cat,
+        (Some((_, cat)), Some(changed)) => {
             let mut cat = Rc::try_unwrap(cat).unwrap_or_else(|shared| (*shared).clone());
             let names: HashSet<QualifiedName> = changed.iter().map(|(s, n)| QualifiedName::new(unquote(s), unquote(n))).collect();
             cat.tables.retain(|t| !names.contains(&t.name));
-            let now: Vec<&Table> = changed.iter().filter_map(|(s, n)| tables.iter().find(|t| t.schema == *s && t.name == *n)).collect();
+            // One pass over the readable tables for those read again (still readable).
+            let quoted: HashSet<(&str, &str)> = changed.iter().map(|(s, n)| (s.as_str(), n.as_str())).collect();
+            let now: Vec<&Table> = tables.iter().filter(|t| quoted.contains(&(t.schema.as_str(), t.name.as_str()))).collect();
             add_tables(&mut cat, &now);
             Rc::new(cat)
         }

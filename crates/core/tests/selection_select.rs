@@ -243,12 +243,12 @@ fn a_catalog_rebuilt_from_an_earlier_one_is_the_one_built_afresh() {
     assert_eq!(renewed.renewal().unwrap().tables, ["music.singer", "music.stadium", "staff.employee", "staff.payslip"]);
     assert_eq!(renewed.renewal().unwrap().schemas, ["music", "staff"]);
     let rebuilt = Catalog::reusing(&first, tables, &schemas);
+    assert_eq!(renewed.table_descriptions().collect::<Vec<_>>(), fresh.table_descriptions().collect::<Vec<_>>());
     for q in ["singers who perform", "concert venues opened", "employees in Utrecht", "net amount of payslips", "cust orders"] {
         let options = SelectOptions { k: 10, ..Default::default() };
         let (a, b) =
             (renewed.select_tables(q, &Cosines::new(), &options).unwrap(), fresh.select_tables(q, &Cosines::new(), &options).unwrap());
         assert_eq!(a, b, "{q}");
-        assert_eq!(renewed.table_descriptions().collect::<Vec<_>>(), fresh.table_descriptions().collect::<Vec<_>>());
     }
     assert_eq!(rebuilt.table_descriptions().collect::<Vec<_>>(), fresh.table_descriptions().collect::<Vec<_>>());
     assert_eq!(rebuilt.schema_descriptions().collect::<Vec<_>>(), fresh.schema_descriptions().collect::<Vec<_>>());
