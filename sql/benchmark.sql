@@ -1,3 +1,6 @@
+-- The views read the runs as the role that queries them (security_invoker): each role sees its
+-- own runs, a superuser every run.
+--
 -- CALL ask.benchmark(...): start or resume a run, then score batches of answers, committing
 -- after each, until the run is complete. Call it outside an explicit transaction block.
 CREATE PROCEDURE benchmark(
@@ -28,7 +31,7 @@ $$;
 COMMENT ON PROCEDURE benchmark(text, integer, float8, float8, integer, text[], text[], integer) IS
   'Benchmark the LLM as an in-context database on a loaded workload; results in ask.benchmark_results.';
 
-CREATE VIEW benchmark_results AS
+CREATE VIEW benchmark_results WITH (security_invoker = true) AS
 SELECT s.run_id AS run, r.workload, r.model, s.encoding, s.prompting, s.operation, s.category AS select_category,
        r.length, r.insert_ratio, r.overlap, s.achieved_insert_ratio, s.achieved_overlap,
        s.score, coalesce(s.prompt_tokens, 0) + coalesce(s.completion_tokens, 0) AS tokens, s.ms,
@@ -36,7 +39,7 @@ SELECT s.run_id AS run, r.workload, r.model, s.encoding, s.prompting, s.operatio
   FROM ask.benchmark_samples s JOIN ask.benchmark_runs r ON r.id = s.run_id;
 COMMENT ON VIEW benchmark_results IS 'One row per scored answer: run, model, encoding, prompting, operation, SELECT category, score, tokens, ms.';
 
-CREATE VIEW benchmark_progress AS
+CREATE VIEW benchmark_progress WITH (security_invoker = true) AS
 SELECT r.id AS run, r.workload, r.model, r.status,
        r.samples * cardinality(r.encodings) * cardinality(r.promptings) AS total,
        count(s.run_id) AS done,
@@ -51,7 +54,7 @@ SELECT r.id AS run, r.workload, r.model, r.status,
 COMMENT ON VIEW benchmark_progress IS 'Answers done per benchmark run, mean score so far, and an estimate of the time left.';
 
 -- The paper's Table 1: model × prompting × encoding, one column per operation.
-CREATE VIEW benchmark_table1 AS
+CREATE VIEW benchmark_table1 WITH (security_invoker = true) AS
 SELECT model, prompting, encoding, "select", "insert", "update", "delete",
        (SELECT avg(v) FROM unnest(ARRAY["select", "insert", "update", "delete"]) v) AS mean,
        samples
@@ -66,7 +69,7 @@ SELECT model, prompting, encoding, "select", "insert", "update", "delete",
 COMMENT ON VIEW benchmark_table1 IS 'Scores by model, prompting and encoding per operation (InConDB Table 1).';
 
 -- The paper's Table 2: the ten SELECT categories.
-CREATE VIEW benchmark_table2 AS
+CREATE VIEW benchmark_table2 WITH (security_invoker = true) AS
 SELECT model, prompting, encoding,
        ask._metric(array_agg(score) FILTER (WHERE select_category = 'no_filtering'), array_agg(truth_class) FILTER (WHERE select_category = 'no_filtering')) AS no_filtering,
        ask._metric(array_agg(score) FILTER (WHERE select_category = 'single_filtering'), array_agg(truth_class) FILTER (WHERE select_category = 'single_filtering')) AS single_filtering,
@@ -84,7 +87,7 @@ COMMENT ON VIEW benchmark_table2 IS 'SELECT scores by category (InConDB Table 2)
 
 -- Score against the sampler's parameters l (length), b (insert ratio), o (overlap): the mean
 -- of the per-operation scores at each value.
-CREATE VIEW benchmark_by_parameter AS
+CREATE VIEW benchmark_by_parameter WITH (security_invoker = true) AS
 WITH per_op AS (
     SELECT model, prompting, encoding, p.parameter, p.value, operation,
            ask._metric(array_agg(score), array_agg(truth_class)) AS score, count(*) AS samples

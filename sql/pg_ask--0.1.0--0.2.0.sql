@@ -170,11 +170,13 @@ CREATE TABLE schema_memory_version (
 );
 COMMENT ON TABLE schema_memory_version IS 'One row: a number moved on by every write to the schema selection memory (a statement trigger on its two tables).';
 INSERT INTO schema_memory_version DEFAULT VALUES;
-CREATE FUNCTION _schema_memory_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION _schema_memory_changed() RETURNS trigger LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    UPDATE ask.schema_memory_version SET version = version + 1;
+    UPDATE ask.schema_memory_version SET version = version OPERATOR(pg_catalog.+) 1;
     RETURN NULL;
 END $$;
+REVOKE ALL ON FUNCTION _schema_memory_changed() FROM PUBLIC;
 CREATE TRIGGER schema_memory_tables_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON schema_memory_tables
     FOR EACH STATEMENT EXECUTE FUNCTION _schema_memory_changed();
 CREATE TRIGGER schema_memory_schemas_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON schema_memory_schemas
@@ -193,3 +195,80 @@ BEGIN
                   HINT = 'ALTER SYSTEM SET shared_preload_libraries = ''pg_ask'' (keep the libraries already listed there) and restart PostgreSQL before setting ask.api_key.';
     END IF;
 END $$;
+
+-- The privilege model (SECURITY.md). The trigger of ask.keep_values_current() and the event
+-- triggers run as the extension's owner with the search path pinned; the owner's refresh is not
+-- PUBLIC's to call; the shadow log and the value memory are not shown past row-level security;
+-- benchmark runs are their role's.
+CREATE OR REPLACE FUNCTION _values_changed() RETURNS trigger LANGUAGE plpgsql
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM ask._refresh_values_as_owner(TG_RELID);
+    RETURN NULL;
+END $$;
+REVOKE ALL ON FUNCTION _refresh_values_as_owner(oid) FROM PUBLIC;
+CREATE OR REPLACE FUNCTION keep_values_current(rel regclass, enabled boolean DEFAULT true)
+    RETURNS void LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF NOT pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c
+                                    WHERE c.oid OPERATOR(pg_catalog.=) rel::pg_catalog.oid), 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of table % to keep its values current', rel USING ERRCODE = '42501';
+    END IF;
+    EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS ask_values_current ON %s', rel);
+    IF enabled THEN
+        EXECUTE pg_catalog.format('CREATE TRIGGER ask_values_current AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s
+                        FOR EACH STATEMENT EXECUTE FUNCTION ask._values_changed()', rel);
+    END IF;
+END $$;
+CREATE OR REPLACE FUNCTION _shadow_forget_dropped() RETURNS event_trigger LANGUAGE plpgsql
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    DELETE FROM ask.shadow_log l USING pg_catalog.pg_event_trigger_dropped_objects() d
+     WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+       AND d.objsubid OPERATOR(pg_catalog.=) 0 AND l.relid OPERATOR(pg_catalog.=) d.objid;
+    DELETE FROM ask.shadow_tables t USING pg_catalog.pg_event_trigger_dropped_objects() d
+     WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+       AND d.objsubid OPERATOR(pg_catalog.=) 0 AND t.relid OPERATOR(pg_catalog.=) d.objid;
+END $$;
+REVOKE ALL ON FUNCTION _shadow_forget_dropped() FROM PUBLIC;
+CREATE OR REPLACE FUNCTION _comment_changed() RETURNS event_trigger LANGUAGE plpgsql
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE r record;
+BEGIN
+    FOR r IN SELECT c.classid, c.objid FROM pg_catalog.pg_event_trigger_ddl_commands() c
+             WHERE c.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+                OR c.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_namespace'::pg_catalog.regclass::pg_catalog.oid LOOP
+        PERFORM ask._invalidate_relation(CASE WHEN r.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+                                              THEN r.objid
+                                              ELSE 'pg_catalog.pg_namespace'::pg_catalog.regclass::pg_catalog.oid END);
+    END LOOP;
+END $$;
+REVOKE ALL ON FUNCTION _comment_changed() FROM PUBLIC;
+REVOKE ALL ON FUNCTION _invalidate_relation(oid) FROM PUBLIC;
+CREATE OR REPLACE VIEW shadow_commands WITH (security_barrier) AS
+SELECT l.seq,
+       l.xid,
+       l.relid::regclass AS rel,
+       CASE l.op WHEN 'I' THEN 'INSERT' WHEN 'U' THEN 'UPDATE' ELSE 'DELETE' END AS operation,
+       ask.shadow_command(l.relid::regclass, l.op, l.old_row, l.new_row, 'sql') AS command,
+       ask.shadow_command(l.relid::regclass, l.op, l.old_row, l.new_row, 'nl') AS sentence,
+       l.old_row,
+       l.new_row
+  FROM ask.shadow_log l
+ WHERE pg_catalog.has_table_privilege(l.relid, 'SELECT') AND NOT pg_catalog.row_security_active(l.relid);
+CREATE OR REPLACE VIEW shadow_status WITH (security_barrier) AS
+SELECT t.relid::regclass AS rel, t.key_columns, t.complete, t.enabled_at, t.enabled_by,
+       (SELECT count(*) FROM ask.shadow_log l WHERE l.relid = t.relid) AS entries
+  FROM ask.shadow_tables t
+ WHERE pg_catalog.has_table_privilege(t.relid, 'SELECT') AND NOT pg_catalog.row_security_active(t.relid);
+ALTER TABLE benchmark_runs ENABLE ROW LEVEL SECURITY;
+CREATE POLICY benchmark_runs_own ON benchmark_runs FOR SELECT
+    USING (started_by = session_user OR started_by = current_user);
+ALTER TABLE benchmark_samples ENABLE ROW LEVEL SECURITY;
+CREATE POLICY benchmark_samples_own ON benchmark_samples FOR SELECT
+    USING (EXISTS (SELECT FROM ask.benchmark_runs r WHERE r.id = run_id));
+ALTER VIEW benchmark_results SET (security_invoker = true);
+ALTER VIEW benchmark_progress SET (security_invoker = true);
+ALTER VIEW benchmark_table1 SET (security_invoker = true);
+ALTER VIEW benchmark_table2 SET (security_invoker = true);
+ALTER VIEW benchmark_by_parameter SET (security_invoker = true);

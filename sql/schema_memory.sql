@@ -46,11 +46,13 @@ CREATE TABLE schema_memory_version (
 );
 COMMENT ON TABLE schema_memory_version IS 'One row: a number moved on by every write to the schema selection memory (a statement trigger on its two tables).';
 INSERT INTO schema_memory_version DEFAULT VALUES;
-CREATE FUNCTION _schema_memory_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION _schema_memory_changed() RETURNS trigger LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    UPDATE ask.schema_memory_version SET version = version + 1;
+    UPDATE ask.schema_memory_version SET version = version OPERATOR(pg_catalog.+) 1;
     RETURN NULL;
 END $$;
+REVOKE ALL ON FUNCTION _schema_memory_changed() FROM PUBLIC;
 CREATE TRIGGER schema_memory_tables_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON schema_memory_tables
     FOR EACH STATEMENT EXECUTE FUNCTION _schema_memory_changed();
 CREATE TRIGGER schema_memory_schemas_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON schema_memory_schemas

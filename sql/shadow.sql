@@ -105,6 +105,15 @@ CREATE TABLE benchmark_samples (
 );
 COMMENT ON TABLE benchmark_samples IS 'One scored LLM answer per (sample, encoding, prompting) of a benchmark run.';
 
+-- A run, its samples (whose truths hold what the role's own queries read) and its scores are
+-- the role's: other roles do not see them (superusers do).
+ALTER TABLE benchmark_runs ENABLE ROW LEVEL SECURITY;
+CREATE POLICY benchmark_runs_own ON benchmark_runs FOR SELECT
+    USING (started_by = session_user OR started_by = current_user);
+ALTER TABLE benchmark_samples ENABLE ROW LEVEL SECURITY;
+CREATE POLICY benchmark_samples_own ON benchmark_samples FOR SELECT
+    USING (EXISTS (SELECT FROM ask.benchmark_runs r WHERE r.id = run_id));
+
 SELECT pg_catalog.pg_extension_config_dump('shadow_tables', '');
 SELECT pg_catalog.pg_extension_config_dump('shadow_log', '');
 SELECT pg_catalog.pg_extension_config_dump('shadow_log_seq', '');
@@ -115,12 +124,18 @@ SELECT pg_catalog.pg_extension_config_dump('benchmark_samples', '');
 
 REVOKE ALL ON shadow_tables, shadow_log, shadow_log_seq FROM PUBLIC;
 
--- Forget the log of a dropped table.
-CREATE FUNCTION _shadow_forget_dropped() RETURNS event_trigger LANGUAGE plpgsql AS $$
+-- Forget the log of a dropped table. It runs as the extension's owner (the role that drops the
+-- table may not write the log), with the search path pinned and every operator and cast
+-- qualified: nothing a role creates in a schema can stand in for them (CVE-2018-1058).
+CREATE FUNCTION _shadow_forget_dropped() RETURNS event_trigger LANGUAGE plpgsql
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     DELETE FROM ask.shadow_log l USING pg_catalog.pg_event_trigger_dropped_objects() d
-     WHERE d.classid = 'pg_catalog.pg_class'::regclass AND d.objsubid = 0 AND l.relid = d.objid;
+     WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+       AND d.objsubid OPERATOR(pg_catalog.=) 0 AND l.relid OPERATOR(pg_catalog.=) d.objid;
     DELETE FROM ask.shadow_tables t USING pg_catalog.pg_event_trigger_dropped_objects() d
-     WHERE d.classid = 'pg_catalog.pg_class'::regclass AND d.objsubid = 0 AND t.relid = d.objid;
+     WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+       AND d.objsubid OPERATOR(pg_catalog.=) 0 AND t.relid OPERATOR(pg_catalog.=) d.objid;
 END $$;
+REVOKE ALL ON FUNCTION _shadow_forget_dropped() FROM PUBLIC;
 CREATE EVENT TRIGGER ask_shadow_forget_dropped ON sql_drop EXECUTE FUNCTION _shadow_forget_dropped();

@@ -15,7 +15,9 @@ CREATE FUNCTION shadow_command(rel regclass, op "char", old_row jsonb, new_row j
 COMMENT ON FUNCTION shadow_command(regclass, "char", jsonb, jsonb, text) IS
     'One captured change as an SQL statement (encoding sql) or an English sentence (nl).';
 
--- The captured log as commands, for the tables the caller may read.
+-- The captured log as commands, for the tables the caller may read and whose rows row-level
+-- security hides none of from it (the log holds every row's changes, whatever the policies say:
+-- under policies only the owner, a superuser or a BYPASSRLS role sees it).
 CREATE VIEW shadow_commands WITH (security_barrier) AS
 SELECT l.seq,
        l.xid,
@@ -26,7 +28,7 @@ SELECT l.seq,
        l.old_row,
        l.new_row
   FROM ask.shadow_log l
- WHERE pg_catalog.has_table_privilege(l.relid, 'SELECT');
+ WHERE pg_catalog.has_table_privilege(l.relid, 'SELECT') AND NOT pg_catalog.row_security_active(l.relid);
 COMMENT ON VIEW shadow_commands IS 'Captured changes of shadowed tables as SQL statements and English sentences, in order.';
 GRANT SELECT ON shadow_commands TO PUBLIC;
 
@@ -34,6 +36,6 @@ CREATE VIEW shadow_status WITH (security_barrier) AS
 SELECT t.relid::regclass AS rel, t.key_columns, t.complete, t.enabled_at, t.enabled_by,
        (SELECT count(*) FROM ask.shadow_log l WHERE l.relid = t.relid) AS entries
   FROM ask.shadow_tables t
- WHERE pg_catalog.has_table_privilege(t.relid, 'SELECT');
+ WHERE pg_catalog.has_table_privilege(t.relid, 'SELECT') AND NOT pg_catalog.row_security_active(t.relid);
 COMMENT ON VIEW shadow_status IS 'Shadowed tables and the size of their captured log.';
 GRANT SELECT ON shadow_status TO PUBLIC;

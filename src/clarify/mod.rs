@@ -51,7 +51,7 @@ fn readable_columns() -> Vec<Column> {
     let args: [DatumWithOid; 1] = [caller.into()];
     as_memory_owner(|| {
         crate::pg::spi::select_rows(
-            "SELECT vc.id, vc.relid, vc.attnum, n.nspname::text, c.relname::text, a.attname::text,
+            "SELECT vc.id, vc.relid, vc.attnum, n.nspname::text, c.relname::text, a.attname::text, vc.allow_rls,
                     ARRAY(SELECT t.attname::text FROM pg_catalog.pg_attribute t
                           WHERE t.attrelid = vc.relid AND t.attnum > 0 AND NOT t.attisdropped ORDER BY t.attnum)
              FROM ask.value_columns vc
@@ -62,6 +62,12 @@ fn readable_columns() -> Vec<Column> {
              ORDER BY vc.id",
             &args,
             |r| {
+                // Values of a table whose policies hide rows from the caller stay unread,
+                // unless its owner opted in.
+                let (relid, allow_rls) = (r.get::<pg_sys::Oid>(2).ok()??, r.get::<bool>(7).ok()??);
+                if !allow_rls && crate::values::rls_hides(relid, caller) {
+                    return None;
+                }
                 Some(Column {
                     id: r.get::<i64>(1).ok()??,
                     relid: r.get::<pg_sys::Oid>(2).ok()??,
@@ -69,7 +75,7 @@ fn readable_columns() -> Vec<Column> {
                     schema: r.get::<String>(4).ok()??,
                     table: r.get::<String>(5).ok()??,
                     column: r.get::<String>(6).ok()??,
-                    table_columns: r.get::<Vec<String>>(7).ok()?.unwrap_or_default(),
+                    table_columns: r.get::<Vec<String>>(8).ok()?.unwrap_or_default(),
                 })
             },
         )

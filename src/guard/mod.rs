@@ -1,7 +1,8 @@
 //! Guarded execution of LLM-written SQL, after the core's parse-level allowlist:
 //!
-//! 1. PostgreSQL parses and analyses the statement: exactly one statement, a plain SELECT with
-//!    no data-modifying CTE, no row locks, no volatile function anywhere (views included).
+//! 1. PostgreSQL parses and analyses the statement: exactly one statement, calling only the
+//!    functions on the allow-list ([`functions`]), a plain SELECT with no data-modifying CTE, no
+//!    row locks, no volatile function anywhere (views included).
 //! 2. It runs through SPI in read-only mode, with `transaction_read_only` on, as the calling
 //!    role (never SECURITY DEFINER), under `ask.statement_timeout`, fetching at most
 //!    `ask.row_limit` rows.
@@ -11,6 +12,7 @@
 //! A step of `ask.do()` ([`execute_step`]) runs the same way, with PostgreSQL's own check for
 //! volatile functions, in a subtransaction that is kept on success.
 
+pub(crate) mod functions;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
 
@@ -171,7 +173,11 @@ unsafe fn analyse(sql: &CStr) -> Option<String> {
         return Some(format!("expected exactly one statement, found {n}"));
     }
     let raw_stmt = list_nth(raw, 0) as *mut pg_sys::RawStmt;
-    let queries = pg_sys::pg_analyze_and_rewrite_fixedparams(raw_stmt, sql.as_ptr(), std::ptr::null(), 0, std::ptr::null_mut());
+    let analysed = pg_sys::parse_analyze_fixedparams(raw_stmt, sql.as_ptr(), std::ptr::null(), 0, std::ptr::null_mut());
+    if let Some(reason) = functions::first_refused(analysed) {
+        return Some(reason);
+    }
+    let queries = pg_sys::pg_rewrite_query(analysed);
     if list_len(queries) != 1 {
         return Some("the statement rewrites to more than one query".into());
     }
@@ -222,7 +228,7 @@ pub(crate) fn execute_step(sql: &str, limits: &Limits) -> Result<StepResult, Exe
 /// parse-level guard names only the functions it knows; this catches every other volatile
 /// one (`random()`, a user's function that writes elsewhere), views excluded as they are
 /// expanded only later.
-unsafe fn write_step_refusal(sql: &std::ffi::CStr) -> Option<String> {
+pub(crate) unsafe fn write_step_refusal(sql: &std::ffi::CStr) -> Option<String> {
     use pgrx::pg_sys;
     let raw = pg_sys::pg_parse_query(sql.as_ptr());
     if raw.is_null() || (*raw).length != 1 {
@@ -230,6 +236,9 @@ unsafe fn write_step_refusal(sql: &std::ffi::CStr) -> Option<String> {
     }
     let raw_stmt = (*(*raw).elements).ptr_value as *mut pg_sys::RawStmt;
     let query = pg_sys::parse_analyze_fixedparams(raw_stmt, sql.as_ptr(), std::ptr::null(), 0, std::ptr::null_mut());
+    if let Some(reason) = functions::first_refused(query) {
+        return Some(reason);
+    }
     let node = query as *mut pg_sys::Node;
     let insert = (*query).commandType == pg_sys::CmdType::CMD_INSERT;
     let volatile = if insert { pg_sys::contain_volatile_functions_not_nextval(node) } else { pg_sys::contain_volatile_functions(node) };

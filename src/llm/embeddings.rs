@@ -79,6 +79,14 @@ fn local_model() -> Rc<Embedder> {
     })
 }
 
+fn p_name(p: EmbeddingProvider) -> &'static str {
+    if p == EmbeddingProvider::OpenAi {
+        "openai"
+    } else {
+        "ollama"
+    }
+}
+
 /// Embed `texts` with the configured provider. Errors are raised as PostgreSQL errors.
 pub fn embed_texts(texts: &[&str]) -> Vec<Vec<f32>> {
     let mut out = Vec::with_capacity(texts.len());
@@ -106,9 +114,15 @@ pub fn embed_texts(texts: &[&str]) -> Vec<Vec<f32>> {
                 base_url,
                 model: gucs::embedding_model(),
                 request_timeout: gucs::request_timeout(),
+                max_response_bytes: gucs::max_response_bytes(),
             };
             for chunk in texts.chunks(CHUNK) {
+                // A server's embeddings cost tokens: within the role's budget, and in the ledger.
+                let tokens: u64 = chunk.iter().map(|t| (t.len() as u64).div_ceil(4).max(1)).sum();
+                crate::llm::reuse::require_budget(tokens, "embedding request", "this request");
+                let started = std::time::Instant::now();
                 let result = with_runner_interruptible(|r| r.block_on(embed::embed(r.http(), &cfg, chunk), &crate::llm::cancel_pending));
+                crate::llm::ledger::record_embedding(p_name(p), &cfg.model, tokens, &result, started.elapsed());
                 match result {
                     Ok(v) => out.extend(v),
                     Err(e) => errors::from_llm(&e, "embed").raise(),

@@ -60,3 +60,33 @@ pub fn record(cfg: &LlmConfig, stage: &str, result: &Result<ChatResponse, LlmErr
         warning!("pg_ask: could not write to ask.llm_calls: {e}");
     }
 }
+
+/// Record one request to an embedding server: its prompt tokens (estimated, four characters a
+/// token), so that `ask.max_tokens_per_day` counts them.
+pub fn record_embedding(provider: &str, model: &str, tokens: u64, result: &Result<Vec<Vec<f32>>, LlmError>, took: Duration) {
+    // SAFETY: reading a backend-local flag.
+    if unsafe { pg_sys::XactReadOnly } || !crate::pg::version::sql_at_least("0.2.0") {
+        return;
+    }
+    let (outcome, error) = match result {
+        Ok(_) => ("ok".to_string(), None),
+        Err(e) => (e.outcome().to_string(), Some(crate::pg::gucs::api_key().scrub(&e.to_string()))),
+    };
+    let args: [DatumWithOid; 12] = [
+        "embed".into(),
+        provider.into(),
+        model.into(),
+        Some(tokens.min(i32::MAX as u64) as i32).into(),
+        Some(0i32).into(),
+        (took.as_secs_f64() * 1000.0).into(),
+        Some(1i32).into(),
+        outcome.as_str().into(),
+        error.into(),
+        false.into(),
+        None::<i32>.into(),
+        crate::ask::calls::current().into(),
+    ];
+    if let Err(e) = Spi::run_with_args(INSERT, &args) {
+        warning!("pg_ask: could not write to ask.llm_calls: {e}");
+    }
+}

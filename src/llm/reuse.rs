@@ -63,11 +63,19 @@ pub(crate) fn store(key: &str, cfg: &LlmConfig, r: &ChatResponse) {
 /// `ask.max_tokens_per_day`: the tokens it spent today (UTC, from the ledger) and the most
 /// `reqs` can spend (prompts and whole completion limits).
 pub(crate) fn check_budget(cfg: &LlmConfig, reqs: &[&ChatRequest]) {
-    let Some(limit) = gucs::max_tokens_per_day() else { return };
     if reqs.is_empty() {
         return;
     }
     let need: u64 = reqs.iter().map(|r| most_tokens(cfg, r)).sum();
+    let calls = if reqs.len() == 1 { "this call".to_string() } else { format!("these {} calls", reqs.len()) };
+    require_budget(need, "LLM call", &calls);
+}
+
+/// Refuses (SQLSTATE 53000) what could take the calling role over `ask.max_tokens_per_day`:
+/// `need` tokens more than it spent today. Embedding requests count too (`ask.embed()`, value
+/// and schema memories embedded by a server).
+pub(crate) fn require_budget(need: u64, what: &str, calls: &str) {
+    let Some(limit) = gucs::max_tokens_per_day() else { return };
     // Read as the extension's owner (search path pinned): the caller's search path cannot
     // change what is summed.
     let role = Spi::get_one::<String>("SELECT current_user::text").ok().flatten().unwrap_or_default();
@@ -85,10 +93,9 @@ pub(crate) fn check_budget(cfg: &LlmConfig, reqs: &[&ChatRequest]) {
     .unwrap_or(0)
     .max(0) as u64;
     if used + need > limit {
-        let calls = if reqs.len() == 1 { "this call".to_string() } else { format!("these {} calls", reqs.len()) };
         Raised::new(
             pgrx::pg_sys::errcodes::PgSqlErrorCode::ERRCODE_INSUFFICIENT_RESOURCES,
-            format!("the LLM call would go over the token budget of role \"{role}\" for today: {used} of {limit} tokens spent, {calls} could spend up to {need}"),
+            format!("the {what} would go over the token budget of role \"{role}\" for today: {used} of {limit} tokens spent, {calls} could spend up to {need}"),
         )
         .detail("ask.max_tokens_per_day counts the prompt and completion tokens of the role's calls in ask.llm_calls since midnight UTC; a call counts its prompt (about four characters a token) and its whole completion limit.")
         .hint("Wait until midnight UTC, lower ask.max_tokens, or have a superuser raise the budget: ALTER ROLE ... SET ask.max_tokens_per_day = ...; SELECT * FROM ask.usage shows the spending.")

@@ -105,6 +105,8 @@ pub fn from_llm(e: &LlmError, stage: &str) -> Raised {
         LlmError::Unsupported { .. } => Raised::new(ERRCODE_FEATURE_NOT_SUPPORTED, msg).hint(
             "Set ask.structured_output or ask.sql_grammar to auto (constrain where the server can) or off; the README's settings table says what each provider accepts.",
         ),
+        LlmError::TooLarge { .. } => Raised::new(ERRCODE_PROGRAM_LIMIT_EXCEEDED, msg)
+            .hint("A superuser can raise ask.max_response_size; otherwise check ask.base_url: is this the server you meant?"),
     }
 }
 

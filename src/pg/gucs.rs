@@ -2,13 +2,13 @@
 //! small typed functions at the bottom, which the rest of the glue turns into the core's plain
 //! config structs.
 
-use std::cell::RefCell;
-use std::ffi::{c_char, c_void, CString};
+use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
-use pgrx::pg_sys::errcodes::PgSqlErrorCode;
-use pgrx::{debug1, pg_guard, pg_sys, PostgresGucEnum};
+use pgrx::guc::{GucContext, GucEnum, GucFlags, GucRegistry, GucSetting};
+use pgrx::{pg_sys, PostgresGucEnum};
+
+use super::server_wide::{self as sw, Int, Text};
 
 use pg_ask_core::config::{AskConfig, LlmConfig, Provider, VerifiedUse};
 use pg_ask_core::constrain::{Mode, Modes};
@@ -120,42 +120,54 @@ static VERIFIED_MIN_COSINE: GucSetting<f64> = GucSetting::<f64>::new(pg_ask_core
 static CACHE_TTL: GucSetting<i32> = GucSetting::<i32>::new(86_400);
 /// Tokens a role may spend per day (UTC); 0: no limit.
 static MAX_TOKENS_PER_DAY: GucSetting<i32> = GucSetting::<i32>::new(0);
+/// Functions generated SQL may call besides the built-in ones (superuser-only).
+static ALLOWED_FUNCTIONS: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+/// Bytes of an LLM or embedding server's response read at most (kB; superuser-only).
+static MAX_RESPONSE_SIZE: GucSetting<i32> = GucSetting::<i32>::new(MAX_RESPONSE_SIZE_DEFAULT_KB);
+const MAX_RESPONSE_SIZE_DEFAULT_KB: i32 = 16 * 1024;
 
 pub fn init() {
-    GucRegistry::define_enum_guc(
-        c"ask.provider",
-        c"Wire protocol of the LLM server.",
-        c"openai: any OpenAI-compatible /chat/completions server (OpenAI, vLLM, llama.cpp, LM Studio, Ollama's /v1); anthropic: /v1/messages; ollama: /api/chat.",
-        &PROVIDER,
-        GucContext::Userset,
-        GucFlags::default(),
-    );
-    // SAFETY: as for ask.api_key below; the check hook only records the server-wide value.
+    // The settings that decide where data and the key go have a check hook that records
+    // their server-wide value (see server_wide.rs).
+    // SAFETY (every *_with_hooks call): called once from _PG_init with static names and
+    // descriptions, a static setting of this module, and hooks that are #[pg_guard] functions.
     unsafe {
-        pg_sys::DefineCustomStringVariable(
-            c"ask.base_url".as_ptr(),
-            c"Base URL of the LLM server.".as_ptr(),
-            c"For openai, the URL up to and including /v1; for anthropic, https://api.anthropic.com; for ollama, http://host:11434."
-                .as_ptr(),
-            BASE_URL.as_ptr(),
-            BASE_URL_DEFAULT.as_ptr(),
-            pg_sys::GucContext::PGC_USERSET,
-            0,
-            Some(check_base_url),
+        GucRegistry::define_enum_guc_with_hooks(
+            c"ask.provider",
+            c"Wire protocol of the LLM server.",
+            c"openai: any OpenAI-compatible /chat/completions server (OpenAI, vLLM, llama.cpp, LM Studio, Ollama's /v1); anthropic: /v1/messages; ollama: /api/chat.",
+            &PROVIDER,
+            GucContext::Userset,
+            GucFlags::default(),
+            Some(sw::check_provider),
+            None,
+            None,
+        );
+        GucRegistry::define_string_guc_with_hooks(
+            c"ask.base_url",
+            c"Base URL of the LLM server.",
+            c"For openai, the URL up to and including /v1; for anthropic, https://api.anthropic.com; for ollama, http://host:11434.",
+            &BASE_URL,
+            GucContext::Userset,
+            GucFlags::default(),
+            Some(sw::check_base_url),
+            None,
+            None,
+        );
+        GucRegistry::define_string_guc_with_hooks(
+            c"ask.model",
+            c"Model name sent to the LLM server.",
+            c"",
+            &MODEL,
+            GucContext::Userset,
+            GucFlags::default(),
+            Some(sw::check_model),
             None,
             None,
         );
     }
-    GucRegistry::define_string_guc(
-        c"ask.model",
-        c"Model name sent to the LLM server.",
-        c"",
-        &MODEL,
-        GucContext::Userset,
-        GucFlags::default(),
-    );
     // The key: only superusers may set it, SHOW never prints it, and it is refused where every
-    // role could read it (see `check_api_key`).
+    // role could read it (see `server_wide::check_api_key`).
     // SAFETY: called once from _PG_init; the name and descriptions are static, the variable is
     // a static owned by this module, and the hooks are plain functions of this module.
     unsafe {
@@ -167,21 +179,27 @@ pub fn init() {
             std::ptr::null(),
             pg_sys::GucContext::PGC_SUSET,
             (GucFlags::SUPERUSER_ONLY | GucFlags::NO_SHOW_ALL).bits(),
-            Some(check_api_key),
+            Some(sw::check_api_key),
             None,
             Some(show_masked),
         );
     }
-    GucRegistry::define_int_guc(
-        c"ask.request_timeout",
-        c"Upper bound for one LLM call, retries included.",
-        c"",
-        &REQUEST_TIMEOUT,
-        100,
-        3_600_000,
-        GucContext::Userset,
-        GucFlags::UNIT_MS,
-    );
+    // SAFETY: as for ask.provider.
+    unsafe {
+        GucRegistry::define_int_guc_with_hooks(
+            c"ask.request_timeout",
+            c"Upper bound for one LLM call, retries included.",
+            c"",
+            &REQUEST_TIMEOUT,
+            100,
+            3_600_000,
+            GucContext::Userset,
+            GucFlags::UNIT_MS,
+            Some(sw::check_request_timeout),
+            None,
+            None,
+        );
+    }
     GucRegistry::define_float_guc(
         c"ask.temperature",
         c"Sampling temperature for LLM calls.",
@@ -208,16 +226,22 @@ pub fn init() {
         GucContext::Userset,
         GucFlags::default(),
     );
-    GucRegistry::define_int_guc(
-        c"ask.max_tokens",
-        c"Completion tokens at most per LLM call.",
-        c"",
-        &MAX_TOKENS,
-        16,
-        1_000_000,
-        GucContext::Userset,
-        GucFlags::default(),
-    );
+    // SAFETY: as for ask.provider.
+    unsafe {
+        GucRegistry::define_int_guc_with_hooks(
+            c"ask.max_tokens",
+            c"Completion tokens at most per LLM call.",
+            c"",
+            &MAX_TOKENS,
+            16,
+            1_000_000,
+            GucContext::Userset,
+            GucFlags::default(),
+            Some(sw::check_max_tokens),
+            None,
+            None,
+        );
+    }
     GucRegistry::define_int_guc(
         c"ask.max_attempts",
         c"SQL attempts per question: the first one plus repairs from error messages.",
@@ -248,33 +272,44 @@ pub fn init() {
         GucContext::Userset,
         GucFlags::UNIT_MS,
     );
-    GucRegistry::define_enum_guc(
-        c"ask.embedding_provider",
-        c"Where embeddings come from.",
-        c"local: all-MiniLM-L6-v2 in the backend; openai: an OpenAI-compatible /embeddings server; ollama: /api/embed; off: no embeddings (value matching by trigrams only).",
-        &EMBEDDING_PROVIDER,
-        GucContext::Userset,
-        GucFlags::default(),
-    );
-    GucRegistry::define_string_guc(
-        c"ask.embedding_model",
-        c"Embedding model name for the openai and ollama providers.",
-        c"",
-        &EMBEDDING_MODEL,
-        GucContext::Userset,
-        GucFlags::default(),
-    );
-    // SAFETY: as for ask.base_url.
+    // SAFETY: as for ask.provider.
     unsafe {
-        pg_sys::DefineCustomStringVariable(
-            c"ask.embedding_base_url".as_ptr(),
-            c"Base URL of the embedding server (empty: ask.base_url).".as_ptr(),
-            c"".as_ptr(),
-            EMBEDDING_BASE_URL.as_ptr(),
-            std::ptr::null(),
-            pg_sys::GucContext::PGC_USERSET,
-            0,
-            Some(check_embedding_base_url),
+        GucRegistry::define_enum_guc_with_hooks(
+            c"ask.embedding_provider",
+            c"Where embeddings come from.",
+            c"local: all-MiniLM-L6-v2 in the backend; openai: an OpenAI-compatible /embeddings server; ollama: /api/embed; off: no embeddings (value matching by trigrams only).",
+            &EMBEDDING_PROVIDER,
+            GucContext::Userset,
+            GucFlags::default(),
+            Some(sw::check_embedding_provider),
+            None,
+            None,
+        );
+    }
+    // SAFETY: as for ask.provider.
+    unsafe {
+        GucRegistry::define_string_guc_with_hooks(
+            c"ask.embedding_model",
+            c"Embedding model name for the openai and ollama providers.",
+            c"",
+            &EMBEDDING_MODEL,
+            GucContext::Userset,
+            GucFlags::default(),
+            Some(sw::check_embedding_model),
+            None,
+            None,
+        );
+    }
+    // SAFETY: as for ask.provider.
+    unsafe {
+        GucRegistry::define_string_guc_with_hooks(
+            c"ask.embedding_base_url",
+            c"Base URL of the embedding server (empty: ask.base_url).",
+            c"",
+            &EMBEDDING_BASE_URL,
+            GucContext::Userset,
+            GucFlags::default(),
+            Some(sw::check_embedding_base_url),
             None,
             None,
         );
@@ -351,16 +386,22 @@ pub fn init() {
         GucContext::Userset,
         GucFlags::default(),
     );
-    GucRegistry::define_int_guc(
-        c"ask.max_values_per_column",
-        c"Distinct values ask.index_values() remembers per column at most.",
-        c"A column with more distinct values keeps its most frequent ones (ties by value), with a NOTICE.",
-        &MAX_VALUES_PER_COLUMN,
-        1,
-        100_000_000,
-        GucContext::Userset,
-        GucFlags::default(),
-    );
+    // SAFETY: as for ask.provider.
+    unsafe {
+        GucRegistry::define_int_guc_with_hooks(
+            c"ask.max_values_per_column",
+            c"Distinct values ask.index_values() remembers per column at most.",
+            c"A column with more distinct values keeps its most frequent ones (ties by value), with a NOTICE.",
+            &MAX_VALUES_PER_COLUMN,
+            1,
+            100_000_000,
+            GucContext::Userset,
+            GucFlags::default(),
+            Some(sw::check_max_values_per_column),
+            None,
+            None,
+        );
+    }
     GucRegistry::define_int_guc(
         c"ask.max_listed_values",
         c"A column whose value memory holds at most this many values has them all listed in the SQL prompt; 0: none listed.",
@@ -399,6 +440,24 @@ pub fn init() {
         GucContext::Suset,
         GucFlags::default(),
     );
+    GucRegistry::define_string_guc(
+        c"ask.allowed_functions",
+        c"Functions generated SQL may call besides PostgreSQL's built-in ones (superuser only).",
+        c"A comma-separated list of schema-qualified names, such as public.similarity, public.my_report. Declared volatility is not a boundary: a function on no list is refused whatever it is declared.",
+        &ALLOWED_FUNCTIONS,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"ask.max_response_size",
+        c"Size of an LLM or embedding server's response read at most (superuser only).",
+        c"A larger response ends the call with SQLSTATE 54000, read no further: a server cannot push the backend out of memory.",
+        &MAX_RESPONSE_SIZE,
+        64,
+        1024 * 1024,
+        GucContext::Suset,
+        GucFlags::UNIT_KB,
+    );
     // SAFETY: plain call with a static C string, from _PG_init.
     unsafe { pg_sys::MarkGUCPrefixReserved(c"ask".as_ptr()) };
 }
@@ -420,76 +479,6 @@ pub fn preloaded() -> bool {
     PRELOADED.load(Ordering::Relaxed)
 }
 
-/// Sources a role cannot choose for itself: the built-in default, the server's configuration
-/// (postgresql.conf, `ALTER SYSTEM`, the command line) and `ALTER ROLE ALL SET`.
-fn server_wide(source: pg_sys::GucSource::Type) -> bool {
-    source <= pg_sys::GucSource::PGC_S_GLOBAL
-}
-
-/// Sources whose values every role can read: `ALTER DATABASE/ROLE ... SET` (stored in
-/// `pg_db_role_setting`, applied at connection as `PGC_S_GLOBAL`, `PGC_S_DATABASE`,
-/// `PGC_S_USER`, `PGC_S_DATABASE_USER`, and checked before it is stored as `PGC_S_TEST`, which
-/// is also how a function's `SET` clause, stored in `pg_proc`, is checked).
-fn readable_by_every_role(source: pg_sys::GucSource::Type) -> bool {
-    use pg_sys::GucSource::*;
-    matches!(source, PGC_S_GLOBAL | PGC_S_DATABASE | PGC_S_USER | PGC_S_DATABASE_USER | PGC_S_TEST)
-}
-
-thread_local! {
-    /// `ask.base_url` and `ask.embedding_base_url` as the server's configuration sets them
-    /// (see [`server_wide`]): the only URLs the key is sent to on behalf of roles that are not
-    /// superusers, so that a role cannot point pg_ask at a server of its own and read the key
-    /// from the request.
-    static SERVER_URLS: RefCell<[Option<String>; 2]> = const { RefCell::new([None, None]) };
-}
-
-unsafe fn c_text(value: *mut *mut c_char) -> Option<String> {
-    if value.is_null() || (*value).is_null() {
-        return None;
-    }
-    Some(std::ffi::CStr::from_ptr(*value).to_string_lossy().into_owned())
-}
-
-unsafe fn remember_server_url(slot: usize, newval: *mut *mut c_char, source: pg_sys::GucSource::Type) {
-    if server_wide(source) {
-        let url = c_text(newval).filter(|u| !u.trim().is_empty());
-        SERVER_URLS.with(|urls| urls.borrow_mut()[slot] = url);
-    }
-}
-
-#[pg_guard]
-unsafe extern "C-unwind" fn check_base_url(newval: *mut *mut c_char, _extra: *mut *mut c_void, source: pg_sys::GucSource::Type) -> bool {
-    remember_server_url(0, newval, source);
-    true
-}
-
-#[pg_guard]
-unsafe extern "C-unwind" fn check_embedding_base_url(
-    newval: *mut *mut c_char,
-    _extra: *mut *mut c_void,
-    source: pg_sys::GucSource::Type,
-) -> bool {
-    remember_server_url(1, newval, source);
-    true
-}
-
-/// Refuses a key where every role could read it (see [`readable_by_every_role`]). The message
-/// is set here, so PostgreSQL's own ("invalid value for parameter ...: <value>") never prints it.
-#[pg_guard]
-unsafe extern "C-unwind" fn check_api_key(newval: *mut *mut c_char, _extra: *mut *mut c_void, source: pg_sys::GucSource::Type) -> bool {
-    let empty = c_text(newval).is_none_or(|k| k.is_empty());
-    if empty || !readable_by_every_role(source) {
-        return true;
-    }
-    let keep = |text: &std::ffi::CStr| pg_sys::MemoryContextStrdup(pg_sys::ErrorContext, text.as_ptr());
-    pg_sys::GUC_check_errmsg_string = keep(c"ask.api_key may not be set per database, per role or in a function's SET clause");
-    pg_sys::GUC_check_errdetail_string = keep(c"Those settings are stored in pg_db_role_setting or pg_proc, which every role can read.");
-    pg_sys::GUC_check_errhint_string = keep(
-        c"Set the key server-wide, with pg_ask in shared_preload_libraries: ALTER SYSTEM SET ask.api_key = '...'; SELECT pg_reload_conf(); and remove a stored one with ALTER DATABASE ... RESET ask.api_key or ALTER ROLE ... RESET ask.api_key.",
-    );
-    false
-}
-
 /// SHOW ask.api_key: `********` when set, empty when not.
 #[pgrx::pg_guard]
 unsafe extern "C-unwind" fn show_masked() -> *const std::ffi::c_char {
@@ -505,7 +494,8 @@ fn string(setting: &GucSetting<Option<CString>>) -> String {
 }
 
 pub fn provider() -> Provider {
-    match PROVIDER.get() {
+    let ordinal = sw::int(Int::Provider, PROVIDER.get().to_ordinal(), GucProvider::OpenAi.to_ordinal());
+    match GucProvider::from_ordinal(ordinal) {
         GucProvider::OpenAi => Provider::OpenAi,
         GucProvider::Anthropic => Provider::Anthropic,
         GucProvider::Ollama => Provider::Ollama,
@@ -513,11 +503,11 @@ pub fn provider() -> Provider {
 }
 
 pub fn base_url() -> String {
-    string(&BASE_URL)
+    sw::text(Text::BaseUrl, string(&BASE_URL))
 }
 
 pub fn model() -> String {
-    string(&MODEL)
+    sw::text(Text::Model, string(&MODEL))
 }
 
 /// The configured key, for scrubbing texts. Requests take theirs from [`api_key_for`].
@@ -535,53 +525,19 @@ pub fn scrub_json(value: serde_json::Value) -> serde_json::Value {
     serde_json::from_str(&key.scrub(&value.to_string())).unwrap_or(serde_json::Value::Null)
 }
 
-fn same_url(a: &str, b: &str) -> bool {
-    a.trim().trim_end_matches('/') == b.trim().trim_end_matches('/')
-}
-
-/// The key to send with a request to `url`: the configured key when `url` is the
-/// `ask.base_url` or `ask.embedding_base_url` set server-wide, or when a superuser calls;
-/// otherwise none (a role may point pg_ask at any server, but not take the key there).
-///
-/// A key while pg_ask is not preloaded is refused: until the library was loaded in a session,
-/// that key was a placeholder setting that every role could read.
-pub fn api_key_for(url: &str) -> Secret {
-    let key = api_key();
-    if key.is_empty() {
-        return key;
-    }
-    if !preloaded() {
-        crate::pg::errors::Raised::new(
-            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            "ask.api_key is set, but pg_ask is not in shared_preload_libraries",
-        )
-        .detail(
-            "Until pg_ask is loaded in a session, PostgreSQL keeps ask.api_key as a placeholder setting that any role can read with SHOW.",
-        )
-        .hint("ALTER SYSTEM SET shared_preload_libraries = 'pg_ask' (keep the libraries already listed there) and restart PostgreSQL.")
-        .raise();
-    }
-    // SAFETY: a plain catalog lookup for the current user, from the backend's thread.
-    let superuser = unsafe { pg_sys::superuser() };
-    let server_url = SERVER_URLS.with(|urls| urls.borrow().iter().flatten().any(|u| same_url(u, url)));
-    if superuser || server_url {
-        key
-    } else {
-        debug1!("pg_ask: ask.api_key is not sent to {url}: not a base URL set in the server's configuration");
-        Secret::default()
-    }
-}
+pub(crate) use super::server_wide::api_key_for;
 
 pub fn embedding_provider() -> EmbeddingProvider {
-    EMBEDDING_PROVIDER.get()
+    let ordinal = sw::int(Int::EmbeddingProvider, EMBEDDING_PROVIDER.get().to_ordinal(), EmbeddingProvider::Local.to_ordinal());
+    EmbeddingProvider::from_ordinal(ordinal)
 }
 
 pub fn embedding_model() -> String {
-    string(&EMBEDDING_MODEL)
+    sw::text(Text::EmbeddingModel, string(&EMBEDDING_MODEL))
 }
 
 pub fn embedding_base_url() -> String {
-    let own = string(&EMBEDDING_BASE_URL);
+    let own = sw::text(Text::EmbeddingBaseUrl, string(&EMBEDDING_BASE_URL));
     if own.is_empty() {
         base_url()
     } else {
@@ -606,7 +562,7 @@ pub fn concurrency() -> usize {
 }
 
 pub fn max_values_per_column() -> i64 {
-    MAX_VALUES_PER_COLUMN.get().max(1) as i64
+    sw::int(Int::MaxValuesPerColumn, MAX_VALUES_PER_COLUMN.get(), 100_000).max(1) as i64
 }
 
 /// `ask.max_listed_values` (0: none listed).
@@ -630,7 +586,22 @@ pub fn max_tokens_per_day() -> Option<u64> {
 }
 
 pub fn request_timeout() -> std::time::Duration {
-    std::time::Duration::from_millis(REQUEST_TIMEOUT.get() as u64)
+    std::time::Duration::from_millis(sw::int(Int::RequestTimeout, REQUEST_TIMEOUT.get(), 60_000).max(100) as u64)
+}
+
+/// `ask.max_tokens`: completion tokens at most per call.
+pub fn max_tokens() -> u32 {
+    sw::int(Int::MaxTokens, MAX_TOKENS.get(), 1024).max(16) as u32
+}
+
+/// `ask.max_response_size` in bytes.
+pub fn max_response_bytes() -> usize {
+    MAX_RESPONSE_SIZE.get().max(64) as usize * 1024
+}
+
+/// `ask.allowed_functions`: the schema-qualified names listed, lower-cased where unquoted.
+pub fn allowed_functions() -> Vec<String> {
+    string(&ALLOWED_FUNCTIONS).split(',').map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect()
 }
 
 pub fn statement_timeout_ms() -> i32 {
@@ -676,7 +647,8 @@ pub fn llm_config(o: &LlmOverrides) -> Result<LlmConfig, String> {
         model,
         request_timeout: request_timeout(),
         temperature: o.temperature.unwrap_or_else(|| TEMPERATURE.get()),
-        max_tokens: MAX_TOKENS.get() as u32,
+        max_tokens: max_tokens(),
+        max_response_bytes: max_response_bytes(),
         constraints: Modes { structured_output: STRUCTURED_OUTPUT.get().into(), sql_grammar: SQL_GRAMMAR.get().into() },
     })
 }

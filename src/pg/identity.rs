@@ -60,3 +60,20 @@ pub(crate) fn as_user<R>(owner: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
     }
     out
 }
+
+/// Whether the calling role may change an object pg_ask recorded as belonging to `recorded`
+/// (a workload, a benchmark run, a suite): a superuser, or the role itself (as session user or
+/// as current user after SET ROLE). Call it as the caller, before any switch.
+pub(crate) fn owned_by_caller(recorded: &str) -> bool {
+    // SAFETY: catalog lookups of the backend's own user ids, from its thread.
+    unsafe {
+        if pg_sys::superuser() {
+            return true;
+        }
+        let name = |id: pg_sys::Oid| {
+            let p = pg_sys::GetUserNameFromId(id, true);
+            (!p.is_null()).then(|| std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned())
+        };
+        [pg_sys::GetSessionUserId(), pg_sys::GetUserId()].into_iter().any(|id| name(id).as_deref() == Some(recorded))
+    }
+}

@@ -109,8 +109,9 @@ pub fn init() {
 
 /// The filter of a read of the relations that changed: a semi-join the planner runs through
 /// pg_class's oid index, not a scan of every relation.
-const ONLY_THESE: &str = "AND c.oid IN (SELECT unnest($1::oid[]) UNION \
-     SELECT f.conrelid FROM pg_catalog.pg_constraint f WHERE f.contype = 'f' AND f.confrelid = ANY ($1::oid[]))";
+const ONLY_THESE: &str = "AND c.oid OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.unnest($1::pg_catalog.oid[]) UNION \
+     SELECT f.conrelid FROM pg_catalog.pg_constraint f \
+      WHERE f.contype OPERATOR(pg_catalog.=) 'f' AND f.confrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[]))";
 
 thread_local! {
     /// [`DESCRIBE_TABLES`] for the relations given as `$1`.
@@ -239,15 +240,20 @@ fn invalidate_relation(rel: pg_sys::Oid) {
 
 pgrx::extension_sql!(
     r#"
-CREATE FUNCTION _comment_changed() RETURNS event_trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION _comment_changed() RETURNS event_trigger LANGUAGE plpgsql
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE r record;
 BEGIN
-    FOR r IN SELECT classid, objid FROM pg_catalog.pg_event_trigger_ddl_commands()
-             WHERE classid IN ('pg_catalog.pg_class'::regclass, 'pg_catalog.pg_namespace'::regclass) LOOP
-        PERFORM ask._invalidate_relation(CASE WHEN r.classid = 'pg_catalog.pg_class'::regclass THEN r.objid
-                                              ELSE 'pg_catalog.pg_namespace'::regclass::oid END);
+    FOR r IN SELECT c.classid, c.objid FROM pg_catalog.pg_event_trigger_ddl_commands() c
+             WHERE c.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+                OR c.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_namespace'::pg_catalog.regclass::pg_catalog.oid LOOP
+        PERFORM ask._invalidate_relation(CASE WHEN r.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+                                              THEN r.objid
+                                              ELSE 'pg_catalog.pg_namespace'::pg_catalog.regclass::pg_catalog.oid END);
     END LOOP;
 END $$;
+REVOKE ALL ON FUNCTION _comment_changed() FROM PUBLIC;
+REVOKE ALL ON FUNCTION _invalidate_relation(oid) FROM PUBLIC;
 CREATE EVENT TRIGGER ask_comment_changed ON ddl_command_end WHEN TAG IN ('COMMENT')
     EXECUTE FUNCTION _comment_changed();
 "#,

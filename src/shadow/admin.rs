@@ -55,10 +55,12 @@ pub(crate) fn _shadow_enable(rel: pg_sys::Oid, snapshot: bool) -> i64 {
     require_table(rel);
     require_owner(rel, "shadow it");
     let name = relname(rel);
-    let already = Spi::get_one_with_args::<bool>("SELECT EXISTS (SELECT FROM ask.shadow_tables WHERE relid = $1)", &[rel.into()])
-        .ok()
-        .flatten()
-        .unwrap_or(false);
+    let already = as_memory_owner(|| {
+        Spi::get_one_with_args::<bool>("SELECT EXISTS (SELECT FROM ask.shadow_tables WHERE relid OPERATOR(pg_catalog.=) $1)", &[rel.into()])
+            .ok()
+            .flatten()
+            .unwrap_or(false)
+    });
     if already {
         notice!("pg_ask: {name} is already shadowed");
         return 0;

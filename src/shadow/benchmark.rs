@@ -27,7 +27,7 @@ use pg_ask_core::shadow::workload::{CommandKind, Workload};
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use pgrx::prelude::*;
 use pgrx::JsonB;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::ffi::CString;
 
 pub(crate) struct Run {
@@ -68,6 +68,29 @@ pub(crate) fn sampler_config(length: i32, insert_ratio: f64, overlap: f64, sampl
         seed: seed as u32 as u64,
         targets: Target::all(),
         encoding,
+    }
+}
+
+/// Refuses unless the caller started run `id` (or is a superuser): a run's samples, scores and
+/// status are its role's.
+pub(crate) fn require_own_run(id: i64) {
+    let owner = as_memory_owner(|| {
+        Spi::get_one_with_args::<String>(
+            "SELECT started_by::pg_catalog.text FROM ask.benchmark_runs WHERE id OPERATOR(pg_catalog.=) $1",
+            &[id.into()],
+        )
+    });
+    match owner {
+        Ok(Some(owner)) if crate::pg::identity::owned_by_caller(&owner) => {}
+        Ok(Some(owner)) => raise(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("benchmark run {id} belongs to role {owner}"),
+            "A run is continued and finished only by the role that started it (CALL ask.benchmark), or a superuser.",
+        ),
+        Ok(None) | Err(pgrx::spi::Error::InvalidPosition) => {
+            raise(PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT, format!("benchmark run {id} does not exist"), "")
+        }
+        Err(e) => internal("could not read the run", e),
     }
 }
 
@@ -222,9 +245,42 @@ pub(crate) fn done_count(run: i64) -> i64 {
     })
 }
 
-/// Whether a workload statement may run in the scratch schema: it names no table outside it.
-pub(crate) fn scratch_safe(c: &pg_ask_core::shadow::workload::Command) -> bool {
-    c.sql().is_some() && !c.tables.iter().any(|t| t.contains('.'))
+/// Whether a workload statement may run in the scratch schema: it names only the workload's own
+/// tables, unqualified (the truths are computed as the role that runs the benchmark, which may
+/// read tables the workload's author may not).
+pub(crate) fn scratch_safe(c: &pg_ask_core::shadow::workload::Command, own: &BTreeSet<String>) -> bool {
+    c.sql().is_some_and(|sql| pg_ask_core::shadow::workload::names_only(sql, own))
+}
+
+/// Refuses the benchmark when the workload's scratch tables `rels` could run code of another
+/// role's as the caller: a column type that is not built in, a default or check constraint
+/// calling a function off the allow-list.
+fn require_plain_scratch_tables(workload: &str, rels: &[pg_sys::Oid]) {
+    if let Some(why) = guard::functions::scratch_refusal(rels) {
+        raise(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("the tables of workload {workload:?} are not used: {why}"),
+            "A workload's tables may use built-in types and functions only (and those a superuser lists in ask.allowed_functions).",
+        );
+    }
+}
+
+/// A workload statement run for its truth, as the caller: refused (Fail) when it calls a
+/// function off the allow-list or a volatile one (nextval in an INSERT aside), as a step of
+/// ask.do() would be.
+fn workload_outcome(sql: &str) -> Answer {
+    let Ok(csql) = CString::new(sql) else { return Answer::Fail };
+    // SAFETY: one statement analysed, then run in its own SPI session.
+    match subxact::run(OnSuccess::Release, move || unsafe {
+        if guard::write_step_refusal(&csql).is_some() {
+            return Err("refused".to_string());
+        }
+        guard::spi_execute(&csql, false, 0)
+    }) {
+        Ok(Ok(_)) => Answer::Succeed,
+        Ok(Err(_)) => Answer::Fail,
+        Err(e) => fail_or_rethrow(e),
+    }
 }
 
 /// Rows most a truth may have; a benchmark query returning more is cut (and scored as cut).
@@ -285,10 +341,11 @@ fn scratch_in_temp_schema(w: &Workload) -> Option<Vec<String>> {
             if !allowed || before.iter().any(|(_, name, _)| names.contains(name)) {
                 return None;
             }
+            let own = w.own_tables();
             let succeeded = crate::pg::spi::in_schema(Some("pg_temp"), || {
                 w.create_tables
                     .iter()
-                    .filter(|table| scratch_safe(table))
+                    .filter(|table| scratch_safe(table, &own))
                     .filter(|table| outcome_of(table.sql().unwrap_or_default(), OnSuccess::Release) == Answer::Succeed)
                     .count()
             });
@@ -297,6 +354,11 @@ fn scratch_in_temp_schema(w: &Workload) -> Option<Vec<String>> {
             if created.iter().filter(|r| r.2 == "r" || r.2 == "p").count() != succeeded || succeeded == 0 {
                 drop_temp_tables(created.iter());
                 return None;
+            }
+            let oids: Vec<pg_sys::Oid> = created.iter().map(|r| r.0).collect();
+            if guard::functions::scratch_refusal(&oids).is_some() {
+                drop_temp_tables(created.iter());
+                require_plain_scratch_tables(&w.name, &oids);
             }
             SCRATCH.with(|s| *s.borrow_mut() = Some((key, created.clone())));
             created
@@ -348,11 +410,19 @@ pub(crate) fn compute_truths(w: &Workload, samples: &[&Sample]) -> Vec<Truth> {
         Spi::run(&format!("CREATE SCHEMA {schema}")).unwrap_or_else(|e| internal("could not create the scratch schema", e));
         Spi::run_with_args("SELECT pg_catalog.set_config('search_path', $1, true)", &[schema.clone().into()])
             .unwrap_or_else(|e| internal("could not set the search_path", e));
+        let own = w.own_tables();
         for table in &w.create_tables {
-            if scratch_safe(table) {
+            if scratch_safe(table, &own) {
                 let _ = outcome_of(table.sql().unwrap_or_default(), OnSuccess::Release);
             }
         }
+        let created: Vec<pg_sys::Oid> = select_rows(
+            "SELECT c.oid FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+              WHERE n.nspname OPERATOR(pg_catalog.=) $1",
+            &[schema.clone().into()],
+            |r| r.get::<pg_sys::Oid>(1).ok().flatten(),
+        );
+        require_plain_scratch_tables(&w.name, &created);
         let restart: Vec<String> = Spi::connect(|c| {
             c.select(
                 "SELECT format('ALTER SEQUENCE %I.%I RESTART', n.nspname, s.relname) FROM pg_catalog.pg_class s
@@ -379,25 +449,31 @@ pub(crate) fn sample_truth(w: &Workload, sample: &Sample) -> Truth {
         CommandKind::Select(_) => QueryKind::Select,
         _ => QueryKind::Modify,
     };
+    let own = w.own_tables();
     let past: Vec<Answer> = sample
         .commands
         .iter()
         .map(|r| r.resolve(w).expect("the sampler draws from the workload"))
-        .map(|c| if scratch_safe(c) { outcome_of(c.sql().unwrap_or_default(), OnSuccess::Release) } else { Answer::Fail })
+        .map(|c| if scratch_safe(c, &own) { workload_outcome(c.sql().unwrap_or_default()) } else { Answer::Fail })
         .collect();
     let sql = query_cmd.sql().unwrap_or_default();
-    let query = match (scratch_safe(query_cmd), query_kind, CString::new(sql)) {
+    let query = match (scratch_safe(query_cmd, &own), query_kind, CString::new(sql)) {
         (true, QueryKind::Select, Ok(csql)) => {
             // SAFETY: one statement in its own SPI session; rows copied out. Not SPI's
             // read-only mode: that would read with the statement's snapshot, from before the
-            // sample's commands.
-            match subxact::run(OnSuccess::Release, move || unsafe { guard::spi_execute(&csql, false, TRUTH_ROW_LIMIT) }) {
+            // sample's commands. It calls no function off the allow-list, and no volatile one.
+            match subxact::run(OnSuccess::Release, move || unsafe {
+                if guard::write_step_refusal(&csql).is_some() {
+                    return Err("refused".to_string());
+                }
+                guard::spi_execute(&csql, false, TRUTH_ROW_LIMIT)
+            }) {
                 Ok(Ok(out)) => Answer::Rows(out.rows.rows),
                 Ok(Err(_)) => Answer::Fail,
                 Err(e) => fail_or_rethrow(e),
             }
         }
-        (true, QueryKind::Modify, _) => outcome_of(sql, OnSuccess::Release),
+        (true, QueryKind::Modify, _) => workload_outcome(sql),
         _ => Answer::Fail,
     };
     Truth { past, query, query_kind }
@@ -407,6 +483,7 @@ pub(crate) fn sample_truth(w: &Workload, sample: &Sample) -> Truth {
 /// recorded (0: the run is complete).
 #[pg_extern(volatile, parallel_unsafe)]
 pub(crate) fn _benchmark_step(run: i64) -> i32 {
+    require_own_run(run);
     let r = load_run(run);
     let w = workload(&r.workload);
     let cfg = gucs::llm_config(&LlmOverrides {
@@ -521,6 +598,7 @@ fn insert_record(run: i64, rec: &JobRecord, took: std::time::Duration) {
 /// Mark a run done and report its scores per operation.
 #[pg_extern(volatile, parallel_unsafe)]
 pub(crate) fn _benchmark_finish(run: i64) {
+    require_own_run(run);
     as_memory_owner(|| {
         Spi::run_with_args("UPDATE ask.benchmark_runs SET status = 'done', finished_at = now() WHERE id = $1", &[run.into()])
             .unwrap_or_else(|e| internal("could not finish the run", e))

@@ -175,6 +175,14 @@ pub(crate) fn shadow_replay(
         if allowed != Some(true) {
             raise(PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE, format!("permission denied for table {}", relname(rel)), "");
         }
+        // SAFETY: reads the backend's current user id.
+        if crate::values::rls_hides(rel, unsafe { pg_sys::GetUserId() }) {
+            raise(
+                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                format!("the captured changes of {} are not shown: row-level security hides rows of the table from this role", relname(rel)),
+                "The log holds the changes of every row, whatever the policies say; the table's owner, a superuser or a role with BYPASSRLS can replay it.",
+            );
+        }
         let shadowed = as_memory_owner(|| {
             Spi::get_one_with_args::<bool>("SELECT complete FROM ask.shadow_tables WHERE relid = $1", &[rel.into()]).ok().flatten()
         });

@@ -84,11 +84,30 @@ pub(crate) fn load_workload(name: &str, spec: JsonB, nl: default!(Option<JsonB>,
         "skipped": skipped,
         "nl": nl.is_some(),
     });
+    // A workload belongs to the role that loaded it: only that role (or a superuser) replaces it.
+    let owner = as_memory_owner(|| {
+        Spi::get_one_with_args::<String>(
+            "SELECT loaded_by::pg_catalog.text FROM ask.workloads WHERE name OPERATOR(pg_catalog.=) $1",
+            &[name.into()],
+        )
+    });
+    match owner {
+        Ok(Some(owner)) if !crate::pg::identity::owned_by_caller(&owner) => raise(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("workload {name:?} belongs to role {owner}"),
+            "Load yours under another name; a workload is replaced only by the role that loaded it, or a superuser.",
+        ),
+        Ok(_) | Err(pgrx::spi::Error::InvalidPosition) => {}
+        Err(e) => internal("could not read the workload", e),
+    }
+    // SAFETY: a catalog lookup for the current user.
+    let superuser = unsafe { pgrx::pg_sys::superuser() };
     as_memory_owner(|| {
         Spi::run_with_args(
             "INSERT INTO ask.workloads (name, spec, nl, statements, translated, skipped, loaded_by) VALUES ($1, $2, $3, $4, $5, $6, session_user)
              ON CONFLICT (name) DO UPDATE SET spec = EXCLUDED.spec, nl = EXCLUDED.nl, statements = EXCLUDED.statements,
-                 translated = EXCLUDED.translated, skipped = EXCLUDED.skipped, loaded_at = now(), loaded_by = EXCLUDED.loaded_by",
+                 translated = EXCLUDED.translated, skipped = EXCLUDED.skipped, loaded_at = now(), loaded_by = EXCLUDED.loaded_by
+             WHERE $7 OR workloads.loaded_by OPERATOR(pg_catalog.=) EXCLUDED.loaded_by",
             &[
                 name.into(),
                 JsonB(sql).into(),
@@ -96,6 +115,7 @@ pub(crate) fn load_workload(name: &str, spec: JsonB, nl: default!(Option<JsonB>,
                 ((translated + skipped) as i32).into(),
                 (translated as i32).into(),
                 (skipped as i32).into(),
+                superuser.into(),
             ],
         )
         .unwrap_or_else(|e| internal("could not store the workload", e))

@@ -355,12 +355,28 @@ pub(crate) fn refresh_values(rel: Option<pg_sys::Oid>) -> i64 {
 }
 
 /// The trigger's refresh: as the table's owner, who opted in with `ask.keep_values_current()`,
-/// whoever wrote to the table.
+/// whoever wrote to the table. Not executable by PUBLIC: the trigger function calls it as the
+/// extension's owner. It refreshes only a table whose owner opted in (the trigger is there), and
+/// as the owner, the user id differs from the writer's session: the embedding settings are the
+/// server's (see `pg::server_wide`), so the writer cannot send the values anywhere.
 #[pg_extern(name = "_refresh_values_as_owner", volatile, strict, parallel_unsafe)]
 pub(crate) fn refresh_values_as_owner(rel: pg_sys::Oid) -> i64 {
-    let owner = Spi::get_one_with_args::<pg_sys::Oid>("SELECT relowner FROM pg_catalog.pg_class WHERE oid = $1", &[rel.into()])
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| raise(PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE, format!("no table with oid {rel:?}"), ""));
+    let row = Spi::get_two_with_args::<pg_sys::Oid, bool>(
+        "SELECT c.relowner, EXISTS (SELECT FROM pg_catalog.pg_trigger t
+                                     WHERE t.tgrelid OPERATOR(pg_catalog.=) c.oid AND t.tgname OPERATOR(pg_catalog.=) 'ask_values_current')
+         FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
+        &[rel.into()],
+    );
+    let (owner, opted_in) = match row {
+        Ok((Some(owner), Some(opted_in))) => (owner, opted_in),
+        _ => raise(PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE, format!("no table with oid {rel:?}"), ""),
+    };
+    if !opted_in {
+        raise(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("the owner of {} has not asked to keep its values current", relname(rel)),
+            "The table's owner opts in with ask.keep_values_current(table); ask.refresh_values(table) refreshes it once.",
+        );
+    }
     as_user(owner, || refresh_values(Some(rel)))
 }

@@ -188,7 +188,7 @@ fn column_facts(literals: &[LiteralRef]) -> Vec<ColumnFacts> {
                             CASE WHEN bt.typtype = 'e' THEN ARRAY(SELECT e.enumlabel::text FROM pg_catalog.pg_enum e
                                                                   WHERE e.enumtypid = bt.oid ORDER BY e.enumsortorder) END,
                             vc.id, vc.distinct_values, vc.embedding_provider, vc.embedding_model, vc.dims, vc.own_indexes,
-                            vc.capped
+                            vc.capped, vc.allow_rls, a.attrelid
                      FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(rel, col, i)
                      JOIN pg_catalog.pg_attribute a ON a.attrelid = pg_catalog.to_regclass(u.rel) AND a.attname = u.col
                                                    AND a.attnum > 0 AND NOT a.attisdropped
@@ -210,9 +210,14 @@ fn column_facts(literals: &[LiteralRef]) -> Vec<ColumnFacts> {
                                 dims: r.get::<i32>(7).ok()?,
                                 own_indexes: r.get::<bool>(8).ok()?.unwrap_or(false),
                                 capped: r.get::<bool>(9).ok()?.unwrap_or(false),
+                                allow_rls: r.get::<bool>(10).ok()?.unwrap_or(false),
                             }),
                             None => None,
                         };
+                        // Values of a table whose policies now hide rows from the caller are
+                        // not used, unless its owner opted in.
+                        let relid = r.get::<pg_sys::Oid>(11).ok()??;
+                        let memory = memory.filter(|m| m.allow_rls || !values::rls_hides(relid, caller));
                         Some((i, ColumnFacts { labels: r.get::<Vec<String>>(2).ok()?, memory }))
                     })
                     .collect()

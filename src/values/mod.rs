@@ -65,6 +65,8 @@ pub(crate) struct MemoryColumn {
     pub own_indexes: bool,
     /// The column had more values than `ask.max_values_per_column`: the memory holds some.
     pub capped: bool,
+    /// The table's owner opted in to remembering its values although it has row-level security.
+    pub allow_rls: bool,
 }
 
 impl MemoryColumn {
@@ -106,6 +108,24 @@ pub(crate) fn embedding_use(col: &MemoryColumn) -> EmbeddingUse {
 pub(crate) const MISMATCH_HINT: &str =
     "Rebuild the column's memory with ask.index_values() under the current settings, or set ask.embedding_provider and ask.embedding_model back to the ones it was built with.";
 
+/// Whether row-level security hides rows of `relid` from `role` now: policies are enabled on
+/// the table and apply to the role (not its owner unless forced, not a superuser, not BYPASSRLS).
+/// Values remembered from such a table are shown to the role only when the owner opted in
+/// (`allow_rls`): the memory holds values of every row, whatever the policies say.
+pub(crate) fn rls_hides(relid: pg_sys::Oid, role: pg_sys::Oid) -> bool {
+    // SAFETY: a catalog lookup; with noError it returns instead of raising for a role that may
+    // not bypass security (`row_security = off`).
+    let result = unsafe { pg_sys::check_enable_rls(relid, role, true) };
+    result as u32 == pg_sys::CheckEnableRlsResult::RLS_ENABLED
+}
+
+/// Whether the caller may be shown what the memory holds of `col`'s table, as far as
+/// row-level security goes, at the time of reading.
+pub(crate) fn shown_to_caller(relid: pg_sys::Oid, col: &MemoryColumn) -> bool {
+    // SAFETY: reads the backend's current user id.
+    col.allow_rls || !rls_hides(relid, unsafe { pg_sys::GetUserId() })
+}
+
 /// The memory of a column, if it was indexed (read as the memory's owner: check the caller's
 /// privilege on the column first).
 pub(crate) fn memory_column(relid: pg_sys::Oid, attnum: i16) -> Option<MemoryColumn> {
@@ -113,8 +133,8 @@ pub(crate) fn memory_column(relid: pg_sys::Oid, attnum: i16) -> Option<MemoryCol
         Spi::connect(|client| {
             let rows = client
                 .select(
-                    "SELECT id, distinct_values, embedding_provider, embedding_model, dims, own_indexes, capped
-                     FROM ask.value_columns WHERE relid = $1 AND attnum = $2",
+                    "SELECT id, distinct_values, embedding_provider, embedding_model, dims, own_indexes, capped, allow_rls
+                     FROM ask.value_columns WHERE relid OPERATOR(pg_catalog.=) $1 AND attnum OPERATOR(pg_catalog.=) $2",
                     None,
                     &[relid.into(), attnum.into()],
                 )
@@ -128,6 +148,7 @@ pub(crate) fn memory_column(relid: pg_sys::Oid, attnum: i16) -> Option<MemoryCol
                 dims: r.get::<i32>(5).ok()?,
                 own_indexes: r.get::<bool>(6).ok()??,
                 capped: r.get::<bool>(7).ok()??,
+                allow_rls: r.get::<bool>(8).ok()??,
             })
         })
     })
@@ -145,20 +166,26 @@ CREATE FUNCTION refresh_values(rel regclass DEFAULT NULL)
     RETURN _refresh_values(rel::oid);
 COMMENT ON FUNCTION refresh_values(regclass) IS
     'Bring the value memory up to date: new values added, vanished ones dropped, dropped columns forgotten. NULL: every indexed table the caller owns. Returns values added + removed.';
-CREATE FUNCTION _values_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+-- The trigger of keep_values_current(): runs as the extension's owner (whoever wrote to the
+-- table may not read it), which hands the refresh to the table's owner; the refresh then takes
+-- its embedding settings from the server's configuration, never from the writer's session.
+CREATE FUNCTION _values_changed() RETURNS trigger LANGUAGE plpgsql
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     PERFORM ask._refresh_values_as_owner(TG_RELID);
     RETURN NULL;
 END $$;
+REVOKE ALL ON FUNCTION _refresh_values_as_owner(oid) FROM PUBLIC;
 CREATE FUNCTION keep_values_current(rel regclass, enabled boolean DEFAULT true)
-    RETURNS void LANGUAGE plpgsql VOLATILE AS $$
+    RETURNS void LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    IF NOT pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = rel), 'USAGE') THEN
+    IF NOT pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c
+                                    WHERE c.oid OPERATOR(pg_catalog.=) rel::pg_catalog.oid), 'USAGE') THEN
         RAISE EXCEPTION 'must be owner of table % to keep its values current', rel USING ERRCODE = '42501';
     END IF;
-    EXECUTE format('DROP TRIGGER IF EXISTS ask_values_current ON %s', rel);
+    EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS ask_values_current ON %s', rel);
     IF enabled THEN
-        EXECUTE format('CREATE TRIGGER ask_values_current AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s
+        EXECUTE pg_catalog.format('CREATE TRIGGER ask_values_current AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s
                         FOR EACH STATEMENT EXECUTE FUNCTION ask._values_changed()', rel);
     END IF;
 END $$;

@@ -127,10 +127,20 @@ pub(crate) fn probe(col: &MemoryColumn, value: &str, like_pattern: Option<&str>)
     as_memory_owner(|| Spi::get_two_with_args::<bool, String>(&sql, &args).map(|(e, ci)| (e.unwrap_or(false), ci)).unwrap_or((false, None)))
 }
 
-/// A readable, indexed column of `rel`, or an error that says why not.
+/// A readable, indexed column of `rel`, or an error that says why not: the caller may not
+/// read the column, or row-level security now hides rows of the table from it and the owner did
+/// not opt in (the memory was built before the policies, or by a role they do not apply to).
 pub(crate) fn indexed_column(rel: pg_sys::Oid, col: &str) -> Option<MemoryColumn> {
     let (attnum, _) = readable_text_column(rel, col);
-    memory_column(rel, attnum)
+    let column = memory_column(rel, attnum)?;
+    if !super::shown_to_caller(rel, &column) {
+        raise(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("the remembered values of {}.{col} are not shown: row-level security hides rows of the table from this role", relname(rel)),
+            "The memory holds values of every row. The table's owner can opt in with ask.index_values(table, allow_rls => true) if every role that may read the column may see all its values.",
+        );
+    }
+    Some(column)
 }
 
 /// The embedding of `phrase` for searching `col`, None for trigrams only; an error when the

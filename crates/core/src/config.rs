@@ -53,6 +53,8 @@ pub struct LlmConfig {
     pub request_timeout: Duration,
     pub temperature: f64,
     pub max_tokens: u32,
+    /// Bytes of a response read at most (`ask.max_response_size`).
+    pub max_response_bytes: usize,
     /// `ask.structured_output` and `ask.sql_grammar`.
     pub constraints: crate::constrain::Modes,
 }
@@ -142,6 +144,7 @@ mod tests {
             request_timeout: Duration::from_secs(1),
             temperature: 0.0,
             max_tokens: 100,
+            max_response_bytes: 1 << 20,
             constraints: Default::default(),
         }
     }

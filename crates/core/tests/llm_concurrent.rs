@@ -17,6 +17,7 @@ fn cfg(url: String) -> LlmConfig {
         request_timeout: Duration::from_secs(5),
         temperature: 0.0,
         max_tokens: 64,
+        max_response_bytes: 1 << 20,
         constraints: Default::default(),
     }
 }

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use pg_ask_core::shadow::delta::Encoding;
-use pg_ask_core::shadow::workload::{tables_in, translate, CommandKind, SelectCategory, Translation, Workload, WorkloadError};
+use pg_ask_core::shadow::workload::{names_only, tables_in, translate, CommandKind, SelectCategory, Translation, Workload, WorkloadError};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
@@ -200,4 +200,16 @@ fn tables_of_a_query_are_found_through_joins_and_subqueries() {
     let t = tables_in("SELECT a.x FROM Sales.Orders a JOIN \"Items\" i ON i.o = a.id WHERE a.c IN (SELECT id FROM customers)").unwrap();
     assert_eq!(t.into_iter().collect::<Vec<_>>(), ["Items", "customers", "orders"]);
     assert!(tables_in("SELEC").is_err());
+}
+
+#[test]
+fn a_statement_may_name_only_the_workloads_own_tables() {
+    let own: std::collections::BTreeSet<String> = ["users".to_string(), "orders".to_string()].into();
+    assert!(names_only("SELECT * FROM users u JOIN orders o ON o.uid = u.id", &own));
+    assert!(names_only("INSERT INTO Users (id) VALUES (1)", &own));
+    assert!(!names_only("SELECT id, secret_col FROM public.users", &own), "a schema-qualified name");
+    assert!(!names_only("SELECT rolpassword FROM pg_authid", &own), "a catalog found through the search path");
+    assert!(!names_only("SELECT * FROM users WHERE id IN (SELECT id FROM vsecret)", &own), "a subquery's table");
+    assert!(!names_only("SELECT * FROM \"USERS\"", &own), "a quoted name keeps its case");
+    assert!(!names_only("SELECT FROM WHERE", &own), "what does not parse");
 }

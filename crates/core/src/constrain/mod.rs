@@ -206,6 +206,7 @@ mod tests {
             request_timeout: Duration::from_secs(1),
             temperature: 0.0,
             max_tokens: 10,
+            max_response_bytes: 1 << 20,
             constraints: Modes { structured_output, sql_grammar },
         }
     }

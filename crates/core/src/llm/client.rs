@@ -111,7 +111,7 @@ async fn send_once(
     let status = resp.status();
     let retry_after_s =
         resp.headers().get(reqwest::header::RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
-    let bytes = resp.bytes().await.map_err(transport)?;
+    let bytes = read_limited(resp, url, cfg.max_response_bytes).await.map_err(|e| e.into_llm(transport))?;
     if !status.is_success() {
         return Err(LlmError::Http {
             url: url.to_string(),
@@ -121,6 +121,39 @@ async fn send_once(
         });
     }
     parse_response(cfg.provider, &bytes).map_err(|e| scrub_error(e, cfg))
+}
+
+/// Why reading a body stopped: the transport failed, or the body passed the limit.
+pub(crate) enum ReadError {
+    Transport(reqwest::Error),
+    TooLarge { url: String, limit: usize },
+}
+
+impl ReadError {
+    pub(crate) fn into_llm(self, transport: impl FnOnce(reqwest::Error) -> LlmError) -> LlmError {
+        match self {
+            ReadError::Transport(e) => transport(e),
+            ReadError::TooLarge { url, limit } => LlmError::TooLarge { url, limit },
+        }
+    }
+}
+
+/// A response's body, read chunk by chunk and given up on as soon as it passes `limit` bytes
+/// (a declared Content-Length over the limit is refused before reading): a server, chosen by
+/// whoever sets the session's base URL, must not be able to fill the backend's memory.
+pub(crate) async fn read_limited(mut resp: reqwest::Response, url: &str, limit: usize) -> Result<Vec<u8>, ReadError> {
+    let too_large = || ReadError::TooLarge { url: url.to_string(), limit };
+    if resp.content_length().is_some_and(|n| n > limit as u64) {
+        return Err(too_large());
+    }
+    let mut body = Vec::with_capacity(resp.content_length().map_or(8 * 1024, |n| n as usize));
+    while let Some(chunk) = resp.chunk().await.map_err(ReadError::Transport)? {
+        if body.len() + chunk.len() > limit {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 fn scrub_error(e: LlmError, cfg: &LlmConfig) -> LlmError {

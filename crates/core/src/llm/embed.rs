@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use super::client::transport_error;
+use super::client::{read_limited, transport_error};
 use super::protocol::{error_message, parse_json};
 use super::LlmError;
 use crate::secret::Secret;
@@ -21,6 +21,8 @@ pub struct EmbedConfig {
     pub model: String,
     pub api_key: Secret,
     pub request_timeout: std::time::Duration,
+    /// Bytes of a response read at most (`ask.max_response_size`).
+    pub max_response_bytes: usize,
 }
 
 impl EmbedConfig {
@@ -80,7 +82,7 @@ pub async fn embed(http: &reqwest::Client, cfg: &EmbedConfig, texts: &[&str]) ->
     let transport = |e: reqwest::Error| transport_error(&e, &url, timeout_ms, &cfg.api_key);
     let resp = rb.send().await.map_err(transport)?;
     let status = resp.status();
-    let bytes = resp.bytes().await.map_err(transport)?;
+    let bytes = read_limited(resp, &url, cfg.max_response_bytes).await.map_err(|e| e.into_llm(transport))?;
     if !status.is_success() {
         return Err(LlmError::Http {
             url: url.clone(),
@@ -104,6 +106,7 @@ mod tests {
             model: "m".into(),
             api_key: Secret::default(),
             request_timeout: std::time::Duration::from_secs(1),
+            max_response_bytes: 1 << 20,
         };
         assert_eq!(c.url(), "http://h:1/v1/embeddings");
         c.protocol = EmbedProtocol::Ollama;
@@ -138,6 +141,7 @@ mod tests {
                 model: "all-minilm".into(),
                 api_key: Secret::default(),
                 request_timeout: std::time::Duration::from_secs(5),
+                max_response_bytes: 1 << 20,
             };
             let out = runner.block_on(embed(runner.http(), &cfg, &["Los Angeles", "los angeles", "Chicago"]), &|| false).unwrap().unwrap();
             assert_eq!(out.len(), 3);

@@ -158,6 +158,10 @@ pub enum LlmError {
     /// A constraint the settings require (`on`) cannot be sent, or the server refused it.
     #[error("{detail}")]
     Unsupported { detail: String },
+    /// The server's response is larger than `ask.max_response_size`: reading stopped there,
+    /// so that a server cannot push the backend out of memory.
+    #[error("the response of the server at {url} is larger than {limit} bytes")]
+    TooLarge { url: String, limit: usize },
 }
 
 impl LlmError {
@@ -175,6 +179,7 @@ impl LlmError {
             LlmError::EmptyContent => "empty",
             LlmError::Interrupted => "interrupted",
             LlmError::Unsupported { .. } => "unsupported",
+            LlmError::TooLarge { .. } => "too_large",
         }
     }
 

@@ -224,6 +224,7 @@ mod tests {
             request_timeout: Duration::from_secs(1),
             temperature: 0.2,
             max_tokens: 77,
+            max_response_bytes: 1 << 20,
             constraints: Default::default(),
         }
     }

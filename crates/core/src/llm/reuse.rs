@@ -72,6 +72,7 @@ mod tests {
             request_timeout: std::time::Duration::from_secs(1),
             temperature: 0.0,
             max_tokens: 100,
+            max_response_bytes: 1 << 20,
             constraints: Default::default(),
         }
     }

@@ -46,11 +46,7 @@ pub use fuse::{Catalog, Cosines, Fusion, PickReason, Renewal, SchemaPick, ScoreP
 pub use lexical::{Field, LexicalIndex, LexicalScore};
 pub use plan::{Plan, PlanCandidate, PlanError, PlanStep};
 
-/// Text placed inside a data tag of a prompt, made unable to close it: `</` becomes `&lt;/`.
-/// Nothing else changes, so SQL operators (`<`, `<>`) reach the model as written.
-pub(crate) fn data(text: &str) -> String {
-    text.replace("</", "&lt;/")
-}
+pub(crate) use crate::prompt::data;
 
 /// User-written text (comments, values) flattened to one line and cut to `max` characters, so
 /// that it cannot pose as part of a prompt's or a description's structure.

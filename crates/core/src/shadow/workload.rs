@@ -300,6 +300,11 @@ impl Workload {
     }
 
     /// Every command, in file order (tables, inserts, deletes, updates, selects by category).
+    /// The tables the workload creates (folded names): the only relations its statements may name.
+    pub fn own_tables(&self) -> BTreeSet<String> {
+        self.create_tables.iter().flat_map(|c| c.tables.iter().cloned()).collect()
+    }
+
     pub fn commands(&self) -> impl Iterator<Item = &Command> {
         self.create_tables.iter().chain(&self.inserts).chain(&self.deletes).chain(&self.updates).chain(self.selects.values().flatten())
     }
@@ -437,6 +442,28 @@ pub fn tables_in(sql: &str) -> Result<BTreeSet<String>, String> {
         ControlFlow::<()>::Continue(())
     });
     Ok(tables)
+}
+
+/// Whether `sql` names only relations of `own` (unqualified, folded names): the workload's
+/// statements compute their truths as the role that runs the benchmark, which may read tables
+/// the workload's author may not, so a statement that names any other relation (another
+/// schema's, `pg_catalog`'s found through the search path) is not run. A statement that does
+/// not parse names nothing that can be checked, and is not run either.
+pub fn names_only(sql: &str, own: &BTreeSet<String>) -> bool {
+    let Ok(parsed) = Parser::parse_sql(&PostgreSqlDialect {}, sql) else { return false };
+    let mut ok = true;
+    let _ = ast::visit_relations(&parsed, |name: &ObjectName| {
+        let plain = match name.0.as_slice() {
+            [part] => part.as_ident().map(folded),
+            _ => None,
+        };
+        if !plain.is_some_and(|n| own.contains(&n)) {
+            ok = false;
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    });
+    ok
 }
 
 /// An identifier as PostgreSQL stores it: unquoted names fold to lower case.

@@ -12,6 +12,7 @@ use super::literals::QualifiedName;
 use super::rewrite::{same_structure, RewriteError};
 use crate::extract::extract_sql;
 use crate::llm::ChatRequest;
+use crate::prompt::data;
 
 /// The system prompt of the value-correction stage.
 pub const CORRECTION_SYSTEM: &str = "\
@@ -39,12 +40,6 @@ pub struct LiteralQuestion {
     pub column: String,
     /// Stored values, best first.
     pub candidates: Vec<String>,
-}
-
-/// Text placed inside a data tag, made unable to close it: `</` becomes `&lt;/`. Nothing else
-/// changes, so SQL operators (`<`, `<>`) reach the model as written.
-fn data(text: &str) -> String {
-    text.replace("</", "&lt;/")
 }
 
 /// The value-correction request for `sql` and the literals in question.

@@ -1,0 +1,182 @@
+//! The function allow-list of generated SQL: a statement may call PostgreSQL's built-in
+//! functions (those initdb made), except the few that run SQL given as text, and the functions
+//! a superuser lists in `ask.allowed_functions`. Declared volatility is not a boundary: a user
+//! function declared STABLE can take advisory locks, write through dblink or raise what it read.
+//! Operators, casts, aggregates and window functions count by the function behind them.
+//!
+//! The check walks the statement as written, after parse analysis and before the rewriter
+//! expands views: a view's own functions are its owner's choice, run as the view definition
+//! says, and every role that may read the view already runs them.
+
+use std::ffi::{c_void, CStr};
+
+use pgrx::pg_sys;
+
+/// Built-in functions that run SQL passed to them as text, which would escape every check made
+/// on the statement itself.
+const RUNS_SQL_TEXT: &[&str] = &[
+    "query_to_xml",
+    "query_to_xmlschema",
+    "query_to_xml_and_xmlschema",
+    "cursor_to_xml",
+    "cursor_to_xmlschema",
+    "ts_stat",
+    "table_to_xml",
+    "table_to_xmlschema",
+    "table_to_xml_and_xmlschema",
+    "schema_to_xml",
+    "schema_to_xmlschema",
+    "schema_to_xml_and_xmlschema",
+    "database_to_xml",
+    "database_to_xmlschema",
+    "database_to_xml_and_xmlschema",
+];
+
+/// What the walk found: the first function that is not allowed.
+struct Walk {
+    allowed: Vec<(String, String)>,
+    refused: Option<String>,
+}
+
+/// `ask.allowed_functions` entries as (schema, name), folded as PostgreSQL folds unquoted names.
+fn parse_allowed(entries: &[String]) -> Vec<(String, String)> {
+    let fold = |part: &str| {
+        let part = part.trim();
+        match part.strip_prefix('"').and_then(|p| p.strip_suffix('"')) {
+            Some(quoted) => quoted.replace("\"\"", "\""),
+            None => part.to_lowercase(),
+        }
+    };
+    entries
+        .iter()
+        .filter_map(|e| {
+            let (schema, name) = e.split_once('.')?;
+            Some((fold(schema), fold(name)))
+        })
+        .collect()
+}
+
+unsafe fn text(p: *mut std::ffi::c_char) -> String {
+    if p.is_null() {
+        String::new()
+    } else {
+        CStr::from_ptr(p).to_string_lossy().into_owned()
+    }
+}
+
+/// `Some(reason)` when `func_id` may not be called by generated SQL.
+unsafe fn refusal(func_id: pg_sys::Oid, allowed: &[(String, String)]) -> Option<String> {
+    let name = text(pg_sys::get_func_name(func_id));
+    let schema = text(pg_sys::get_namespace_name(pg_sys::get_func_namespace(func_id)));
+    if allowed.iter().any(|(s, n)| *s == schema && *n == name) {
+        return None;
+    }
+    let builtin = u32::from(func_id) < pg_sys::FirstNormalObjectId;
+    if builtin && !RUNS_SQL_TEXT.contains(&name.as_str()) {
+        return None;
+    }
+    let qualified = format!("{}.{}", pg_ask_core::sqltext::quote_ident(&schema), pg_ask_core::sqltext::quote_ident(&name));
+    Some(if builtin {
+        format!("the query calls {qualified}, which runs SQL given as text")
+    } else {
+        format!("the query calls {qualified}, which is not a built-in function nor listed in ask.allowed_functions")
+    })
+}
+
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn check_function(func_id: pg_sys::Oid, context: *mut c_void) -> bool {
+    let walk = &mut *(context as *mut Walk);
+    match refusal(func_id, &walk.allowed) {
+        Some(reason) => {
+            walk.refused = Some(reason);
+            true
+        }
+        None => false,
+    }
+}
+
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn walker(node: *mut pg_sys::Node, context: *mut c_void) -> bool {
+    if node.is_null() {
+        return false;
+    }
+    if pg_sys::check_functions_in_node(node, Some(check_function), context) {
+        return true;
+    }
+    if (*node).type_ == pg_sys::NodeTag::T_Query {
+        return pg_sys::query_tree_walker(node as *mut pg_sys::Query, Some(walker), context, 0);
+    }
+    pg_sys::expression_tree_walker(node, Some(walker), context)
+}
+
+/// The first function of `query` (analysed, not rewritten) that generated SQL may not call.
+///
+/// # Safety
+/// `query` is a valid analysed Query of the current memory context.
+pub(crate) unsafe fn first_refused(query: *mut pg_sys::Query) -> Option<String> {
+    first_refused_in(query as *mut pg_sys::Node)
+}
+
+/// The same for any expression tree (a column default, a check constraint).
+///
+/// # Safety
+/// `node` is a valid node tree of the current memory context.
+pub(crate) unsafe fn first_refused_in(node: *mut pg_sys::Node) -> Option<String> {
+    let mut walk = Walk { allowed: parse_allowed(&crate::pg::gucs::allowed_functions()), refused: None };
+    walker(node, &mut walk as *mut Walk as *mut c_void);
+    walk.refused
+}
+
+/// Why the tables `rels` may not hold a benchmark's scratch data, if they may not: a column of
+/// a type that is not built in (its input function runs on every value written), or a default
+/// or check constraint that calls a function off the allow-list. Creating them ran nothing of
+/// either; writing to them would, as the role that runs the benchmark.
+pub(crate) fn scratch_refusal(rels: &[pg_sys::Oid]) -> Option<String> {
+    use pgrx::prelude::*;
+    let rels: Vec<pg_sys::Oid> = rels.to_vec();
+    // A failed read refuses: nothing here may be taken for "no such column".
+    let odd_type = Spi::get_one_with_args::<String>(
+        "SELECT pg_catalog.format('%s.%s is of type %s', a.attrelid::pg_catalog.regclass, a.attname, a.atttypid::pg_catalog.regtype)
+           FROM pg_catalog.pg_attribute a
+          WHERE a.attrelid OPERATOR(pg_catalog.=) ANY($1) AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped
+            AND a.atttypid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
+          LIMIT 1",
+        &[rels.clone().into()],
+    );
+    match odd_type {
+        Ok(Some(what)) => return Some(format!("{what}, which is not a built-in type")),
+        Ok(None) | Err(pgrx::spi::Error::InvalidPosition) => {}
+        Err(e) => return Some(format!("the tables' columns could not be read: {e}")),
+    }
+    let trees: Result<Vec<Option<String>>, pgrx::spi::Error> = Spi::connect(|client| {
+        client
+            .select(
+                "SELECT d.adbin::pg_catalog.text FROM pg_catalog.pg_attrdef d WHERE d.adrelid OPERATOR(pg_catalog.=) ANY($1)
+                 UNION ALL
+                 SELECT c.conbin::pg_catalog.text FROM pg_catalog.pg_constraint c
+                  WHERE c.conrelid OPERATOR(pg_catalog.=) ANY($1) AND c.conbin IS NOT NULL",
+                None,
+                &[rels.into()],
+            )?
+            .map(|r| r.get::<String>(1))
+            .collect()
+    });
+    let trees = match trees {
+        Ok(trees) => trees.into_iter().flatten().collect::<Vec<_>>(),
+        Err(e) => return Some(format!("the tables' defaults and constraints could not be read: {e}")),
+    };
+    trees.into_iter().find_map(|tree| {
+        let tree = std::ffi::CString::new(tree).ok()?;
+        // SAFETY: a node tree PostgreSQL itself stored, read back into the current context.
+        unsafe { first_refused_in(pg_sys::stringToNode(tree.as_ptr()) as *mut pg_sys::Node) }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn allowed_entries_fold_like_postgres() {
+        let got = super::parse_allowed(&["public.Similarity".into(), " \"My Schema\".\"F\" ".into(), "nodot".into()]);
+        assert_eq!(got, vec![("public".into(), "similarity".into()), ("My Schema".into(), "F".into())]);
+    }
+}
