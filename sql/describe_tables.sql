@@ -44,7 +44,8 @@ keys AS (
            pg_catalog.jsonb_agg(pg_catalog.quote_ident(fa.attname) ORDER BY k.ord) FILTER (WHERE fa.attname IS NOT NULL) AS ref_columns
     FROM rels r
     JOIN pg_catalog.pg_constraint con ON con.conrelid OPERATOR(pg_catalog.=) r.oid AND con.contype OPERATOR(pg_catalog.=) ANY ('{p,f}'::pg_catalog."char"[])
-    CROSS JOIN LATERAL pg_catalog.unnest(con.conkey, coalesce(con.confkey, con.conkey)) WITH ORDINALITY AS k(attnum, fattnum, ord)
+    CROSS JOIN LATERAL ROWS FROM (pg_catalog.unnest(con.conkey), pg_catalog.unnest(coalesce(con.confkey, con.conkey)))
+                       WITH ORDINALITY AS k(attnum, fattnum, ord)
     JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) con.conrelid AND a.attnum OPERATOR(pg_catalog.=) k.attnum
     LEFT JOIN pg_catalog.pg_attribute fa ON con.contype OPERATOR(pg_catalog.=) 'f' AND fa.attrelid OPERATOR(pg_catalog.=) con.confrelid AND fa.attnum OPERATOR(pg_catalog.=) k.fattnum
     GROUP BY con.conrelid, con.contype, con.conname, con.confrelid

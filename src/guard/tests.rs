@@ -21,13 +21,57 @@ mod tests {
         )
         .unwrap();
         let s = llm(Script::reply_always("SELECT public.canary_bump()"));
+        // A user's function is on no list: the allow-list refuses it first.
         let (code, msg, _) = error_of("SELECT ask.sql('bump it')");
         assert_eq!(code, "2F003", "{msg}");
-        assert!(msg.contains("volatile"), "{msg}");
+        assert!(msg.contains("public.canary_bump") && msg.contains("ask.allowed_functions"), "{msg}");
         // The refusal went back to the LLM once; its repair wrote the refused statement again,
         // which ends the call without a third request.
         assert_eq!(s.requests().len(), 2, "one repair, then the repeat ends it");
+        // Listed by a superuser, it is still volatile: the database layer refuses it.
+        Spi::run("SET ask.allowed_functions = 'public.canary_bump'").unwrap();
+        let (code, msg, _) = error_of("SELECT ask.sql('bump it')");
+        assert_eq!(code, "2F003", "{msg}");
+        assert!(msg.contains("volatile"), "{msg}");
         assert_eq!(one::<i64>("SELECT count(*) FROM public.canary_log"), 0);
+    }
+
+    /// Declared volatility is not a boundary: a user's function declared STABLE that takes an
+    /// advisory lock (which would outlive the rolled-back subtransaction and tell other
+    /// sessions what it read) is refused unless a superuser lists it; built-in functions,
+    /// operators and aggregates run; a built-in that runs SQL given as text is refused.
+    #[pg_test]
+    fn only_functions_on_the_allow_list_run() {
+        setup();
+        Spi::run(
+            "CREATE TABLE public.lock_secret (id int, secret text);
+             INSERT INTO public.lock_secret VALUES (1, 'lockme');
+             CREATE FUNCTION public.leaky(t text) RETURNS boolean LANGUAGE plpgsql STABLE
+                 AS $$ BEGIN PERFORM pg_advisory_lock(hashtext(t)); RETURN true; END $$;
+             CREATE FUNCTION public.leaky_eq(text, text) RETURNS boolean LANGUAGE plpgsql STABLE
+                 AS $$ BEGIN PERFORM pg_advisory_lock(hashtext($1)); RETURN $1 = $2; END $$;
+             CREATE OPERATOR public.=== (LEFTARG = text, RIGHTARG = text, FUNCTION = public.leaky_eq);",
+        )
+        .unwrap();
+        let locks = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()";
+        let s = llm(Script::default());
+        Spi::run("SET ask.max_attempts = 1").unwrap();
+        for (reply, why) in [
+            ("SELECT id FROM public.lock_secret WHERE public.leaky(secret)", "a STABLE user function"),
+            ("SELECT id FROM public.lock_secret WHERE secret OPERATOR(public.===) 'x'", "an operator backed by one"),
+            ("SELECT query_to_xml('SELECT pg_advisory_lock(1)', true, false, '')", "a built-in that runs SQL text"),
+        ] {
+            s.set_script(Script::reply_always(reply));
+            let (code, msg, _) = error_of("SELECT ask.sql('which rows?')");
+            assert_eq!(code, "2F003", "{why}: {msg}");
+            assert_eq!(one::<i64>(locks), 0, "{why} took an advisory lock");
+        }
+        s.set_script(Script::reply_always("SELECT count(*), max(upper(secret)) FROM public.lock_secret WHERE id + 0 = 1"));
+        assert!(Spi::get_one::<String>("SELECT ask.sql('how many?')").unwrap().is_some(), "built-ins run");
+        Spi::run("SET ask.allowed_functions = 'public.leaky'").unwrap();
+        s.set_script(Script::reply_always("SELECT id FROM public.lock_secret WHERE public.leaky(secret)"));
+        assert!(Spi::get_one::<String>("SELECT ask.sql('which rows?')").unwrap().is_some(), "a listed function runs");
+        Spi::run("RESET ask.allowed_functions").unwrap();
     }
 
     /// The canary schema of the hostile corpus, and the corpus itself.
@@ -72,11 +116,19 @@ mod tests {
             };
             Spi::run("RESET ROLE").unwrap();
             match entry["layer"].as_str() {
-                Some("exec") => assert!(code == "25006" || code == "0A000", "{name} is stopped by read-only execution: {code} {msg}"),
+                // A user's function, whatever volatility it declares, is on no list: the
+                // database layer's allow-list refuses it before it could run.
+                Some("exec") => assert!(
+                    code == "25006" || code == "0A000" || (code == "2F003" && msg.contains("ask.allowed_functions")),
+                    "{name} is stopped by the allow-list or read-only execution: {code} {msg}"
+                ),
                 layer => {
                     assert!(code == "2F003" || (code == "22P02" && msg.contains("no SQL")), "{name}: {code} {msg}");
                     if layer == Some("db") {
-                        assert!(msg.contains("volatile"), "{name} is refused by the database layer: {msg}");
+                        assert!(
+                            msg.contains("volatile") || msg.contains("ask.allowed_functions") || msg.contains("runs SQL given as text"),
+                            "{name} is refused by the database layer: {msg}"
+                        );
                     }
                 }
             }
