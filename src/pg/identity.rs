@@ -12,10 +12,13 @@ use crate::pg::errors::raise;
 /// when `f` raises an error (PostgreSQL restores the user id at (sub)transaction abort).
 pub(crate) fn as_memory_owner<R>(f: impl FnOnce() -> R) -> R {
     let owner = per_transaction(|facts| facts.owner).unwrap_or_else(|| {
-        let owner = Spi::get_one::<pg_sys::Oid>("SELECT relowner FROM pg_catalog.pg_class WHERE oid = 'ask.value_memory'::regclass")
-            .ok()
-            .flatten()
-            .unwrap_or_else(|| raise(PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE, "ask.value_memory is missing", "Reinstall the extension."));
+        let owner = Spi::get_one::<pg_sys::Oid>(
+            "SELECT c.relowner FROM pg_catalog.pg_class c
+             WHERE c.oid OPERATOR(pg_catalog.=) 'ask.value_memory'::pg_catalog.regclass::pg_catalog.oid",
+        )
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| raise(PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE, "ask.value_memory is missing", "Reinstall the extension."));
         per_transaction(|facts| facts.owner = Some(owner));
         owner
     });

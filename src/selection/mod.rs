@@ -108,7 +108,8 @@ fn schema_profiles() -> Vec<SchemaProfile> {
     crate::pg::spi::select_kept(
         "schema comments",
         "SELECT quote_ident(n.nspname), d.description FROM pg_catalog.pg_namespace n
-         JOIN pg_catalog.pg_description d ON d.classoid = 'pg_catalog.pg_namespace'::regclass AND d.objoid = n.oid",
+         JOIN pg_catalog.pg_description d ON d.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_namespace'::pg_catalog.regclass::pg_catalog.oid
+                                          AND d.objoid OPERATOR(pg_catalog.=) n.oid",
         &[],
         &[],
         |r| Some(SchemaProfile { name: r.get::<String>(1).ok()??, comment: r.get::<String>(2).ok().flatten() }),

@@ -723,7 +723,9 @@ fn an_operator_in_a_writable_schema_does_not_run_as_the_superuser() {
     let planted = count(
         &mut evil,
         "SELECT count(*) FROM pg_catalog.pg_operator o JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) o.oprnamespace
-          WHERE n.nspname OPERATOR(pg_catalog.=) 'public' AND o.oprname OPERATOR(pg_catalog.=) '='",
+          WHERE n.nspname OPERATOR(pg_catalog.=) 'public' AND o.oprname OPERATOR(pg_catalog.=) '='
+            AND o.oprleft OPERATOR(pg_catalog.=) 'pg_catalog.oid'::pg_catalog.regtype
+            AND o.oprright OPERATOR(pg_catalog.=) 'pg_catalog.regclass'::pg_catalog.regtype",
     )
     .unwrap();
     assert_eq!(planted, 1, "the trap is not in place");
