@@ -4,9 +4,11 @@
 //! function declared STABLE can take advisory locks, write through dblink or raise what it read.
 //! Operators, casts, aggregates and window functions count by the function behind them.
 //!
-//! The check walks the statement as written, after parse analysis and before the rewriter
-//! expands views: a view's own functions are its owner's choice, run as the view definition
-//! says, and every role that may read the view already runs them.
+//! The check walks the statement as written, after parse analysis, and again after the
+//! rewriter has expanded its views and added the row-level security policies of its tables:
+//! a view's functions and a policy's run as the caller too, so a view another role made cannot
+//! carry a function past the list. A function used in a view or a policy is listed like any
+//! other (`ask.allowed_functions`).
 
 use std::ffi::{c_void, CStr};
 

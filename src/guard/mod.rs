@@ -182,6 +182,11 @@ unsafe fn analyse(sql: &CStr) -> Option<String> {
         return Some("the statement rewrites to more than one query".into());
     }
     let q = list_nth(queries, 0) as *mut pg_sys::Query;
+    // Again after the rewriter: the views the query reads and the row-level security policies
+    // of its tables run their functions as the caller too.
+    if let Some(reason) = functions::first_refused(q) {
+        return Some(format!("{reason} (through a view or a row-level security policy)"));
+    }
     let q = &*q;
     if q.commandType != pg_sys::CmdType::CMD_SELECT || !q.utilityStmt.is_null() {
         return Some("only SELECT queries may run".into());
@@ -229,6 +234,12 @@ pub(crate) fn execute_step(sql: &str, limits: &Limits) -> Result<StepResult, Exe
 /// one (`random()`, a user's function that writes elsewhere), views excluded as they are
 /// expanded only later.
 pub(crate) unsafe fn write_step_refusal(sql: &std::ffi::CStr) -> Option<String> {
+    statement_refusal(sql, true)
+}
+
+/// The same check, with `nextval` in an INSERT allowed or not (a benchmark's workload statements
+/// may not name a sequence, whose advance no rollback undoes).
+pub(crate) unsafe fn statement_refusal(sql: &std::ffi::CStr, allow_nextval: bool) -> Option<String> {
     use pgrx::pg_sys;
     let raw = pg_sys::pg_parse_query(sql.as_ptr());
     if raw.is_null() || (*raw).length != 1 {
@@ -240,7 +251,7 @@ pub(crate) unsafe fn write_step_refusal(sql: &std::ffi::CStr) -> Option<String> 
         return Some(reason);
     }
     let node = query as *mut pg_sys::Node;
-    let insert = (*query).commandType == pg_sys::CmdType::CMD_INSERT;
+    let insert = allow_nextval && (*query).commandType == pg_sys::CmdType::CMD_INSERT;
     let volatile = if insert { pg_sys::contain_volatile_functions_not_nextval(node) } else { pg_sys::contain_volatile_functions(node) };
     volatile.then(|| {
         format!(

@@ -45,6 +45,9 @@ const INTS: usize = 5;
 #[derive(Default)]
 struct Recorded {
     texts: [Option<String>; TEXTS],
+    /// The text came from the configuration, not the built-in default: only such a URL is a
+    /// destination of the key.
+    configured: [bool; TEXTS],
     ints: [Option<i32>; INTS],
 }
 
@@ -84,9 +87,15 @@ pub(crate) fn int(slot: Int, session: i32, default: i32) -> i32 {
     SERVER.with(|s| s.borrow().ints[slot as usize]).unwrap_or(default)
 }
 
-/// The server's value of a text setting, whoever asks (for the key's destinations).
+/// The server's configured value of a text setting, whoever asks (for the key's destinations):
+/// not the built-in default, which nobody chose.
 fn server_text(slot: Text) -> Option<String> {
-    SERVER.with(|s| s.borrow().texts[slot as usize].clone()).filter(|u| !u.trim().is_empty())
+    SERVER
+        .with(|s| {
+            let s = s.borrow();
+            s.configured[slot as usize].then(|| s.texts[slot as usize].clone()).flatten()
+        })
+        .filter(|u| !u.trim().is_empty())
 }
 
 unsafe fn c_text(value: *mut *mut c_char) -> Option<String> {
@@ -107,7 +116,11 @@ macro_rules! record_text {
         ) -> bool {
             if server_wide(source) {
                 let value = c_text(newval);
-                SERVER.with(|s| s.borrow_mut().texts[$slot as usize] = value);
+                SERVER.with(|s| {
+                    let mut s = s.borrow_mut();
+                    s.texts[$slot as usize] = value;
+                    s.configured[$slot as usize] = source != pg_sys::GucSource::PGC_S_DEFAULT;
+                });
             }
             true
         }
@@ -172,6 +185,19 @@ pub(crate) unsafe extern "C-unwind" fn check_api_key(
     false
 }
 
+/// Whether the session's LLM or embedding URL comes from `ALTER DATABASE ... SET`, which a
+/// database's owner, who need not be a superuser, chooses: a superuser's key does not go there.
+fn urls_set_per_database() -> bool {
+    pgrx::Spi::get_one::<bool>(
+        "SELECT EXISTS (SELECT FROM pg_catalog.pg_settings s
+                         WHERE s.name OPERATOR(pg_catalog.=) ANY ('{ask.base_url,ask.embedding_base_url}'::pg_catalog.text[])
+                           AND s.source OPERATOR(pg_catalog.=) ANY ('{database,database user}'::pg_catalog.text[]))",
+    )
+    .ok()
+    .flatten()
+    .unwrap_or(true)
+}
+
 fn same_url(a: &str, b: &str) -> bool {
     a.trim().trim_end_matches('/') == b.trim().trim_end_matches('/')
 }
@@ -201,7 +227,7 @@ pub(crate) fn api_key_for(url: &str) -> Secret {
         .raise();
     }
     // SAFETY: a plain catalog lookup for the current user, from the backend's thread.
-    let superuser = unsafe { pg_sys::superuser() } && session_settings_count();
+    let superuser = unsafe { pg_sys::superuser() } && session_settings_count() && !urls_set_per_database();
     let server_url = [Text::BaseUrl, Text::EmbeddingBaseUrl].into_iter().filter_map(server_text).any(|u| same_url(&u, url));
     if superuser || server_url {
         key

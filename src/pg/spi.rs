@@ -87,14 +87,18 @@ fn kept<T>(
 
 /// A relation's name as `regclass` prints it (qualified when not on the search_path).
 pub(crate) fn relname(rel: pg_sys::Oid) -> String {
-    Spi::get_one_with_args::<String>("SELECT $1::regclass::text", &[rel.into()]).ok().flatten().unwrap_or_else(|| format!("{rel:?}"))
+    Spi::get_one_with_args::<String>("SELECT $1::pg_catalog.regclass::pg_catalog.text", &[rel.into()])
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| format!("{rel:?}"))
 }
 
 /// `rel` schema-qualified and quoted, for SQL text that must not depend on the search path
 /// (such as statements run as the extension's owner, whose search path is pinned).
 pub(crate) fn qualified_relname(rel: pg_sys::Oid) -> String {
     Spi::get_one_with_args::<String>(
-        "SELECT pg_catalog.format('%I.%I', n.nspname, c.relname) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1",
+        "SELECT pg_catalog.format('%I.%I', n.nspname, c.relname) FROM pg_catalog.pg_class c
+           JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace WHERE c.oid OPERATOR(pg_catalog.=) $1",
         &[rel.into()],
     )
     .ok()
@@ -104,13 +108,13 @@ pub(crate) fn qualified_relname(rel: pg_sys::Oid) -> String {
 
 /// The current role's name.
 pub(crate) fn current_user() -> String {
-    Spi::get_one::<String>("SELECT current_user::text").ok().flatten().unwrap_or_default()
+    Spi::get_one::<String>("SELECT pg_catalog.current_user()::pg_catalog.text").ok().flatten().unwrap_or_default()
 }
 
 /// Whether the current role owns `rel` (or is a member of its owner).
 pub(crate) fn owns(rel: pg_sys::Oid) -> bool {
     Spi::get_one_with_args::<bool>(
-        "SELECT pg_catalog.pg_has_role(relowner, 'USAGE') FROM pg_catalog.pg_class WHERE oid = $1",
+        "SELECT pg_catalog.pg_has_role(c.relowner, 'USAGE') FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
         &[rel.into()],
     )
     .ok()
@@ -164,12 +168,19 @@ pub(crate) fn ext_schema(ext: &'static str) -> String {
         return known;
     }
     let schema = Spi::get_one_with_args::<String>(
-        "SELECT quote_ident(n.nspname) FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = $1",
+        "SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e
+           JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace WHERE e.extname OPERATOR(pg_catalog.=) $1",
         &[ext.into()],
     )
     .ok()
     .flatten()
-    .unwrap_or_else(|| raise(PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT, format!("extension {ext} is not installed"), "CREATE EXTENSION pg_ask CASCADE installs it."));
+    .unwrap_or_else(|| {
+        raise(
+            PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+            format!("extension {ext} is not installed"),
+            "CREATE EXTENSION pg_ask CASCADE installs it.",
+        )
+    });
     per_transaction(|facts| facts.schemas.push((ext, schema.clone())));
     schema
 }

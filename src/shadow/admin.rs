@@ -13,11 +13,11 @@ use serde_json::{Map, Value};
 /// Primary-key column names of `rel`, in key order.
 pub(crate) fn key_columns(rel: pg_sys::Oid) -> Vec<String> {
     Spi::get_one_with_args::<Vec<String>>(
-        "SELECT coalesce(array_agg(a.attname::text ORDER BY k.ord), '{}')
+        "SELECT coalesce(pg_catalog.array_agg(a.attname::pg_catalog.text ORDER BY k.ord), '{}')
            FROM pg_catalog.pg_index i
-           CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
-           JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-          WHERE i.indrelid = $1 AND i.indisprimary",
+           CROSS JOIN LATERAL pg_catalog.unnest(i.indkey::pg_catalog.int2[]) WITH ORDINALITY AS k(attnum, ord)
+           JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) i.indrelid AND a.attnum OPERATOR(pg_catalog.=) k.attnum
+          WHERE i.indrelid OPERATOR(pg_catalog.=) $1 AND i.indisprimary",
         &[rel.into()],
     )
     .ok()
@@ -37,7 +37,9 @@ pub(crate) fn require_owner(rel: pg_sys::Oid, what: &str) {
 
 pub(crate) fn require_table(rel: pg_sys::Oid) {
     let kind =
-        Spi::get_one_with_args::<i8>("SELECT relkind::\"char\" FROM pg_catalog.pg_class WHERE oid = $1", &[rel.into()]).ok().flatten();
+        Spi::get_one_with_args::<i8>("SELECT c.relkind FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1", &[rel.into()])
+            .ok()
+            .flatten();
     if !matches!(kind.map(|k| k as u8), Some(b'r') | Some(b'p')) {
         raise(
             PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,

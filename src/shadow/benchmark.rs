@@ -249,7 +249,8 @@ pub(crate) fn done_count(run: i64) -> i64 {
 /// tables, unqualified (the truths are computed as the role that runs the benchmark, which may
 /// read tables the workload's author may not).
 pub(crate) fn scratch_safe(c: &pg_ask_core::shadow::workload::Command, own: &BTreeSet<String>) -> bool {
-    c.sql().is_some_and(|sql| pg_ask_core::shadow::workload::names_only(sql, own))
+    let plain = !matches!(c.kind, CommandKind::CreateTable) || c.sql().is_some_and(pg_ask_core::shadow::workload::is_plain_create_table);
+    plain && c.sql().is_some_and(|sql| pg_ask_core::shadow::workload::names_only(sql, own))
 }
 
 /// Refuses the benchmark when the workload's scratch tables `rels` could run code of another
@@ -272,7 +273,7 @@ fn workload_outcome(sql: &str) -> Answer {
     let Ok(csql) = CString::new(sql) else { return Answer::Fail };
     // SAFETY: one statement analysed, then run in its own SPI session.
     match subxact::run(OnSuccess::Release, move || unsafe {
-        if guard::write_step_refusal(&csql).is_some() {
+        if guard::statement_refusal(&csql, false).is_some() {
             return Err("refused".to_string());
         }
         guard::spi_execute(&csql, false, 0)
@@ -397,7 +398,9 @@ fn truths_of(w: &Workload, samples: &[&Sample], restart: &[String]) -> Vec<Truth
 pub(crate) fn compute_truths(w: &Workload, samples: &[&Sample]) -> Vec<Truth> {
     if let Some(restart) = scratch_in_temp_schema(w) {
         let out = subxact::run(OnSuccess::RollBack, || {
-            Spi::run("SELECT pg_catalog.set_config('search_path', 'pg_temp', true)")
+            // The scratch tables before the catalog: a workload table named like a catalog
+            // relation is the workload's.
+            Spi::run("SELECT pg_catalog.set_config('search_path', 'pg_temp, pg_catalog', true)")
                 .unwrap_or_else(|e| internal("could not set the search_path", e));
             truths_of(w, samples, &restart)
         });
@@ -408,7 +411,7 @@ pub(crate) fn compute_truths(w: &Workload, samples: &[&Sample]) -> Vec<Truth> {
     let out = subxact::run(OnSuccess::RollBack, || {
         let schema = format!("ask_scratch_{pid}");
         Spi::run(&format!("CREATE SCHEMA {schema}")).unwrap_or_else(|e| internal("could not create the scratch schema", e));
-        Spi::run_with_args("SELECT pg_catalog.set_config('search_path', $1, true)", &[schema.clone().into()])
+        Spi::run_with_args("SELECT pg_catalog.set_config('search_path', $1, true)", &[format!("{schema}, pg_catalog").into()])
             .unwrap_or_else(|e| internal("could not set the search_path", e));
         let own = w.own_tables();
         for table in &w.create_tables {
@@ -463,7 +466,7 @@ pub(crate) fn sample_truth(w: &Workload, sample: &Sample) -> Truth {
             // read-only mode: that would read with the statement's snapshot, from before the
             // sample's commands. It calls no function off the allow-list, and no volatile one.
             match subxact::run(OnSuccess::Release, move || unsafe {
-                if guard::write_step_refusal(&csql).is_some() {
+                if guard::statement_refusal(&csql, false).is_some() {
                     return Err("refused".to_string());
                 }
                 guard::spi_execute(&csql, false, TRUTH_ROW_LIMIT)

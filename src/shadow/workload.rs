@@ -18,7 +18,7 @@ pub(crate) fn internal(what: &str, e: impl std::fmt::Display) -> ! {
 /// Loading workloads and running benchmarks creates scratch schemas: the caller needs CREATE
 /// on the database, as for any schema.
 pub(crate) fn require_create_on_database(what: &str) {
-    let ok = Spi::get_one::<bool>("SELECT pg_catalog.has_database_privilege(current_database(), 'CREATE')").ok().flatten();
+    let ok = Spi::get_one::<bool>("SELECT pg_catalog.has_database_privilege(pg_catalog.current_database(), 'CREATE')").ok().flatten();
     if ok != Some(true) {
         raise(
             PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,

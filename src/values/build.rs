@@ -16,10 +16,11 @@ use pgrx::prelude::*;
 /// A text-like column of `rel` that the caller may read: (attnum, quoted name).
 pub(crate) fn readable_text_column(rel: pg_sys::Oid, column: &str) -> (i16, String) {
     let row = Spi::get_three_with_args::<i16, String, bool>(
-        "SELECT a.attnum, quote_ident(a.attname),
+        "SELECT a.attnum, pg_catalog.quote_ident(a.attname),
                 pg_catalog.has_column_privilege(a.attrelid, a.attnum, 'SELECT')
          FROM pg_catalog.pg_attribute a
-         WHERE a.attrelid = $1 AND a.attname = $2 AND a.attnum > 0 AND NOT a.attisdropped
+         WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attname OPERATOR(pg_catalog.=) $2
+           AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped
            AND ask._text_base(a.atttypid) IS NOT NULL",
         &[rel.into(), column.into()],
     );
@@ -40,13 +41,23 @@ pub(crate) fn readable_text_column(rel: pg_sys::Oid, column: &str) -> (i16, Stri
 /// Returns the number of distinct values remembered.
 #[pg_extern(name = "_index_values", volatile, parallel_unsafe)]
 pub(crate) fn index_values(rel: pg_sys::Oid, columns: Option<Vec<String>>, allow_rls: bool) -> i64 {
-    let (owner_ok, has_rls) = Spi::get_two_with_args::<bool, bool>(
-        "SELECT pg_catalog.pg_has_role(c.relowner, 'USAGE'), c.relrowsecurity FROM pg_catalog.pg_class c WHERE c.oid = $1",
+    let (owner_ok, has_rls, plain) = Spi::get_three_with_args::<bool, bool, bool>(
+        "SELECT pg_catalog.pg_has_role(c.relowner, 'USAGE'), c.relrowsecurity, c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p,m}'::pg_catalog.\"char\"[])
+           FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
         &[rel.into()],
     )
-    .unwrap_or((None, None));
+    .unwrap_or((None, None, None));
     if owner_ok != Some(true) {
         raise(PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE, format!("must be owner of table {} to index its values", relname(rel)), "");
+    }
+    if plain != Some(true) {
+        // Reading a view or a foreign table runs code of its owner's choosing, and a refresh
+        // may run it again as whoever refreshes.
+        raise(
+            PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
+            format!("{} is not a table or materialized view: its values are not indexed", relname(rel)),
+            "Index the tables a view reads.",
+        );
     }
     if has_rls == Some(true) && !allow_rls {
         raise(
@@ -348,7 +359,22 @@ pub(crate) fn refresh_values(rel: Option<pg_sys::Oid>) -> i64 {
             }
             continue;
         }
-        let r = remember_column(relid, &name, allow_rls, true);
+        // As the table's owner: a superuser's refresh of every table must not read another
+        // role's table with superuser rights (the owner's own rights suffice, and the settings
+        // that say where values go are then the server's).
+        let owner = Spi::get_one_with_args::<pg_sys::Oid>(
+            "SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
+            &[relid.into()],
+        )
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| raise(PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE, format!("no table with oid {relid:?}"), ""));
+        // SAFETY: reads the backend's current user id.
+        let r = if owner == unsafe { pg_sys::GetUserId() } {
+            remember_column(relid, &name, allow_rls, true)
+        } else {
+            as_user(owner, || remember_column(relid, &name, allow_rls, true))
+        };
         changed += r.added + r.removed;
     }
     changed

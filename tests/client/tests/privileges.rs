@@ -646,6 +646,10 @@ fn an_ordinary_role_drops_its_tables() {
 
     let mut o = connect_to("pv_dr_owner", "postgres");
     must(&mut o, "pv_dr_owner creating a table", "CREATE TABLE public.pv_dr_plain (id int)");
+    must(&mut o, "pv_dr_owner adding a column", "ALTER TABLE public.pv_dr_plain ADD COLUMN name text");
+    must(&mut o, "pv_dr_owner renaming a column", "ALTER TABLE public.pv_dr_plain RENAME COLUMN name TO label");
+    must(&mut o, "pv_dr_owner indexing its values", "SELECT ask.index_values('public.pv_dr_plain')");
+    must(&mut o, "pv_dr_owner dropping a column", "ALTER TABLE public.pv_dr_plain DROP COLUMN label");
     must(&mut o, "pv_dr_owner dropping its table", "DROP TABLE public.pv_dr_plain");
 
     must(&mut o, "pv_dr_owner creating pv_shadowed", "CREATE TABLE public.pv_shadowed (id int PRIMARY KEY)");

@@ -466,6 +466,17 @@ pub fn names_only(sql: &str, own: &BTreeSet<String>) -> bool {
     ok
 }
 
+/// Whether `sql` is one plain `CREATE TABLE` with its columns (not `AS` a query): the only kind
+/// of statement a workload's `create_tables` may run.
+pub fn is_plain_create_table(sql: &str) -> bool {
+    match Parser::parse_sql(&PostgreSqlDialect {}, sql) {
+        Ok(parsed) => {
+            matches!(parsed.as_slice(), [Statement::CreateTable(c)] if c.query.is_none() && c.like.is_none() && c.clone.is_none())
+        }
+        Err(_) => false,
+    }
+}
+
 /// An identifier as PostgreSQL stores it: unquoted names fold to lower case.
 fn folded(ident: &Ident) -> String {
     match ident.quote_style {
