@@ -419,6 +419,71 @@ fn benchmark_truth_never_reads_user_tables() {
     }
 }
 
+/// A workload's `create_tables` may hold a statement that is no CREATE TABLE (a SELECT calling
+/// the author's function), a table whose column default calls it, and statements that advance
+/// the author's sequence: none of them runs as the role that runs the benchmark.
+#[test]
+fn workload_statements_run_nothing_of_the_authors() {
+    let llm = StandIn::start(Script::reply_always("[]")).unwrap();
+    let _s = shared();
+    let mut su = connect();
+    benchmark_roles();
+    must(
+        &mut su,
+        "preparing pv_thief's schema",
+        "CREATE SCHEMA IF NOT EXISTS pv_thief_s AUTHORIZATION pv_thief;
+         GRANT USAGE ON SCHEMA pv_thief_s TO PUBLIC;",
+    );
+    let mut thief = connect_to("pv_thief", "postgres");
+    must(
+        &mut thief,
+        "pv_thief's traps",
+        "DROP TABLE IF EXISTS pv_thief_s.ran; CREATE TABLE pv_thief_s.ran (who text);
+         GRANT INSERT ON pv_thief_s.ran TO PUBLIC;
+         CREATE OR REPLACE FUNCTION pv_thief_s.pwn() RETURNS int LANGUAGE plpgsql AS
+           $$ BEGIN INSERT INTO pv_thief_s.ran VALUES (current_user); RETURN 1; END $$;
+         GRANT EXECUTE ON FUNCTION pv_thief_s.pwn() TO PUBLIC;
+         DROP SEQUENCE IF EXISTS pv_thief_s.seq; CREATE SEQUENCE pv_thief_s.seq;
+         GRANT USAGE ON SEQUENCE pv_thief_s.seq TO PUBLIC;",
+    );
+    let mut spec = tiny_workload("pv_trapped", &["SELECT id FROM pv_trapped;"]);
+    spec["create_tables"] = json!([
+        "CREATE TABLE pv_trapped (id INT, secret_col VARCHAR(255));",
+        "SELECT pv_thief_s.pwn();",
+        "CREATE TABLE pv_defaulted (id INT DEFAULT pv_thief_s.pwn());"
+    ]);
+    spec["insert"] = json!([
+        "INSERT INTO pv_trapped (id, secret_col) SELECT nextval('pv_thief_s.seq'), 'x';",
+        "INSERT INTO pv_defaulted (id) VALUES (DEFAULT);"
+    ]);
+    let _ = attempt(&mut thief, &load_sql("pv_trapped", &spec));
+    let mut victim = connect_to("pv_victim", "postgres");
+    use_llm(&mut victim, &llm.url());
+    let ran = attempt(&mut victim, &benchmark_call("pv_trapped", 3));
+    eprintln!("pv_victim's run of pv_trapped: {ran:?}");
+    let called = count(&mut su, "SELECT count(*) FROM pv_thief_s.ran").unwrap();
+    assert_eq!(called, 0, "pv_thief's function ran as pv_victim during the benchmark");
+    let advanced = count(&mut su, "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM pv_thief_s.seq").unwrap();
+    assert_eq!(advanced, 0, "a workload statement advanced pv_thief's sequence as pv_victim");
+}
+
+/// A view runs its owner's code when read: the value memory takes tables and materialized
+/// views only, so a superuser's refresh cannot run a role's view function with its rights.
+#[test]
+fn a_view_is_not_indexed() {
+    let _s = shared();
+    let mut su = connect();
+    ensure_table_owner("pv_dr_owner");
+    must(&mut su, "dropping the old view", "DROP VIEW IF EXISTS public.pv_view");
+    let mut o = connect_to("pv_dr_owner", "postgres");
+    must(&mut o, "pv_dr_owner's view", "CREATE VIEW public.pv_view AS SELECT 'x'::text AS c");
+    match attempt(&mut o, "SELECT ask.index_values('public.pv_view')") {
+        Ok(rows) => panic!("a view was indexed: {rows:?}"),
+        Err(f) => assert_eq!(f.code, "42809", "a view is refused as the wrong kind of object: {}", f.message),
+    }
+    must(&mut o, "dropping the view", "DROP VIEW public.pv_view");
+}
+
 /// One role's runs, their answers and results are invisible to another role, which can
 /// neither step nor finish them.
 #[test]
