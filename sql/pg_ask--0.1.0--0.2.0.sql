@@ -81,7 +81,9 @@ COMMENT ON COLUMN verified_queries.source IS 'manual (ask.add_verified), feedbac
 COMMENT ON COLUMN verified_queries.embedding IS 'the question''s embedding (ask.embedding_provider when it was added; NULL when off)';
 CREATE INDEX verified_queries_question_trgm ON verified_queries USING gist (question gist_trgm_ops);
 -- Whether the current role may read every relation of `tables` (SELECT on the table, USAGE on
--- its schema); a relation dropped since reads as unreadable, and a query over none is no one's.
+-- its schema) with no row-level security policy hiding rows from it (a verified query's
+-- literals may come from any row); a relation dropped since reads as unreadable, and a query
+-- over none is no one's.
 CREATE FUNCTION _verified_readable(tables regclass[]) RETURNS boolean
 LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp
 AS $$
@@ -90,7 +92,8 @@ AS $$
            SELECT 1 FROM pg_catalog.unnest(tables) AS t(rel)
            WHERE NOT coalesce(pg_catalog.has_table_privilege(t.rel, 'SELECT')
                               AND pg_catalog.has_schema_privilege(
-                                  (SELECT c.relnamespace FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) t.rel), 'USAGE'),
+                                  (SELECT c.relnamespace FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) t.rel), 'USAGE')
+                              AND NOT pg_catalog.row_security_active(t.rel::pg_catalog.oid),
                               false))
 $$;
 COMMENT ON FUNCTION _verified_readable(regclass[]) IS 'whether the current role may read every relation a verified query reads (the row-level security policy of ask.verified_queries)';

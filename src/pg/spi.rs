@@ -131,6 +131,8 @@ pub(crate) struct Facts {
     pub(crate) owner: Option<pg_sys::Oid>,
     /// The quoted schema of each extension asked about (vector, pg_trgm).
     pub(crate) schemas: Vec<(&'static str, String)>,
+    /// Relations found in `ask.shadow_tables` (the capture trigger writes only for those).
+    pub(crate) shadowed: Vec<pg_sys::Oid>,
     /// pg_ask's version in this database (see [`super::version`]).
     pub(crate) extversion: Option<String>,
 }

@@ -428,6 +428,27 @@ pub(crate) unsafe fn logged_relid(rel: pg_sys::Relation) -> pg_sys::Oid {
     (*(*ancestors).elements.add((*ancestors).length as usize - 1)).oid_value
 }
 
+/// Whether `relid` is in `ask.shadow_tables`, looked up once per transaction.
+fn shadowed(relid: pg_sys::Oid) -> bool {
+    if crate::pg::spi::per_transaction(|facts| facts.shadowed.contains(&relid)) {
+        return true;
+    }
+    let found = as_memory_owner(|| {
+        Spi::get_one_with_args::<bool>(
+            "SELECT EXISTS (SELECT FROM ask.shadow_tables WHERE relid OPERATOR(pg_catalog.=) $1)",
+            &[relid.into()],
+        )
+    });
+    match found {
+        Ok(Some(true)) => {
+            crate::pg::spi::per_transaction(|facts| facts.shadowed.push(relid));
+            true
+        }
+        Ok(_) => false,
+        Err(e) => crate::pg::errors::internal("could not read ask.shadow_tables", e).raise(),
+    }
+}
+
 /// The capture trigger (AFTER INSERT OR UPDATE OR DELETE ... FOR EACH ROW), installed by
 /// `ask.shadow_enable()`.
 #[pg_trigger]
@@ -454,6 +475,16 @@ pub(crate) fn _shadow_capture<'a>(
             pg_sys::TRIGGER_EVENT_DELETE => (b'D', Some(td.tg_trigtuple), None),
             _ => return Ok(None),
         };
+        // Only for a table its owner shadowed: anybody may attach this trigger to a table of
+        // its own, but not write into the log that every DROP then searches.
+        let logged = logged_relid(rel);
+        if !shadowed(logged) {
+            raise(
+                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                format!("{} is not shadowed", crate::pg::spi::relname(logged)),
+                "ask.shadow_enable(table) installs the capture trigger, as the table's owner.",
+            );
+        }
         let (old, new) = row_images(rel, old, new);
 
         let (log_relid, seq_relid) = log_relids();
@@ -491,6 +522,9 @@ pub(crate) fn _shadow_truncated<'a>(
     trigger: &'a PgTrigger<'a>,
 ) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, std::convert::Infallible> {
     let rel = trigger.relid().unwrap_or_else(|e| crate::pg::errors::internal("a statement on pg_ask\'s tables failed", e).raise());
+    if !shadowed(rel) {
+        return Ok(None);
+    }
     as_memory_owner(|| {
         Spi::run_with_args("DELETE FROM ask.shadow_log WHERE relid = $1", &[rel.into()]).ok();
         Spi::run_with_args("UPDATE ask.shadow_tables SET complete = true WHERE relid = $1", &[rel.into()]).ok();

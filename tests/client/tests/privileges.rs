@@ -573,6 +573,63 @@ fn benchmark_runs_are_private() {
 // ---------------------------------------------------------------------------------------------
 // 3. and 4. What pg_ask stores from tables with row-level security
 
+/// The capture trigger attached by a role to a table of its own that nobody shadowed writes
+/// nothing into the log (which every DROP in the database then searches).
+#[test]
+fn the_capture_trigger_writes_only_for_shadowed_tables() {
+    let _s = shared();
+    let mut su = connect();
+    ensure_table_owner("pv_cap_owner");
+    must(&mut su, "dropping the old table", "DROP TABLE IF EXISTS public.pv_cap");
+    let mut o = connect_to("pv_cap_owner", "postgres");
+    must(
+        &mut o,
+        "pv_cap_owner's table and its own capture trigger",
+        "CREATE TABLE public.pv_cap (id int PRIMARY KEY, pad text);
+         CREATE TRIGGER own_capture AFTER INSERT ON public.pv_cap FOR EACH ROW EXECUTE FUNCTION ask._shadow_capture();",
+    );
+    let oid: u32 = o.query_one("SELECT 'public.pv_cap'::regclass::oid", &[]).unwrap().get(0);
+    match attempt(&mut o, "INSERT INTO public.pv_cap SELECT g, repeat('x', 100) FROM generate_series(1, 100) g") {
+        Ok(_) => panic!("rows of an unshadowed table went through the capture trigger"),
+        Err(f) => assert_eq!(f.code, "42501", "the capture trigger refuses an unshadowed table: {}", f.message),
+    }
+    let logged: i64 = su.query_one("SELECT count(*) FROM ask.shadow_log WHERE relid = $1", &[&oid]).unwrap().get(0);
+    assert_eq!(logged, 0, "the log holds rows of a table nobody shadowed");
+    must(&mut o, "dropping pv_cap", "DROP TABLE public.pv_cap");
+}
+
+/// A verified query over a table whose policies hide rows from a role is not shown to it: its
+/// literals may come from the hidden rows.
+#[test]
+fn verified_queries_obey_row_level_security() {
+    let _s = shared();
+    let mut su = connect();
+    ensure_table_owner("pv_vq_owner");
+    ensure_role("pv_vq_reader");
+    must(&mut su, "dropping the old table", "DROP TABLE IF EXISTS public.pv_vq");
+    let mut o = connect_to("pv_vq_owner", "postgres");
+    must(
+        &mut o,
+        "pv_vq_owner's table under a policy",
+        "CREATE TABLE public.pv_vq (id int PRIMARY KEY, author text, body text);
+         INSERT INTO public.pv_vq VALUES (1, 'pv_vq_owner', 'vq-hidden-literal'), (2, 'pv_vq_reader', 'seen');
+         ALTER TABLE public.pv_vq ENABLE ROW LEVEL SECURITY;
+         CREATE POLICY own ON public.pv_vq USING (author = current_user);
+         GRANT SELECT ON public.pv_vq TO pv_vq_reader;",
+    );
+    must(
+        &mut su,
+        "a verified query naming a hidden row's value",
+        "SELECT ask.add_verified('who wrote vq-hidden-literal?', $$SELECT author FROM public.pv_vq WHERE body = 'vq-hidden-literal'$$)",
+    );
+    let mut r = connect_to("pv_vq_reader", "postgres");
+    let shown = visible(&mut r, "SELECT count(*) FROM ask.verified_queries WHERE sql LIKE '%vq-hidden-literal%'");
+    assert_eq!(shown, 0, "a verified query shows pv_vq_reader a value its policy hides");
+    let owner_sees = count(&mut o, "SELECT count(*) FROM ask.verified_queries WHERE sql LIKE '%vq-hidden-literal%'").unwrap();
+    assert_eq!(owner_sees, 1, "the table's owner, whom no policy limits, sees the verified query");
+    must(&mut su, "cleaning up", "DELETE FROM ask.verified_queries WHERE sql LIKE '%vq-hidden-literal%'; DROP TABLE public.pv_vq");
+}
+
 /// An ordinary role shadows its table with row-level security; a role the policy shows one
 /// row sees no other row through the shadow log, its status, or a replay's prompt.
 #[test]

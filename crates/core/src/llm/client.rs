@@ -195,13 +195,24 @@ fn jittered(d: Duration) -> Duration {
 /// One finished call of [`chat_all`]: its result and how long it took.
 pub type Timed = (Result<ChatResponse, LlmError>, Duration);
 
+/// The least a response in flight beside others may be read to (a reply of a fixed shape or a
+/// written answer is far smaller).
+pub const MIN_SHARED_RESPONSE_BYTES: usize = 256 * 1024;
+
 /// Send every request, at most `concurrency` in flight at once, and return the results in the
 /// order of `reqs`. Each call retries on its own, as [`chat`] does. Dropping the returned
-/// future (an interrupt) aborts every call still in flight.
+/// future (an interrupt) aborts every call still in flight. The calls in flight share the
+/// response limit (`cfg.max_response_bytes`), so that many of them together cannot read more
+/// than one call may.
 pub async fn chat_all(http: &reqwest::Client, cfg: &LlmConfig, reqs: Vec<ChatRequest>, concurrency: usize) -> Vec<Timed> {
     use std::sync::Arc;
     let n = reqs.len();
-    let slots = Arc::new(tokio::sync::Semaphore::new(concurrency.max(1)));
+    let concurrency = concurrency.max(1);
+    let cfg = &LlmConfig {
+        max_response_bytes: (cfg.max_response_bytes / concurrency).max(MIN_SHARED_RESPONSE_BYTES.min(cfg.max_response_bytes)),
+        ..cfg.clone()
+    };
+    let slots = Arc::new(tokio::sync::Semaphore::new(concurrency));
     let mut set = tokio::task::JoinSet::new();
     for (i, req) in reqs.into_iter().enumerate() {
         let (http, cfg, slots) = (http.clone(), cfg.clone(), Arc::clone(&slots));
