@@ -5,7 +5,7 @@
 //! their embeddings (pgvector) and gets the cosines back.
 //!
 //! * **Privileges.** Candidates are the tables the caller may SELECT now, with only the
-//!   columns it may SELECT ([`schema::readable_tables`]), and values only from the value
+//!   columns it may SELECT ([`crate::schema::readable_tables`]), and values only from the value
 //!   memory of those columns. The memory tables are closed to PUBLIC and read as the
 //!   extension's owner; a stored embedding is used only for a candidate whose stored
 //!   description is exactly the caller's description of it.
@@ -30,13 +30,13 @@
 //! * **Embeddings off** (`ask.embedding_provider = off`): descriptions are stored without
 //!   embeddings and the lexical score alone ranks.
 
+use crate::llm::embeddings;
 use crate::pg::errors::Raised;
 use crate::pg::identity::as_memory_owner;
 use crate::pg::spi::{ext_schema, vector_text};
-use crate::{llm::embeddings, schema};
 use pg_ask_core::ask::{SchemaCandidate, Selection};
 use pg_ask_core::selection::fuse::{unit, unit_dot};
-use pg_ask_core::selection::{Catalog, ColumnValues, Cosines, Fusion, PickReason, SchemaProfile, SelectOptions, TableProfile};
+use pg_ask_core::selection::{Catalog, Cosines, Fusion, PickReason, SelectOptions};
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
@@ -45,14 +45,16 @@ use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
+mod catalog;
 mod functions;
+mod state;
+
+pub use catalog::selection_catalog;
+use state::{forget_dropped, memory_state, memory_version, MemoryState};
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
 
 pub use pg_ask_core::selection::PLAN_SCHEMAS;
-
-/// The caller's selection catalog, with the catalog generation and user it was built for.
-type Built = (u64, pg_sys::Oid, Rc<Catalog>);
 
 /// What this backend found the memory to hold for its catalog: per kind, the names whose
 /// description the memory holds as the catalog gives it, and those among them embedded by
@@ -71,86 +73,6 @@ struct FreshMemo {
 
 thread_local! {
     static FRESH: RefCell<Option<FreshMemo>> = const { RefCell::new(None) };
-    static BUILT: RefCell<Option<Built>> = const { RefCell::new(None) };
-}
-
-/// The most frequent values the value memory holds for readable columns: qualified table name
-/// → column → values. Tables with row-level security appear only where their owner opted in
-/// (`allow_rls`), as in the value memory itself.
-fn frequent_values() -> HashMap<String, Vec<ColumnValues>> {
-    let rows: Vec<(String, String, Vec<String>)> = as_memory_owner(|| {
-        crate::pg::spi::select_kept(
-            "frequent values",
-            "SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname), quote_ident(a.attname),
-                            ARRAY(SELECT m.value FROM ask.value_memory m WHERE m.column_id = vc.id
-                                  ORDER BY m.frequency DESC, m.value LIMIT 3)
-                     FROM ask.value_columns vc
-                     JOIN pg_catalog.pg_class c ON c.oid = vc.relid
-                     JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-                     JOIN pg_catalog.pg_attribute a ON a.attrelid = vc.relid AND a.attnum = vc.attnum AND NOT a.attisdropped
-                     WHERE NOT c.relrowsecurity OR vc.allow_rls",
-            &[],
-            &[],
-            |r| Some((r.get::<String>(1).ok()??, r.get::<String>(2).ok()??, r.get::<Vec<String>>(3).ok()??)),
-        )
-    });
-    let mut out: HashMap<String, Vec<ColumnValues>> = HashMap::new();
-    for (table, column, values) in rows {
-        if !values.is_empty() {
-            out.entry(table).or_default().push(ColumnValues { column, values });
-        }
-    }
-    out
-}
-
-/// Comments of the schemas, by quoted name.
-fn schema_profiles() -> Vec<SchemaProfile> {
-    crate::pg::spi::select_kept(
-        "schema comments",
-        "SELECT quote_ident(n.nspname), d.description FROM pg_catalog.pg_namespace n
-         JOIN pg_catalog.pg_description d ON d.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_namespace'::pg_catalog.regclass::pg_catalog.oid
-                                          AND d.objoid OPERATOR(pg_catalog.=) n.oid",
-        &[],
-        &[],
-        |r| Some(SchemaProfile { name: r.get::<String>(1).ok()??, comment: r.get::<String>(2).ok().flatten() }),
-    )
-}
-
-/// The caller's catalog for selection: its readable tables, their columns it may read, and
-/// the frequent values of those columns. Rebuilt when the catalog description is read afresh
-/// (after DDL, COMMENT, GRANT or a change of user).
-pub fn selection_catalog() -> Rc<Catalog> {
-    // Read first: reading is what notices catalog changes and moves the generation.
-    let tables =
-        schema::readable_tables().unwrap_or_else(|e| crate::pg::errors::internal("the readable tables could not be listed", e).raise());
-    let generation = schema::generation();
-    // SAFETY: reads the backend's current user id.
-    let user = unsafe { pg_sys::GetUserId() };
-    if let Some(c) = BUILT.with(|b| b.borrow().as_ref().filter(|(g, u, _)| *g == generation && *u == user).map(|(_, _, c)| c.clone())) {
-        return c;
-    }
-    let mut values = frequent_values();
-    // Only columns the caller may read are in the table.
-    let mut values_of = |name: &str, t: &pg_ask_core::schema::Table| -> Vec<ColumnValues> {
-        let v = values.remove(name).unwrap_or_default();
-        v.into_iter().filter(|cv| t.columns.iter().any(|c| c.name == cv.column)).collect()
-    };
-    // The previous catalog of the same user gives its unchanged tables and what was computed
-    // for them (moved when nobody else holds it).
-    let previous = BUILT.with(|b| b.borrow_mut().take().filter(|(_, u, _)| *u == user).map(|(_, _, c)| c));
-    let schemas = schema_profiles();
-    let built = Rc::new(match previous.map(Rc::try_unwrap) {
-        Some(Ok(p)) => Catalog::renewed(p, &tables, values_of, &schemas),
-        shared => {
-            let profiles = tables.iter().map(|t| TableProfile { table: t.clone(), values: values_of(&t.qualified(), t) }).collect();
-            match shared {
-                Some(Err(p)) => Catalog::reusing(&p, profiles, &schemas),
-                _ => Catalog::new(profiles, &schemas),
-            }
-        }
-    });
-    BUILT.with(|b| *b.borrow_mut() = Some((generation, user, built.clone())));
-    built
 }
 
 /// Which of the two memory tables.
@@ -407,41 +329,6 @@ fn store(
     (vectors, keys.into_iter().collect())
 }
 
-/// The memory's version, read as a writing statement (whose snapshot sees this transaction's
-/// own writes); with `lock`, its row locked until the transaction ends, as the memory's own
-/// writes lock it through their trigger: what this backend then writes is all that moves it
-/// on, so it knows what the memory holds after its writes.
-fn memory_version(lock: bool) -> Option<i64> {
-    let sql =
-        if lock { "SELECT version FROM ask.schema_memory_version FOR UPDATE" } else { "SELECT version FROM ask.schema_memory_version" };
-    as_memory_owner(|| crate::pg::spi::write_kept("the memory's version", sql, &[], &[], |r| r.get::<i64>(1).ok()?)).ok()?.pop()
-}
-
-/// Delete the rows of relations and schemas that no longer exist. Not in a read-only
-/// transaction.
-fn forget_dropped() -> usize {
-    as_memory_owner(|| {
-        let tables = crate::pg::spi::write_kept(
-            "forget dropped tables",
-            "DELETE FROM ask.schema_memory_tables m WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = m.relid)
-             RETURNING relid",
-            &[],
-            &[],
-            |_| Some(()),
-        )?;
-        let schemas = crate::pg::spi::write_kept(
-            "forget dropped schemas",
-            "DELETE FROM ask.schema_memory_schemas m WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace n WHERE n.oid = m.nspid)
-             RETURNING nspid",
-            &[],
-            &[],
-            |_| Some(()),
-        )?;
-        Ok::<_, pgrx::spi::SpiError>(tables.len() + schemas.len())
-    })
-    .unwrap_or_else(|e| crate::pg::errors::internal("could not clean the schema selection memory", e).raise())
-}
-
 /// The catalog and the question's cosines with every readable table and schema whose
 /// description is in the memory, after the lazy refresh.
 pub struct Ranking {
@@ -460,62 +347,6 @@ pub struct Ranking {
     /// Tables and schemas whose stored embedding comes from another provider or model than
     /// the current one: ranked lexically.
     pub other_embedder: usize,
-}
-
-/// What the memory holds, read once per selection.
-struct MemoryState {
-    /// A memory was built (by anyone) in this database.
-    exists: bool,
-    /// The quoted names of the schemas it was built for (under their current names).
-    indexed: HashSet<String>,
-    /// It holds an embedding made by the current provider and model.
-    usable: bool,
-    /// Its version (ask.schema_memory_version), moved on by every write to it.
-    version: i64,
-}
-
-/// The memory's state, for `embedder` (the current provider and model).
-fn memory_state(embedder: Option<&(String, String)>) -> MemoryState {
-    let args: [DatumWithOid; 2] = [embedder.map(|(p, _)| p.clone()).into(), embedder.map(|(_, m)| m.clone()).into()];
-    // The version exists since 0.2.0's SQL objects; before ALTER EXTENSION UPDATE, none (-1):
-    // nothing found fresh is kept.
-    let which = if crate::pg::version::sql_at_least("0.2.0") { &MEMORY_STATE_SQL } else { &MEMORY_STATE_SQL_0_1 };
-    let sql = which.with(|s| s.clone());
-    let row = as_memory_owner(|| {
-        crate::pg::spi::select_kept(
-            "schema memory state",
-            &sql,
-            &[pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::TEXTOID), pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::TEXTOID)],
-            &args,
-            |r| {
-                Some(MemoryState {
-                    exists: r.get::<bool>(1).ok()?.unwrap_or(false),
-                    indexed: r.get::<Vec<String>>(2).ok()?.unwrap_or_default().into_iter().collect(),
-                    usable: r.get::<bool>(3).ok()?.unwrap_or(false),
-                    version: r.get::<i64>(4).ok()?.unwrap_or(-1),
-                })
-            },
-        )
-        .pop()
-    });
-    row.unwrap_or(MemoryState { exists: false, indexed: HashSet::new(), usable: false, version: -1 })
-}
-
-/// What [`memory_state`] reads, with the memory's version (0.2.0) or without it (0.1.0).
-const MEMORY_STATE: &str = "SELECT EXISTS (SELECT 1 FROM ask.schema_memory_schemas),
-                    ARRAY(SELECT pg_catalog.quote_ident(n.nspname) FROM ask.schema_memory_schemas s
-                          JOIN pg_catalog.pg_namespace n ON n.oid = s.nspid),
-                    $1::text IS NOT NULL AND EXISTS (
-                        SELECT 1 FROM ask.schema_memory_tables
-                        WHERE embedding IS NOT NULL AND embedding_provider = $1::text AND embedding_model IS NOT DISTINCT FROM $2::text
-                        UNION ALL
-                        SELECT 1 FROM ask.schema_memory_schemas
-                        WHERE embedding IS NOT NULL AND embedding_provider = $1::text AND embedding_model IS NOT DISTINCT FROM $2::text),
-                    {version}";
-
-thread_local! {
-    static MEMORY_STATE_SQL: std::rc::Rc<str> = MEMORY_STATE.replace("{version}", "(SELECT version FROM ask.schema_memory_version)").into();
-    static MEMORY_STATE_SQL_0_1: std::rc::Rc<str> = MEMORY_STATE.replace("{version}", "-1::bigint").into();
 }
 
 /// Rank for `question`: embed it (when embeddings are on and the memory holds embeddings of

@@ -16,4 +16,5 @@ pub(crate) mod replay;
 pub(crate) mod report;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
+pub(crate) mod truth;
 pub(crate) mod workload;

@@ -102,9 +102,29 @@ pub(crate) fn true_answer(query: &str, kind: QueryKind) -> Answer {
 /// Run one statement in its own subtransaction, kept or rolled back as `on_success` says:
 /// Succeed or Fail.
 pub(crate) fn outcome_of(sql: &str, on_success: OnSuccess) -> Answer {
+    run_outcome(sql, on_success, Checked::No)
+}
+
+/// What [`run_outcome`] checks before it runs a statement.
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Checked {
+    /// Nothing: the caller's own statement.
+    No,
+    /// Another role's statement: refused (Fail) when it calls a function off the allow-list or
+    /// any volatile one, `nextval` included.
+    NoVolatile,
+}
+
+/// [`outcome_of`], with a statement refused (Fail) as `checked` says.
+pub(crate) fn run_outcome(sql: &str, on_success: OnSuccess, checked: Checked) -> Answer {
     let Ok(csql) = std::ffi::CString::new(sql) else { return Answer::Fail };
-    // SAFETY: one statement in its own SPI session.
-    match subxact::run(on_success, move || unsafe { guard::spi_execute(&csql, false, 0) }) {
+    // SAFETY: one statement analysed, then run in its own SPI session.
+    match subxact::run(on_success, move || unsafe {
+        if checked == Checked::NoVolatile && guard::statement_refusal(&csql, false).is_some() {
+            return Err("refused".to_string());
+        }
+        guard::spi_execute(&csql, false, 0)
+    }) {
         Ok(Ok(_)) => Answer::Succeed,
         Ok(Err(_)) => Answer::Fail,
         Err(e) => fail_or_rethrow(e),

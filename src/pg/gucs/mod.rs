@@ -1,18 +1,19 @@
-//! Every setting of pg_ask, in one place. Registered once in `_PG_init`; read through the
-//! small typed functions at the bottom, which the rest of the glue turns into the core's plain
-//! config structs.
+//! Every setting of pg_ask, in one place: each one's static and its registration in `_PG_init`.
+//! They are read through the small typed functions of `read.rs`, which the rest of the glue
+//! turns into the core's plain config structs.
 
 use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use pgrx::guc::{GucContext, GucEnum, GucFlags, GucRegistry, GucSetting};
+use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use pgrx::{pg_sys, PostgresGucEnum};
 
-use super::server_wide::{self as sw, Int, Text};
+use super::server_wide as sw;
 
-use pg_ask_core::config::{AskConfig, LlmConfig, Provider, VerifiedUse};
-use pg_ask_core::constrain::{Mode, Modes};
-use pg_ask_core::secret::Secret;
+mod read;
+pub use read::*;
+
+use pg_ask_core::constrain::Mode;
 
 #[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
 pub enum GucProvider {
@@ -78,11 +79,13 @@ static MODEL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(S
 /// API key. Superuser-only; SHOW prints it masked.
 static API_KEY: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 /// Upper bound for one LLM call, retries included (ms).
-static REQUEST_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(60_000);
+static REQUEST_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(REQUEST_TIMEOUT_MS);
+const REQUEST_TIMEOUT_MS: i32 = 60_000;
 /// Sampling temperature.
 static TEMPERATURE: GucSetting<f64> = GucSetting::<f64>::new(0.0);
 /// Completion tokens at most per LLM call.
-static MAX_TOKENS: GucSetting<i32> = GucSetting::<i32>::new(1024);
+static MAX_TOKENS: GucSetting<i32> = GucSetting::<i32>::new(MAX_TOKENS_DEFAULT);
+const MAX_TOKENS_DEFAULT: i32 = 1024;
 /// SQL attempts per question: the first plus repairs from error messages.
 static MAX_ATTEMPTS: GucSetting<i32> = GucSetting::<i32>::new(3);
 /// Rows fetched from generated SQL at most.
@@ -106,7 +109,8 @@ static ALLOW_WRITES: GucSetting<bool> = GucSetting::<bool>::new(false);
 static CONCURRENCY: GucSetting<i32> = GucSetting::<i32>::new(8);
 static MAX_STEPS: GucSetting<i32> = GucSetting::<i32>::new(10);
 /// Distinct values the value memory keeps per column at most (the most frequent).
-static MAX_VALUES_PER_COLUMN: GucSetting<i32> = GucSetting::<i32>::new(100_000);
+static MAX_VALUES_PER_COLUMN: GucSetting<i32> = GucSetting::<i32>::new(MAX_VALUES_PER_COLUMN_DEFAULT);
+const MAX_VALUES_PER_COLUMN_DEFAULT: i32 = 100_000;
 /// Columns of the value memory with at most this many values have them listed in the prompt.
 static MAX_LISTED_VALUES: GucSetting<i32> = GucSetting::<i32>::new(20);
 static MAX_TABLES: GucSetting<i32> = GucSetting::<i32>::new(10);
@@ -486,185 +490,5 @@ unsafe extern "C-unwind" fn show_masked() -> *const std::ffi::c_char {
         c"".as_ptr()
     } else {
         c"********".as_ptr()
-    }
-}
-
-fn string(setting: &GucSetting<Option<CString>>) -> String {
-    setting.get().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
-}
-
-pub fn provider() -> Provider {
-    let ordinal = sw::int(Int::Provider, PROVIDER.get().to_ordinal(), GucProvider::OpenAi.to_ordinal());
-    match GucProvider::from_ordinal(ordinal) {
-        GucProvider::OpenAi => Provider::OpenAi,
-        GucProvider::Anthropic => Provider::Anthropic,
-        GucProvider::Ollama => Provider::Ollama,
-    }
-}
-
-pub fn base_url() -> String {
-    sw::text(Text::BaseUrl, string(&BASE_URL))
-}
-
-pub fn model() -> String {
-    sw::text(Text::Model, string(&MODEL))
-}
-
-/// The configured key, for scrubbing texts. Requests take theirs from [`api_key_for`].
-pub fn api_key() -> Secret {
-    Secret::new(string(&API_KEY))
-}
-
-/// `value` with the configured key scrubbed from every string in it (for traces stored or
-/// returned: they hold the model's replies and error texts).
-pub fn scrub_json(value: serde_json::Value) -> serde_json::Value {
-    let key = api_key();
-    if key.is_empty() {
-        return value;
-    }
-    serde_json::from_str(&key.scrub(&value.to_string())).unwrap_or(serde_json::Value::Null)
-}
-
-pub(crate) use super::server_wide::api_key_for;
-
-pub fn embedding_provider() -> EmbeddingProvider {
-    let ordinal = sw::int(Int::EmbeddingProvider, EMBEDDING_PROVIDER.get().to_ordinal(), EmbeddingProvider::Local.to_ordinal());
-    EmbeddingProvider::from_ordinal(ordinal)
-}
-
-pub fn embedding_model() -> String {
-    sw::text(Text::EmbeddingModel, string(&EMBEDDING_MODEL))
-}
-
-pub fn embedding_base_url() -> String {
-    let own = sw::text(Text::EmbeddingBaseUrl, string(&EMBEDDING_BASE_URL));
-    if own.is_empty() {
-        base_url()
-    } else {
-        own
-    }
-}
-
-pub fn allow_writes() -> bool {
-    ALLOW_WRITES.get()
-}
-
-pub fn max_steps() -> u32 {
-    MAX_STEPS.get().max(1) as u32
-}
-
-pub fn max_tables() -> usize {
-    MAX_TABLES.get().max(1) as usize
-}
-
-pub fn concurrency() -> usize {
-    CONCURRENCY.get().max(1) as usize
-}
-
-pub fn max_values_per_column() -> i64 {
-    sw::int(Int::MaxValuesPerColumn, MAX_VALUES_PER_COLUMN.get(), 100_000).max(1) as i64
-}
-
-/// `ask.max_listed_values` (0: none listed).
-pub fn max_listed_values() -> i64 {
-    MAX_LISTED_VALUES.get().max(0) as i64
-}
-
-pub fn model_path() -> String {
-    string(&MODEL_PATH)
-}
-
-/// `ask.cache`, and for how long a reply is reused.
-pub fn cache() -> Option<std::time::Duration> {
-    CACHE.get().then(|| std::time::Duration::from_secs(CACHE_TTL.get().max(1) as u64))
-}
-
-/// `ask.max_tokens_per_day`, when set.
-pub fn max_tokens_per_day() -> Option<u64> {
-    let v = MAX_TOKENS_PER_DAY.get();
-    (v > 0).then_some(v as u64)
-}
-
-pub fn request_timeout() -> std::time::Duration {
-    std::time::Duration::from_millis(sw::int(Int::RequestTimeout, REQUEST_TIMEOUT.get(), 60_000).max(100) as u64)
-}
-
-/// `ask.max_tokens`: completion tokens at most per call.
-pub fn max_tokens() -> u32 {
-    sw::int(Int::MaxTokens, MAX_TOKENS.get(), 1024).max(16) as u32
-}
-
-/// `ask.max_response_size` in bytes.
-pub fn max_response_bytes() -> usize {
-    MAX_RESPONSE_SIZE.get().max(64) as usize * 1024
-}
-
-/// `ask.allowed_functions`: the schema-qualified names listed, lower-cased where unquoted.
-pub fn allowed_functions() -> Vec<String> {
-    string(&ALLOWED_FUNCTIONS).split(',').map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect()
-}
-
-pub fn statement_timeout_ms() -> i32 {
-    STATEMENT_TIMEOUT.get()
-}
-
-pub fn row_limit() -> u32 {
-    ROW_LIMIT.get().max(1) as u32
-}
-
-/// Per-call overrides of the LLM settings (named arguments of the SQL functions).
-#[derive(Debug, Default, Clone)]
-pub struct LlmOverrides {
-    pub provider: Option<String>,
-    pub base_url: Option<String>,
-    pub model: Option<String>,
-    pub temperature: Option<f64>,
-}
-
-/// The LLM settings in force, with per-call overrides applied.
-pub fn llm_config(o: &LlmOverrides) -> Result<LlmConfig, String> {
-    let provider = match &o.provider {
-        Some(p) => p.parse::<Provider>()?,
-        None => provider(),
-    };
-    if let Some(t) = o.temperature {
-        if !(0.0..=2.0).contains(&t) {
-            return Err(format!("temperature {t} is out of range (0 to 2)"));
-        }
-    }
-    let base_url = o.base_url.clone().unwrap_or_else(base_url);
-    if base_url.trim().is_empty() {
-        return Err("ask.base_url is empty".into());
-    }
-    let model = o.model.clone().unwrap_or_else(model);
-    if model.trim().is_empty() {
-        return Err("ask.model is empty".into());
-    }
-    Ok(LlmConfig {
-        provider,
-        api_key: api_key_for(&base_url),
-        base_url,
-        model,
-        request_timeout: request_timeout(),
-        temperature: o.temperature.unwrap_or_else(|| TEMPERATURE.get()),
-        max_tokens: max_tokens(),
-        max_response_bytes: max_response_bytes(),
-        constraints: Modes { structured_output: STRUCTURED_OUTPUT.get().into(), sql_grammar: SQL_GRAMMAR.get().into() },
-    })
-}
-
-pub fn ask_config(max_attempts: Option<i32>) -> AskConfig {
-    AskConfig {
-        max_attempts: max_attempts.unwrap_or_else(|| MAX_ATTEMPTS.get()).clamp(1, 20) as u32,
-        row_limit: row_limit(),
-        sql_grammar: SQL_GRAMMAR.get() != GucMode::Off,
-        verified: match VERIFIED.get() {
-            GucVerified::On => VerifiedUse::On,
-            GucVerified::Examples => VerifiedUse::Examples,
-            GucVerified::Off => VerifiedUse::Off,
-        },
-        verified_min_cosine: VERIFIED_MIN_COSINE.get(),
-        clarify: CLARIFY.get(),
-        ..AskConfig::default()
     }
 }

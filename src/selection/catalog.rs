@@ -1,0 +1,99 @@
+//! The caller's selection catalog: the readable tables' descriptions and lexical index, with
+//! the frequent values of their columns and the schemas' comments; kept per backend and user,
+//! and renewed, not rebuilt, for the tables a catalog change touched.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use pg_ask_core::selection::{Catalog, ColumnValues, SchemaProfile, TableProfile};
+use pgrx::pg_sys;
+
+use crate::pg::identity::as_memory_owner;
+use crate::schema;
+
+/// The caller's selection catalog, with the catalog generation and user it was built for.
+type Built = (u64, pg_sys::Oid, Rc<Catalog>);
+
+thread_local! {
+    static BUILT: RefCell<Option<Built>> = const { RefCell::new(None) };
+}
+
+/// The most frequent values the value memory holds for readable columns: qualified table name
+/// → column → values. Tables with row-level security appear only where their owner opted in
+/// (`allow_rls`), as in the value memory itself.
+fn frequent_values() -> HashMap<String, Vec<ColumnValues>> {
+    let rows: Vec<(String, String, Vec<String>)> = as_memory_owner(|| {
+        crate::pg::spi::select_kept(
+            "frequent values",
+            "SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname), quote_ident(a.attname),
+                            ARRAY(SELECT m.value FROM ask.value_memory m WHERE m.column_id = vc.id
+                                  ORDER BY m.frequency DESC, m.value LIMIT 3)
+                     FROM ask.value_columns vc
+                     JOIN pg_catalog.pg_class c ON c.oid = vc.relid
+                     JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                     JOIN pg_catalog.pg_attribute a ON a.attrelid = vc.relid AND a.attnum = vc.attnum AND NOT a.attisdropped
+                     WHERE NOT c.relrowsecurity OR vc.allow_rls",
+            &[],
+            &[],
+            |r| Some((r.get::<String>(1).ok()??, r.get::<String>(2).ok()??, r.get::<Vec<String>>(3).ok()??)),
+        )
+    });
+    let mut out: HashMap<String, Vec<ColumnValues>> = HashMap::new();
+    for (table, column, values) in rows {
+        if !values.is_empty() {
+            out.entry(table).or_default().push(ColumnValues { column, values });
+        }
+    }
+    out
+}
+
+/// Comments of the schemas, by quoted name.
+fn schema_profiles() -> Vec<SchemaProfile> {
+    crate::pg::spi::select_kept(
+        "schema comments",
+        "SELECT quote_ident(n.nspname), d.description FROM pg_catalog.pg_namespace n
+         JOIN pg_catalog.pg_description d ON d.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_namespace'::pg_catalog.regclass::pg_catalog.oid
+                                          AND d.objoid OPERATOR(pg_catalog.=) n.oid",
+        &[],
+        &[],
+        |r| Some(SchemaProfile { name: r.get::<String>(1).ok()??, comment: r.get::<String>(2).ok().flatten() }),
+    )
+}
+
+/// The caller's catalog for selection: its readable tables, their columns it may read, and
+/// the frequent values of those columns. Rebuilt when the catalog description is read afresh
+/// (after DDL, COMMENT, GRANT or a change of user).
+pub fn selection_catalog() -> Rc<Catalog> {
+    // Read first: reading is what notices catalog changes and moves the generation.
+    let tables =
+        schema::readable_tables().unwrap_or_else(|e| crate::pg::errors::internal("the readable tables could not be listed", e).raise());
+    let generation = schema::generation();
+    // SAFETY: reads the backend's current user id.
+    let user = unsafe { pg_sys::GetUserId() };
+    if let Some(c) = BUILT.with(|b| b.borrow().as_ref().filter(|(g, u, _)| *g == generation && *u == user).map(|(_, _, c)| c.clone())) {
+        return c;
+    }
+    let mut values = frequent_values();
+    // Only columns the caller may read are in the table.
+    let mut values_of = |name: &str, t: &pg_ask_core::schema::Table| -> Vec<ColumnValues> {
+        let v = values.remove(name).unwrap_or_default();
+        v.into_iter().filter(|cv| t.columns.iter().any(|c| c.name == cv.column)).collect()
+    };
+    // The previous catalog of the same user gives its unchanged tables and what was computed
+    // for them (moved when nobody else holds it).
+    let previous = BUILT.with(|b| b.borrow_mut().take().filter(|(_, u, _)| *u == user).map(|(_, _, c)| c));
+    let schemas = schema_profiles();
+    let built = Rc::new(match previous.map(Rc::try_unwrap) {
+        Some(Ok(p)) => Catalog::renewed(p, &tables, values_of, &schemas),
+        shared => {
+            let profiles = tables.iter().map(|t| TableProfile { table: t.clone(), values: values_of(&t.qualified(), t) }).collect();
+            match shared {
+                Some(Err(p)) => Catalog::reusing(&p, profiles, &schemas),
+                _ => Catalog::new(profiles, &schemas),
+            }
+        }
+    });
+    BUILT.with(|b| *b.borrow_mut() = Some((generation, user, built.clone())));
+    built
+}

@@ -1,0 +1,101 @@
+//! The schema selection memory's state as a selection reads it: whether one was built, for
+//! which schemas, whether it holds the current embedder's embeddings, and its version; and the
+//! cleaning of rows whose relation or schema was dropped.
+
+use std::collections::HashSet;
+
+use pgrx::datum::DatumWithOid;
+use pgrx::pg_sys;
+
+use crate::pg::identity::as_memory_owner;
+
+/// The memory's version, read as a writing statement (whose snapshot sees this transaction's
+/// own writes); with `lock`, its row locked until the transaction ends, as the memory's own
+/// writes lock it through their trigger: what this backend then writes is all that moves it
+/// on, so it knows what the memory holds after its writes.
+pub(super) fn memory_version(lock: bool) -> Option<i64> {
+    let sql =
+        if lock { "SELECT version FROM ask.schema_memory_version FOR UPDATE" } else { "SELECT version FROM ask.schema_memory_version" };
+    as_memory_owner(|| crate::pg::spi::write_kept("the memory's version", sql, &[], &[], |r| r.get::<i64>(1).ok()?)).ok()?.pop()
+}
+
+/// Delete the rows of relations and schemas that no longer exist. Not in a read-only
+/// transaction.
+pub(super) fn forget_dropped() -> usize {
+    as_memory_owner(|| {
+        let tables = crate::pg::spi::write_kept(
+            "forget dropped tables",
+            "DELETE FROM ask.schema_memory_tables m WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = m.relid)
+             RETURNING relid",
+            &[],
+            &[],
+            |_| Some(()),
+        )?;
+        let schemas = crate::pg::spi::write_kept(
+            "forget dropped schemas",
+            "DELETE FROM ask.schema_memory_schemas m WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace n WHERE n.oid = m.nspid)
+             RETURNING nspid",
+            &[],
+            &[],
+            |_| Some(()),
+        )?;
+        Ok::<_, pgrx::spi::SpiError>(tables.len() + schemas.len())
+    })
+    .unwrap_or_else(|e| crate::pg::errors::internal("could not clean the schema selection memory", e).raise())
+}
+
+/// What the memory holds, read once per selection.
+pub(super) struct MemoryState {
+    /// A memory was built (by anyone) in this database.
+    pub(super) exists: bool,
+    /// The quoted names of the schemas it was built for (under their current names).
+    pub(super) indexed: HashSet<String>,
+    /// It holds an embedding made by the current provider and model.
+    pub(super) usable: bool,
+    /// Its version (ask.schema_memory_version), moved on by every write to it.
+    pub(super) version: i64,
+}
+
+/// The memory's state, for `embedder` (the current provider and model).
+pub(super) fn memory_state(embedder: Option<&(String, String)>) -> MemoryState {
+    let args: [DatumWithOid; 2] = [embedder.map(|(p, _)| p.clone()).into(), embedder.map(|(_, m)| m.clone()).into()];
+    // The version exists since 0.2.0's SQL objects; before ALTER EXTENSION UPDATE, none (-1):
+    // nothing found fresh is kept.
+    let which = if crate::pg::version::sql_at_least("0.2.0") { &MEMORY_STATE_SQL } else { &MEMORY_STATE_SQL_0_1 };
+    let sql = which.with(|s| s.clone());
+    let row = as_memory_owner(|| {
+        crate::pg::spi::select_kept(
+            "schema memory state",
+            &sql,
+            &[pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::TEXTOID), pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::TEXTOID)],
+            &args,
+            |r| {
+                Some(MemoryState {
+                    exists: r.get::<bool>(1).ok()?.unwrap_or(false),
+                    indexed: r.get::<Vec<String>>(2).ok()?.unwrap_or_default().into_iter().collect(),
+                    usable: r.get::<bool>(3).ok()?.unwrap_or(false),
+                    version: r.get::<i64>(4).ok()?.unwrap_or(-1),
+                })
+            },
+        )
+        .pop()
+    });
+    row.unwrap_or(MemoryState { exists: false, indexed: HashSet::new(), usable: false, version: -1 })
+}
+
+/// What [`memory_state`] reads, with the memory's version (0.2.0) or without it (0.1.0).
+const MEMORY_STATE: &str = "SELECT EXISTS (SELECT 1 FROM ask.schema_memory_schemas),
+                    ARRAY(SELECT pg_catalog.quote_ident(n.nspname) FROM ask.schema_memory_schemas s
+                          JOIN pg_catalog.pg_namespace n ON n.oid = s.nspid),
+                    $1::text IS NOT NULL AND EXISTS (
+                        SELECT 1 FROM ask.schema_memory_tables
+                        WHERE embedding IS NOT NULL AND embedding_provider = $1::text AND embedding_model IS NOT DISTINCT FROM $2::text
+                        UNION ALL
+                        SELECT 1 FROM ask.schema_memory_schemas
+                        WHERE embedding IS NOT NULL AND embedding_provider = $1::text AND embedding_model IS NOT DISTINCT FROM $2::text),
+                    {version}";
+
+thread_local! {
+    static MEMORY_STATE_SQL: std::rc::Rc<str> = MEMORY_STATE.replace("{version}", "(SELECT version FROM ask.schema_memory_version)").into();
+    static MEMORY_STATE_SQL_0_1: std::rc::Rc<str> = MEMORY_STATE.replace("{version}", "-1::bigint").into();
+}
