@@ -392,13 +392,14 @@ fn benchmark_truth_never_reads_user_tables() {
             let summary: Value = serde_json::from_str(&rows[0]).unwrap();
             assert_eq!(summary["skipped"], 0, "the attack's queries must all load, or the test proves nothing: {summary}");
         }
-        Err(f) => eprintln!("pg_ask refused pv_thief's workload: {f}"),
+        Err(f) => panic!("loading pv_thief's workload failed ({f}): the test would prove nothing"),
     }
 
     let mut victim = connect_to("pv_victim", "postgres");
     use_llm(&mut victim, &llm.url());
     let ran = attempt(&mut victim, &benchmark_call("pv_evil", 1));
-    eprintln!("pv_victim's run of pv_evil: {ran:?}");
+    // The run goes through: the statements that read past the workload score as failures.
+    assert!(ran.is_ok(), "pv_victim's run of pv_evil failed: {ran:?}");
 
     let leaks = must(
         &mut su,
@@ -408,15 +409,13 @@ fn benchmark_truth_never_reads_user_tables() {
           WHERE s.truth::text LIKE '%vsecret-XYZ%' OR s.truth::text LIKE '%SCRAM-SHA-256$%' OR s.truth::text ~ 'md5[0-9a-f]{32}'",
     );
     assert!(leaks.is_empty(), "benchmark truths hold the runner's data or password hashes: {leaks:#?}");
-    if ran.is_ok() {
-        let samples = count(
-            &mut su,
-            "SELECT count(*) FROM ask.benchmark_samples s JOIN ask.benchmark_runs r ON r.id = s.run_id
-              WHERE r.workload = 'pv_evil' AND r.started_by = 'pv_victim'",
-        )
-        .unwrap();
-        assert_eq!(samples, 4, "pv_victim's run of pv_evil finished without its four answers");
-    }
+    let samples = count(
+        &mut su,
+        "SELECT count(*) FROM ask.benchmark_samples s JOIN ask.benchmark_runs r ON r.id = s.run_id
+          WHERE r.workload = 'pv_evil' AND r.started_by = 'pv_victim'",
+    )
+    .unwrap();
+    assert_eq!(samples, 4, "pv_victim's run of pv_evil finished without its four answers");
 }
 
 /// A workload's `create_tables` may hold a statement that is no CREATE TABLE (a SELECT calling
@@ -456,11 +455,15 @@ fn workload_statements_run_nothing_of_the_authors() {
         "INSERT INTO pv_trapped (id, secret_col) SELECT nextval('pv_thief_s.seq'), 'x';",
         "INSERT INTO pv_defaulted (id) VALUES (DEFAULT);"
     ]);
-    let _ = attempt(&mut thief, &load_sql("pv_trapped", &spec));
+    must(&mut thief, "loading pv_trapped", &load_sql("pv_trapped", &spec));
     let mut victim = connect_to("pv_victim", "postgres");
     use_llm(&mut victim, &llm.url());
     let ran = attempt(&mut victim, &benchmark_call("pv_trapped", 3));
-    eprintln!("pv_victim's run of pv_trapped: {ran:?}");
+    // The table whose default calls pv_thief's function refuses the whole run.
+    match &ran {
+        Ok(rows) => panic!("pv_victim's run of pv_trapped went through: {rows:?}"),
+        Err(f) => assert!(f.code == "42501" && f.message.contains("pv_thief_s.pwn"), "the run is refused for its tables: {f}"),
+    }
     let called = count(&mut su, "SELECT count(*) FROM pv_thief_s.ran").unwrap();
     assert_eq!(called, 0, "pv_thief's function ran as pv_victim during the benchmark");
     let advanced = count(&mut su, "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM pv_thief_s.seq").unwrap();
