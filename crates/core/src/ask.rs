@@ -7,11 +7,12 @@ use std::time::Instant;
 use serde_json::{json, Value};
 
 use crate::clarify::{self, Ambiguity};
-use crate::config::{AskConfig, VerifiedUse};
+use crate::config::{AskConfig, GrammarUse, VerifiedUse};
 use crate::constrain::grammar::{sql_grammar, GrammarOptions};
 use crate::constrain::schemas::Shape;
 use crate::constrain::Constraint;
 use crate::extract::extract_sql;
+use crate::grounded;
 use crate::guard::check_read_only;
 use crate::llm::{ChatRequest, ChatResponse, LlmError};
 use crate::prompt::{self, AnswerDecision};
@@ -45,6 +46,8 @@ pub mod stage {
     pub const VERIFIED: &str = "verified";
     /// Ambiguities the value memory shows, and the question back (no LLM call).
     pub const CLARIFY: &str = "clarify";
+    /// The written answer checked against the rows (no LLM call).
+    pub const GROUND: &str = "ground";
 }
 
 /// Why the database refused or failed a statement.
@@ -536,7 +539,35 @@ fn answer(
     }
     let req = prompt::answer_request(question, sql, result, cfg.answer_rows as usize);
     let reply = call(host, trace, stage::ANSWER, None, &req)?;
-    Ok(Some(prompt::parse_answer(&trace.read_shaped(Shape::Answer, &reply))))
+    let decision = prompt::parse_answer(&trace.read_shaped(Shape::Answer, &reply));
+    Ok(Some(grounded_or_rows(trace, question, std::slice::from_ref(result), decision)))
+}
+
+/// A written answer checked against the rows it was written from ([`grounded::check_over`]);
+/// one that states what they do not say is replaced by an answer written from the last rows
+/// without the model ([`grounded::from_rows`]). Recorded as the `ground` stage.
+fn grounded_or_rows(trace: &mut Trace, question: &str, results: &[ResultSet], decision: AnswerDecision) -> AnswerDecision {
+    let AnswerDecision::Text(text) = decision else { return decision };
+    let t = Instant::now();
+    let checked = grounded::check_over(&text, question, results);
+    let mut st = StageTrace::new(stage::GROUND, json!({"answer": text}));
+    let decided = match checked {
+        Ok(()) => {
+            st.output = json!({"grounded": true, "answer_from": "model"});
+            AnswerDecision::Text(text)
+        }
+        Err(why) => {
+            let from = grounded::from_rows(results.last().expect("an answer has rows"));
+            st.output = json!({"grounded": false, "why": why, "answer_from": from.as_str()});
+            match from {
+                grounded::FromRows::Value(s) | grounded::FromRows::List(s) => AnswerDecision::Text(s),
+                grounded::FromRows::Rows => AnswerDecision::Rows,
+            }
+        }
+    };
+    st.ms = ms_since(t);
+    trace.push(st);
+    decided
 }
 
 /// Generate SQL for `question` over `schema`, check, correct and execute it, and repair it
@@ -556,8 +587,11 @@ fn generate_and_run(
 ) -> Result<(String, ResultSet), AskError> {
     let shown: Vec<(&str, &str)> = examples.iter().map(|(q, s)| (q.as_str(), s.as_str())).collect();
     let mut req = prompt::sql_request_with_examples(question, schema, &shown);
-    // The grammar is built before the first call that needs it (a plan's draft needs none).
-    let mut grammar_built = !cfg.sql_grammar;
+    // The grammar is built before the first call that needs it (a plan's draft needs none):
+    // the first one with `on`; with `auto` the first repair of a query the grammar would
+    // have ruled out.
+    let mut grammar_built = cfg.sql_grammar == GrammarUse::Off;
+    let mut grammar_due = cfg.sql_grammar == GrammarUse::Always;
     let max_attempts = cfg.max_attempts.max(1);
     // What each attempt wrote (its SQL, or its whole reply when it had none), white space
     // folded, with how it ended: a repair that writes the same again would end the same way,
@@ -568,14 +602,23 @@ fn generate_and_run(
         let reply = match (attempt, draft) {
             (1, Some(d)) => format!("```sql\n{}\n```", d.trim()),
             _ => {
-                if !grammar_built {
+                if !grammar_built && grammar_due {
                     grammar_built = true;
                     if let Some(gbnf) = grammar_for(trace, schema, step) {
                         req = req.constrain(Constraint::Grammar { gbnf });
                     }
                 }
                 let stage_name = if attempt == 1 { stage::GENERATE } else { stage::REPAIR };
-                call(host, trace, stage_name, Some(attempt), &req)?
+                let reply = call(host, trace, stage_name, Some(attempt), &req)?;
+                if !grammar_built {
+                    // `auto` before a failure the grammar rules out: the model's own query.
+                    if let Some(st) = trace.stages.last_mut() {
+                        if st.output.get("constrained").is_none() && st.output.get("unconstrained").is_none() {
+                            st.output["unconstrained"] = json!("free_first");
+                        }
+                    }
+                }
+                reply
             }
         };
         let extracted = extract_sql(&reply);
@@ -611,12 +654,27 @@ fn generate_and_run(
                 }
             },
         };
+        grammar_due |= grammar_rules_out(&ended);
         tried.push((extracted.is_some(), folded, attempt, ended));
         if attempt < max_attempts {
             req = prompt::repair_request(&req, &reply, extracted.as_deref(), &failure);
         }
     }
     Err(tried.pop().map(|(.., ended)| ended).expect("every attempt that did not return is recorded"))
+}
+
+/// Whether a query that ended as `e` is one the SQL grammar rules out: no SQL, a statement the
+/// guard or the database refused, one that does not parse, names a relation, column or
+/// function that does not exist, leaves a column ungrouped, mixes types or writes a literal
+/// of the wrong form (SQLSTATE class 42 but a missing privilege, 22P02, 22007, 22008, 21000).
+pub fn grammar_rules_out(e: &AskError) -> bool {
+    match e {
+        AskError::NoSql { .. } | AskError::Refused { .. } => true,
+        AskError::Failed { sqlstate, .. } => {
+            (sqlstate.starts_with("42") && sqlstate != "42501") || matches!(sqlstate.as_str(), "22P02" | "22007" | "22008" | "21000")
+        }
+        _ => false,
+    }
 }
 
 /// The SQL grammar of the tables `schema` describes, recorded in the trace with its size and
@@ -752,7 +810,11 @@ fn run_plan(
             let run = runs.swap_remove(step - 1);
             (run.sql, run.result.expect("a step with rows"), Some(AnswerDecision::Rows))
         }
-        Ok(StepsAnswer::Text { text }) => (all_sql, last_rows, Some(AnswerDecision::Text(text))),
+        Ok(StepsAnswer::Text { text }) => {
+            let results: Vec<ResultSet> = runs.iter().filter_map(|r| r.result.as_ref().ok().cloned()).collect();
+            let decided = grounded_or_rows(trace, question, &results, AnswerDecision::Text(text));
+            (all_sql, last_rows, Some(decided))
+        }
         // An answer that names no usable step: the reply stands as a written answer.
         Err(_) => (all_sql, last_rows, Some(AnswerDecision::Text(reply.trim().to_string()))),
     })
@@ -930,8 +992,36 @@ mod tests {
         assert_eq!(out.trace.llm_calls, 2);
         assert_eq!(out.trace.prompt_tokens, 20);
         let stages: Vec<_> = out.trace.stages.iter().map(|s| s.stage).collect();
-        assert_eq!(stages, ["schema", "generate", "guard", "execute", "answer"]);
+        assert_eq!(stages, ["schema", "generate", "guard", "execute", "answer", "ground"]);
+        assert_eq!(out.trace.stages[5].output["answer_from"], "model");
         assert!(h.seen[1].1.messages[0].content.contains("[\"Roma\"]"));
+    }
+
+    #[test]
+    fn a_written_answer_the_rows_do_not_say_is_replaced_by_the_rows() {
+        // One value: said with its column's meaning.
+        let mut h = Scripted::new(&["```sql\nSELECT count(*) AS num_restaurants FROM public.restaurants\n```", "{\"answer\": \"1\"}"]);
+        h.exec = Box::new(|_| Ok(count(68)));
+        let out = run(&mut h, "how many restaurants are there?", &cfg(), Goal::Answer).unwrap();
+        assert_eq!(out.answer_text(), "count: 68");
+        let ground = out.trace.stages.last().unwrap();
+        assert_eq!((ground.stage, &ground.output["grounded"], &ground.output["answer_from"]), ("ground", &json!(false), &json!("value")));
+        assert_eq!(ground.output["why"]["unsupported"], json!(["1"]));
+        // A name the rows do not hold: a few rows become a short list.
+        let mut h = Scripted::new(&["SELECT name FROM public.restaurants", "Roma and Venezia."]);
+        h.exec = Box::new(|_| {
+            Ok(ResultSet { columns: vec!["name".into()], rows: vec![vec![json!("Roma")], vec![json!("Nizza")]], truncated: false })
+        });
+        let out = run(&mut h, "which restaurants?", &cfg(), Goal::Answer).unwrap();
+        assert_eq!(out.answer_text(), "- Roma\n- Nizza");
+        // Many rows: the rows.
+        let mut h = Scripted::new(&["SELECT name FROM public.restaurants", "There are 3 of them: Roma."]);
+        h.exec = Box::new(|_| {
+            Ok(ResultSet { columns: vec!["name".into()], rows: (0..9).map(|i| vec![json!(format!("r{i}"))]).collect(), truncated: false })
+        });
+        let out = run(&mut h, "which restaurants?", &cfg(), Goal::Answer).unwrap();
+        assert_eq!(out.answer, Some(AnswerDecision::Rows));
+        assert_eq!(out.trace.stages.last().unwrap().output["answer_from"], "rows");
     }
 
     #[test]
@@ -964,6 +1054,38 @@ mod tests {
         assert_eq!(repair.0, "repair");
         let last = &repair.1.messages.last().unwrap().content;
         assert!(last.contains("column \"nme\" does not exist") && last.contains("HINT: Perhaps"), "{last}");
+    }
+
+    #[test]
+    fn auto_writes_freely_first_and_repairs_under_the_grammar_what_it_rules_out() {
+        let failing = |sqlstate: &'static str| -> Executor {
+            Box::new(move |sql| {
+                if sql.contains("nme") {
+                    Err(ExecFailure::Error { sqlstate: sqlstate.into(), message: "failed".into(), detail: None, hint: None })
+                } else {
+                    Ok(one_row())
+                }
+            })
+        };
+        let replies = ["SELECT nme FROM public.restaurants", "SELECT name FROM public.restaurants"];
+        let auto = AskConfig { sql_grammar: GrammarUse::Repair, ..cfg() };
+        // A column that does not exist: the repair carries the grammar.
+        let mut h = Scripted::new(&replies);
+        h.exec = failing("42703");
+        let out = run(&mut h, "q", &auto, Goal::Rows).unwrap();
+        assert!(h.seen[0].1.constraint.is_none());
+        assert!(matches!(h.seen[1].1.constraint, Some(Constraint::Grammar { .. })));
+        assert_eq!(out.trace.stages[1].output["unconstrained"], "free_first");
+        // A division by zero: the grammar would not have prevented it, the repair stays free.
+        let mut h = Scripted::new(&replies);
+        h.exec = failing("22012");
+        run(&mut h, "q", &auto, Goal::Rows).unwrap();
+        assert!(h.seen.iter().all(|(_, r)| r.constraint.is_none()));
+        // On: from the first call.
+        let mut h = Scripted::new(&replies);
+        h.exec = failing("42703");
+        run(&mut h, "q", &AskConfig { sql_grammar: GrammarUse::Always, ..cfg() }, Goal::Rows).unwrap();
+        assert!(h.seen.iter().all(|(_, r)| r.constraint.is_some()));
     }
 
     #[test]
@@ -1139,7 +1261,7 @@ mod tests {
         let answer_prompt = &h.0.seen[1].1.messages[0].content;
         assert!(answer_prompt.contains("<step n=\"2\" schema=\"staff\">"), "{answer_prompt}");
         let stages: Vec<_> = out.trace.stages.iter().map(|s| s.stage).collect();
-        assert_eq!(stages, ["select", "schema", "plan", "plan", "guard", "execute", "guard", "execute", "answer", "answer"]);
+        assert_eq!(stages, ["select", "schema", "plan", "plan", "guard", "execute", "guard", "execute", "answer", "answer", "ground"]);
         assert_eq!(out.trace.stages[7].input["step"], 2);
         assert_eq!(out.trace.llm_calls, 2);
     }

@@ -89,10 +89,10 @@ pub struct AskConfig {
     pub row_limit: u32,
     /// Rows shown to the LLM in the answer prompt at most.
     pub answer_rows: u32,
-    /// Whether SQL generation asks for a grammar of the described tables (`ask.sql_grammar`
-    /// not `off`, and a provider that can take one or the setting `on`, which then makes the
-    /// client refuse). Whether it is sent is the client's decision.
-    pub sql_grammar: bool,
+    /// When SQL generation asks for a grammar of the described tables (`ask.sql_grammar`).
+    /// Whether it is sent is the client's decision (a provider that cannot take one is asked
+    /// without it in `auto`, refused in `on`).
+    pub sql_grammar: GrammarUse,
     /// What verified queries may do (`ask.verified`).
     pub verified: VerifiedUse,
     /// The least cosine between a question and a verified one in other words for the verified
@@ -101,6 +101,22 @@ pub struct AskConfig {
     /// Whether an ambiguity pg_ask can see is put back to the user as a question
     /// (`ask.clarify`) instead of being guessed.
     pub clarify: bool,
+}
+
+/// When SQL generation is constrained by the grammar of the described tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GrammarUse {
+    /// Never (`ask.sql_grammar = off`).
+    #[default]
+    Off,
+    /// The model writes its first query freely; a repair is constrained when that query failed
+    /// in a way the grammar rules out: it named a table, column or function that does not
+    /// exist, did not parse, was refused, or was no SQL at all (`auto`). A constraint then
+    /// removes only what would fail: a query the model writes that runs is never forced into
+    /// the grammar's shapes.
+    Repair,
+    /// Every call, the first one too (`on`).
+    Always,
 }
 
 /// What the verified queries of similar questions may do in `ask()` (`ask.verified`).
@@ -123,7 +139,7 @@ impl Default for AskConfig {
             max_attempts: 3,
             row_limit: 1000,
             answer_rows: 50,
-            sql_grammar: false,
+            sql_grammar: GrammarUse::Off,
             verified: VerifiedUse::On,
             verified_min_cosine: crate::verified::PARAPHRASE_MIN_COSINE,
             clarify: false,

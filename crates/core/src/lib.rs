@@ -11,6 +11,7 @@ pub mod config;
 pub mod constrain;
 pub mod evaluate;
 pub mod extract;
+pub mod grounded;
 pub mod guard;
 pub mod json;
 pub mod llm;

@@ -6,7 +6,7 @@ use std::ffi::CString;
 
 use pgrx::guc::{GucEnum, GucSetting};
 
-use pg_ask_core::config::{AskConfig, LlmConfig, Provider, VerifiedUse};
+use pg_ask_core::config::{AskConfig, GrammarUse, LlmConfig, Provider, VerifiedUse};
 use pg_ask_core::constrain::Modes;
 use pg_ask_core::secret::Secret;
 
@@ -181,7 +181,11 @@ pub fn ask_config(max_attempts: Option<i32>) -> AskConfig {
     AskConfig {
         max_attempts: max_attempts.unwrap_or_else(|| MAX_ATTEMPTS.get()).clamp(1, 20) as u32,
         row_limit: row_limit(),
-        sql_grammar: SQL_GRAMMAR.get() != GucMode::Off,
+        sql_grammar: match SQL_GRAMMAR.get() {
+            GucMode::Off => GrammarUse::Off,
+            GucMode::Auto => GrammarUse::Repair,
+            GucMode::On => GrammarUse::Always,
+        },
         verified: match VERIFIED.get() {
             GucVerified::On => VerifiedUse::On,
             GucVerified::Examples => VerifiedUse::Examples,

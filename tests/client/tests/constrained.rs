@@ -1,12 +1,15 @@
 //! `ask.structured_output` and `ask.sql_grammar` against the stand-in LLM server: what each
-//! request carries, a server that refuses a constraint (asked again without it, and not asked
-//! with it again in the session), and `on` turning a refusal into SQLSTATE 0A000.
+//! request carries (`auto`: a free first query, the grammar for the repair of one that named
+//! what does not exist), a server that refuses a constraint (asked again without it, and not
+//! asked with it again in the session), and `on` turning a refusal into SQLSTATE 0A000.
 
 use llm_standin::{Reply, Rule, Script, StandIn};
 use pg_ask_it::{connect, sqlstate, use_llm};
 use serde_json::Value;
 
 const SQL: &str = "```sql\nSELECT name FROM public.it_cities\n```";
+/// A query naming a column that does not exist (42703).
+const MISSING: &str = "```sql\nSELECT nme FROM public.it_cities\n```";
 
 /// A stand-in that refuses requests carrying `field` (HTTP 400 naming it, as OpenAI does), and
 /// otherwise answers SQL and, for the answer stage, ROWS.
@@ -21,7 +24,11 @@ fn refusing(field: &str) -> StandIn {
     );
     refuse.has_field = vec![field.to_string()];
     StandIn::start(
-        Script::default().rule(refuse).rule(Rule::new(&["You answer a question"], Reply::text("ROWS"))).or_else(Reply::text(SQL)),
+        Script::default()
+            .rule(refuse)
+            .rule(Rule::new(&["You answer a question"], Reply::text("ROWS")))
+            .rule(Rule::new(&[], Reply::text(MISSING)).last(&["missing first"]))
+            .or_else(Reply::text(SQL)),
     )
     .unwrap()
 }
@@ -42,6 +49,7 @@ fn each_request_carries_its_constraint_and_the_trace_says_so() {
     .unwrap();
     let mut c = connect();
     use_llm(&mut c, &llm.url());
+    c.batch_execute("SET ask.sql_grammar = on").unwrap();
     let trace = explain(&mut c, "list the cities");
     let sent = llm.requests();
     assert_eq!(sent.len(), 2, "{trace}");
@@ -58,10 +66,19 @@ fn each_request_carries_its_constraint_and_the_trace_says_so() {
     let answer = stage(&trace, "answer");
     assert_eq!((answer["output"]["constrained"].as_str(), answer["output"]["read"].as_str()), (Some("json_schema"), Some("structured")));
 
+    // Auto (the default): the first query is the model's own; it ran, so no grammar was built.
+    c.batch_execute("RESET ask.sql_grammar").unwrap();
+    let trace = explain(&mut c, "list the cities");
+    let sent = &llm.requests()[2..];
+    assert_eq!(sent.len(), 2, "{trace}");
+    assert!(sent[0].body.get("grammar").is_none(), "the first query is written freely in auto");
+    assert_eq!(stage(&trace, "generate")["output"]["unconstrained"], "free_first");
+    assert!(trace["stages"].as_array().unwrap().iter().all(|s| s["stage"] != "grammar"), "{trace}");
+
     // Off: neither is sent, and the trace says why.
     c.batch_execute("SET ask.structured_output = off; SET ask.sql_grammar = off").unwrap();
     let trace = explain(&mut c, "list the cities");
-    let sent = &llm.requests()[2..];
+    let sent = &llm.requests()[4..];
     assert!(sent.iter().all(|r| r.body.get("grammar").is_none() && r.body.get("response_format").is_none()));
     assert!(trace["stages"].as_array().unwrap().iter().all(|s| s["stage"] != "grammar"), "no grammar is built when it is off");
     assert_eq!(stage(&trace, "answer")["output"]["unconstrained"], "off");
@@ -71,18 +88,44 @@ fn each_request_carries_its_constraint_and_the_trace_says_so() {
 }
 
 #[test]
+fn in_auto_a_query_naming_what_does_not_exist_is_repaired_under_the_grammar() {
+    let llm = StandIn::start(
+        Script::default()
+            .rule(Rule::new(&["You answer a question"], Reply::text("ROWS")))
+            .rule(Rule::new(&[], Reply::text(MISSING)).last(&["missing first"]))
+            .or_else(Reply::text(SQL)),
+    )
+    .unwrap();
+    let mut c = connect();
+    use_llm(&mut c, &llm.url());
+    let trace = explain(&mut c, "list the cities, missing first");
+    assert!(trace.get("error").is_none(), "{trace}");
+    let sent = llm.requests();
+    assert!(sent[0].body.get("grammar").is_none(), "the first query is the model's own");
+    let grammar = sent[1].body["grammar"].as_str().expect("the repair of a missing column carries the grammar");
+    assert!(grammar.contains("it_cities"), "{grammar:.200}");
+    let stages: Vec<&str> = trace["stages"].as_array().unwrap().iter().map(|s| s["stage"].as_str().unwrap()).collect();
+    assert_eq!(&stages[..8], ["schema", "generate", "guard", "execute", "grammar", "repair", "guard", "execute"], "{trace}");
+    assert_eq!(stage(&trace, "repair")["output"]["constrained"], "grammar");
+    assert_eq!(trace["final_sql"], "SELECT name FROM public.it_cities");
+}
+
+#[test]
 fn a_server_that_refuses_the_grammar_is_asked_again_without_it_and_remembered() {
     let llm = refusing("grammar");
     let mut c = connect();
     use_llm(&mut c, &llm.url());
-    let trace = explain(&mut c, "list the cities");
+    let trace = explain(&mut c, "list the cities, missing first");
     assert!(trace.get("error").is_none(), "{trace}");
-    assert_eq!(stage(&trace, "generate")["output"]["unconstrained"], "refused");
+    assert_eq!(stage(&trace, "repair")["output"]["unconstrained"], "refused");
     let sent = llm.requests();
-    assert!(sent[0].body.get("grammar").is_some() && sent[1].body.get("grammar").is_none(), "refused, then asked again without");
+    assert!(
+        sent[0].body.get("grammar").is_none() && sent[1].body.get("grammar").is_some() && sent[2].body.get("grammar").is_none(),
+        "free first, then the repair under the grammar refused and asked again without"
+    );
     // The rest of the session does not try again.
-    let trace = explain(&mut c, "list the cities again");
-    assert_eq!(stage(&trace, "generate")["output"]["unconstrained"], "refused_before");
+    let trace = explain(&mut c, "list the cities again, missing first");
+    assert_eq!(stage(&trace, "repair")["output"]["unconstrained"], "refused_before");
     let later = &llm.requests()[sent.len()..];
     assert!(later.iter().all(|r| r.body.get("grammar").is_none()), "the grammar was sent again after a refusal");
 
