@@ -111,11 +111,28 @@ fn the_sample_grammar_accepts_queries_over_its_tables() {
         "SELECT name FROM public.cities UNION SELECT name FROM public.states ORDER BY 1 LIMIT 10",
         "SELECT name FROM public.restaurants WHERE rating = (SELECT MAX(rating) FROM public.restaurants)",
         "SELECT name FROM public.restaurants ORDER BY LENGTH(name) DESC, rating",
+        // What models write: keywords and functions in lower case, tables without the
+        // schema of the search path, Spider's T1/T2 aliases, a table's own name, INNER JOIN,
+        // AS left out, a join's condition either way round, line breaks and indentation, a
+        // trailing semicolon.
+        "select count(*) from restaurants;",
+        "SELECT count(*) FROM public.restaurants",
+        "SELECT COUNT(*) FROM restaurants",
+        "SELECT T1.name FROM public.restaurants AS T1 JOIN public.cities AS T2 ON T1.city_id = T2.id WHERE T2.name = 'Los Angeles'",
+        "SELECT T1.name FROM restaurants AS T1 INNER JOIN cities AS T2 ON T2.id = T1.city_id WHERE T2.name = 'Los Angeles';",
+        "SELECT restaurants.name FROM restaurants JOIN cities ON restaurants.city_id = cities.id WHERE cities.name = 'Los Angeles'",
+        "SELECT T1.name FROM restaurants T1 WHERE T1.rating > 4",
+        "SELECT r.name FROM restaurants r JOIN cities c ON r.city_id = c.id",
+        "SELECT restaurants.name FROM restaurants ORDER BY restaurants.rating desc limit 3",
+        "SELECT name\nFROM restaurants\nWHERE cuisine = 'Italian'\n  AND rating > 4;",
+        "SELECT\n    name,\n    rating\nFROM public.restaurants\nORDER BY rating DESC\nLIMIT 5",
+        "SELECT cuisine, avg(rating) AS \"avg\" FROM restaurants GROUP BY 1 ORDER BY 2 DESC",
+        "SELECT name FROM restaurants WHERE opened_on >= date '2020-01-01' and rating is not null",
     ];
     let bad = [
         // No such table, or not schema-qualified as described.
         "SELECT COUNT(*) FROM public.dishes",
-        "SELECT COUNT(*) FROM restaurants",
+        "SELECT COUNT(*) FROM dishes",
         // A column of another table.
         "SELECT population FROM public.restaurants",
         "SELECT name FROM public.restaurants WHERE country = 'Italy'",
@@ -127,6 +144,12 @@ fn the_sample_grammar_accepts_queries_over_its_tables() {
         // A join that is not along a foreign key, an alias that is not the branch's.
         "SELECT r.name FROM public.restaurants AS r JOIN public.states AS s ON r.city_id = s.code",
         "SELECT x.name FROM public.restaurants AS x",
+        "SELECT T2.name FROM public.restaurants AS T1",
+        "SELECT cities.name FROM restaurants",
+        "SELECT T1.name FROM restaurants AS T1 JOIN cities AS T2 ON T1.city_id = T2.code",
+        // White space runs, mixed-case identifiers that PostgreSQL would not find.
+        "SELECT name FROM restaurants\n\nWHERE rating > 4",
+        "SELECT Name FROM restaurants",
         // Writes and a second statement.
         "DELETE FROM public.restaurants",
         "SELECT 1 FROM public.restaurants; DROP TABLE public.restaurants",
@@ -194,6 +217,8 @@ TABLE \"Sales Data\".customer
         "SELECT select FROM \"Sales Data\".\"Order\"",
         "SELECT \"Id\" FROM Sales Data.Order",
         "SELECT \"Id\" FROM \"sales data\".\"order\"",
+        // A schema that is not on the search path cannot be left out.
+        "SELECT \"Id\" FROM \"Order\"",
         "SELECT name FROM \"Sales Data\".customer",
     ];
     assert_verdicts(&g.text, &good, &bad);
@@ -215,12 +240,15 @@ TABLE public.staff
     let mut tables = parse_rendered(&render(&[wide]));
     tables.extend(parse_rendered(staff));
     let g = sql_grammar(&tables, GrammarOptions::default()).unwrap();
-    assert_eq!(g.branches, 3, "two tables and the self-join");
+    // Two tables and the self-join; each table bare, with T1 and with its own name; the
+    // self-join with initials and numbered (its own name twice would be ambiguous).
+    assert_eq!(g.branches, 8);
     assert_verdicts(
         &g.text,
         &[
             "SELECT c1599, c0 FROM public.wide WHERE c1 = 'x' AND c3 = TRUE",
             "SELECT s.name, s2.name FROM public.staff AS s JOIN public.staff AS s2 ON s.manager_id = s2.id",
+            "SELECT T1.name, T2.name FROM staff AS T1 JOIN staff AS T2 ON T1.manager_id = T2.id",
         ],
         // jsonb is neither text nor number: no literal comparison; c1600 does not exist.
         &["SELECT c0 FROM public.wide WHERE c4 = 'x'", "SELECT c1600 FROM public.wide"],
@@ -252,7 +280,7 @@ fn the_size_follows_the_described_tables() {
         .map(|i| format!("TABLE s.t{i}\n  id integer PRIMARY KEY\n  name text\n  parent_id integer REFERENCES s.t{}(id)\n", (i + 1) % 300))
         .collect();
     let tables = parse_rendered(&many);
-    let g = sql_grammar(&tables, GrammarOptions { max_branches: 400, two_hops: true }).unwrap();
+    let g = sql_grammar(&tables, GrammarOptions { max_branches: 400, two_hops: true, ..GrammarOptions::default() }).unwrap();
     assert_eq!((g.tables, g.branches), (300, 400));
     assert!(sql_grammar(&[], GrammarOptions::default()).is_none());
 }

@@ -20,28 +20,38 @@
 //! Expressions are typed by the column class (number, text, date/time, boolean, other), so a
 //! literal is of the kind its column compares with: `price > 10`, `city = 'Rome'`,
 //! `opened >= '2020-01-01'`. Identifiers are written exactly as the description writes them
-//! (quoted where PostgreSQL needs it); keywords in capitals; one space between tokens, a line
-//! break allowed before each clause, bounded repetitions: a constrained model cannot loop in
-//! white space or lists until its token limit.
+//! (quoted where PostgreSQL needs it); keywords and function names in any case, a space or a
+//! line break with indentation between tokens ([`super::relax`]), bounded repetitions: a
+//! constrained model cannot loop in white space or lists until its token limit.
+//!
+//! A grammar may remove only what would fail, so it takes the names models write: a table of a
+//! schema on the search path without its schema (where no other described table has its name),
+//! and, for each `FROM` clause, the aliases models trained on Spider and BIRD choose (`T1`,
+//! `T2`, ...), a table's initial, or the table's own name; `INNER JOIN`, `AS` left out, and a
+//! join's condition written either way round.
 
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use crate::schema::{ForeignKey, Table};
+use super::clauses::{branches, Branch};
+use super::relax::{keyword_rule, relax, WS_RULE};
+use crate::schema::Table;
 
-/// Limits on the grammar's size.
-#[derive(Debug, Clone, Copy)]
+/// Limits on the grammar's size, and what the caller's search path lets a query leave out.
+#[derive(Debug, Clone)]
 pub struct GrammarOptions {
     /// Branches at most: every table has one; foreign-key joins take what is left, one-hop
-    /// joins first.
+    /// joins first; then the same clauses with the other aliases.
     pub max_branches: usize,
     /// Whether two-hop joins (three tables along two foreign keys) get branches.
     pub two_hops: bool,
+    /// Schemas on the search path: their tables may be named without the schema.
+    pub unqualified_schemas: Vec<String>,
 }
 
 impl Default for GrammarOptions {
     fn default() -> Self {
-        GrammarOptions { max_branches: 400, two_hops: true }
+        GrammarOptions { max_branches: 150, two_hops: true, unqualified_schemas: vec!["public".to_string()] }
     }
 }
 
@@ -113,33 +123,12 @@ pub fn literal(text: &str) -> String {
     out
 }
 
-/// One table of a branch, with the alias its columns are qualified with (none for a branch of
-/// one table).
-struct Member<'a> {
-    table: &'a Table,
-    alias: Option<String>,
-}
-
-/// One `FROM` clause and the tables in scope with it.
-struct Branch<'a> {
-    members: Vec<Member<'a>>,
-    /// The `FROM` clause's text after `FROM `.
-    from: String,
-}
-
-/// A foreign key between two described tables: `from` (index) references `to`.
-struct Edge<'a> {
-    from: usize,
-    to: usize,
-    fk: &'a ForeignKey,
-}
-
 /// The grammar for `tables`, or `None` when there is none to describe.
 pub fn sql_grammar(tables: &[Table], opts: GrammarOptions) -> Option<SqlGrammar> {
     if tables.is_empty() {
         return None;
     }
-    let branches = branches(tables, opts);
+    let branches = branches(tables, &opts);
     let mut g = Gbnf::default();
     g.common();
     let ids: Vec<String> = (0..branches.len()).map(|i| format!("b{i}")).collect();
@@ -160,111 +149,42 @@ pub fn sql_grammar(tables: &[Table], opts: GrammarOptions) -> Option<SqlGrammar>
     g.rule("scal-n", &alt("-scn"));
     g.rule("scal-t", &alt("-sct"));
     g.rule("subq", &alt("-sx"));
+    for name in std::mem::take(&mut g.keywords) {
+        let (name, body) = keyword_rule(&name);
+        let _ = writeln!(g.text, "{name} ::= {body}");
+        g.rules += 1;
+    }
     Some(SqlGrammar { text: g.text, tables: tables.len(), branches: branches.len(), rules: g.rules })
-}
-
-/// The branches for `tables`: each table alone, then one-hop joins along every foreign key
-/// between described tables, then two-hop joins, up to `opts.max_branches`.
-fn branches(tables: &[Table], opts: GrammarOptions) -> Vec<Branch<'_>> {
-    let mut out: Vec<Branch> =
-        tables.iter().map(|t| Branch { members: vec![Member { table: t, alias: None }], from: t.qualified() }).collect();
-    let index = |qualified: &str| tables.iter().position(|t| t.qualified() == qualified);
-    let edges: Vec<Edge> = tables
-        .iter()
-        .enumerate()
-        .flat_map(|(i, t)| {
-            t.foreign_keys
-                .iter()
-                .filter(|fk| !fk.columns.is_empty() && fk.columns.len() == fk.ref_columns.len())
-                .filter_map(move |fk| index(&fk.references).map(|to| Edge { from: i, to, fk }))
-        })
-        .collect();
-    for e in &edges {
-        if out.len() >= opts.max_branches {
-            return out;
-        }
-        out.push(join(tables, &[e.from, e.to], &[e]));
-    }
-    if opts.two_hops {
-        // Two edges that share a table: X - Y - Z, each pair once.
-        for (i, e1) in edges.iter().enumerate() {
-            for e2 in &edges[i + 1..] {
-                if out.len() >= opts.max_branches {
-                    return out;
-                }
-                let ends1 = [e1.from, e1.to];
-                let ends2 = [e2.from, e2.to];
-                let Some(&shared) = ends1.iter().find(|t| ends2.contains(t)) else { continue };
-                if e1.from == e1.to || e2.from == e2.to {
-                    continue;
-                }
-                let x = if e1.from == shared { e1.to } else { e1.from };
-                let z = if e2.from == shared { e2.to } else { e2.from };
-                // Start where a query would: at a table that references the shared one (a
-                // chain restaurants -> cities -> states starts at restaurants), or at the
-                // shared one when it references both (a link table).
-                let branch = match (e1.from == shared, e2.from == shared) {
-                    (true, true) => join(tables, &[shared, x, z], &[e1, e2]),
-                    (true, false) => join(tables, &[z, shared, x], &[e2, e1]),
-                    _ => join(tables, &[x, shared, z], &[e1, e2]),
-                };
-                out.push(branch);
-            }
-        }
-    }
-    out
-}
-
-/// The branch joining `order` (table indexes, in `FROM` order; a table may come twice, as in a
-/// self-reference) along `edges`: each edge joins the first table not yet in the clause.
-fn join<'a>(tables: &'a [Table], order: &[usize], edges: &[&Edge<'a>]) -> Branch<'a> {
-    let mut aliases: Vec<String> = Vec::new();
-    for &i in order {
-        let initial = tables[i].name.trim_matches('"').chars().find(|c| c.is_ascii_alphabetic()).map_or('t', |c| c.to_ascii_lowercase());
-        let mut alias = initial.to_string();
-        let mut n = 2;
-        while aliases.contains(&alias) {
-            alias = format!("{initial}{n}");
-            n += 1;
-        }
-        aliases.push(alias);
-    }
-    let mut from = format!("{} AS {}", tables[order[0]].qualified(), aliases[0]);
-    for (pos, e) in edges.iter().enumerate() {
-        // The new table is order[pos + 1]; the edge's other end is an earlier one.
-        let new = pos + 1;
-        let new_is_from = order[new] == e.from && (e.from != e.to || pos > 0 || order[0] != e.from);
-        let earlier = |table: usize| (0..new).rev().find(|&k| order[k] == table).unwrap_or(0);
-        let (a_from, a_to) = if new_is_from { (new, earlier(e.to)) } else { (earlier(e.from), new) };
-        let on =
-            e.fk.columns
-                .iter()
-                .zip(&e.fk.ref_columns)
-                .map(|(c, r)| format!("{}.{} = {}.{}", aliases[a_from], c, aliases[a_to], r))
-                .collect::<Vec<_>>()
-                .join(" AND ");
-        let _ = write!(from, " JOIN {} AS {} ON {}", tables[order[new]].qualified(), aliases[new], on);
-    }
-    let members = order.iter().zip(aliases).map(|(&i, alias)| Member { table: &tables[i], alias: Some(alias) }).collect();
-    Branch { members, from }
 }
 
 #[derive(Default)]
 struct Gbnf {
     text: String,
     rules: usize,
+    /// The keyword rules the relaxed rules refer to, written last.
+    keywords: BTreeSet<String>,
 }
 
 impl Gbnf {
+    /// A rule, relaxed ([`relax`]): keywords in any case everywhere, and a space between
+    /// tokens a line break too, except where a space is part of a token (white space itself,
+    /// a quoted text, a time stamp, an interval's text).
     fn rule(&mut self, name: &str, body: &str) {
+        let body = match name {
+            "root" | "ws" | "sep" | "str" | "alias" => body.to_string(),
+            "ts" | "interval" | "unit" | "num" | "int" => relax(body, false, &mut self.keywords),
+            _ => relax(body, true, &mut self.keywords),
+        };
         let _ = writeln!(self.text, "{name} ::= {body}");
         self.rules += 1;
     }
 
     /// Rules that no branch's names appear in.
     fn common(&mut self) {
-        // One separator before a clause: a space or a line break, never a run of them.
-        self.rule("sep", "\" \" | \"\\n\"");
+        // White space between tokens and before a clause: a space, or a line break and an
+        // indentation, never a longer run.
+        self.rule("ws", WS_RULE);
+        self.rule("sep", "ws");
         self.rule("num", "\"-\"? [0-9]{1,12} (\".\" [0-9]{1,6})?");
         self.rule("int", "[0-9]{1,9}");
         self.rule("str", "\"'\" ([^'\\\\\\n] | \"''\"){0,80} \"'\"");
@@ -317,7 +237,7 @@ impl Gbnf {
         self.rule(&r("col"), &col_alts.join(" | "));
         let cols = Cols { n: !n.is_empty(), t: !t.is_empty(), d: !d.is_empty(), b: !bo.is_empty(), o: !o.is_empty() };
 
-        let from = literal(&b.from);
+        let from = format!("({})", b.from);
         let fw = r("fw");
         self.rule(&fw, &format!("sep \"FROM \" {from} (sep \"WHERE \" {})?", r("cond0")));
         // A plain query: its items, and windows, are row expressions; after DISTINCT, ORDER BY

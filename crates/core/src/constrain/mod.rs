@@ -7,7 +7,9 @@
 //! is remembered ([`remember_refusal`]) for the rest of the backend's life, per base URL, and
 //! asked without the constraint from then on (in `auto`).
 
+pub mod clauses;
 pub mod grammar;
+pub mod relax;
 pub mod schemas;
 
 use std::collections::HashSet;
