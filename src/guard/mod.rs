@@ -298,8 +298,18 @@ unsafe fn copy_rows(limit: u32) -> ResultSet {
         types.push(pg_sys::SPI_gettypeid(tupdesc, i));
     }
     let keep = processed.min(limit as usize);
-    let mut rows = Vec::with_capacity(keep);
+    // ask.max_result_size: rows past it are not read, and a cell larger than what is left of
+    // it is cut, so that a query's result cannot fill the backend's memory on its way to the
+    // caller and the LLM.
+    let max_bytes = crate::pg::gucs::max_result_bytes();
+    let mut read = 0usize;
+    let mut size_cut = false;
+    let mut rows = Vec::with_capacity(keep.min(1024));
     for r in 0..keep {
+        if read >= max_bytes {
+            size_cut = true;
+            break;
+        }
         let tuple = *(*tt).vals.add(r);
         let mut row = Vec::with_capacity(natts as usize);
         for i in 1..=natts {
@@ -307,13 +317,28 @@ unsafe fn copy_rows(limit: u32) -> ResultSet {
             row.push(if text.is_null() {
                 Value::Null
             } else {
-                let s = scrubbed(&key, CStr::from_ptr(text).to_string_lossy());
-                json_value(types[(i - 1) as usize], &s)
+                let bytes = CStr::from_ptr(text).to_bytes();
+                let room = max_bytes.saturating_sub(read).max(64);
+                let (bytes, cut) = if bytes.len() > room { (&bytes[..room], Some(bytes.len())) } else { (bytes, None) };
+                read += bytes.len();
+                let s = scrubbed(&key, String::from_utf8_lossy(bytes));
+                match cut {
+                    Some(total) => {
+                        size_cut = true;
+                        Value::String(format!("{}…[cut: {total} bytes]", s.trim_end_matches('\u{FFFD}')))
+                    }
+                    None => json_value(types[(i - 1) as usize], &s),
+                }
             });
+            if !text.is_null() {
+                // The cell's text form, in SPI's memory until SPI_finish: freed now, so that
+                // the cells of a large result do not pile up there.
+                pg_sys::pfree(text.cast());
+            }
         }
         rows.push(row);
     }
-    ResultSet { columns, rows, truncated: processed > limit as usize }
+    ResultSet { columns, rows, truncated: processed > limit as usize, size_cut }
 }
 
 fn scrubbed<'a>(key: &pg_ask_core::secret::Secret, text: std::borrow::Cow<'a, str>) -> std::borrow::Cow<'a, str> {

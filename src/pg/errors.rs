@@ -137,6 +137,9 @@ pub fn from_ask(e: &AskError) -> Raised {
         )
         .detail(format!("last SQL: {sql}"))
         .hint("Raise ask.max_attempts, rephrase the question, or try another model (ask.model)."),
+        AskError::PromptTooLarge { stage, .. } => Raised::new(ERRCODE_PROGRAM_LIMIT_EXCEEDED, e.to_string())
+            .detail(format!("The {stage} prompt holds what cannot be cut (the tables' description, the question, a context given)."))
+            .hint("Ask over fewer tables (a schema selection memory: SELECT ask.index_schema(); ask.max_tables), shorten the question or context, or raise ask.max_prompt_tokens within the model's context."),
     }
 }
 

@@ -211,6 +211,9 @@ pub enum AskError {
     /// `ask.clarify` is on and the question is ambiguous: the question back.
     #[error("{question}")]
     Ambiguous { question: String },
+    /// A prompt that cannot be cut is larger than `ask.max_prompt_tokens`.
+    #[error("the {stage} prompt would be about {tokens} tokens, over ask.max_prompt_tokens ({max})")]
+    PromptTooLarge { stage: &'static str, tokens: usize, max: usize },
 }
 
 impl AskError {
@@ -232,8 +235,19 @@ impl AskError {
     }
 }
 
-/// One LLM call, recorded in the trace.
-fn call(host: &mut dyn Host, trace: &mut Trace, stage: &'static str, attempt: Option<u32>, req: &ChatRequest) -> Result<String, AskError> {
+/// One LLM call, recorded in the trace. A prompt over `max_tokens` is not sent.
+fn call(
+    host: &mut dyn Host,
+    trace: &mut Trace,
+    stage: &'static str,
+    attempt: Option<u32>,
+    req: &ChatRequest,
+    max_tokens: usize,
+) -> Result<String, AskError> {
+    let tokens = prompt::bounds::tokens(req);
+    if tokens > max_tokens {
+        return Err(AskError::PromptTooLarge { stage, tokens, max: max_tokens });
+    }
     let t = Instant::now();
     let mut st = StageTrace::new(stage, json!({"prompt_chars": req.prompt_chars(), "messages": req.messages.len()}));
     st.attempt = attempt;
@@ -293,7 +307,7 @@ fn run_inner(
     }
     if let (Some(ctx), Goal::Answer) = (context.filter(|c| !c.trim().is_empty()), goal) {
         let req = context_request(question, ctx);
-        let reply = call(host, trace, stage::CONTEXT, None, &req)?;
+        let reply = call(host, trace, stage::CONTEXT, None, &req, cfg.max_prompt_tokens)?;
         let decision = parse_context(&trace.read_shaped(Shape::Context, &reply));
         let mut st = StageTrace::new(stage::CONTEXT, json!({"decision_of": "the reply above"}));
         st.output = serde_json::to_value(&decision).unwrap_or_default();
@@ -537,10 +551,33 @@ fn answer(
     if goal != Goal::Answer {
         return Ok(None);
     }
-    let req = prompt::answer_request(question, sql, result, cfg.answer_rows as usize);
-    let reply = call(host, trace, stage::ANSWER, None, &req)?;
+    let Some((req, shown)) = prompt::answer_request_within(question, sql, result, cfg.answer_rows as usize, cfg.max_prompt_tokens) else {
+        return Ok(Some(rows_unwritten(trace, "not one row of the result fits in ask.max_prompt_tokens", cfg.max_prompt_tokens)));
+    };
+    if shown.cells_cut > 0 || shown.rows < result.rows.len().min(cfg.answer_rows as usize) {
+        let mut st = StageTrace::new(stage::ANSWER, json!({"bounded": cfg.max_prompt_tokens}));
+        st.output = json!({"rows_shown": shown.rows, "cells_cut": shown.cells_cut});
+        trace.push(st);
+    }
+    let reply = match call(host, trace, stage::ANSWER, None, &req, cfg.max_prompt_tokens) {
+        Ok(reply) => reply,
+        Err(AskError::Llm { source, .. }) if source.is_context_overflow() => {
+            return Ok(Some(rows_unwritten(trace, "the LLM server said the answer prompt exceeds its context", cfg.max_prompt_tokens)));
+        }
+        Err(e) => return Err(e),
+    };
     let decision = prompt::parse_answer(&trace.read_shaped(Shape::Answer, &reply));
     Ok(Some(grounded_or_rows(trace, question, std::slice::from_ref(result), decision)))
+}
+
+/// The rows as the answer, without a written one, because `why`: recorded in the trace, and
+/// said in a NOTICE.
+fn rows_unwritten(trace: &mut Trace, why: &str, max: usize) -> AnswerDecision {
+    let mut st = StageTrace::new(stage::ANSWER, json!({"bounded": max}));
+    st.output = json!({"answer_from": "rows", "skipped": why});
+    trace.push(st);
+    trace.notices.push(format!("pg_ask: the rows are the answer, without a written one: {why} ({max} tokens)"));
+    AnswerDecision::Rows
 }
 
 /// A written answer checked against the rows it was written from ([`grounded::check_over`]);
@@ -587,6 +624,8 @@ fn generate_and_run(
 ) -> Result<(String, ResultSet), AskError> {
     let shown: Vec<(&str, &str)> = examples.iter().map(|(q, s)| (q.as_str(), s.as_str())).collect();
     let mut req = prompt::sql_request_with_examples(question, schema, &shown);
+    let first = req.clone();
+    let mut constraint: Option<Constraint> = None;
     // The grammar is built before the first call that needs it (a plan's draft needs none):
     // the first one with `on`; with `auto` the first repair of a query the grammar would
     // have ruled out.
@@ -605,11 +644,12 @@ fn generate_and_run(
                 if !grammar_built && grammar_due {
                     grammar_built = true;
                     if let Some(gbnf) = grammar_for(trace, schema, step) {
-                        req = req.constrain(Constraint::Grammar { gbnf });
+                        constraint = Some(Constraint::Grammar { gbnf });
+                        req = req.constrain(constraint.clone().expect("just set"));
                     }
                 }
                 let stage_name = if attempt == 1 { stage::GENERATE } else { stage::REPAIR };
-                let reply = call(host, trace, stage_name, Some(attempt), &req)?;
+                let reply = call(host, trace, stage_name, Some(attempt), &req, cfg.max_prompt_tokens)?;
                 if !grammar_built {
                     // `auto` before a failure the grammar rules out: the model's own query.
                     if let Some(st) = trace.stages.last_mut() {
@@ -657,7 +697,17 @@ fn generate_and_run(
         grammar_due |= grammar_rules_out(&ended);
         tried.push((extracted.is_some(), folded, attempt, ended));
         if attempt < max_attempts {
-            req = prompt::repair_request(&req, &reply, extracted.as_deref(), &failure);
+            match prompt::repair_request_within(&first, &req, &reply, extracted.as_deref(), &failure, cfg.max_prompt_tokens) {
+                Some(next) => req = next,
+                None => break,
+            }
+            if grammar_built {
+                // The shortened conversation starts from the first request, which may not
+                // carry the grammar yet.
+                if let (Some(c), None) = (&constraint, &req.constraint) {
+                    req = req.constrain(c.clone());
+                }
+            }
         }
     }
     Err(tried.pop().map(|(.., ended)| ended).expect("every attempt that did not return is recorded"))
@@ -744,7 +794,7 @@ fn run_plan(
     trace.push(st);
 
     let req = plan_request(question, &shown);
-    let reply = call(host, trace, stage::PLAN, None, &req)?;
+    let reply = call(host, trace, stage::PLAN, None, &req, cfg.max_prompt_tokens)?;
     let names: Vec<String> = candidates.iter().map(|c| c.schema.clone()).collect();
     let plan = parse_plan(&trace.read_shaped(Shape::RetrievalPlan, &reply), &names);
     let mut st = StageTrace::new(stage::PLAN, json!({"candidates": names}));
@@ -795,7 +845,20 @@ fn run_plan(
         .collect();
     let succeeded: Vec<bool> = runs.iter().map(|r| r.result.is_ok()).collect();
     let req = steps_answer_request(question, &outcomes, cfg.answer_rows as usize);
-    let reply = call(host, trace, stage::ANSWER, None, &req)?;
+    let reply = match call(host, trace, stage::ANSWER, None, &req, cfg.max_prompt_tokens) {
+        Ok(reply) => reply,
+        Err(AskError::PromptTooLarge { .. }) => {
+            let run = runs.iter().rposition(|r| r.result.is_ok()).map(|i| runs.swap_remove(i)).expect("a step with rows");
+            let why = rows_unwritten(trace, "the steps' rows do not fit in ask.max_prompt_tokens", cfg.max_prompt_tokens);
+            return Ok((run.sql, run.result.expect("a step with rows"), Some(why)));
+        }
+        Err(AskError::Llm { source, .. }) if source.is_context_overflow() => {
+            let run = runs.iter().rposition(|r| r.result.is_ok()).map(|i| runs.swap_remove(i)).expect("a step with rows");
+            let why = rows_unwritten(trace, "the LLM server said the answer prompt exceeds its context", cfg.max_prompt_tokens);
+            return Ok((run.sql, run.result.expect("a step with rows"), Some(why)));
+        }
+        Err(e) => return Err(e),
+    };
     let decision = parse_steps_answer(&trace.read_shaped(Shape::StepsAnswer, &reply), &succeeded);
     let mut st = StageTrace::new(stage::ANSWER, json!({"steps": runs.len()}));
     match &decision {
@@ -943,7 +1006,7 @@ mod tests {
     }
 
     fn one_row() -> ResultSet {
-        ResultSet { columns: vec!["name".into()], rows: vec![vec![json!("Roma")]], truncated: false }
+        ResultSet { columns: vec!["name".into()], rows: vec![vec![json!("Roma")]], truncated: false, size_cut: false }
     }
 
     impl Host for Scripted {
@@ -1010,14 +1073,14 @@ mod tests {
         // A name the rows do not hold: a few rows become a short list.
         let mut h = Scripted::new(&["SELECT name FROM public.restaurants", "Roma and Venezia."]);
         h.exec = Box::new(|_| {
-            Ok(ResultSet { columns: vec!["name".into()], rows: vec![vec![json!("Roma")], vec![json!("Nizza")]], truncated: false })
+            Ok(ResultSet { columns: vec!["name".into()], rows: vec![vec![json!("Roma")], vec![json!("Nizza")]], truncated: false, size_cut: false })
         });
         let out = run(&mut h, "which restaurants?", &cfg(), Goal::Answer).unwrap();
         assert_eq!(out.answer_text(), "- Roma\n- Nizza");
         // Many rows: the rows.
         let mut h = Scripted::new(&["SELECT name FROM public.restaurants", "There are 3 of them: Roma."]);
         h.exec = Box::new(|_| {
-            Ok(ResultSet { columns: vec!["name".into()], rows: (0..9).map(|i| vec![json!(format!("r{i}"))]).collect(), truncated: false })
+            Ok(ResultSet { columns: vec!["name".into()], rows: (0..9).map(|i| vec![json!(format!("r{i}"))]).collect(), truncated: false, size_cut: false })
         });
         let out = run(&mut h, "which restaurants?", &cfg(), Goal::Answer).unwrap();
         assert_eq!(out.answer, Some(AnswerDecision::Rows));
@@ -1054,6 +1117,44 @@ mod tests {
         assert_eq!(repair.0, "repair");
         let last = &repair.1.messages.last().unwrap().content;
         assert!(last.contains("column \"nme\" does not exist") && last.contains("HINT: Perhaps"), "{last}");
+    }
+
+    #[test]
+    fn an_answer_prompt_over_its_bound_is_cut_or_the_rows_answer() {
+        let big = |_: &str| Ok(ResultSet { columns: vec!["names".into()], rows: vec![vec![json!("x".repeat(100_000))]], truncated: false, size_cut: false });
+        // A 100 KB cell: cut, and the prompt sent stays within the bound.
+        let mut h = Scripted::new(&["SELECT string_agg(name, ', ') AS names FROM public.cities", "ROWS"]);
+        h.exec = Box::new(big);
+        let cfg = AskConfig { max_prompt_tokens: 1_000, ..cfg() };
+        let out = run(&mut h, "all city names in one line", &cfg, Goal::Answer).unwrap();
+        assert_eq!(out.answer, Some(AnswerDecision::Rows));
+        assert!(prompt::bounds::tokens(&h.seen[1].1) <= 1_000 && h.seen[1].1.messages[0].content.contains("[cut: 100000 chars]"));
+        // Not one row fits: the rows, a notice, no answer call.
+        let mut h = Scripted::new(&["SELECT * FROM public.cities"]);
+        h.exec = Box::new(|_| {
+            let columns: Vec<String> = (0..20).map(|i| format!("c{i}")).collect();
+            Ok(ResultSet { columns, rows: vec![vec![json!("y".repeat(1_000)); 20]], truncated: false, size_cut: false })
+        });
+        let tiny = AskConfig { max_prompt_tokens: 600, ..cfg.clone() };
+        let out = run(&mut h, "all city names", &tiny, Goal::Answer).unwrap();
+        assert_eq!((out.answer, h.seen.len()), (Some(AnswerDecision::Rows), 1));
+        assert!(out.trace.notices[0].contains("not one row of the result fits"), "{:?}", out.trace.notices);
+        // The server says the prompt exceeds its context: the rows, and a notice.
+        let mut h = Scripted::new(&["SELECT name FROM public.restaurants"]);
+        h.replies.push_back(Err(LlmError::Http {
+            url: "u".into(),
+            status: 400,
+            message: "request (10528 tokens) exceeds the available context size (8192 tokens)".into(),
+            retry_after_s: None,
+        }));
+        let out = run(&mut h, "which restaurants?", &cfg, Goal::Answer).unwrap();
+        assert_eq!(out.answer, Some(AnswerDecision::Rows));
+        assert!(out.trace.notices[0].contains("exceeds its context"));
+        // A description that cannot be cut and does not fit: an error naming the setting.
+        let mut h = Scripted::new(&["SELECT 1"]);
+        let err = run(&mut h, "q", &AskConfig { max_prompt_tokens: 10, ..cfg.clone() }, Goal::Answer).unwrap_err().0;
+        assert!(matches!(err, AskError::PromptTooLarge { stage: "generate", .. }), "{err:?}");
+        assert!(h.seen.is_empty());
     }
 
     #[test]
@@ -1221,7 +1322,7 @@ mod tests {
     }
 
     fn count(n: i64) -> ResultSet {
-        ResultSet { columns: vec!["count".into()], rows: vec![vec![json!(n)]], truncated: false }
+        ResultSet { columns: vec!["count".into()], rows: vec![vec![json!(n)]], truncated: false, size_cut: false }
     }
 
     #[test]

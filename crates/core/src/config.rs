@@ -101,6 +101,9 @@ pub struct AskConfig {
     /// Whether an ambiguity pg_ask can see is put back to the user as a question
     /// (`ask.clarify`) instead of being guessed.
     pub clarify: bool,
+    /// Prompt tokens a request may hold at most (`ask.max_prompt_tokens`), estimated as the
+    /// token budget does.
+    pub max_prompt_tokens: usize,
 }
 
 /// When SQL generation is constrained by the grammar of the described tables.
@@ -143,6 +146,7 @@ impl Default for AskConfig {
             verified: VerifiedUse::On,
             verified_min_cosine: crate::verified::PARAPHRASE_MIN_COSINE,
             clarify: false,
+            max_prompt_tokens: crate::prompt::bounds::DEFAULT_MAX_PROMPT_TOKENS,
         }
     }
 }

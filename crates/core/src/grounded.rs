@@ -310,7 +310,7 @@ mod tests {
     use serde_json::json;
 
     fn rs(columns: &[&str], rows: Vec<Vec<Value>>) -> ResultSet {
-        ResultSet { columns: columns.iter().map(|c| c.to_string()).collect(), rows, truncated: false }
+        ResultSet { columns: columns.iter().map(|c| c.to_string()).collect(), rows, truncated: false, size_cut: false }
     }
 
     #[test]

@@ -81,9 +81,28 @@ pub fn repair_request(previous: &ChatRequest, reply: &str, sql: Option<&str>, fa
     req.messages.push(Message::user(format!(
         "That query cannot be used:\n<error>{}</error>\nWrite a corrected query that answers the \
          question. Reply with the query in a ```sql fenced block and nothing else.",
-        data(failure.trim())
+        data(&bounds::cut_text(failure.trim(), bounds::ERROR_CHARS))
     )));
     req
+}
+
+/// A repair request within `max_tokens`: when the conversation has grown past it, the earlier
+/// attempts are left out and the model sees the first request and the last attempt only.
+/// `None` when even that does not fit.
+pub fn repair_request_within(
+    first: &ChatRequest,
+    previous: &ChatRequest,
+    reply: &str,
+    sql: Option<&str>,
+    failure: &str,
+    max_tokens: usize,
+) -> Option<ChatRequest> {
+    let full = repair_request(previous, reply, sql, failure);
+    if bounds::tokens(&full) <= max_tokens {
+        return Some(full);
+    }
+    let short = repair_request(first, reply, sql, failure);
+    (bounds::tokens(&short) <= max_tokens).then_some(short)
 }
 
 pub const ANSWER_SYSTEM: &str = "\
@@ -103,15 +122,90 @@ pub fn data(text: &str) -> String {
 
 /// The answer-stage request.
 pub fn answer_request(question: &str, sql: &str, result: &ResultSet, max_rows: usize) -> ChatRequest {
+    answer_request_rendered(question, sql, result, &result.render_for_prompt(max_rows))
+}
+
+fn answer_request_rendered(question: &str, sql: &str, result: &ResultSet, rendered: &str) -> ChatRequest {
     let user = format!(
         "<question>{}</question>\n<sql>\n{}\n</sql>\n<result rows=\"{}{}\">\n{}</result>",
         data(question.trim()),
         data(sql),
         result.rows.len(),
         if result.truncated { "+" } else { "" },
-        data(&result.render_for_prompt(max_rows))
+        data(rendered)
     );
     ChatRequest::new(ANSWER_SYSTEM, user).limit(limits::ANSWER).shaped(Shape::Answer)
+}
+
+/// The bound on every prompt (`ask.max_prompt_tokens`) and what is cut to keep within it.
+pub mod bounds {
+    use crate::llm::ChatRequest;
+
+    /// `ask.max_prompt_tokens`' default: well inside an 8,192-token context with the answer
+    /// stage's completion limit, for tokenizers that read data more densely than four
+    /// characters a token.
+    pub const DEFAULT_MAX_PROMPT_TOKENS: usize = 6_000;
+    /// Characters of one cell an answer prompt shows at most.
+    pub const CELL_CHARS: usize = 300;
+    /// Characters of an error message a repair prompt shows at most.
+    pub const ERROR_CHARS: usize = 2_000;
+    /// What an answer prompt tells the model of rows left out to keep within the bound.
+    pub const ROWS_LEFT_OUT: &str = "left out to keep the prompt within its size limit";
+
+    /// A request's prompt tokens, estimated as the token budget estimates them (about four
+    /// characters a token, rounded up).
+    pub fn tokens(req: &ChatRequest) -> usize {
+        req.prompt_chars().div_ceil(4)
+    }
+
+    /// `text` cut to `max` characters with a mark saying how long it was.
+    pub fn cut_text(text: &str, max: usize) -> String {
+        match text.char_indices().nth(max) {
+            Some((at, _)) => format!("{}…[cut: {} chars]", &text[..at], text.chars().count()),
+            None => text.to_string(),
+        }
+    }
+}
+
+/// What an answer prompt shows of the rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shown {
+    pub rows: usize,
+    pub cells_cut: usize,
+}
+
+/// The answer-stage request within `max_tokens` ([`bounds::tokens`]): cells cut to
+/// [`bounds::CELL_CHARS`], and rows dropped from the end until it fits, saying so to the model.
+/// `None` when not even one row fits (or, for a result without rows, the question and SQL
+/// alone do not).
+pub fn answer_request_within(question: &str, sql: &str, result: &ResultSet, max_rows: usize, max_tokens: usize) -> Option<(ChatRequest, Shown)> {
+    let build = |n: usize| {
+        let why = (n < result.rows.len().min(max_rows)).then_some(bounds::ROWS_LEFT_OUT);
+        let (rendered, cut) = result.render_for_prompt_within(n, bounds::CELL_CHARS, why);
+        (answer_request_rendered(question, sql, result, &rendered), Shown { rows: n.min(result.rows.len()), cells_cut: cut })
+    };
+    let most = max_rows.min(result.rows.len());
+    let fits = |n: usize| {
+        let (req, shown) = build(n);
+        (bounds::tokens(&req) <= max_tokens).then_some((req, shown))
+    };
+    if let Some(done) = fits(most) {
+        return Some(done);
+    }
+    // The most rows that fit, at least one: a binary search over 1..most.
+    let (mut lo, mut hi) = (0usize, most);
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if fits(mid).is_some() {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    if lo == 0 {
+        return None;
+    }
+    fits(lo)
 }
 
 /// What the answer stage decided.
@@ -216,6 +310,43 @@ mod tests {
         for t in ["There are 68 restaurants.", "no no no", "1 2 3 4 5 6 7 8 9 10 11 12"] {
             assert_eq!(without_runaway(t), t);
         }
+    }
+
+    #[test]
+    fn an_answer_prompt_keeps_within_its_bound() {
+        use serde_json::json;
+        // One cell of 44 KB: cut, the prompt small.
+        let big = ResultSet { columns: vec!["names".into()], rows: vec![vec![json!("Kabul, ".repeat(6300))]], truncated: false, size_cut: false };
+        let (req, shown) = answer_request_within("q", "SELECT string_agg(name, ', ')", &big, 50, 1_000).unwrap();
+        assert!(bounds::tokens(&req) <= 1_000 && req.messages[0].content.contains("…[cut: 44100 chars]"), "{}", bounds::tokens(&req));
+        assert_eq!(shown, Shown { rows: 1, cells_cut: 1 });
+        // 1,000 wide rows: the rows that fit, and the model is told the rest were left out.
+        let row: Vec<serde_json::Value> = (0..20).map(|i| json!(format!("value {i} of a wide row"))).collect();
+        let wide = ResultSet { columns: (0..20).map(|i| format!("c{i}")).collect(), rows: vec![row; 1000], truncated: false, size_cut: false };
+        let (req, shown) = answer_request_within("q", "SELECT *", &wide, 50, 2_000).unwrap();
+        assert!(bounds::tokens(&req) <= 2_000 && shown.rows > 1 && shown.rows < 50, "{shown:?}");
+        assert!(req.messages[0].content.contains(&format!("{} more rows not shown ({})", 1000 - shown.rows, bounds::ROWS_LEFT_OUT)));
+        // Not even one row: none.
+        assert!(answer_request_within("q", "SELECT *", &wide, 50, 150).is_none());
+        // Within the bound: as before.
+        let small = ResultSet { columns: vec!["n".into()], rows: vec![vec![json!(68)]], truncated: false, size_cut: false };
+        let (req, _) = answer_request_within("q", "SELECT 1", &small, 50, 6_000).unwrap();
+        assert_eq!(req, answer_request("q", "SELECT 1", &small, 50));
+    }
+
+    #[test]
+    fn a_repair_keeps_within_its_bound() {
+        let first = sql_request("q", "TABLE public.t\n  id integer\n");
+        let error = "x".repeat(50_000);
+        let once = repair_request(&first, "SELECT 1", Some("SELECT 1"), &error);
+        assert!(bounds::tokens(&once) < 1_000, "an error message is cut");
+        let mut req = first.clone();
+        for _ in 0..20 {
+            req = repair_request_within(&first, &req, "SELECT 1", Some("SELECT 1"), "failed", 600).unwrap();
+            assert!(bounds::tokens(&req) <= 600);
+        }
+        assert!(req.messages.len() < 20, "earlier attempts were left out");
+        assert!(repair_request_within(&first, &first, "SELECT 1", Some("SELECT 1"), "failed", 10).is_none());
     }
 
     #[test]

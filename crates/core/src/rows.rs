@@ -8,6 +8,9 @@ pub struct ResultSet {
     pub rows: Vec<Vec<Value>>,
     /// More rows existed than were fetched (the row limit cut the result).
     pub truncated: bool,
+    /// The size limit on a result (`ask.max_result_size`) cut it: rows past it were not read,
+    /// or a cell was cut.
+    pub size_cut: bool,
 }
 
 impl ResultSet {
@@ -74,20 +77,58 @@ impl ResultSet {
     /// Compact rendering for a prompt: a header line, then one JSON array per row, at most
     /// `max_rows` rows. Values stay JSON-quoted so that text in the data reads as data.
     pub fn render_for_prompt(&self, max_rows: usize) -> String {
+        self.render_for_prompt_within(max_rows, usize::MAX, None).0
+    }
+
+    /// [`ResultSet::render_for_prompt`] with each cell cut to `cell_chars` characters (a cut
+    /// cell ends in a mark with its full length), and `why_fewer` said of rows left out. Also
+    /// the number of cells cut.
+    pub fn render_for_prompt_within(&self, max_rows: usize, cell_chars: usize, why_fewer: Option<&str>) -> (String, usize) {
         let mut out = serde_json::to_string(&self.columns).unwrap_or_default();
         out.push('\n');
+        let mut cut = 0;
         for row in self.rows.iter().take(max_rows) {
-            out.push_str(&serde_json::to_string(row).unwrap_or_default());
+            let cells: Vec<Value> = row
+                .iter()
+                .map(|v| match cut_cell(v, cell_chars) {
+                    Some(c) => {
+                        cut += 1;
+                        c
+                    }
+                    None => v.clone(),
+                })
+                .collect();
+            out.push_str(&serde_json::to_string(&cells).unwrap_or_default());
             out.push('\n');
         }
         if self.rows.len() > max_rows {
-            out.push_str(&format!("... {} more rows not shown\n", self.rows.len() - max_rows));
+            out.push_str(&format!("... {} more rows not shown", self.rows.len() - max_rows));
+            if let Some(why) = why_fewer {
+                out.push_str(&format!(" ({why})"));
+            }
+            out.push('\n');
         }
         if self.truncated {
             out.push_str("... the result was cut at the row limit; more rows exist\n");
         }
-        out
+        (out, cut)
     }
+}
+
+/// A cell longer than `max_chars` characters (as JSON text, for a value that is not a string)
+/// as its first `max_chars` characters and a mark with its length: `"abc…[cut: 44040 chars]"`.
+pub fn cut_cell(v: &Value, max_chars: usize) -> Option<Value> {
+    let text = match v {
+        Value::String(s) => std::borrow::Cow::Borrowed(s.as_str()),
+        Value::Array(_) | Value::Object(_) => std::borrow::Cow::Owned(v.to_string()),
+        _ => return None,
+    };
+    if text.len() <= max_chars || text.chars().nth(max_chars).is_none() {
+        return None;
+    }
+    let total = text.chars().count();
+    let kept: String = text.chars().take(max_chars).collect();
+    Some(Value::String(format!("{kept}…[cut: {total} chars]")))
 }
 
 fn cell_text(v: &Value) -> String {
@@ -108,6 +149,7 @@ mod tests {
             columns: vec!["name".into(), "n".into(), "n".into()],
             rows: vec![vec![json!("Roma"), json!(3), Value::Null], vec![json!("Le Petit"), json!(12), json!(true)]],
             truncated: false,
+            size_cut: false,
         }
     }
 
@@ -119,6 +161,16 @@ mod tests {
     #[test]
     fn table_is_aligned() {
         assert_eq!(rs().render_table(), " name     | n  | n\n----------+----+------\n Roma     | 3  |\n Le Petit | 12 | true\n(2 rows)");
+    }
+
+    #[test]
+    fn long_cells_are_cut_with_their_length() {
+        let r = ResultSet { columns: vec!["names".into()], rows: vec![vec![json!("x".repeat(1000))], vec![json!({"k": "v"})]], truncated: false, size_cut: false };
+        let (text, cut) = r.render_for_prompt_within(1, 4, Some("the prompt's size limit"));
+        assert_eq!(text, "[\"names\"]\n[\"xxxx…[cut: 1000 chars]\"]\n... 1 more rows not shown (the prompt's size limit)\n");
+        assert_eq!(cut, 1);
+        assert_eq!(cut_cell(&json!({"k": "value"}), 5), Some(json!("{\"k\":…[cut: 13 chars]")));
+        assert_eq!(cut_cell(&json!(123456789), 2), None);
     }
 
     #[test]

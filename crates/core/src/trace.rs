@@ -34,6 +34,9 @@ pub struct Trace {
     /// The verified query the answer came from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verified_id: Option<i64>,
+    /// What the caller is told beside the answer (the glue raises each as a NOTICE).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notices: Vec<String>,
     /// Set when the run failed: what went wrong, as the error raised would say.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<Value>,

@@ -15,6 +15,7 @@ fn rs(columns: &[&str], rows: Value) -> ResultSet {
         columns: columns.iter().map(|c| c.to_string()).collect(),
         rows: rows.as_array().unwrap().iter().map(|r| r.as_array().unwrap().clone()).collect(),
         truncated: false,
+        size_cut: false,
     }
 }
 

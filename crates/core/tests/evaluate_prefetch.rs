@@ -29,7 +29,7 @@ impl Fake {
 }
 
 fn one_row() -> ResultSet {
-    ResultSet { columns: vec!["x".into()], rows: vec![vec![json!(1)]], truncated: false }
+    ResultSet { columns: vec!["x".into()], rows: vec![vec![json!(1)]], truncated: false, size_cut: false }
 }
 
 impl Host for Fake {

@@ -39,7 +39,7 @@ fn context_decisions() {
 }
 
 fn rows(n: i64) -> ResultSet {
-    ResultSet { columns: vec!["count".into()], rows: vec![vec![json!(n)]], truncated: false }
+    ResultSet { columns: vec!["count".into()], rows: vec![vec![json!(n)]], truncated: false, size_cut: false }
 }
 
 #[test]

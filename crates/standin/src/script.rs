@@ -12,6 +12,11 @@ pub struct Script {
     /// The reply when no rule answers. Without one, an unmatched request gets a 500.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<Reply>,
+    /// A model's context, in tokens of about four characters: a chat request whose prompt text
+    /// is larger is answered HTTP 400 "request (N tokens) exceeds the available context size
+    /// (M tokens)", as llama.cpp answers it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_tokens: Option<u64>,
 }
 
 /// One scripted answer and the requests it applies to.
@@ -77,7 +82,7 @@ pub enum Reply {
 impl Script {
     /// A script that answers every chat request with `text`.
     pub fn reply_always(text: &str) -> Script {
-        Script { rules: Vec::new(), default: Some(Reply::Text(text.to_owned())) }
+        Script { rules: Vec::new(), default: Some(Reply::Text(text.to_owned())), context_tokens: None }
     }
 
     /// Parses the JSON form of a script.
@@ -95,6 +100,13 @@ impl Script {
     #[must_use]
     pub fn rule(mut self, rule: Rule) -> Script {
         self.rules.push(rule);
+        self
+    }
+
+    /// Refuses prompts over `tokens` as a server with that context does (builder style).
+    #[must_use]
+    pub fn context(mut self, tokens: u64) -> Script {
+        self.context_tokens = Some(tokens);
         self
     }
 
@@ -182,6 +194,15 @@ impl ScriptState {
     /// Picks the reply for a request and counts the use of the rule that gives it.
     /// The reply to a request with this prompt text, last message and top-level body fields.
     pub(crate) fn choose(&mut self, prompt: &str, last: &str, fields: &[&str]) -> Choice {
+        if let Some(context) = self.script.context_tokens {
+            let tokens = (prompt.len() as u64).div_ceil(4);
+            if tokens > context {
+                let body = format!(
+                    "{{\"error\":{{\"code\":400,\"message\":\"request ({tokens} tokens) exceeds the available context size ({context} tokens), try increasing it\",\"type\":\"exceed_context_size_error\"}}}}"
+                );
+                return Choice::Reply { reply: Reply::Status { code: 400, retry_after: None, body }, delay_ms: 0 };
+            }
+        }
         for (rule, used) in self.script.rules.iter().zip(self.used.iter_mut()) {
             let has_uses_left = rule.times.is_none_or(|n| *used < n);
             if has_uses_left && rule.matches(prompt, last, fields) {

@@ -129,6 +129,8 @@ static ALLOWED_FUNCTIONS: GucSetting<Option<CString>> = GucSetting::<Option<CStr
 /// Bytes of an LLM or embedding server's response read at most (kB; superuser-only).
 static MAX_RESPONSE_SIZE: GucSetting<i32> = GucSetting::<i32>::new(MAX_RESPONSE_SIZE_DEFAULT_KB);
 const MAX_RESPONSE_SIZE_DEFAULT_KB: i32 = 16 * 1024;
+static MAX_PROMPT_TOKENS: GucSetting<i32> = GucSetting::<i32>::new(pg_ask_core::prompt::bounds::DEFAULT_MAX_PROMPT_TOKENS as i32);
+static MAX_RESULT_SIZE: GucSetting<i32> = GucSetting::<i32>::new(1024);
 
 pub fn init() {
     // The settings that decide where data and the key go have a check hook that records
@@ -460,6 +462,26 @@ pub fn init() {
         64,
         1024 * 1024,
         GucContext::Suset,
+        GucFlags::UNIT_KB,
+    );
+    GucRegistry::define_int_guc(
+        c"ask.max_prompt_tokens",
+        c"Prompt tokens an LLM request may hold at most (about four characters a token).",
+        c"An answer prompt shows its rows' cells cut and drops rows from the end until it fits; a question whose rows cannot be shown at all is answered with its rows and a NOTICE. Keep it under the model's context less ask.max_tokens.",
+        &MAX_PROMPT_TOKENS,
+        256,
+        i32::MAX,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"ask.max_result_size",
+        c"Size of a generated query's result read at most.",
+        c"Rows past it are not read, a cell larger than it is cut; ask() says so in a NOTICE.",
+        &MAX_RESULT_SIZE,
+        1,
+        1024 * 1024,
+        GucContext::Userset,
         GucFlags::UNIT_KB,
     );
     // SAFETY: plain call with a static C string, from _PG_init.

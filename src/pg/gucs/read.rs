@@ -119,6 +119,14 @@ pub fn max_tokens() -> u32 {
 }
 
 /// `ask.max_response_size` in bytes.
+pub fn max_prompt_tokens() -> usize {
+    MAX_PROMPT_TOKENS.get().max(256) as usize
+}
+
+pub fn max_result_bytes() -> usize {
+    MAX_RESULT_SIZE.get().max(1) as usize * 1024
+}
+
 pub fn max_response_bytes() -> usize {
     MAX_RESPONSE_SIZE.get().max(64) as usize * 1024
 }
@@ -193,6 +201,7 @@ pub fn ask_config(max_attempts: Option<i32>) -> AskConfig {
         },
         verified_min_cosine: VERIFIED_MIN_COSINE.get(),
         clarify: CLARIFY.get(),
+        max_prompt_tokens: max_prompt_tokens(),
         ..AskConfig::default()
     }
 }

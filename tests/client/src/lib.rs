@@ -51,6 +51,25 @@ fn setup(c: &mut Client) {
     });
 }
 
+/// A new session as the superuser `postgres`, set up as [`connect`] does, whose NOTICEs are
+/// collected.
+pub fn connect_with_notices() -> (Client, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let _ = connect(); // the shared setup
+    let host = std::env::var("PG_ASK_IT_HOST").expect("PG_ASK_IT_HOST: where the test PostgreSQL listens");
+    let port: u16 = std::env::var("PG_ASK_IT_PORT").unwrap_or_else(|_| "5432".into()).parse().expect("PG_ASK_IT_PORT is a port");
+    let notices = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = notices.clone();
+    let client = postgres::Config::new()
+        .host(&host)
+        .port(port)
+        .user("postgres")
+        .dbname("postgres")
+        .notice_callback(move |n| sink.lock().unwrap_or_else(|e| e.into_inner()).push(n.message().to_string()))
+        .connect(NoTls)
+        .expect("connect to the test PostgreSQL");
+    (client, notices)
+}
+
 /// Point the session at a stand-in LLM server.
 pub fn use_llm(c: &mut Client, url: &str) {
     c.batch_execute(&format!("SET ask.base_url = '{url}/v1'; SET ask.provider = 'openai'")).unwrap();

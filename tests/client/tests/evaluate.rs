@@ -4,34 +4,15 @@
 //! Data: defog's restaurants and geography databases and their questions, read from
 //! ../shared/datasets/defog (the CSV by the server's COPY).
 
-use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use llm_standin::{Reply, Rule, Script, StandIn};
-use pg_ask_it::{connect, message, sqlstate, use_llm};
-use postgres::{Client, NoTls};
+use pg_ask_it::{connect, connect_with_notices, message, sqlstate, use_llm};
+use postgres::Client;
 
 const DEFOG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/datasets/defog");
 const WRONG_SQL: &str = "SELECT 'no such answer' AS wrong";
-
-/// A session whose NOTICEs are collected.
-fn connect_with_notices() -> (Client, Arc<Mutex<Vec<String>>>) {
-    let _ = connect(); // the shared setup
-    let host = std::env::var("PG_ASK_IT_HOST").unwrap();
-    let port: u16 = std::env::var("PG_ASK_IT_PORT").unwrap_or_else(|_| "5432".into()).parse().unwrap();
-    let notices = Arc::new(Mutex::new(Vec::new()));
-    let sink = notices.clone();
-    let client = postgres::Config::new()
-        .host(&host)
-        .port(port)
-        .user("postgres")
-        .dbname("postgres")
-        .notice_callback(move |n| sink.lock().unwrap().push(n.message().to_string()))
-        .connect(NoTls)
-        .unwrap();
-    (client, notices)
-}
 
 /// Loads a defog database into the schema of its name, and a suite of its questions whose gold
 /// SQL is one plain query (no {…} column choices, no alternatives), so the stand-in can answer

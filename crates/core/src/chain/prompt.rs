@@ -112,6 +112,7 @@ fn render_result(result: &StepResult, is_query: bool, prompt_rows: usize) -> Str
         columns: result.columns.clone(),
         rows: result.rows.clone(),
         truncated: (result.rows.len() as u64) < result.rows_affected,
+        size_cut: false,
     };
     format!("{count}\n{}", rows.render_for_prompt(prompt_rows))
 }
