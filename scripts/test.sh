@@ -8,7 +8,8 @@
 #      output, run by pg_regress), then the upgrade test from every earlier version
 #      (tests/upgrade/test.sh),
 #   4. the client-side integration tests (tests/client/) against a PostgreSQL 15 with pg_ask,
-#      with the stand-in LLM and with a real model (llama-server and SmolLM2-135M, scripts/llm.sh).
+#      with the stand-in LLM and with real models (llama-server with SmolLM2-135M and Gemma 3 270M,
+#      and one question to the default model, Qwen2.5-Coder-1.5B; scripts/llm.sh).
 # PG_ASK_TEST_MAJORS="17" runs steps 2 and 3 on 17 only (and PG_ASK_CLIENT_MAJOR=17 step 4 there).
 # PostgreSQL always runs as the `postgres` user (initdb refuses root).
 set -euo pipefail
@@ -49,6 +50,7 @@ cleanup() {
   if [ -n "${LLM_STARTED:-}" ]; then
     bash scripts/llm.sh stop >/dev/null 2>&1 || true
     PG_ASK_LLM_RUN=$WORK/llm-gemma bash scripts/llm.sh stop >/dev/null 2>&1 || true
+    PG_ASK_LLM_RUN=$WORK/llm-default bash scripts/llm.sh stop >/dev/null 2>&1 || true
   fi
   for m in 15 17; do cluster_stop "$WORK/it$m"; done
 }
@@ -104,7 +106,9 @@ LLM_STARTED=1
 PG_ASK_LLM_URL=$(bash scripts/llm.sh start smollm2)
 # Gemma 3 270M beside it, for the constrained-output tests of both models.
 PG_ASK_LLM_GEMMA_URL=$(PG_ASK_LLM_PORT=$((PG_ASK_LLM_PORT + 2)) PG_ASK_LLM_RUN=$WORK/llm-gemma bash scripts/llm.sh start gemma3)
-export PG_ASK_LLM_URL PG_ASK_LLM_MODEL=smollm2 PG_ASK_LLM_GEMMA_URL
+# The default local model, Qwen2.5-Coder-1.5B, for one real question (tests/client/tests/default_model.rs).
+PG_ASK_LLM_DEFAULT_URL=$(PG_ASK_LLM_PORT=$((PG_ASK_LLM_PORT + 4)) PG_ASK_LLM_RUN=$WORK/llm-default bash scripts/llm.sh start qwen-coder)
+export PG_ASK_LLM_URL PG_ASK_LLM_MODEL=smollm2 PG_ASK_LLM_GEMMA_URL PG_ASK_LLM_DEFAULT_URL
 PG_ASK_IT_HOST=$WORK PG_ASK_IT_PORT=$((IT_PORT + CLIENT_MAJOR - 15)) cargo test -p pg_ask_it -- --test-threads 4
 
 step "all tests passed"

@@ -38,7 +38,10 @@ fn run(question: &str, context: Option<&str>, args: &CallArgs, goal: Goal) -> Ou
                 notice!("pg_ask: the result was cut at ask.row_limit ({} rows)", cfg.row_limit);
             }
             if outcome.result.size_cut {
-                notice!("pg_ask: the result was cut at ask.max_result_size ({} kB): rows past it were not read, cells larger than it were cut", gucs::max_result_bytes() / 1024);
+                notice!(
+                    "pg_ask: the result was cut at ask.max_result_size ({} kB): rows past it were not read, cells larger than it were cut",
+                    gucs::max_result_bytes() / 1024
+                );
             }
             for n in &outcome.trace.notices {
                 notice!("{n}");

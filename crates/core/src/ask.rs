@@ -567,7 +567,7 @@ fn answer(
         Err(e) => return Err(e),
     };
     let decision = prompt::parse_answer(&trace.read_shaped(Shape::Answer, &reply));
-    Ok(Some(grounded_or_rows(trace, question, std::slice::from_ref(result), decision)))
+    Ok(Some(grounded_or_rows(trace, question, sql, std::slice::from_ref(result), decision)))
 }
 
 /// The rows as the answer, without a written one, because `why`: recorded in the trace, and
@@ -583,10 +583,10 @@ fn rows_unwritten(trace: &mut Trace, why: &str, max: usize) -> AnswerDecision {
 /// A written answer checked against the rows it was written from ([`grounded::check_over`]);
 /// one that states what they do not say is replaced by an answer written from the last rows
 /// without the model ([`grounded::from_rows`]). Recorded as the `ground` stage.
-fn grounded_or_rows(trace: &mut Trace, question: &str, results: &[ResultSet], decision: AnswerDecision) -> AnswerDecision {
+fn grounded_or_rows(trace: &mut Trace, question: &str, sql: &str, results: &[ResultSet], decision: AnswerDecision) -> AnswerDecision {
     let AnswerDecision::Text(text) = decision else { return decision };
     let t = Instant::now();
-    let checked = grounded::check_over(&text, question, results);
+    let checked = grounded::check_over(&text, question, sql, results);
     let mut st = StageTrace::new(stage::GROUND, json!({"answer": text}));
     let decided = match checked {
         Ok(()) => {
@@ -875,7 +875,7 @@ fn run_plan(
         }
         Ok(StepsAnswer::Text { text }) => {
             let results: Vec<ResultSet> = runs.iter().filter_map(|r| r.result.as_ref().ok().cloned()).collect();
-            let decided = grounded_or_rows(trace, question, &results, AnswerDecision::Text(text));
+            let decided = grounded_or_rows(trace, question, &all_sql, &results, AnswerDecision::Text(text));
             (all_sql, last_rows, Some(decided))
         }
         // An answer that names no usable step: the reply stands as a written answer.
@@ -1073,14 +1073,24 @@ mod tests {
         // A name the rows do not hold: a few rows become a short list.
         let mut h = Scripted::new(&["SELECT name FROM public.restaurants", "Roma and Venezia."]);
         h.exec = Box::new(|_| {
-            Ok(ResultSet { columns: vec!["name".into()], rows: vec![vec![json!("Roma")], vec![json!("Nizza")]], truncated: false, size_cut: false })
+            Ok(ResultSet {
+                columns: vec!["name".into()],
+                rows: vec![vec![json!("Roma")], vec![json!("Nizza")]],
+                truncated: false,
+                size_cut: false,
+            })
         });
         let out = run(&mut h, "which restaurants?", &cfg(), Goal::Answer).unwrap();
         assert_eq!(out.answer_text(), "- Roma\n- Nizza");
         // Many rows: the rows.
         let mut h = Scripted::new(&["SELECT name FROM public.restaurants", "There are 3 of them: Roma."]);
         h.exec = Box::new(|_| {
-            Ok(ResultSet { columns: vec!["name".into()], rows: (0..9).map(|i| vec![json!(format!("r{i}"))]).collect(), truncated: false, size_cut: false })
+            Ok(ResultSet {
+                columns: vec!["name".into()],
+                rows: (0..9).map(|i| vec![json!(format!("r{i}"))]).collect(),
+                truncated: false,
+                size_cut: false,
+            })
         });
         let out = run(&mut h, "which restaurants?", &cfg(), Goal::Answer).unwrap();
         assert_eq!(out.answer, Some(AnswerDecision::Rows));
@@ -1121,7 +1131,9 @@ mod tests {
 
     #[test]
     fn an_answer_prompt_over_its_bound_is_cut_or_the_rows_answer() {
-        let big = |_: &str| Ok(ResultSet { columns: vec!["names".into()], rows: vec![vec![json!("x".repeat(100_000))]], truncated: false, size_cut: false });
+        let big = |_: &str| {
+            Ok(ResultSet { columns: vec!["names".into()], rows: vec![vec![json!("x".repeat(100_000))]], truncated: false, size_cut: false })
+        };
         // A 100 KB cell: cut, and the prompt sent stays within the bound.
         let mut h = Scripted::new(&["SELECT string_agg(name, ', ') AS names FROM public.cities", "ROWS"]);
         h.exec = Box::new(big);

@@ -3,9 +3,11 @@
 //! A model's written answer may state only what the rows or the question say. [`check`] reads
 //! the numbers and names an answer states and looks each one up: a number must be a value of
 //! the rows (as written there, or rounded to the precision the answer shows), a number inside
-//! a cell's text, a number of the question, or the number of rows; a name (a capitalised word
-//! inside a sentence) must appear in a cell, a column name or the question. An answer over a
-//! single value must say that value.
+//! a cell's text, a number of the question or of the SQL that ran (`LIMIT 5`, a year it
+//! filtered on), or the number of rows; a name (a capitalised word inside a sentence) must
+//! appear in a cell, a column name, the question or the SQL (`'Los Angeles'` of a question about
+//! LA). An answer over a single value must say that value (in digits, or as a word up to
+//! twenty).
 //!
 //! When the check fails, [`from_rows`] answers without the model: a single value is said with
 //! its column's meaning, a few short rows become a short list, and more rows are returned as
@@ -35,16 +37,17 @@ pub enum Ungrounded {
     MissesTheValue { value: String },
 }
 
-/// Whether `answer` states only what `result` and `question` say (see the module's text).
-pub fn check(answer: &str, question: &str, result: &ResultSet) -> Result<(), Ungrounded> {
-    check_over(answer, question, std::slice::from_ref(result))
+/// Whether `answer` states only what `result`, the `sql` that gave it and `question` say (see
+/// the module's text).
+pub fn check(answer: &str, question: &str, sql: &str, result: &ResultSet) -> Result<(), Ungrounded> {
+    check_over(answer, question, sql, std::slice::from_ref(result))
 }
 
-/// [`check`] over the rows of several statements (a plan's steps).
-pub fn check_over(answer: &str, question: &str, results: &[ResultSet]) -> Result<(), Ungrounded> {
+/// [`check`] over the rows of several statements (a plan's steps; `sql` holds them all).
+pub fn check_over(answer: &str, question: &str, sql: &str, results: &[ResultSet]) -> Result<(), Ungrounded> {
     let cells: Vec<&Value> = results.iter().flat_map(|r| r.rows.iter().flatten()).collect();
-    let mut known_numbers: Vec<f64> = numbers_in(question).into_iter().map(|n| n.value).collect();
-    let mut known_text = question.to_lowercase();
+    let mut known_numbers: Vec<f64> = numbers_in(question).into_iter().chain(numbers_in(sql)).map(|n| n.value).collect();
+    let mut known_text = format!("{}\n{}", question.to_lowercase(), sql.to_lowercase());
     for r in results {
         if r.rows.len() > 1 && !r.truncated {
             known_numbers.push(r.rows.len() as f64);
@@ -105,7 +108,7 @@ fn says_value(answer: &str, value: &Value) -> bool {
     match value {
         Value::Number(n) => {
             let v = n.as_f64().unwrap_or(f64::NAN);
-            numbers_in(answer).iter().any(|a| a.matches(v))
+            numbers_in(answer).iter().any(|a| a.matches(v)) || says_in_words(answer, v)
         }
         Value::String(s) => {
             let s = s.trim();
@@ -118,6 +121,38 @@ fn says_value(answer: &str, value: &Value) -> bool {
         }
         _ => true,
     }
+}
+
+/// Whether `answer` writes the whole number `v` (zero to twenty) as a word: "One order ...".
+fn says_in_words(answer: &str, v: f64) -> bool {
+    const WORDS: [&str; 21] = [
+        "zero",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+        "fifteen",
+        "sixteen",
+        "seventeen",
+        "eighteen",
+        "nineteen",
+        "twenty",
+    ];
+    if v.fract() != 0.0 || !(0.0..=20.0).contains(&v) {
+        return false;
+    }
+    let word = WORDS[v as usize];
+    answer.split(|c: char| !c.is_alphabetic()).any(|w| w.eq_ignore_ascii_case(word) || (v == 0.0 && w.eq_ignore_ascii_case("no")))
 }
 
 /// A number as an answer writes it.
@@ -316,9 +351,9 @@ mod tests {
     #[test]
     fn a_count_must_be_said() {
         let r = rs(&["num_restaurants"], vec![vec![json!(68)]]);
-        assert_eq!(check("1", "how many restaurants are there?", &r), Err(Ungrounded::Numbers { unsupported: vec!["1".into()] }));
-        assert_eq!(check("There are 68 restaurants.", "how many restaurants are there?", &r), Ok(()));
-        assert_eq!(check("There are many restaurants.", "how many?", &r), Err(Ungrounded::MissesTheValue { value: "68".into() }));
+        assert_eq!(check("1", "how many restaurants are there?", "", &r), Err(Ungrounded::Numbers { unsupported: vec!["1".into()] }));
+        assert_eq!(check("There are 68 restaurants.", "how many restaurants are there?", "", &r), Ok(()));
+        assert_eq!(check("There are many restaurants.", "how many?", "", &r), Err(Ungrounded::MissesTheValue { value: "68".into() }));
         assert_eq!(from_rows(&r), FromRows::Value("num restaurants: 68".into()));
         assert_eq!(from_rows(&rs(&["count"], vec![vec![json!(68)]])), FromRows::Value("count: 68".into()));
     }
@@ -327,32 +362,45 @@ mod tests {
     fn rounding_thousands_and_percent_are_the_same_number() {
         let r = rs(&["avg", "n"], vec![vec![json!(12.3456), json!(1234567)], vec![json!(0.125), json!(2)]]);
         for ok in ["about 12.35 on average", "12.3", "12", "1,234,567 in all", "12.5% of them", "-"] {
-            assert_eq!(check(ok, "q", &r), Ok(()), "{ok}");
+            assert_eq!(check(ok, "q", "", &r), Ok(()), "{ok}");
         }
-        assert!(check("12.4", "q", &r).is_err());
-        assert!(check("13", "q", &r).is_err());
+        assert!(check("12.4", "q", "", &r).is_err());
+        assert!(check("13", "q", "", &r).is_err());
     }
 
     #[test]
     fn numbers_of_the_question_dates_and_the_row_count_are_known() {
         let r = rs(&["name", "opened"], vec![vec![json!("Roma"), json!("2021-03-04")], vec![json!("Nizza"), json!("2019-12-01")]]);
-        assert_eq!(check("The top 2 are Roma (opened in 2021) and Nizza.", "name the top 2", &r), Ok(()));
-        assert_eq!(check("Roma and Nizza: 2 restaurants.", "which?", &r), Ok(()));
-        assert_eq!(check("5 restaurants: Roma and Nizza.", "which?", &r), Err(Ungrounded::Numbers { unsupported: vec!["5".into()] }));
+        assert_eq!(check("The top 2 are Roma (opened in 2021) and Nizza.", "name the top 2", "", &r), Ok(()));
+        assert_eq!(check("Roma and Nizza: 2 restaurants.", "which?", "", &r), Ok(()));
+        assert_eq!(check("5 restaurants: Roma and Nizza.", "which?", "", &r), Err(Ungrounded::Numbers { unsupported: vec!["5".into()] }));
         // A word with digits in it is not a stated number.
-        assert_eq!(check("Roma, the 3rd one, and T1.", "which?", &r), Ok(()));
+        assert_eq!(check("Roma, the 3rd one, and T1.", "which?", "", &r), Ok(()));
     }
 
     #[test]
     fn names_must_come_from_the_rows_or_the_question() {
         let r = rs(&["name", "city"], vec![vec![json!("Roma"), json!("Los Angeles")], vec![json!("Nizza"), json!("LA")]]);
-        assert_eq!(check("Italian restaurants in LA: Roma and Nizza.", "which Italian restaurants are in LA?", &r), Ok(()));
+        assert_eq!(check("Italian restaurants in LA: Roma and Nizza.", "which Italian restaurants are in LA?", "", &r), Ok(()));
         assert_eq!(
-            check("They are Roma and Venezia, in Los Angeles.", "which Italian restaurants are in LA?", &r),
+            check("They are Roma and Venezia, in Los Angeles.", "which Italian restaurants are in LA?", "", &r),
             Err(Ungrounded::Names { unsupported: vec!["Venezia".into()] })
         );
         // A sentence's first word is not a name.
-        assert_eq!(check("Nothing else. Two restaurants: Roma and Nizza.", "which?", &r), Ok(()));
+        assert_eq!(check("Nothing else. Two restaurants: Roma and Nizza.", "which?", "", &r), Ok(()));
+    }
+
+    #[test]
+    fn what_the_sql_asked_for_is_known_and_small_counts_may_be_words() {
+        let r = rs(&["name", "rating"], vec![vec![json!("Roma"), json!(4.5)], vec![json!("Trattoria Nona"), json!(4.1)]]);
+        let sql = "SELECT r.name, r.rating FROM public.restaurants r JOIN public.cities c ON c.id = r.city_id WHERE c.name = 'Los Angeles' AND r.cuisine = 'Italian'";
+        let answer = "Los Angeles has two Italian restaurants: Roma (4.5) and Trattoria Nona (4.1).";
+        assert_eq!(check(answer, "which Italian restaurants are in LA?", sql, &r), Ok(()));
+        assert!(check(answer, "which Italian restaurants are in LA?", "", &r).is_err());
+        let one = rs(&["orders"], vec![vec![json!(1)]]);
+        assert_eq!(check("One order of the Los Angeles store has shipped.", "q", "WHERE s.city = 'Los Angeles'", &one), Ok(()));
+        assert_eq!(check("No order has shipped.", "q", "", &rs(&["n"], vec![vec![json!(0)]])), Ok(()));
+        assert!(check("Two orders have shipped.", "q", "", &one).is_err());
     }
 
     #[test]
@@ -373,7 +421,7 @@ mod tests {
     fn several_results_are_known_together() {
         let a = rs(&["n"], vec![vec![json!(3)]]);
         let b = rs(&["n"], vec![vec![json!(5)]]);
-        assert_eq!(check_over("3 in one, 5 in the other", "compare", &[a.clone(), b.clone()]), Ok(()));
-        assert!(check_over("8 in all", "compare", &[a, b]).is_err());
+        assert_eq!(check_over("3 in one, 5 in the other", "compare", "", &[a.clone(), b.clone()]), Ok(()));
+        assert!(check_over("8 in all", "compare", "", &[a, b]).is_err());
     }
 }

@@ -178,7 +178,13 @@ pub struct Shown {
 /// [`bounds::CELL_CHARS`], and rows dropped from the end until it fits, saying so to the model.
 /// `None` when not even one row fits (or, for a result without rows, the question and SQL
 /// alone do not).
-pub fn answer_request_within(question: &str, sql: &str, result: &ResultSet, max_rows: usize, max_tokens: usize) -> Option<(ChatRequest, Shown)> {
+pub fn answer_request_within(
+    question: &str,
+    sql: &str,
+    result: &ResultSet,
+    max_rows: usize,
+    max_tokens: usize,
+) -> Option<(ChatRequest, Shown)> {
     let build = |n: usize| {
         let why = (n < result.rows.len().min(max_rows)).then_some(bounds::ROWS_LEFT_OUT);
         let (rendered, cut) = result.render_for_prompt_within(n, bounds::CELL_CHARS, why);
@@ -316,13 +322,15 @@ mod tests {
     fn an_answer_prompt_keeps_within_its_bound() {
         use serde_json::json;
         // One cell of 44 KB: cut, the prompt small.
-        let big = ResultSet { columns: vec!["names".into()], rows: vec![vec![json!("Kabul, ".repeat(6300))]], truncated: false, size_cut: false };
+        let big =
+            ResultSet { columns: vec!["names".into()], rows: vec![vec![json!("Kabul, ".repeat(6300))]], truncated: false, size_cut: false };
         let (req, shown) = answer_request_within("q", "SELECT string_agg(name, ', ')", &big, 50, 1_000).unwrap();
         assert!(bounds::tokens(&req) <= 1_000 && req.messages[0].content.contains("…[cut: 44100 chars]"), "{}", bounds::tokens(&req));
         assert_eq!(shown, Shown { rows: 1, cells_cut: 1 });
         // 1,000 wide rows: the rows that fit, and the model is told the rest were left out.
         let row: Vec<serde_json::Value> = (0..20).map(|i| json!(format!("value {i} of a wide row"))).collect();
-        let wide = ResultSet { columns: (0..20).map(|i| format!("c{i}")).collect(), rows: vec![row; 1000], truncated: false, size_cut: false };
+        let wide =
+            ResultSet { columns: (0..20).map(|i| format!("c{i}")).collect(), rows: vec![row; 1000], truncated: false, size_cut: false };
         let (req, shown) = answer_request_within("q", "SELECT *", &wide, 50, 2_000).unwrap();
         assert!(bounds::tokens(&req) <= 2_000 && shown.rows > 1 && shown.rows < 50, "{shown:?}");
         assert!(req.messages[0].content.contains(&format!("{} more rows not shown ({})", 1000 - shown.rows, bounds::ROWS_LEFT_OUT)));

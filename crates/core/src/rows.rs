@@ -53,8 +53,16 @@ impl ResultSet {
                 *w = (*w).max(c.chars().count());
             }
         }
+        // Padded by hand: a width in a format string is at most 65,535, and a cell may be longer.
         let line = |items: &[String]| -> String {
-            items.iter().zip(&widths).map(|(s, w)| format!(" {s:<w$} ", w = *w)).collect::<Vec<_>>().join("|").trim_end().to_string()
+            items
+                .iter()
+                .zip(&widths)
+                .map(|(s, w)| format!(" {s}{} ", " ".repeat(w.saturating_sub(s.chars().count()))))
+                .collect::<Vec<_>>()
+                .join("|")
+                .trim_end()
+                .to_string()
         };
         let mut out = String::new();
         out.push_str(&line(&self.columns));
@@ -159,13 +167,26 @@ mod tests {
     }
 
     #[test]
+    fn a_cell_wider_than_a_format_width_is_rendered() {
+        let r = ResultSet { columns: vec!["x".into()], rows: vec![vec![json!("y".repeat(70_000))]], truncated: false, size_cut: false };
+        let table = r.render_table();
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!((lines[0], lines[1].len(), lines[2].len(), lines[3]), (" x", 70_002, 70_001, "(1 row)"));
+    }
+
+    #[test]
     fn table_is_aligned() {
         assert_eq!(rs().render_table(), " name     | n  | n\n----------+----+------\n Roma     | 3  |\n Le Petit | 12 | true\n(2 rows)");
     }
 
     #[test]
     fn long_cells_are_cut_with_their_length() {
-        let r = ResultSet { columns: vec!["names".into()], rows: vec![vec![json!("x".repeat(1000))], vec![json!({"k": "v"})]], truncated: false, size_cut: false };
+        let r = ResultSet {
+            columns: vec!["names".into()],
+            rows: vec![vec![json!("x".repeat(1000))], vec![json!({"k": "v"})]],
+            truncated: false,
+            size_cut: false,
+        };
         let (text, cut) = r.render_for_prompt_within(1, 4, Some("the prompt's size limit"));
         assert_eq!(text, "[\"names\"]\n[\"xxxx…[cut: 1000 chars]\"]\n... 1 more rows not shown (the prompt's size limit)\n");
         assert_eq!(cut, 1);

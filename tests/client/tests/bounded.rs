@@ -21,6 +21,15 @@ fn stand_in() -> StandIn {
                 Rule::new(
                     &[],
                     Reply::text(
+                        "```sql\nSELECT g AS id, repeat('a', 250) AS c1, repeat('b', 250) AS c2, repeat('c', 250) AS c3, repeat('d', 250) AS c4, repeat('e', 250) AS c5, repeat('f', 250) AS c6, repeat('g', 250) AS c7, repeat('h', 250) AS c8 FROM generate_series(1, 1000) AS g\n```",
+                    ),
+                )
+                .last(&["very wide rows"]),
+            )
+            .rule(
+                Rule::new(
+                    &[],
+                    Reply::text(
                         "```sql\nSELECT g AS id, repeat('a', 120) AS c1, repeat('b', 120) AS c2, repeat('c', 120) AS c3, md5(g::text) AS c4, repeat('d', 120) AS c5 FROM generate_series(1, 1000) AS g\n```",
                     ),
                 )
@@ -78,17 +87,21 @@ fn a_server_that_still_overflows_gets_the_rows_with_a_notice() {
     use_llm(&mut c, &llm.url());
     // pg_ask's bound above the server's context: the server refuses the answer prompt.
     c.batch_execute("SET ask.cache = off; SET ask.max_prompt_tokens = 100000").unwrap();
-    let answer: String = c.query_one("SELECT ask('wide rows')", &[]).unwrap().get(0);
-    assert!(answer.contains("(1000 rows)"), "the rows as a table: {answer:.300}");
+    let answer: String = c.query_one("SELECT ask('very wide rows')", &[]).unwrap().get(0);
+    // As a table, as many rows as ask.max_result_size (1 MB) let be read of the 2 MB.
+    assert!(answer.starts_with(" id ") && answer.trim_end().ends_with("rows)"), "the rows as a table: {answer:.300}");
     let said = notices.lock().unwrap().clone();
-    assert!(said.iter().any(|n| n.contains("the rows are the answer, without a written one") && n.contains("exceeds its context")), "{said:?}");
+    assert!(
+        said.iter().any(|n| n.contains("the rows are the answer, without a written one") && n.contains("exceeds its context")),
+        "{said:?}"
+    );
     let refused = llm.requests().iter().filter(|r| r.prompt.len().div_ceil(4) as u64 > CONTEXT).count();
     assert_eq!(refused, 1, "one answer prompt refused, nothing retried");
     // A bound too small for even one row: the rows again, nothing sent for the answer.
     c.batch_execute("SET ask.max_prompt_tokens = 700").unwrap();
     let before = llm.requests().len();
-    let answer: String = c.query_one("SELECT ask('wide rows')", &[]).unwrap().get(0);
-    assert!(answer.contains("(1000 rows)"));
+    let answer: String = c.query_one("SELECT ask('very wide rows')", &[]).unwrap().get(0);
+    assert!(answer.trim_end().ends_with("rows)"), "{answer:.300}");
     assert_eq!(llm.requests().len() - before, 1, "only the SQL request");
     assert!(notices.lock().unwrap().iter().any(|n| n.contains("not one row of the result fits in ask.max_prompt_tokens")));
     // A bound the tables' description cannot keep: an error naming the setting.

@@ -55,7 +55,7 @@ fn each_request_carries_its_constraint_and_the_trace_says_so() {
     assert_eq!(sent.len(), 2, "{trace}");
     // SQL generation: a grammar naming the described table, no JSON schema.
     let grammar = sent[0].body["grammar"].as_str().expect("the SQL request carries a grammar");
-    assert!(grammar.contains("public.it_cities") && grammar.starts_with("sep ::="), "{grammar:.200}");
+    assert!(grammar.contains("it_cities") && grammar.starts_with("ws ::="), "{grammar:.200}");
     assert!(sent[0].body.get("response_format").is_none());
     assert_eq!(stage(&trace, "generate")["output"]["constrained"], "grammar");
     let g = stage(&trace, "grammar");

@@ -225,7 +225,8 @@ impl ChainOutcome {
 
 /// Result rows as JSON objects keyed by column name (repeated names get `_2`, `_3`, …).
 fn row_objects(result: &StepResult, limit: usize) -> Vec<Value> {
-    let names = crate::rows::ResultSet { columns: result.columns.clone(), rows: vec![], truncated: false, size_cut: false }.unique_columns();
+    let names =
+        crate::rows::ResultSet { columns: result.columns.clone(), rows: vec![], truncated: false, size_cut: false }.unique_columns();
     result
         .rows
         .iter()
