@@ -65,14 +65,21 @@ mod tests {
         assert_eq!(rows, vec![serde_json::json!({"name": "Roma"}), serde_json::json!({"name": "Trattoria"})]);
         let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{q}')"));
         let stages: Vec<&str> = trace["stages"].as_array().unwrap().iter().map(|s| s["stage"].as_str().unwrap()).collect();
-        // The literals were looked at; no value memory exists, so nothing changed. The SQL was
-        // asked for under the grammar of the described tables.
-        assert_eq!(stages, ["schema", "grammar", "generate", "guard", "correct", "execute", "answer"]);
-        assert_eq!(trace["stages"][4]["output"]["literals"][0]["decision"], "not_indexed", "{trace}");
+        // The literals were looked at; no value memory exists, so nothing changed. The model
+        // wrote its first query itself (auto), and it ran: no grammar was built.
+        assert_eq!(stages, ["schema", "generate", "guard", "correct", "execute", "answer"]);
+        assert_eq!(trace["stages"][3]["output"]["literals"][0]["decision"], "not_indexed", "{trace}");
         assert_eq!(trace["final_sql"].as_str().unwrap(), sql);
-        assert!(trace["stages"][2]["ms"].as_f64().unwrap() > 0.0);
+        assert!(trace["stages"][1]["ms"].as_f64().unwrap() > 0.0);
+        assert_eq!(trace["stages"][1]["output"]["unconstrained"], "free_first");
+        assert_eq!(trace["stages"][4]["output"]["rows"], 2);
+        // On, the grammar of the described tables constrains the first call.
+        Spi::run("SET ask.sql_grammar = on").unwrap();
+        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{q}, constrained')"));
+        let stages: Vec<&str> = trace["stages"].as_array().unwrap().iter().map(|s| s["stage"].as_str().unwrap()).collect();
+        assert_eq!(&stages[..3], ["schema", "grammar", "generate"], "{trace}");
         assert_eq!(trace["stages"][2]["output"]["constrained"], "grammar");
-        assert_eq!(trace["stages"][5]["output"]["rows"], 2);
+        Spi::run("RESET ask.sql_grammar").unwrap();
     }
 
     #[pg_test]

@@ -584,7 +584,25 @@ fn rows_unwritten(trace: &mut Trace, why: &str, max: usize) -> AnswerDecision {
 /// one that states what they do not say is replaced by an answer written from the last rows
 /// without the model ([`grounded::from_rows`]). Recorded as the `ground` stage.
 fn grounded_or_rows(trace: &mut Trace, question: &str, sql: &str, results: &[ResultSet], decision: AnswerDecision) -> AnswerDecision {
-    let AnswerDecision::Text(text) = decision else { return decision };
+    let text = match decision {
+        AnswerDecision::Text(text) => text,
+        // A single number (a count, a sum, an average) is said, not shown as a table of one
+        // cell.
+        AnswerDecision::Rows => {
+            return match results {
+                [one] if one.rows.len() == 1 && one.columns.len() == 1 && one.rows[0][0].is_number() => match grounded::from_rows(one) {
+                    grounded::FromRows::Value(v) => {
+                        let mut st = StageTrace::new(stage::GROUND, json!({"answer": "ROWS"}));
+                        st.output = json!({"grounded": true, "answer_from": "value"});
+                        trace.push(st);
+                        AnswerDecision::Text(v)
+                    }
+                    _ => AnswerDecision::Rows,
+                },
+                _ => AnswerDecision::Rows,
+            };
+        }
+    };
     let t = Instant::now();
     let checked = grounded::check_over(&text, question, sql, results);
     let mut st = StageTrace::new(stage::GROUND, json!({"answer": text}));
