@@ -23,7 +23,10 @@ use serde_json::{json, Value};
 
 const DB: &str = "pg_ask_real_bench";
 /// Questions in flight at once: `llama-server`'s two slots (scripts/llm.sh).
-const CONCURRENCY: usize = 2;
+/// Questions asked at once (`PG_ASK_REAL_CONCURRENCY`, default 2, the server's slots).
+fn concurrency() -> usize {
+    env("PG_ASK_REAL_CONCURRENCY", "2").parse().expect("PG_ASK_REAL_CONCURRENCY is a number")
+}
 
 fn env(name: &str, default: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| default.to_string())
@@ -82,6 +85,11 @@ struct Calls {
     /// Fixed-shape stages' replies: read from the structured JSON, or by the free-text parser.
     shaped_structured: usize,
     shaped_text: usize,
+    /// Prompt tokens of the calls, and of them those the server read from its cache.
+    prompt_tokens: u64,
+    cached_prompt_tokens: u64,
+    /// Whether the question's last executed statement named what does not exist.
+    ended_on_missing_name: bool,
 }
 
 fn calls_of(trace: &Value) -> Calls {
@@ -94,7 +102,9 @@ fn calls_of(trace: &Value) -> Calls {
                 Some("execute") => {
                     out.executed += 1;
                     let state = st["output"]["sqlstate"].as_str().unwrap_or("");
-                    out.unknown_names += usize::from(matches!(state, "42P01" | "42703" | "3F000"));
+                    let missing = matches!(state, "42P01" | "42703" | "3F000");
+                    out.unknown_names += usize::from(missing);
+                    out.ended_on_missing_name = missing;
                     if !state.is_empty() {
                         out.failed_states.push(state.to_string());
                     }
@@ -114,6 +124,8 @@ fn calls_of(trace: &Value) -> Calls {
             Some(_) => out.shaped_text += 1,
             None => {}
         }
+        out.prompt_tokens += st["prompt_tokens"].as_u64().unwrap_or(0);
+        out.cached_prompt_tokens += st["output"]["cached_prompt_tokens"].as_u64().unwrap_or(0);
         let stage = st["stage"].as_str().unwrap_or_default().to_string();
         if stage == "generate" || stage == "repair" {
             out.sql_replies += 1;
@@ -141,8 +153,9 @@ fn main() {
     let mut c = database();
     c.batch_execute(&format!(
         "SET ask.provider = 'openai'; SET ask.base_url = '{url}'; SET ask.model = '{model}';
-         SET ask.concurrency = {CONCURRENCY}; SET ask.request_timeout = 300000; SET ask.max_tokens = {};
+         SET ask.concurrency = {}; SET ask.request_timeout = 300000; SET ask.max_tokens = {};
          SET client_min_messages = warning",
+        concurrency(),
         env("PG_ASK_REAL_MAX_TOKENS", "1024")
     ))
     .unwrap();
@@ -156,9 +169,10 @@ fn main() {
     for mode in modes.split(',') {
         let (structured, grammar) = match mode {
             "off" => ("off", "off"),
+            "auto" => ("auto", "auto"),
             "json" => ("on", "off"),
             "grammar" => ("on", "on"),
-            other => panic!("unknown constraint mode {other} (off, json, grammar)"),
+            other => panic!("unknown constraint mode {other} (off, auto, json, grammar)"),
         };
         c.batch_execute(&format!("SET ask.structured_output = {structured}; SET ask.sql_grammar = {grammar}")).unwrap();
         let label = if modes.contains(',') || mode != "off" { format!("{label}-{mode}") } else { label.clone() };
@@ -201,6 +215,8 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, model: &str, mut corpus: 
     let (mut sql_replies, mut sql_read, mut repairs) = (0, 0, 0);
     let (mut executed, mut unknown_names, mut first_ran, mut constrained_sql) = (0, 0, 0, 0);
     let (mut grammars, mut grammar_ms, mut grammar_bytes) = (0, 0.0, 0);
+    let (mut prompt_tokens, mut cached_tokens, mut ended_missing) = (0u64, 0u64, 0usize);
+    let mut seconds: Vec<f64> = Vec::new();
     let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
     let mut states: BTreeMap<String, usize> = BTreeMap::new();
     for r in &rows {
@@ -209,6 +225,10 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, model: &str, mut corpus: 
         let calls = calls_of(&trace);
         tokens += r.get::<_, i64>(3);
         ms += r.get::<_, f64>(4);
+        seconds.push(r.get::<_, f64>(4) / 1000.0);
+        prompt_tokens += calls.prompt_tokens;
+        cached_tokens += calls.cached_prompt_tokens;
+        ended_missing += usize::from(calls.ended_on_missing_name && !ex);
         own_ms += calls.own_ms;
         sql_replies += calls.sql_replies;
         sql_read += calls.sql_read;
@@ -260,12 +280,20 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, model: &str, mut corpus: 
         );
     }
     println!("repairs per question              {:.2}", repairs as f64 / q);
+    println!("ended on a missing name           {:.3} ({ended_missing} of {})", ended_missing as f64 / q, rows.len());
+    seconds.sort_by(f64::total_cmp);
+    println!("seconds per question, median      {:.2}", seconds.get(seconds.len() / 2).copied().unwrap_or(0.0));
+    println!(
+        "cached prompt tokens              {:.3} ({cached_tokens} of {prompt_tokens} prompt tokens read from the server's cache)",
+        cached_tokens as f64 / prompt_tokens.max(1) as f64
+    );
     println!("tokens per question               {:.0}", tokens as f64 / q);
     println!(
-        "seconds per question              {:.2} ({calls} LLM calls: model {:.2} s, pg_ask's own stages {:.1} ms, per question; {CONCURRENCY} at a time)",
+        "seconds per question              {:.2} ({calls} LLM calls: model {:.2} s, pg_ask's own stages {:.1} ms, per question; {} at a time)",
         ms / q / 1000.0,
         llm_ms / q / 1000.0,
-        own_ms / q
+        own_ms / q,
+        concurrency()
     );
     println!(
         "completion tokens per second      {:.1} (per call, prompt processing included)",

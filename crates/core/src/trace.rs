@@ -88,6 +88,9 @@ impl Trace {
                 } else if let Some(why) = resp.unconstrained {
                     st.output["unconstrained"] = json!(why);
                 }
+                if let Some(n) = resp.cached_prompt_tokens {
+                    st.output["cached_prompt_tokens"] = json!(n);
+                }
                 if let Some(saved) = resp.cached {
                     st.output["cached"] = json!({"tokens_saved": saved});
                 }

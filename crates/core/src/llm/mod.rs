@@ -119,6 +119,10 @@ pub struct ChatResponse {
     pub model: String,
     pub prompt_tokens: Option<u64>,
     pub completion_tokens: Option<u64>,
+    /// Of the prompt tokens, those the server read from its cache of an earlier prompt with
+    /// the same start (where it says: OpenAI, llama.cpp, Anthropic).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached_prompt_tokens: Option<u64>,
     /// The provider's reason for stopping (`stop`, `length`, `end_turn`, `max_tokens`, ...).
     pub finish_reason: Option<String>,
     /// HTTP requests made, retries included.

@@ -182,8 +182,18 @@ pub fn parse_response(provider: Provider, body: &[u8]) -> Result<ChatResponse, L
     if content.trim().is_empty() {
         return Err(LlmError::EmptyContent);
     }
+    // Prompt tokens the server took from its cache of an earlier prompt with the same start:
+    // OpenAI's and llama.cpp's `prompt_tokens_details.cached_tokens`, Anthropic's
+    // `cache_read_input_tokens`.
+    let usage = v.get("usage");
+    let cached_prompt_tokens = usage
+        .and_then(|u| u.get("prompt_tokens_details"))
+        .and_then(|d| d.get("cached_tokens"))
+        .or_else(|| usage.and_then(|u| u.get("cache_read_input_tokens")))
+        .and_then(Value::as_u64);
     Ok(ChatResponse {
         content,
+        cached_prompt_tokens,
         model: v.get("model").and_then(Value::as_str).unwrap_or_default().to_string(),
         prompt_tokens,
         completion_tokens,
@@ -315,8 +325,9 @@ mod tests {
 
     #[test]
     fn parses_each_protocol() {
-        let o = br#"{"model":"m","choices":[{"message":{"role":"assistant","content":"SELECT 1"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2}}"#;
+        let o = br#"{"model":"m","choices":[{"message":{"role":"assistant","content":"SELECT 1"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":4}}}"#;
         let r = parse_response(Provider::OpenAi, o).unwrap();
+        assert_eq!(r.cached_prompt_tokens, Some(4));
         assert_eq!((r.content.as_str(), r.prompt_tokens, r.completion_tokens), ("SELECT 1", Some(5), Some(2)));
         let a = br#"{"model":"c","content":[{"type":"text","text":"SEL"},{"type":"text","text":"ECT 2"}],"stop_reason":"end_turn","usage":{"input_tokens":7,"output_tokens":3}}"#;
         let r = parse_response(Provider::Anthropic, a).unwrap();

@@ -43,6 +43,7 @@ pub fn from_cached(v: &Value) -> Option<ChatResponse> {
         attempts: 0,
         constrained,
         unconstrained: None,
+        cached_prompt_tokens: None,
         cached: Some(spent),
     })
 }
@@ -104,6 +105,7 @@ mod tests {
             attempts: 2,
             constrained: Some(crate::constrain::Kind::Grammar),
             unconstrained: None,
+            cached_prompt_tokens: None,
             cached: None,
         };
         let back = from_cached(&to_cached(&r)).unwrap();
