@@ -179,7 +179,8 @@ fn ask_explain(
 ) -> JsonB {
     let a = args(model, provider, base_url, temperature, max_attempts);
     let mut h = host(&a);
-    let cfg = gucs::ask_config(a.max_attempts);
+    let mut cfg = gucs::ask_config(a.max_attempts);
+    cfg.record_prompts = gucs::explain_prompts();
     let call = calls::begin();
     let trace = match pipeline::run_with_context(&mut h, question, context, &cfg, Goal::Answer) {
         Ok(mut out) => {

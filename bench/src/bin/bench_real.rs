@@ -45,7 +45,7 @@ fn load_sample(c: &mut Client) -> i32 {
 fn load_defog(c: &mut Client, per_db: i64) -> i32 {
     let csv = std::fs::canonicalize(repo().join("../shared/datasets/defog/questions_gen_postgres.csv")).unwrap();
     c.batch_execute(&format!(
-        "CREATE TEMP TABLE defog_q (n serial, question text, query text, db_name text, query_category text, instructions text);
+        "DROP TABLE IF EXISTS defog_q; CREATE TEMP TABLE defog_q (n serial, question text, query text, db_name text, query_category text, instructions text);
          COPY defog_q (question, query, db_name, query_category, instructions) FROM '{}' (FORMAT csv, HEADER true);",
         csv.display()
     ))

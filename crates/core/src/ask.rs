@@ -250,6 +250,13 @@ fn call(
     }
     let t = Instant::now();
     let mut st = StageTrace::new(stage, json!({"prompt_chars": req.prompt_chars(), "messages": req.messages.len()}));
+    if trace.record_prompts {
+        st.input["prompt"] = json!({
+            "system": req.system,
+            "messages": req.messages,
+            "constraint": req.constraint.as_ref().map(|c| c.kind().as_str()),
+        });
+    }
     st.attempt = attempt;
     let result = host.chat(stage, req);
     trace.record_call(st, t, result).map_err(|source| AskError::Llm { stage, source })
@@ -277,7 +284,7 @@ pub fn run_with_context(
     goal: Goal,
 ) -> Result<Outcome, (AskError, Trace)> {
     let started = Instant::now();
-    let mut trace = Trace { question: question.to_string(), ..Default::default() };
+    let mut trace = Trace { question: question.to_string(), record_prompts: cfg.record_prompts, ..Default::default() };
     let result = run_inner(host, question, context, cfg, goal, &mut trace);
     trace.ms = ms_since(started);
     match result {
@@ -645,10 +652,11 @@ fn generate_and_run(
     let first = req.clone();
     let mut constraint: Option<Constraint> = None;
     // The grammar is built before the first call that needs it (a plan's draft needs none):
-    // the first one with `on`; with `auto` the first repair of a query the grammar would
-    // have ruled out.
+    // the first one with `on`; with `auto` a later repair of queries the grammar would have
+    // ruled out (see `grammar_due` below).
     let mut grammar_built = cfg.sql_grammar == GrammarUse::Off;
-    let mut grammar_due = cfg.sql_grammar == GrammarUse::Always;
+    // Attempts that failed in a way the grammar rules out.
+    let mut ruled_out = 0u32;
     let max_attempts = cfg.max_attempts.max(1);
     // What each attempt wrote (its SQL, or its whole reply when it had none), white space
     // folded, with how it ended: a repair that writes the same again would end the same way,
@@ -659,6 +667,14 @@ fn generate_and_run(
         let reply = match (attempt, draft) {
             (1, Some(d)) => format!("```sql\n{}\n```", d.trim()),
             _ => {
+                // `auto`: the grammar comes in once the model's own repair failed too, or for
+                // the last attempt, so that a question never ends on a name that does not
+                // exist, and a repair the model gets right by itself is its own.
+                let grammar_due = match cfg.sql_grammar {
+                    GrammarUse::Always => true,
+                    GrammarUse::Repair => ruled_out >= 2 || (ruled_out >= 1 && attempt == max_attempts),
+                    GrammarUse::Off => false,
+                };
                 if !grammar_built && grammar_due {
                     grammar_built = true;
                     if let Some(gbnf) = grammar_for(trace, schema, step) {
@@ -693,6 +709,12 @@ fn generate_and_run(
             st.output = json!({"allowed": false, "reason": reason, "first_attempt": first});
             st.error = Some(format!("the same {what} in attempt {first}; it is not tried again"));
             trace.push(st);
+            // `auto` before the grammar came in: the same request is asked again under it, so
+            // that the question does not end on what the grammar rules out.
+            if cfg.sql_grammar == GrammarUse::Repair && !grammar_built && attempt < max_attempts && grammar_rules_out(ended) {
+                ruled_out = ruled_out.max(2);
+                continue;
+            }
             return Err(with_attempts(ended.clone(), attempt));
         }
         let (failure, ended) = match extracted.clone() {
@@ -712,7 +734,7 @@ fn generate_and_run(
                 }
             },
         };
-        grammar_due |= grammar_rules_out(&ended);
+        ruled_out += u32::from(grammar_rules_out(&ended));
         tried.push((extracted.is_some(), folded, attempt, ended));
         if attempt < max_attempts {
             match prompt::repair_request_within(&first, &req, &reply, extracted.as_deref(), &failure, cfg.max_prompt_tokens) {
@@ -1200,13 +1222,38 @@ mod tests {
         };
         let replies = ["SELECT nme FROM public.restaurants", "SELECT name FROM public.restaurants"];
         let auto = AskConfig { sql_grammar: GrammarUse::Repair, ..cfg() };
-        // A column that does not exist: the repair carries the grammar.
+        // A column that does not exist: the model's own repair first; it runs.
         let mut h = Scripted::new(&replies);
         h.exec = failing("42703");
         let out = run(&mut h, "q", &auto, Goal::Rows).unwrap();
-        assert!(h.seen[0].1.constraint.is_none());
-        assert!(matches!(h.seen[1].1.constraint, Some(Constraint::Grammar { .. })));
+        assert!(h.seen.iter().all(|(_, r)| r.constraint.is_none()));
         assert_eq!(out.trace.stages[1].output["unconstrained"], "free_first");
+        // Its repair names what does not exist too: the last attempt is under the grammar.
+        let mut h = Scripted::new(&[
+            "SELECT nme FROM public.restaurants",
+            "SELECT nme, 1 FROM public.restaurants",
+            "SELECT name FROM public.restaurants",
+        ]);
+        h.exec = failing("42703");
+        run(&mut h, "q", &auto, Goal::Rows).unwrap();
+        assert!(h.seen[0].1.constraint.is_none() && h.seen[1].1.constraint.is_none());
+        assert!(matches!(h.seen[2].1.constraint, Some(Constraint::Grammar { .. })));
+        // Its repair repeats the failed statement: the same request again, under the grammar.
+        let mut h = Scripted::new(&[
+            "SELECT nme FROM public.restaurants",
+            "SELECT nme FROM public.restaurants",
+            "SELECT name FROM public.restaurants",
+        ]);
+        h.exec = failing("42703");
+        let out = run(&mut h, "q", &auto, Goal::Rows).unwrap();
+        assert!(matches!(h.seen[2].1.constraint, Some(Constraint::Grammar { .. })));
+        assert_eq!(h.seen[2].1.messages, h.seen[1].1.messages);
+        assert_eq!(out.sql, "SELECT name FROM public.restaurants");
+        // With two attempts, the second is the last: under the grammar.
+        let mut h = Scripted::new(&replies);
+        h.exec = failing("42703");
+        run(&mut h, "q", &AskConfig { max_attempts: 2, ..auto.clone() }, Goal::Rows).unwrap();
+        assert!(matches!(h.seen[1].1.constraint, Some(Constraint::Grammar { .. })));
         // A division by zero: the grammar would not have prevented it, the repair stays free.
         let mut h = Scripted::new(&replies);
         h.exec = failing("22012");

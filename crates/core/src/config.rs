@@ -104,6 +104,8 @@ pub struct AskConfig {
     /// Prompt tokens a request may hold at most (`ask.max_prompt_tokens`), estimated as the
     /// token budget does.
     pub max_prompt_tokens: usize,
+    /// Whether the trace carries each call's prompt (`ask.explain_prompts`, in `ask.explain()`).
+    pub record_prompts: bool,
 }
 
 /// When SQL generation is constrained by the grammar of the described tables.
@@ -112,11 +114,12 @@ pub enum GrammarUse {
     /// Never (`ask.sql_grammar = off`).
     #[default]
     Off,
-    /// The model writes its first query freely; a repair is constrained when that query failed
-    /// in a way the grammar rules out: it named a table, column or function that does not
-    /// exist, did not parse, was refused, or was no SQL at all (`auto`). A constraint then
-    /// removes only what would fail: a query the model writes that runs is never forced into
-    /// the grammar's shapes.
+    /// The model writes its first query and its first repair freely; a later repair, and the
+    /// last attempt, are constrained when an earlier query failed in a way the grammar rules
+    /// out: it named a table, column or function that does not exist, did not parse, was
+    /// refused, or was no SQL at all (`auto`). A constraint then removes only what would fail:
+    /// a query the model writes that runs is never forced into the grammar's shapes, and a
+    /// question does not end on a name that does not exist.
     Repair,
     /// Every call, the first one too (`on`).
     Always,
@@ -147,6 +150,7 @@ impl Default for AskConfig {
             verified_min_cosine: crate::verified::PARAPHRASE_MIN_COSINE,
             clarify: false,
             max_prompt_tokens: crate::prompt::bounds::DEFAULT_MAX_PROMPT_TOKENS,
+            record_prompts: false,
         }
     }
 }

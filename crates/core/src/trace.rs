@@ -16,6 +16,11 @@ pub fn ms_since(t: Instant) -> f64 {
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct Trace {
     pub question: String,
+    /// Whether each LLM call's stage carries the prompt sent (`input.prompt`: the system
+    /// prompt, the messages and the kind of constraint), for `ask.explain()` with
+    /// `ask.explain_prompts` on.
+    #[serde(skip)]
+    pub record_prompts: bool,
     pub stages: Vec<StageTrace>,
     pub final_sql: Option<String>,
     pub attempts: u32,

@@ -102,9 +102,12 @@ fn legitimate_absent_values_are_not_replaced() {
     let t = decide(&e, Comparison::CaseSensitive);
     assert!(matches!(t.decision, Decision::AskLlm { .. }), "{t:?}");
     assert!((t.cosine_margin.unwrap() - 0.02).abs() < 1e-9);
-    // 'Gotham' among cities: nothing plausible, kept outright.
+    // 'Gotham' among cities: nothing plausible by the rules; the LLM sees the nearest and may
+    // keep it (without an LLM it is kept).
     let e = evidence("Gotham", vec![cand("Chicago", 0.45, 0.0), cand("New York", 0.42, 0.0), cand("Boston", 0.34, 0.0)]);
-    assert_eq!(decide(&e, Comparison::CaseSensitive).decision, Decision::Keep { reason: Rule::NoPlausibleCandidate });
+    let t = decide(&e, Comparison::CaseSensitive);
+    assert_eq!(t.rule, Rule::Nearest);
+    assert!(matches!(&t.decision, Decision::AskLlm { candidates } if candidates[0] == "Chicago"), "{t:?}");
     assert_eq!(decide(&evidence("x", vec![]), Comparison::CaseSensitive).rule, Rule::NoCandidates);
 }
 
@@ -146,7 +149,7 @@ fn a_closed_set_never_keeps_an_unknown_value() {
     // 'Gotham' among city names is left alone; among an enum's labels it cannot be stored at all.
     let open = evidence("Gotham", vec![cand("Los Angeles", 0.30, 0.0), cand("Chicago", 0.28, 0.0)]);
     let t = decide(&open, Comparison::CaseSensitive);
-    assert_eq!(t.rule, Rule::NoPlausibleCandidate);
+    assert_eq!(t.rule, Rule::Nearest);
     let closed = Evidence { closed_set: true, ..open };
     let t = decide(&closed, Comparison::CaseSensitive);
     assert_eq!(t.rule, Rule::ClosedSet);
@@ -167,7 +170,7 @@ fn a_column_of_few_values_puts_an_unknown_literal_to_the_llm_with_all_of_them() 
     // 'female' against a sex column of 'F' and 'M' (all-MiniLM-L6-v2 cosines 0.395 and 0.375,
     // pg_trgm 0.125 and 0): neither embedding nor trigrams know what 'F' stands for.
     let sex = Evidence { distinct_values: 2, ..evidence("female", vec![cand("F", 0.395, 0.125), cand("M", 0.375, 0.0)]) };
-    assert_eq!(decide(&sex, Comparison::CaseSensitive).rule, Rule::NoPlausibleCandidate);
+    assert_eq!(decide(&sex, Comparison::CaseSensitive).rule, Rule::Nearest);
     let listed = Evidence { all_values: true, ..sex };
     let t = decide(&listed, Comparison::CaseSensitive);
     assert_eq!(t.rule, Rule::FewValues);

@@ -119,6 +119,7 @@ static SQL_GRAMMAR: GucSetting<GucMode> = GucSetting::<GucMode>::new(GucMode::Au
 static CACHE: GucSetting<bool> = GucSetting::<bool>::new(false);
 static VERIFIED: GucSetting<GucVerified> = GucSetting::<GucVerified>::new(GucVerified::On);
 static CLARIFY: GucSetting<bool> = GucSetting::<bool>::new(false);
+static EXPLAIN_PROMPTS: GucSetting<bool> = GucSetting::<bool>::new(false);
 static VERIFIED_MIN_COSINE: GucSetting<f64> = GucSetting::<f64>::new(pg_ask_core::verified::PARAPHRASE_MIN_COSINE);
 /// Seconds a cached reply is reused.
 static CACHE_TTL: GucSetting<i32> = GucSetting::<i32>::new(86_400);
@@ -463,6 +464,14 @@ pub fn init() {
         1024 * 1024,
         GucContext::Suset,
         GucFlags::UNIT_KB,
+    );
+    GucRegistry::define_bool_guc(
+        c"ask.explain_prompts",
+        c"Whether ask.explain() shows each LLM call's prompt.",
+        c"On: every call's stage carries input.prompt, the system prompt and the messages as sent (the key scrubbed), so a wrong description can be told from a wrong model.",
+        &EXPLAIN_PROMPTS,
+        GucContext::Userset,
+        GucFlags::default(),
     );
     GucRegistry::define_int_guc(
         c"ask.max_prompt_tokens",

@@ -119,6 +119,10 @@ pub fn max_tokens() -> u32 {
 }
 
 /// `ask.max_response_size` in bytes.
+pub fn explain_prompts() -> bool {
+    EXPLAIN_PROMPTS.get()
+}
+
 pub fn max_prompt_tokens() -> usize {
     MAX_PROMPT_TOKENS.get().max(256) as usize
 }

@@ -1,6 +1,6 @@
 //! `ask.structured_output` and `ask.sql_grammar` against the stand-in LLM server: what each
-//! request carries (`auto`: a free first query, the grammar for the repair of one that named
-//! what does not exist), a server that refuses a constraint (asked again without it, and not
+//! request carries (`auto`: a free first query and first repair, the grammar for the last
+//! attempt after a query that named what does not exist), a server that refuses a constraint (asked again without it, and not
 //! asked with it again in the session), and `on` turning a refusal into SQLSTATE 0A000.
 
 use llm_standin::{Reply, Rule, Script, StandIn};
@@ -98,6 +98,9 @@ fn in_auto_a_query_naming_what_does_not_exist_is_repaired_under_the_grammar() {
     .unwrap();
     let mut c = connect();
     use_llm(&mut c, &llm.url());
+    // Two attempts: the second, a repair and the last attempt, is under the grammar (with more
+    // attempts the model's own repair comes first).
+    c.batch_execute("SET ask.max_attempts = 2").unwrap();
     let trace = explain(&mut c, "list the cities, missing first");
     assert!(trace.get("error").is_none(), "{trace}");
     let sent = llm.requests();
@@ -115,6 +118,7 @@ fn a_server_that_refuses_the_grammar_is_asked_again_without_it_and_remembered() 
     let llm = refusing("grammar");
     let mut c = connect();
     use_llm(&mut c, &llm.url());
+    c.batch_execute("SET ask.max_attempts = 2").unwrap();
     let trace = explain(&mut c, "list the cities, missing first");
     assert!(trace.get("error").is_none(), "{trace}");
     assert_eq!(stage(&trace, "repair")["output"]["unconstrained"], "refused");

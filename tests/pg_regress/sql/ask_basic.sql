@@ -31,6 +31,13 @@ SELECT jsonb_path_query_array(t, '$.stages[*].stage') AS stages,
 FROM ask.explain('how many restaurants per cuisine?') t;
 RESET ask.sql_grammar;
 RESET ask.structured_output;
+-- With ask.explain_prompts on, each call's stage shows the prompt it sent.
+SET ask.explain_prompts = on;
+SELECT jsonb_path_query_array(t, '$.stages[*] ? (@.stage == "generate").input.prompt.messages[*].role') AS roles,
+       jsonb_path_query_first(t, '$.stages[*] ? (@.stage == "generate").input.prompt.system') #>> '{}' LIKE 'You are an expert PostgreSQL analyst%' AS system_prompt,
+       position('<question>how many restaurants per cuisine?</question>' IN t::text) > 0 AS question_in_prompt
+FROM ask.explain('how many restaurants per cuisine?') t;
+RESET ask.explain_prompts;
 -- Anthropic takes JSON schemas (as a forced tool) but no grammar: in auto the SQL request goes
 -- without it; on, that is an error.
 SET ask.sql_grammar = on;

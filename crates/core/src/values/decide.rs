@@ -15,9 +15,9 @@
 //! | `embedding_with_hint` | the cosine top-1 carries weak lexical evidence (initialism prefix, shared stem) and has cosine ≥ [`HINT_MIN_COSINE`] and a margin ≥ [`HINT_MIN_MARGIN`] over the runner-up | replace |
 //! | `embedding` | the cosine top-1 has cosine ≥ [`EMBED_MIN_COSINE`] and a margin ≥ [`EMBED_MIN_MARGIN`] over the runner-up | replace |
 //! | `ambiguous` | some candidate is plausible (cosine ≥ [`ASK_MIN_COSINE`] or trigram ≥ [`ASK_MIN_TRIGRAM`]) | ask the LLM with the top candidates |
-//! | `no_plausible_candidate` | otherwise | keep: a legitimate value with no rows |
-//! | `closed_set` | instead of `no_candidates` / `no_plausible_candidate` when the column's values are a closed set (an enum's labels) | ask the LLM with the best candidates (replace when the set has one value): a value outside the set is an error, never a legitimate value |
-//! | `few_values` | instead of `no_plausible_candidate` when the candidates are all of the column's few values ([`Evidence::all_values`]) | ask the LLM with all of them: it may keep the literal |
+//! | `nearest` | otherwise, when the memory has candidates | ask the LLM with the nearest candidates: it may keep the literal (a legitimate value with no rows) or know what the rules cannot see ('Peking' is 'Beijing', 'Republic of Korea' is 'South Korea'); without an LLM, keep |
+//! | `closed_set` | instead of `no_candidates` / `nearest` when the column's values are a closed set (an enum's labels) | ask the LLM with the best candidates (replace when the set has one value): a value outside the set is an error, never a legitimate value |
+//! | `few_values` | instead of `nearest` when the candidates are all of the column's few values ([`Evidence::all_values`]) | ask the LLM with all of them: it may keep the literal |
 //!
 //! A column with few values ('F'/'M', a handful of statuses, a country list) is where a
 //! literal's embedding and trigrams know least what a stored code or official name stands
@@ -230,8 +230,12 @@ pub enum Rule {
     Embedding,
     /// Plausible candidates, none clearly best.
     Ambiguous,
-    /// No plausible candidate: a legitimate value with no rows.
+    /// No plausible candidate: a legitimate value with no rows (kept without asking; what an
+    /// LLM's answer to [`Rule::Nearest`] that keeps the literal is recorded as).
     NoPlausibleCandidate,
+    /// No candidate plausible by the rules, in a column too large to list: the nearest
+    /// candidates go to the LLM, which may keep the literal.
+    Nearest,
     /// Not a value of a closed set (an enum), and no candidate clearly best.
     ClosedSet,
     /// No candidate plausible by the rules, but the column's values are few: all of them go
@@ -371,7 +375,7 @@ fn choose(evidence: &Evidence, comparison: Comparison, th: &Thresholds, ranked: 
     } else if evidence.all_values {
         (ask(evidence, ranked).0, Rule::FewValues)
     } else {
-        (Decision::Keep { reason: Rule::NoPlausibleCandidate }, Rule::NoPlausibleCandidate)
+        (ask(evidence, ranked).0, Rule::Nearest)
     }
 }
 
