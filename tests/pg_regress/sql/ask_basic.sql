@@ -45,3 +45,12 @@ SELECT ask.sql('how many restaurants per cuisine?', provider => 'anthropic');
 RESET ask.sql_grammar;
 -- Every call is in the ledger.
 SELECT stage, outcome, count(*) FROM ask.llm_calls GROUP BY 1, 2 ORDER BY 1, 2;
+-- Bounded prompts: rows too wide for ask.max_prompt_tokens come back without a written
+-- answer, and a NOTICE says why; a result larger than ask.max_result_size is cut, and a
+-- NOTICE says so.
+SET ask.max_prompt_tokens = 600;
+SELECT length(ask('twelve wide columns')) > 10000 AS the_rows;
+RESET ask.max_prompt_tokens;
+SET ask.max_result_size = '1kB';
+SELECT ask('one long value') LIKE '%…[cut: 5000 bytes]%' AS cut;
+RESET ask.max_result_size;
