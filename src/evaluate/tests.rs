@@ -163,10 +163,11 @@ mod tests {
         assert_eq!(ex.to_string(), "0.7467", "EX = 56/75");
 
         // Each question's first call went out once (prefetched), plus the live repairs: one for
-        // the repaired question, one for the one that never gives SQL (its second reply repeats
-        // the first, which ends its attempts before ask.max_attempts = 3).
+        // the repaired question, two for the one that never gives SQL (its second reply repeats
+        // the first, so the same request is asked once more under the SQL grammar, the last of
+        // ask.max_attempts = 3).
         let requests = s.requests();
-        assert_eq!(requests.len(), n + 1 + 1);
+        assert_eq!(requests.len(), n + 1 + 2);
         let calls: BTreeMap<String, i64> = Spi::connect(|c| {
             c.select("SELECT stage, count(*) FROM ask.llm_calls WHERE outcome = 'ok' GROUP BY 1", None, &[])
                 .unwrap()
@@ -174,7 +175,7 @@ mod tests {
                 .collect()
         });
         assert_eq!(calls.get("generate"), Some(&(n as i64)));
-        assert_eq!(calls.get("repair"), Some(&2));
+        assert_eq!(calls.get("repair"), Some(&3));
         // The prompt described only the question's own schema.
         let first = &requests.iter().find(|r| r.prompt.contains(&questions[0].question)).unwrap().prompt;
         assert!(first.contains("TABLE academic.author") && !first.contains("restaurants.") && !first.contains("scholar."), "{first}");

@@ -26,8 +26,10 @@ mod tests {
         assert_eq!(code, "2F003", "{msg}");
         assert!(msg.contains("public.canary_bump") && msg.contains("ask.allowed_functions"), "{msg}");
         // The refusal went back to the LLM once; its repair wrote the refused statement again,
-        // which ends the call without a third request.
-        assert_eq!(s.requests().len(), 2, "one repair, then the repeat ends it");
+        // so the same request went once more under the SQL grammar (ask.sql_grammar = auto),
+        // whose reply (the stand-in ignores grammars) ends the call.
+        assert_eq!(s.requests().len(), 3, "one repair, the repeat asked again under the grammar");
+        assert!(s.requests()[2].body.get("grammar").is_some());
         // Listed by a superuser, it is still volatile: the database layer refuses it.
         Spi::run("SET ask.allowed_functions = 'public.canary_bump'").unwrap();
         let (code, msg, _) = error_of("SELECT ask.sql('bump it')");

@@ -202,7 +202,7 @@ mod tests {
 
         let trace: JsonB = one(&format!("SELECT ask.explain('{q}')"));
         let stages: Vec<&str> = trace.0["stages"].as_array().unwrap().iter().map(|s| s["stage"].as_str().unwrap()).collect();
-        assert_eq!(stages, ["select", "schema", "plan", "plan", "guard", "execute", "guard", "execute", "answer", "answer"]);
+        assert_eq!(stages, ["select", "schema", "plan", "plan", "guard", "execute", "guard", "execute", "answer", "answer", "ground"]);
         let select = &trace.0["stages"][0]["output"];
         let mut schemas: Vec<&str> = select["schemas"].as_array().unwrap().iter().map(|s| s["schema"].as_str().unwrap()).collect();
         schemas.sort_unstable();
