@@ -22,24 +22,24 @@ pub(super) fn memory_version(lock: bool) -> Option<i64> {
 /// Delete the rows of relations and schemas that no longer exist. Not in a read-only
 /// transaction.
 pub(super) fn forget_dropped() -> usize {
-    as_memory_owner(|| {
-        let tables = crate::pg::spi::write_kept(
+    const DROPPED: [(&str, &str); 2] = [
+        (
             "forget dropped tables",
             "DELETE FROM ask.schema_memory_tables m WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = m.relid)
              RETURNING relid",
-            &[],
-            &[],
-            |_| Some(()),
-        )?;
-        let schemas = crate::pg::spi::write_kept(
+        ),
+        (
             "forget dropped schemas",
             "DELETE FROM ask.schema_memory_schemas m WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace n WHERE n.oid = m.nspid)
              RETURNING nspid",
-            &[],
-            &[],
-            |_| Some(()),
-        )?;
-        Ok::<_, pgrx::spi::SpiError>(tables.len() + schemas.len())
+        ),
+    ];
+    as_memory_owner(|| {
+        let mut forgotten = 0;
+        for (what, sql) in DROPPED {
+            forgotten += crate::pg::spi::write_kept(what, sql, &[], &[], |_| Some(()))?.len();
+        }
+        Ok::<_, pgrx::spi::SpiError>(forgotten)
     })
     .unwrap_or_else(|e| crate::pg::errors::internal("could not clean the schema selection memory", e).raise())
 }

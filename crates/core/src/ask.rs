@@ -568,13 +568,17 @@ fn answer(
     }
     let reply = match call(host, trace, stage::ANSWER, None, &req, cfg.max_prompt_tokens) {
         Ok(reply) => reply,
-        Err(AskError::Llm { source, .. }) if source.is_context_overflow() => {
-            return Ok(Some(rows_unwritten(trace, "the LLM server said the answer prompt exceeds its context", cfg.max_prompt_tokens)));
-        }
-        Err(e) => return Err(e),
+        Err(e) => return Ok(Some(rows_unwritten(trace, too_large_for_the_server(&e).ok_or(e)?, cfg.max_prompt_tokens))),
     };
     let decision = prompt::parse_answer(&trace.read_shaped(Shape::Answer, &reply));
     Ok(Some(grounded_or_rows(trace, question, sql, std::slice::from_ref(result), decision)))
+}
+
+/// Why an answer call failed when the server refused its prompt as larger than its context: a
+/// question whose SQL ran then answers with its rows.
+fn too_large_for_the_server(e: &AskError) -> Option<&'static str> {
+    matches!(e, AskError::Llm { source, .. } if source.is_context_overflow())
+        .then_some("the LLM server said the answer prompt exceeds its context")
 }
 
 /// The rows as the answer, without a written one, because `why`: recorded in the trace, and
@@ -596,18 +600,15 @@ fn grounded_or_rows(trace: &mut Trace, question: &str, sql: &str, results: &[Res
         // A single number (a count, a sum, an average) is said, not shown as a table of one
         // cell.
         AnswerDecision::Rows => {
-            return match results {
-                [one] if one.rows.len() == 1 && one.columns.len() == 1 && one.rows[0][0].is_number() => match grounded::from_rows(one) {
-                    grounded::FromRows::Value(v) => {
-                        let mut st = StageTrace::new(stage::GROUND, json!({"answer": "ROWS"}));
-                        st.output = json!({"grounded": true, "answer_from": "value"});
-                        trace.push(st);
-                        AnswerDecision::Text(v)
-                    }
-                    _ => AnswerDecision::Rows,
-                },
-                _ => AnswerDecision::Rows,
-            };
+            let [one] = results else { return AnswerDecision::Rows };
+            if !grounded::single_value(one).is_some_and(Value::is_number) {
+                return AnswerDecision::Rows;
+            }
+            let grounded::FromRows::Value(v) = grounded::from_rows(one) else { return AnswerDecision::Rows };
+            let mut st = StageTrace::new(stage::GROUND, json!({"answer": "ROWS"}));
+            st.output = json!({"grounded": true, "answer_from": "value"});
+            trace.push(st);
+            return AnswerDecision::Text(v);
         }
     };
     let t = Instant::now();
@@ -678,8 +679,9 @@ fn generate_and_run(
                 if !grammar_built && grammar_due {
                     grammar_built = true;
                     if let Some(gbnf) = grammar_for(trace, schema, step) {
-                        constraint = Some(Constraint::Grammar { gbnf });
-                        req = req.constrain(constraint.clone().expect("just set"));
+                        let grammar = Constraint::Grammar { gbnf };
+                        req = req.constrain(grammar.clone());
+                        constraint = Some(grammar);
                     }
                 }
                 let stage_name = if attempt == 1 { stage::GENERATE } else { stage::REPAIR };
@@ -887,17 +889,15 @@ fn run_plan(
     let req = steps_answer_request(question, &outcomes, cfg.answer_rows as usize);
     let reply = match call(host, trace, stage::ANSWER, None, &req, cfg.max_prompt_tokens) {
         Ok(reply) => reply,
-        Err(AskError::PromptTooLarge { .. }) => {
+        Err(e) => {
+            let why = match &e {
+                AskError::PromptTooLarge { .. } => "the steps' rows do not fit in ask.max_prompt_tokens",
+                _ => too_large_for_the_server(&e).ok_or(e)?,
+            };
             let run = runs.iter().rposition(|r| r.result.is_ok()).map(|i| runs.swap_remove(i)).expect("a step with rows");
-            let why = rows_unwritten(trace, "the steps' rows do not fit in ask.max_prompt_tokens", cfg.max_prompt_tokens);
-            return Ok((run.sql, run.result.expect("a step with rows"), Some(why)));
+            let decided = rows_unwritten(trace, why, cfg.max_prompt_tokens);
+            return Ok((run.sql, run.result.expect("a step with rows"), Some(decided)));
         }
-        Err(AskError::Llm { source, .. }) if source.is_context_overflow() => {
-            let run = runs.iter().rposition(|r| r.result.is_ok()).map(|i| runs.swap_remove(i)).expect("a step with rows");
-            let why = rows_unwritten(trace, "the LLM server said the answer prompt exceeds its context", cfg.max_prompt_tokens);
-            return Ok((run.sql, run.result.expect("a step with rows"), Some(why)));
-        }
-        Err(e) => return Err(e),
     };
     let decision = parse_steps_answer(&trace.read_shaped(Shape::StepsAnswer, &reply), &succeeded);
     let mut st = StageTrace::new(stage::ANSWER, json!({"steps": runs.len()}));
@@ -1442,6 +1442,41 @@ mod tests {
         assert_eq!(stages, ["select", "schema", "plan", "plan", "guard", "execute", "guard", "execute", "answer", "answer", "ground"]);
         assert_eq!(out.trace.stages[7].input["step"], 2);
         assert_eq!(out.trace.llm_calls, 2);
+    }
+
+    #[test]
+    fn a_plans_answer_over_its_bound_or_the_servers_context_is_the_last_steps_rows() {
+        let plan = r#"[{"goal": "list singers", "sql": "SELECT * FROM music.singer", "schema": "music"},
+                      {"goal": "list employees", "sql": "SELECT * FROM staff.employee", "schema": "staff"}]"#;
+        let wide = |sql: &str| {
+            let columns: Vec<String> = (0..20).map(|i| format!("c{i}")).collect();
+            let tag = if sql.contains("singer") { "s" } else { "e" };
+            Ok(ResultSet { columns, rows: vec![vec![json!(tag.repeat(1_000)); 20]; 5], truncated: false, size_cut: false })
+        };
+        // Over ask.max_prompt_tokens: no answer call.
+        let mut h = Selecting(Scripted::new(&[plan]), two_schemas());
+        h.0.exec = Box::new(wide);
+        let out = run(&mut h, "who is there?", &AskConfig { max_prompt_tokens: 2_000, ..cfg() }, Goal::Answer).unwrap();
+        assert_eq!((out.answer, out.sql.as_str(), h.0.seen.len()), (Some(AnswerDecision::Rows), "SELECT * FROM staff.employee", 1));
+        assert!(out.trace.notices[0].contains("the steps' rows do not fit"), "{:?}", out.trace.notices);
+        // The server refuses it as larger than its context.
+        let mut h = Selecting(Scripted::new(&[plan]), two_schemas());
+        h.0.exec = Box::new(wide);
+        h.0.replies.push_back(Err(LlmError::Http {
+            url: "u".into(),
+            status: 400,
+            message: "the request exceeds the available context size".into(),
+            retry_after_s: None,
+        }));
+        let roomy = AskConfig { max_prompt_tokens: 1_000_000, ..cfg() };
+        let out = run(&mut h, "who is there?", &roomy, Goal::Answer).unwrap();
+        assert_eq!((out.answer, out.result.rows[0][0].as_str().map(|s| &s[..1])), (Some(AnswerDecision::Rows), Some("e")));
+        assert!(out.trace.notices[0].contains("exceeds its context"), "{:?}", out.trace.notices);
+        // Any other failure of the call is the question's error.
+        let mut h = Selecting(Scripted::new(&[plan]), two_schemas());
+        h.0.exec = Box::new(wide);
+        h.0.replies.push_back(Err(LlmError::EmptyContent));
+        assert!(matches!(run(&mut h, "who is there?", &roomy, Goal::Answer).unwrap_err().0, AskError::Llm { .. }));
     }
 
     #[test]

@@ -95,7 +95,7 @@ pub fn check_over(answer: &str, question: &str, sql: &str, results: &[ResultSet]
 }
 
 /// The one value of a one-row, one-column result, when it is not null.
-fn single_value(result: &ResultSet) -> Option<&Value> {
+pub fn single_value(result: &ResultSet) -> Option<&Value> {
     match (result.columns.len(), result.rows.as_slice()) {
         (1, [row]) if !result.truncated => row.first().filter(|v| !v.is_null()),
         _ => None,

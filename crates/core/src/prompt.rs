@@ -82,7 +82,7 @@ pub fn repair_request(previous: &ChatRequest, reply: &str, sql: Option<&str>, fa
     req.messages.push(Message::user(format!(
         "That query cannot be used:\n<error>{}</error>\nWrite a corrected query that answers the \
          question. Reply with the query in a ```sql fenced block and nothing else.",
-        data(&bounds::cut_text(failure.trim(), bounds::ERROR_CHARS))
+        data(&crate::rows::cut_text(failure.trim(), bounds::ERROR_CHARS).unwrap_or_else(|| failure.trim().to_string()))
     )));
     req
 }
@@ -157,14 +157,6 @@ pub mod bounds {
     /// characters a token, rounded up).
     pub fn tokens(req: &ChatRequest) -> usize {
         req.prompt_chars().div_ceil(4)
-    }
-
-    /// `text` cut to `max` characters with a mark saying how long it was.
-    pub fn cut_text(text: &str, max: usize) -> String {
-        match text.char_indices().nth(max) {
-            Some((at, _)) => format!("{}…[cut: {} chars]", &text[..at], text.chars().count()),
-            None => text.to_string(),
-        }
     }
 }
 

@@ -96,18 +96,22 @@ impl ResultSet {
         out.push('\n');
         let mut cut = 0;
         for row in self.rows.iter().take(max_rows) {
-            let cells: Vec<Value> = row
-                .iter()
-                .map(|v| match cut_cell(v, cell_chars) {
+            // As `serde_json::to_string(row)` writes it, with the long cells cut.
+            out.push('[');
+            for (i, v) in row.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                let cell = match cut_cell(v, cell_chars) {
                     Some(c) => {
                         cut += 1;
-                        c
+                        serde_json::to_string(&c)
                     }
-                    None => v.clone(),
-                })
-                .collect();
-            out.push_str(&serde_json::to_string(&cells).unwrap_or_default());
-            out.push('\n');
+                    None => serde_json::to_string(v),
+                };
+                out.push_str(&cell.unwrap_or_default());
+            }
+            out.push_str("]\n");
         }
         if self.rows.len() > max_rows {
             out.push_str(&format!("... {} more rows not shown", self.rows.len() - max_rows));
@@ -126,17 +130,22 @@ impl ResultSet {
 /// A cell longer than `max_chars` characters (as JSON text, for a value that is not a string)
 /// as its first `max_chars` characters and a mark with its length: `"abc…[cut: 44040 chars]"`.
 pub fn cut_cell(v: &Value, max_chars: usize) -> Option<Value> {
-    let text = match v {
-        Value::String(s) => std::borrow::Cow::Borrowed(s.as_str()),
-        Value::Array(_) | Value::Object(_) => std::borrow::Cow::Owned(v.to_string()),
-        _ => return None,
+    let cut = match v {
+        Value::String(s) => cut_text(s, max_chars),
+        Value::Array(_) | Value::Object(_) => cut_text(&v.to_string(), max_chars),
+        _ => None,
     };
-    if text.len() <= max_chars || text.chars().nth(max_chars).is_none() {
+    cut.map(Value::String)
+}
+
+/// `text` cut to `max_chars` characters with a mark saying how long it was
+/// (`abc…[cut: 44040 chars]`), or `None` when it is no longer than that.
+pub fn cut_text(text: &str, max_chars: usize) -> Option<String> {
+    if text.len() <= max_chars {
         return None;
     }
-    let total = text.chars().count();
-    let kept: String = text.chars().take(max_chars).collect();
-    Some(Value::String(format!("{kept}…[cut: {total} chars]")))
+    let (at, _) = text.char_indices().nth(max_chars)?;
+    Some(format!("{}…[cut: {} chars]", &text[..at], text.chars().count()))
 }
 
 fn cell_text(v: &Value) -> String {

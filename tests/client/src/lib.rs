@@ -70,6 +70,21 @@ pub fn connect_with_notices() -> (Client, std::sync::Arc<std::sync::Mutex<Vec<St
     (client, notices)
 }
 
+/// A new database `db` (dropped first if it exists) with the sample of `sample/sample.sql`
+/// loaded and pg_ask created; a session in it as the superuser `postgres`.
+pub fn sample_database(db: &str) -> Client {
+    let mut admin = connect_as_is();
+    // Two statements, not one batch: DROP DATABASE cannot run in a transaction block.
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)")).expect("drop the database");
+    admin.batch_execute(&format!("CREATE DATABASE {db}")).expect("create the database");
+    let mut c = connect_to("postgres", db);
+    let sample = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sample/sample.sql"))
+        .expect("read sample/sample.sql");
+    c.batch_execute(&sample).expect("load sample/sample.sql");
+    c.batch_execute("CREATE EXTENSION pg_ask CASCADE").expect("create pg_ask");
+    c
+}
+
 /// Point the session at a stand-in LLM server.
 pub fn use_llm(c: &mut Client, url: &str) {
     c.batch_execute(&format!("SET ask.base_url = '{url}/v1'; SET ask.provider = 'openai'")).unwrap();

@@ -40,6 +40,16 @@ fn stand_in() -> StandIn {
     .unwrap()
 }
 
+/// A session pointed at a new stand-in, with the response cache off (each question is asked),
+/// whose NOTICEs are collected.
+fn session() -> (StandIn, postgres::Client, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let llm = stand_in();
+    let (mut c, notices) = connect_with_notices();
+    use_llm(&mut c, &llm.url());
+    c.batch_execute("SET ask.cache = off").unwrap();
+    (llm, c, notices)
+}
+
 /// The peak resident memory of the session's backend, in kB (VmHWM).
 fn backend_peak_kb(c: &mut postgres::Client) -> u64 {
     let pid: i32 = c.query_one("SELECT pg_backend_pid()", &[]).unwrap().get(0);
@@ -49,10 +59,7 @@ fn backend_peak_kb(c: &mut postgres::Client) -> u64 {
 
 #[test]
 fn every_question_whose_sql_ran_gets_an_answer_or_its_rows_and_no_prompt_passes_the_bound() {
-    let llm = stand_in();
-    let (mut c, notices) = connect_with_notices();
-    use_llm(&mut c, &llm.url());
-    c.batch_execute("SET ask.cache = off").unwrap();
+    let (llm, mut c, notices) = session();
     for q in ["one long cell", "huge cell", "wide rows"] {
         let before = llm.requests().len();
         let answer: String = c.query_one("SELECT ask($1)", &[&format!("all of it, {q}")]).unwrap_or_else(|e| panic!("{q}: {e:?}")).get(0);
@@ -82,11 +89,9 @@ fn every_question_whose_sql_ran_gets_an_answer_or_its_rows_and_no_prompt_passes_
 
 #[test]
 fn a_server_that_still_overflows_gets_the_rows_with_a_notice() {
-    let llm = stand_in();
-    let (mut c, notices) = connect_with_notices();
-    use_llm(&mut c, &llm.url());
+    let (llm, mut c, notices) = session();
     // pg_ask's bound above the server's context: the server refuses the answer prompt.
-    c.batch_execute("SET ask.cache = off; SET ask.max_prompt_tokens = 100000").unwrap();
+    c.batch_execute("SET ask.max_prompt_tokens = 100000").unwrap();
     let answer: String = c.query_one("SELECT ask('very wide rows')", &[]).unwrap().get(0);
     // As a table, as many rows as ask.max_result_size (1 MB) let be read of the 2 MB.
     assert!(answer.starts_with(" id ") && answer.trim_end().ends_with("rows)"), "the rows as a table: {answer:.300}");

@@ -6,10 +6,9 @@
 //! first query, a written answer checked against the rows, the answer must state the rows'
 //! count, 68. `scripts/test.sh` starts the server and sets `PG_ASK_LLM_DEFAULT_URL`.
 
-use std::path::Path;
 use std::time::Instant;
 
-use pg_ask_it::{connect_as_is, connect_to};
+use pg_ask_it::{connect_to, sample_database};
 use serde_json::Value;
 
 const DB: &str = "pg_ask_default_model";
@@ -20,16 +19,10 @@ fn the_default_model_answers_how_many_restaurants_there_are() {
     let url = std::env::var("PG_ASK_LLM_DEFAULT_URL").expect(
         "PG_ASK_LLM_DEFAULT_URL: the OpenAI base URL of llama-server serving qwen-coder; scripts/test.sh sets it (or: bash scripts/llm.sh start qwen-coder)",
     );
-    let mut admin = connect_as_is();
-    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {DB} WITH (FORCE)")).unwrap();
-    admin.batch_execute(&format!("CREATE DATABASE {DB}")).unwrap();
-    let mut owner = connect_to("postgres", DB);
-    let sample = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sample/sample.sql")).unwrap();
-    owner.batch_execute(&sample).expect("load sample/sample.sql");
+    let mut owner = sample_database(DB);
     owner
         .batch_execute(&format!(
-            "CREATE EXTENSION pg_ask CASCADE;
-             DO $$ BEGIN CREATE ROLE {ROLE} LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$;
+            "DO $$ BEGIN CREATE ROLE {ROLE} LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$;
              GRANT SELECT ON ALL TABLES IN SCHEMA public TO {ROLE};"
         ))
         .unwrap();

@@ -18,7 +18,7 @@ use std::sync::Once;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use pg_ask_it::{connect_as_is, connect_to, message, sqlstate};
+use pg_ask_it::{connect_to, message, sample_database, sqlstate};
 use postgres::Client;
 use serde_json::Value;
 
@@ -64,14 +64,7 @@ static DATABASE: Once = Once::new();
 /// A fresh database with the sample loaded and pg_ask created, once per test run.
 fn database() {
     DATABASE.call_once(|| {
-        let mut admin = connect_as_is();
-        // Two statements, not one batch: DROP DATABASE cannot run in a transaction block.
-        admin.batch_execute(&format!("DROP DATABASE IF EXISTS {DB} WITH (FORCE)")).unwrap();
-        admin.batch_execute(&format!("CREATE DATABASE {DB}")).unwrap();
-        let mut c = connect_to("postgres", DB);
-        let sample = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sample/sample.sql")).unwrap();
-        c.batch_execute(&sample).expect("load sample/sample.sql");
-        c.batch_execute("CREATE EXTENSION pg_ask CASCADE").unwrap();
+        let mut c = sample_database(DB);
         // A role of its own for each test that reads the ledger: every role sees only its own
         // ledger rows, so the other tests' calls do not mix in.
         for role in ["real_ledger_openai", "real_ledger_anthropic"] {

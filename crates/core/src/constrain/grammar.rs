@@ -150,7 +150,7 @@ pub fn sql_grammar(tables: &[Table], opts: GrammarOptions) -> Option<SqlGrammar>
     g.rule("scal-t", &alt("-sct"));
     g.rule("subq", &alt("-sx"));
     for name in std::mem::take(&mut g.keywords) {
-        let (name, body) = keyword_rule(&name);
+        let body = keyword_rule(&name);
         let _ = writeln!(g.text, "{name} ::= {body}");
         g.rules += 1;
     }
