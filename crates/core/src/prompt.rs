@@ -191,20 +191,21 @@ pub fn answer_request_within(
     if let Some(done) = fits(most) {
         return Some(done);
     }
-    // The most rows that fit, at least one: a binary search over 1..most.
+    // The most rows that fit, at least one: a binary search over 1..most, keeping the largest
+    // request that fitted.
     let (mut lo, mut hi) = (0usize, most);
+    let mut best = None;
     while lo < hi {
         let mid = (lo + hi).div_ceil(2);
-        if fits(mid).is_some() {
-            lo = mid;
-        } else {
-            hi = mid - 1;
+        match fits(mid) {
+            Some(fitting) => {
+                best = Some(fitting);
+                lo = mid;
+            }
+            None => hi = mid - 1,
         }
     }
-    if lo == 0 {
-        return None;
-    }
-    fits(lo)
+    best
 }
 
 /// What the answer stage decided.
