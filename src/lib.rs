@@ -20,10 +20,34 @@ mod verified;
 
 ::pgrx::pg_module_magic!(name, version);
 
+// Every SQL object that is not a function pgrx generates from a `#[pg_extern]` comes from a
+// file of `sql/`, pulled in here and nowhere else. The order is the one the install script
+// follows: pgrx places each file after what it `requires` (the ledger first, then the tables
+// of each feature, then the SQL functions and views over the generated functions).
 pgrx::extension_sql_file!("../sql/ledger.sql", name = "ledger", bootstrap);
 pgrx::extension_sql_file!("../sql/cache.sql", name = "llm_cache", requires = ["ledger"]);
 pgrx::extension_sql_file!("../sql/values.sql", name = "value_memory_tables", requires = ["ledger"]);
 pgrx::extension_sql_file!("../sql/shadow.sql", name = "shadow_tables", requires = ["ledger"]);
+pgrx::extension_sql_file!("../sql/schema_memory.sql", name = "schema_memory_tables", requires = ["value_memory_tables"]);
+pgrx::extension_sql_file!("../sql/verified.sql", name = "verified_tables", requires = ["llm_cache"]);
+pgrx::extension_sql_file!("../sql/comment_invalidation.sql", name = "comment_invalidation", requires = [schema::invalidate_relation]);
+pgrx::extension_sql_file!("../sql/embed_vector.sql", name = "embed_vector", requires = [llm::embeddings::embed_real]);
+pgrx::extension_sql_file!(
+    "../sql/value_functions.sql",
+    name = "value_functions",
+    requires = [
+        values::build::index_values,
+        values::search::similar_values,
+        values::build::refresh_values,
+        values::build::refresh_values_as_owner,
+        values::search::value_lookup
+    ]
+);
+pgrx::extension_sql_file!(
+    "../sql/schema_memory_functions.sql",
+    name = "schema_memory_functions",
+    requires = [selection::functions::index_schema, selection::functions::select_tables, selection::functions::select_schemas]
+);
 pgrx::extension_sql_file!(
     "../sql/shadow_views.sql",
     name = "shadow_views",
@@ -40,12 +64,15 @@ pgrx::extension_sql_file!(
         shadow::report::_metric
     ]
 );
-pgrx::extension_sql_file!("../sql/schema_memory.sql", name = "schema_memory_tables", requires = ["value_memory_tables"]);
-pgrx::extension_sql_file!("../sql/verified.sql", name = "verified_tables", requires = ["llm_cache"]);
+pgrx::extension_sql_file!(
+    "../sql/evaluate.sql",
+    name = "evaluation",
+    requires = ["ledger", evaluate::load_suite, evaluate::evaluate_begin, evaluate::evaluate_step]
+);
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
-    pg::gucs::note_preloading();
+    pg::key::note_preloading();
     pg::gucs::init();
     schema::init();
     shadow::capture::init();

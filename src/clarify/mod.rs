@@ -10,6 +10,7 @@ use pg_ask_core::clarify::{is_abbreviation, phrases, Ambiguity, Reading};
 use pg_ask_core::values::literals::{LiteralKind, LiteralRef, QualifiedName, TextRange};
 
 use crate::pg::identity::as_memory_owner;
+use crate::pg::spi::OrRaise;
 
 /// A readable indexed column of the value memory.
 struct Column {
@@ -64,22 +65,20 @@ fn readable_columns() -> Vec<Column> {
             |r| {
                 // Values of a table whose policies hide rows from the caller stay unread,
                 // unless its owner opted in.
-                let (relid, allow_rls) = (r.get::<pg_sys::Oid>(2).ok()??, r.get::<bool>(7).ok()??);
+                let (Some(relid), Some(allow_rls)) = (r.get::<pg_sys::Oid>(2)?, r.get::<bool>(7)?) else { return Ok(None) };
                 if !allow_rls && crate::values::rls_hides(relid, caller) {
-                    return None;
+                    return Ok(None);
                 }
-                Some(Column {
-                    id: r.get::<i64>(1).ok()??,
-                    relid: r.get::<pg_sys::Oid>(2).ok()??,
-                    attnum: r.get::<i16>(3).ok()??,
-                    schema: r.get::<String>(4).ok()??,
-                    table: r.get::<String>(5).ok()??,
-                    column: r.get::<String>(6).ok()??,
-                    table_columns: r.get::<Vec<String>>(8).ok()?.unwrap_or_default(),
-                })
+                let (Some(id), Some(attnum), Some(schema), Some(table), Some(column)) =
+                    (r.get::<i64>(1)?, r.get::<i16>(3)?, r.get::<String>(4)?, r.get::<String>(5)?, r.get::<String>(6)?)
+                else {
+                    return Ok(None);
+                };
+                Ok(Some(Column { id, relid, attnum, schema, table, column, table_columns: r.get::<Vec<String>>(8)?.unwrap_or_default() }))
             },
         )
     })
+    .or_raise("could not read the value memory's columns")
 }
 
 /// A column of a relation, as pg_constraint and pg_attribute number it.
@@ -94,8 +93,16 @@ fn foreign_keys(columns: &[Column]) -> Vec<(ColumnRef, ColumnRef)> {
          WHERE contype = 'f' AND pg_catalog.array_length(conkey, 1) = 1
            AND conrelid = ANY ($1) AND confrelid = ANY ($1)",
         &[rels.into()],
-        |r| Some(((r.get::<pg_sys::Oid>(1).ok()??, r.get::<i16>(2).ok()??), (r.get::<pg_sys::Oid>(3).ok()??, r.get::<i16>(4).ok()??))),
+        |r| {
+            let (Some(a), Some(b), Some(c), Some(d)) =
+                (r.get::<pg_sys::Oid>(1)?, r.get::<i16>(2)?, r.get::<pg_sys::Oid>(3)?, r.get::<i16>(4)?)
+            else {
+                return Ok(None);
+            };
+            Ok(Some(((a, b), (c, d))))
+        },
     )
+    .or_raise("could not read the foreign keys")
 }
 
 /// Whether a foreign key of `fks` joins the two columns.
@@ -124,9 +131,15 @@ pub(crate) fn ambiguities(question: &str, tables: &[String]) -> Result<Vec<Ambig
              WHERE m.column_id = ANY ($1) AND pg_catalog.lower(m.value) COLLATE \"C\" = ANY ($2::text[])
              ORDER BY m.column_id, m.frequency DESC",
             &args,
-            |r| Some((r.get::<i64>(1).ok()??, r.get::<String>(2).ok()??, r.get::<String>(3).ok()??)),
+            |r| {
+                let (Some(id), Some(value), Some(lower)) = (r.get::<i64>(1)?, r.get::<String>(2)?, r.get::<String>(3)?) else {
+                    return Ok(None);
+                };
+                Ok(Some((id, value, lower)))
+            },
         )
-    });
+    })
+    .or_raise("could not read the value memory");
     let mut out: Vec<Ambiguity> = Vec::new();
     let mut covered: Vec<String> = Vec::new();
     for (phrase, low) in phrases.iter().zip(&lowered) {

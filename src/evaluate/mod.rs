@@ -42,7 +42,7 @@ const JUDGE_ROW_LIMIT: u32 = 100_000;
 /// optionally `schema` (or `db_name`), `category`, `difficulty`, `instructions`. Returns the
 /// number of questions.
 #[pg_extern(name = "load_suite", volatile, strict, parallel_unsafe)]
-fn load_suite(name: &str, rows: JsonB) -> i32 {
+pub(crate) fn load_suite(name: &str, rows: JsonB) -> i32 {
     if name.trim().is_empty() {
         raise(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
@@ -220,7 +220,7 @@ fn progress(suite: &str, run_label: &str) -> (i64, i64, i64) {
 
 /// Start (or resume) a run: checks the suite, records the run, and says what is left to do.
 #[pg_extern(name = "_evaluate_begin", volatile, strict, parallel_unsafe)]
-fn evaluate_begin(suite: &str, run_label: &str) -> i32 {
+pub(crate) fn evaluate_begin(suite: &str, run_label: &str) -> i32 {
     crate::pg::subxact::require_nonatomic("ask.evaluate");
     let total = suite_size(suite);
     let cfg = backend_host().llm;
@@ -245,7 +245,7 @@ fn evaluate_begin(suite: &str, run_label: &str) -> i32 {
 /// when the run is complete, which then marks it finished). `CALL ask.evaluate()` loops over
 /// this, committing after each batch; inside a transaction block, call it in a loop yourself.
 #[pg_extern(name = "evaluate_step", volatile, parallel_unsafe)]
-fn evaluate_step(suite: &str, run_label: &str, batch: default!(Option<i32>, "NULL")) -> i32 {
+pub(crate) fn evaluate_step(suite: &str, run_label: &str, batch: default!(Option<i32>, "NULL")) -> i32 {
     let total = suite_size(suite);
     let mut backend = backend_host();
     ensure_run(suite, run_label, &backend.llm);
@@ -437,5 +437,3 @@ fn stop_on_service_failure(e: &AskError) {
         _ => {}
     }
 }
-
-pgrx::extension_sql_file!("../../sql/evaluate.sql", name = "evaluation", requires = ["ledger", load_suite, evaluate_begin, evaluate_step]);

@@ -31,7 +31,7 @@ thread_local! {
 /// for the verified queries and again for schema selection: the second is answered from a
 /// one-entry memo of the last question and the embedder (provider and model) that embedded it.
 pub fn embed_question(question: &str) -> Vec<f32> {
-    let embedder = crate::values::current_embedder().map(|(p, m)| format!("{p}/{m}")).unwrap_or_default();
+    let embedder = current_embedder().map(|(p, m)| format!("{p}/{m}")).unwrap_or_default();
     let hit = LAST_QUESTION.with(|l| l.borrow().as_ref().and_then(|(q, e, v)| (q == question && *e == embedder).then(|| v.clone())));
     if let Some(v) = hit {
         return v;
@@ -39,6 +39,18 @@ pub fn embed_question(question: &str) -> Vec<f32> {
     let v = embed_texts(&[question]).pop().unwrap_or_default();
     LAST_QUESTION.with(|l| *l.borrow_mut() = Some((question.to_string(), embedder, v.clone())));
     v
+}
+
+/// The embeddings in force: (provider, model), or None when `ask.embedding_provider = off`.
+/// The local model is named by its directory.
+pub(crate) fn current_embedder() -> Option<(String, String)> {
+    use EmbeddingProvider as P;
+    match gucs::embedding_provider() {
+        P::Off => None,
+        P::Local => Some(("local".into(), model_dir().file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default())),
+        P::OpenAi => Some(("openai".into(), gucs::embedding_model())),
+        P::Ollama => Some(("ollama".into(), gucs::embedding_model())),
+    }
 }
 
 /// The model directory: `ask.model_path`, or the one setup installs under the share directory.
@@ -136,17 +148,6 @@ pub fn embed_texts(texts: &[&str]) -> Vec<Vec<f32>> {
 /// The embedding of a text under the current settings, as `real[]` (`ask.embed()` casts it
 /// to `vector`).
 #[pg_extern(name = "embed_real", volatile, parallel_unsafe)]
-fn embed_real(text: &str) -> Vec<f32> {
+pub(crate) fn embed_real(text: &str) -> Vec<f32> {
     embed_texts(&[text]).pop().unwrap_or_default()
 }
-
-pgrx::extension_sql!(
-    r#"
-CREATE FUNCTION embed(text text) RETURNS vector
-    LANGUAGE sql VOLATILE PARALLEL UNSAFE STRICT
-    RETURN embed_real(text)::vector;
-COMMENT ON FUNCTION embed(text) IS 'The embedding of a text under ask.embedding_provider (local all-MiniLM-L6-v2 by default: 384 dimensions, L2-normalised).';
-"#,
-    name = "embed_vector",
-    requires = [embed_real]
-);

@@ -57,7 +57,7 @@ impl Raised {
     /// Every text is scrubbed of the configured key: an LLM server may echo it in an error
     /// body, and a statement's error may quote a value that holds it.
     fn report(self, level: PgLogLevel) {
-        let key = crate::pg::gucs::api_key();
+        let key = crate::pg::key::api_key();
         let mut report = ErrorReport::new(self.code, key.scrub(&self.message), "pg_ask");
         if let Some(d) = self.detail {
             report = report.set_detail(key.scrub(&d));

@@ -4,6 +4,7 @@
 pub(crate) mod errors;
 pub(crate) mod gucs;
 pub(crate) mod identity;
+pub(crate) mod key;
 pub(crate) mod server_wide;
 pub(crate) mod spi;
 pub(crate) mod subxact;

@@ -7,14 +7,30 @@ use pgrx::prelude::*;
 
 use crate::pg::errors::raise;
 
-/// The rows of a query through SPI, each turned into a value by `row` (rows it returns None
-/// for are skipped; a failed query gives no rows).
+/// A row of a query's result, as SPI hands it to the `row` function of [`select_rows`].
+pub(crate) type Row<'a> = pgrx::spi::SpiHeapTupleData<'a>;
+
+/// What a query's rows are read as: `Ok(None)` skips a row on purpose (a NULL its caller has
+/// no use for); a value that cannot be read as the type asked for is an error.
+pub(crate) type RowResult<T> = Result<Option<T>, pgrx::spi::SpiError>;
+
+/// The rows of a query through SPI, each turned into a value by `row`. A query SPI refuses,
+/// or a value of another type than the one asked for, is an error: a caller raises it with
+/// its SQLSTATE ([`crate::pg::errors::internal`] for pg_ask's own tables) or falls back in a
+/// way it says (a NOTICE, a trace entry), never as "no rows". (An error PostgreSQL raises while
+/// running the query aborts the statement as it always does.)
 pub(crate) fn select_rows<T>(
     sql: &str,
     args: &[pgrx::datum::DatumWithOid],
-    mut row: impl FnMut(pgrx::spi::SpiHeapTupleData<'_>) -> Option<T>,
-) -> Vec<T> {
-    Spi::connect(|client| client.select(sql, None, args).map(|rows| rows.filter_map(&mut row).collect()).unwrap_or_default())
+    mut row: impl FnMut(Row<'_>) -> RowResult<T>,
+) -> Result<Vec<T>, pgrx::spi::SpiError> {
+    Spi::connect(|client| {
+        let mut out = Vec::new();
+        for r in client.select(sql, None, args)? {
+            out.extend(row(r)?);
+        }
+        Ok(out)
+    })
 }
 
 thread_local! {
@@ -28,24 +44,13 @@ thread_local! {
 /// and kept (`SPI_keepplan`), so a question pays for its execution only. PostgreSQL's plan
 /// cache re-plans it when an object it uses or the search path changes. `sql` comes from a
 /// fixed set of texts (values go in `args`, never into the text), and `name` says which one,
-/// for the reader. A failed query gives no rows, as with [`select_rows`].
+/// for the reader.
 pub(crate) fn select_kept<T>(
     name: &'static str,
     sql: &str,
     types: &[pg_sys::PgOid],
     args: &[pgrx::datum::DatumWithOid],
-    row: impl FnMut(pgrx::spi::SpiHeapTupleData<'_>) -> Option<T>,
-) -> Vec<T> {
-    kept(name, sql, types, false, args, row).unwrap_or_default()
-}
-
-/// [`select_kept`] that says why a query failed.
-pub(crate) fn try_select_kept<T>(
-    name: &'static str,
-    sql: &str,
-    types: &[pg_sys::PgOid],
-    args: &[pgrx::datum::DatumWithOid],
-    row: impl FnMut(pgrx::spi::SpiHeapTupleData<'_>) -> Option<T>,
+    row: impl FnMut(Row<'_>) -> RowResult<T>,
 ) -> Result<Vec<T>, pgrx::spi::SpiError> {
     kept(name, sql, types, false, args, row)
 }
@@ -57,7 +62,7 @@ pub(crate) fn write_kept<T>(
     sql: &str,
     types: &[pg_sys::PgOid],
     args: &[pgrx::datum::DatumWithOid],
-    row: impl FnMut(pgrx::spi::SpiHeapTupleData<'_>) -> Option<T>,
+    row: impl FnMut(Row<'_>) -> RowResult<T>,
 ) -> Result<Vec<T>, pgrx::spi::SpiError> {
     kept(name, sql, types, true, args, row)
 }
@@ -68,7 +73,7 @@ fn kept<T>(
     types: &[pg_sys::PgOid],
     writes: bool,
     args: &[pgrx::datum::DatumWithOid],
-    mut row: impl FnMut(pgrx::spi::SpiHeapTupleData<'_>) -> Option<T>,
+    mut row: impl FnMut(Row<'_>) -> RowResult<T>,
 ) -> Result<Vec<T>, pgrx::spi::SpiError> {
     Spi::connect_mut(|client| {
         let _ = name;
@@ -80,7 +85,11 @@ fn kept<T>(
             let k = k.borrow();
             let plan = k.get(sql).expect("kept above");
             let rows = if writes { client.update(plan, None, args)? } else { client.select(plan, None, args)? };
-            Ok(rows.filter_map(&mut row).collect())
+            let mut out = Vec::new();
+            for r in rows {
+                out.extend(row(r)?);
+            }
+            Ok(out)
         })
     })
 }
@@ -210,4 +219,16 @@ pub(crate) fn in_schema<R>(schema: Option<&str>, f: impl FnOnce() -> R) -> R {
     let out = f();
     set(&saved);
     out
+}
+
+/// A failed read or write of pg_ask's own tables, raised with its SQLSTATE (XX000) and a hint
+/// ([`crate::pg::errors::internal`]) naming what could not be read.
+pub(crate) trait OrRaise<T> {
+    fn or_raise(self, what: &str) -> T;
+}
+
+impl<T> OrRaise<T> for Result<T, pgrx::spi::SpiError> {
+    fn or_raise(self, what: &str) -> T {
+        self.unwrap_or_else(|e| crate::pg::errors::internal(what, e).raise())
+    }
 }

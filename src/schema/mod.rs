@@ -126,12 +126,12 @@ fn describe(oids: Option<Vec<pg_sys::Oid>>) -> Result<Vec<(pg_sys::Oid, String, 
         // Read after every catalog change, for the relations it touched: the plan is kept.
         Some(oids) => {
             let sql = ONLY_THESE_SQL.with(|s| s.clone());
-            crate::pg::spi::try_select_kept(
+            crate::pg::spi::select_kept(
                 "describe these tables",
                 &sql,
                 &[pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::OIDARRAYOID)],
                 &[oids.into()],
-                |r| r.get::<JsonB>(1).ok().flatten(),
+                |r| r.get::<JsonB>(1),
             )
             .map(|mut rows| rows.pop())
         }
@@ -233,30 +233,7 @@ pub fn search_path_schemas() -> Vec<String> {
 
 /// Announce a change of a relation's description (used by the COMMENT event trigger).
 #[pg_extern(name = "_invalidate_relation", volatile, strict, parallel_unsafe)]
-fn invalidate_relation(rel: pg_sys::Oid) {
+pub(crate) fn invalidate_relation(rel: pg_sys::Oid) {
     // SAFETY: queues a relcache invalidation for `rel`, sent to every backend at commit.
     unsafe { pg_sys::CacheInvalidateRelcacheByRelid(rel) };
 }
-
-pgrx::extension_sql!(
-    r#"
-CREATE FUNCTION _comment_changed() RETURNS event_trigger LANGUAGE plpgsql
-    SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-DECLARE r record;
-BEGIN
-    FOR r IN SELECT c.classid, c.objid FROM pg_catalog.pg_event_trigger_ddl_commands() c
-             WHERE c.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
-                OR c.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_namespace'::pg_catalog.regclass::pg_catalog.oid LOOP
-        PERFORM ask._invalidate_relation(CASE WHEN r.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
-                                              THEN r.objid
-                                              ELSE 'pg_catalog.pg_namespace'::pg_catalog.regclass::pg_catalog.oid END);
-    END LOOP;
-END $$;
-REVOKE ALL ON FUNCTION _comment_changed() FROM PUBLIC;
-REVOKE ALL ON FUNCTION _invalidate_relation(oid) FROM PUBLIC;
-CREATE EVENT TRIGGER ask_comment_changed ON ddl_command_end WHEN TAG IN ('COMMENT')
-    EXECUTE FUNCTION _comment_changed();
-"#,
-    name = "comment_invalidation",
-    requires = [invalidate_relation]
-);

@@ -10,6 +10,7 @@ use pg_ask_core::selection::{Catalog, ColumnValues, SchemaProfile, TableProfile}
 use pgrx::pg_sys;
 
 use crate::pg::identity::as_memory_owner;
+use crate::pg::spi::OrRaise;
 use crate::schema;
 
 /// The caller's selection catalog, with the catalog generation and user it was built for.
@@ -36,9 +37,15 @@ fn frequent_values() -> HashMap<String, Vec<ColumnValues>> {
                      WHERE NOT c.relrowsecurity OR vc.allow_rls",
             &[],
             &[],
-            |r| Some((r.get::<String>(1).ok()??, r.get::<String>(2).ok()??, r.get::<Vec<String>>(3).ok()??)),
+            |r| {
+                let (Some(table), Some(column), Some(values)) = (r.get::<String>(1)?, r.get::<String>(2)?, r.get::<Vec<String>>(3)?) else {
+                    return Ok(None);
+                };
+                Ok(Some((table, column, values)))
+            },
         )
-    });
+    })
+    .or_raise("could not read the value memory's frequent values");
     let mut out: HashMap<String, Vec<ColumnValues>> = HashMap::new();
     for (table, column, values) in rows {
         if !values.is_empty() {
@@ -57,8 +64,12 @@ fn schema_profiles() -> Vec<SchemaProfile> {
                                           AND d.objoid OPERATOR(pg_catalog.=) n.oid",
         &[],
         &[],
-        |r| Some(SchemaProfile { name: r.get::<String>(1).ok()??, comment: r.get::<String>(2).ok().flatten() }),
+        |r| {
+            let comment = r.get::<String>(2)?;
+            Ok(r.get::<String>(1)?.map(|name| SchemaProfile { name, comment }))
+        },
     )
+    .or_raise("could not read the schemas' comments")
 }
 
 /// The caller's catalog for selection: its readable tables, their columns it may read, and

@@ -46,9 +46,10 @@ use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 mod catalog;
-mod functions;
+pub(crate) mod functions;
 mod state;
 
+use crate::pg::spi::OrRaise;
 pub use catalog::selection_catalog;
 use state::{forget_dropped, memory_state, memory_version, MemoryState};
 #[cfg(any(test, feature = "pg_test"))]
@@ -207,9 +208,13 @@ impl Freshness {
                     &sql,
                     &[pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::OIDARRAYOID)],
                     &args,
-                    |r| Some((names.get(&r.get::<pg_sys::Oid>(1).ok()??.to_u32())?.to_string(), r.get::<Vec<f32>>(2).ok()??)),
+                    |r| {
+                        let (Some(key), Some(v)) = (r.get::<pg_sys::Oid>(1)?, r.get::<Vec<f32>>(2)?) else { return Ok(None) };
+                        Ok(names.get(&key.to_u32()).map(|n| (n.to_string(), v)))
+                    },
                 )
-            });
+            })
+            .or_raise("could not read the schema selection memory's embeddings");
             for (n, v) in read {
                 self.vectors.insert(n, unit(&v));
             }
@@ -258,21 +263,23 @@ fn stored_cosines(
             ],
             &args,
             |r| {
-                Some((
-                    r.get::<String>(1).ok()??,
+                let (Some(name), Some(fresh)) = (r.get::<String>(1)?, r.get::<bool>(2)?) else { return Ok(None) };
+                Ok(Some((
+                    name,
                     Stored {
-                        fresh: r.get::<bool>(2).ok()??,
-                        other_embedder: r.get::<bool>(3).ok().flatten().unwrap_or(false),
-                        cosine: r.get::<f64>(4).ok().flatten(),
-                        key: r.get::<pg_sys::Oid>(5).ok().flatten(),
-                        embedded: r.get::<bool>(6).ok().flatten().unwrap_or(false),
+                        fresh,
+                        other_embedder: r.get::<bool>(3)?.unwrap_or(false),
+                        cosine: r.get::<f64>(4)?,
+                        key: r.get::<pg_sys::Oid>(5)?,
+                        embedded: r.get::<bool>(6)?.unwrap_or(false),
                     },
-                ))
+                )))
             },
         )
-        .into_iter()
-        .collect()
     })
+    .or_raise("could not read the schema selection memory")
+    .into_iter()
+    .collect()
 }
 
 /// Store descriptions (and embeddings by `embedder`, the current provider and model, when
@@ -322,10 +329,10 @@ fn store(
                 pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::TEXTOID),
             ],
             &args,
-            |r| Some((r.get::<String>(1).ok()??, r.get::<pg_sys::Oid>(2).ok()??)),
+            |r| Ok(r.get::<String>(1)?.zip(r.get::<pg_sys::Oid>(2)?)),
         )
     })
-    .unwrap_or_else(|e| crate::pg::errors::internal("could not store the schema selection memory", e).raise());
+    .or_raise("could not store the schema selection memory");
     (vectors, keys.into_iter().collect())
 }
 
@@ -353,7 +360,7 @@ pub struct Ranking {
 /// the same provider and model, or changed descriptions are about to be embedded), read the
 /// stored cosines, and describe again what changed in the indexed schemas.
 pub fn rank(question: &str) -> Ranking {
-    let embedder = crate::values::current_embedder();
+    let embedder = crate::llm::embeddings::current_embedder();
     rank_with(question, memory_state(embedder.as_ref()), embedder)
 }
 
@@ -510,7 +517,7 @@ fn rank_with(question: &str, state: MemoryState, embedder: Option<(String, Strin
 /// schema in schema order; schemas without a picked table, and schemas and tables with no
 /// evidence at all (no cosine, no matching word), are left out.
 pub fn selection_for(question: &str, max_tables: usize) -> Result<Option<Selection>, String> {
-    let embedder = crate::values::current_embedder();
+    let embedder = crate::llm::embeddings::current_embedder();
     let state = memory_state(embedder.as_ref());
     if !state.exists {
         return Ok(None);

@@ -8,6 +8,7 @@ use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
 
 use crate::pg::identity::as_memory_owner;
+use crate::pg::spi::OrRaise;
 
 /// The memory's version, read as a writing statement (whose snapshot sees this transaction's
 /// own writes); with `lock`, its row locked until the transaction ends, as the memory's own
@@ -16,7 +17,9 @@ use crate::pg::identity::as_memory_owner;
 pub(super) fn memory_version(lock: bool) -> Option<i64> {
     let sql =
         if lock { "SELECT version FROM ask.schema_memory_version FOR UPDATE" } else { "SELECT version FROM ask.schema_memory_version" };
-    as_memory_owner(|| crate::pg::spi::write_kept("the memory's version", sql, &[], &[], |r| r.get::<i64>(1).ok()?)).ok()?.pop()
+    as_memory_owner(|| crate::pg::spi::write_kept("the memory's version", sql, &[], &[], |r| r.get::<i64>(1)))
+        .or_raise("could not read the schema selection memory's version")
+        .pop()
 }
 
 /// Delete the rows of relations and schemas that no longer exist. Not in a read-only
@@ -37,7 +40,7 @@ pub(super) fn forget_dropped() -> usize {
     as_memory_owner(|| {
         let mut forgotten = 0;
         for (what, sql) in DROPPED {
-            forgotten += crate::pg::spi::write_kept(what, sql, &[], &[], |_| Some(()))?.len();
+            forgotten += crate::pg::spi::write_kept(what, sql, &[], &[], |_| Ok(Some(())))?.len();
         }
         Ok::<_, pgrx::spi::SpiError>(forgotten)
     })
@@ -70,17 +73,19 @@ pub(super) fn memory_state(embedder: Option<&(String, String)>) -> MemoryState {
             &[pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::TEXTOID), pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::TEXTOID)],
             &args,
             |r| {
-                Some(MemoryState {
-                    exists: r.get::<bool>(1).ok()?.unwrap_or(false),
-                    indexed: r.get::<Vec<String>>(2).ok()?.unwrap_or_default().into_iter().collect(),
-                    usable: r.get::<bool>(3).ok()?.unwrap_or(false),
-                    version: r.get::<i64>(4).ok()?.unwrap_or(-1),
-                })
+                Ok(Some(MemoryState {
+                    exists: r.get::<bool>(1)?.unwrap_or(false),
+                    indexed: r.get::<Vec<String>>(2)?.unwrap_or_default().into_iter().collect(),
+                    usable: r.get::<bool>(3)?.unwrap_or(false),
+                    version: r.get::<i64>(4)?.unwrap_or(-1),
+                }))
             },
         )
-        .pop()
-    });
-    row.unwrap_or(MemoryState { exists: false, indexed: HashSet::new(), usable: false, version: -1 })
+    })
+    .or_raise("could not read the schema selection memory's state")
+    .pop();
+    // One row, always: a query of aggregates and sub-selects without FROM.
+    row.unwrap_or_else(|| crate::pg::errors::internal("could not read the schema selection memory's state", "no row").raise())
 }
 
 /// What [`memory_state`] reads, with the memory's version (0.2.0) or without it (0.1.0).

@@ -293,6 +293,23 @@ mod tests {
         assert_eq!(code, "42501");
     }
 
+    /// A read of the memory that fails is an error with its SQLSTATE and what could not be read,
+    /// never "no memory was built": ask() must not quietly describe every table instead.
+    #[pg_test]
+    fn a_failed_read_of_the_memory_is_an_error_not_no_memory() {
+        indexed("SET ask.embedding_provider = 'local'");
+        assert_eq!(names("SELECT rel::text FROM ask.select_tables('flowers in bloom', 1)"), ["garden.plant"]);
+        // The version now reads as another type than the one pg_ask reads it as.
+        Spi::run("ALTER TABLE ask.schema_memory_version ALTER COLUMN version TYPE numeric").unwrap();
+        let _s = llm(Script::default().rule(Rule::new(&["<schema>"], Reply::text("SELECT count(*) FROM garden.plant"))));
+        for sql in ["SELECT count(*) FROM ask.select_tables('flowers in bloom', 1)", "SELECT ask('flowers in bloom')"] {
+            let (code, message, hint) = error_of(sql);
+            assert_eq!(code, "XX000", "{sql}: {message}");
+            assert!(message.contains("could not read the schema selection memory's state"), "{sql}: {message}");
+            assert!(hint.is_some_and(|h| h.contains("ALTER EXTENSION pg_ask UPDATE")), "{sql}");
+        }
+    }
+
     /// After a catalog change, a backend looks up only what changed, stores it, and keeps its
     /// finding under the version its own writes made; a table dropped and made again under the
     /// same description is served from its old row until a refresh deletes that row, and then

@@ -15,7 +15,7 @@ use crate::llm::batch;
 use crate::pg::errors::raise;
 use crate::pg::gucs::{self, LlmOverrides};
 use crate::pg::identity::as_memory_owner;
-use crate::pg::spi::select_rows;
+use crate::pg::spi::{select_rows, OrRaise};
 use pg_ask_core::shadow::delta::Encoding;
 use pg_ask_core::shadow::prompting::Prompting;
 use pg_ask_core::shadow::run::{job_request, next_jobs, Job, JobRecord, Reply, Truth};
@@ -259,13 +259,18 @@ pub(crate) fn _benchmark_step(run: i64) -> i32 {
 
     let done: HashSet<Job> = as_memory_owner(|| {
         select_rows("SELECT sample, encoding, prompting FROM ask.benchmark_samples WHERE run_id = $1", &[run.into()], |row| {
-            Some(Job {
-                sample: row.get::<i32>(1).ok()?? as usize,
-                encoding: row.get::<String>(2).ok()??.parse().ok()?,
-                prompting: row.get::<String>(3).ok()??.parse().ok()?,
-            })
+            let (Some(sample), Some(encoding), Some(prompting)) = (row.get::<i32>(1)?, row.get::<String>(2)?, row.get::<String>(3)?) else {
+                return Ok(None);
+            };
+            // A sample of an encoding or prompting this version does not know is not one of its jobs.
+            Ok(encoding.parse().ok().zip(prompting.parse().ok()).map(|(encoding, prompting)| Job {
+                sample: sample as usize,
+                encoding,
+                prompting,
+            }))
         })
     })
+    .or_raise("could not read the benchmark's samples")
     .into_iter()
     .collect();
     let jobs = next_jobs(r.config.samples, &r.encodings, &r.promptings, &done, (concurrency * 4).max(8));

@@ -18,7 +18,7 @@ use super::replay::{fail_or_rethrow, outcome_of, run_outcome, Checked};
 use super::workload::internal;
 use crate::guard;
 use crate::pg::errors::raise;
-use crate::pg::spi::select_rows;
+use crate::pg::spi::{select_rows, OrRaise};
 use crate::pg::subxact::{self, OnSuccess};
 
 /// Whether a workload statement may run in the scratch schema: it names only the workload's own
@@ -63,8 +63,14 @@ fn temp_relations() -> Vec<TempRelation> {
     select_rows(
         "SELECT c.oid, c.relname::text, c.relkind::text FROM pg_catalog.pg_class c WHERE c.relnamespace = pg_catalog.pg_my_temp_schema()",
         &[],
-        |r| Some((r.get::<pg_sys::Oid>(1).ok()??, r.get::<String>(2).ok()??, r.get::<String>(3).ok()??)),
+        |r| {
+            let (Some(oid), Some(name), Some(kind)) = (r.get::<pg_sys::Oid>(1)?, r.get::<String>(2)?, r.get::<String>(3)?) else {
+                return Ok(None);
+            };
+            Ok(Some((oid, name, kind)))
+        },
     )
+    .or_raise("could not list the session's temporary relations")
 }
 
 /// Drops the tables among `rels` (their sequences go with them).
@@ -184,8 +190,9 @@ pub(crate) fn compute_truths(w: &Workload, samples: &[&Sample]) -> Vec<Truth> {
             "SELECT c.oid FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
               WHERE n.nspname OPERATOR(pg_catalog.=) $1",
             &[schema.clone().into()],
-            |r| r.get::<pg_sys::Oid>(1).ok().flatten(),
-        );
+            |r| r.get::<pg_sys::Oid>(1),
+        )
+        .or_raise("could not list the scratch tables");
         if let Some(why) = guard::functions::scratch_refusal(&created) {
             refuse_scratch_tables(&w.name, &why);
         }

@@ -1,12 +1,13 @@
 //! Building and refreshing the value memory: `ask.index_values()`, `ask.refresh_values()`,
 //! the per-column indexes, embedding in batches.
 
-use super::{current_embedder, BATCH, EXACT_SCAN_MAX, MAX_INDEX_DIMS};
+use super::{BATCH, EXACT_SCAN_MAX, MAX_INDEX_DIMS};
 use crate::llm::embeddings;
+use crate::llm::embeddings::current_embedder;
 use crate::pg::errors::raise;
 use crate::pg::identity::{as_memory_owner, as_user};
 use crate::pg::spi::{ext_schema, vector_text};
-use crate::pg::spi::{relname, select_rows};
+use crate::pg::spi::{relname, select_rows, OrRaise};
 use pg_ask_core::values::diff::ValueDiff;
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
@@ -73,8 +74,9 @@ pub(crate) fn index_values(rel: pg_sys::Oid, columns: Option<Vec<String>>, allow
              WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped
                AND ask._text_base(a.atttypid) IS NOT NULL ORDER BY a.attnum",
             &[rel.into()],
-            |r| r.get::<String>(1).ok().flatten(),
-        ),
+            |r| r.get::<String>(1),
+        )
+        .or_raise("could not list the table's text columns"),
     };
     let mut total = 0i64;
     for name in names {
@@ -168,7 +170,8 @@ pub(crate) fn remember_column(rel: pg_sys::Oid, name: &str, allow_rls: bool, inc
         relname(rel),
         cap + 1
     );
-    let mut values: Vec<(String, i64)> = select_rows(&distinct_sql, &[], |r| Some((r.get::<String>(1).ok()??, r.get::<i64>(2).ok()??)));
+    let mut values: Vec<(String, i64)> =
+        select_rows(&distinct_sql, &[], |r| Ok(r.get::<String>(1)?.zip(r.get::<i64>(2)?))).or_raise("could not read the column's values");
     let capped = values.len() as i64 > cap;
     values.truncate(cap as usize);
     let n = values.len();
@@ -225,10 +228,9 @@ pub(crate) fn remember_column(rel: pg_sys::Oid, name: &str, allow_rls: bool, inc
     let mut removed = 0i64;
     let to_embed: Vec<(String, i64)> = if incremental {
         let stored: Vec<String> = as_memory_owner(|| {
-            select_rows("SELECT value FROM ask.value_memory WHERE column_id = $1", &[column_id.into()], |r| {
-                r.get::<String>(1).ok().flatten()
-            })
-        });
+            select_rows("SELECT value FROM ask.value_memory WHERE column_id = $1", &[column_id.into()], |r| r.get::<String>(1))
+        })
+        .or_raise("could not read the value memory");
         let diff = ValueDiff::between(&stored, &values);
         removed = diff.vanished.len() as i64;
         let vals: Vec<String> = values.iter().map(|(v, _)| v.clone()).collect();
@@ -344,9 +346,15 @@ pub(crate) fn refresh_values(rel: Option<pg_sys::Oid>) -> i64 {
              JOIN pg_catalog.pg_attribute a ON a.attrelid = vc.relid AND a.attnum = vc.attnum
              WHERE $1::oid IS NULL OR vc.relid = $1 ORDER BY vc.relid, vc.attnum",
             &[rel.into()],
-            |r| Some((r.get::<pg_sys::Oid>(1).ok()??, r.get::<String>(2).ok()??, r.get::<bool>(3).ok()??)),
+            |r| {
+                let (Some(relid), Some(name), Some(allow_rls)) = (r.get::<pg_sys::Oid>(1)?, r.get::<String>(2)?, r.get::<bool>(3)?) else {
+                    return Ok(None);
+                };
+                Ok(Some((relid, name, allow_rls)))
+            },
         )
-    });
+    })
+    .or_raise("could not read the value memory's columns");
     let mut changed = 0;
     for (relid, name, allow_rls) in columns {
         if !crate::pg::spi::owns(relid) {

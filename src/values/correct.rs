@@ -19,6 +19,7 @@ use pg_ask_core::values::literals::{find_literals, Catalog, CatalogColumn, Liter
 use pg_ask_core::values::prompt::{correction_request, parse_correction, read_choices, LiteralQuestion};
 use pg_ask_core::values::rewrite::{rewrite, Replacement};
 
+use crate::pg::spi::OrRaise;
 use crate::values::{EmbeddingUse, MemoryColumn};
 use crate::{llm, llm::embeddings, schema, values};
 
@@ -68,8 +69,9 @@ fn text_like_types(names: &[String]) -> HashMap<String, bool> {
         let found: Vec<(String, bool)> = crate::pg::spi::select_rows(
             "SELECT s, ask._text_base(pg_catalog.to_regtype(s)) IS NOT NULL FROM unnest($1::text[]) s",
             &[missing.clone().into()],
-            |r| Some((r.get::<String>(1).ok()??, r.get::<bool>(2).ok()??)),
-        );
+            |r| Ok(r.get::<String>(1)?.zip(r.get::<bool>(2)?)),
+        )
+        .or_raise("could not read which types are text");
         TEXT_TYPES.with(|t| t.borrow_mut().extend(found));
     }
     TEXT_TYPES.with(|t| {
@@ -243,14 +245,16 @@ fn enum_evidence(labels: &[String], literal: &str) -> Evidence {
         let trigrams: Vec<f64> = crate::pg::spi::select_rows(
             &format!("SELECT {trgm}.similarity(l, $2)::float8 FROM unnest($1::text[]) WITH ORDINALITY AS u(l, i) ORDER BY i"),
             &[labels.to_vec().into(), literal.into()],
-            |r| Some(r.get::<f64>(1).ok().flatten().unwrap_or(0.0)),
-        );
-        let cosines: Option<Vec<f64>> = (values::current_embedder().is_some() && labels.len() <= MAX_EMBEDDED_LABELS).then(|| {
-            let mut texts: Vec<&str> = vec![literal];
-            texts.extend(labels.iter().map(String::as_str));
-            let v = embeddings::embed_texts(&texts);
-            v[1..].iter().map(|l| pg_ask_core::selection::fuse::cosine(l, &v[0])).collect()
-        });
+            |r| Ok(Some(r.get::<f64>(1)?.unwrap_or(0.0))),
+        )
+        .or_raise("could not compare the enum's labels");
+        let cosines: Option<Vec<f64>> =
+            (crate::llm::embeddings::current_embedder().is_some() && labels.len() <= MAX_EMBEDDED_LABELS).then(|| {
+                let mut texts: Vec<&str> = vec![literal];
+                texts.extend(labels.iter().map(String::as_str));
+                let v = embeddings::embed_texts(&texts);
+                v[1..].iter().map(|l| pg_ask_core::selection::fuse::cosine(l, &v[0])).collect()
+            });
         candidates = labels
             .iter()
             .enumerate()

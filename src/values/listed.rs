@@ -6,7 +6,7 @@ use pg_ask_core::schema::{render_listing, Listed, Table};
 
 use crate::pg::gucs;
 use crate::pg::identity::as_memory_owner;
-use crate::pg::spi::select_kept;
+use crate::pg::spi::{select_kept, OrRaise};
 use pgrx::pg_sys::{PgBuiltInOids, PgOid};
 
 /// The tables as prompt text, with the remembered values of their columns that hold at most
@@ -40,9 +40,15 @@ pub(crate) fn listed(tables: &[Table]) -> Listed {
                AND (NOT c.relrowsecurity OR vc.allow_rls) AND q.t OPERATOR(pg_catalog.=) ANY($1)",
             &[PgOid::BuiltIn(PgBuiltInOids::TEXTARRAYOID), PgOid::BuiltIn(PgBuiltInOids::INT8OID)],
             &[names.into(), max.into()],
-            |r| Some((r.get::<String>(1).ok()??, r.get::<String>(2).ok()??, r.get::<Vec<String>>(3).ok()??)),
+            |r| {
+                let (Some(table), Some(column), Some(values)) = (r.get::<String>(1)?, r.get::<String>(2)?, r.get::<Vec<String>>(3)?) else {
+                    return Ok(None);
+                };
+                Ok(Some((table, column, values)))
+            },
         )
-    });
+    })
+    .or_raise("could not read the value memory's listed values");
     let mut out = Listed::new();
     for (table, column, values) in rows {
         let described = tables.iter().any(|t| t.qualified() == table && t.columns.iter().any(|c| c.name == column));

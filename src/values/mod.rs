@@ -6,14 +6,13 @@
 //! would show values of rows the policies hide. The memory tables themselves are closed to
 //! PUBLIC and read as the extension's owner after those checks.
 
-use crate::llm::embeddings;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-mod build;
+pub(crate) mod build;
 pub(crate) mod correct;
 pub(crate) mod listed;
-mod search;
+pub(crate) mod search;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
 
@@ -39,20 +38,6 @@ pub(crate) const BEAM: i64 = 40;
 
 /// Sort-order neighbours of the phrase taken on each side, in `lower(value)` and in its reverse.
 pub(crate) const SORT_NEIGHBOURS: i64 = 10;
-
-/// The embeddings in force: (provider, model), or None when `ask.embedding_provider = off`.
-/// The local model is named by its directory.
-pub(crate) fn current_embedder() -> Option<(String, String)> {
-    use crate::pg::gucs::EmbeddingProvider as P;
-    match crate::pg::gucs::embedding_provider() {
-        P::Off => None,
-        P::Local => {
-            Some(("local".into(), embeddings::model_dir().file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default()))
-        }
-        P::OpenAi => Some(("openai".into(), crate::pg::gucs::embedding_model())),
-        P::Ollama => Some(("ollama".into(), crate::pg::gucs::embedding_model())),
-    }
-}
 
 /// A column of the value memory, as stored in ask.value_columns.
 #[derive(Debug, Clone)]
@@ -89,7 +74,7 @@ pub(crate) enum EmbeddingUse {
 }
 
 pub(crate) fn embedding_use(col: &MemoryColumn) -> EmbeddingUse {
-    let Some((provider, model)) = current_embedder() else { return EmbeddingUse::Off };
+    let Some((provider, model)) = crate::llm::embeddings::current_embedder() else { return EmbeddingUse::Off };
     if col.dims.is_none() {
         return EmbeddingUse::Off;
     }
@@ -153,50 +138,3 @@ pub(crate) fn memory_column(relid: pg_sys::Oid, attnum: i16) -> Option<MemoryCol
         })
     })
 }
-
-pgrx::extension_sql!(
-    r#"
-CREATE FUNCTION index_values(rel regclass, columns text[] DEFAULT NULL, allow_rls boolean DEFAULT false)
-    RETURNS bigint LANGUAGE sql VOLATILE PARALLEL UNSAFE
-    RETURN _index_values(rel::oid, columns, coalesce(allow_rls, false));
-COMMENT ON FUNCTION index_values(regclass, text[], boolean) IS
-    'Remember the distinct values of a table''s text-like columns (all, or the listed ones), with embeddings and trigrams, for value correction. Needs ownership of the table.';
-CREATE FUNCTION refresh_values(rel regclass DEFAULT NULL)
-    RETURNS bigint LANGUAGE sql VOLATILE PARALLEL UNSAFE
-    RETURN _refresh_values(rel::oid);
-COMMENT ON FUNCTION refresh_values(regclass) IS
-    'Bring the value memory up to date: new values added, vanished ones dropped, dropped columns forgotten. NULL: every indexed table the caller owns. Returns values added + removed.';
--- The trigger of keep_values_current(): runs as the extension's owner (whoever wrote to the
--- table may not read it), which hands the refresh to the table's owner; the refresh then takes
--- its embedding settings from the server's configuration, never from the writer's session.
-CREATE FUNCTION _values_changed() RETURNS trigger LANGUAGE plpgsql
-    SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-BEGIN
-    PERFORM ask._refresh_values_as_owner(TG_RELID);
-    RETURN NULL;
-END $$;
-REVOKE ALL ON FUNCTION _refresh_values_as_owner(oid) FROM PUBLIC;
-CREATE FUNCTION keep_values_current(rel regclass, enabled boolean DEFAULT true)
-    RETURNS void LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
-BEGIN
-    IF NOT pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c
-                                    WHERE c.oid OPERATOR(pg_catalog.=) rel::pg_catalog.oid), 'USAGE') THEN
-        RAISE EXCEPTION 'must be owner of table % to keep its values current', rel USING ERRCODE = '42501';
-    END IF;
-    EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS ask_values_current ON %s', rel);
-    IF enabled THEN
-        EXECUTE pg_catalog.format('CREATE TRIGGER ask_values_current AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s
-                        FOR EACH STATEMENT EXECUTE FUNCTION ask._values_changed()', rel);
-    END IF;
-END $$;
-COMMENT ON FUNCTION keep_values_current(regclass, boolean) IS
-    'Opt in (or out) to refreshing a table''s value memory after every writing statement, as the table''s owner. Each refresh reads the indexed columns'' distinct values: meant for small, slowly changing tables.';
-CREATE FUNCTION similar_values(rel regclass, col text, phrase text, k int DEFAULT 10)
-    RETURNS TABLE (value text, score float8, method text) LANGUAGE sql VOLATILE PARALLEL UNSAFE
-    BEGIN ATOMIC SELECT * FROM _similar_values(rel::oid, col, phrase, coalesce(k, 10)); END;
-COMMENT ON FUNCTION similar_values(regclass, text, text, int) IS
-    'What the value memory finds for a phrase in one column: embedding neighbours and trigram matches, with scores.';
-"#,
-    name = "value_functions",
-    requires = [build::index_values, search::similar_values, build::refresh_values, build::refresh_values_as_owner, search::value_lookup]
-);

@@ -7,7 +7,7 @@ use crate::llm::embeddings;
 use crate::pg::errors::raise;
 use crate::pg::identity::as_memory_owner;
 use crate::pg::spi::{ext_schema, vector_text};
-use crate::pg::spi::{relname, select_rows};
+use crate::pg::spi::{relname, select_rows, OrRaise};
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
@@ -101,16 +101,18 @@ pub(crate) fn search(col: &MemoryColumn, phrase: &str, embedding: Option<&[f32]>
     let args: [DatumWithOid; 3] = [emb_text.into(), phrase.into(), k.into()];
     as_memory_owner(|| {
         select_rows(&sql, &args, |r| {
-            Some(Found {
-                value: r.get::<String>(1).ok()??,
-                frequency: r.get::<i64>(2).ok()??,
-                cosine: r.get::<f64>(3).ok()?,
-                trigram: r.get::<f64>(4).ok()?.unwrap_or(0.0),
-                by_embedding: r.get::<bool>(5).ok()?.unwrap_or(false),
-                by_trigram: r.get::<bool>(6).ok()?.unwrap_or(false),
-            })
+            let (Some(value), Some(frequency)) = (r.get::<String>(1)?, r.get::<i64>(2)?) else { return Ok(None) };
+            Ok(Some(Found {
+                value,
+                frequency,
+                cosine: r.get::<f64>(3)?,
+                trigram: r.get::<f64>(4)?.unwrap_or(0.0),
+                by_embedding: r.get::<bool>(5)?.unwrap_or(false),
+                by_trigram: r.get::<bool>(6)?.unwrap_or(false),
+            }))
         })
     })
+    .or_raise("could not read the value memory")
 }
 
 /// Whether a value occurs in the column as written (for a LIKE pattern: matches one), and the

@@ -15,6 +15,7 @@ use crate::llm::embeddings;
 use crate::pg::errors::{sqlstate_code, Raised};
 use crate::pg::gucs;
 use crate::pg::identity::as_memory_owner;
+use crate::pg::spi::OrRaise;
 use crate::pg::spi::{ext_schema, in_schema, vector_text};
 
 /// Where a verified query came from (`ask.verified_queries.source`).
@@ -97,8 +98,9 @@ pub(crate) fn store(question: &str, sql: &str, schema: Option<&str>, source: Sou
     let partial: Vec<String> = crate::pg::spi::select_rows(
         "SELECT t::regclass::text FROM pg_catalog.unnest($1::oid[]) t WHERE NOT pg_catalog.has_table_privilege(t, 'SELECT')",
         &[tables.clone().into()],
-        |r| r.get::<String>(1).ok().flatten(),
-    );
+        |r| r.get::<String>(1),
+    )
+    .or_raise("could not check the privileges on the tables a query reads");
     if !partial.is_empty() {
         return Err(Raised::new(
             ERRCODE_INSUFFICIENT_PRIVILEGE,
@@ -110,7 +112,7 @@ pub(crate) fn store(question: &str, sql: &str, schema: Option<&str>, source: Sou
         )
         .hint("GRANT SELECT on the table, or let a role that has it verify the query."));
     }
-    let embedder = crate::values::current_embedder();
+    let embedder = crate::llm::embeddings::current_embedder();
     let embedding = embedder.as_ref().map(|_| vector_text(&embeddings::embed_question(question)));
     let model = embedder.map(|(_, m)| m);
     let vector = ext_schema("vector");
@@ -191,8 +193,16 @@ fn verify_suite(suite: &str) -> i32 {
     let rows: Vec<(i32, String, String, Option<String>)> = crate::pg::spi::select_rows(
         "SELECT qno, question, gold_sql, schema FROM ask.eval_questions WHERE owner = current_user AND suite = $1 ORDER BY qno",
         &[suite.into()],
-        |r| Some((r.get::<i32>(1).ok()??, r.get::<String>(2).ok()??, r.get::<String>(3).ok()??, r.get::<String>(4).ok()?)),
-    );
+        |r| {
+            let (Some(qno), Some(question), Some(gold), schema) =
+                (r.get::<i32>(1)?, r.get::<String>(2)?, r.get::<String>(3)?, r.get::<String>(4)?)
+            else {
+                return Ok(None);
+            };
+            Ok(Some((qno, question, gold, schema)))
+        },
+    )
+    .or_raise("could not read the suite's questions");
     if rows.is_empty() {
         Raised::new(
             PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,

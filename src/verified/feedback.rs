@@ -9,6 +9,7 @@ use pgrx::prelude::*;
 use super::admin::{store, Source};
 use crate::pg::errors::Raised;
 use crate::pg::identity::as_memory_owner;
+use crate::pg::spi::OrRaise;
 
 /// Mark the `ask()` call `call_id` of the current role right (`correct => true`: its question
 /// and SQL become a verified query) or wrong (`correct => false`; with `sql`, the corrected
@@ -23,8 +24,16 @@ fn feedback(call_id: i64, correct: bool, sql: default!(Option<&str>, "NULL")) ->
         "SELECT question, sql, source, verified_id FROM ask.questions
          WHERE id OPERATOR(pg_catalog.=) $1 AND role OPERATOR(pg_catalog.=) current_user",
         &[call_id.into()],
-        |r| Some((r.get::<String>(1).ok()??, r.get::<String>(2).ok()?, r.get::<String>(3).ok()??, r.get::<i64>(4).ok()?)),
+        |r| {
+            let (Some(question), sql, Some(source), verified) =
+                (r.get::<String>(1)?, r.get::<String>(2)?, r.get::<String>(3)?, r.get::<i64>(4)?)
+            else {
+                return Ok(None);
+            };
+            Ok(Some((question, sql, source, verified)))
+        },
     )
+    .or_raise("could not read the call from ask.questions")
     .pop();
     let Some((question, answered_sql, source, verified_id)) = row else {
         Raised::new(ERRCODE_UNDEFINED_OBJECT, format!("there is no ask() call {call_id} of the current role"))

@@ -15,7 +15,7 @@ use pg_ask_core::verified::Candidate;
 
 use crate::llm::embeddings;
 use crate::pg::identity::as_memory_owner;
-use crate::pg::spi::{ext_schema, select_rows, vector_text};
+use crate::pg::spi::{ext_schema, select_rows, vector_text, OrRaise};
 
 /// Verified queries retrieved per question: the best by embedding and the best by trigrams.
 const RETRIEVE: i64 = 8;
@@ -36,7 +36,7 @@ pub(crate) fn candidates(question: &str) -> Result<Vec<Candidate>, String> {
     }
     let vector = ext_schema("vector");
     let trgm = ext_schema("pg_trgm");
-    let embedder = crate::values::current_embedder();
+    let embedder = crate::llm::embeddings::current_embedder();
     let embedding = embedder.as_ref().map(|_| embeddings::embed_question(question));
     let model = embedder.map(|(_, m)| m);
     let dims = embedding.as_ref().map(|v| v.len() as i32);
@@ -107,6 +107,7 @@ pub(crate) fn resolve_tables(tables: &[String]) -> Vec<pgrx::pg_sys::Oid> {
     select_rows(
         "SELECT DISTINCT pg_catalog.to_regclass(n)::oid FROM pg_catalog.unnest($1::text[]) n WHERE pg_catalog.to_regclass(n) IS NOT NULL",
         &[tables.to_vec().into()],
-        |r| r.get::<pgrx::pg_sys::Oid>(1).ok().flatten(),
+        |r| r.get::<pgrx::pg_sys::Oid>(1),
     )
+    .or_raise("could not resolve the tables a query reads")
 }

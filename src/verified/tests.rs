@@ -124,9 +124,8 @@ mod tests {
             .rule(Rule::new(&["<schema>"], Reply::text("SELECT count(*) FROM public.cities")))
             .rule(Rule::new(&["<result"], Reply::text("ROWS"))));
         Spi::run("SET ROLE ask_test_cities").unwrap();
-        let seen: Vec<String> = crate::pg::spi::select_rows("SELECT question FROM ask.verified_queries ORDER BY id", &[], |r| {
-            r.get::<String>(1).ok().flatten()
-        });
+        let seen: Vec<String> =
+            crate::pg::spi::select_rows("SELECT question FROM ask.verified_queries ORDER BY id", &[], |r| r.get::<String>(1)).unwrap();
         let JsonB(trace) = one::<JsonB>("SELECT ask.explain('How many restaurants are there?')");
         let (code, _, _) = error_of("SELECT ask.remove_verified(1)");
         Spi::run("RESET ROLE").unwrap();

@@ -3,7 +3,6 @@
 //! turns into the core's plain config structs.
 
 use std::ffi::CString;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use pgrx::{pg_sys, PostgresGucEnum};
@@ -76,8 +75,6 @@ static BASE_URL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::ne
 const BASE_URL_DEFAULT: &std::ffi::CStr = c"http://localhost:11434/v1";
 /// Model name passed to the server.
 static MODEL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"qwen2.5-coder:7b"));
-/// API key. Superuser-only; SHOW prints it masked.
-static API_KEY: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 /// Upper bound for one LLM call, retries included (ms).
 static REQUEST_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(REQUEST_TIMEOUT_MS);
 const REQUEST_TIMEOUT_MS: i32 = 60_000;
@@ -182,7 +179,7 @@ pub fn init() {
             c"ask.api_key".as_ptr(),
             c"API key for the LLM server (superuser only, never shown).".as_ptr(),
             c"Sent as Authorization: Bearer (openai, ollama) or x-api-key (anthropic), only to the base URL set in the server's configuration. Set it with ALTER SYSTEM, with pg_ask in shared_preload_libraries.".as_ptr(),
-            API_KEY.as_ptr(),
+            crate::pg::key::API_KEY.as_ptr(),
             std::ptr::null(),
             pg_sys::GucContext::PGC_SUSET,
             (GucFlags::SUPERUSER_ONLY | GucFlags::NO_SHOW_ALL).bits(),
@@ -497,27 +494,10 @@ pub fn init() {
     unsafe { pg_sys::MarkGUCPrefixReserved(c"ask".as_ptr()) };
 }
 
-/// Whether the library was loaded through `shared_preload_libraries` (set in `_PG_init`, in
-/// the postmaster, and inherited by every backend it forks).
-static PRELOADED: AtomicBool = AtomicBool::new(false);
-
-/// Called first thing in `_PG_init`.
-pub fn note_preloading() {
-    // SAFETY: reads a plain bool PostgreSQL sets while it loads shared_preload_libraries.
-    PRELOADED.store(unsafe { pg_sys::process_shared_preload_libraries_in_progress }, Ordering::Relaxed);
-}
-
-/// Whether pg_ask was loaded through `shared_preload_libraries`. Only then is `ask.api_key`
-/// defined, superuser-only, from the start of every session: before a library defines a
-/// setting, PostgreSQL keeps its value as a placeholder that any role may read.
-pub fn preloaded() -> bool {
-    PRELOADED.load(Ordering::Relaxed)
-}
-
 /// SHOW ask.api_key: `********` when set, empty when not.
 #[pgrx::pg_guard]
 unsafe extern "C-unwind" fn show_masked() -> *const std::ffi::c_char {
-    if api_key().is_empty() {
+    if crate::pg::key::api_key().is_empty() {
         c"".as_ptr()
     } else {
         c"********".as_ptr()

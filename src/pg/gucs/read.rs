@@ -8,7 +8,6 @@ use pgrx::guc::{GucEnum, GucSetting};
 
 use pg_ask_core::config::{AskConfig, GrammarUse, LlmConfig, Provider, VerifiedUse};
 use pg_ask_core::constrain::Modes;
-use pg_ask_core::secret::Secret;
 
 use super::*;
 use crate::pg::server_wide::{self as sw, Int, Text};
@@ -34,10 +33,7 @@ pub fn model() -> String {
     sw::text(Text::Model, string(&MODEL))
 }
 
-/// The configured key, for scrubbing texts. Requests take theirs from [`api_key_for`].
-pub fn api_key() -> Secret {
-    Secret::new(string(&API_KEY))
-}
+pub use crate::pg::key::api_key;
 
 /// `value` with the configured key scrubbed from every string in it (for traces stored or
 /// returned: they hold the model's replies and error texts).
@@ -49,7 +45,7 @@ pub fn scrub_json(value: serde_json::Value) -> serde_json::Value {
     serde_json::from_str(&key.scrub(&value.to_string())).unwrap_or(serde_json::Value::Null)
 }
 
-pub(crate) use crate::pg::server_wide::api_key_for;
+pub(crate) use crate::pg::key::api_key_for;
 
 pub fn embedding_provider() -> EmbeddingProvider {
     let ordinal = sw::int(Int::EmbeddingProvider, EMBEDDING_PROVIDER.get().to_ordinal(), EmbeddingProvider::Local.to_ordinal());
