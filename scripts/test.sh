@@ -66,7 +66,7 @@ step "1/4 core, embedding and stand-in tests; lints"
 # llama.cpp's grammar checker referees the SQL grammar tests (no model needed).
 PG_ASK_GBNF_VALIDATOR=$(bash scripts/llm.sh validator)
 export PG_ASK_GBNF_VALIDATOR
-cargo test -p pg_ask_core -p pg_ask_embed -p llm-standin
+cargo test -p pg_ask_core -p pg_ask_embed -p llm-standin --features pg_ask_core/recall
 cargo clippy -q --workspace --all-targets --features pg_ask/pg_test -- -D warnings
 
 step "2/4 in-backend tests (cargo pgrx test)"

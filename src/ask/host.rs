@@ -1,9 +1,10 @@
-//! The backend's host: one implementation of every host trait the core defines
-//! ([`Host`] for `ask()`'s pipeline, [`ChainHost`] for `ask.do()`, [`EvalHost`] for judging):
+//! The backend's host: one implementation of every host trait the core defines (the four
+//! capabilities of `ask()`'s pipeline, [`Llm`], [`Catalog`], [`Memory`] and [`Executor`];
+//! [`ChainHost`] for `ask.do()`, [`EvalHost`] for judging):
 //! the catalog through SPI, LLM calls through the backend's runner, generated SQL through
 //! guarded execution, table selection through the schema selection memory.
 
-use pg_ask_core::ask::{Correction, ExecFailure, Host, Selection};
+use pg_ask_core::ask::{Catalog, Correction, ExecFailure, Executor, HostError, Llm, Memory, Selection};
 use pg_ask_core::chain::{ChainHost, StepResult};
 use pg_ask_core::config::LlmConfig;
 use pg_ask_core::evaluate::EvalHost;
@@ -31,54 +32,60 @@ impl BackendHost {
     /// its `search_path`, or every table it may read when those schemas hold none. (A model
     /// shown every schema of a database queries the wrong schema's tables; the search_path
     /// says which ones the caller means.)
-    fn describe_readable(&self) -> Result<String, String> {
-        let tables = schema::readable_tables()?;
+    fn describe_readable(&self) -> Result<String, HostError> {
+        let tables = schema::readable_tables().map_err(HostError::internal)?;
         let path = schema::search_path_schemas();
         let on_path: Vec<_> = tables.iter().filter(|t| path.contains(&t.schema)).cloned().collect();
         Ok(values::listed::render(if on_path.is_empty() { &tables } else { &on_path }))
     }
 }
 
-impl Host for BackendHost {
-    fn schema_text(&mut self) -> Result<String, String> {
-        self.describe_readable()
-    }
-
+impl Llm for BackendHost {
     fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
         llm::chat(&self.llm, stage, req)
     }
+}
 
-    fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
-        guard::execute(sql, &self.limits)
-    }
-
-    fn correct_values(&mut self, sql: &str) -> Result<Correction, String> {
-        values::correct::correct(sql, Some(&self.llm))
+impl Catalog for BackendHost {
+    fn schema_text(&mut self) -> Result<String, HostError> {
+        self.describe_readable()
     }
 
     /// With a schema selection memory (`ask.index_schema`), the `ask.max_tables` best tables
     /// of the best schemas and the tables their joins need; without one, `None`: every
     /// readable table is described.
-    fn select_tables(&mut self, question: &str) -> Result<Option<Selection>, String> {
-        selection::selection_for(question, gucs::max_tables())
+    fn select_tables(&mut self, question: &str) -> Result<Option<Selection>, HostError> {
+        selection::selection_for(question, gucs::max_tables()).map_err(HostError::internal)
+    }
+
+    fn literals_of(&mut self, sql: &str, schema: Option<&str>) -> Result<Vec<LiteralRef>, HostError> {
+        crate::pg::spi::in_schema(schema, || values::correct::literals(sql)).map_err(HostError::internal)
+    }
+}
+
+impl Memory for BackendHost {
+    fn correct_values(&mut self, sql: &str) -> Result<Correction, HostError> {
+        values::correct::correct(sql, Some(&self.llm)).map_err(HostError::internal)
     }
 
     /// The verified queries most like the question among those over tables the caller may
     /// read (row-level security on ask.verified_queries).
-    fn verified(&mut self, question: &str) -> Result<Vec<pg_ask_core::verified::Candidate>, String> {
-        verified::candidates(question)
+    fn verified(&mut self, question: &str) -> Result<Vec<pg_ask_core::verified::Candidate>, HostError> {
+        verified::candidates(question).map_err(HostError::internal)
     }
 
-    fn literals_of(&mut self, sql: &str, schema: Option<&str>) -> Result<Vec<LiteralRef>, String> {
-        crate::pg::spi::in_schema(schema, || values::correct::literals(sql))
-    }
-
-    fn stored_value(&mut self, lit: &LiteralRef, text: &str) -> Result<Option<String>, String> {
+    fn stored_value(&mut self, lit: &LiteralRef, text: &str) -> Result<Option<String>, HostError> {
         Ok(values::correct::stored_value(lit, text))
     }
 
-    fn ambiguities(&mut self, question: &str, tables: &[String]) -> Result<Vec<pg_ask_core::clarify::Ambiguity>, String> {
-        crate::clarify::ambiguities(question, tables)
+    fn ambiguities(&mut self, question: &str, tables: &[String]) -> Result<Vec<pg_ask_core::clarify::Ambiguity>, HostError> {
+        crate::clarify::ambiguities(question, tables).map_err(HostError::internal)
+    }
+}
+
+impl Executor for BackendHost {
+    fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
+        guard::execute(sql, &self.limits)
     }
 
     fn execute_verified(&mut self, sql: &str, schema: Option<&str>) -> Result<ResultSet, ExecFailure> {
@@ -87,7 +94,7 @@ impl Host for BackendHost {
 }
 
 impl ChainHost for BackendHost {
-    fn schema_text(&mut self) -> Result<String, String> {
+    fn schema_text(&mut self) -> Result<String, HostError> {
         self.describe_readable()
     }
 

@@ -19,12 +19,13 @@ use pgrx::prelude::*;
 use pgrx::JsonB;
 use serde_json::{json, Value};
 
-use pg_ask_core::ask::{self as pipeline, AskError, Correction, ExecFailure, Goal, Host};
+use pg_ask_core::ask::{self as pipeline, AskError, Catalog, Correction, ExecFailure, Executor, Goal, HostError, Llm, Memory, NoMemory};
 use pg_ask_core::evaluate::prefetch::{Capture, Prefetched, Replay, SelectionMade};
 use pg_ask_core::evaluate::{check_gold, judge, parse_suite_rows, QuestionRecord, RecordOutcome};
 use pg_ask_core::llm::{ChatRequest, ChatResponse, LlmError};
 use pg_ask_core::rows::ResultSet;
 use pg_ask_core::sqltext::quote_ident;
+use pg_ask_core::values::literals::LiteralRef;
 
 use crate::ask::host::BackendHost;
 use crate::guard::Limits;
@@ -128,33 +129,62 @@ struct SuiteHost<'a> {
     schema: Option<&'a str>,
 }
 
-impl Host for SuiteHost<'_> {
-    fn schema_text(&mut self) -> Result<String, String> {
+impl Catalog for SuiteHost<'_> {
+    fn schema_text(&mut self) -> Result<String, HostError> {
         match self.schema {
             None => self.backend.schema_text(),
             Some(s) => {
                 let quoted = quote_ident(s);
-                let tables: Vec<_> = crate::schema::readable_tables()?.iter().filter(|t| t.schema == quoted).cloned().collect();
+                let tables: Vec<_> =
+                    crate::schema::readable_tables().map_err(HostError::internal)?.iter().filter(|t| t.schema == quoted).cloned().collect();
                 Ok(crate::values::listed::render(&tables))
             }
         }
     }
-    fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        self.backend.chat(stage, req)
-    }
-    fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
-        Host::execute(self.backend, sql)
-    }
-    fn correct_values(&mut self, sql: &str) -> Result<Correction, String> {
-        self.backend.correct_values(sql)
-    }
     /// A question tied to a schema is described from that schema alone; others go through
     /// the schema selection memory, as ask.sql() does.
-    fn select_tables(&mut self, question: &str) -> Result<Option<pg_ask_core::ask::Selection>, String> {
+    fn select_tables(&mut self, question: &str) -> Result<Option<pg_ask_core::ask::Selection>, HostError> {
         match self.schema {
             None => self.backend.select_tables(question),
             Some(_) => Ok(None),
         }
+    }
+    /// Only verified queries read literals, and an evaluation uses none (below).
+    fn literals_of(&mut self, _sql: &str, _schema: Option<&str>) -> Result<Vec<LiteralRef>, HostError> {
+        Ok(Vec::new())
+    }
+}
+
+impl Llm for SuiteHost<'_> {
+    fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        self.backend.chat(stage, req)
+    }
+}
+
+impl Executor for SuiteHost<'_> {
+    fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
+        Executor::execute(self.backend, sql)
+    }
+    fn execute_verified(&mut self, sql: &str, _schema: Option<&str>) -> Result<ResultSet, ExecFailure> {
+        Executor::execute(self.backend, sql)
+    }
+}
+
+/// An evaluation measures the model: its SQL is corrected against the value memory as ask()'s
+/// is, but no verified query answers for it (a suite's gold SQL may have been verified) and
+/// no question is asked back.
+impl Memory for SuiteHost<'_> {
+    fn correct_values(&mut self, sql: &str) -> Result<Correction, HostError> {
+        self.backend.correct_values(sql)
+    }
+    fn verified(&mut self, question: &str) -> Result<Vec<pg_ask_core::verified::Candidate>, HostError> {
+        NoMemory.verified(question)
+    }
+    fn stored_value(&mut self, lit: &LiteralRef, text: &str) -> Result<Option<String>, HostError> {
+        NoMemory.stored_value(lit, text)
+    }
+    fn ambiguities(&mut self, question: &str, tables: &[String]) -> Result<Vec<pg_ask_core::clarify::Ambiguity>, HostError> {
+        NoMemory.ambiguities(question, tables)
     }
 }
 

@@ -5,7 +5,7 @@ use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::PgLogLevel;
 
-use pg_ask_core::ask::{AskError, ExecFailure};
+use pg_ask_core::ask::{AskError, ExecFailure, HostError};
 use pg_ask_core::chain::ChainError;
 use pg_ask_core::evaluate::SuiteError;
 use pg_ask_core::llm::LlmError;
@@ -116,7 +116,7 @@ pub fn from_ask(e: &AskError) -> Raised {
         AskError::EmptyQuestion => Raised::new(ERRCODE_INVALID_PARAMETER_VALUE, "the question is empty"),
         AskError::NoTables => Raised::new(ERRCODE_INSUFFICIENT_PRIVILEGE, "there are no tables the current role may read")
             .hint("GRANT SELECT on the tables to ask about to this role."),
-        AskError::Host(m) => internal("the database could not be read for the question", m),
+        AskError::Host(e) => from_host(e),
         AskError::Ambiguous { question } => Raised::new(ERRCODE_AMBIGUOUS_PARAMETER, format!("the question is ambiguous: {question}"))
             .hint("Rephrase the question with the value you mean, give it in context => '...' (ask() takes one), or SET ask.clarify = off to let the LLM choose."),
         AskError::Llm { stage, source } => from_llm(source, stage),
@@ -143,6 +143,16 @@ pub fn from_ask(e: &AskError) -> Raised {
     }
 }
 
+/// A lookup of the host that failed: raised with its SQLSTATE (XX000 when it gave none that
+/// PostgreSQL knows) and the hint for pg_ask's own tables.
+pub fn from_host(e: &HostError) -> Raised {
+    let mut r = internal("the database could not be read for the question", &e.message);
+    if let Some(code) = sqlstate_code(&e.sqlstate) {
+        r.code = code;
+    }
+    r
+}
+
 /// A statement pg_ask runs on its own tables failed in a way no user action causes (SPI
 /// refused it, a row had an unexpected shape): an incomplete installation or a bug. One
 /// SQLSTATE and one hint for all of them.
@@ -157,6 +167,7 @@ impl From<&ChainError> for Raised {
         use PgSqlErrorCode::*;
         match e {
             ChainError::Llm { stage, source } => from_llm(source, stage),
+            ChainError::Host(e) => from_host(e),
             ChainError::StepFailed { failure, .. } => {
                 let code = match failure.as_ref() {
                     ExecFailure::Error { sqlstate, .. } => sqlstate_code(sqlstate).unwrap_or(ERRCODE_DATA_EXCEPTION),

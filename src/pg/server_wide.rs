@@ -1,7 +1,6 @@
 //! The settings that decide where data and the API key go (the LLM's and the embeddings'
 //! provider, URL and model, and the limits of a call), as the server's configuration sets them;
-//! and when a session's own values of them count. To which server the key is sent is
-//! `pg::key`'s decision, made from these.
+//! when a session's own values of them count; and to which server the key is sent.
 //!
 //! Any role may `SET ask.embedding_base_url` in its own session. That is its right while
 //! pg_ask works for it, with its privileges, on data it may read. It is not while pg_ask works
@@ -16,7 +15,12 @@
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void};
 
-use pgrx::{pg_guard, pg_sys};
+use pgrx::pg_sys::errcodes::PgSqlErrorCode;
+use pgrx::{debug1, pg_guard, pg_sys};
+
+use pg_ask_core::secret::Secret;
+
+use crate::pg::key::{api_key, preloaded};
 
 /// Settings recorded as text.
 #[derive(Clone, Copy)]
@@ -87,7 +91,7 @@ pub(crate) fn int(slot: Int, session: i32, default: i32) -> i32 {
 
 /// The server's configured value of a text setting, whoever asks (for the key's destinations):
 /// not the built-in default, which nobody chose.
-pub(crate) fn server_text(slot: Text) -> Option<String> {
+fn server_text(slot: Text) -> Option<String> {
     SERVER
         .with(|s| {
             let s = s.borrow();
@@ -181,4 +185,56 @@ pub(crate) unsafe extern "C-unwind" fn check_api_key(
         c"Set the key server-wide, with pg_ask in shared_preload_libraries: ALTER SYSTEM SET ask.api_key = '...'; SELECT pg_reload_conf(); and remove a stored one with ALTER DATABASE ... RESET ask.api_key or ALTER ROLE ... RESET ask.api_key.",
     );
     false
+}
+
+/// Whether the session's LLM or embedding URL comes from `ALTER DATABASE ... SET`, which a
+/// database's owner, who need not be a superuser, chooses: a superuser's key does not go there.
+fn urls_set_per_database() -> bool {
+    pgrx::Spi::get_one::<bool>(
+        "SELECT EXISTS (SELECT FROM pg_catalog.pg_settings s
+                         WHERE s.name OPERATOR(pg_catalog.=) ANY ('{ask.base_url,ask.embedding_base_url}'::pg_catalog.text[])
+                           AND s.source OPERATOR(pg_catalog.=) ANY ('{database,database user}'::pg_catalog.text[]))",
+    )
+    .ok()
+    .flatten()
+    .unwrap_or(true)
+}
+
+fn same_url(a: &str, b: &str) -> bool {
+    a.trim().trim_end_matches('/') == b.trim().trim_end_matches('/')
+}
+
+/// The key to send with a request to `url`: the configured key when `url` is the
+/// `ask.base_url` or `ask.embedding_base_url` set server-wide, or when a superuser calls with
+/// the session's own settings in force; otherwise none (a role may point pg_ask at any server,
+/// but not take the key there). A superuser's rights borrowed through a SECURITY DEFINER
+/// function or an owner switch do not count: the session's settings are another role's.
+///
+/// A key while pg_ask is not preloaded is refused: until the library was loaded in a session,
+/// that key was a placeholder setting that every role could read.
+pub(crate) fn api_key_for(url: &str) -> Secret {
+    let key = api_key();
+    if key.is_empty() {
+        return key;
+    }
+    if !preloaded() {
+        crate::pg::errors::Raised::new(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "ask.api_key is set, but pg_ask is not in shared_preload_libraries",
+        )
+        .detail(
+            "Until pg_ask is loaded in a session, PostgreSQL keeps ask.api_key as a placeholder setting that any role can read with SHOW.",
+        )
+        .hint("ALTER SYSTEM SET shared_preload_libraries = 'pg_ask' (keep the libraries already listed there) and restart PostgreSQL.")
+        .raise();
+    }
+    // SAFETY: a plain catalog lookup for the current user, from the backend's thread.
+    let superuser = unsafe { pg_sys::superuser() } && session_settings_count() && !urls_set_per_database();
+    let server_url = [Text::BaseUrl, Text::EmbeddingBaseUrl].into_iter().filter_map(server_text).any(|u| same_url(&u, url));
+    if superuser || server_url {
+        key
+    } else {
+        debug1!("pg_ask: ask.api_key is not sent to {url}: not a base URL set in the server's configuration");
+        Secret::default()
+    }
 }

@@ -183,50 +183,42 @@ fn column_facts(literals: &[LiteralRef]) -> Vec<ColumnFacts> {
     let args: [DatumWithOid; 3] = [rels.into(), cols.into(), caller.into()];
     let mut out = vec![ColumnFacts::default(); literals.len()];
     let rows: Vec<(usize, ColumnFacts)> = values::as_memory_owner(|| {
-        Spi::connect(|client| {
-            client
-                .select(
-                    "SELECT u.i::int,
-                            CASE WHEN bt.typtype = 'e' THEN ARRAY(SELECT e.enumlabel::text FROM pg_catalog.pg_enum e
-                                                                  WHERE e.enumtypid = bt.oid ORDER BY e.enumsortorder) END,
-                            vc.id, vc.distinct_values, vc.embedding_provider, vc.embedding_model, vc.dims, vc.own_indexes,
-                            vc.capped, vc.allow_rls, a.attrelid
-                     FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(rel, col, i)
-                     JOIN pg_catalog.pg_attribute a ON a.attrelid = pg_catalog.to_regclass(u.rel) AND a.attname = u.col
-                                                   AND a.attnum > 0 AND NOT a.attisdropped
-                     LEFT JOIN pg_catalog.pg_type bt ON bt.oid = ask._text_base(a.atttypid)
-                     LEFT JOIN ask.value_columns vc ON vc.relid = a.attrelid AND vc.attnum = a.attnum
-                     WHERE pg_catalog.has_column_privilege($3, a.attrelid, a.attnum, 'SELECT')",
-                    None,
-                    &args,
-                )
-                .map(|rows| {
-                    rows.filter_map(|r| {
-                        let i = r.get::<i32>(1).ok()?? as usize - 1;
-                        let memory = match r.get::<i64>(3).ok()? {
-                            Some(id) => Some(MemoryColumn {
-                                id,
-                                distinct: r.get::<i64>(4).ok()?.unwrap_or(0),
-                                provider: r.get::<String>(5).ok()?.unwrap_or_default(),
-                                model: r.get::<String>(6).ok()?,
-                                dims: r.get::<i32>(7).ok()?,
-                                own_indexes: r.get::<bool>(8).ok()?.unwrap_or(false),
-                                capped: r.get::<bool>(9).ok()?.unwrap_or(false),
-                                allow_rls: r.get::<bool>(10).ok()?.unwrap_or(false),
-                            }),
-                            None => None,
-                        };
-                        // Values of a table whose policies now hide rows from the caller are
-                        // not used, unless its owner opted in.
-                        let relid = r.get::<pg_sys::Oid>(11).ok()??;
-                        let memory = memory.filter(|m| m.allow_rls || !values::rls_hides(relid, caller));
-                        Some((i, ColumnFacts { labels: r.get::<Vec<String>>(2).ok()?, memory }))
-                    })
-                    .collect()
-                })
-                .unwrap_or_default()
-        })
-    });
+        crate::pg::spi::select_rows(
+            "SELECT u.i::int,
+                    CASE WHEN bt.typtype = 'e' THEN ARRAY(SELECT e.enumlabel::text FROM pg_catalog.pg_enum e
+                                                          WHERE e.enumtypid = bt.oid ORDER BY e.enumsortorder) END,
+                    vc.id, vc.distinct_values, vc.embedding_provider, vc.embedding_model, vc.dims, vc.own_indexes,
+                    vc.capped, vc.allow_rls, a.attrelid
+             FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(rel, col, i)
+             JOIN pg_catalog.pg_attribute a ON a.attrelid = pg_catalog.to_regclass(u.rel) AND a.attname = u.col
+                                           AND a.attnum > 0 AND NOT a.attisdropped
+             LEFT JOIN pg_catalog.pg_type bt ON bt.oid = ask._text_base(a.atttypid)
+             LEFT JOIN ask.value_columns vc ON vc.relid = a.attrelid AND vc.attnum = a.attnum
+             WHERE pg_catalog.has_column_privilege($3, a.attrelid, a.attnum, 'SELECT')",
+            &args,
+            |r| {
+                let (Some(i), Some(relid)) = (r.get::<i32>(1)?, r.get::<pg_sys::Oid>(11)?) else { return Ok(None) };
+                let memory = match r.get::<i64>(3)? {
+                    Some(id) => Some(MemoryColumn {
+                        id,
+                        distinct: r.get::<i64>(4)?.unwrap_or(0),
+                        provider: r.get::<String>(5)?.unwrap_or_default(),
+                        model: r.get::<String>(6)?,
+                        dims: r.get::<i32>(7)?,
+                        own_indexes: r.get::<bool>(8)?.unwrap_or(false),
+                        capped: r.get::<bool>(9)?.unwrap_or(false),
+                        allow_rls: r.get::<bool>(10)?.unwrap_or(false),
+                    }),
+                    None => None,
+                };
+                // Values of a table whose policies now hide rows from the caller are not
+                // used, unless its owner opted in.
+                let memory = memory.filter(|m| m.allow_rls || !values::rls_hides(relid, caller));
+                Ok(Some((i as usize - 1, ColumnFacts { labels: r.get::<Vec<String>>(2)?, memory })))
+            },
+        )
+    })
+    .or_raise("could not read the facts of the literals' columns");
     for (i, f) in rows {
         out[i] = f;
     }

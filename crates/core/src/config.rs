@@ -40,6 +40,48 @@ impl FromStr for Provider {
     }
 }
 
+/// `ask.structured_output` and `ask.sql_grammar`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Constrain where the provider accepts it; a server that refuses is asked again without.
+    #[default]
+    Auto,
+    /// Always constrain; a provider or server that cannot is an error.
+    On,
+    /// Never constrain: free text, read by the stage's parser.
+    Off,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Auto => "auto",
+            Mode::On => "on",
+            Mode::Off => "off",
+        }
+    }
+}
+
+impl FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(Mode::Auto),
+            "on" | "true" => Ok(Mode::On),
+            "off" | "false" => Ok(Mode::Off),
+            other => Err(format!("unknown mode \"{other}\" (expected auto, on or off)")),
+        }
+    }
+}
+
+/// The two settings together, as the client reads them ([`Modes::of`], in [`crate::constrain`], gives
+/// the one that governs a kind of constraint).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Modes {
+    pub structured_output: Mode,
+    pub sql_grammar: Mode,
+}
+
 /// Everything needed to talk to one LLM endpoint.
 #[derive(Debug, Clone)]
 pub struct LlmConfig {
@@ -56,7 +98,7 @@ pub struct LlmConfig {
     /// Bytes of a response read at most (`ask.max_response_size`).
     pub max_response_bytes: usize,
     /// `ask.structured_output` and `ask.sql_grammar`.
-    pub constraints: crate::constrain::Modes,
+    pub constraints: Modes,
 }
 
 impl LlmConfig {
@@ -79,6 +121,11 @@ impl LlmConfig {
         }
     }
 }
+
+/// `ask.max_prompt_tokens`' default: well inside an 8,192-token context with the answer
+/// stage's completion limit, for tokenizers that read data more densely than four
+/// characters a token.
+pub const DEFAULT_MAX_PROMPT_TOKENS: usize = 6_000;
 
 /// Settings of the text-to-SQL pipeline.
 #[derive(Debug, Clone)]
@@ -149,7 +196,7 @@ impl Default for AskConfig {
             verified: VerifiedUse::On,
             verified_min_cosine: crate::verified::PARAPHRASE_MIN_COSINE,
             clarify: false,
-            max_prompt_tokens: crate::prompt::bounds::DEFAULT_MAX_PROMPT_TOKENS,
+            max_prompt_tokens: DEFAULT_MAX_PROMPT_TOKENS,
             record_prompts: false,
         }
     }

@@ -142,10 +142,8 @@ fn answer_request_rendered(question: &str, sql: &str, result: &ResultSet, render
 pub mod bounds {
     use crate::llm::ChatRequest;
 
-    /// `ask.max_prompt_tokens`' default: well inside an 8,192-token context with the answer
-    /// stage's completion limit, for tokenizers that read data more densely than four
-    /// characters a token.
-    pub const DEFAULT_MAX_PROMPT_TOKENS: usize = 6_000;
+    pub use crate::config::DEFAULT_MAX_PROMPT_TOKENS;
+
     /// Characters of one cell an answer prompt shows at most.
     pub const CELL_CHARS: usize = 300;
     /// Characters of an error message a repair prompt shows at most.

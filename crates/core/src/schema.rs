@@ -140,6 +140,11 @@ fn value_list(values: &[String]) -> String {
         .join(", ")
 }
 
+/// Tables in a rendered description (each starts an unindented line).
+pub(crate) fn count_rendered_tables(text: &str) -> usize {
+    text.lines().filter(|l| !l.is_empty() && !l.starts_with(' ')).count()
+}
+
 /// Read back what [`render`] wrote: the tables, columns and keys of a description (comments
 /// are left out). The SQL grammar is built from this, so that it allows exactly the names the
 /// prompt shows, whichever way the description was made (read now, or cached with a suite).

@@ -77,7 +77,7 @@ fn affected(n: u64) -> Result<StepResult, ExecFailure> {
 }
 
 impl ChainHost for Shop {
-    fn schema_text(&mut self) -> Result<String, String> {
+    fn schema_text(&mut self) -> Result<String, pg_ask_core::ask::HostError> {
         Ok(SCHEMA.to_string())
     }
 

@@ -5,12 +5,13 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use pg_ask_core::ask::{self as pipeline, AskError, ExecFailure, Goal, Host, Selection};
+use pg_ask_core::ask::{self as pipeline, AskError, Catalog, ExecFailure, Executor, Goal, HostError, Llm, Memory, Selection};
 use pg_ask_core::config::AskConfig;
 use pg_ask_core::evaluate::prefetch::{Capture, Prefetched, Replay};
 use pg_ask_core::evaluate::{check_gold, EvalHost, JudgeError};
 use pg_ask_core::llm::{ChatRequest, ChatResponse, LlmError};
 use pg_ask_core::rows::ResultSet;
+use pg_ask_core::values::literals::LiteralRef;
 use serde_json::json;
 
 /// A host whose LLM answers from a queue and whose database knows one table, `t(x)`.
@@ -32,20 +33,33 @@ fn one_row() -> ResultSet {
     ResultSet { columns: vec!["x".into()], rows: vec![vec![json!(1)]], truncated: false, size_cut: false }
 }
 
-impl Host for Fake {
-    fn schema_text(&mut self) -> Result<String, String> {
+impl Catalog for Fake {
+    fn schema_text(&mut self) -> Result<String, HostError> {
         Ok("TABLE s.t\n  x integer\n".into())
     }
     /// No selection memory (the whole schema is described), but the call is counted.
-    fn select_tables(&mut self, question: &str) -> Result<Option<Selection>, String> {
+    fn select_tables(&mut self, question: &str) -> Result<Option<Selection>, HostError> {
         self.selections.push(question.to_string());
         Ok(None)
     }
+    fn literals_of(&mut self, _: &str, _: Option<&str>) -> Result<Vec<LiteralRef>, HostError> {
+        Ok(Vec::new())
+    }
+}
+
+impl Memory for Fake {
+    pg_ask_core::no_memory!();
+}
+
+impl Llm for Fake {
     fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
         self.chats.push((stage, req.clone()));
         let content = self.replies.pop_front().expect("the script ran out");
         Ok(ChatResponse { content, prompt_tokens: Some(7), completion_tokens: Some(3), attempts: 1, ..Default::default() })
     }
+}
+
+impl Executor for Fake {
     fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
         self.executed.push(sql.to_string());
         if sql.contains("s.t") {
@@ -54,11 +68,14 @@ impl Host for Fake {
             Err(ExecFailure::Error { sqlstate: "42P01".into(), message: "relation does not exist".into(), detail: None, hint: None })
         }
     }
+    fn execute_verified(&mut self, sql: &str, _: Option<&str>) -> Result<ResultSet, ExecFailure> {
+        Executor::execute(self, sql)
+    }
 }
 
 impl EvalHost for Fake {
     fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
-        Host::execute(self, sql)
+        Executor::execute(self, sql)
     }
 }
 

@@ -4,7 +4,7 @@
 //! database.
 //!
 //! The data stay in ../shared/datasets/defog and are read at test time. Run with
-//! `cargo test -p pg_ask_core --test selection_recall -- --nocapture` to see the numbers.
+//! `cargo test -p pg_ask_core --features recall --test selection_recall -- --nocapture` to see the numbers.
 //! Embeddings plug in through [`evaluate_defog`]: pass any `Fn(&str) -> Vec<f32>` (for example
 //! all-MiniLM-L6-v2 from `pg_ask_embed`) and the report adds the fused figures and the plain
 //! cosine baseline.

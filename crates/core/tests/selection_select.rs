@@ -277,7 +277,9 @@ fn a_catalog_rebuilt_from_an_earlier_one_is_the_one_built_afresh() {
 
 /// The same on a generated catalog of 200 tables, renewed three times in a row (a comment, a
 /// new column, a table dropped, a table created in the middle of a schema): every ranking, with
-/// its scores and matched terms, is the one of a catalog built afresh.
+/// its scores and matched terms, is the one of a catalog built afresh. The catalog is the
+/// selection evaluation's (feature `recall`).
+#[cfg(feature = "recall")]
 #[test]
 fn a_generated_catalog_renewed_again_and_again_ranks_as_one_built_afresh() {
     let mut tables = pg_ask_core::selection::recall::synthetic_scale_catalog(5, 40);

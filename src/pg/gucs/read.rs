@@ -45,7 +45,7 @@ pub fn scrub_json(value: serde_json::Value) -> serde_json::Value {
     serde_json::from_str(&key.scrub(&value.to_string())).unwrap_or(serde_json::Value::Null)
 }
 
-pub(crate) use crate::pg::key::api_key_for;
+pub(crate) use crate::pg::server_wide::api_key_for;
 
 pub fn embedding_provider() -> EmbeddingProvider {
     let ordinal = sw::int(Int::EmbeddingProvider, EMBEDDING_PROVIDER.get().to_ordinal(), EmbeddingProvider::Local.to_ordinal());

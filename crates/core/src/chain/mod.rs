@@ -38,7 +38,7 @@ use sqlparser::ast::Statement;
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
-use crate::ask::ExecFailure;
+use crate::ask::{ExecFailure, HostError};
 use crate::extract::extract_sql;
 use crate::guard::{check_write_step, Refusal};
 use crate::llm::{ChatRequest, ChatResponse, LlmError};
@@ -87,7 +87,7 @@ pub struct StepResult {
 /// What a chain needs from its surroundings.
 pub trait ChainHost {
     /// The description of the tables the caller may use, as prompt text (empty: none).
-    fn schema_text(&mut self) -> Result<String, String>;
+    fn schema_text(&mut self) -> Result<String, HostError>;
     /// One LLM call, on behalf of `stage`.
     fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError>;
     /// Runs one statement that passed [`check_write_step`], as the calling role, in the
@@ -248,7 +248,7 @@ pub enum ChainError {
     NoTables,
     /// The host failed (reading the schema).
     #[error("{0}")]
-    Host(String),
+    Host(HostError),
     #[error("{source}")]
     Llm { stage: &'static str, source: LlmError },
     /// The plan contained no statement.

@@ -3,8 +3,26 @@
 
 use std::fmt::Write;
 
-use super::grammar::{literal, GrammarOptions};
+use super::gbnf::literal;
 use crate::schema::{ForeignKey, Table};
+
+/// Limits on the grammar's size, and what the caller's search path lets a query leave out.
+#[derive(Debug, Clone)]
+pub struct GrammarOptions {
+    /// Branches at most: every table has one; foreign-key joins take what is left, one-hop
+    /// joins first; then the same clauses with the other aliases.
+    pub max_branches: usize,
+    /// Whether two-hop joins (three tables along two foreign keys) get branches.
+    pub two_hops: bool,
+    /// Schemas on the search path: their tables may be named without the schema.
+    pub unqualified_schemas: Vec<String>,
+}
+
+impl Default for GrammarOptions {
+    fn default() -> Self {
+        GrammarOptions { max_branches: 150, two_hops: true, unqualified_schemas: vec!["public".to_string()] }
+    }
+}
 
 /// One table of a branch, with the name its columns are qualified with (none for a branch of
 /// one table without an alias).

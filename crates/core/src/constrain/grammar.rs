@@ -37,23 +37,8 @@ use super::clauses::{branches, Branch};
 use super::relax::{keyword_rule, relax, WS_RULE};
 use crate::schema::Table;
 
-/// Limits on the grammar's size, and what the caller's search path lets a query leave out.
-#[derive(Debug, Clone)]
-pub struct GrammarOptions {
-    /// Branches at most: every table has one; foreign-key joins take what is left, one-hop
-    /// joins first; then the same clauses with the other aliases.
-    pub max_branches: usize,
-    /// Whether two-hop joins (three tables along two foreign keys) get branches.
-    pub two_hops: bool,
-    /// Schemas on the search path: their tables may be named without the schema.
-    pub unqualified_schemas: Vec<String>,
-}
-
-impl Default for GrammarOptions {
-    fn default() -> Self {
-        GrammarOptions { max_branches: 150, two_hops: true, unqualified_schemas: vec!["public".to_string()] }
-    }
-}
+pub use super::clauses::GrammarOptions;
+pub use super::gbnf::literal;
 
 /// A generated grammar and its size.
 #[derive(Debug, Clone, PartialEq)]
@@ -100,27 +85,6 @@ pub fn class_of(data_type: &str) -> Class {
         _ if base.starts_with("timestamp") || base.starts_with("time ") => Class::Time,
         _ => Class::Other,
     }
-}
-
-/// A GBNF string literal for `text`.
-pub fn literal(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\x{:02X}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// The grammar for `tables`, or `None` when there is none to describe.

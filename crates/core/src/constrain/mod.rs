@@ -8,12 +8,12 @@
 //! asked without the constraint from then on (in `auto`).
 
 pub mod clauses;
+mod gbnf;
 pub mod grammar;
 pub mod relax;
 pub mod schemas;
 
 use std::collections::HashSet;
-use std::str::FromStr;
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
@@ -21,46 +21,7 @@ use serde_json::Value;
 
 use crate::config::{LlmConfig, Provider};
 
-/// `ask.structured_output` and `ask.sql_grammar`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Mode {
-    /// Constrain where the provider accepts it; a server that refuses is asked again without.
-    #[default]
-    Auto,
-    /// Always constrain; a provider or server that cannot is an error.
-    On,
-    /// Never constrain: free text, read by the stage's parser.
-    Off,
-}
-
-impl Mode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Auto => "auto",
-            Mode::On => "on",
-            Mode::Off => "off",
-        }
-    }
-}
-
-impl FromStr for Mode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "auto" => Ok(Mode::Auto),
-            "on" | "true" => Ok(Mode::On),
-            "off" | "false" => Ok(Mode::Off),
-            other => Err(format!("unknown mode \"{other}\" (expected auto, on or off)")),
-        }
-    }
-}
-
-/// The two settings together, as the client reads them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Modes {
-    pub structured_output: Mode,
-    pub sql_grammar: Mode,
-}
+pub use crate::config::{Mode, Modes};
 
 impl Modes {
     /// The setting that governs constraints of `kind`.

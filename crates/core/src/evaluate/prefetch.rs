@@ -4,7 +4,7 @@
 //! [`Host`]. To evaluate a batch of questions with their calls concurrent, `ask.evaluate()`
 //! runs each question's pipeline twice:
 //!
-//! 1. with a [`Capture`] host, whose [`Host::chat`] records the request and fails at once
+//! 1. with a [`Capture`] host, whose [`Llm::chat`] records the request and fails at once
 //!    ([`LlmError::Interrupted`]): the pipeline stops at its first call, having built exactly
 //!    the request it would send (after reading the schema, before executing anything);
 //! 2. the captured requests of the whole batch are sent together (the glue's `chat_many`);
@@ -22,15 +22,18 @@
 
 use std::time::{Duration, Instant};
 
-use crate::ask::{Correction, ExecFailure, Host, Selection};
+use crate::ask::{Catalog, Correction, ExecFailure, Executor, Host, HostError, Llm, Memory, NoMemory, Selection};
+use crate::clarify::Ambiguity;
 use crate::llm::{ChatRequest, ChatResponse, LlmError};
 use crate::rows::ResultSet;
+use crate::values::literals::LiteralRef;
+use crate::verified::Candidate;
 
 /// The schema selection a pipeline asked for, with its question and how long it took.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SelectionMade {
     pub question: String,
-    pub result: Result<Option<Selection>, String>,
+    pub result: Result<Option<Selection>, HostError>,
     pub took: Duration,
 }
 
@@ -51,11 +54,13 @@ impl<'a> Capture<'a> {
     }
 }
 
-impl Host for Capture<'_> {
-    fn schema_text(&mut self) -> Result<String, String> {
+/// Capture reads the catalog and the memories through `inner`, as the pipeline would up to
+/// its first call; it answers the LLM itself and runs nothing.
+impl Catalog for Capture<'_> {
+    fn schema_text(&mut self) -> Result<String, HostError> {
         self.inner.schema_text()
     }
-    fn select_tables(&mut self, question: &str) -> Result<Option<Selection>, String> {
+    fn select_tables(&mut self, question: &str) -> Result<Option<Selection>, HostError> {
         let started = Instant::now();
         let result = self.inner.select_tables(question);
         if self.selection.is_none() {
@@ -63,21 +68,43 @@ impl Host for Capture<'_> {
         }
         result
     }
+    fn literals_of(&mut self, sql: &str, schema: Option<&str>) -> Result<Vec<LiteralRef>, HostError> {
+        self.inner.literals_of(sql, schema)
+    }
+}
 
+impl Llm for Capture<'_> {
     fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
         if self.captured.is_none() {
             self.captured = Some((stage, req.clone()));
         }
         Err(LlmError::Interrupted)
     }
+}
 
-    /// Never reached before the first call; refuses, so that nothing runs twice.
+/// Never reached before the first call; refuses, so that nothing runs twice.
+impl Executor for Capture<'_> {
     fn execute(&mut self, _sql: &str) -> Result<ResultSet, ExecFailure> {
         Err(ExecFailure::Refused { reason: "capturing the first LLM request only".into() })
     }
+    fn execute_verified(&mut self, _sql: &str, _schema: Option<&str>) -> Result<ResultSet, ExecFailure> {
+        Err(ExecFailure::Refused { reason: "capturing the first LLM request only".into() })
+    }
+}
 
-    fn correct_values(&mut self, sql: &str) -> Result<Correction, String> {
-        Ok(Correction { sql: sql.to_string(), changed: false, trace: serde_json::Value::Null })
+impl Memory for Capture<'_> {
+    /// Correction follows a generated statement, after the first call: nothing to correct.
+    fn correct_values(&mut self, sql: &str) -> Result<Correction, HostError> {
+        NoMemory.correct_values(sql)
+    }
+    fn verified(&mut self, question: &str) -> Result<Vec<Candidate>, HostError> {
+        self.inner.verified(question)
+    }
+    fn stored_value(&mut self, lit: &LiteralRef, text: &str) -> Result<Option<String>, HostError> {
+        self.inner.stored_value(lit, text)
+    }
+    fn ambiguities(&mut self, question: &str, tables: &[String]) -> Result<Vec<Ambiguity>, HostError> {
+        self.inner.ambiguities(question, tables)
     }
 }
 
@@ -119,11 +146,12 @@ impl<'a> Replay<'a> {
     }
 }
 
-impl Host for Replay<'_> {
-    fn schema_text(&mut self) -> Result<String, String> {
+/// Replay serves what was fetched ahead and forwards every other call to `inner`.
+impl Catalog for Replay<'_> {
+    fn schema_text(&mut self) -> Result<String, HostError> {
         self.inner.schema_text()
     }
-    fn select_tables(&mut self, question: &str) -> Result<Option<Selection>, String> {
+    fn select_tables(&mut self, question: &str) -> Result<Option<Selection>, HostError> {
         if self.selection.as_ref().is_some_and(|s| s.question == question) {
             let made = self.selection.take().expect("checked above");
             self.selection_served = Some(made.took);
@@ -131,7 +159,12 @@ impl Host for Replay<'_> {
         }
         self.inner.select_tables(question)
     }
+    fn literals_of(&mut self, sql: &str, schema: Option<&str>) -> Result<Vec<LiteralRef>, HostError> {
+        self.inner.literals_of(sql, schema)
+    }
+}
 
+impl Llm for Replay<'_> {
     fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
         if self.prefetched.as_ref().is_some_and(|p| &p.request == req) {
             let p = self.prefetched.take().expect("checked above");
@@ -140,12 +173,28 @@ impl Host for Replay<'_> {
         }
         self.inner.chat(stage, req)
     }
+}
 
+impl Executor for Replay<'_> {
     fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
         self.inner.execute(sql)
     }
+    fn execute_verified(&mut self, sql: &str, schema: Option<&str>) -> Result<ResultSet, ExecFailure> {
+        self.inner.execute_verified(sql, schema)
+    }
+}
 
-    fn correct_values(&mut self, sql: &str) -> Result<Correction, String> {
+impl Memory for Replay<'_> {
+    fn correct_values(&mut self, sql: &str) -> Result<Correction, HostError> {
         self.inner.correct_values(sql)
+    }
+    fn verified(&mut self, question: &str) -> Result<Vec<Candidate>, HostError> {
+        self.inner.verified(question)
+    }
+    fn stored_value(&mut self, lit: &LiteralRef, text: &str) -> Result<Option<String>, HostError> {
+        self.inner.stored_value(lit, text)
+    }
+    fn ambiguities(&mut self, question: &str, tables: &[String]) -> Result<Vec<Ambiguity>, HostError> {
+        self.inner.ambiguities(question, tables)
     }
 }

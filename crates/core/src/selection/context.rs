@@ -1,11 +1,11 @@
-//! The context switch and the grounded answer over several steps (after Qin et al., seed 001
-//! A.1, A.5 and A.6).
+//! The context switch and the grounded answer over several steps (after Qin et al.,
+//! "Relational Database Augmented Large Language Model").
 //!
-//! * **Context switch** (A.1): `ask(question, context => text)` first asks the LLM whether the
+//! * **Context switch**: `ask(question, context => text)` first asks the LLM whether the
 //!   supplied context already answers the question; if it does, that answer is returned and no
 //!   SQL runs. A reply that cannot be read counts as "needs data": running SQL is the safe way
 //!   on.
-//! * **Answer** (A.5/A.6): after the plan's steps ran, the LLM sees every step's goal, SQL and
+//! * **Answer over the steps**: after the plan's steps ran, the LLM sees every step's goal, SQL and
 //!   result. When one step's SQL asks exactly what the question asks, that step's rows are the
 //!   answer (`ROWS n`); otherwise it writes a short answer grounded in the results, comparing
 //!   or combining them as the question needs.

@@ -12,9 +12,9 @@
 //! | text descriptions of tables and schemas, for embedding and for lexical scoring | [`describe`] |
 //! | BM25F lexical scoring of a question against descriptions | [`lexical`] |
 //! | fusion of embedding cosines and lexical scores; `select_tables` / `select_schemas` | [`fuse`] |
-//! | the refinement / retrieval-plan prompt and its parsing (seed 001 A.2) | [`plan`] |
-//! | the context-switch prompt (A.1) and the multi-step answer prompt (A.5/A.6) | [`context`] |
-//! | offline evaluation: DDL to tables, gold tables from gold SQL, recall@k | [`eval`] |
+//! | the refinement / retrieval-plan prompt and its parsing | [`plan`] |
+//! | the context-switch prompt and the multi-step answer prompt | [`context`] |
+//! | offline evaluation: DDL to tables, gold tables from gold SQL, recall@k (feature `recall`) | `recall` |
 //!
 //! # The flow in `ask()`
 //!
@@ -35,6 +35,7 @@ pub mod describe;
 pub mod fuse;
 pub mod lexical;
 pub mod plan;
+#[cfg(feature = "recall")]
 pub mod recall;
 
 pub use describe::{ColumnValues, SchemaProfile, TableProfile};

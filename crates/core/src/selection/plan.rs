@@ -1,4 +1,5 @@
-//! The refinement and retrieval-plan stage (after Qin et al., seed 001 A.2).
+//! The refinement and retrieval-plan stage (after Qin et al., "Relational Database Augmented
+//! Large Language Model").
 //!
 //! The LLM gets the question and the descriptions of the candidate schemas (each one the
 //! rendering of the tables selected in it) and writes the minimum list of steps, each a goal,

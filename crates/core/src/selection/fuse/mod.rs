@@ -22,6 +22,9 @@
 //! [`Catalog::select_tables`] then adds the tables the picked tables' foreign keys need for
 //! joins, and every pick carries its score parts for `ask.explain()`.
 
+mod rank;
+mod vector;
+
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -30,37 +33,15 @@ use serde::Serialize;
 use super::describe::{describe_schema, describe_table, schema_document, table_document, ColumnValues, SchemaProfile, TableProfile};
 use super::lexical::{DocTerms, Field, LexicalIndex, LexicalScore, Tokens, SCHEMA_WEIGHTS, TABLE_WEIGHTS};
 use crate::schema::Table;
+use rank::fuse;
 
-/// The `k` of reciprocal rank fusion: larger values flatten the difference between ranks. The
-/// usual 60 is tuned for web-scale result lists; a catalog has tens to hundreds of tables, and
-/// with 20 the first ranks still stand apart from the tenth.
-pub const RRF_K: f64 = 20.0;
-/// The weight of the embedding signal in reciprocal rank fusion.
-pub const RRF_EMBEDDING_WEIGHT: f64 = 1.0;
-/// The weight of the lexical signal in reciprocal rank fusion.
-pub const RRF_LEXICAL_WEIGHT: f64 = 1.0;
-/// The weight of the normalised cosine in the weighted sum (the lexical score gets the rest).
-pub const WEIGHTED_EMBEDDING_WEIGHT: f64 = 0.5;
+pub use rank::{Fusion, ScoreParts, RRF_EMBEDDING_WEIGHT, RRF_K, RRF_LEXICAL_WEIGHT, WEIGHTED_EMBEDDING_WEIGHT};
+pub use vector::{cosine, unit, unit_dot};
+
 /// The default number of tables `select_tables` returns before adding join tables.
 pub const DEFAULT_TABLES: usize = 10;
 /// At most this many tables are added for joins to the `k` picked ones.
 pub const MAX_JOIN_TABLES: usize = 5;
-
-/// How the embedding and lexical signals are combined (see the [module documentation](self)).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(tag = "method", rename_all = "snake_case")]
-pub enum Fusion {
-    /// Reciprocal rank fusion.
-    Rrf { k: f64, embedding_weight: f64, lexical_weight: f64 },
-    /// Normalised weighted sum; `embedding_weight` in 0..=1.
-    WeightedSum { embedding_weight: f64 },
-}
-
-impl Default for Fusion {
-    fn default() -> Fusion {
-        Fusion::Rrf { k: RRF_K, embedding_weight: RRF_EMBEDDING_WEIGHT, lexical_weight: RRF_LEXICAL_WEIGHT }
-    }
-}
 
 /// Cosine similarity between the question's embedding and each description's, by name: a
 /// table's [`Table::qualified`] name or a schema's name, as in the catalog. Missing names have
@@ -76,83 +57,6 @@ pub enum SelectError {
     /// A schema filter named a schema with no readable table.
     #[error("schema {0} has no table the current role may read")]
     UnknownSchema(String),
-}
-
-/// The parts of a fused score, for `ask.explain()`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
-pub struct ScoreParts {
-    /// The cosine, when the description has an embedding.
-    pub cosine: Option<f64>,
-    /// The rank by cosine among the candidates (1 = best).
-    pub cosine_rank: Option<usize>,
-    pub lexical: f64,
-    /// The rank by lexical score, when it is above zero.
-    pub lexical_rank: Option<usize>,
-    /// The question terms that matched the description.
-    pub matched: Vec<String>,
-}
-
-/// One candidate after fusion.
-#[derive(Debug, Clone, PartialEq)]
-struct Fused {
-    index: usize,
-    score: f64,
-    parts: ScoreParts,
-}
-
-/// Competition ranks (1, 2, 2, 4) of `values`, larger is better; `None` stays unranked.
-fn ranks(values: &[Option<f64>]) -> Vec<Option<usize>> {
-    // 1 + how many are greater: a binary search in the values sorted best first (10,000
-    // candidates are a few milliseconds of pairwise counting).
-    let mut sorted: Vec<f64> = values.iter().flatten().copied().collect();
-    sorted.sort_by(|a, b| b.total_cmp(a));
-    values.iter().map(|v| v.map(|v| 1 + sorted.partition_point(|&o| o > v))).collect()
-}
-
-/// Fuse per-candidate lexical scores and cosines into one ranking, best first. Ties are
-/// broken by the lexical score, then the cosine, then the candidate's position.
-fn fuse(lexical: Vec<LexicalScore>, cosines: &[Option<f64>], fusion: Fusion) -> Vec<Fused> {
-    let lex: Vec<Option<f64>> = lexical.iter().map(|l| (l.score > 0.0).then_some(l.score)).collect();
-    let lex_ranks = ranks(&lex);
-    let cos_ranks = ranks(cosines);
-    let (cos_min, cos_max) = cosines.iter().flatten().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &c| (lo.min(c), hi.max(c)));
-    let lex_max = lex.iter().flatten().fold(0.0_f64, |m, &l| m.max(l));
-    let mut out: Vec<Fused> = lexical
-        .into_iter()
-        .enumerate()
-        .map(|(i, l)| {
-            let score = match fusion {
-                Fusion::Rrf { k, embedding_weight, lexical_weight } => {
-                    cos_ranks[i].map_or(0.0, |r| embedding_weight / (k + r as f64))
-                        + lex_ranks[i].map_or(0.0, |r| lexical_weight / (k + r as f64))
-                }
-                Fusion::WeightedSum { embedding_weight } => {
-                    let cos = cosines[i].map_or(0.0, |c| if cos_max > cos_min { (c - cos_min) / (cos_max - cos_min) } else { 1.0 });
-                    let lexn = if lex_max > 0.0 { l.score / lex_max } else { 0.0 };
-                    embedding_weight * cos + (1.0 - embedding_weight) * lexn
-                }
-            };
-            Fused {
-                index: i,
-                score,
-                parts: ScoreParts {
-                    cosine: cosines[i],
-                    cosine_rank: cos_ranks[i],
-                    lexical: l.score,
-                    lexical_rank: lex_ranks[i],
-                    matched: l.matched,
-                },
-            }
-        })
-        .collect();
-    out.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then(b.parts.lexical.total_cmp(&a.parts.lexical))
-            .then(b.parts.cosine.unwrap_or(-2.0).total_cmp(&a.parts.cosine.unwrap_or(-2.0)))
-            .then(a.index.cmp(&b.index))
-    });
-    out
 }
 
 /// Why a table is in the selection.
@@ -553,114 +457,5 @@ impl Catalog {
     }
 }
 
-/// Cosine similarity of two embeddings (0 when either is all zeros or their lengths differ).
-pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    if a.len() != b.len() {
-        return 0.0;
-    }
-    let (mut dot, mut na, mut nb) = (0.0f64, 0.0f64, 0.0f64);
-    for (&x, &y) in a.iter().zip(b) {
-        let (x, y) = (f64::from(x), f64::from(y));
-        dot += x * y;
-        na += x * x;
-        nb += y * y;
-    }
-    if na == 0.0 || nb == 0.0 {
-        0.0
-    } else {
-        dot / (na.sqrt() * nb.sqrt())
-    }
-}
-
-/// `v` scaled to length 1 (a vector of zeros stays zeros), for [`unit_dot`].
-pub fn unit(v: &[f32]) -> Vec<f32> {
-    let norm = v.iter().map(|&x| f64::from(x) * f64::from(x)).sum::<f64>().sqrt();
-    if norm == 0.0 {
-        return v.to_vec();
-    }
-    v.iter().map(|&x| (f64::from(x) / norm) as f32).collect()
-}
-
-/// The cosine of two vectors of length 1 ([`unit`]): their dot product, summed in eight lanes
-/// so that it vectorises (0 when their lengths differ).
-pub fn unit_dot(a: &[f32], b: &[f32]) -> f64 {
-    if a.len() != b.len() {
-        return 0.0;
-    }
-    let mut lanes = [0.0f32; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for i in 0..8 {
-            lanes[i] += x[i] * y[i];
-        }
-    }
-    let tail: f32 = ra.iter().zip(rb).map(|(x, y)| x * y).sum();
-    f64::from(lanes.iter().sum::<f32>() + tail)
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_dot_of_unit_vectors_is_their_cosine() {
-        let a: Vec<f32> = (0..389).map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0).collect();
-        let b: Vec<f32> = (0..389).map(|i| ((i * 53 % 97) as f32 - 40.0) / 3.0).collect();
-        assert!((unit_dot(&unit(&a), &unit(&b)) - cosine(&a, &b)).abs() < 1e-5);
-        assert!((unit_dot(&unit(&a), &unit(&a)) - 1.0).abs() < 1e-5);
-        assert_eq!(unit(&[0.0, 0.0]), [0.0, 0.0]);
-        assert_eq!(unit_dot(&[1.0], &[1.0, 0.0]), 0.0);
-    }
-
-    fn lex(scores: &[f64]) -> Vec<LexicalScore> {
-        scores.iter().map(|&s| LexicalScore { score: s, matched: vec![] }).collect()
-    }
-
-    #[test]
-    fn ranks_share_ties() {
-        assert_eq!(ranks(&[Some(0.5), None, Some(0.9), Some(0.5)]), [Some(2), None, Some(1), Some(2)]);
-    }
-
-    #[test]
-    fn rrf_prefers_agreement() {
-        // Candidate 2 is second in both rankings; 0 is first lexically and last by embedding,
-        // 1 the other way round. With k = 20: 2/22 > 1/21 + 1/25. The tie of 0 and 1 goes to
-        // the better lexical score.
-        let out = fuse(lex(&[5.0, 1.0, 4.0, 3.0, 2.0]), &[Some(0.1), Some(0.9), Some(0.8), Some(0.3), Some(0.2)], Fusion::default());
-        assert_eq!(out.iter().map(|f| f.index).collect::<Vec<_>>(), [2, 0, 1, 3, 4]);
-        assert_eq!((out[0].parts.cosine_rank, out[0].parts.lexical_rank), (Some(2), Some(2)));
-        assert!((out[0].score - 2.0 / 22.0).abs() < 1e-12);
-    }
-
-    #[test]
-    fn one_signal_alone_decides() {
-        let out = fuse(lex(&[0.0, 1.0, 2.0]), &[None, None, None], Fusion::default());
-        assert_eq!(out.iter().map(|f| f.index).collect::<Vec<_>>(), [2, 1, 0]);
-        assert_eq!(out[2].score, 0.0);
-        let out = fuse(lex(&[0.0, 0.0]), &[Some(0.1), Some(0.3)], Fusion::WeightedSum { embedding_weight: 0.5 });
-        assert_eq!(out[0].index, 1);
-    }
-
-    #[test]
-    fn weighted_sum_keeps_gaps() {
-        // Lexically candidate 0 is far ahead; by embedding 1 is slightly ahead of 0.
-        let out = fuse(
-            lex(&[10.0, 1.0, 0.0, 0.0]),
-            &[Some(0.50), Some(0.52), Some(0.20), Some(0.10)],
-            Fusion::WeightedSum { embedding_weight: 0.5 },
-        );
-        assert_eq!(out.iter().map(|f| f.index).collect::<Vec<_>>(), [0, 1, 2, 3]);
-        // 0.5 · (0.40 / 0.42) + 0.5 · 1.0, against 0.5 · 1.0 + 0.5 · 0.1.
-        assert!((out[0].score - (0.5 * 0.40 / 0.42 + 0.5)).abs() < 1e-9, "{}", out[0].score);
-        assert!((out[1].score - 0.55).abs() < 1e-9, "{}", out[1].score);
-    }
-
-    #[test]
-    fn cosine_of_vectors() {
-        assert!((cosine(&[1.0, 0.0], &[1.0, 0.0]) - 1.0).abs() < 1e-12);
-        assert!(cosine(&[1.0, 0.0], &[0.0, 1.0]).abs() < 1e-12);
-        assert_eq!(cosine(&[0.0, 0.0], &[1.0, 1.0]), 0.0);
-        assert_eq!(cosine(&[1.0], &[1.0, 1.0]), 0.0);
-    }
-}
+mod tests;

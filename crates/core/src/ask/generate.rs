@@ -1,0 +1,185 @@
+//! The generation and repair loop: SQL written for a question over one description, run, and
+//! repaired from its errors, with the SQL grammar brought in where the settings say.
+
+use std::time::Instant;
+
+use serde_json::json;
+
+use super::execute::{guarded_execute, with_step};
+use super::host::{call, ExecFailure, Host};
+use super::outcome::AskError;
+use super::stage;
+use crate::config::{AskConfig, GrammarUse};
+use crate::constrain::grammar::{sql_grammar, GrammarOptions};
+use crate::constrain::Constraint;
+use crate::extract::extract_sql;
+use crate::prompt;
+use crate::rows::ResultSet;
+use crate::trace::{ms_since, StageTrace, Trace};
+
+/// Generate SQL for `question` over `schema`, check, correct and execute it, and repair it
+/// from errors up to `cfg.max_attempts` times. `draft`: a query already written (by the plan
+/// stage) that stands for the first reply. `step`: the plan step this belongs to, for the
+/// trace. `examples`: verified (question, SQL) pairs of similar questions for the prompt.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn generate_and_run(
+    host: &mut dyn Host,
+    trace: &mut Trace,
+    question: &str,
+    schema: &str,
+    cfg: &AskConfig,
+    draft: Option<&str>,
+    step: Option<usize>,
+    examples: &[(String, String)],
+) -> Result<(String, ResultSet), AskError> {
+    let shown: Vec<(&str, &str)> = examples.iter().map(|(q, s)| (q.as_str(), s.as_str())).collect();
+    let mut req = prompt::sql_request_with_examples(question, schema, &shown);
+    let first = req.clone();
+    let mut constraint: Option<Constraint> = None;
+    // The grammar is built before the first call that needs it (a plan's draft needs none):
+    // the first one with `on`; with `auto` a later repair of queries the grammar would have
+    // ruled out (see `grammar_due` below).
+    let mut grammar_built = cfg.sql_grammar == GrammarUse::Off;
+    // Attempts that failed in a way the grammar rules out.
+    let mut ruled_out = 0u32;
+    let max_attempts = cfg.max_attempts.max(1);
+    // What each attempt wrote (its SQL, or its whole reply when it had none), white space
+    // folded, with how it ended: a repair that writes the same again would end the same way,
+    // so it is neither run nor asked again.
+    let mut tried: Vec<(bool, String, u32, AskError)> = Vec::new();
+    for attempt in 1..=max_attempts {
+        trace.attempts += 1;
+        let reply = match (attempt, draft) {
+            (1, Some(d)) => format!("```sql\n{}\n```", d.trim()),
+            _ => {
+                // `auto`: the grammar comes in once the model's own repair failed too, or for
+                // the last attempt, so that a question never ends on a name that does not
+                // exist, and a repair the model gets right by itself is its own.
+                let grammar_due = match cfg.sql_grammar {
+                    GrammarUse::Always => true,
+                    GrammarUse::Repair => ruled_out >= 2 || (ruled_out >= 1 && attempt == max_attempts),
+                    GrammarUse::Off => false,
+                };
+                if !grammar_built && grammar_due {
+                    grammar_built = true;
+                    if let Some(gbnf) = grammar_for(trace, schema, step) {
+                        let grammar = Constraint::Grammar { gbnf };
+                        req = req.constrain(grammar.clone());
+                        constraint = Some(grammar);
+                    }
+                }
+                let stage_name = if attempt == 1 { stage::GENERATE } else { stage::REPAIR };
+                let reply = call(host, trace, stage_name, Some(attempt), &req, cfg.max_prompt_tokens)?;
+                if !grammar_built {
+                    // `auto` before a failure the grammar rules out: the model's own query.
+                    if let Some(st) = trace.stages.last_mut() {
+                        if st.output.get("constrained").is_none() && st.output.get("unconstrained").is_none() {
+                            st.output["unconstrained"] = json!("free_first");
+                        }
+                    }
+                }
+                reply
+            }
+        };
+        let extracted = extract_sql(&reply);
+        let folded = fold_space(extracted.as_deref().unwrap_or(&reply));
+        if let Some((_, _, first, ended)) = tried.iter().find(|(had_sql, text, ..)| *had_sql == extracted.is_some() && *text == folded) {
+            let (reason, what) =
+                if extracted.is_some() { ("repeats_failed", "statement failed") } else { ("repeats_reply", "reply without SQL came") };
+            let input = match &extracted {
+                Some(sql) => json!({"sql": sql}),
+                None => json!({"reply_chars": reply.len()}),
+            };
+            let mut st = StageTrace::new(stage::GUARD, with_step(input, step));
+            st.attempt = Some(attempt);
+            st.output = json!({"allowed": false, "reason": reason, "first_attempt": first});
+            st.error = Some(format!("the same {what} in attempt {first}; it is not tried again"));
+            trace.push(st);
+            // `auto` before the grammar came in: the same request is asked again under it, so
+            // that the question does not end on what the grammar rules out.
+            if cfg.sql_grammar == GrammarUse::Repair && !grammar_built && attempt < max_attempts && grammar_rules_out(ended) {
+                ruled_out = ruled_out.max(2);
+                continue;
+            }
+            return Err(with_attempts(ended.clone(), attempt));
+        }
+        let (failure, ended) = match extracted.clone() {
+            None => (
+                "the reply contained no SQL query".to_string(),
+                AskError::NoSql { attempts: attempt, reply: reply.chars().take(300).collect() },
+            ),
+            Some(sql) => match guarded_execute(host, trace, attempt, step, &sql) {
+                Ok(done) => return Ok(done),
+                Err(failure) => {
+                    let text = failure.for_llm();
+                    let ended = match failure {
+                        ExecFailure::Refused { reason } => AskError::Refused { attempts: attempt, reason, sql },
+                        ExecFailure::Error { sqlstate, message, .. } => AskError::Failed { attempts: attempt, sqlstate, message, sql },
+                    };
+                    (text, ended)
+                }
+            },
+        };
+        ruled_out += u32::from(grammar_rules_out(&ended));
+        tried.push((extracted.is_some(), folded, attempt, ended));
+        if attempt < max_attempts {
+            match prompt::repair_request_within(&first, &req, &reply, extracted.as_deref(), &failure, cfg.max_prompt_tokens) {
+                Some(next) => req = next,
+                None => break,
+            }
+            if grammar_built {
+                // The shortened conversation starts from the first request, which may not
+                // carry the grammar yet.
+                if let (Some(c), None) = (&constraint, &req.constraint) {
+                    req = req.constrain(c.clone());
+                }
+            }
+        }
+    }
+    Err(tried.pop().map(|(.., ended)| ended).expect("every attempt that did not return is recorded"))
+}
+
+/// Whether a query that ended as `e` is one the SQL grammar rules out: no SQL, a statement the
+/// guard or the database refused, one that does not parse, names a relation, column or
+/// function that does not exist, leaves a column ungrouped, mixes types or writes a literal
+/// of the wrong form (SQLSTATE class 42 but a missing privilege, 22P02, 22007, 22008, 21000).
+pub fn grammar_rules_out(e: &AskError) -> bool {
+    match e {
+        AskError::NoSql { .. } | AskError::Refused { .. } => true,
+        AskError::Failed { sqlstate, .. } => {
+            (sqlstate.starts_with("42") && sqlstate != "42501") || matches!(sqlstate.as_str(), "22P02" | "22007" | "22008" | "21000")
+        }
+        _ => false,
+    }
+}
+
+/// The SQL grammar of the tables `schema` describes, recorded in the trace with its size and
+/// build time.
+fn grammar_for(trace: &mut Trace, schema: &str, step: Option<usize>) -> Option<String> {
+    let t = Instant::now();
+    let tables = crate::schema::parse_rendered(schema);
+    let built = sql_grammar(&tables, GrammarOptions::default());
+    let mut st = StageTrace::new(stage::GRAMMAR, with_step(json!({"tables": tables.len()}), step));
+    st.output = match &built {
+        Some(g) => json!({"branches": g.branches, "rules": g.rules, "bytes": g.text.len()}),
+        None => json!({"built": false}),
+    };
+    st.ms = ms_since(t);
+    trace.push(st);
+    built.map(|g| g.text)
+}
+
+/// `sql` with every run of white space made one space, for comparing statements.
+fn fold_space(sql: &str) -> String {
+    sql.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `e` as it stands after `attempts` attempts.
+fn with_attempts(e: AskError, attempts: u32) -> AskError {
+    match e {
+        AskError::NoSql { reply, .. } => AskError::NoSql { attempts, reply },
+        AskError::Refused { reason, sql, .. } => AskError::Refused { attempts, reason, sql },
+        AskError::Failed { sqlstate, message, sql, .. } => AskError::Failed { attempts, sqlstate, message, sql },
+        other => other,
+    }
+}

@@ -1,0 +1,212 @@
+//! What the pipeline needs from its surroundings, as four capabilities ([`Llm`], [`Catalog`],
+//! [`Memory`], [`Executor`]; [`Host`] is all four), their typed error ([`HostError`]), and the
+//! LLM call every stage makes through them, recorded in the trace.
+
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+use super::outcome::AskError;
+use crate::clarify::Ambiguity;
+use crate::llm::{ChatRequest, ChatResponse, LlmError};
+use crate::prompt;
+use crate::rows::ResultSet;
+use crate::trace::{StageTrace, Trace};
+use crate::values::literals::LiteralRef;
+use crate::verified::Candidate;
+
+/// Why the database refused or failed a statement.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExecFailure {
+    /// The database-level check refused it (not a plain read-only query, volatile function).
+    Refused { reason: String },
+    /// PostgreSQL raised an error while planning or running it.
+    Error { sqlstate: String, message: String, detail: Option<String>, hint: Option<String> },
+}
+
+impl ExecFailure {
+    /// The text shown to the LLM when asking for a repair.
+    pub fn for_llm(&self) -> String {
+        match self {
+            ExecFailure::Refused { reason } => format!("refused: {reason}"),
+            ExecFailure::Error { message, detail, hint, .. } => {
+                let mut s = format!("ERROR: {message}");
+                if let Some(d) = detail {
+                    s.push_str(&format!("\nDETAIL: {d}"));
+                }
+                if let Some(h) = hint {
+                    s.push_str(&format!("\nHINT: {h}"));
+                }
+                s
+            }
+        }
+    }
+}
+
+/// The outcome of value correction for one statement.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Correction {
+    /// The statement, with corrected literals where any were corrected.
+    pub sql: String,
+    /// Whether any literal changed.
+    pub changed: bool,
+    /// Every literal looked at and the decision on it, for the trace.
+    pub trace: Value,
+}
+
+/// One candidate schema of a [`Selection`]: its selected tables, rendered for the prompt.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SchemaCandidate {
+    /// The schema's quoted name.
+    pub schema: String,
+    /// The tables selected in it (plus those their joins need), as [`crate::schema::render`]
+    /// writes them.
+    pub tables: String,
+}
+
+/// The tables the schema selection memory picked for a question.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Selection {
+    /// The candidate schemas, most relevant first. One candidate: a single-schema question;
+    /// several: the retrieval-plan stage decides which to query.
+    pub candidates: Vec<SchemaCandidate>,
+    /// Every decision (schema and table scores, why each table is in), for the trace.
+    pub detail: Value,
+}
+
+/// A lookup the host could not make (the catalog, a memory): the SQLSTATE it failed with and
+/// its message. The glue raises it with that SQLSTATE; the pipeline never reads it as "none".
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct HostError {
+    pub sqlstate: String,
+    pub message: String,
+}
+
+impl HostError {
+    /// A failure no user action causes (XX000).
+    pub fn internal(message: impl std::fmt::Display) -> HostError {
+        HostError { sqlstate: "XX000".into(), message: message.to_string() }
+    }
+}
+
+/// The LLM the pipeline talks to.
+pub trait Llm {
+    /// One LLM call, on behalf of `stage`.
+    fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError>;
+}
+
+/// What the caller may read, and how a statement's literals resolve against it.
+pub trait Catalog {
+    /// The description of the tables the caller may read, as prompt text (empty: none).
+    fn schema_text(&mut self) -> Result<String, HostError>;
+    /// The tables to describe for `question`, from the schema selection memory; `None` when no
+    /// memory was built: every readable table is described ([`Catalog::schema_text`]).
+    fn select_tables(&mut self, question: &str) -> Result<Option<Selection>, HostError>;
+    /// The string literals of `sql` compared with text columns, resolved to their columns, with
+    /// the search path set to `schema` when given.
+    fn literals_of(&mut self, sql: &str, schema: Option<&str>) -> Result<Vec<LiteralRef>, HostError>;
+}
+
+/// The memories: stored values, verified queries, the values a question may mean.
+pub trait Memory {
+    /// Correct string literals of a checked statement against the value memory.
+    fn correct_values(&mut self, sql: &str) -> Result<Correction, HostError>;
+    /// The verified queries most like `question` that the caller may use (over tables it may
+    /// read), best first.
+    fn verified(&mut self, question: &str) -> Result<Vec<Candidate>, HostError>;
+    /// The value stored in `lit`'s column that `text` stands for, when the column holds it
+    /// (ignoring case) or the value memory's lexical rule reads it as one (an initialism, a
+    /// plural, a typo); `None` otherwise.
+    fn stored_value(&mut self, lit: &LiteralRef, text: &str) -> Result<Option<String>, HostError>;
+    /// Words of `question` that the value memory reads in two ways ([`clarify`](crate::clarify))
+    /// among the columns of `tables` (the described tables, qualified as the description
+    /// writes them).
+    fn ambiguities(&mut self, question: &str, tables: &[String]) -> Result<Vec<Ambiguity>, HostError>;
+}
+
+/// Guarded execution with the caller's privileges.
+pub trait Executor {
+    /// Run a statement that passed the parse-level guard, with the database-level checks,
+    /// read-only, under the statement timeout and row limit.
+    fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure>;
+    /// Run a verified query (already through the parse-level guard) as [`Executor::execute`]
+    /// does, with the search path set to `schema` when given.
+    fn execute_verified(&mut self, sql: &str, schema: Option<&str>) -> Result<ResultSet, ExecFailure>;
+}
+
+/// What the pipeline needs from its surroundings: the four capabilities, each implemented in
+/// full (no method has a default body). A host without a memory says so with [`NoMemory`]'s
+/// answers; a host that wraps another states what it forwards.
+pub trait Host: Llm + Catalog + Memory + Executor {}
+
+impl<T: Llm + Catalog + Memory + Executor + ?Sized> Host for T {}
+
+/// No memory at all: nothing corrected, nothing verified, no stored value, no ambiguity.
+pub struct NoMemory;
+
+impl Memory for NoMemory {
+    fn correct_values(&mut self, sql: &str) -> Result<Correction, HostError> {
+        Ok(Correction { sql: sql.to_string(), changed: false, trace: Value::Null })
+    }
+    fn verified(&mut self, _question: &str) -> Result<Vec<Candidate>, HostError> {
+        Ok(Vec::new())
+    }
+    fn stored_value(&mut self, _lit: &LiteralRef, _text: &str) -> Result<Option<String>, HostError> {
+        Ok(None)
+    }
+    fn ambiguities(&mut self, _question: &str, _tables: &[String]) -> Result<Vec<Ambiguity>, HostError> {
+        Ok(Vec::new())
+    }
+}
+
+/// `impl Memory for H { pg_ask_core::no_memory!(); }`: a host whose memories are off, its
+/// answers [`NoMemory`]'s.
+#[macro_export]
+macro_rules! no_memory {
+    () => {
+        fn correct_values(&mut self, sql: &str) -> Result<$crate::ask::Correction, $crate::ask::HostError> {
+            $crate::ask::Memory::correct_values(&mut $crate::ask::NoMemory, sql)
+        }
+        fn verified(&mut self, question: &str) -> Result<Vec<$crate::verified::Candidate>, $crate::ask::HostError> {
+            $crate::ask::Memory::verified(&mut $crate::ask::NoMemory, question)
+        }
+        fn stored_value(
+            &mut self,
+            lit: &$crate::values::literals::LiteralRef,
+            text: &str,
+        ) -> Result<Option<String>, $crate::ask::HostError> {
+            $crate::ask::Memory::stored_value(&mut $crate::ask::NoMemory, lit, text)
+        }
+        fn ambiguities(&mut self, question: &str, tables: &[String]) -> Result<Vec<$crate::clarify::Ambiguity>, $crate::ask::HostError> {
+            $crate::ask::Memory::ambiguities(&mut $crate::ask::NoMemory, question, tables)
+        }
+    };
+}
+
+/// One LLM call, recorded in the trace. A prompt over `max_tokens` is not sent.
+pub(super) fn call(
+    host: &mut dyn Host,
+    trace: &mut Trace,
+    stage: &'static str,
+    attempt: Option<u32>,
+    req: &ChatRequest,
+    max_tokens: usize,
+) -> Result<String, AskError> {
+    let tokens = prompt::bounds::tokens(req);
+    if tokens > max_tokens {
+        return Err(AskError::PromptTooLarge { stage, tokens, max: max_tokens });
+    }
+    let t = Instant::now();
+    let mut st = StageTrace::new(stage, json!({"prompt_chars": req.prompt_chars(), "messages": req.messages.len()}));
+    if trace.record_prompts {
+        st.input["prompt"] = json!({
+            "system": req.system,
+            "messages": req.messages,
+            "constraint": req.constraint.as_ref().map(|c| c.kind().as_str()),
+        });
+    }
+    st.attempt = attempt;
+    let result = host.chat(stage, req);
+    trace.record_call(st, t, result).map_err(|source| AskError::Llm { stage, source })
+}

@@ -1,0 +1,242 @@
+//! The text-to-SQL pipeline behind `ask()`: generate SQL, check it, execute it, repair it from
+//! errors, answer. Everything that touches PostgreSQL or the network is behind [`Host`], so the
+//! pipeline runs in plain unit tests with a scripted host.
+//!
+//! A run takes one of three ways: a question that is a verified one is answered by its query
+//! (`from_verified`); one over a single description is generated and repaired (`generate`,
+//! `execute`), then answered (`answer`); one over several candidate schemas goes through a
+//! retrieval plan (`plan`).
+
+mod answer;
+mod execute;
+mod from_verified;
+mod generate;
+mod host;
+mod outcome;
+mod plan;
+pub mod stage;
+
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+use crate::clarify;
+use crate::config::{AskConfig, VerifiedUse};
+use crate::constrain::schemas::Shape;
+use crate::prompt::AnswerDecision;
+use crate::rows::ResultSet;
+use crate::schema::count_rendered_tables;
+use crate::selection::context::{context_request, parse_context, ContextDecision};
+use crate::trace::{ms_since, StageTrace, Trace};
+use crate::verified::{self, Candidate};
+
+use answer::answer;
+use from_verified::from_verified;
+use generate::generate_and_run;
+use host::call;
+use outcome::Produced;
+use plan::run_plan;
+
+pub use generate::grammar_rules_out;
+pub use host::{Catalog, Correction, ExecFailure, Executor, Host, HostError, Llm, Memory, NoMemory, SchemaCandidate, Selection};
+pub use outcome::{AskError, Goal, Outcome};
+
+/// Run the pipeline for `question` up to `goal`. On failure the trace so far comes back with
+/// the error, so `ask.explain()` can show where it stopped.
+// The trace comes back with the error (ask.explain() shows where a run stopped): once per
+// question, so its size on the stack costs nothing worth a box.
+#[allow(clippy::result_large_err)]
+pub fn run(host: &mut dyn Host, question: &str, cfg: &AskConfig, goal: Goal) -> Result<Outcome, (AskError, Trace)> {
+    run_with_context(host, question, None, cfg, goal)
+}
+
+/// [`run`] with a context the question may be answered from. With a non-empty `context` and
+/// [`Goal::Answer`], the LLM first decides whether the context answers the question (the
+/// context switch); when it does, that answer is the outcome and no SQL runs. Otherwise, and
+/// for the other goals, the context is ignored.
+#[allow(clippy::result_large_err)]
+pub fn run_with_context(
+    host: &mut dyn Host,
+    question: &str,
+    context: Option<&str>,
+    cfg: &AskConfig,
+    goal: Goal,
+) -> Result<Outcome, (AskError, Trace)> {
+    let started = Instant::now();
+    let mut trace = Trace { question: question.to_string(), record_prompts: cfg.record_prompts, ..Default::default() };
+    let result = run_inner(host, question, context, cfg, goal, &mut trace);
+    trace.ms = ms_since(started);
+    match result {
+        Ok((sql, result, answer)) => {
+            trace.final_sql = Some(sql.clone());
+            Ok(Outcome { sql, result, answer, trace })
+        }
+        Err(e) => {
+            trace.error = Some(e.to_json());
+            Err((e, trace))
+        }
+    }
+}
+
+fn run_inner(
+    host: &mut dyn Host,
+    question: &str,
+    context: Option<&str>,
+    cfg: &AskConfig,
+    goal: Goal,
+    trace: &mut Trace,
+) -> Result<Produced, AskError> {
+    if question.trim().is_empty() {
+        return Err(AskError::EmptyQuestion);
+    }
+    if let (Some(ctx), Goal::Answer) = (context.filter(|c| !c.trim().is_empty()), goal) {
+        let req = context_request(question, ctx);
+        let reply = call(host, trace, stage::CONTEXT, None, &req, cfg.max_prompt_tokens)?;
+        let decision = parse_context(&trace.read_shaped(Shape::Context, &reply));
+        let mut st = StageTrace::new(stage::CONTEXT, json!({"decision_of": "the reply above"}));
+        st.output = serde_json::to_value(&decision).unwrap_or_default();
+        trace.push(st);
+        if let ContextDecision::Answered { answer } = decision {
+            trace.source = Some("context");
+            return Ok((String::new(), ResultSet::default(), Some(AnswerDecision::Text(answer))));
+        }
+    }
+
+    // Verified queries of similar questions: one of them may be this question (answered
+    // without the LLM); the best others are shown to the LLM as examples.
+    let candidates = match cfg.verified {
+        VerifiedUse::Off => Vec::new(),
+        _ => host.verified(question).map_err(AskError::Host)?,
+    };
+    if !candidates.is_empty() {
+        if let Some(done) = from_verified(host, trace, question, &candidates, cfg, goal) {
+            return Ok(done);
+        }
+    }
+    let shown: Vec<&Candidate> = candidates.iter().filter(|c| c.worth_showing()).take(verified::MAX_EXAMPLES).collect();
+    if let Some(st) = trace.stages.iter_mut().rev().find(|s| s.stage == stage::VERIFIED) {
+        st.output["examples"] = json!(shown.iter().map(|c| c.id).collect::<Vec<_>>());
+    }
+    let examples: Vec<(String, String)> = shown.iter().map(|c| (c.question.clone(), c.sql.clone())).collect();
+    trace.source = Some("llm");
+
+    let t = Instant::now();
+    let selection = host.select_tables(question).map_err(AskError::Host)?;
+    let selection = match selection {
+        Some(sel) => {
+            let mut st = StageTrace::new(stage::SELECT, json!({"question": question}));
+            st.output = sel.detail.clone();
+            st.ms = ms_since(t);
+            trace.push(st);
+            sel.candidates.into_iter().filter(|c| !c.tables.trim().is_empty()).collect::<Vec<_>>()
+        }
+        None => Vec::new(),
+    };
+    let t = Instant::now();
+    let schema = match (selection.len(), selection.first()) {
+        (1, Some(c)) => c.tables.clone(),
+        (0, _) => host.schema_text().map_err(AskError::Host)?,
+        _ => String::new(),
+    };
+    let schema_ms = ms_since(t);
+
+    // Ambiguities the value memory shows among the described tables: resolved from the
+    // context (or the words around them), or put back to the user as a question.
+    let clarified;
+    let question = if cfg.clarify {
+        let described: Vec<String> = if selection.len() > 1 {
+            selection.iter().flat_map(|c| described_tables(&c.tables)).collect()
+        } else {
+            described_tables(&schema)
+        };
+        match clarify_question(host, trace, question, context, &described)? {
+            Clarified::Unchanged => question,
+            Clarified::Chosen(q) => {
+                clarified = q;
+                clarified.as_str()
+            }
+            Clarified::AskBack(text) => {
+                trace.source = Some("clarify");
+                return match goal {
+                    Goal::Answer => Ok((String::new(), ResultSet::default(), Some(AnswerDecision::Text(text)))),
+                    _ => Err(AskError::Ambiguous { question: text }),
+                };
+            }
+        }
+    } else {
+        question
+    };
+
+    if selection.len() > 1 {
+        return run_plan(host, question, &selection, cfg, goal, trace, &examples);
+    }
+    let mut st = StageTrace::new(stage::SCHEMA, Value::Null);
+    st.output = json!({"chars": schema.len(), "tables": count_rendered_tables(&schema)});
+    st.ms = schema_ms;
+    trace.push(st);
+    if schema.trim().is_empty() {
+        return Err(AskError::NoTables);
+    }
+    let (sql, result) = generate_and_run(host, trace, question, &schema, cfg, None, None, &examples)?;
+    let answer = answer(host, trace, question, &sql, &result, cfg, goal)?;
+    Ok((sql, result, answer))
+}
+
+/// What the clarification check made of a question.
+enum Clarified {
+    /// Nothing ambiguous.
+    Unchanged,
+    /// Every ambiguity resolved: the question with the readings chosen written in.
+    Chosen(String),
+    /// The question to ask back.
+    AskBack(String),
+}
+
+/// Look for ambiguities, resolve what the context or the words around them settle, and say
+/// what is left; recorded as the `clarify` stage.
+fn clarify_question(
+    host: &mut dyn Host,
+    trace: &mut Trace,
+    question: &str,
+    context: Option<&str>,
+    tables: &[String],
+) -> Result<Clarified, AskError> {
+    let t = Instant::now();
+    let found = host.ambiguities(question, tables).map_err(AskError::Host)?;
+    if found.is_empty() {
+        return Ok(Clarified::Unchanged);
+    }
+    let mut open = Vec::new();
+    let mut chosen = Vec::new();
+    for a in &found {
+        match clarify::resolve(a, context.unwrap_or(""), question) {
+            Some(i) => chosen.push((a, i)),
+            None => open.push(a.clone()),
+        }
+    }
+    let mut st = StageTrace::new(stage::CLARIFY, json!({"question": question, "context": context}));
+    st.ms = ms_since(t);
+    let resolved: Vec<Value> = chosen.iter().map(|(a, i)| json!({"phrase": a.phrase, "reading": a.readings[*i]})).collect();
+    let outcome = if open.is_empty() {
+        Clarified::Chosen(clarify::with_choices(question, &chosen))
+    } else {
+        Clarified::AskBack(clarify::question_back(&open))
+    };
+    st.output = json!({"ambiguities": found, "resolved": resolved});
+    match &outcome {
+        Clarified::AskBack(text) => st.output["asked_back"] = json!(text),
+        Clarified::Chosen(q) => st.output["question_for_sql"] = json!(q),
+        Clarified::Unchanged => {}
+    }
+    trace.push(st);
+    Ok(outcome)
+}
+
+/// The tables of a rendered description, qualified as it writes them (each starts an
+/// unindented line `TABLE name`).
+fn described_tables(schema: &str) -> Vec<String> {
+    crate::schema::parse_rendered(schema).into_iter().map(|t| format!("{}.{}", t.schema, t.name)).collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,23 @@
+//! Stage names, as they appear in traces and in the ledger.
+
+pub const SCHEMA: &str = "schema";
+pub const GENERATE: &str = "generate";
+pub const REPAIR: &str = "repair";
+pub const GUARD: &str = "guard";
+pub const CORRECT: &str = "correct";
+pub const EXECUTE: &str = "execute";
+pub const ANSWER: &str = "answer";
+/// The context switch: does the supplied context answer the question?
+pub const CONTEXT: &str = "context";
+/// Schema and table selection from the schema selection memory (no LLM call).
+pub const SELECT: &str = "select";
+/// The retrieval plan over several candidate schemas: the steps (goal, SQL, schema) to run.
+pub const PLAN: &str = "plan";
+/// The SQL grammar of the described tables (no LLM call).
+pub const GRAMMAR: &str = "grammar";
+/// Verified queries of similar questions: retrieved, and perhaps answering (no LLM call).
+pub const VERIFIED: &str = "verified";
+/// Ambiguities the value memory shows, and the question back (no LLM call).
+pub const CLARIFY: &str = "clarify";
+/// The written answer checked against the rows (no LLM call).
+pub const GROUND: &str = "ground";

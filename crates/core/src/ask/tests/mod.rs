@@ -1,0 +1,508 @@
+//! Unit tests of the text-to-SQL pipeline, with a scripted host: the single-schema way, the
+//! context switch and clarification here, the plan and verified ways in their own modules.
+
+mod plan;
+mod verified;
+
+use std::collections::VecDeque;
+
+use super::*;
+use crate::clarify::Ambiguity;
+use crate::config::GrammarUse;
+use crate::constrain::Constraint;
+use crate::llm::{ChatRequest, ChatResponse, LlmError};
+use crate::prompt;
+use crate::values::literals::LiteralRef;
+use crate::verified::Candidate;
+
+type Exec = Box<dyn FnMut(&str) -> Result<ResultSet, ExecFailure>>;
+
+/// A host with scripted LLM replies and a fake executor.
+struct Scripted {
+    replies: VecDeque<Result<String, LlmError>>,
+    exec: Exec,
+    seen: Vec<(&'static str, ChatRequest)>,
+    executed: Vec<String>,
+}
+
+impl Scripted {
+    fn new(replies: &[&str]) -> Scripted {
+        Scripted {
+            replies: replies.iter().map(|r| Ok(r.to_string())).collect(),
+            exec: Box::new(|_| Ok(one_row())),
+            seen: vec![],
+            executed: vec![],
+        }
+    }
+}
+
+fn one_row() -> ResultSet {
+    ResultSet { columns: vec!["name".into()], rows: vec![vec![json!("Roma")]], truncated: false, size_cut: false }
+}
+
+fn count(n: i64) -> ResultSet {
+    ResultSet { columns: vec!["count".into()], rows: vec![vec![json!(n)]], truncated: false, size_cut: false }
+}
+
+impl Catalog for Scripted {
+    fn schema_text(&mut self) -> Result<String, HostError> {
+        Ok("TABLE public.restaurants\n  name text\n".into())
+    }
+    fn select_tables(&mut self, _: &str) -> Result<Option<Selection>, HostError> {
+        Ok(None)
+    }
+    fn literals_of(&mut self, _: &str, _: Option<&str>) -> Result<Vec<LiteralRef>, HostError> {
+        Ok(Vec::new())
+    }
+}
+
+impl Llm for Scripted {
+    fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        self.seen.push((stage, req.clone()));
+        let content = self.replies.pop_front().expect("script ran out")?;
+        Ok(ChatResponse { content, prompt_tokens: Some(10), completion_tokens: Some(2), attempts: 1, ..Default::default() })
+    }
+}
+
+impl Executor for Scripted {
+    fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
+        self.executed.push(sql.to_string());
+        (self.exec)(sql)
+    }
+    fn execute_verified(&mut self, sql: &str, _: Option<&str>) -> Result<ResultSet, ExecFailure> {
+        self.execute(sql)
+    }
+}
+
+impl Memory for Scripted {
+    crate::no_memory!();
+}
+
+/// A host that is `Scripted` (its first field) but for its memories, given in full.
+macro_rules! scripted_host {
+    ($name:ident { $($memory:item)* }) => {
+        impl Catalog for $name {
+            fn schema_text(&mut self) -> Result<String, HostError> {
+                self.0.schema_text()
+            }
+            fn select_tables(&mut self, question: &str) -> Result<Option<Selection>, HostError> {
+                self.0.select_tables(question)
+            }
+            fn literals_of(&mut self, sql: &str, schema: Option<&str>) -> Result<Vec<LiteralRef>, HostError> {
+                self.0.literals_of(sql, schema)
+            }
+        }
+        impl Llm for $name {
+            fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+                self.0.chat(stage, req)
+            }
+        }
+        impl Executor for $name {
+            fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
+                self.0.execute(sql)
+            }
+            fn execute_verified(&mut self, sql: &str, schema: Option<&str>) -> Result<ResultSet, ExecFailure> {
+                self.0.execute_verified(sql, schema)
+            }
+        }
+        impl Memory for $name {
+            $($memory)*
+        }
+    };
+}
+use scripted_host;
+
+fn cfg() -> AskConfig {
+    AskConfig::default()
+}
+
+#[test]
+fn happy_path_with_written_answer() {
+    let mut h = Scripted::new(&["```sql\nSELECT name FROM public.restaurants;\n```", "Roma is the only one."]);
+    let out = run(&mut h, "which restaurants?", &cfg(), Goal::Answer).unwrap();
+    assert_eq!(out.sql, "SELECT name FROM public.restaurants");
+    assert_eq!(out.answer_text(), "Roma is the only one.");
+    assert_eq!(out.trace.llm_calls, 2);
+    assert_eq!(out.trace.prompt_tokens, 20);
+    let stages: Vec<_> = out.trace.stages.iter().map(|s| s.stage).collect();
+    assert_eq!(stages, ["schema", "generate", "guard", "execute", "answer", "ground"]);
+    assert_eq!(out.trace.stages[5].output["answer_from"], "model");
+    assert!(h.seen[1].1.messages[0].content.contains("[\"Roma\"]"));
+}
+
+#[test]
+fn a_written_answer_the_rows_do_not_say_is_replaced_by_the_rows() {
+    // One value: said with its column's meaning.
+    let mut h = Scripted::new(&["```sql\nSELECT count(*) AS num_restaurants FROM public.restaurants\n```", "{\"answer\": \"1\"}"]);
+    h.exec = Box::new(|_| Ok(count(68)));
+    let out = run(&mut h, "how many restaurants are there?", &cfg(), Goal::Answer).unwrap();
+    assert_eq!(out.answer_text(), "count: 68");
+    let ground = out.trace.stages.last().unwrap();
+    assert_eq!((ground.stage, &ground.output["grounded"], &ground.output["answer_from"]), ("ground", &json!(false), &json!("value")));
+    assert_eq!(ground.output["why"]["unsupported"], json!(["1"]));
+    // A name the rows do not hold: a few rows become a short list.
+    let mut h = Scripted::new(&["SELECT name FROM public.restaurants", "Roma and Venezia."]);
+    h.exec = Box::new(|_| {
+        Ok(ResultSet {
+            columns: vec!["name".into()],
+            rows: vec![vec![json!("Roma")], vec![json!("Nizza")]],
+            truncated: false,
+            size_cut: false,
+        })
+    });
+    let out = run(&mut h, "which restaurants?", &cfg(), Goal::Answer).unwrap();
+    assert_eq!(out.answer_text(), "- Roma\n- Nizza");
+    // Many rows: the rows.
+    let mut h = Scripted::new(&["SELECT name FROM public.restaurants", "There are 3 of them: Roma."]);
+    h.exec = Box::new(|_| {
+        Ok(ResultSet {
+            columns: vec!["name".into()],
+            rows: (0..9).map(|i| vec![json!(format!("r{i}"))]).collect(),
+            truncated: false,
+            size_cut: false,
+        })
+    });
+    let out = run(&mut h, "which restaurants?", &cfg(), Goal::Answer).unwrap();
+    assert_eq!(out.answer, Some(AnswerDecision::Rows));
+    assert_eq!(out.trace.stages.last().unwrap().output["answer_from"], "rows");
+}
+
+#[test]
+fn rows_as_the_answer() {
+    let mut h = Scripted::new(&["SELECT name FROM public.restaurants", "ROWS"]);
+    let out = run(&mut h, "list restaurants", &cfg(), Goal::Answer).unwrap();
+    assert_eq!(out.answer, Some(AnswerDecision::Rows));
+    assert_eq!(out.answer_text(), " name\n------\n Roma\n(1 row)");
+}
+
+#[test]
+fn repairs_from_the_error_message() {
+    let mut h = Scripted::new(&["SELECT nme FROM public.restaurants", "SELECT name FROM public.restaurants"]);
+    h.exec = Box::new(|sql| {
+        if sql.contains("nme") {
+            Err(ExecFailure::Error {
+                sqlstate: "42703".into(),
+                message: "column \"nme\" does not exist".into(),
+                detail: None,
+                hint: Some("Perhaps you meant \"name\".".into()),
+            })
+        } else {
+            Ok(one_row())
+        }
+    });
+    let out = run(&mut h, "q", &cfg(), Goal::Rows).unwrap();
+    assert_eq!(out.sql, "SELECT name FROM public.restaurants");
+    assert_eq!(out.trace.attempts, 2);
+    let repair = &h.seen[1];
+    assert_eq!(repair.0, "repair");
+    let last = &repair.1.messages.last().unwrap().content;
+    assert!(last.contains("column \"nme\" does not exist") && last.contains("HINT: Perhaps"), "{last}");
+}
+
+#[test]
+fn an_answer_prompt_over_its_bound_is_cut_or_the_rows_answer() {
+    let big = |_: &str| {
+        Ok(ResultSet { columns: vec!["names".into()], rows: vec![vec![json!("x".repeat(100_000))]], truncated: false, size_cut: false })
+    };
+    // A 100 KB cell: cut, and the prompt sent stays within the bound.
+    let mut h = Scripted::new(&["SELECT string_agg(name, ', ') AS names FROM public.cities", "ROWS"]);
+    h.exec = Box::new(big);
+    let cfg = AskConfig { max_prompt_tokens: 1_000, ..cfg() };
+    let out = run(&mut h, "all city names in one line", &cfg, Goal::Answer).unwrap();
+    assert_eq!(out.answer, Some(AnswerDecision::Rows));
+    assert!(prompt::bounds::tokens(&h.seen[1].1) <= 1_000 && h.seen[1].1.messages[0].content.contains("[cut: 100000 chars]"));
+    // Not one row fits: the rows, a notice, no answer call.
+    let mut h = Scripted::new(&["SELECT * FROM public.cities"]);
+    h.exec = Box::new(|_| {
+        let columns: Vec<String> = (0..20).map(|i| format!("c{i}")).collect();
+        Ok(ResultSet { columns, rows: vec![vec![json!("y".repeat(1_000)); 20]], truncated: false, size_cut: false })
+    });
+    let tiny = AskConfig { max_prompt_tokens: 600, ..cfg.clone() };
+    let out = run(&mut h, "all city names", &tiny, Goal::Answer).unwrap();
+    assert_eq!((out.answer, h.seen.len()), (Some(AnswerDecision::Rows), 1));
+    assert!(out.trace.notices[0].contains("not one row of the result fits"), "{:?}", out.trace.notices);
+    // The server says the prompt exceeds its context: the rows, and a notice.
+    let mut h = Scripted::new(&["SELECT name FROM public.restaurants"]);
+    h.replies.push_back(Err(LlmError::Http {
+        url: "u".into(),
+        status: 400,
+        message: "request (10528 tokens) exceeds the available context size (8192 tokens)".into(),
+        retry_after_s: None,
+    }));
+    let out = run(&mut h, "which restaurants?", &cfg, Goal::Answer).unwrap();
+    assert_eq!(out.answer, Some(AnswerDecision::Rows));
+    assert!(out.trace.notices[0].contains("exceeds its context"));
+    // A description that cannot be cut and does not fit: an error naming the setting.
+    let mut h = Scripted::new(&["SELECT 1"]);
+    let err = run(&mut h, "q", &AskConfig { max_prompt_tokens: 10, ..cfg.clone() }, Goal::Answer).unwrap_err().0;
+    assert!(matches!(err, AskError::PromptTooLarge { stage: "generate", .. }), "{err:?}");
+    assert!(h.seen.is_empty());
+}
+
+#[test]
+fn auto_writes_freely_first_and_repairs_under_the_grammar_what_it_rules_out() {
+    let failing = |sqlstate: &'static str| -> Exec {
+        Box::new(move |sql| {
+            if sql.contains("nme") {
+                Err(ExecFailure::Error { sqlstate: sqlstate.into(), message: "failed".into(), detail: None, hint: None })
+            } else {
+                Ok(one_row())
+            }
+        })
+    };
+    let replies = ["SELECT nme FROM public.restaurants", "SELECT name FROM public.restaurants"];
+    let auto = AskConfig { sql_grammar: GrammarUse::Repair, ..cfg() };
+    // A column that does not exist: the model's own repair first; it runs.
+    let mut h = Scripted::new(&replies);
+    h.exec = failing("42703");
+    let out = run(&mut h, "q", &auto, Goal::Rows).unwrap();
+    assert!(h.seen.iter().all(|(_, r)| r.constraint.is_none()));
+    assert_eq!(out.trace.stages[1].output["unconstrained"], "free_first");
+    // Its repair names what does not exist too: the last attempt is under the grammar.
+    let mut h = Scripted::new(&[
+        "SELECT nme FROM public.restaurants",
+        "SELECT nme, 1 FROM public.restaurants",
+        "SELECT name FROM public.restaurants",
+    ]);
+    h.exec = failing("42703");
+    run(&mut h, "q", &auto, Goal::Rows).unwrap();
+    assert!(h.seen[0].1.constraint.is_none() && h.seen[1].1.constraint.is_none());
+    assert!(matches!(h.seen[2].1.constraint, Some(Constraint::Grammar { .. })));
+    // Its repair repeats the failed statement: the same request again, under the grammar.
+    let mut h =
+        Scripted::new(&["SELECT nme FROM public.restaurants", "SELECT nme FROM public.restaurants", "SELECT name FROM public.restaurants"]);
+    h.exec = failing("42703");
+    let out = run(&mut h, "q", &auto, Goal::Rows).unwrap();
+    assert!(matches!(h.seen[2].1.constraint, Some(Constraint::Grammar { .. })));
+    assert_eq!(h.seen[2].1.messages, h.seen[1].1.messages);
+    assert_eq!(out.sql, "SELECT name FROM public.restaurants");
+    // With two attempts, the second is the last: under the grammar.
+    let mut h = Scripted::new(&replies);
+    h.exec = failing("42703");
+    run(&mut h, "q", &AskConfig { max_attempts: 2, ..auto.clone() }, Goal::Rows).unwrap();
+    assert!(matches!(h.seen[1].1.constraint, Some(Constraint::Grammar { .. })));
+    // A division by zero: the grammar would not have prevented it, the repair stays free.
+    let mut h = Scripted::new(&replies);
+    h.exec = failing("22012");
+    run(&mut h, "q", &auto, Goal::Rows).unwrap();
+    assert!(h.seen.iter().all(|(_, r)| r.constraint.is_none()));
+    // On: from the first call.
+    let mut h = Scripted::new(&replies);
+    h.exec = failing("42703");
+    run(&mut h, "q", &AskConfig { sql_grammar: GrammarUse::Always, ..cfg() }, Goal::Rows).unwrap();
+    assert!(h.seen.iter().all(|(_, r)| r.constraint.is_some()));
+}
+
+#[test]
+fn a_repair_that_repeats_a_failed_statement_ends_without_running_it_again() {
+    // The second reply is the first statement with other line breaks and spacing.
+    let mut h = Scripted::new(&["```sql\nSELECT nme FROM public.restaurants\n```", "SELECT  nme\n  FROM public.restaurants;", "unused"]);
+    h.exec = Box::new(|_| {
+        Err(ExecFailure::Error { sqlstate: "42703".into(), message: "column \"nme\" does not exist".into(), detail: None, hint: None })
+    });
+    let (err, trace) = run(&mut h, "q", &cfg(), Goal::Rows).unwrap_err();
+    assert!(matches!(&err, AskError::Failed { attempts: 2, sqlstate, .. } if sqlstate == "42703"), "{err:?}");
+    assert_eq!(h.executed.len(), 1, "the repeated statement ran again: {:?}", h.executed);
+    assert_eq!(trace.llm_calls, 2, "no third call after the repeat");
+    let repeat = trace.stages.iter().find(|s| s.output["reason"] == "repeats_failed").expect("the repeat is in the trace");
+    assert_eq!((repeat.attempt, repeat.output["first_attempt"].clone()), (Some(2), json!(1)));
+}
+
+#[test]
+fn hostile_sql_is_never_executed_and_gives_up_after_max_attempts() {
+    let mut h = Scripted::new(&["DELETE FROM public.restaurants", "DROP TABLE public.restaurants", "SELECT 1; DELETE FROM x"]);
+    let err = run(&mut h, "q", &cfg(), Goal::Answer).unwrap_err();
+    assert!(matches!(err.0, AskError::Refused { attempts: 3, .. }), "{:?}", err.0);
+    assert!(h.executed.is_empty());
+    assert_eq!(err.1.llm_calls, 3);
+    assert!(err.1.error.is_some());
+}
+
+#[test]
+fn database_refusal_goes_back_to_the_llm() {
+    let mut h = Scripted::new(&["SELECT my_volatile()", "SELECT name FROM public.restaurants"]);
+    h.exec = Box::new(|sql| {
+        if sql.contains("my_volatile") {
+            Err(ExecFailure::Refused { reason: "calls volatile function my_volatile()".into() })
+        } else {
+            Ok(one_row())
+        }
+    });
+    let out = run(&mut h, "q", &cfg(), Goal::Sql).unwrap();
+    assert_eq!(out.trace.attempts, 2);
+    assert!(h.seen[1].1.messages[2].content.contains("refused: calls volatile function"));
+}
+
+#[test]
+fn reply_without_sql_counts_as_an_attempt() {
+    let mut h = Scripted::new(&["I cannot help with that.", "Sorry."]);
+    let c = AskConfig { max_attempts: 2, ..cfg() };
+    let err = run(&mut h, "q", &c, Goal::Sql).unwrap_err();
+    assert!(matches!(err.0, AskError::NoSql { attempts: 2, .. }), "{:?}", err.0);
+}
+
+#[test]
+fn a_statement_repeated_after_another_ends_with_its_own_error() {
+    // Attempt 1 and 3 write the same statement; attempt 2 another one that fails otherwise.
+    let mut h =
+        Scripted::new(&["SELECT nme FROM public.restaurants", "SELECT name FROM public.nowhere", "SELECT nme FROM public.restaurants"]);
+    h.exec = Box::new(|sql| {
+        let (sqlstate, message) =
+            if sql.contains("nowhere") { ("42P01", "relation does not exist") } else { ("42703", "column \"nme\" does not exist") };
+        Err(ExecFailure::Error { sqlstate: sqlstate.into(), message: message.into(), detail: None, hint: None })
+    });
+    let (err, _) = run(&mut h, "q", &cfg(), Goal::Rows).unwrap_err();
+    assert!(
+        matches!(&err, AskError::Failed { attempts: 3, sqlstate, sql, .. } if sqlstate == "42703" && sql.contains("nme")),
+        "the repeated statement's error, not the previous attempt's: {err:?}"
+    );
+    assert_eq!(h.executed.len(), 2);
+}
+
+#[test]
+fn the_same_reply_without_sql_twice_ends_the_attempts() {
+    // A small model answering in words ("The answer is: 2") says it again when asked again.
+    let mut h = Scripted::new(&["The answer is: 2", "The  answer is:\n2", "unused"]);
+    let (err, trace) = run(&mut h, "q", &cfg(), Goal::Sql).unwrap_err();
+    assert!(matches!(err, AskError::NoSql { attempts: 2, .. }), "{err:?}");
+    assert_eq!(trace.llm_calls, 2);
+    assert!(trace.stages.iter().any(|s| s.output["reason"] == "repeats_reply"));
+}
+
+#[test]
+fn llm_errors_stop_at_once() {
+    let mut h = Scripted::new(&[]);
+    h.replies.push_back(Err(LlmError::EmptyContent));
+    let err = run(&mut h, "q", &cfg(), Goal::Answer).unwrap_err();
+    assert_eq!(err.0, AskError::Llm { stage: "generate", source: LlmError::EmptyContent });
+    assert_eq!(err.1.error.as_ref().unwrap()["kind"], "empty");
+}
+
+#[test]
+fn corrected_sql_is_checked_again_and_executed() {
+    struct Correcting(Scripted, &'static str);
+    scripted_host!(Correcting {
+        fn correct_values(&mut self, sql: &str) -> Result<Correction, HostError> {
+            Ok(Correction { sql: sql.replace("'LA'", self.1), changed: true, trace: json!([{"literal": "LA"}]) })
+        }
+        fn verified(&mut self, question: &str) -> Result<Vec<Candidate>, HostError> {
+            self.0.verified(question)
+        }
+        fn stored_value(&mut self, lit: &LiteralRef, text: &str) -> Result<Option<String>, HostError> {
+            self.0.stored_value(lit, text)
+        }
+        fn ambiguities(&mut self, question: &str, tables: &[String]) -> Result<Vec<Ambiguity>, HostError> {
+            self.0.ambiguities(question, tables)
+        }
+    });
+    let mut h = Correcting(Scripted::new(&["SELECT name FROM public.restaurants WHERE city = 'LA'", "ROWS"]), "'Los Angeles'");
+    let out = run(&mut h, "q", &cfg(), Goal::Answer).unwrap();
+    assert_eq!(out.sql, "SELECT name FROM public.restaurants WHERE city = 'Los Angeles'");
+    assert_eq!(h.0.executed, ["SELECT name FROM public.restaurants WHERE city = 'Los Angeles'"]);
+    let stages: Vec<_> = out.trace.stages.iter().map(|s| s.stage).collect();
+    assert_eq!(stages, ["schema", "generate", "guard", "correct", "execute", "answer"]);
+    // A "correction" that smuggles in a second statement is refused, never run.
+    let mut bad = Correcting(Scripted::new(&["SELECT name FROM public.restaurants WHERE city = 'LA'"]), "'x'; DELETE FROM t; SELECT 'y'");
+    let err = run(&mut bad, "q", &AskConfig { max_attempts: 1, ..cfg() }, Goal::Rows).unwrap_err();
+    assert!(matches!(err.0, AskError::Refused { .. }), "{:?}", err.0);
+    assert!(bad.0.executed.is_empty());
+}
+
+#[test]
+fn a_context_that_answers_runs_no_sql() {
+    let mut h = Scripted::new(&["{\"answerable\": true, \"answer\": \"Roma.\"}"]);
+    let out = run_with_context(&mut h, "which restaurant?", Some("Our only restaurant is Roma."), &cfg(), Goal::Answer).unwrap();
+    assert_eq!(out.answer_text(), "Roma.");
+    assert_eq!(out.sql, "");
+    assert!(h.executed.is_empty());
+    assert!(h.seen[0].1.messages.iter().any(|m| m.content.contains("<context>\nOur only restaurant is Roma.")));
+    let stages: Vec<_> = out.trace.stages.iter().map(|s| s.stage).collect();
+    assert_eq!(stages, ["context", "context"]);
+    assert_eq!(out.trace.stages[1].output["decision"], "answered");
+    // A context that does not answer: the pipeline goes on to SQL.
+    let mut h = Scripted::new(&["{\"answerable\": false}", "SELECT name FROM public.restaurants", "ROWS"]);
+    let out = run_with_context(&mut h, "which restaurant?", Some("The weather is fine."), &cfg(), Goal::Answer).unwrap();
+    assert_eq!(h.executed, ["SELECT name FROM public.restaurants"]);
+    assert_eq!(out.answer, Some(AnswerDecision::Rows));
+    // Without a context, no context call.
+    let mut h = Scripted::new(&["SELECT name FROM public.restaurants", "ROWS"]);
+    run_with_context(&mut h, "which restaurant?", Some("  "), &cfg(), Goal::Answer).unwrap();
+    assert_eq!(h.seen[0].0, "generate");
+}
+
+/// A scripted host whose value memory reads "LA" two ways.
+struct Ambiguous(Scripted);
+scripted_host!(Ambiguous {
+    fn ambiguities(&mut self, question: &str, _: &[String]) -> Result<Vec<Ambiguity>, HostError> {
+        Ok(if question.contains("LA") { vec![crate::clarify::la()] } else { vec![] })
+    }
+    fn correct_values(&mut self, sql: &str) -> Result<Correction, HostError> {
+        self.0.correct_values(sql)
+    }
+    fn verified(&mut self, question: &str) -> Result<Vec<Candidate>, HostError> {
+        self.0.verified(question)
+    }
+    fn stored_value(&mut self, lit: &LiteralRef, text: &str) -> Result<Option<String>, HostError> {
+        self.0.stored_value(lit, text)
+    }
+});
+
+#[test]
+fn an_ambiguous_question_is_asked_back_when_clarify_is_on() {
+    let on = AskConfig { clarify: true, ..cfg() };
+    let mut h = Ambiguous(Scripted::new(&[]));
+    let out = run(&mut h, "restaurants in LA?", &on, Goal::Answer).unwrap();
+    assert!(
+        out.answer_text().starts_with("By \"LA\", did you mean Los Angeles (cities.name) or LA (states.code)?"),
+        "{}",
+        out.answer_text()
+    );
+    assert_eq!((out.trace.llm_calls, out.trace.source), (0, Some("clarify")));
+    assert!(h.0.executed.is_empty());
+    let (err, _) = run(&mut h, "restaurants in LA?", &on, Goal::Sql).unwrap_err();
+    assert!(matches!(err, AskError::Ambiguous { .. }));
+    // The context says which: the SQL is asked for with the reading written in.
+    let mut h = Ambiguous(Scripted::new(&["{\"answerable\": false}", "SELECT name FROM public.restaurants", "ROWS"]));
+    let out = run_with_context(&mut h, "restaurants in LA?", Some("the city"), &on, Goal::Answer).unwrap();
+    assert_eq!(out.trace.source, Some("llm"));
+    assert!(h.0.seen[1].1.messages[0].content.contains("restaurants in LA? (\"LA\" means 'Los Angeles' in public.cities.name)"));
+    // Off: no check.
+    let mut h = Ambiguous(Scripted::new(&["SELECT name FROM public.restaurants", "ROWS"]));
+    let out = run(&mut h, "restaurants in LA?", &cfg(), Goal::Answer).unwrap();
+    assert!(out.trace.stages.iter().all(|s| s.stage != "clarify"));
+}
+
+#[test]
+fn empty_question_and_no_tables() {
+    let mut h = Scripted::new(&[]);
+    assert_eq!(run(&mut h, "  ", &cfg(), Goal::Sql).unwrap_err().0, AskError::EmptyQuestion);
+    struct NoTables;
+    impl Catalog for NoTables {
+        fn schema_text(&mut self) -> Result<String, HostError> {
+            Ok(String::new())
+        }
+        fn select_tables(&mut self, _: &str) -> Result<Option<Selection>, HostError> {
+            Ok(None)
+        }
+        fn literals_of(&mut self, _: &str, _: Option<&str>) -> Result<Vec<LiteralRef>, HostError> {
+            Ok(Vec::new())
+        }
+    }
+    impl Llm for NoTables {
+        fn chat(&mut self, _: &'static str, _: &ChatRequest) -> Result<ChatResponse, LlmError> {
+            unreachable!()
+        }
+    }
+    impl Executor for NoTables {
+        fn execute(&mut self, _: &str) -> Result<ResultSet, ExecFailure> {
+            unreachable!()
+        }
+        fn execute_verified(&mut self, _: &str, _: Option<&str>) -> Result<ResultSet, ExecFailure> {
+            unreachable!()
+        }
+    }
+    impl Memory for NoTables {
+        crate::no_memory!();
+    }
+    assert_eq!(run(&mut NoTables, "q", &cfg(), Goal::Sql).unwrap_err().0, AskError::NoTables);
+}
