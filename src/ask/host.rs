@@ -4,12 +4,13 @@
 //! the catalog through SPI, LLM calls through the backend's runner, generated SQL through
 //! guarded execution, table selection through the schema selection memory.
 
-use pg_ask_core::ask::{Catalog, Correction, ExecFailure, Executor, HostError, Llm, Memory, Selection};
+use pg_ask_core::ask::{Catalog, ExecFailure, Executor, HostError, Llm, Memory, Selection};
 use pg_ask_core::chain::{ChainHost, StepResult};
 use pg_ask_core::config::LlmConfig;
 use pg_ask_core::evaluate::EvalHost;
 use pg_ask_core::llm::{ChatRequest, ChatResponse, LlmError};
 use pg_ask_core::rows::ResultSet;
+use pg_ask_core::values::correct::Looked;
 
 use crate::pg::errors;
 use crate::pg::gucs::{self, LlmOverrides};
@@ -64,8 +65,8 @@ impl Catalog for BackendHost {
 }
 
 impl Memory for BackendHost {
-    fn correct_values(&mut self, sql: &str) -> Result<Correction, HostError> {
-        values::correct::correct(sql, Some(&self.llm)).map_err(HostError::internal)
+    fn literal_evidence(&mut self, sql: &str) -> Result<Vec<Looked>, HostError> {
+        values::correct::literal_evidence(sql)
     }
 
     /// The verified queries most like the question among those over tables the caller may

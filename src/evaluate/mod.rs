@@ -19,12 +19,13 @@ use pgrx::prelude::*;
 use pgrx::JsonB;
 use serde_json::{json, Value};
 
-use pg_ask_core::ask::{self as pipeline, AskError, Catalog, Correction, ExecFailure, Executor, Goal, HostError, Llm, Memory, NoMemory};
+use pg_ask_core::ask::{self as pipeline, AskError, Catalog, ExecFailure, Executor, Goal, HostError, Llm, Memory, NoMemory};
 use pg_ask_core::evaluate::prefetch::{Capture, Prefetched, Replay, SelectionMade};
 use pg_ask_core::evaluate::{check_gold, judge, parse_suite_rows, QuestionRecord, RecordOutcome};
 use pg_ask_core::llm::{ChatRequest, ChatResponse, LlmError};
 use pg_ask_core::rows::ResultSet;
 use pg_ask_core::sqltext::quote_ident;
+use pg_ask_core::values::correct::Looked;
 use pg_ask_core::values::literals::LiteralRef;
 
 use crate::ask::host::BackendHost;
@@ -174,8 +175,8 @@ impl Executor for SuiteHost<'_> {
 /// is, but no verified query answers for it (a suite's gold SQL may have been verified) and
 /// no question is asked back.
 impl Memory for SuiteHost<'_> {
-    fn correct_values(&mut self, sql: &str) -> Result<Correction, HostError> {
-        self.backend.correct_values(sql)
+    fn literal_evidence(&mut self, sql: &str) -> Result<Vec<Looked>, HostError> {
+        self.backend.literal_evidence(sql)
     }
     fn verified(&mut self, question: &str) -> Result<Vec<pg_ask_core::verified::Candidate>, HostError> {
         NoMemory.verified(question)

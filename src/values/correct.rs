@@ -8,20 +8,17 @@ use std::rc::Rc;
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
-use serde_json::{json, Value};
 
-use pg_ask_core::ask::Correction;
-use pg_ask_core::config::LlmConfig;
+use pg_ask_core::ask::HostError;
 use pg_ask_core::schema::Table;
 use pg_ask_core::selection::unquote;
+use pg_ask_core::values::correct::{ColumnEvidence, Looked};
 use pg_ask_core::values::decide::{decide, Candidate, Comparison, Decision, Evidence};
 use pg_ask_core::values::literals::{find_literals, Catalog, CatalogColumn, LiteralKind, LiteralRef, QualifiedName};
-use pg_ask_core::values::prompt::{correction_request, parse_correction, read_choices, LiteralQuestion};
-use pg_ask_core::values::rewrite::{rewrite, Replacement};
 
 use crate::pg::spi::OrRaise;
 use crate::values::{EmbeddingUse, MemoryColumn};
-use crate::{llm, llm::embeddings, schema, values};
+use crate::{llm::embeddings, schema, values};
 
 /// A literal catalog with the description generation, user and search path it was built for.
 type LiteralCatalog = (u64, pg_sys::Oid, Vec<String>, Rc<Catalog>);
@@ -311,100 +308,51 @@ fn memory_evidence(col: &MemoryColumn, lit: &LiteralRef) -> (Evidence, Option<St
     (ev, note)
 }
 
-/// Correct the literals of `sql`. With `llm`, literals the rules leave open go to the LLM with
-/// the value-correction prompt, and its SQL is taken only if its structure is unchanged.
-pub fn correct(sql: &str, llm_cfg: Option<&LlmConfig>) -> Result<Correction, String> {
-    let cat = literal_catalog()?;
-    let literals = find_literals(sql, &cat).map_err(|e| e.to_string())?;
+/// The string literals of `sql` compared with columns, each with what its column holds like
+/// it: the enum's labels, or the value memory's candidates (a column the caller may not read,
+/// or whose table's policies hide rows from it, holds none). Lookups only: the core decides.
+/// A statement that does not parse is an error with SQLSTATE 42601.
+pub(crate) fn literal_evidence(sql: &str) -> Result<Vec<Looked>, HostError> {
+    let cat = literal_catalog().map_err(HostError::internal)?;
+    let literals = find_literals(sql, &cat).map_err(|e| HostError { sqlstate: "42601".into(), message: e.to_string() })?;
     if literals.is_empty() {
-        return Ok(Correction { sql: sql.to_string(), changed: false, trace: Value::Null });
+        return Ok(Vec::new());
     }
     let facts = column_facts(&literals);
-    let mut replacements = Vec::new();
-    let mut questions = Vec::new();
-    // The literal each question is about, for a structured reply's choices.
-    let mut asked: Vec<&LiteralRef> = Vec::new();
-    let mut traces = Vec::new();
-    for (lit, f) in literals.iter().zip(&facts) {
-        let column = format!("{}.{}", lit.table, lit.column);
-        let (ev, note) = match (&f.labels, &f.memory) {
-            (Some(_), _) if matches!(lit.kind, LiteralKind::Like { .. }) => {
-                traces.push(json!({"literal": lit.value, "column": column, "decision": "enum_pattern"}));
-                continue;
-            }
-            (Some(labels), _) => (enum_evidence(labels, &lit.value), None),
-            (None, Some(col)) => memory_evidence(col, lit),
-            (None, None) => {
-                traces.push(json!({"literal": lit.value, "column": column, "decision": "not_indexed"}));
-                continue;
-            }
-        };
-        if let Some(why) = &note {
-            notice!("pg_ask: literal {} of {column} matched by trigrams only: {why}", pg_ask_core::sqltext::quote_literal(&lit.value));
-        }
-        let t = decide(&ev, Comparison::from(&lit.kind));
-        match &t.decision {
-            Decision::Replace { value, .. } => replacements.push(Replacement::for_literal(lit, value)),
-            Decision::AskLlm { candidates } => {
-                questions.push(LiteralQuestion {
-                    literal: ev.literal.clone(),
-                    table: lit.table.clone(),
-                    column: lit.column.clone(),
-                    candidates: candidates.clone(),
-                });
-                asked.push(lit);
-            }
-            Decision::Keep { .. } => {}
-        }
-        let mut tv = serde_json::to_value(&t).unwrap_or(Value::Null);
-        tv["column"] = json!(column);
-        if f.labels.is_some() {
-            tv["source"] = json!("enum_labels");
-        }
-        if let Some(why) = note {
-            tv["embeddings_unused"] = json!(why);
-        }
-        traces.push(tv);
-    }
-    let mut out = if replacements.is_empty() { sql.to_string() } else { rewrite(sql, &replacements).map_err(|e| e.to_string())? };
-    if let (Some(cfg), false) = (llm_cfg, questions.is_empty()) {
-        let req = correction_request(&out, &questions);
-        match llm::chat(cfg, "correct", &req) {
-            // A structured reply: a stored value (or the literal) per question, written into
-            // the SQL with the rules' own replacements.
-            Ok(resp) => match read_choices(&resp.content, &questions) {
-                Some(choices) => {
-                    traces.push(json!({"llm_choices": choices, "read": "structured"}));
-                    replacements
-                        .extend(asked.iter().zip(&choices).filter_map(|(lit, c)| c.as_deref().map(|v| Replacement::for_literal(lit, v))));
-                    if !replacements.is_empty() {
-                        out = rewrite(sql, &replacements).map_err(|e| e.to_string())?;
-                    }
+    Ok(literals
+        .into_iter()
+        .zip(facts)
+        .map(|(lit, f)| {
+            let column = match (&f.labels, &f.memory) {
+                (Some(_), _) if matches!(lit.kind, LiteralKind::Like { .. }) => ColumnEvidence::EnumPattern,
+                (Some(labels), _) => {
+                    ColumnEvidence::Found { evidence: enum_evidence(labels, &lit.value), from_enum: true, embeddings_unused: None }
                 }
-                None => match parse_correction(&out, &resp.content) {
-                    Ok(fixed) => out = fixed,
-                    Err(e) => traces.push(json!({"llm_correction_rejected": e.to_string()})),
-                },
-            },
-            Err(e) => traces.push(json!({"llm_correction_failed": e.to_string()})),
-        }
-    }
-    let changed = out != sql;
-    Ok(Correction { sql: out, changed, trace: Value::Array(traces) })
+                (None, Some(col)) => {
+                    let (evidence, embeddings_unused) = memory_evidence(col, &lit);
+                    ColumnEvidence::Found { evidence, from_enum: false, embeddings_unused }
+                }
+                (None, None) => ColumnEvidence::NotIndexed,
+            };
+            Looked { literal: lit, column }
+        })
+        .collect())
 }
 
 /// Value correction alone: the statement with its literals corrected against the value memory.
 #[pg_extern(name = "correct_sql", volatile, parallel_unsafe)]
 fn correct_sql(sql: &str, use_llm: default!(bool, true)) -> String {
-    let cfg = if use_llm {
-        Some(crate::pg::gucs::llm_config(&Default::default()).unwrap_or_else(|m| crate::pg::errors::config(m).raise()))
-    } else {
-        None
-    };
-    match correct(sql, cfg.as_ref()) {
+    let mut host = crate::ask::host::BackendHost::new(&Default::default());
+    let mut trace = pg_ask_core::trace::Trace::default();
+    let max_prompt_tokens = crate::pg::gucs::max_prompt_tokens();
+    let corrected = pg_ask_core::ask::correct_statement(&mut host, &mut trace, None, sql, use_llm, max_prompt_tokens);
+    for n in &trace.notices {
+        notice!("{n}");
+    }
+    match corrected {
         Ok(c) => c.sql,
         Err(e) => crate::pg::errors::Raised::new(
-            pgrx::pg_sys::errcodes::PgSqlErrorCode::ERRCODE_SYNTAX_ERROR,
+            crate::pg::errors::sqlstate_code(&e.sqlstate).unwrap_or(pgrx::pg_sys::errcodes::PgSqlErrorCode::ERRCODE_INTERNAL_ERROR),
             format!("could not correct the statement: {e}"),
         )
         .raise(),

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use super::host::{ExecFailure, Host};
+use super::host::{call, Correction, ExecFailure, Host, HostError};
 use super::stage;
 use crate::guard::check_read_only;
 use crate::rows::ResultSet;
@@ -19,6 +19,7 @@ pub(super) fn guarded_execute(
     attempt: u32,
     step: Option<usize>,
     sql: &str,
+    max_prompt_tokens: usize,
 ) -> Result<(String, ResultSet), ExecFailure> {
     let t = Instant::now();
     let mut st = StageTrace::new(stage::GUARD, with_step(json!({"sql": sql}), step));
@@ -40,7 +41,7 @@ pub(super) fn guarded_execute(
     };
 
     // Value correction; a corrected statement passes the guard again.
-    let checked = if let Some(c) = correct(host, trace, attempt, step, &checked.sql) {
+    let checked = if let Some(c) = correct(host, trace, attempt, step, &checked.sql, max_prompt_tokens) {
         match check_read_only(&c) {
             Ok(again) => again,
             Err(refusal) => return Err(ExecFailure::Refused { reason: refusal.to_string() }),
@@ -76,11 +77,18 @@ pub(super) fn with_step(mut input: Value, step: Option<usize>) -> Value {
     input
 }
 
-/// Run the host's value correction, recording it; `Some(sql)` when a literal changed. A
-/// failing correction is recorded and the statement runs as written.
-fn correct(host: &mut dyn Host, trace: &mut Trace, attempt: u32, step: Option<usize>, sql: &str) -> Option<String> {
+/// Value correction, recording it; `Some(sql)` when a literal changed. A failing lookup is
+/// recorded and the statement runs as written.
+fn correct(
+    host: &mut dyn Host,
+    trace: &mut Trace,
+    attempt: u32,
+    step: Option<usize>,
+    sql: &str,
+    max_prompt_tokens: usize,
+) -> Option<String> {
     let t = Instant::now();
-    let result = host.correct_values(sql);
+    let result = correct_statement(host, trace, Some(attempt), sql, true, max_prompt_tokens);
     let mut st = StageTrace::new(stage::CORRECT, with_step(json!({"sql": sql}), step));
     st.attempt = Some(attempt);
     st.ms = ms_since(t);
@@ -97,4 +105,31 @@ fn correct(host: &mut dyn Host, trace: &mut Trace, attempt: u32, step: Option<us
     };
     trace.push(st);
     out
+}
+
+/// Correct the literals of `sql`: the host looks up each literal's column, the rules decide,
+/// and with `use_llm` the literals they leave open go to the LLM in one call (recorded in
+/// `trace`; a failed call or a reply that does not fit leaves the rules' replacements).
+pub fn correct_statement(
+    host: &mut dyn Host,
+    trace: &mut Trace,
+    attempt: Option<u32>,
+    sql: &str,
+    use_llm: bool,
+    max_prompt_tokens: usize,
+) -> Result<Correction, HostError> {
+    let looked = host.literal_evidence(sql)?;
+    if looked.is_empty() {
+        return Ok(Correction { sql: sql.to_string(), changed: false, trace: Value::Null });
+    }
+    let mut decided = crate::values::correct::decide_all(sql, &looked).map_err(HostError::internal)?;
+    trace.notices.append(&mut decided.notices);
+    if let Some(req) = decided.request().filter(|_| use_llm) {
+        match call(host, trace, stage::CORRECT, attempt, &req, max_prompt_tokens) {
+            Ok(reply) => decided.with_reply(sql, &reply),
+            Err(e) => decided.with_failure(e),
+        }
+    }
+    let changed = decided.sql != sql;
+    Ok(Correction { sql: decided.sql, changed, trace: Value::Array(decided.traces) })
 }

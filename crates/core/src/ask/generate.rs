@@ -108,7 +108,7 @@ pub(super) fn generate_and_run(
                 "the reply contained no SQL query".to_string(),
                 AskError::NoSql { attempts: attempt, reply: reply.chars().take(300).collect() },
             ),
-            Some(sql) => match guarded_execute(host, trace, attempt, step, &sql) {
+            Some(sql) => match guarded_execute(host, trace, attempt, step, &sql, cfg.max_prompt_tokens) {
                 Ok(done) => return Ok(done),
                 Err(failure) => {
                     let text = failure.for_llm();

@@ -12,6 +12,7 @@ use crate::llm::{ChatRequest, ChatResponse, LlmError};
 use crate::prompt;
 use crate::rows::ResultSet;
 use crate::trace::{StageTrace, Trace};
+use crate::values::correct::Looked;
 use crate::values::literals::LiteralRef;
 use crate::verified::Candidate;
 
@@ -110,8 +111,9 @@ pub trait Catalog {
 
 /// The memories: stored values, verified queries, the values a question may mean.
 pub trait Memory {
-    /// Correct string literals of a checked statement against the value memory.
-    fn correct_values(&mut self, sql: &str) -> Result<Correction, HostError>;
+    /// The string literals of a checked statement compared with columns, each with what the
+    /// enum's labels or the value memory hold like it ([`crate::values::correct`] decides).
+    fn literal_evidence(&mut self, sql: &str) -> Result<Vec<Looked>, HostError>;
     /// The verified queries most like `question` that the caller may use (over tables it may
     /// read), best first.
     fn verified(&mut self, question: &str) -> Result<Vec<Candidate>, HostError>;
@@ -142,12 +144,12 @@ pub trait Host: Llm + Catalog + Memory + Executor {}
 
 impl<T: Llm + Catalog + Memory + Executor + ?Sized> Host for T {}
 
-/// No memory at all: nothing corrected, nothing verified, no stored value, no ambiguity.
+/// No memory at all: no literal evidence, nothing verified, no stored value, no ambiguity.
 pub struct NoMemory;
 
 impl Memory for NoMemory {
-    fn correct_values(&mut self, sql: &str) -> Result<Correction, HostError> {
-        Ok(Correction { sql: sql.to_string(), changed: false, trace: Value::Null })
+    fn literal_evidence(&mut self, _sql: &str) -> Result<Vec<Looked>, HostError> {
+        Ok(Vec::new())
     }
     fn verified(&mut self, _question: &str) -> Result<Vec<Candidate>, HostError> {
         Ok(Vec::new())
@@ -165,8 +167,8 @@ impl Memory for NoMemory {
 #[macro_export]
 macro_rules! no_memory {
     () => {
-        fn correct_values(&mut self, sql: &str) -> Result<$crate::ask::Correction, $crate::ask::HostError> {
-            $crate::ask::Memory::correct_values(&mut $crate::ask::NoMemory, sql)
+        fn literal_evidence(&mut self, sql: &str) -> Result<Vec<$crate::values::correct::Looked>, $crate::ask::HostError> {
+            $crate::ask::Memory::literal_evidence(&mut $crate::ask::NoMemory, sql)
         }
         fn verified(&mut self, question: &str) -> Result<Vec<$crate::verified::Candidate>, $crate::ask::HostError> {
             $crate::ask::Memory::verified(&mut $crate::ask::NoMemory, question)

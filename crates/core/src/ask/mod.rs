@@ -37,6 +37,7 @@ use host::call;
 use outcome::Produced;
 use plan::run_plan;
 
+pub use execute::correct_statement;
 pub use generate::grammar_rules_out;
 pub use host::{Catalog, Correction, ExecFailure, Executor, Host, HostError, Llm, Memory, NoMemory, SchemaCandidate, Selection};
 pub use outcome::{AskError, Goal, Outcome};

@@ -22,10 +22,11 @@
 
 use std::time::{Duration, Instant};
 
-use crate::ask::{Catalog, Correction, ExecFailure, Executor, Host, HostError, Llm, Memory, NoMemory, Selection};
+use crate::ask::{Catalog, ExecFailure, Executor, Host, HostError, Llm, Memory, NoMemory, Selection};
 use crate::clarify::Ambiguity;
 use crate::llm::{ChatRequest, ChatResponse, LlmError};
 use crate::rows::ResultSet;
+use crate::values::correct::Looked;
 use crate::values::literals::LiteralRef;
 use crate::verified::Candidate;
 
@@ -93,9 +94,9 @@ impl Executor for Capture<'_> {
 }
 
 impl Memory for Capture<'_> {
-    /// Correction follows a generated statement, after the first call: nothing to correct.
-    fn correct_values(&mut self, sql: &str) -> Result<Correction, HostError> {
-        NoMemory.correct_values(sql)
+    /// Correction follows a generated statement, after the first call: nothing to look up.
+    fn literal_evidence(&mut self, sql: &str) -> Result<Vec<Looked>, HostError> {
+        NoMemory.literal_evidence(sql)
     }
     fn verified(&mut self, question: &str) -> Result<Vec<Candidate>, HostError> {
         self.inner.verified(question)
@@ -185,8 +186,8 @@ impl Executor for Replay<'_> {
 }
 
 impl Memory for Replay<'_> {
-    fn correct_values(&mut self, sql: &str) -> Result<Correction, HostError> {
-        self.inner.correct_values(sql)
+    fn literal_evidence(&mut self, sql: &str) -> Result<Vec<Looked>, HostError> {
+        self.inner.literal_evidence(sql)
     }
     fn verified(&mut self, question: &str) -> Result<Vec<Candidate>, HostError> {
         self.inner.verified(question)

@@ -17,6 +17,7 @@
 //!
 //! [`diff::ValueDiff`] decides what an incremental refresh of a column's memory deletes and embeds.
 
+pub mod correct;
 pub mod decide;
 pub mod diff;
 pub mod literals;

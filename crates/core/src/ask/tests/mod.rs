@@ -12,7 +12,9 @@ use crate::config::GrammarUse;
 use crate::constrain::Constraint;
 use crate::llm::{ChatRequest, ChatResponse, LlmError};
 use crate::prompt;
-use crate::values::literals::LiteralRef;
+use crate::values::correct::{ColumnEvidence, Looked};
+use crate::values::decide::Evidence;
+use crate::values::literals::{find_literals, CatalogColumn, LiteralRef};
 use crate::verified::Candidate;
 
 type Exec = Box<dyn FnMut(&str) -> Result<ResultSet, ExecFailure>>;
@@ -378,34 +380,81 @@ fn llm_errors_stop_at_once() {
     assert_eq!(err.1.error.as_ref().unwrap()["kind"], "empty");
 }
 
+/// A host whose value memory holds `public.restaurants.city`: every literal compared with it
+/// gets the evidence given (its literal filled in).
+struct Correcting(Scripted, Evidence);
+scripted_host!(Correcting {
+    fn literal_evidence(&mut self, sql: &str) -> Result<Vec<Looked>, HostError> {
+        let mut cat = crate::values::literals::Catalog::new(["public"]);
+        let text = |name: &str| CatalogColumn { name: name.into(), text_like: true };
+        cat.add_table("public", "restaurants", vec![text("name"), text("city")]);
+        let found = find_literals(sql, &cat).map_err(HostError::internal)?;
+        Ok(found
+            .into_iter()
+            .map(|literal| {
+                let evidence = Evidence { literal: literal.value.clone(), ..self.1.clone() };
+                Looked { literal, column: ColumnEvidence::Found { evidence, from_enum: false, embeddings_unused: None } }
+            })
+            .collect())
+    }
+    fn verified(&mut self, question: &str) -> Result<Vec<Candidate>, HostError> {
+        self.0.verified(question)
+    }
+    fn stored_value(&mut self, lit: &LiteralRef, text: &str) -> Result<Option<String>, HostError> {
+        self.0.stored_value(lit, text)
+    }
+    fn ambiguities(&mut self, question: &str, tables: &[String]) -> Result<Vec<Ambiguity>, HostError> {
+        self.0.ambiguities(question, tables)
+    }
+});
+
+fn cities(values: &[&str], all_values: bool) -> Evidence {
+    Evidence {
+        literal: String::new(),
+        exact: false,
+        case_insensitive: None,
+        candidates: values
+            .iter()
+            .map(|v| crate::values::decide::Candidate { value: v.to_string(), frequency: 1, cosine: None, trigram: Some(0.1) })
+            .collect(),
+        distinct_values: values.len() as u64,
+        closed_set: false,
+        all_values,
+    }
+}
+
 #[test]
 fn corrected_sql_is_checked_again_and_executed() {
-    struct Correcting(Scripted, &'static str);
-    scripted_host!(Correcting {
-        fn correct_values(&mut self, sql: &str) -> Result<Correction, HostError> {
-            Ok(Correction { sql: sql.replace("'LA'", self.1), changed: true, trace: json!([{"literal": "LA"}]) })
-        }
-        fn verified(&mut self, question: &str) -> Result<Vec<Candidate>, HostError> {
-            self.0.verified(question)
-        }
-        fn stored_value(&mut self, lit: &LiteralRef, text: &str) -> Result<Option<String>, HostError> {
-            self.0.stored_value(lit, text)
-        }
-        fn ambiguities(&mut self, question: &str, tables: &[String]) -> Result<Vec<Ambiguity>, HostError> {
-            self.0.ambiguities(question, tables)
-        }
-    });
-    let mut h = Correcting(Scripted::new(&["SELECT name FROM public.restaurants WHERE city = 'LA'", "ROWS"]), "'Los Angeles'");
+    // The rules decide: an initialism of a stored value.
+    let mut h =
+        Correcting(Scripted::new(&["SELECT name FROM public.restaurants WHERE city = 'LA'", "ROWS"]), cities(&["Los Angeles"], false));
     let out = run(&mut h, "q", &cfg(), Goal::Answer).unwrap();
     assert_eq!(out.sql, "SELECT name FROM public.restaurants WHERE city = 'Los Angeles'");
     assert_eq!(h.0.executed, ["SELECT name FROM public.restaurants WHERE city = 'Los Angeles'"]);
     let stages: Vec<_> = out.trace.stages.iter().map(|s| s.stage).collect();
     assert_eq!(stages, ["schema", "generate", "guard", "correct", "execute", "answer"]);
-    // A "correction" that smuggles in a second statement is refused, never run.
-    let mut bad = Correcting(Scripted::new(&["SELECT name FROM public.restaurants WHERE city = 'LA'"]), "'x'; DELETE FROM t; SELECT 'y'");
-    let err = run(&mut bad, "q", &AskConfig { max_attempts: 1, ..cfg() }, Goal::Rows).unwrap_err();
-    assert!(matches!(err.0, AskError::Refused { .. }), "{:?}", err.0);
-    assert!(bad.0.executed.is_empty());
+    assert_eq!(out.trace.llm_calls, 2);
+}
+
+#[test]
+fn the_llms_value_choice_is_a_call_of_the_pipeline_and_cannot_smuggle_in_a_statement() {
+    // The column's few values are put to the LLM, whose call is traced and counted.
+    let sql = "SELECT name FROM public.restaurants WHERE city = 'Big Apple'";
+    let few = cities(&["New York", "Boston"], true);
+    let mut h = Correcting(Scripted::new(&[sql, "{\"1\": \"New York\"}", "ROWS"]), few.clone());
+    let out = run(&mut h, "q", &cfg(), Goal::Answer).unwrap();
+    assert_eq!(h.0.executed, ["SELECT name FROM public.restaurants WHERE city = 'New York'"]);
+    let stages: Vec<_> = out.trace.stages.iter().map(|s| s.stage).collect();
+    assert_eq!(stages, ["schema", "generate", "guard", "correct", "correct", "execute", "answer"]);
+    assert_eq!(out.trace.llm_calls, 3);
+    assert!(h.0.seen[1].1.messages[0].content.contains("<literal>Big Apple</literal>"));
+    // A reply that smuggles in a second statement is not taken; the statement runs as written.
+    let smuggled = "```sql\nSELECT name FROM public.restaurants WHERE city = 'x'; DELETE FROM t\n```";
+    let mut bad = Correcting(Scripted::new(&[sql, smuggled, "ROWS"]), few);
+    let out = run(&mut bad, "q", &cfg(), Goal::Answer).unwrap();
+    assert_eq!(bad.0.executed, [sql]);
+    let literals = &out.trace.stages.iter().find(|s| s.stage == "correct" && s.output["literals"].is_array()).unwrap().output["literals"];
+    assert!(literals.as_array().unwrap().iter().any(|l| l.get("llm_correction_rejected").is_some()), "{literals}");
 }
 
 #[test]
@@ -436,8 +485,8 @@ scripted_host!(Ambiguous {
     fn ambiguities(&mut self, question: &str, _: &[String]) -> Result<Vec<Ambiguity>, HostError> {
         Ok(if question.contains("LA") { vec![crate::clarify::la()] } else { vec![] })
     }
-    fn correct_values(&mut self, sql: &str) -> Result<Correction, HostError> {
-        self.0.correct_values(sql)
+    fn literal_evidence(&mut self, sql: &str) -> Result<Vec<Looked>, HostError> {
+        self.0.literal_evidence(sql)
     }
     fn verified(&mut self, question: &str) -> Result<Vec<Candidate>, HostError> {
         self.0.verified(question)

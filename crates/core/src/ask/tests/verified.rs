@@ -8,8 +8,8 @@ scripted_host!(Verifying {
     fn verified(&mut self, _: &str) -> Result<Vec<Candidate>, HostError> {
         Ok(self.1.clone())
     }
-    fn correct_values(&mut self, sql: &str) -> Result<Correction, HostError> {
-        self.0.correct_values(sql)
+    fn literal_evidence(&mut self, sql: &str) -> Result<Vec<Looked>, HostError> {
+        self.0.literal_evidence(sql)
     }
     fn stored_value(&mut self, lit: &LiteralRef, text: &str) -> Result<Option<String>, HostError> {
         self.0.stored_value(lit, text)
