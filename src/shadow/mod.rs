@@ -12,6 +12,7 @@
 pub(crate) mod admin;
 pub(crate) mod benchmark;
 pub(crate) mod capture;
+pub(crate) mod catalog;
 pub(crate) mod replay;
 pub(crate) mod report;
 #[cfg(any(test, feature = "pg_test"))]

@@ -1,14 +1,14 @@
 //! `ask.shadow_replay()`: the captured changes shown to the LLM, the query run for real, the
 //! answer scored.
 
-use super::admin::{entry, key_columns, table_name};
+use super::catalog::{entry, key_columns, parse_encoding, table_name};
 use crate::pg::errors::raise;
 use crate::pg::gucs::{self, LlmOverrides};
 use crate::pg::identity::as_memory_owner;
 use crate::pg::spi::relname;
 use crate::pg::subxact::{self, OnSuccess};
 use crate::{guard, llm};
-use pg_ask_core::shadow::delta::{Encoding, TableName};
+use pg_ask_core::shadow::delta::TableName;
 use pg_ask_core::shadow::prompting::{Answer, PastCommand, Prompting, QueryKind, ReplayPrompt};
 use pg_ask_core::shadow::replay::{query_kind, table_text, ColumnDef};
 use pg_ask_core::shadow::run::{answer_json, Scored};
@@ -18,12 +18,6 @@ use pgrx::prelude::*;
 use pgrx::JsonB;
 use std::collections::HashMap;
 use std::time::Instant;
-
-pub(crate) fn parse_encoding(encoding: &str) -> Encoding {
-    encoding.parse().unwrap_or_else(|_| {
-        raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("unknown encoding {encoding:?}"), "Use 'sql' or 'nl'.")
-    })
-}
 
 pub(crate) fn parse_prompting(prompting: &str) -> Prompting {
     prompting.parse().unwrap_or_else(|_| {
