@@ -99,6 +99,26 @@ fn args(
     }
 }
 
+/// Value correction alone: the statement with its literals corrected against the value memory.
+#[pg_extern(name = "correct_sql", volatile, parallel_unsafe)]
+fn correct_sql(sql: &str, use_llm: default!(bool, true)) -> String {
+    let mut host = crate::ask::host::BackendHost::new(&Default::default());
+    let mut trace = pg_ask_core::trace::Trace::default();
+    let max_prompt_tokens = crate::pg::gucs::max_prompt_tokens();
+    let corrected = pg_ask_core::ask::correct_statement(&mut host, &mut trace, None, sql, use_llm, max_prompt_tokens);
+    for n in &trace.notices {
+        notice!("{n}");
+    }
+    match corrected {
+        Ok(c) => c.sql,
+        Err(e) => crate::pg::errors::Raised::new(
+            crate::pg::errors::sqlstate_code(&e.sqlstate).unwrap_or(pgrx::pg_sys::errcodes::PgSqlErrorCode::ERRCODE_INTERNAL_ERROR),
+            format!("could not correct the statement: {e}"),
+        )
+        .raise(),
+    }
+}
+
 /// `ask()` lives in `public`, so that it works with the default search_path right after
 /// CREATE EXTENSION; everything else is in the extension's schema `ask`.
 #[pg_schema]

@@ -339,26 +339,6 @@ pub(crate) fn literal_evidence(sql: &str) -> Result<Vec<Looked>, HostError> {
         .collect())
 }
 
-/// Value correction alone: the statement with its literals corrected against the value memory.
-#[pg_extern(name = "correct_sql", volatile, parallel_unsafe)]
-fn correct_sql(sql: &str, use_llm: default!(bool, true)) -> String {
-    let mut host = crate::ask::host::BackendHost::new(&Default::default());
-    let mut trace = pg_ask_core::trace::Trace::default();
-    let max_prompt_tokens = crate::pg::gucs::max_prompt_tokens();
-    let corrected = pg_ask_core::ask::correct_statement(&mut host, &mut trace, None, sql, use_llm, max_prompt_tokens);
-    for n in &trace.notices {
-        notice!("{n}");
-    }
-    match corrected {
-        Ok(c) => c.sql,
-        Err(e) => crate::pg::errors::Raised::new(
-            crate::pg::errors::sqlstate_code(&e.sqlstate).unwrap_or(pgrx::pg_sys::errcodes::PgSqlErrorCode::ERRCODE_INTERNAL_ERROR),
-            format!("could not correct the statement: {e}"),
-        )
-        .raise(),
-    }
-}
-
 /// The string literals of `sql` compared with text columns of readable tables, resolved to
 /// their columns under the session's search path.
 pub(crate) fn literals(sql: &str) -> Result<Vec<LiteralRef>, String> {

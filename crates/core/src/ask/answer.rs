@@ -5,7 +5,8 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use super::host::{call, Host};
+use super::call::call;
+use super::host::Host;
 use super::outcome::{AskError, Goal};
 use super::stage;
 use crate::config::AskConfig;

@@ -5,7 +5,8 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use super::host::{call, Correction, ExecFailure, Host, HostError};
+use super::call::call;
+use super::host::{Correction, ExecFailure, Host, HostError};
 use super::stage;
 use crate::guard::check_read_only;
 use crate::rows::ResultSet;

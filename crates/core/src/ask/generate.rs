@@ -5,8 +5,9 @@ use std::time::Instant;
 
 use serde_json::json;
 
+use super::call::call;
 use super::execute::{guarded_execute, with_step};
-use super::host::{call, ExecFailure, Host};
+use super::host::{ExecFailure, Host};
 use super::outcome::AskError;
 use super::stage;
 use crate::config::{AskConfig, GrammarUse};

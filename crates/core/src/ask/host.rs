@@ -1,17 +1,11 @@
 //! What the pipeline needs from its surroundings, as four capabilities ([`Llm`], [`Catalog`],
-//! [`Memory`], [`Executor`]; [`Host`] is all four), their typed error ([`HostError`]), and the
-//! LLM call every stage makes through them, recorded in the trace.
+//! [`Memory`], [`Executor`]; [`Host`] is all four) and their typed error ([`HostError`]).
 
-use std::time::Instant;
+use serde_json::Value;
 
-use serde_json::{json, Value};
-
-use super::outcome::AskError;
 use crate::clarify::Ambiguity;
 use crate::llm::{ChatRequest, ChatResponse, LlmError};
-use crate::prompt;
 use crate::rows::ResultSet;
-use crate::trace::{StageTrace, Trace};
 use crate::values::correct::Looked;
 use crate::values::literals::LiteralRef;
 use crate::verified::Candidate;
@@ -184,31 +178,4 @@ macro_rules! no_memory {
             $crate::ask::Memory::ambiguities(&mut $crate::ask::NoMemory, question, tables)
         }
     };
-}
-
-/// One LLM call, recorded in the trace. A prompt over `max_tokens` is not sent.
-pub(super) fn call(
-    host: &mut dyn Host,
-    trace: &mut Trace,
-    stage: &'static str,
-    attempt: Option<u32>,
-    req: &ChatRequest,
-    max_tokens: usize,
-) -> Result<String, AskError> {
-    let tokens = prompt::bounds::tokens(req);
-    if tokens > max_tokens {
-        return Err(AskError::PromptTooLarge { stage, tokens, max: max_tokens });
-    }
-    let t = Instant::now();
-    let mut st = StageTrace::new(stage, json!({"prompt_chars": req.prompt_chars(), "messages": req.messages.len()}));
-    if trace.record_prompts {
-        st.input["prompt"] = json!({
-            "system": req.system,
-            "messages": req.messages,
-            "constraint": req.constraint.as_ref().map(|c| c.kind().as_str()),
-        });
-    }
-    st.attempt = attempt;
-    let result = host.chat(stage, req);
-    trace.record_call(st, t, result).map_err(|source| AskError::Llm { stage, source })
 }

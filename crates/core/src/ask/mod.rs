@@ -8,6 +8,7 @@
 //! retrieval plan (`plan`).
 
 mod answer;
+mod call;
 mod execute;
 mod from_verified;
 mod generate;
@@ -31,9 +32,9 @@ use crate::trace::{ms_since, StageTrace, Trace};
 use crate::verified::{self, Candidate};
 
 use answer::answer;
+use call::call;
 use from_verified::from_verified;
 use generate::generate_and_run;
-use host::call;
 use outcome::Produced;
 use plan::run_plan;
 

@@ -6,8 +6,9 @@ use std::time::Instant;
 use serde_json::{json, Value};
 
 use super::answer::{answer, grounded_or_rows, rows_unwritten, too_large_for_the_server};
+use super::call::call;
 use super::generate::generate_and_run;
-use super::host::{call, Host, SchemaCandidate};
+use super::host::{Host, SchemaCandidate};
 use super::outcome::{AskError, Goal, Produced};
 use super::stage;
 use crate::config::AskConfig;
