@@ -4,7 +4,7 @@
 //! the catalog through SPI, LLM calls through the backend's runner, generated SQL through
 //! guarded execution, table selection through the schema selection memory.
 
-use pg_ask_core::ask::{Catalog, ExecFailure, Executor, HostError, Llm, Memory, Selection};
+use pg_ask_core::ask::{Catalog, ExecFailure, Executor, HostError, Llm, Memory, Question, Selection};
 use pg_ask_core::chain::{ChainHost, StepResult};
 use pg_ask_core::config::LlmConfig;
 use pg_ask_core::evaluate::EvalHost;
@@ -55,7 +55,7 @@ impl Catalog for BackendHost {
     /// With a schema selection memory (`ask.index_schema`), the `ask.max_tables` best tables
     /// of the best schemas and the tables their joins need; without one, `None`: every
     /// readable table is described.
-    fn select_tables(&mut self, question: &str) -> Result<Option<Selection>, HostError> {
+    fn select_tables(&mut self, question: &Question) -> Result<Option<Selection>, HostError> {
         selection::selection_for(question, gucs::max_tables()).map_err(HostError::internal)
     }
 
@@ -71,7 +71,7 @@ impl Memory for BackendHost {
 
     /// The verified queries most like the question among those over tables the caller may
     /// read (row-level security on ask.verified_queries).
-    fn verified(&mut self, question: &str) -> Result<Vec<pg_ask_core::verified::Candidate>, HostError> {
+    fn verified(&mut self, question: &Question) -> Result<Vec<pg_ask_core::verified::Candidate>, HostError> {
         verified::candidates(question).map_err(HostError::internal)
     }
 

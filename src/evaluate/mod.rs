@@ -19,7 +19,7 @@ use pgrx::prelude::*;
 use pgrx::JsonB;
 use serde_json::{json, Value};
 
-use pg_ask_core::ask::{self as pipeline, AskError, Catalog, ExecFailure, Executor, Goal, HostError, Llm, Memory, NoMemory};
+use pg_ask_core::ask::{self as pipeline, AskError, Catalog, ExecFailure, Executor, Goal, HostError, Llm, Memory, NoMemory, Question};
 use pg_ask_core::evaluate::prefetch::{Capture, Prefetched, Replay, SelectionMade};
 use pg_ask_core::evaluate::{check_gold, judge, parse_suite_rows, QuestionRecord, RecordOutcome};
 use pg_ask_core::llm::{ChatRequest, ChatResponse, LlmError};
@@ -144,7 +144,7 @@ impl Catalog for SuiteHost<'_> {
     }
     /// A question tied to a schema is described from that schema alone; others go through
     /// the schema selection memory, as ask.sql() does.
-    fn select_tables(&mut self, question: &str) -> Result<Option<pg_ask_core::ask::Selection>, HostError> {
+    fn select_tables(&mut self, question: &Question) -> Result<Option<pg_ask_core::ask::Selection>, HostError> {
         match self.schema {
             None => self.backend.select_tables(question),
             Some(_) => Ok(None),
@@ -178,7 +178,7 @@ impl Memory for SuiteHost<'_> {
     fn literal_evidence(&mut self, sql: &str) -> Result<Vec<Looked>, HostError> {
         self.backend.literal_evidence(sql)
     }
-    fn verified(&mut self, question: &str) -> Result<Vec<pg_ask_core::verified::Candidate>, HostError> {
+    fn verified(&mut self, question: &Question) -> Result<Vec<pg_ask_core::verified::Candidate>, HostError> {
         NoMemory.verified(question)
     }
     fn stored_value(&mut self, lit: &LiteralRef, text: &str) -> Result<Option<String>, HostError> {

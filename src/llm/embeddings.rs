@@ -23,22 +23,12 @@ thread_local! {
     /// The local model, once loaded: about 90 MB of weights, memory-mapped (shared between
     /// backends through the page cache), plus some MB of working memory.
     static LOCAL: RefCell<Option<(PathBuf, Rc<Embedder>)>> = const { RefCell::new(None) };
-    /// The last question embedded by [`embed_question`], with the embedder it was embedded by.
-    static LAST_QUESTION: RefCell<Option<(String, String, Vec<f32>)>> = const { RefCell::new(None) };
 }
 
-/// The embedding of a question under the current settings. One `ask()` embeds its question
-/// for the verified queries and again for schema selection: the second is answered from a
-/// one-entry memo of the last question and the embedder (provider and model) that embedded it.
+/// The embedding of a question under the current settings (one `ask()` makes it at most once,
+/// through its `Question`).
 pub fn embed_question(question: &str) -> Vec<f32> {
-    let embedder = current_embedder().map(|(p, m)| format!("{p}/{m}")).unwrap_or_default();
-    let hit = LAST_QUESTION.with(|l| l.borrow().as_ref().and_then(|(q, e, v)| (q == question && *e == embedder).then(|| v.clone())));
-    if let Some(v) = hit {
-        return v;
-    }
-    let v = embed_texts(&[question]).pop().unwrap_or_default();
-    LAST_QUESTION.with(|l| *l.borrow_mut() = Some((question.to_string(), embedder, v.clone())));
-    v
+    embed_texts(&[question]).pop().unwrap_or_default()
 }
 
 /// The embeddings in force: (provider, model), or None when `ask.embedding_provider = off`.

@@ -51,6 +51,7 @@ mod state;
 
 use crate::pg::spi::OrRaise;
 pub use catalog::selection_catalog;
+use pg_ask_core::ask::Question;
 use state::{forget_dropped, memory_state, memory_version, MemoryState};
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
@@ -361,11 +362,11 @@ pub struct Ranking {
 /// stored cosines, and describe again what changed in the indexed schemas.
 pub fn rank(question: &str) -> Ranking {
     let embedder = crate::llm::embeddings::current_embedder();
-    rank_with(question, memory_state(embedder.as_ref()), embedder)
+    rank_with(&Question::new(question), memory_state(embedder.as_ref()), embedder)
 }
 
 /// [`rank`], the memory's state already read.
-fn rank_with(question: &str, state: MemoryState, embedder: Option<(String, String)>) -> Ranking {
+fn rank_with(asked: &Question, state: MemoryState, embedder: Option<(String, String)>) -> Ranking {
     let catalog = selection_catalog();
     // SAFETY: reads a backend-global flag (also set on a hot standby).
     let read_only = unsafe { pg_sys::XactReadOnly };
@@ -404,7 +405,7 @@ fn rank_with(question: &str, state: MemoryState, embedder: Option<(String, Strin
     let embed_question = |q: &mut Option<Vec<f32>>| {
         if q.is_none() && embedder.is_some() {
             let t = std::time::Instant::now();
-            *q = Some(embeddings::embed_question(question));
+            *q = Some(asked.embedding(embeddings::embed_question).to_vec());
             embed_ms.set(Some(t.elapsed().as_secs_f64() * 1000.0));
         }
     };
@@ -516,13 +517,14 @@ fn rank_with(question: &str, state: MemoryState, embedder: Option<(String, Strin
 /// the `max_tables` best tables among them plus the tables their joins need, grouped by
 /// schema in schema order; schemas without a picked table, and schemas and tables with no
 /// evidence at all (no cosine, no matching word), are left out.
-pub fn selection_for(question: &str, max_tables: usize) -> Result<Option<Selection>, String> {
+pub fn selection_for(asked: &Question, max_tables: usize) -> Result<Option<Selection>, String> {
+    let question = asked.text();
     let embedder = crate::llm::embeddings::current_embedder();
     let state = memory_state(embedder.as_ref());
     if !state.exists {
         return Ok(None);
     }
-    let r = rank_with(question, state, embedder);
+    let r = rank_with(asked, state, embedder);
     let fusion = Fusion::default();
     let mut schemas = r.catalog.select_schemas(question, &r.schemas, PLAN_SCHEMAS, fusion).map_err(|e| e.to_string())?;
     // Schemas (and below, tables) without any evidence — no cosine and no matching word — are

@@ -5,7 +5,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use pg_ask_core::ask::{self as pipeline, AskError, Catalog, ExecFailure, Executor, Goal, HostError, Llm, Memory, Selection};
+use pg_ask_core::ask::{self as pipeline, AskError, Catalog, ExecFailure, Executor, Goal, HostError, Llm, Memory, Question, Selection};
 use pg_ask_core::config::AskConfig;
 use pg_ask_core::evaluate::prefetch::{Capture, Prefetched, Replay};
 use pg_ask_core::evaluate::{check_gold, EvalHost, JudgeError};
@@ -38,8 +38,8 @@ impl Catalog for Fake {
         Ok("TABLE s.t\n  x integer\n".into())
     }
     /// No selection memory (the whole schema is described), but the call is counted.
-    fn select_tables(&mut self, question: &str) -> Result<Option<Selection>, HostError> {
-        self.selections.push(question.to_string());
+    fn select_tables(&mut self, question: &Question) -> Result<Option<Selection>, HostError> {
+        self.selections.push(question.text().to_string());
         Ok(None)
     }
     fn literals_of(&mut self, _: &str, _: Option<&str>) -> Result<Vec<LiteralRef>, HostError> {

@@ -85,6 +85,32 @@ impl HostError {
     }
 }
 
+/// One `ask()`'s question, with its embedding once a capability made it: the verified queries
+/// and the schema selection memory both compare it, and it is embedded at most once per
+/// `ask()` (by the first that needs it, under the embedder of that `ask()`).
+#[derive(Debug, Default)]
+pub struct Question {
+    text: String,
+    embedding: std::cell::OnceCell<Vec<f32>>,
+}
+
+impl Question {
+    pub fn new(text: impl Into<String>) -> Question {
+        Question { text: text.into(), embedding: std::cell::OnceCell::new() }
+    }
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+    /// The question's embedding, made by `embed` the first time it is asked for.
+    pub fn embedding(&self, embed: impl FnOnce(&str) -> Vec<f32>) -> &[f32] {
+        self.embedding.get_or_init(|| embed(&self.text))
+    }
+    /// Whether it was embedded.
+    pub fn embedded(&self) -> bool {
+        self.embedding.get().is_some()
+    }
+}
+
 /// The LLM the pipeline talks to.
 pub trait Llm {
     /// One LLM call, on behalf of `stage`.
@@ -97,7 +123,7 @@ pub trait Catalog {
     fn schema_text(&mut self) -> Result<String, HostError>;
     /// The tables to describe for `question`, from the schema selection memory; `None` when no
     /// memory was built: every readable table is described ([`Catalog::schema_text`]).
-    fn select_tables(&mut self, question: &str) -> Result<Option<Selection>, HostError>;
+    fn select_tables(&mut self, question: &Question) -> Result<Option<Selection>, HostError>;
     /// The string literals of `sql` compared with text columns, resolved to their columns, with
     /// the search path set to `schema` when given.
     fn literals_of(&mut self, sql: &str, schema: Option<&str>) -> Result<Vec<LiteralRef>, HostError>;
@@ -110,7 +136,7 @@ pub trait Memory {
     fn literal_evidence(&mut self, sql: &str) -> Result<Vec<Looked>, HostError>;
     /// The verified queries most like `question` that the caller may use (over tables it may
     /// read), best first.
-    fn verified(&mut self, question: &str) -> Result<Vec<Candidate>, HostError>;
+    fn verified(&mut self, question: &Question) -> Result<Vec<Candidate>, HostError>;
     /// The value stored in `lit`'s column that `text` stands for, when the column holds it
     /// (ignoring case) or the value memory's lexical rule reads it as one (an initialism, a
     /// plural, a typo); `None` otherwise.
@@ -145,7 +171,7 @@ impl Memory for NoMemory {
     fn literal_evidence(&mut self, _sql: &str) -> Result<Vec<Looked>, HostError> {
         Ok(Vec::new())
     }
-    fn verified(&mut self, _question: &str) -> Result<Vec<Candidate>, HostError> {
+    fn verified(&mut self, _question: &Question) -> Result<Vec<Candidate>, HostError> {
         Ok(Vec::new())
     }
     fn stored_value(&mut self, _lit: &LiteralRef, _text: &str) -> Result<Option<String>, HostError> {
@@ -164,7 +190,7 @@ macro_rules! no_memory {
         fn literal_evidence(&mut self, sql: &str) -> Result<Vec<$crate::values::correct::Looked>, $crate::ask::HostError> {
             $crate::ask::Memory::literal_evidence(&mut $crate::ask::NoMemory, sql)
         }
-        fn verified(&mut self, question: &str) -> Result<Vec<$crate::verified::Candidate>, $crate::ask::HostError> {
+        fn verified(&mut self, question: &$crate::ask::Question) -> Result<Vec<$crate::verified::Candidate>, $crate::ask::HostError> {
             $crate::ask::Memory::verified(&mut $crate::ask::NoMemory, question)
         }
         fn stored_value(

@@ -40,7 +40,7 @@ use plan::run_plan;
 
 pub use execute::correct_statement;
 pub use generate::grammar_rules_out;
-pub use host::{Catalog, Correction, ExecFailure, Executor, Host, HostError, Llm, Memory, NoMemory, SchemaCandidate, Selection};
+pub use host::{Catalog, Correction, ExecFailure, Executor, Host, HostError, Llm, Memory, NoMemory, Question, SchemaCandidate, Selection};
 pub use outcome::{AskError, Goal, Outcome};
 
 /// Run the pipeline for `question` up to `goal`. On failure the trace so far comes back with
@@ -104,11 +104,13 @@ fn run_inner(
         }
     }
 
+    // The question, embedded at most once for the verified queries and the selection below.
+    let asked = Question::new(question);
     // Verified queries of similar questions: one of them may be this question (answered
     // without the LLM); the best others are shown to the LLM as examples.
     let candidates = match cfg.verified {
         VerifiedUse::Off => Vec::new(),
-        _ => host.verified(question).map_err(AskError::Host)?,
+        _ => host.verified(&asked).map_err(AskError::Host)?,
     };
     if !candidates.is_empty() {
         if let Some(done) = from_verified(host, trace, question, &candidates, cfg, goal) {
@@ -123,7 +125,7 @@ fn run_inner(
     trace.source = Some("llm");
 
     let t = Instant::now();
-    let selection = host.select_tables(question).map_err(AskError::Host)?;
+    let selection = host.select_tables(&asked).map_err(AskError::Host)?;
     let selection = match selection {
         Some(sel) => {
             let mut st = StageTrace::new(stage::SELECT, json!({"question": question}));

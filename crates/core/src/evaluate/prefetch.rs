@@ -22,7 +22,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::ask::{Catalog, ExecFailure, Executor, Host, HostError, Llm, Memory, NoMemory, Selection};
+use crate::ask::{Catalog, ExecFailure, Executor, Host, HostError, Llm, Memory, NoMemory, Question, Selection};
 use crate::clarify::Ambiguity;
 use crate::llm::{ChatRequest, ChatResponse, LlmError};
 use crate::rows::ResultSet;
@@ -61,11 +61,11 @@ impl Catalog for Capture<'_> {
     fn schema_text(&mut self) -> Result<String, HostError> {
         self.inner.schema_text()
     }
-    fn select_tables(&mut self, question: &str) -> Result<Option<Selection>, HostError> {
+    fn select_tables(&mut self, question: &Question) -> Result<Option<Selection>, HostError> {
         let started = Instant::now();
         let result = self.inner.select_tables(question);
         if self.selection.is_none() {
-            self.selection = Some(SelectionMade { question: question.to_string(), result: result.clone(), took: started.elapsed() });
+            self.selection = Some(SelectionMade { question: question.text().to_string(), result: result.clone(), took: started.elapsed() });
         }
         result
     }
@@ -98,7 +98,7 @@ impl Memory for Capture<'_> {
     fn literal_evidence(&mut self, sql: &str) -> Result<Vec<Looked>, HostError> {
         NoMemory.literal_evidence(sql)
     }
-    fn verified(&mut self, question: &str) -> Result<Vec<Candidate>, HostError> {
+    fn verified(&mut self, question: &Question) -> Result<Vec<Candidate>, HostError> {
         self.inner.verified(question)
     }
     fn stored_value(&mut self, lit: &LiteralRef, text: &str) -> Result<Option<String>, HostError> {
@@ -152,8 +152,8 @@ impl Catalog for Replay<'_> {
     fn schema_text(&mut self) -> Result<String, HostError> {
         self.inner.schema_text()
     }
-    fn select_tables(&mut self, question: &str) -> Result<Option<Selection>, HostError> {
-        if self.selection.as_ref().is_some_and(|s| s.question == question) {
+    fn select_tables(&mut self, question: &Question) -> Result<Option<Selection>, HostError> {
+        if self.selection.as_ref().is_some_and(|s| s.question == question.text()) {
             let made = self.selection.take().expect("checked above");
             self.selection_served = Some(made.took);
             return made.result;
@@ -189,7 +189,7 @@ impl Memory for Replay<'_> {
     fn literal_evidence(&mut self, sql: &str) -> Result<Vec<Looked>, HostError> {
         self.inner.literal_evidence(sql)
     }
-    fn verified(&mut self, question: &str) -> Result<Vec<Candidate>, HostError> {
+    fn verified(&mut self, question: &Question) -> Result<Vec<Candidate>, HostError> {
         self.inner.verified(question)
     }
     fn stored_value(&mut self, lit: &LiteralRef, text: &str) -> Result<Option<String>, HostError> {

@@ -50,7 +50,7 @@ impl Catalog for Scripted {
     fn schema_text(&mut self) -> Result<String, HostError> {
         Ok("TABLE public.restaurants\n  name text\n".into())
     }
-    fn select_tables(&mut self, _: &str) -> Result<Option<Selection>, HostError> {
+    fn select_tables(&mut self, _: &Question) -> Result<Option<Selection>, HostError> {
         Ok(None)
     }
     fn literals_of(&mut self, _: &str, _: Option<&str>) -> Result<Vec<LiteralRef>, HostError> {
@@ -87,7 +87,7 @@ macro_rules! scripted_host {
             fn schema_text(&mut self) -> Result<String, HostError> {
                 self.0.schema_text()
             }
-            fn select_tables(&mut self, question: &str) -> Result<Option<Selection>, HostError> {
+            fn select_tables(&mut self, question: &Question) -> Result<Option<Selection>, HostError> {
                 self.0.select_tables(question)
             }
             fn literals_of(&mut self, sql: &str, schema: Option<&str>) -> Result<Vec<LiteralRef>, HostError> {
@@ -397,7 +397,7 @@ scripted_host!(Correcting {
             })
             .collect())
     }
-    fn verified(&mut self, question: &str) -> Result<Vec<Candidate>, HostError> {
+    fn verified(&mut self, question: &Question) -> Result<Vec<Candidate>, HostError> {
         self.0.verified(question)
     }
     fn stored_value(&mut self, lit: &LiteralRef, text: &str) -> Result<Option<String>, HostError> {
@@ -488,7 +488,7 @@ scripted_host!(Ambiguous {
     fn literal_evidence(&mut self, sql: &str) -> Result<Vec<Looked>, HostError> {
         self.0.literal_evidence(sql)
     }
-    fn verified(&mut self, question: &str) -> Result<Vec<Candidate>, HostError> {
+    fn verified(&mut self, question: &Question) -> Result<Vec<Candidate>, HostError> {
         self.0.verified(question)
     }
     fn stored_value(&mut self, lit: &LiteralRef, text: &str) -> Result<Option<String>, HostError> {
@@ -530,7 +530,7 @@ fn empty_question_and_no_tables() {
         fn schema_text(&mut self) -> Result<String, HostError> {
             Ok(String::new())
         }
-        fn select_tables(&mut self, _: &str) -> Result<Option<Selection>, HostError> {
+        fn select_tables(&mut self, _: &Question) -> Result<Option<Selection>, HostError> {
             Ok(None)
         }
         fn literals_of(&mut self, _: &str, _: Option<&str>) -> Result<Vec<LiteralRef>, HostError> {
@@ -554,4 +554,71 @@ fn empty_question_and_no_tables() {
         crate::no_memory!();
     }
     assert_eq!(run(&mut NoTables, "q", &cfg(), Goal::Sql).unwrap_err().0, AskError::NoTables);
+}
+
+/// A host whose verified store and schema selection memory both compare the question's
+/// embedding, counting the embeddings made.
+struct Embedding(Scripted, std::cell::Cell<u32>);
+
+impl Embedding {
+    fn embed(&self, question: &Question) {
+        question.embedding(|_| {
+            self.1.set(self.1.get() + 1);
+            vec![1.0, 0.0]
+        });
+    }
+}
+
+impl Catalog for Embedding {
+    fn schema_text(&mut self) -> Result<String, HostError> {
+        self.0.schema_text()
+    }
+    fn select_tables(&mut self, question: &Question) -> Result<Option<Selection>, HostError> {
+        self.embed(question);
+        Ok(None)
+    }
+    fn literals_of(&mut self, sql: &str, schema: Option<&str>) -> Result<Vec<LiteralRef>, HostError> {
+        self.0.literals_of(sql, schema)
+    }
+}
+
+impl Llm for Embedding {
+    fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        self.0.chat(stage, req)
+    }
+}
+
+impl Executor for Embedding {
+    fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
+        self.0.execute(sql)
+    }
+    fn execute_verified(&mut self, sql: &str, schema: Option<&str>) -> Result<ResultSet, ExecFailure> {
+        self.0.execute_verified(sql, schema)
+    }
+}
+
+impl Memory for Embedding {
+    fn literal_evidence(&mut self, sql: &str) -> Result<Vec<Looked>, HostError> {
+        self.0.literal_evidence(sql)
+    }
+    fn verified(&mut self, question: &Question) -> Result<Vec<Candidate>, HostError> {
+        self.embed(question);
+        Ok(Vec::new())
+    }
+    fn stored_value(&mut self, lit: &LiteralRef, text: &str) -> Result<Option<String>, HostError> {
+        self.0.stored_value(lit, text)
+    }
+    fn ambiguities(&mut self, question: &str, tables: &[String]) -> Result<Vec<Ambiguity>, HostError> {
+        self.0.ambiguities(question, tables)
+    }
+}
+
+#[test]
+fn the_question_is_embedded_once_per_ask() {
+    let mut h = Embedding(Scripted::new(&["SELECT name FROM public.restaurants", "ROWS"]), std::cell::Cell::new(0));
+    run(&mut h, "which restaurants?", &cfg(), Goal::Answer).unwrap();
+    assert_eq!(h.1.get(), 1, "the verified queries and the selection share one embedding");
+    h.0.replies.extend([Ok("SELECT name FROM public.restaurants".to_string()), Ok("ROWS".to_string())]);
+    run(&mut h, "which restaurants?", &cfg(), Goal::Answer).unwrap();
+    assert_eq!(h.1.get(), 2, "another ask(), another embedding: nothing is kept between questions");
 }

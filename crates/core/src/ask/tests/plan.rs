@@ -8,7 +8,7 @@ impl Catalog for Selecting {
     fn schema_text(&mut self) -> Result<String, HostError> {
         panic!("the full description is not read when a selection exists")
     }
-    fn select_tables(&mut self, _: &str) -> Result<Option<Selection>, HostError> {
+    fn select_tables(&mut self, _: &Question) -> Result<Option<Selection>, HostError> {
         Ok(Some(Selection { candidates: self.1.clone(), detail: json!({"schemas": ["music", "staff"]}) }))
     }
     fn literals_of(&mut self, sql: &str, schema: Option<&str>) -> Result<Vec<LiteralRef>, HostError> {

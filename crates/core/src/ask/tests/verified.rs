@@ -5,7 +5,7 @@ use super::*;
 /// A scripted host with a store of verified queries.
 struct Verifying(Scripted, Vec<Candidate>);
 scripted_host!(Verifying {
-    fn verified(&mut self, _: &str) -> Result<Vec<Candidate>, HostError> {
+    fn verified(&mut self, _: &Question) -> Result<Vec<Candidate>, HostError> {
         Ok(self.1.clone())
     }
     fn literal_evidence(&mut self, sql: &str) -> Result<Vec<Looked>, HostError> {
