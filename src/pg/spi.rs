@@ -196,6 +196,31 @@ pub(crate) fn ext_schema(ext: &'static str) -> String {
     schema
 }
 
+/// The schemas of the session's search path, by name (unquoted), in order, read from the
+/// backend's resolved path without a query; with `implicit`, also those searched without being
+/// named (`pg_catalog`, the temporary schema), as name resolution sees them. The one reader of
+/// the search path: callers quote the names as their use needs.
+pub(crate) fn search_path(implicit: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    // SAFETY: fetch_search_path returns a freshly palloc'd list of namespace oids;
+    // get_namespace_name a palloc'd C string or NULL for a namespace dropped meanwhile.
+    unsafe {
+        let list = pg_sys::fetch_search_path(implicit);
+        if list.is_null() {
+            return out;
+        }
+        for i in 0..(*list).length as usize {
+            let oid = (*(*list).elements.add(i)).oid_value;
+            let name = pg_sys::get_namespace_name(oid);
+            if !name.is_null() {
+                out.push(std::ffi::CStr::from_ptr(name).to_string_lossy().into_owned());
+            }
+        }
+        pg_sys::list_free(list);
+    }
+    out
+}
+
 /// A vector in pgvector's text form, `[x,y,...]`.
 pub(crate) fn vector_text(v: &[f32]) -> String {
     format!("[{}]", v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","))

@@ -218,15 +218,13 @@ pub fn readable_tables() -> Result<Rc<Vec<Table>>, String> {
 /// no described table), quoted as the table descriptions quote them. Read from the path
 /// PostgreSQL has already resolved for this backend: no query per `ask()`.
 pub fn search_path_schemas() -> Vec<String> {
-    let mut oids = [pg_sys::InvalidOid; 64];
-    // SAFETY: fills at most 64 entries of the backend's resolved search path (namespace.c
-    // keeps it current); the names come from the syscache, palloc'd in the current context.
-    let n = unsafe { pg_sys::fetch_search_path_array(oids.as_mut_ptr(), oids.len() as i32) };
-    oids[..(n.max(0) as usize).min(oids.len())]
-        .iter()
-        .filter_map(|&oid| unsafe {
-            let name = pg_sys::get_namespace_name(oid);
-            (!name.is_null()).then(|| std::ffi::CStr::from_ptr(pg_sys::quote_identifier(name)).to_string_lossy().into_owned())
+    crate::pg::spi::search_path(true)
+        .into_iter()
+        .map(|name| {
+            let c = std::ffi::CString::new(name).expect("a schema name has no NUL");
+            // SAFETY: quote_identifier reads the NUL-terminated name and returns it or a
+            // palloc'd quoted copy, as PostgreSQL's quote_ident() does.
+            unsafe { std::ffi::CStr::from_ptr(pg_sys::quote_identifier(c.as_ptr())).to_string_lossy().into_owned() }
         })
         .collect()
 }

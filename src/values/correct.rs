@@ -77,28 +77,6 @@ fn text_like_types(names: &[String]) -> HashMap<String, bool> {
     })
 }
 
-/// The schemas of the session's search path (implicit ones left out), without a query.
-fn search_path() -> Vec<String> {
-    let mut out = Vec::new();
-    // SAFETY: fetch_search_path returns a freshly palloc'd list of namespace oids;
-    // get_namespace_name a palloc'd C string or NULL for a namespace dropped meanwhile.
-    unsafe {
-        let list = pg_sys::fetch_search_path(false);
-        if list.is_null() {
-            return out;
-        }
-        for i in 0..(*list).length as usize {
-            let oid = (*(*list).elements.add(i)).oid_value;
-            let name = pg_sys::get_namespace_name(oid);
-            if !name.is_null() {
-                out.push(std::ffi::CStr::from_ptr(name).to_string_lossy().into_owned());
-            }
-        }
-        pg_sys::list_free(list);
-    }
-    out
-}
-
 /// The catalog of readable tables for literal resolution, with the session's search path;
 /// built again only when the description, the user, the search path or a type changed. When
 /// the description changed only by some relations read again, only those tables are taken out
@@ -108,7 +86,7 @@ fn literal_catalog() -> Result<Rc<Catalog>, String> {
     let generation = schema::generation();
     // SAFETY: reads the backend's current user id.
     let user = unsafe { pg_sys::GetUserId() };
-    let path = search_path();
+    let path = crate::pg::spi::search_path(false);
     // A change to any type (CREATE TABLE makes one) invalidates what is known of types; the
     // catalog stays valid if every type it knows is as text-like as it was.
     let types_valid = TYPES_VALID.with(|v| v.get()) || {
