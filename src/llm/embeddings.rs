@@ -25,10 +25,10 @@ thread_local! {
     static LOCAL: RefCell<Option<(PathBuf, Rc<Embedder>)>> = const { RefCell::new(None) };
 }
 
-/// The embedding of a question under the current settings (one `ask()` makes it at most once,
-/// through its `Question`).
-pub fn embed_question(question: &str) -> Vec<f32> {
-    embed_texts(&[question]).pop().unwrap_or_default()
+/// The embedding of one text (a question, a literal, a phrase) under the current settings. One
+/// `ask()` embeds its question at most once, through its `Question`.
+pub fn embed_one(text: &str) -> Vec<f32> {
+    embed_texts(&[text]).pop().unwrap_or_default()
 }
 
 /// The embeddings in force: (provider, model), or None when `ask.embedding_provider = off`.
@@ -139,5 +139,5 @@ pub fn embed_texts(texts: &[&str]) -> Vec<Vec<f32>> {
 /// to `vector`).
 #[pg_extern(name = "embed_real", volatile, parallel_unsafe)]
 pub(crate) fn embed_real(text: &str) -> Vec<f32> {
-    embed_texts(&[text]).pop().unwrap_or_default()
+    embed_one(text)
 }

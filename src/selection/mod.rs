@@ -366,7 +366,7 @@ pub fn rank(question: &str) -> Ranking {
 }
 
 /// [`rank`], the memory's state already read.
-fn rank_with(asked: &Question, state: MemoryState, embedder: Option<(String, String)>) -> Ranking {
+fn rank_with<'q>(asked: &'q Question, state: MemoryState, embedder: Option<(String, String)>) -> Ranking {
     let catalog = selection_catalog();
     // SAFETY: reads a backend-global flag (also set on a hot standby).
     let read_only = unsafe { pg_sys::XactReadOnly };
@@ -400,12 +400,12 @@ fn rank_with(asked: &Question, state: MemoryState, embedder: Option<(String, Str
         },
         None => (None, None),
     };
-    let mut q: Option<Vec<f32>> = None;
+    let mut q: Option<&'q [f32]> = None;
     let embed_ms = std::cell::Cell::new(None);
-    let embed_question = |q: &mut Option<Vec<f32>>| {
+    let embed_question = |q: &mut Option<&'q [f32]>| {
         if q.is_none() && embedder.is_some() {
             let t = std::time::Instant::now();
-            *q = Some(asked.embedding(embeddings::embed_question).to_vec());
+            *q = Some(asked.embedding(embeddings::embed_one));
             embed_ms.set(Some(t.elapsed().as_secs_f64() * 1000.0));
         }
     };
@@ -432,7 +432,7 @@ fn rank_with(asked: &Question, state: MemoryState, embedder: Option<(String, Str
             }
             None => {
                 let items = items();
-                let stored = stored_cosines(kind, &items, q.as_deref(), embedder.as_ref());
+                let stored = stored_cosines(kind, &items, q, embedder.as_ref());
                 let out: Cosines = stored.iter().filter_map(|(n, s)| s.cosine.map(|c| (n.clone(), c))).collect();
                 (Freshness::of(&stored, items, is_indexed), out)
             }

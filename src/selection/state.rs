@@ -44,7 +44,7 @@ pub(super) fn forget_dropped() -> usize {
         }
         Ok::<_, pgrx::spi::SpiError>(forgotten)
     })
-    .unwrap_or_else(|e| crate::pg::errors::internal("could not clean the schema selection memory", e).raise())
+    .or_raise("could not clean the schema selection memory")
 }
 
 /// What the memory holds, read once per selection.

@@ -274,7 +274,7 @@ fn memory_evidence(col: &MemoryColumn, lit: &LiteralRef) -> (Evidence, Option<St
             None
         }
         EmbeddingUse::Usable => {
-            let v = embeddings::embed_texts(&[lit.value.as_str()]).pop().unwrap_or_default();
+            let v = embeddings::embed_one(&lit.value);
             if Some(v.len() as i32) == col.dims {
                 Some(v)
             } else {

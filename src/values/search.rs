@@ -156,7 +156,7 @@ pub(crate) fn phrase_embedding(col: &MemoryColumn, phrase: &str) -> Option<Vec<f
             MISMATCH_HINT,
         ),
         EmbeddingUse::Usable => {
-            let v = embeddings::embed_texts(&[phrase]).pop().unwrap_or_default();
+            let v = embeddings::embed_one(phrase);
             if Some(v.len() as i32) != col.dims {
                 raise(
                     PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,

@@ -38,7 +38,7 @@ pub(crate) fn candidates(asked: &pg_ask_core::ask::Question) -> Result<Vec<Candi
     let vector = ext_schema("vector");
     let trgm = ext_schema("pg_trgm");
     let embedder = crate::llm::embeddings::current_embedder();
-    let embedding = embedder.as_ref().map(|_| asked.embedding(embeddings::embed_question).to_vec());
+    let embedding = embedder.as_ref().map(|_| asked.embedding(embeddings::embed_one).to_vec());
     let model = embedder.map(|(_, m)| m);
     let dims = embedding.as_ref().map(|v| v.len() as i32);
     let sql = format!(

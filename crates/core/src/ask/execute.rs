@@ -125,7 +125,7 @@ pub fn correct_statement(
     }
     let mut decided = crate::values::correct::decide_all(sql, &looked).map_err(HostError::internal)?;
     trace.notices.append(&mut decided.notices);
-    if let Some(req) = decided.request().filter(|_| use_llm) {
+    if let Some(req) = use_llm.then(|| decided.request()).flatten() {
         match call(host, trace, stage::CORRECT, attempt, &req, max_prompt_tokens) {
             Ok(reply) => decided.with_reply(sql, &reply),
             Err(e) => decided.with_failure(e),

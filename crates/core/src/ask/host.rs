@@ -105,10 +105,6 @@ impl Question {
     pub fn embedding(&self, embed: impl FnOnce(&str) -> Vec<f32>) -> &[f32] {
         self.embedding.get_or_init(|| embed(&self.text))
     }
-    /// Whether it was embedded.
-    pub fn embedded(&self) -> bool {
-        self.embedding.get().is_some()
-    }
 }
 
 /// The LLM the pipeline talks to.

@@ -88,8 +88,8 @@ impl Executor for Capture<'_> {
     fn execute(&mut self, _sql: &str) -> Result<ResultSet, ExecFailure> {
         Err(ExecFailure::Refused { reason: "capturing the first LLM request only".into() })
     }
-    fn execute_verified(&mut self, _sql: &str, _schema: Option<&str>) -> Result<ResultSet, ExecFailure> {
-        Err(ExecFailure::Refused { reason: "capturing the first LLM request only".into() })
+    fn execute_verified(&mut self, sql: &str, _schema: Option<&str>) -> Result<ResultSet, ExecFailure> {
+        self.execute(sql)
     }
 }
 

@@ -41,8 +41,9 @@ pub struct Decided {
     pub sql: String,
     /// The replacements the rules made, for writing the LLM's choices in beside them.
     replacements: Vec<Replacement>,
-    /// The literals the rules leave to the LLM, and the question put for each.
-    asked: Vec<(LiteralRef, LiteralQuestion)>,
+    /// The literals the rules leave to the LLM, and (in the same order) the question put for each.
+    asked: Vec<LiteralRef>,
+    questions: Vec<LiteralQuestion>,
     /// Every literal and the decision on it, for the trace.
     pub traces: Vec<Value>,
     /// What the caller should be told (a literal matched by trigrams only, and why).
@@ -52,8 +53,7 @@ pub struct Decided {
 impl Decided {
     /// The value-correction request for the literals left open, if any.
     pub fn request(&self) -> Option<ChatRequest> {
-        let questions: Vec<LiteralQuestion> = self.asked.iter().map(|(_, q)| q.clone()).collect();
-        (!questions.is_empty()).then(|| correction_request(&self.sql, &questions))
+        (!self.questions.is_empty()).then(|| correction_request(&self.sql, &self.questions))
     }
 
     /// Take the LLM's reply to [`Decided::request`]: stored values chosen per literal (a
@@ -61,12 +61,10 @@ impl Decided {
     /// statement of the same structure. A reply that is neither is recorded and changes
     /// nothing.
     pub fn with_reply(&mut self, original: &str, reply: &str) {
-        let questions: Vec<LiteralQuestion> = self.asked.iter().map(|(_, q)| q.clone()).collect();
-        match read_choices(reply, &questions) {
+        match read_choices(reply, &self.questions) {
             Some(choices) => {
                 self.traces.push(json!({"llm_choices": choices, "read": "structured"}));
-                let chosen =
-                    self.asked.iter().zip(&choices).filter_map(|((lit, _), c)| c.as_deref().map(|v| Replacement::for_literal(lit, v)));
+                let chosen = self.asked.iter().zip(&choices).filter_map(|(lit, c)| c.as_deref().map(|v| Replacement::for_literal(lit, v)));
                 self.replacements.extend(chosen);
                 if !self.replacements.is_empty() {
                     match rewrite(original, &self.replacements) {
@@ -92,6 +90,7 @@ impl Decided {
 pub fn decide_all(sql: &str, looked: &[Looked]) -> Result<Decided, String> {
     let mut replacements = Vec::new();
     let mut asked = Vec::new();
+    let mut questions = Vec::new();
     let mut traces = Vec::new();
     let mut notices = Vec::new();
     for Looked { literal: lit, column } in looked {
@@ -114,15 +113,15 @@ pub fn decide_all(sql: &str, looked: &[Looked]) -> Result<Decided, String> {
         let t = decide(ev, Comparison::from(&lit.kind));
         match &t.decision {
             Decision::Replace { value, .. } => replacements.push(Replacement::for_literal(lit, value)),
-            Decision::AskLlm { candidates } => asked.push((
-                lit.clone(),
-                LiteralQuestion {
+            Decision::AskLlm { candidates } => {
+                asked.push(lit.clone());
+                questions.push(LiteralQuestion {
                     literal: ev.literal.clone(),
                     table: lit.table.clone(),
                     column: lit.column.clone(),
                     candidates: candidates.clone(),
-                },
-            )),
+                });
+            }
             Decision::Keep { .. } => {}
         }
         let mut tv = serde_json::to_value(&t).unwrap_or(Value::Null);
@@ -136,5 +135,5 @@ pub fn decide_all(sql: &str, looked: &[Looked]) -> Result<Decided, String> {
         traces.push(tv);
     }
     let sql = rewrite(sql, &replacements).map_err(|e| e.to_string())?;
-    Ok(Decided { sql, replacements, asked, traces, notices })
+    Ok(Decided { sql, replacements, asked, questions, traces, notices })
 }
