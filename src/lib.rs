@@ -74,8 +74,7 @@ pgrx::extension_sql_file!(
 pub extern "C-unwind" fn _PG_init() {
     pg::key::note_preloading();
     pg::gucs::init();
-    schema::init();
-    shadow::capture::init();
+    pg::backend::init();
 }
 
 /// Required by `cargo pgrx test`.

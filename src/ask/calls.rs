@@ -2,24 +2,18 @@
 //! call gets an id before its first LLM call (the ledger writes it beside every call) and a
 //! row when it ends, with the SQL that answered it, so that `ask.feedback()` can refer to it.
 
-use std::cell::Cell;
-
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use pg_ask_core::trace::Trace;
 
+use crate::pg::backend;
 use crate::pg::identity::as_memory_owner;
-
-thread_local! {
-    /// The id of the call in progress in this backend, for the ledger.
-    static CURRENT: Cell<Option<i64>> = const { Cell::new(None) };
-}
 
 /// The id of the `ask()` call in progress, if any.
 pub(crate) fn current() -> Option<i64> {
-    CURRENT.with(Cell::get)
+    backend::with(|b| b.call.get())
 }
 
 /// A call in progress; its id is forgotten when it is dropped (also when an error unwinds).
@@ -29,7 +23,7 @@ pub(crate) struct Call {
 
 impl Drop for Call {
     fn drop(&mut self) {
-        CURRENT.with(|c| c.set(None));
+        backend::with(|b| b.call.set(None));
     }
 }
 
@@ -45,7 +39,7 @@ pub(crate) fn begin() -> Call {
                 .flatten()
         })
         .flatten();
-    CURRENT.with(|c| c.set(id));
+    backend::with(|b| b.call.set(id));
     Call { id }
 }
 

@@ -72,7 +72,9 @@ pub(crate) fn run<T>(
     // backend's thread; `restore` puts the caller's own statement timeout back.
     let timer = unsafe { StatementTimer::arm(limits.timeout_ms) };
     let outcome = subxact::run(on_success, statement);
+    // SAFETY: as for `arm`: reads of the timeout module's state from the backend's thread.
     let ours_fired = unsafe { timer.fired() };
+    // SAFETY: as for `arm`; puts back what `arm` replaced.
     unsafe { timer.restore() };
     match outcome {
         Ok(result) => result,

@@ -1,7 +1,6 @@
 //! Embeddings from a backend: the local model (loaded once per backend, lazily) or an
 //! embedding service over HTTP, by `ask.embedding_provider`.
 
-use std::cell::RefCell;
 use std::path::PathBuf;
 use std::rc::Rc;
 
@@ -18,12 +17,6 @@ use crate::pg::gucs::{self, EmbeddingProvider};
 
 /// Texts embedded per model call (and per HTTP request); interrupts are checked between.
 const CHUNK: usize = 64;
-
-thread_local! {
-    /// The local model, once loaded: about 90 MB of weights, memory-mapped (shared between
-    /// backends through the page cache), plus some MB of working memory.
-    static LOCAL: RefCell<Option<(PathBuf, Rc<Embedder>)>> = const { RefCell::new(None) };
-}
 
 /// The embedding of one text (a question, a literal, a phrase) under the current settings. One
 /// `ask()` embeds its question at most once, through its `Question`.
@@ -61,8 +54,8 @@ pub fn model_dir() -> PathBuf {
 
 fn local_model() -> Rc<Embedder> {
     let dir = model_dir();
-    LOCAL.with(|cell| {
-        let mut slot = cell.borrow_mut();
+    crate::pg::backend::with(|b| {
+        let mut slot = b.local_embedder.borrow_mut();
         if let Some((loaded_from, model)) = slot.as_ref() {
             if *loaded_from == dir {
                 return model.clone();

@@ -8,7 +8,6 @@ pub(crate) mod reuse;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
 
-use std::cell::RefCell;
 use std::time::Instant;
 
 use pgrx::pg_sys;
@@ -18,11 +17,6 @@ use pg_ask_core::llm::{self, ChatRequest, ChatResponse, LlmError, Runner};
 
 use crate::pg::errors::Raised;
 
-thread_local! {
-    /// A backend is one thread: the runner needs no lock.
-    static RUNNER: RefCell<Option<Runner>> = const { RefCell::new(None) };
-}
-
 /// A query cancel, a statement timeout or a termination request is pending.
 pub fn cancel_pending() -> bool {
     // SAFETY: reads of sig_atomic_t flags that signal handlers set; this is the backend's
@@ -31,8 +25,8 @@ pub fn cancel_pending() -> bool {
 }
 
 fn with_runner<R>(f: impl FnOnce(&Runner) -> R) -> R {
-    RUNNER.with(|cell| {
-        let mut slot = cell.borrow_mut();
+    crate::pg::backend::with(|b| {
+        let mut slot = b.runner.borrow_mut();
         if slot.is_none() {
             match Runner::new() {
                 Ok(r) => *slot = Some(r),

@@ -57,6 +57,8 @@ pub(crate) fn as_user<R>(owner: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
         nest
     };
     let out = f();
+    // SAFETY: closes the GUC nest level opened above and puts back the user and security
+    // context saved there, from the backend's own thread.
     unsafe {
         pg_sys::AtEOXact_GUC(false, nest);
         pg_sys::SetUserIdAndSecContext(saved_user, saved_ctx);

@@ -1,6 +1,7 @@
-//! Backend plumbing shared by every feature: settings, errors, SPI helpers, running as another
+//! Backend plumbing shared by every feature: the backend's state, settings, errors, SPI helpers, running as another
 //! role, subtransactions, and the in-backend tests' helpers.
 
+pub(crate) mod backend;
 pub(crate) mod errors;
 pub(crate) mod gucs;
 pub(crate) mod identity;

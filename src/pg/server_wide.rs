@@ -12,7 +12,6 @@
 //! the value from those sources as PostgreSQL applies it (at start, at every reload, in every
 //! backend), so reading it costs nothing.
 
-use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void};
 
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
@@ -20,6 +19,7 @@ use pgrx::{debug1, pg_guard, pg_sys};
 
 use pg_ask_core::secret::Secret;
 
+use crate::pg::backend;
 use crate::pg::key::{api_key, preloaded};
 
 /// Settings recorded as text.
@@ -41,24 +41,6 @@ pub(crate) enum Int {
     MaxValuesPerColumn,
 }
 
-const TEXTS: usize = 4;
-const INTS: usize = 5;
-
-#[derive(Default)]
-struct Recorded {
-    texts: [Option<String>; TEXTS],
-    /// The text came from the configuration, not the built-in default: only such a URL is a
-    /// destination of the key.
-    configured: [bool; TEXTS],
-    ints: [Option<i32>; INTS],
-}
-
-thread_local! {
-    /// What the server's configuration sets, recorded by the check hooks below. In a backend
-    /// forked from a postmaster that preloaded pg_ask, the postmaster's record comes along.
-    static SERVER: RefCell<Recorded> = RefCell::new(Recorded::default());
-}
-
 /// Sources a role cannot choose for itself: the built-in default, the server's configuration
 /// (postgresql.conf, `ALTER SYSTEM`, the command line) and `ALTER ROLE ALL SET`.
 fn server_wide(source: pg_sys::GucSource::Type) -> bool {
@@ -78,7 +60,7 @@ pub(crate) fn text(slot: Text, session: String) -> String {
     if session_settings_count() {
         return session;
     }
-    SERVER.with(|s| s.borrow().texts[slot as usize].clone()).unwrap_or_default()
+    backend::with(|b| b.server.borrow().texts[slot as usize].clone()).unwrap_or_default()
 }
 
 /// `session`, or the server's value of `slot` (`default` if none was recorded).
@@ -86,18 +68,17 @@ pub(crate) fn int(slot: Int, session: i32, default: i32) -> i32 {
     if session_settings_count() {
         return session;
     }
-    SERVER.with(|s| s.borrow().ints[slot as usize]).unwrap_or(default)
+    backend::with(|b| b.server.borrow().ints[slot as usize]).unwrap_or(default)
 }
 
 /// The server's configured value of a text setting, whoever asks (for the key's destinations):
 /// not the built-in default, which nobody chose.
 fn server_text(slot: Text) -> Option<String> {
-    SERVER
-        .with(|s| {
-            let s = s.borrow();
-            s.configured[slot as usize].then(|| s.texts[slot as usize].clone()).flatten()
-        })
-        .filter(|u| !u.trim().is_empty())
+    backend::with(|b| {
+        let s = b.server.borrow();
+        s.configured[slot as usize].then(|| s.texts[slot as usize].clone()).flatten()
+    })
+    .filter(|u| !u.trim().is_empty())
 }
 
 unsafe fn c_text(value: *mut *mut c_char) -> Option<String> {
@@ -118,8 +99,8 @@ macro_rules! record_text {
         ) -> bool {
             if server_wide(source) {
                 let value = c_text(newval);
-                SERVER.with(|s| {
-                    let mut s = s.borrow_mut();
+                backend::with(|b| {
+                    let mut s = b.server.borrow_mut();
                     s.texts[$slot as usize] = value;
                     s.configured[$slot as usize] = source != pg_sys::GucSource::PGC_S_DEFAULT;
                 });
@@ -140,7 +121,7 @@ macro_rules! record_int {
         ) -> bool {
             if server_wide(source) && !newval.is_null() {
                 let value = *newval;
-                SERVER.with(|s| s.borrow_mut().ints[$slot as usize] = Some(value));
+                backend::with(|b| b.server.borrow_mut().ints[$slot as usize] = Some(value));
             }
             true
         }

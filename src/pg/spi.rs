@@ -1,10 +1,12 @@
 //! SPI helpers shared by every feature: reading rows, relation names and ownership, the
-//! schemas of the extensions pg_ask uses, facts read once per transaction.
+//! schemas of the extensions pg_ask uses, facts read once per transaction (kept in
+//! [`crate::pg::backend`]).
 
 use pgrx::pg_sys;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use pgrx::prelude::*;
 
+use crate::pg::backend::{self, Facts};
 use crate::pg::errors::raise;
 
 /// A row of a query's result, as SPI hands it to the `row` function of [`select_rows`].
@@ -31,13 +33,6 @@ pub(crate) fn select_rows<T>(
         }
         Ok(out)
     })
-}
-
-thread_local! {
-    /// Plans of the statements [`select_kept`] and [`write_kept`] run, by their text, kept for
-    /// the backend's life.
-    static KEPT: std::cell::RefCell<std::collections::HashMap<String, pgrx::spi::OwnedPreparedStatement>> =
-        std::cell::RefCell::new(std::collections::HashMap::new());
 }
 
 /// [`select_rows`] for a query run on every question: its plan is prepared once per backend
@@ -77,13 +72,13 @@ fn kept<T>(
 ) -> Result<Vec<T>, pgrx::spi::SpiError> {
     Spi::connect_mut(|client| {
         let _ = name;
-        if !KEPT.with(|k| k.borrow().contains_key(sql)) {
+        if !backend::with(|b| b.plans.borrow().contains_key(sql)) {
             let plan = if writes { client.prepare_mut(sql, types)? } else { client.prepare(sql, types)? };
-            KEPT.with(|k| k.borrow_mut().insert(sql.to_string(), plan.keep()));
+            backend::with(|b| b.plans.borrow_mut().insert(sql.to_string(), plan.keep()));
         }
-        KEPT.with(|k| {
-            let k = k.borrow();
-            let plan = k.get(sql).expect("kept above");
+        backend::with(|b| {
+            let plans = b.plans.borrow();
+            let plan = plans.get(sql).expect("kept above");
             let rows = if writes { client.update(plan, None, args)? } else { client.select(plan, None, args)? };
             let mut out = Vec::new();
             for r in rows {
@@ -131,30 +126,11 @@ pub(crate) fn owns(rel: pg_sys::Oid) -> bool {
     .unwrap_or(false)
 }
 
-/// Catalog facts every lookup needs, read once per transaction.
-#[derive(Default)]
-pub(crate) struct Facts {
-    /// The transaction's local id (MyProc->lxid) the facts were read in.
-    pub(crate) lxid: u32,
-    /// The owner of ask.value_memory.
-    pub(crate) owner: Option<pg_sys::Oid>,
-    /// The quoted schema of each extension asked about (vector, pg_trgm).
-    pub(crate) schemas: Vec<(&'static str, String)>,
-    /// Relations found in `ask.shadow_tables` (the capture trigger writes only for those).
-    pub(crate) shadowed: Vec<pg_sys::Oid>,
-    /// pg_ask's version in this database (see [`super::version`]).
-    pub(crate) extversion: Option<String>,
-}
-
-thread_local! {
-    static FACTS: std::cell::RefCell<Facts> = std::cell::RefCell::new(Facts::default());
-}
-
 /// `f` over this transaction's facts (forgotten when a new transaction asks).
 pub(crate) fn per_transaction<R>(f: impl FnOnce(&mut Facts) -> R) -> R {
     let lxid = local_transaction_id();
-    FACTS.with(|c| {
-        let mut facts = c.borrow_mut();
+    backend::with(|b| {
+        let mut facts = b.facts.borrow_mut();
         if facts.lxid != lxid {
             *facts = Facts { lxid, ..Facts::default() };
         }
@@ -169,6 +145,7 @@ fn local_transaction_id() -> pg_sys::LocalTransactionId {
     #[cfg(any(feature = "pg15", feature = "pg16"))]
     let lxid = unsafe { (*pg_sys::MyProc).lxid };
     #[cfg(feature = "pg17")]
+    // SAFETY: as above.
     let lxid = unsafe { (*pg_sys::MyProc).vxid.lxid };
     lxid
 }

@@ -10,10 +10,6 @@ use pgrx::prelude::*;
 /// The library's own version (the package's, which is also the extension's default version).
 pub(crate) const LIBRARY: &str = env!("CARGO_PKG_VERSION");
 
-thread_local! {
-    static WARNED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
 /// The version of pg_ask's SQL objects in this database (`pg_extension.extversion`), read once
 /// per transaction.
 pub(crate) fn installed() -> Option<String> {
@@ -22,7 +18,7 @@ pub(crate) fn installed() -> Option<String> {
     }
     let v = Spi::get_one::<String>("SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_ask'").ok().flatten()?;
     super::spi::per_transaction(|facts| facts.extversion = Some(v.clone()));
-    if v != LIBRARY && !WARNED.with(|w| w.replace(true)) {
+    if v != LIBRARY && !crate::pg::backend::with(|b| b.warned_version.replace(true)) {
         warning_behind(&v);
     }
     Some(v)

@@ -1,6 +1,7 @@
 //! Reading the description of the tables the calling role may read, cached per backend.
 //!
-//! The cache is keyed by the current user and kept current from what PostgreSQL announces:
+//! The cache is part of the backend's state ([`crate::pg::backend`]), keyed by the current user
+//! and kept current from what PostgreSQL announces:
 //!
 //! * a change of one relation (its columns, keys, privileges, a rename, a new or dropped
 //!   relation: relcache invalidations, which carry the relation's oid and reach every
@@ -18,93 +19,29 @@ use pg_ask_core::schema::Table;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::JsonB;
-use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
 use std::rc::Rc;
+
+use crate::pg::backend::{self, Described};
 
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
 
 const DESCRIBE_TABLES: &str = include_str!("../../sql/describe_tables.sql");
 
-/// More stale relations than this at once (a migration, a restore) and the whole description
-/// is read again: one set-based read beats a long list of oids.
-const MAX_STALE: usize = 512;
-
-/// The description for one user: each relation's oid, sort key (schema and name unquoted) and
-/// table, in the order shown (by schema, then name).
-struct Described {
-    user: pg_sys::Oid,
-    keys: Vec<(pg_sys::Oid, String, String)>,
-    tables: Rc<Vec<Table>>,
-}
-
-/// A read of some relations: the generation it moved on from, and the (schema, name) of the
-/// tables it took out or read again.
-type Change = (u64, Vec<(String, String)>);
-
-thread_local! {
-    static CACHE: RefCell<Option<Described>> = const { RefCell::new(None) };
-    /// The whole description must be read again.
-    static ALL_STALE: Cell<bool> = const { Cell::new(true) };
-    /// Relations announced changed since the last read.
-    static STALE: RefCell<BTreeSet<u32>> = const { RefCell::new(BTreeSet::new()) };
-    /// Counts the reads of the catalog: a change means the description may have changed.
-    static GENERATION: Cell<u64> = const { Cell::new(0) };
-    /// The last read, when it read some relations only: the generation it moved on from, and
-    /// the (schema, name) of the tables it took out or read again.
-    static LAST_CHANGE: RefCell<Option<Change>> = const { RefCell::new(None) };
-}
-
 /// The tables, as (schema, name), that may differ between the description of `generation`
 /// and the current one (dropped, changed or new), when the current one was read from that one
 /// by reading some relations again; `None` when it was read whole or from another generation.
 pub fn changed_since(generation: u64) -> Option<Vec<(String, String)>> {
-    LAST_CHANGE
-        .with(|l| l.borrow().as_ref().filter(|(from, _)| *from == generation && from + 1 == self::generation()).map(|(_, t)| t.clone()))
+    backend::with(|b| {
+        b.last_change.borrow().as_ref().filter(|(from, _)| *from == generation && from + 1 == b.generation.get()).map(|(_, t)| t.clone())
+    })
 }
 
 /// The number of times this backend read the catalog description; caches built from
 /// [`readable_tables`] compare it to know when to rebuild.
 pub fn generation() -> u64 {
-    GENERATION.with(|g| g.get())
-}
-
-#[pg_guard]
-unsafe extern "C-unwind" fn on_syscache_change(_arg: pg_sys::Datum, _cache: std::ffi::c_int, _hash: u32) {
-    ALL_STALE.with(|v| v.set(true));
-}
-
-#[pg_guard]
-unsafe extern "C-unwind" fn on_relcache_change(_arg: pg_sys::Datum, relid: pg_sys::Oid) {
-    if relid == pg_sys::InvalidOid {
-        ALL_STALE.with(|v| v.set(true));
-        return;
-    }
-    let full = STALE.with(|s| {
-        let mut s = s.borrow_mut();
-        s.insert(relid.to_u32());
-        s.len() > MAX_STALE
-    });
-    if full {
-        ALL_STALE.with(|v| v.set(true));
-    }
-}
-
-/// Register the invalidation callbacks; once per backend, from `_PG_init`.
-pub fn init() {
-    use pg_sys::SysCacheIdentifier::*;
-    // SAFETY: registering plain functions with PostgreSQL's invalidation machinery at load
-    // time, as extensions do; they only note what changed in backend-local state. Changes of
-    // relations, their columns and keys come as relcache invalidations with the relation's
-    // oid (PostgreSQL sends one for every pg_class, pg_attribute, pg_index and foreign-key
-    // pg_constraint row written); schemas and role membership have no relation to name.
-    unsafe {
-        for cache in [NAMESPACEOID, AUTHMEMMEMROLE] {
-            pg_sys::CacheRegisterSyscacheCallback(cache as _, Some(on_syscache_change), pg_sys::Datum::from(0));
-        }
-        pg_sys::CacheRegisterRelcacheCallback(Some(on_relcache_change), pg_sys::Datum::from(0));
-    }
+    backend::with(|b| b.generation.get())
 }
 
 /// The filter of a read of the relations that changed: a semi-join the planner runs through
@@ -113,10 +50,8 @@ const ONLY_THESE: &str = "AND c.oid OPERATOR(pg_catalog.=) ANY (SELECT pg_catalo
      SELECT f.conrelid FROM pg_catalog.pg_constraint f \
       WHERE f.contype OPERATOR(pg_catalog.=) 'f' AND f.confrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[]))";
 
-thread_local! {
-    /// [`DESCRIBE_TABLES`] for the relations given as `$1`.
-    static ONLY_THESE_SQL: std::rc::Rc<str> = DESCRIBE_TABLES.replace("-- @only-these", ONLY_THESE).into();
-}
+/// [`DESCRIBE_TABLES`] for the relations given as `$1`.
+static ONLY_THESE_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| DESCRIBE_TABLES.replace("-- @only-these", ONLY_THESE));
 
 /// Reads the description of the relations `oids` (and of those referencing them), or of every
 /// readable relation when `None`: (oid, schema, name, table) in the order shown.
@@ -124,17 +59,14 @@ fn describe(oids: Option<Vec<pg_sys::Oid>>) -> Result<Vec<(pg_sys::Oid, String, 
     let read = match oids {
         None => Spi::get_one::<JsonB>(DESCRIBE_TABLES),
         // Read after every catalog change, for the relations it touched: the plan is kept.
-        Some(oids) => {
-            let sql = ONLY_THESE_SQL.with(|s| s.clone());
-            crate::pg::spi::select_kept(
-                "describe these tables",
-                &sql,
-                &[pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::OIDARRAYOID)],
-                &[oids.into()],
-                |r| r.get::<JsonB>(1),
-            )
-            .map(|mut rows| rows.pop())
-        }
+        Some(oids) => crate::pg::spi::select_kept(
+            "describe these tables",
+            &ONLY_THESE_SQL,
+            &[pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::OIDARRAYOID)],
+            &[oids.into()],
+            |r| r.get::<JsonB>(1),
+        )
+        .map(|mut rows| rows.pop()),
     };
     let json = match read {
         Ok(Some(JsonB(v))) => v,
@@ -160,23 +92,24 @@ fn describe(oids: Option<Vec<pg_sys::Oid>>) -> Result<Vec<(pg_sys::Oid, String, 
 pub fn readable_tables() -> Result<Rc<Vec<Table>>, String> {
     // SAFETY: reads the backend's current user id.
     let user = unsafe { pg_sys::GetUserId() };
-    let same_user = CACHE.with(|c| c.borrow().as_ref().is_some_and(|d| d.user == user));
-    let all = ALL_STALE.with(|v| v.get()) || !same_user;
-    let stale: Vec<pg_sys::Oid> = STALE.with(|s| std::mem::take(&mut *s.borrow_mut())).into_iter().map(pg_sys::Oid::from).collect();
+    let same_user = backend::with(|b| b.description.borrow().as_ref().is_some_and(|d| d.user == user));
+    let all = backend::with(|b| b.all_stale.get()) || !same_user;
+    let stale: Vec<pg_sys::Oid> = backend::with(|b| b.stale.take()).into_iter().map(pg_sys::Oid::from).collect();
     if !all && stale.is_empty() {
-        return Ok(CACHE.with(|c| c.borrow().as_ref().map(|d| d.tables.clone()).unwrap_or_default()));
+        return Ok(backend::with(|b| b.description.borrow().as_ref().map(|d| d.tables.clone()).unwrap_or_default()));
     }
     // Clear before reading: an invalidation that arrives while the query runs marks again, so
     // the next call reads what it announced.
-    ALL_STALE.with(|v| v.set(false));
-    let from = generation();
-    GENERATION.with(|g| g.set(from + 1));
-    LAST_CHANGE.with(|l| *l.borrow_mut() = None);
+    let from = backend::with(|b| {
+        b.all_stale.set(false);
+        b.last_change.take();
+        b.generation.replace(b.generation.get() + 1)
+    });
     let read = if all { describe(None) } else { describe(Some(stale.clone())) };
     let fresh = match read {
         Ok(f) => f,
         Err(e) => {
-            ALL_STALE.with(|v| v.set(true));
+            backend::with(|b| b.all_stale.set(true));
             return Err(e);
         }
     };
@@ -184,7 +117,7 @@ pub fn readable_tables() -> Result<Rc<Vec<Table>>, String> {
         let (keys, tables): (Vec<_>, Vec<_>) = fresh.into_iter().map(|(o, n, r, t)| ((o, n, r), t)).unzip();
         Described { user, keys, tables: Rc::new(tables) }
     } else {
-        let mut d = CACHE.with(|c| c.borrow_mut().take()).expect("a description for this user");
+        let mut d = backend::with(|b| b.description.take()).expect("a description for this user");
         let tables = Rc::make_mut(&mut d.tables);
         // Out with the stale relations and those read again, in with what was read.
         let gone: BTreeSet<u32> = stale.iter().chain(fresh.iter().map(|f| &f.0)).map(|o| o.to_u32()).collect();
@@ -201,7 +134,7 @@ pub fn readable_tables() -> Result<Rc<Vec<Table>>, String> {
             keep
         });
         changed.extend(fresh.iter().map(|(_, _, _, t)| (t.schema.clone(), t.name.clone())));
-        LAST_CHANGE.with(|l| *l.borrow_mut() = Some((from, changed)));
+        backend::with(|b| b.last_change.replace(Some((from, changed))));
         for (oid, nsp, rel, table) in fresh {
             let at = d.keys.partition_point(|(_, n, r)| (n.as_str(), r.as_str()) < (nsp.as_str(), rel.as_str()));
             d.keys.insert(at, (oid, nsp, rel));
@@ -210,7 +143,7 @@ pub fn readable_tables() -> Result<Rc<Vec<Table>>, String> {
         d
     };
     let tables = described.tables.clone();
-    CACHE.with(|c| *c.borrow_mut() = Some(described));
+    backend::with(|b| b.description.replace(Some(described)));
     Ok(tables)
 }
 

@@ -2,23 +2,16 @@
 //! the frequent values of their columns and the schemas' comments; kept per backend and user,
 //! and renewed, not rebuilt, for the tables a catalog change touched.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
 use pg_ask_core::selection::{Catalog, ColumnValues, SchemaProfile, TableProfile};
 use pgrx::pg_sys;
 
+use crate::pg::backend;
 use crate::pg::identity::as_memory_owner;
 use crate::pg::spi::OrRaise;
 use crate::schema;
-
-/// The caller's selection catalog, with the catalog generation and user it was built for.
-type Built = (u64, pg_sys::Oid, Rc<Catalog>);
-
-thread_local! {
-    static BUILT: RefCell<Option<Built>> = const { RefCell::new(None) };
-}
 
 /// The most frequent values the value memory holds for readable columns: qualified table name
 /// → column → values. Tables with row-level security appear only where their owner opted in
@@ -82,7 +75,9 @@ pub fn selection_catalog() -> Rc<Catalog> {
     let generation = schema::generation();
     // SAFETY: reads the backend's current user id.
     let user = unsafe { pg_sys::GetUserId() };
-    if let Some(c) = BUILT.with(|b| b.borrow().as_ref().filter(|(g, u, _)| *g == generation && *u == user).map(|(_, _, c)| c.clone())) {
+    if let Some(c) = backend::with(|b| {
+        b.selection_catalog.borrow().as_ref().filter(|(g, u, _)| *g == generation && *u == user).map(|(_, _, c)| c.clone())
+    }) {
         return c;
     }
     let mut values = frequent_values();
@@ -93,7 +88,7 @@ pub fn selection_catalog() -> Rc<Catalog> {
     };
     // The previous catalog of the same user gives its unchanged tables and what was computed
     // for them (moved when nobody else holds it).
-    let previous = BUILT.with(|b| b.borrow_mut().take().filter(|(_, u, _)| *u == user).map(|(_, _, c)| c));
+    let previous = backend::with(|b| b.selection_catalog.take().filter(|(_, u, _)| *u == user).map(|(_, _, c)| c));
     let schemas = schema_profiles();
     let built = Rc::new(match previous.map(Rc::try_unwrap) {
         Some(Ok(p)) => Catalog::renewed(p, &tables, values_of, &schemas),
@@ -105,6 +100,6 @@ pub fn selection_catalog() -> Rc<Catalog> {
             }
         }
     });
-    BUILT.with(|b| *b.borrow_mut() = Some((generation, user, built.clone())));
+    backend::with(|b| b.selection_catalog.replace(Some((generation, user, built.clone()))));
     built
 }

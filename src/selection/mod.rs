@@ -12,7 +12,7 @@
 //! * **Freshness** (lazy check): the caller's descriptions are compared to the stored ones:
 //!   all of them the first time, then, while the memory's version stays the one a backend saw
 //!   (or moved on by its own writes only), only those of the tables and schemas its catalog
-//!   described anew ([`FreshMemo`]). With embeddings, the finding keeps the fresh tables'
+//!   described anew ([`FreshMemo`], kept with the backend's state). With embeddings, the finding keeps the fresh tables'
 //!   stored embeddings, read once by key, and each question is compared with them here. A
 //!   dropped object has no candidate; a renamed or altered one (COMMENT on a table, column or
 //!   schema included) has another description, so its stale embedding is
@@ -31,6 +31,7 @@
 //!   embeddings and the lexical score alone ranks.
 
 use crate::llm::embeddings;
+use crate::pg::backend::{self, FreshMemo, Freshness};
 use crate::pg::errors::Raised;
 use crate::pg::identity::as_memory_owner;
 use crate::pg::spi::{ext_schema, vector_text};
@@ -41,7 +42,6 @@ use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use serde_json::json;
-use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
@@ -57,25 +57,6 @@ use state::{forget_dropped, memory_state, memory_version, MemoryState};
 mod tests;
 
 pub use pg_ask_core::selection::PLAN_SCHEMAS;
-
-/// What this backend found the memory to hold for its catalog: per kind, the names whose
-/// description the memory holds as the catalog gives it, and those among them embedded by
-/// another provider or model; valid while the memory's version, the user and the embedder
-/// stay those it was found under. After a change of the catalog (its generation moves on),
-/// only the names whose description changed are looked up again.
-struct FreshMemo {
-    version: i64,
-    user: pg_sys::Oid,
-    embedder: Option<(String, String)>,
-    /// The [`Catalog::id`] of the catalog it was found for.
-    catalog: u64,
-    tables: Freshness,
-    schemas: Freshness,
-}
-
-thread_local! {
-    static FRESH: RefCell<Option<FreshMemo>> = const { RefCell::new(None) };
-}
 
 /// Which of the two memory tables.
 #[derive(Clone, Copy)]
@@ -119,21 +100,6 @@ struct Stored {
     cosine: Option<f64>,
     /// The row's key (relid or nspid), when fresh.
     key: Option<pg_sys::Oid>,
-}
-
-/// What the memory holds for one kind of the caller's catalog, as far as it does not depend
-/// on the question: kept per backend ([`FreshMemo`]) while nothing it depends on changes.
-#[derive(Default)]
-struct Freshness {
-    /// Fresh names whose stored embedding is the current embedder's, with their row's key.
-    embedded: HashMap<String, pg_sys::Oid>,
-    /// Names (with their description) of indexed schemas that the memory does not hold as the
-    /// catalog describes them now.
-    stale: Vec<(String, String)>,
-    /// Fresh names embedded by another provider or model.
-    other_embedder: HashSet<String>,
-    /// The stored embeddings of `embedded` names read so far, scaled to length 1.
-    vectors: HashMap<String, Vec<f32>>,
 }
 
 impl Freshness {
@@ -380,7 +346,7 @@ fn rank_with<'q>(asked: &'q Question, state: MemoryState, embedder: Option<(Stri
     // catalog has not changed either; otherwise brought up to the catalog by looking up only
     // what changed in it.
     let memo =
-        FRESH.with(|f| f.borrow_mut().take().filter(|m| version >= 0 && m.version == version && m.user == user && m.embedder == embedder));
+        backend::with(|b| b.fresh.take().filter(|m| version >= 0 && m.version == version && m.user == user && m.embedder == embedder));
     let (mut memo_tables, mut memo_schemas) = match memo {
         Some(m) if m.catalog == catalog.id() => (Some(m.tables), Some(m.schemas)),
         Some(m) => match catalog.renewal().filter(|r| r.from == m.catalog) {
@@ -481,15 +447,15 @@ fn rank_with<'q>(asked: &'q Question, state: MemoryState, embedder: Option<(Stri
         }
     };
     if let Some(version) = kept_version.filter(|&v| v >= 0) {
-        FRESH.with(|f| {
-            *f.borrow_mut() = Some(FreshMemo {
+        backend::with(|b| {
+            b.fresh.replace(Some(FreshMemo {
                 version,
                 user,
                 embedder: embedder.clone(),
                 catalog: catalog.id(),
                 tables: fresh_tables,
                 schemas: fresh_schemas,
-            })
+            }))
         });
     }
     if not_refreshed > 0 {

@@ -65,11 +65,10 @@ pub(super) fn memory_state(embedder: Option<&(String, String)>) -> MemoryState {
     // The version exists since 0.2.0's SQL objects; before ALTER EXTENSION UPDATE, none (-1):
     // nothing found fresh is kept.
     let which = if crate::pg::version::sql_at_least("0.2.0") { &MEMORY_STATE_SQL } else { &MEMORY_STATE_SQL_0_1 };
-    let sql = which.with(|s| s.clone());
     let row = as_memory_owner(|| {
         crate::pg::spi::select_kept(
             "schema memory state",
-            &sql,
+            which,
             &[pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::TEXTOID), pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::TEXTOID)],
             &args,
             |r| {
@@ -100,7 +99,6 @@ const MEMORY_STATE: &str = "SELECT EXISTS (SELECT 1 FROM ask.schema_memory_schem
                         WHERE embedding IS NOT NULL AND embedding_provider = $1::text AND embedding_model IS NOT DISTINCT FROM $2::text),
                     {version}";
 
-thread_local! {
-    static MEMORY_STATE_SQL: std::rc::Rc<str> = MEMORY_STATE.replace("{version}", "(SELECT version FROM ask.schema_memory_version)").into();
-    static MEMORY_STATE_SQL_0_1: std::rc::Rc<str> = MEMORY_STATE.replace("{version}", "-1::bigint").into();
-}
+static MEMORY_STATE_SQL: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| MEMORY_STATE.replace("{version}", "(SELECT version FROM ask.schema_memory_version)"));
+static MEMORY_STATE_SQL_0_1: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| MEMORY_STATE.replace("{version}", "-1::bigint"));

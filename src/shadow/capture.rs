@@ -2,78 +2,19 @@
 //! `ask.shadow_log` on the write path of the user's table (see the module above for how it
 //! keeps that cheap), and TRUNCATE forgetting the table's log.
 
+use crate::pg::backend::{self, Column, Deformed, Kind, RowPlan};
 use crate::pg::errors::raise;
 use crate::pg::identity::as_memory_owner;
 use pgrx::heap_tuple::PgHeapTuple;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use pgrx::prelude::*;
 use pgrx::{AllocatedByPostgres, PgTrigger};
-use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 
 extern "C-unwind" {
     // commands/sequence.c; not in pgrx's bindings.
     fn nextval_internal(relid: pg_sys::Oid, check_permissions: bool) -> i64;
     // catalog/partition.c
     fn get_partition_ancestors(relid: pg_sys::Oid) -> *mut pg_sys::List;
-}
-
-thread_local! {
-    /// `to_jsonb` call info per row type, made once per backend in TopMemoryContext.
-    static TO_JSONB: RefCell<HashMap<pg_sys::Oid, *mut pg_sys::FmgrInfo>> = RefCell::new(HashMap::new());
-}
-
-thread_local! {
-    static ROW_PLANS: RefCell<HashMap<pg_sys::Oid, RowPlan>> = RefCell::new(HashMap::new());
-}
-
-thread_local! {
-    /// The oids of ask.shadow_log and ask.shadow_log_seq, looked up on the first capture and
-    /// forgotten when either relation changes or goes (relcache invalidation).
-    static LOG_RELIDS: Cell<Option<(pg_sys::Oid, pg_sys::Oid)>> = const { Cell::new(None) };
-}
-
-/// How one column becomes a jsonb value on the fast path (the same value `to_jsonb` gives).
-#[derive(Clone, Copy)]
-pub(crate) enum Kind {
-    Dropped,
-    Numeric,
-    Int2,
-    Int4,
-    Int8,
-    Bool,
-    /// text, varchar: the string itself.
-    Text,
-    /// date, timestamp, timestamptz: ISO 8601 as `to_jsonb` writes it.
-    DateTime(pg_sys::Oid),
-    /// A type written through its output function (bpchar, uuid); `numeric` when the text is a
-    /// number (float4, float8).
-    Out {
-        outfn: pg_sys::Oid,
-        numeric: bool,
-    },
-}
-
-/// Per row type: the column shape it was made for, and the columns' names and kinds; `None`
-/// when a column's type is not on the fast path (then the whole row goes through `to_jsonb`).
-pub(crate) struct RowPlan {
-    shape: Vec<(pg_sys::Oid, bool)>,
-    columns: Option<Vec<Column>>,
-    /// Column indexes in jsonb key order (shorter names first, then bytewise): the order a
-    /// jsonb object keeps its keys in, so the object is built without sorting.
-    key_order: Vec<usize>,
-    /// Per-row scratch, reused: the deformed old and new rows, which columns an UPDATE
-    /// changed, and the object's pairs.
-    old: Deformed,
-    new: Deformed,
-    changed: Vec<bool>,
-    pairs: Vec<pg_sys::JsonbPair>,
-}
-
-#[derive(Default)]
-pub(crate) struct Deformed {
-    values: Vec<pg_sys::Datum>,
-    nulls: Vec<bool>,
 }
 
 impl Deformed {
@@ -83,13 +24,6 @@ impl Deformed {
         self.nulls.resize(natts, false);
         pg_sys::heap_deform_tuple(tuple, tupdesc, self.values.as_mut_ptr(), self.nulls.as_mut_ptr());
     }
-}
-
-pub(crate) struct Column {
-    name: std::ffi::CString,
-    kind: Kind,
-    byval: bool,
-    len: i16,
 }
 
 pub(crate) unsafe fn shape_of(tupdesc: pg_sys::TupleDesc) -> Vec<(pg_sys::Oid, bool)> {
@@ -301,8 +235,8 @@ pub(crate) unsafe fn row_images(
 ) -> (Option<pg_sys::Datum>, Option<pg_sys::Datum>) {
     let tupdesc = (*rel).rd_att;
     let typid = (*tupdesc).tdtypeid;
-    let fast = ROW_PLANS.with(|plans| {
-        let mut plans = plans.borrow_mut();
+    let fast = backend::with(|b| {
+        let mut plans = b.row_plans.borrow_mut();
         let plan = plans.entry(typid).or_insert_with(|| plan_for(tupdesc));
         if !plan.fits(tupdesc) {
             *plan = plan_for(tupdesc);
@@ -343,8 +277,8 @@ pub(crate) unsafe fn row_images(
 /// expression, so the call info carries a `to_jsonb($row::typid)` expression.
 pub(crate) unsafe fn row_to_jsonb_generic(tuple: pg_sys::HeapTuple, tupdesc: pg_sys::TupleDesc) -> pg_sys::Datum {
     let typid = (*tupdesc).tdtypeid;
-    let finfo = TO_JSONB.with(|cache| {
-        *cache.borrow_mut().entry(typid).or_insert_with(|| {
+    let finfo = backend::with(|b| {
+        *b.to_jsonb.borrow_mut().entry(typid).or_insert_with(|| {
             let top = pg_sys::TopMemoryContext;
             let old = pg_sys::MemoryContextSwitchTo(top);
             let finfo = pg_sys::palloc0(std::mem::size_of::<pg_sys::FmgrInfo>()) as *mut pg_sys::FmgrInfo;
@@ -385,27 +319,10 @@ pub(crate) fn ask_relid(name: &std::ffi::CStr) -> pg_sys::Oid {
     }
 }
 
-#[pg_guard]
-unsafe extern "C-unwind" fn on_relcache_change(_arg: pg_sys::Datum, relid: pg_sys::Oid) {
-    LOG_RELIDS.with(|c| {
-        if let Some((log, seq)) = c.get() {
-            if relid == pg_sys::InvalidOid || relid == log || relid == seq {
-                c.set(None);
-            }
-        }
-    });
-}
-
-/// Register the invalidation callback of the log's oids; once per backend, from `_PG_init`.
-pub fn init() {
-    // SAFETY: registering a plain function with PostgreSQL's invalidation machinery at load
-    // time; it only clears a backend-local cache.
-    unsafe { pg_sys::CacheRegisterRelcacheCallback(Some(on_relcache_change), pg_sys::Datum::from(0)) };
-}
-
 /// (ask.shadow_log, ask.shadow_log_seq).
 pub(crate) fn log_relids() -> (pg_sys::Oid, pg_sys::Oid) {
-    LOG_RELIDS.with(|c| {
+    backend::with(|b| {
+        let c = &b.shadow_log;
         c.get().unwrap_or_else(|| {
             let relids = (ask_relid(c"shadow_log"), ask_relid(c"shadow_log_seq"));
             c.set(Some(relids));

@@ -17,6 +17,7 @@ use pgrx::prelude::*;
 use super::replay::{fail_or_rethrow, outcome_of, run_outcome, Checked};
 use super::workload::internal;
 use crate::guard;
+use crate::pg::backend::TempRelation;
 use crate::pg::errors::raise;
 use crate::pg::spi::{select_rows, OrRaise};
 use crate::pg::subxact::{self, OnSuccess};
@@ -47,16 +48,6 @@ fn workload_outcome(sql: &str) -> Answer {
 
 /// Rows most a truth may have; a benchmark query returning more is cut (and scored as cut).
 pub(crate) const TRUTH_ROW_LIMIT: u32 = 100_000;
-
-/// A relation of the session's temporary schema: (oid, name, kind).
-type TempRelation = (pg_sys::Oid, String, String);
-
-thread_local! {
-    /// The workload whose tables this session keeps in its temporary schema for computing
-    /// truths (its name and CREATE statements), with every relation that creating them added
-    /// there.
-    static SCRATCH: std::cell::RefCell<Option<(String, Vec<TempRelation>)>> = const { std::cell::RefCell::new(None) };
-}
 
 /// The relations of the session's temporary schema: (oid, name, kind).
 fn temp_relations() -> Vec<TempRelation> {
@@ -91,14 +82,14 @@ fn drop_temp_tables<'a>(rels: impl Iterator<Item = &'a TempRelation>) {
 fn scratch_in_temp_schema(w: &Workload) -> Option<Vec<String>> {
     let key = std::iter::once(w.name.as_str()).chain(w.create_tables.iter().filter_map(|c| c.sql())).collect::<Vec<_>>().join("\n");
     let present = temp_relations();
-    let kept = SCRATCH.with(|s| s.borrow().as_ref().filter(|(k, _)| *k == key).map(|(_, rels)| rels.clone()));
+    let kept = crate::pg::backend::with(|b| b.scratch.borrow().as_ref().filter(|(k, _)| *k == key).map(|(_, rels)| rels.clone()));
     let ours = |rels: &[TempRelation]| rels.iter().all(|r| present.contains(r));
     let rels = match kept {
         Some(rels) if !rels.is_empty() && ours(&rels) => rels,
         _ => {
             // Another workload's tables, or ours lost with a rolled-back step: drop what is
             // left of them, then create the workload's.
-            let previous = SCRATCH.with(|s| s.borrow_mut().take()).map(|(_, rels)| rels).unwrap_or_default();
+            let previous = crate::pg::backend::with(|b| b.scratch.take()).map(|(_, rels)| rels).unwrap_or_default();
             drop_temp_tables(previous.iter().filter(|r| present.contains(r)));
             let allowed = Spi::get_one::<bool>("SELECT pg_catalog.has_database_privilege(pg_catalog.current_database(), 'TEMP')")
                 .ok()
@@ -128,7 +119,7 @@ fn scratch_in_temp_schema(w: &Workload) -> Option<Vec<String>> {
                 drop_temp_tables(created.iter());
                 refuse_scratch_tables(&w.name, &why);
             }
-            SCRATCH.with(|s| *s.borrow_mut() = Some((key, created.clone())));
+            crate::pg::backend::with(|b| b.scratch.replace(Some((key, created.clone()))));
             created
         }
     };

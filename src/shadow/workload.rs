@@ -8,8 +8,7 @@ use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use pgrx::prelude::*;
 use pgrx::JsonB;
 use serde_json::{json, Value};
-use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 pub(crate) fn internal(what: &str, e: impl std::fmt::Display) -> ! {
     crate::pg::errors::internal(what, e).raise()
@@ -124,11 +123,6 @@ pub(crate) fn load_workload(name: &str, spec: JsonB, nl: default!(Option<JsonB>,
     JsonB(summary)
 }
 
-thread_local! {
-    /// Parsed workloads by name, with the load time they were parsed from.
-    static WORKLOADS: RefCell<HashMap<String, (String, std::rc::Rc<Workload>)>> = RefCell::new(HashMap::new());
-}
-
 pub(crate) fn workload(name: &str) -> std::rc::Rc<Workload> {
     let row = as_memory_owner(|| {
         Spi::get_three_with_args::<JsonB, JsonB, String>(
@@ -144,8 +138,8 @@ pub(crate) fn workload(name: &str) -> std::rc::Rc<Workload> {
             "Load it first with ask.load_workload(name, spec).",
         ),
     };
-    WORKLOADS.with(|cache| {
-        let mut cache = cache.borrow_mut();
+    crate::pg::backend::with(|b| {
+        let mut cache = b.workloads.borrow_mut();
         if let Some((at, w)) = cache.get(name) {
             if *at == loaded_at {
                 return w.clone();

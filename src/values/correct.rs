@@ -1,13 +1,11 @@
 //! Value correction from a backend: literals of a checked statement are looked up in the value
 //! memory, decided on by the core's rules, and replaced (or put to the LLM).
 
-use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
-use pgrx::prelude::*;
 
 use pg_ask_core::ask::HostError;
 use pg_ask_core::schema::Table;
@@ -16,47 +14,22 @@ use pg_ask_core::values::correct::{ColumnEvidence, Looked};
 use pg_ask_core::values::decide::{decide, Candidate, Comparison, Decision, Evidence};
 use pg_ask_core::values::literals::{find_literals, Catalog, CatalogColumn, LiteralKind, LiteralRef, QualifiedName};
 
+use crate::pg::backend;
 use crate::pg::spi::OrRaise;
 use crate::values::{EmbeddingUse, MemoryColumn};
 use crate::{llm::embeddings, schema, values};
 
-/// A literal catalog with the description generation, user and search path it was built for.
-type LiteralCatalog = (u64, pg_sys::Oid, Vec<String>, Rc<Catalog>);
-
 /// Enum labels embedded at most for one literal (larger enums are matched by trigrams only).
 const MAX_EMBEDDED_LABELS: usize = 1_000;
-
-thread_local! {
-    /// Whether a type name (as format_type writes it) stands for a text-like type: text,
-    /// varchar, char, citext, an enum, or a domain over one of them. Dropped when any type
-    /// changes.
-    static TEXT_TYPES: RefCell<HashMap<String, bool>> = RefCell::new(HashMap::new());
-    static TYPES_VALID: Cell<bool> = const { Cell::new(false) };
-    static TYPES_WATCHED: Cell<bool> = const { Cell::new(false) };
-    /// The literal catalog, with the description generation, user and search path it was
-    /// built for.
-    static LITERAL_CATALOG: RefCell<Option<LiteralCatalog>> = const { RefCell::new(None) };
-}
-
-#[pg_guard]
-unsafe extern "C-unwind" fn on_type_change(_arg: pg_sys::Datum, _cache: std::ffi::c_int, _hash: u32) {
-    TYPES_VALID.with(|v| v.set(false));
-}
 
 /// Which of `names` are text-like types, from the per-backend cache, reading the missing ones
 /// in one query.
 fn text_like_types(names: &[String]) -> HashMap<String, bool> {
-    if !TYPES_WATCHED.with(|w| w.replace(true)) {
-        // SAFETY: registers a plain function that flips a backend-local flag; once per backend.
-        unsafe {
-            pg_sys::CacheRegisterSyscacheCallback(pg_sys::SysCacheIdentifier::TYPEOID as _, Some(on_type_change), pg_sys::Datum::from(0));
-        }
+    if !backend::with(|b| b.types_valid.replace(true)) {
+        backend::with(|b| b.text_types.borrow_mut().clear());
     }
-    if !TYPES_VALID.with(|v| v.replace(true)) {
-        TEXT_TYPES.with(|t| t.borrow_mut().clear());
-    }
-    let missing: Vec<String> = TEXT_TYPES.with(|t| {
-        let t = t.borrow();
+    let missing: Vec<String> = backend::with(|b| {
+        let t = b.text_types.borrow();
         let mut m: Vec<String> = names.iter().filter(|n| !t.contains_key(*n)).cloned().collect();
         m.sort();
         m.dedup();
@@ -69,10 +42,10 @@ fn text_like_types(names: &[String]) -> HashMap<String, bool> {
             |r| Ok(r.get::<String>(1)?.zip(r.get::<bool>(2)?)),
         )
         .or_raise("could not read which types are text");
-        TEXT_TYPES.with(|t| t.borrow_mut().extend(found));
+        backend::with(|b| b.text_types.borrow_mut().extend(found));
     }
-    TEXT_TYPES.with(|t| {
-        let t = t.borrow();
+    backend::with(|b| {
+        let t = b.text_types.borrow();
         names.iter().map(|n| (n.clone(), t.get(n).copied().unwrap_or(false))).collect()
     })
 }
@@ -89,12 +62,12 @@ fn literal_catalog() -> Result<Rc<Catalog>, String> {
     let path = crate::pg::spi::search_path(false);
     // A change to any type (CREATE TABLE makes one) invalidates what is known of types; the
     // catalog stays valid if every type it knows is as text-like as it was.
-    let types_valid = TYPES_VALID.with(|v| v.get()) || {
-        let known: HashMap<String, bool> = TEXT_TYPES.with(|t| t.borrow().clone());
+    let types_valid = backend::with(|b| b.types_valid.get()) || {
+        let known: HashMap<String, bool> = backend::with(|b| b.text_types.borrow().clone());
         let names: Vec<String> = known.keys().cloned().collect();
         !known.is_empty() && text_like_types(&names) == known
     };
-    let kept = LITERAL_CATALOG.with(|c| c.borrow_mut().take()).filter(|(_, u, p, _)| types_valid && *u == user && *p == path);
+    let kept = backend::with(|b| b.literal_catalog.take()).filter(|(_, u, p, _)| types_valid && *u == user && *p == path);
     let kept = kept.map(|(g, _, _, cat)| (g, cat));
     let changed = kept.as_ref().filter(|(g, _)| *g != generation).and_then(|(g, _)| schema::changed_since(*g));
     let cat = match (kept, changed) {
@@ -115,7 +88,7 @@ fn literal_catalog() -> Result<Rc<Catalog>, String> {
             Rc::new(cat)
         }
     };
-    LITERAL_CATALOG.with(|c| *c.borrow_mut() = Some((generation, user, path, cat.clone())));
+    backend::with(|b| b.literal_catalog.replace(Some((generation, user, path, cat.clone()))));
     Ok(cat)
 }
 

@@ -340,6 +340,7 @@ impl Pass<'_> {
                 let id = self.ids[c] as usize;
                 let (words, positions) = (e.f32s(e.word), e.f32s(e.position));
                 let token_type = &e.f32s(e.token_type)[..h];
+                // SAFETY: this chunk's own part of its phase's output; see the note above.
                 let out = unsafe { self.x.part(row(c)) };
                 let (word, position) = (&words[id * h..(id + 1) * h], &positions[row(c)]);
                 for (j, v) in out.iter_mut().enumerate() {
@@ -350,26 +351,35 @@ impl Pass<'_> {
             Phase::Qkv(l) => {
                 let layer = &e.layers[l];
                 let (weights, out) = [(layer.query, &self.q), (layer.key, &self.k), (layer.value, &self.v)][c % 3];
+                // SAFETY: this chunk's own part of its phase's output; see the note above.
                 e.linear(unsafe { self.x.all() }, weights, columns(h, c / 3), false, out);
             }
+            // SAFETY: this chunk's own part of its phase's output; see the note above.
             Phase::Attention => unsafe {
                 attention(self.q.all(), self.k.all(), self.v.all(), self.ids.len(), h, e.heads, c, &self.context)
             },
             Phase::AttentionOut(l) => {
+                // SAFETY: this chunk's own part of its phase's output; see the note above.
                 e.linear(unsafe { self.context.all() }, e.layers[l].attention_out, columns(h, c), false, &self.attended)
             }
             Phase::AttentionNorm(l) => {
+                // SAFETY: this chunk's own part of its phase's output; see the note above.
                 let out = unsafe { self.attended.part(row(c)) };
+                // SAFETY: this chunk's own part of its phase's output; see the note above.
                 out.iter_mut().zip(unsafe { &self.x.all()[row(c)] }).for_each(|(a, x)| *a += x);
                 e.layer_norm(out, e.layers[l].attention_norm);
             }
             Phase::Intermediate(l) => {
                 let n = e.intermediate;
+                // SAFETY: this chunk's own part of its phase's output; see the note above.
                 e.linear(unsafe { self.attended.all() }, e.layers[l].intermediate, columns(n, c), true, &self.inner)
             }
+            // SAFETY: this chunk's own part of its phase's output; see the note above.
             Phase::Output(l) => e.linear(unsafe { self.inner.all() }, e.layers[l].output, columns(h, c), false, &self.out),
             Phase::OutputNorm(l) => {
+                // SAFETY: this chunk's own part of its phase's output; see the note above.
                 let out = unsafe { self.x.part(row(c)) };
+                // SAFETY: this chunk's own part of its phase's output; see the note above.
                 let (ffn, attended) = unsafe { (&self.out.all()[row(c)], &self.attended.all()[row(c)]) };
                 out.iter_mut().zip(ffn.iter().zip(attended)).for_each(|(x, (f, a))| *x = f + a);
                 e.layer_norm(out, e.layers[l].output_norm);
@@ -410,6 +420,7 @@ struct Buf<'a> {
 // SAFETY: a `Buf` is a `&mut [f32]` handed to several threads, which access it only as its
 // methods' contracts say (disjoint writes, reads after the writes are ordered before them).
 unsafe impl Send for Buf<'_> {}
+// SAFETY: as for `Send` above.
 unsafe impl Sync for Buf<'_> {}
 
 impl<'a> Buf<'a> {

@@ -133,7 +133,7 @@ static MAX_RESULT_SIZE: GucSetting<i32> = GucSetting::<i32>::new(1024);
 pub fn init() {
     // The settings that decide where data and the key go have a check hook that records
     // their server-wide value (see server_wide.rs).
-    // SAFETY (every *_with_hooks call): called once from _PG_init with static names and
+    // SAFETY: for every *_with_hooks call: called once from _PG_init with static names and
     // descriptions, a static setting of this module, and hooks that are #[pg_guard] functions.
     unsafe {
         GucRegistry::define_enum_guc_with_hooks(
