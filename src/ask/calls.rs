@@ -48,7 +48,12 @@ impl Call {
     /// from (`trace.source`; `failed` for a run that ended in an error).
     pub(crate) fn record(&self, question: &str, trace: &Trace, sql: Option<&str>) {
         let Some(id) = self.id else { return };
-        let source = if trace.error.is_some() { "failed" } else { trace.source.unwrap_or("llm") };
+        let source = match trace.source {
+            _ if trace.error.is_some() => "failed",
+            // The call log's sources: a verified template's answer is a verified query's.
+            Some("verified_template") => "verified",
+            other => other.unwrap_or("llm"),
+        };
         // SAFETY: reads the backend's current user id.
         let role = unsafe { pg_sys::GetUserId() };
         let args: [DatumWithOid; 6] =

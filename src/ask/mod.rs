@@ -28,7 +28,7 @@ fn host(args: &CallArgs) -> BackendHost {
 /// Run the pipeline as one call of the call log, raising its error as a PostgreSQL error.
 fn run(question: &str, context: Option<&str>, args: &CallArgs, goal: Goal) -> Outcome {
     let mut h = host(args);
-    let cfg = gucs::ask_config(args.max_attempts);
+    let cfg = gucs::ask_config(args.max_attempts, &args.llm);
     let call = calls::begin();
     match pipeline::run_with_context(&mut h, question, context, &cfg, goal) {
         Ok(mut outcome) => {
@@ -46,8 +46,12 @@ fn run(question: &str, context: Option<&str>, args: &CallArgs, goal: Goal) -> Ou
             for n in &outcome.trace.notices {
                 notice!("{n}");
             }
-            if let (Some("verified"), Some(id)) = (outcome.trace.source, outcome.trace.verified_id) {
-                notice!("pg_ask: answered from verified query {id} without an LLM call");
+            match (outcome.trace.source, outcome.trace.verified_id) {
+                (Some("verified"), Some(id)) => notice!("pg_ask: answered from verified query {id} without an LLM call"),
+                (Some("verified_template"), Some(id)) => {
+                    notice!("pg_ask: answered from verified query {id} as a template, its values chosen by the LLM")
+                }
+                _ => {}
             }
             outcome
         }
@@ -199,7 +203,7 @@ fn ask_explain(
 ) -> JsonB {
     let a = args(model, provider, base_url, temperature, max_attempts);
     let mut h = host(&a);
-    let mut cfg = gucs::ask_config(a.max_attempts);
+    let mut cfg = gucs::ask_config(a.max_attempts, &a.llm);
     cfg.record_prompts = gucs::explain_prompts();
     let call = calls::begin();
     let trace = match pipeline::run_with_context(&mut h, question, context, &cfg, Goal::Answer) {

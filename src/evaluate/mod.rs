@@ -299,7 +299,7 @@ pub(crate) fn evaluate_step(suite: &str, run_label: &str, batch: default!(Option
         .unwrap_or_else(|e| crate::pg::errors::internal("a statement on pg_ask\'s tables failed", e).raise());
         return 0;
     }
-    let cfg = gucs::ask_config(None);
+    let cfg = gucs::ask_config(None, &Default::default());
 
     // 1. Each question's first LLM request, captured without sending it.
     let mut captured: Vec<Option<(&'static str, ChatRequest)>> = Vec::with_capacity(pending.len());

@@ -153,6 +153,32 @@ pub struct AskConfig {
     pub max_prompt_tokens: usize,
     /// Whether the trace carries each call's prompt (`ask.explain_prompts`, in `ask.explain()`).
     pub record_prompts: bool,
+    /// How the model's choice among verified templates is constrained, or `None` for no
+    /// template step ([`crate::verified::choose`]): a grammar where the provider takes one and
+    /// `ask.sql_grammar` is not off, otherwise a JSON schema where `ask.structured_output` is
+    /// not off. An unconstrained choice is not asked for.
+    pub template_choice: Option<TemplateChoice>,
+}
+
+/// How the choice among verified templates is constrained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TemplateChoice {
+    Grammar,
+    JsonSchema,
+}
+
+impl TemplateChoice {
+    /// The constraint a provider and the settings allow for the choice.
+    pub fn allowed(provider: Provider, modes: Modes) -> Option<TemplateChoice> {
+        use crate::constrain::{provider_accepts, Kind};
+        if modes.sql_grammar != Mode::Off && provider_accepts(provider, Kind::Grammar) {
+            Some(TemplateChoice::Grammar)
+        } else if modes.structured_output != Mode::Off {
+            Some(TemplateChoice::JsonSchema)
+        } else {
+            None
+        }
+    }
 }
 
 /// When SQL generation is constrained by the grammar of the described tables.
@@ -198,6 +224,7 @@ impl Default for AskConfig {
             clarify: false,
             max_prompt_tokens: DEFAULT_MAX_PROMPT_TOKENS,
             record_prompts: false,
+            template_choice: None,
         }
     }
 }

@@ -6,7 +6,7 @@ use std::ffi::CString;
 
 use pgrx::guc::{GucEnum, GucSetting};
 
-use pg_ask_core::config::{AskConfig, GrammarUse, LlmConfig, Provider, VerifiedUse};
+use pg_ask_core::config::{AskConfig, GrammarUse, LlmConfig, Provider, TemplateChoice, VerifiedUse};
 use pg_ask_core::constrain::Modes;
 
 use super::*;
@@ -185,7 +185,11 @@ pub fn llm_config(o: &LlmOverrides) -> Result<LlmConfig, String> {
     })
 }
 
-pub fn ask_config(max_attempts: Option<i32>) -> AskConfig {
+/// The pipeline's settings; `llm` the call's overrides (the provider decides how the choice
+/// among verified templates is constrained).
+pub fn ask_config(max_attempts: Option<i32>, llm: &LlmOverrides) -> AskConfig {
+    let provider = llm.provider.as_deref().and_then(|p| p.parse::<Provider>().ok()).unwrap_or_else(provider);
+    let modes = Modes { structured_output: STRUCTURED_OUTPUT.get().into(), sql_grammar: SQL_GRAMMAR.get().into() };
     AskConfig {
         max_attempts: max_attempts.unwrap_or_else(|| MAX_ATTEMPTS.get()).clamp(1, 20) as u32,
         row_limit: row_limit(),
@@ -202,6 +206,7 @@ pub fn ask_config(max_attempts: Option<i32>) -> AskConfig {
         verified_min_cosine: VERIFIED_MIN_COSINE.get(),
         clarify: CLARIFY.get(),
         max_prompt_tokens: max_prompt_tokens(),
+        template_choice: TemplateChoice::allowed(provider, modes),
         ..AskConfig::default()
     }
 }

@@ -1,17 +1,21 @@
 //! The verified path: a question that is a verified one is answered by its verified query,
-//! without the LLM.
+//! without the LLM; otherwise the model may choose a verified template near the question and
+//! fill its slots ([`from_template`]).
 
 use std::time::Instant;
 
 use serde_json::json;
 
+use super::call::call;
 use super::host::{ExecFailure, Host};
-use super::outcome::{Goal, Produced};
+use super::outcome::{AskError, Goal, Produced};
 use super::stage;
-use crate::config::{AskConfig, VerifiedUse};
+use crate::config::{AskConfig, TemplateChoice, VerifiedUse};
 use crate::guard::check_read_only;
+use crate::llm::LlmError;
 use crate::prompt::AnswerDecision;
 use crate::trace::{ms_since, StageTrace, Trace};
+use crate::verified::choose::{self, Choice, Offer, SlotKind};
 use crate::verified::{self, Candidate, Decision};
 
 /// Answer from a verified query when one of `candidates` is `question` ([`verified::decide`]):
@@ -93,4 +97,147 @@ pub(super) fn from_verified(
     trace.verified_id = Some(id);
     let answer = (goal == Goal::Answer).then_some(AnswerDecision::Rows);
     Some((sql, rs, answer))
+}
+
+/// A verified query offered as a template: the candidate, its SQL's string literals, the
+/// template.
+type Offered<'a> = (&'a Candidate, Vec<crate::values::literals::LiteralRef>, Offer);
+
+/// The template step: the trusted verified queries near `question` are offered to the model as
+/// templates, under a constraint that allows exactly them and "none"; a choice that holds
+/// ([`choose::doubt`]) is filled in, guarded and run, and its rows are the answer. `Ok(None)`
+/// (generate as usual, the candidates as examples) when nothing is offered, the model chose
+/// none, the choice is doubted, or its SQL does not run. A failed call is recorded and is no
+/// error of the question's, unless it was cancelled.
+pub(super) fn from_template(
+    host: &mut dyn Host,
+    trace: &mut Trace,
+    question: &str,
+    candidates: &[Candidate],
+    cfg: &AskConfig,
+    goal: Goal,
+) -> Result<Option<Produced>, AskError> {
+    let Some(constraint) = cfg.template_choice.filter(|_| cfg.verified == VerifiedUse::On) else {
+        return Ok(None);
+    };
+    let t = Instant::now();
+    let mut offered: Vec<Offered<'_>> = Vec::new();
+    for cand in candidates.iter().filter(|c| choose::worth_offering(c)) {
+        if offered.len() == choose::MAX_TEMPLATES {
+            break;
+        }
+        if let Ok(literals) = host.literals_of(&cand.sql, cand.schema.as_deref()) {
+            let offer = choose::offer(cand, &literals);
+            offered.push((cand, literals, offer));
+        }
+    }
+    if offered.is_empty() {
+        return Ok(None);
+    }
+    let offers: Vec<Offer> = offered.iter().map(|(_, _, o)| o.clone()).collect();
+    let req = choose::request(question, &offers, constraint == TemplateChoice::Grammar);
+    let reply = match call(host, trace, stage::TEMPLATE, None, &req, cfg.max_prompt_tokens) {
+        Ok(r) => r,
+        Err(AskError::Llm { source: LlmError::Interrupted, stage }) => return Err(AskError::Llm { source: LlmError::Interrupted, stage }),
+        Err(e) => {
+            // The failed call is in the trace (its stage, with the error); the question goes on.
+            if let Some(st) = trace.stages.iter_mut().rev().find(|s| s.stage == stage::TEMPLATE) {
+                st.input["offered"] = json!(offers);
+                st.output["choice"] = json!("none");
+                st.output["why"] = json!(format!("the choice could not be asked: {e}"));
+            }
+            return Ok(None);
+        }
+    };
+    // The call's own stage says what was offered, chosen and done.
+    let constraint = match constraint {
+        TemplateChoice::Grammar => "grammar",
+        TemplateChoice::JsonSchema => "json_schema",
+    };
+    let decided = decide_choice(host, question, &offered, &reply);
+    let note = |trace: &mut Trace, output: serde_json::Value| {
+        if let Some(st) = trace.stages.iter_mut().rev().find(|s| s.stage == stage::TEMPLATE) {
+            st.input["offered"] = json!(offers);
+            st.input["constraint"] = json!(constraint);
+            if let (Some(o), serde_json::Value::Object(add)) = (st.output.as_object_mut(), output) {
+                o.extend(add);
+            }
+            st.ms = ms_since(t);
+        }
+    };
+    let (index, sql) = match decided {
+        Ok(Some(chosen)) => chosen,
+        Ok(None) => {
+            note(trace, json!({"choice": "none"}));
+            return Ok(None);
+        }
+        Err((choice, why)) => {
+            note(trace, json!({"choice": choice, "taken": false, "why": why}));
+            return Ok(None);
+        }
+    };
+    let (cand, _, offer) = &offered[index];
+    let ran = match check_read_only(&sql) {
+        Ok(checked) => host.execute_verified(&checked.sql, cand.schema.as_deref()).map(|rs| (checked.sql, rs)),
+        Err(refusal) => Err(ExecFailure::Refused { reason: refusal.to_string() }),
+    };
+    match ran {
+        Ok((sql, rs)) => {
+            note(trace, json!({"choice": offer.id, "taken": true, "sql": sql, "rows": rs.rows.len(), "verified_by": cand.verified_by}));
+            trace.source = Some("verified_template");
+            trace.verified_id = Some(cand.id);
+            let answer = (goal == Goal::Answer).then_some(AnswerDecision::Rows);
+            Ok(Some((sql, rs, answer)))
+        }
+        Err(f) => {
+            note(trace, json!({"choice": offer.id, "taken": false, "sql": sql, "why": f.for_llm()}));
+            Ok(None)
+        }
+    }
+}
+
+/// The model's reply as a choice: `Ok(Some((offer index, filled SQL)))` when it holds,
+/// `Ok(None)` for "none", `Err((what was chosen, why it is not taken))` otherwise.
+fn decide_choice(
+    host: &mut dyn Host,
+    question: &str,
+    offered: &[Offered<'_>],
+    reply: &str,
+) -> Result<Option<(usize, String)>, (serde_json::Value, String)> {
+    let offers: Vec<Offer> = offered.iter().map(|(_, _, o)| o.clone()).collect();
+    let (index, values) = match choose::parse(reply, &offers) {
+        Choice::None => return Ok(None),
+        Choice::Unreadable(why) => return Err((json!("unreadable"), why)),
+        Choice::Template { index, values } => (index, values),
+    };
+    let (cand, literals, offer) = &offered[index];
+    let chosen = json!({"id": offer.id, "slots": offer.slots.iter().zip(&values).map(|(s, v)| json!({"slot": s.name, "kind": s.kind, "value": v})).collect::<Vec<_>>()});
+    // The columns of the tables the template reads, for the doubt about another column.
+    let columns: Vec<String> = host
+        .schema_text()
+        .map(|text| {
+            let sql_words: Vec<String> = crate::verified::matching::words(&cand.sql).into_iter().map(|w| w.norm).collect();
+            crate::schema::parse_rendered(&text)
+                .into_iter()
+                .filter(|t| sql_words.contains(&t.name.trim_matches('"').to_lowercase()))
+                .flat_map(|t| t.columns.into_iter().map(|c| c.name))
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(why) = choose::doubt(question, &cand.question, offer, &values, &columns) {
+        return Err((chosen, why));
+    }
+    let mut stored = Vec::new();
+    for (s, v) in offer.slots.iter().zip(&values) {
+        let lit = s.literal.and_then(|i| literals.get(i));
+        match (s.kind, lit) {
+            (SlotKind::Text, Some(lit)) => match host.stored_value(lit, v) {
+                Ok(Some(value)) => stored.push(Some(value)),
+                Ok(None) => return Err((chosen, format!("{v:?} is not a value the memory knows in {}.{}", lit.table, lit.column))),
+                Err(e) => return Err((chosen, format!("could not resolve {v:?}: {e}"))),
+            },
+            _ => stored.push(None),
+        }
+    }
+    choose::fill(&cand.sql, offer, literals, &values, &stored).map(|sql| Some((index, sql))).map_err(|why| (chosen, why))
 }

@@ -33,7 +33,7 @@ use crate::verified::{self, Candidate};
 
 use answer::answer;
 use call::call;
-use from_verified::from_verified;
+use from_verified::{from_template, from_verified};
 use generate::generate_and_run;
 use outcome::Produced;
 use plan::run_plan;
@@ -114,6 +114,9 @@ fn run_inner(
     };
     if !candidates.is_empty() {
         if let Some(done) = from_verified(host, trace, question, &candidates, cfg, goal) {
+            return Ok(done);
+        }
+        if let Some(done) = from_template(host, trace, question, &candidates, cfg, goal)? {
             return Ok(done);
         }
     }

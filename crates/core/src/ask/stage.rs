@@ -17,6 +17,8 @@ pub const PLAN: &str = "plan";
 pub const GRAMMAR: &str = "grammar";
 /// Verified queries of similar questions: retrieved, and perhaps answering (no LLM call).
 pub const VERIFIED: &str = "verified";
+/// The model's choice among verified templates, and the slots it filled (one LLM call).
+pub const TEMPLATE: &str = "template";
 /// Ambiguities the value memory shows, and the question back (no LLM call).
 pub const CLARIFY: &str = "clarify";
 /// The written answer checked against the rows (no LLM call).

@@ -1,4 +1,5 @@
-//! Replacing string literals in SQL text, and comparing queries with their literals masked.
+//! Replacing string and number literals in SQL text, and comparing queries with their literals
+//! masked.
 //!
 //! [`rewrite`] splices new literals into the original text, so everything else (layout,
 //! comments, casing) is kept byte for byte, and then proves the edit: the output must parse to
@@ -18,9 +19,11 @@ use super::literals::{LiteralRef, TextRange};
 /// One literal to replace.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Replacement {
-    /// The quoted literal's range in the SQL text (from [`LiteralRef::range`]).
+    /// The quoted literal's range in the SQL text (from [`LiteralRef::range`]), or an unsigned
+    /// number's (from [`number_literals`]).
     pub range: TextRange,
-    /// The new string value, unquoted (for a LIKE pattern: the whole new pattern).
+    /// The new string value, unquoted (for a LIKE pattern: the whole new pattern); for a
+    /// number, the new number as written (digits with at most one decimal point).
     pub text: String,
 }
 
@@ -71,7 +74,9 @@ pub fn rewrite(sql: &str, replacements: &[Replacement]) -> Result<String, Rewrit
     }
     for r in &sorted {
         let text = sql.get(r.range.start..r.range.end).ok_or(RewriteError::NotALiteral(r.range))?;
-        if text.len() < 2 || !text.starts_with('\'') || !text.ends_with('\'') {
+        let quoted = text.len() >= 2 && text.starts_with('\'') && text.ends_with('\'');
+        let number = is_plain_number(text) && is_plain_number(&r.text);
+        if !(quoted || number) {
             return Err(RewriteError::NotALiteral(r.range));
         }
     }
@@ -90,7 +95,11 @@ pub fn rewrite(sql: &str, replacements: &[Replacement]) -> Result<String, Rewrit
     let mut at = 0;
     for r in &sorted {
         out.push_str(&sql[at..r.range.start]);
-        out.push_str(&quote_literal(&r.text));
+        if sql[r.range.start..].starts_with('\'') {
+            out.push_str(&quote_literal(&r.text));
+        } else {
+            out.push_str(&r.text);
+        }
         at = r.range.end;
     }
     out.push_str(&sql[at..]);
@@ -113,7 +122,7 @@ impl VisitorMut for SwapValues<'_, '_> {
     type Break = ();
 
     fn pre_visit_value(&mut self, value: &mut ValueWithSpan) -> ControlFlow<()> {
-        if let Value::SingleQuotedString(s) = &mut value.value {
+        if let Value::SingleQuotedString(s) | Value::Number(s, _) = &mut value.value {
             let start = byte_offset(self.sql, self.offsets, value.span.start);
             if let Some(text) = start.and_then(|b| self.by_start.remove(&b)) {
                 *s = text.to_owned();
@@ -121,6 +130,44 @@ impl VisitorMut for SwapValues<'_, '_> {
         }
         ControlFlow::Continue(())
     }
+}
+
+/// Digits with at most one decimal point between digits: a number as a template's slot holds
+/// it (a sign is an operator of its own in SQL, not part of the literal).
+pub fn is_plain_number(text: &str) -> bool {
+    let mut parts = text.split('.');
+    let digits = |p: Option<&str>| p.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    digits(parts.next()) && parts.next().is_none_or(|p| digits(Some(p))) && parts.next().is_none()
+}
+
+/// The unsigned number literals of `sql` (`LIMIT 5`, `age > 30`, `4.5`), with their ranges in
+/// the text, in the order they stand.
+pub fn number_literals(sql: &str) -> Result<Vec<(TextRange, String)>, RewriteError> {
+    struct Numbers<'a> {
+        sql: &'a str,
+        offsets: Vec<usize>,
+        found: Vec<(TextRange, String)>,
+    }
+    impl sqlparser::ast::Visitor for Numbers<'_> {
+        type Break = ();
+        fn pre_visit_value(&mut self, value: &ValueWithSpan) -> ControlFlow<()> {
+            if let Value::Number(n, _) = &value.value {
+                if let Some(start) = byte_offset(self.sql, &self.offsets, value.span.start) {
+                    let end = start + n.len();
+                    if self.sql.get(start..end) == Some(n.as_str()) && is_plain_number(n) {
+                        self.found.push((TextRange { start, end }, n.clone()));
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    use sqlparser::ast::Visit;
+    let statements = parse(sql)?;
+    let mut v = Numbers { sql, offsets: line_starts(sql), found: Vec::new() };
+    let _ = statements.visit(&mut v);
+    v.found.sort_by_key(|(r, _)| r.start);
+    Ok(v.found)
 }
 
 fn line_starts(sql: &str) -> Vec<usize> {

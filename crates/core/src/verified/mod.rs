@@ -5,6 +5,7 @@
 //! SQL answers without an LLM call, and otherwise the best few are shown to the LLM as
 //! examples ([`crate::prompt::sql_request_with_examples`]).
 
+pub mod choose;
 pub mod matching;
 
 use serde::Serialize;

@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 
 use super::*;
 use crate::clarify::Ambiguity;
-use crate::config::GrammarUse;
+use crate::config::{GrammarUse, TemplateChoice};
 use crate::constrain::Constraint;
 use crate::llm::{ChatRequest, ChatResponse, LlmError};
 use crate::prompt;

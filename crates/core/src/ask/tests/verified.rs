@@ -92,3 +92,74 @@ fn a_verified_query_that_no_longer_runs_falls_back_to_the_llm() {
     assert_eq!(out.trace.source, Some("llm"));
     assert_eq!(out.trace.stages[0].output["candidates"][0]["decision"], "failed");
 }
+
+fn verified_rating() -> Candidate {
+    Candidate {
+        id: 21,
+        question: "Which restaurants have a rating above 4.5?".into(),
+        sql: "SELECT name FROM public.restaurants WHERE rating > 4.5".into(),
+        schema: None,
+        verified_by: "alice".into(),
+        trusted: true,
+        cosine: Some(0.8),
+        trigram: 0.5,
+    }
+}
+
+fn with_templates() -> AskConfig {
+    AskConfig { template_choice: Some(TemplateChoice::Grammar), ..cfg() }
+}
+
+#[test]
+fn the_model_chooses_a_template_and_fills_its_slot() {
+    let mut h = Verifying(Scripted::new(&["{\"template\": 1, \"slots\": {\"s1\": 4}}"]), vec![verified_rating()]);
+    let out = run(&mut h, "List the restaurants rated above 4", &with_templates(), Goal::Answer).unwrap();
+    assert_eq!(out.trace.llm_calls, 1, "one call: the choice");
+    assert_eq!(h.0.executed, ["SELECT name FROM public.restaurants WHERE rating > 4"]);
+    assert_eq!((out.trace.source, out.trace.verified_id), (Some("verified_template"), Some(21)));
+    assert_eq!(out.answer, Some(AnswerDecision::Rows));
+    let (stage, req) = &h.0.seen[0];
+    assert_eq!(*stage, "template");
+    let Some(Constraint::Grammar { gbnf }) = &req.constraint else { panic!("{:?}", req.constraint) };
+    assert!(gbnf.contains("\"s1\\\": \" number"), "{gbnf}");
+    assert!(req.messages[0].content.contains("SQL: SELECT name FROM public.restaurants WHERE rating > {s1}"));
+    let st = out.trace.stages.iter().find(|s| s.stage == "template").unwrap();
+    assert_eq!((&st.output["taken"], &st.output["choice"]), (&json!(true), &json!(21)));
+    assert_eq!(st.input["offered"][0]["question"], "Which restaurants have a rating above {s1}?");
+}
+
+#[test]
+fn none_or_a_doubted_choice_goes_on_to_generation() {
+    // None: the template is an example of the generation that follows.
+    let mut h = Verifying(
+        Scripted::new(&["{\"template\": 0, \"slots\": {}}", "SELECT name FROM public.restaurants WHERE rating < 3", "ROWS"]),
+        vec![verified_rating()],
+    );
+    let out = run(&mut h, "Which restaurants have a rating below 3?", &with_templates(), Goal::Answer).unwrap();
+    assert_eq!((out.trace.llm_calls, out.trace.source), (3, Some("llm")));
+    assert!(h.0.seen[1].1.messages[0].content.contains("<example>"));
+    // A choice whose value the question does not write, or whose comparison differs: not taken.
+    for (asked, reply) in [
+        ("List the restaurants rated above 4", "{\"template\": 1, \"slots\": {\"s1\": 3}}"),
+        ("Which restaurants have a rating below 4?", "{\"template\": 1, \"slots\": {\"s1\": 4}}"),
+    ] {
+        let mut h = Verifying(Scripted::new(&[reply, "SELECT name FROM public.restaurants", "ROWS"]), vec![verified_rating()]);
+        let out = run(&mut h, asked, &with_templates(), Goal::Answer).unwrap();
+        assert_eq!(out.trace.source, Some("llm"), "{asked}");
+        let st = out.trace.stages.iter().find(|s| s.stage == "template").unwrap();
+        assert_eq!(st.output["taken"], json!(false), "{asked}");
+        assert!(st.output["why"].as_str().is_some_and(|w| !w.is_empty()));
+        assert_eq!(h.0.executed, ["SELECT name FROM public.restaurants"]);
+    }
+    // A failed choice call is recorded and the question goes on.
+    let mut s = Scripted::new(&["SELECT name FROM public.restaurants", "ROWS"]);
+    s.replies.push_front(Err(LlmError::EmptyContent));
+    let mut h = Verifying(s, vec![verified_rating()]);
+    let out = run(&mut h, "List the restaurants rated above 4", &with_templates(), Goal::Answer).unwrap();
+    assert_eq!(out.trace.source, Some("llm"));
+    // Without a constraint the choice is not asked.
+    let mut h = Verifying(Scripted::new(&["SELECT name FROM public.restaurants", "ROWS"]), vec![verified_rating()]);
+    let out = run(&mut h, "List the restaurants rated above 4", &cfg(), Goal::Answer).unwrap();
+    assert_eq!(out.trace.llm_calls, 2);
+    assert!(out.trace.stages.iter().all(|s| s.stage != "template"));
+}

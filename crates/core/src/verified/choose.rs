@@ -1,0 +1,455 @@
+//! Verified templates chosen by the model: when no rule of [`super::decide`] finds a verified
+//! question to be the one asked, but trusted verified questions are near it, the model is
+//! shown them as templates (the verified question and SQL with their values cut out as typed
+//! slots) and chooses one, with its slot values, or none. The reply is constrained: a grammar
+//! allows exactly the templates offered, each slot of its type, and "none" (a JSON schema of
+//! the same choice where the provider takes no grammar).
+//!
+//! The model's choice is then checked, and any doubt ends in "none" (normal generation, the
+//! templates shown as examples):
+//! - every slot's value must be written in the question (a text value as words of it, a number
+//!   as a number of it, a date as written), and a text value must be one the value memory
+//!   knows in the slot's column;
+//! - what the two questions ask must agree once the slots' values are taken out of both:
+//!   negations, comparisons and their direction, aggregates, grouping, numbers and names
+//!   ([`super::matching::signature`]);
+//! - a word of the question that names a column of the tables the template reads, which its
+//!   SQL does not use, is another column: "average weight" is not "average age".
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::matching::{signature, words};
+use super::Candidate;
+use crate::constrain::Constraint;
+use crate::llm::ChatRequest;
+use crate::selection::lexical::stem;
+use crate::values::literals::{LiteralKind, LiteralRef, TextRange};
+use crate::values::rewrite::{is_plain_number, number_literals, rewrite, Replacement};
+
+/// Templates offered to the model at most.
+pub const MAX_TEMPLATES: usize = 3;
+/// Least cosine (or, without embeddings, trigram similarity) of a verified question for its
+/// template to be offered.
+pub const TEMPLATE_MIN_COSINE: f64 = 0.6;
+pub const TEMPLATE_MIN_TRIGRAM: f64 = 0.35;
+/// Characters a text slot's value may have.
+const MAX_TEXT_SLOT: usize = 80;
+
+/// What a slot holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SlotKind {
+    /// A value compared with a text column.
+    Text,
+    /// The words inside a LIKE pattern.
+    Pattern,
+    /// An unsigned number.
+    Number,
+    /// A date, `YYYY-MM-DD`.
+    Date,
+}
+
+/// One value of a verified query that a question may change.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Slot {
+    /// `s1`, `s2`, … in the order the values stand in the SQL.
+    pub name: String,
+    pub kind: SlotKind,
+    /// The value the verified query has.
+    pub original: String,
+    /// The column it is compared with (text slots).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<String>,
+    /// The index of its literal among the SQL's string literals (text and pattern slots).
+    #[serde(skip)]
+    pub literal: Option<usize>,
+    #[serde(skip)]
+    pub range: TextRange,
+}
+
+/// A verified query as a template: its question and SQL with slots.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Offer {
+    pub id: i64,
+    /// The verified question with each slot's value written `{sN}`.
+    pub question: String,
+    /// The verified SQL with each slot's value written `{sN}`.
+    pub sql: String,
+    pub slots: Vec<Slot>,
+}
+
+/// Whether a verified query may be offered as a template for a question: trusted, near it,
+/// and showable.
+pub fn worth_offering(cand: &Candidate) -> bool {
+    cand.trusted
+        && cand.worth_showing()
+        && match cand.cosine {
+            Some(c) => c >= TEMPLATE_MIN_COSINE || cand.trigram >= TEMPLATE_MIN_TRIGRAM,
+            None => cand.trigram >= TEMPLATE_MIN_TRIGRAM,
+        }
+}
+
+/// The word sequence of `value`, when it stands exactly once in `question`'s words: (start,
+/// end) byte offsets in the question.
+fn stands_once(question: &str, value: &str) -> Option<(usize, usize)> {
+    let qw = words(question);
+    let vw: Vec<String> = words(value).into_iter().map(|w| w.norm).collect();
+    if vw.is_empty() || vw.len() > qw.len() {
+        return None;
+    }
+    let hits: Vec<usize> = (0..=qw.len() - vw.len()).filter(|&i| qw[i..i + vw.len()].iter().map(|w| &w.norm).eq(vw.iter())).collect();
+    match hits[..] {
+        [i] => Some((qw[i].start, qw[i + vw.len() - 1].end)),
+        _ => None,
+    }
+}
+
+fn is_date(text: &str) -> bool {
+    let b = text.as_bytes();
+    b.len() == 10 && b.iter().enumerate().all(|(i, c)| if i == 4 || i == 7 { *c == b'-' } else { c.is_ascii_digit() })
+}
+
+/// A value found for a slot: its range in the SQL, its range in the question, its kind, the
+/// value, its column and the index of its string literal.
+type Found = (TextRange, (usize, usize), SlotKind, String, Option<String>, Option<usize>);
+
+/// The template of a verified query: each of its values that the verified question names
+/// exactly once becomes a slot; a value the question does not name (a condition the question
+/// implies) stays as it is. `literals` are the SQL's string literals with their columns.
+pub fn offer(cand: &Candidate, literals: &[LiteralRef]) -> Offer {
+    let mut found: Vec<Found> = Vec::new();
+    for (i, lit) in literals.iter().enumerate() {
+        let kind = match lit.kind {
+            LiteralKind::Like { .. } => SlotKind::Pattern,
+            _ if is_date(&lit.value) => SlotKind::Date,
+            _ => SlotKind::Text,
+        };
+        if let Some(at) = stands_once(&cand.question, &lit.value) {
+            found.push((lit.range, at, kind, lit.value.clone(), Some(format!("{}.{}", lit.table, lit.column)), Some(i)));
+        }
+    }
+    for (range, n) in number_literals(&cand.sql).unwrap_or_default() {
+        if let Some(at) = stands_once(&cand.question, &n) {
+            found.push((range, at, SlotKind::Number, n, None, None));
+        }
+    }
+    // Date literals compared with date columns are no text literal: found by their shape.
+    for (range, d) in quoted_dates(&cand.sql) {
+        if found.iter().any(|f| f.0 == range) {
+            continue;
+        }
+        if let Some(at) = stands_once(&cand.question, &d) {
+            found.push((range, at, SlotKind::Date, d, None, None));
+        }
+    }
+    found.sort_by_key(|f| f.0.start);
+    // Two values at one place of the question (a number inside a date): neither is a slot.
+    let overlaps = |a: (usize, usize), b: (usize, usize)| a.0 < b.1 && b.0 < a.1;
+    let keep: Vec<bool> = (0..found.len())
+        .map(|i| {
+            !(0..found.len()).any(|j| {
+                j != i
+                    && (overlaps(found[i].1, found[j].1)
+                        || overlaps((found[i].0.start, found[i].0.end), (found[j].0.start, found[j].0.end)))
+            })
+        })
+        .collect();
+    let found: Vec<_> = found.into_iter().zip(keep).filter(|(_, k)| *k).map(|(f, _)| f).collect();
+    let slots: Vec<Slot> = found
+        .iter()
+        .enumerate()
+        .map(|(i, (range, _, kind, original, column, literal))| Slot {
+            name: format!("s{}", i + 1),
+            kind: *kind,
+            original: original.clone(),
+            column: column.clone(),
+            literal: *literal,
+            range: *range,
+        })
+        .collect();
+    let mut sql = String::new();
+    let mut at = 0;
+    for s in &slots {
+        sql.push_str(&cand.sql[at..s.range.start]);
+        sql.push_str(&format!("{{{}}}", s.name));
+        at = s.range.end;
+    }
+    sql.push_str(&cand.sql[at..]);
+    let mut by_question: Vec<(&(usize, usize), &str)> = found.iter().zip(&slots).map(|(f, s)| (&f.1, s.name.as_str())).collect();
+    by_question.sort_by_key(|(r, _)| r.0);
+    let mut question = String::new();
+    let mut at = 0;
+    for ((start, end), name) in by_question {
+        question.push_str(&cand.question[at..*start]);
+        question.push_str(&format!("{{{name}}}"));
+        at = *end;
+    }
+    question.push_str(&cand.question[at..]);
+    Offer { id: cand.id, question, sql, slots }
+}
+
+/// Single-quoted dates of `sql` (`'2023-04-01'`), with their ranges (quotes included).
+fn quoted_dates(sql: &str) -> Vec<(TextRange, String)> {
+    let b = sql.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i + 12 <= b.len() {
+        if b[i] == b'\'' && b[i + 11] == b'\'' && (i == 0 || b[i - 1] != b'\'') && is_date(&sql[i + 1..i + 11]) {
+            out.push((TextRange { start: i, end: i + 12 }, sql[i + 1..i + 11].to_string()));
+            i += 12;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The request: the templates, the question, and the choice's constraint (`grammar`: a GBNF
+/// grammar, for servers that take one; otherwise the same choice as a JSON schema).
+pub fn request(question: &str, offers: &[Offer], grammar: bool) -> ChatRequest {
+    let system = "You match a question to verified SQL templates. A template fits only if the question asks exactly what \
+its verified question asks, and differs at most in the values written in the template's slots {s1}, {s2}, ... \
+Any other difference means it does not fit: another column or table, another aggregate (count, sum, average, \
+maximum, minimum), another comparison or its direction, a negation, another order, limit or grouping, or a \
+condition more or less. When a template fits, fill each slot with the value the question names, as the question \
+writes it. When none fits, choose 0. Reply with JSON only.";
+    let mut text = String::from("<templates>\n");
+    for (i, o) in offers.iter().enumerate() {
+        text.push_str(&format!(
+            "{}. Question: {}\n   SQL: {}\n",
+            i + 1,
+            o.question,
+            o.sql.split_whitespace().collect::<Vec<_>>().join(" ")
+        ));
+        for s in &o.slots {
+            let what = match (s.kind, &s.column) {
+                (SlotKind::Text, Some(c)) => format!("a value of {c}"),
+                (SlotKind::Pattern, Some(c)) => format!("words matched in {c}"),
+                (SlotKind::Number, _) => "a number".to_string(),
+                (SlotKind::Date, _) => "a date, YYYY-MM-DD".to_string(),
+                _ => "a value".to_string(),
+            };
+            text.push_str(&format!("   {{{}}}: {what} (verified with {:?})\n", s.name, s.original));
+        }
+    }
+    text.push_str("</templates>\n");
+    text.push_str(&format!("<question>{question}</question>\n"));
+    text.push_str("Reply {\"template\": N, \"slots\": {...}} with the number of the template that fits and its slots' values, or {\"template\": 0, \"slots\": {}} when none fits.");
+    let req = ChatRequest::new(system, text).limit(120);
+    if grammar {
+        req.constrain(Constraint::Grammar { gbnf: gbnf(offers) })
+    } else {
+        req.json_schema("template_choice", schema(offers))
+    }
+}
+
+fn gbnf_literal(text: &str) -> String {
+    let mut out = String::from("\"");
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The grammar of the choice: "none", or one of the templates with each slot of its type.
+pub fn gbnf(offers: &[Offer]) -> String {
+    let mut alternatives = vec![gbnf_literal("{\"template\": 0, \"slots\": {}}")];
+    let mut rules = Vec::new();
+    for (i, o) in offers.iter().enumerate() {
+        let n = i + 1;
+        let mut parts = vec![gbnf_literal(&format!("{{\"template\": {n}, \"slots\": {{"))];
+        for (k, s) in o.slots.iter().enumerate() {
+            let sep = if k == 0 { "" } else { ", " };
+            parts.push(gbnf_literal(&format!("{sep}\"{}\": ", s.name)));
+            parts.push(
+                match s.kind {
+                    SlotKind::Text | SlotKind::Pattern => "text",
+                    SlotKind::Number => "number",
+                    SlotKind::Date => "date",
+                }
+                .to_string(),
+            );
+        }
+        parts.push(gbnf_literal("}}"));
+        rules.push(format!("t{n} ::= {}", parts.join(" ")));
+        alternatives.push(format!("t{n}"));
+    }
+    format!(
+        "root ::= {}\n{}\ntext ::= \"\\\"\" [^\"\\\\\\x00-\\x1f]{{1,{MAX_TEXT_SLOT}}} \"\\\"\"\nnumber ::= [0-9]{{1,12}} (\".\" [0-9]{{1,6}})?\ndate ::= \"\\\"\" [0-9]{{4}} \"-\" [0-9]{{2}} \"-\" [0-9]{{2}} \"\\\"\"\n",
+        alternatives.join(" | "),
+        rules.join("\n")
+    )
+}
+
+/// The same choice as a JSON schema (one alternative per template, and "none").
+pub fn schema(offers: &[Offer]) -> Value {
+    let object = |template: usize, slots: Value| {
+        let names: Vec<String> = slots.as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default();
+        json!({
+            "type": "object",
+            "properties": {
+                "template": {"type": "integer", "enum": [template]},
+                "slots": {"type": "object", "properties": slots, "required": names, "additionalProperties": false}
+            },
+            "required": ["template", "slots"],
+            "additionalProperties": false
+        })
+    };
+    let mut any = vec![object(0, json!({}))];
+    for (i, o) in offers.iter().enumerate() {
+        let slots: serde_json::Map<String, Value> = o
+            .slots
+            .iter()
+            .map(|s| {
+                let t = match s.kind {
+                    SlotKind::Number => json!({"type": "number"}),
+                    SlotKind::Date => json!({"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"}),
+                    _ => json!({"type": "string", "maxLength": MAX_TEXT_SLOT}),
+                };
+                (s.name.clone(), t)
+            })
+            .collect();
+        any.push(object(i + 1, Value::Object(slots)));
+    }
+    json!({"type": "object", "properties": {"choice": {"anyOf": any}}, "required": ["choice"], "additionalProperties": false})
+}
+
+/// What the model chose.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Choice {
+    /// No template fits.
+    None,
+    /// The template at this index of the offers, with each slot's value (in slot order).
+    Template { index: usize, values: Vec<String> },
+    /// The reply is not a choice (the server ignored the constraint, or the reply was cut).
+    Unreadable(String),
+}
+
+/// Reads the model's reply (with or without the JSON schema's outer `choice`).
+pub fn parse(reply: &str, offers: &[Offer]) -> Choice {
+    let Some(v) = crate::json::lenient(reply) else {
+        return Choice::Unreadable("not JSON".into());
+    };
+    let v = v.get("choice").cloned().unwrap_or(v);
+    let Some(n) = v.get("template").and_then(|t| t.as_u64().or_else(|| t.as_str().and_then(|s| s.trim().parse().ok()))) else {
+        return Choice::Unreadable("no template number".into());
+    };
+    if n == 0 {
+        return Choice::None;
+    }
+    let Some(offer) = usize::try_from(n).ok().and_then(|n| offers.get(n - 1)) else {
+        return Choice::Unreadable(format!("template {n} was not offered"));
+    };
+    let slots = v.get("slots").cloned().unwrap_or(Value::Null);
+    let mut values = Vec::new();
+    for s in &offer.slots {
+        let value = match slots.get(&s.name) {
+            Some(Value::String(t)) => t.trim().to_string(),
+            Some(Value::Number(x)) => x.to_string(),
+            _ => return Choice::Unreadable(format!("no value for {}", s.name)),
+        };
+        values.push(value);
+    }
+    Choice::Template { index: (n - 1) as usize, values }
+}
+
+/// Why a choice is not taken, or `None` when it holds: see the [module documentation](self).
+/// `verified_question` is the template's question as verified, `columns` the column names of
+/// the tables its SQL reads.
+pub fn doubt(asked: &str, verified_question: &str, offer: &Offer, values: &[String], columns: &[String]) -> Option<String> {
+    for (s, v) in offer.slots.iter().zip(values) {
+        if v.is_empty() {
+            return Some(format!("{} is empty", s.name));
+        }
+        let written = match s.kind {
+            SlotKind::Number => is_plain_number(v) && words(asked).iter().any(|w| w.norm == *v),
+            SlotKind::Date => is_date(v) && asked.contains(v.as_str()),
+            SlotKind::Text | SlotKind::Pattern => v.chars().count() <= MAX_TEXT_SLOT && contains_words(asked, v),
+        };
+        if !written {
+            return Some(format!("{} = {v:?} is not written in the question", s.name));
+        }
+    }
+    // What is asked, with the slots' values out of both questions.
+    let originals: Vec<&str> = offer.slots.iter().map(|s| s.original.as_str()).collect();
+    let news: Vec<&str> = values.iter().map(String::as_str).collect();
+    let (a, b) = (signature(&without(verified_question, &originals)), signature(&without(asked, &news)));
+    if a.classes != b.classes {
+        let only_verified: Vec<_> = a.classes.difference(&b.classes).collect();
+        let only_asked: Vec<_> = b.classes.difference(&a.classes).collect();
+        return Some(format!("what is asked differs: {only_verified:?} against {only_asked:?}"));
+    }
+    if a.numbers != b.numbers {
+        return Some(format!("numbers differ: {:?} and {:?}", a.numbers, b.numbers));
+    }
+    if a.names != b.names {
+        return Some(format!("names differ: {:?} and {:?}", a.names, b.names));
+    }
+    // A column named in the question that the template does not use.
+    let sql_words: Vec<String> = words(&offer.sql).into_iter().map(|w| stem(&w.norm)).collect();
+    let verified_words: Vec<String> = words(verified_question).into_iter().map(|w| stem(&w.norm)).collect();
+    for w in words(&without(asked, &news)) {
+        let s = stem(&w.norm);
+        if s.len() < 3 || sql_words.contains(&s) || verified_words.contains(&s) {
+            continue;
+        }
+        if columns.iter().any(|c| c.split('_').map(|p| stem(&p.to_lowercase())).any(|p| p == s)) {
+            return Some(format!("{:?} names a column the template does not use", w.norm));
+        }
+    }
+    None
+}
+
+/// Whether `value`'s words stand, in order, among `text`'s.
+fn contains_words(text: &str, value: &str) -> bool {
+    let tw: Vec<String> = words(text).into_iter().map(|w| w.norm).collect();
+    let vw: Vec<String> = words(value).into_iter().map(|w| w.norm).collect();
+    !vw.is_empty() && tw.windows(vw.len()).any(|win| win == vw.as_slice())
+}
+
+/// `text` with each of `values`' word sequences taken out.
+fn without(text: &str, values: &[&str]) -> String {
+    let mut out = text.to_string();
+    for v in values {
+        if let Some((start, end)) = find_words(&out, v) {
+            out.replace_range(start..end, " ");
+        }
+    }
+    out
+}
+
+fn find_words(text: &str, value: &str) -> Option<(usize, usize)> {
+    let tw = words(text);
+    let vw: Vec<String> = words(value).into_iter().map(|w| w.norm).collect();
+    if vw.is_empty() || vw.len() > tw.len() {
+        return None;
+    }
+    (0..=tw.len() - vw.len())
+        .find(|&i| tw[i..i + vw.len()].iter().map(|w| &w.norm).eq(vw.iter()))
+        .map(|i| (tw[i].start, tw[i + vw.len() - 1].end))
+}
+
+/// The verified SQL with the chosen values written in; `stored` are the text slots' values as
+/// the value memory holds them (in slot order, `None` for other kinds).
+pub fn fill(sql: &str, offer: &Offer, literals: &[LiteralRef], values: &[String], stored: &[Option<String>]) -> Result<String, String> {
+    let mut replacements = Vec::new();
+    for ((s, v), st) in offer.slots.iter().zip(values).zip(stored) {
+        let r = match (s.kind, s.literal.and_then(|i| literals.get(i))) {
+            (SlotKind::Text, Some(lit)) => Replacement::for_literal(lit, st.as_deref().unwrap_or(v)),
+            (SlotKind::Pattern, Some(lit)) => Replacement::for_literal(lit, v),
+            _ => Replacement { range: s.range, text: v.clone() },
+        };
+        replacements.push(r);
+    }
+    rewrite(sql, &replacements).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,155 @@
+use super::*;
+use crate::values::literals::{find_literals, Catalog, CatalogColumn};
+
+fn catalog() -> Catalog {
+    let mut c = Catalog::new(["public"]);
+    let text = |n: &str| CatalogColumn { name: n.into(), text_like: true };
+    c.add_table("public", "cities", vec![text("name"), text("country")]);
+    c.add_table("public", "restaurants", vec![text("name"), text("cuisine"), CatalogColumn::other("rating")]);
+    c
+}
+
+fn cand(question: &str, sql: &str) -> Candidate {
+    Candidate {
+        id: 3,
+        question: question.into(),
+        sql: sql.into(),
+        schema: None,
+        verified_by: "alice".into(),
+        trusted: true,
+        cosine: Some(0.8),
+        trigram: 0.4,
+    }
+}
+
+fn offer_of(question: &str, sql: &str) -> (Offer, Vec<LiteralRef>) {
+    let c = cand(question, sql);
+    let lits = find_literals(sql, &catalog()).unwrap();
+    (offer(&c, &lits), lits)
+}
+
+const COLUMNS: &[&str] = &["name", "cuisine", "rating", "city_id", "country", "price_level"];
+
+fn columns() -> Vec<String> {
+    COLUMNS.iter().map(|c| c.to_string()).collect()
+}
+
+#[test]
+fn a_verified_query_becomes_a_template_with_typed_slots() {
+    let (o, _) = offer_of(
+        "Which Italian restaurants have a rating above 4.5?",
+        "SELECT name FROM restaurants WHERE cuisine = 'Italian' AND rating > 4.5 ORDER BY name LIMIT 10",
+    );
+    assert_eq!(o.question, "Which {s1} restaurants have a rating above {s2}?");
+    assert_eq!(o.sql, "SELECT name FROM restaurants WHERE cuisine = {s1} AND rating > {s2} ORDER BY name LIMIT 10");
+    assert_eq!(o.slots.iter().map(|s| s.kind).collect::<Vec<_>>(), [SlotKind::Text, SlotKind::Number]);
+    assert_eq!(o.slots[0].column.as_deref(), Some("public.restaurants.cuisine"));
+    // A value the question does not name (LIMIT 10) is part of the meaning, not a slot.
+    assert!(o.slots.iter().all(|s| s.original != "10"));
+}
+
+#[test]
+fn the_grammar_allows_exactly_the_templates_and_none() {
+    let (o, _) = offer_of(
+        "Which Italian restaurants have a rating above 4.5?",
+        "SELECT name FROM restaurants WHERE cuisine = 'Italian' AND rating > 4.5",
+    );
+    let g = gbnf(std::slice::from_ref(&o));
+    assert!(g.starts_with("root ::= \"{\\\"template\\\": 0, \\\"slots\\\": {}}\" | t1\n"), "{g}");
+    assert!(g.contains("t1 ::= \"{\\\"template\\\": 1, \\\"slots\\\": {\" \"\\\"s1\\\": \" text \", \\\"s2\\\": \" number \"}}\""), "{g}");
+    let s = schema(std::slice::from_ref(&o));
+    assert_eq!(s["properties"]["choice"]["anyOf"].as_array().unwrap().len(), 2);
+    assert_eq!(s["properties"]["choice"]["anyOf"][1]["properties"]["slots"]["properties"]["s2"]["type"], "number");
+    // The request carries the grammar, or the schema for a provider without grammars.
+    assert!(matches!(request("q", std::slice::from_ref(&o), true).constraint, Some(Constraint::Grammar { .. })));
+    assert!(matches!(request("q", std::slice::from_ref(&o), false).constraint, Some(Constraint::JsonSchema { .. })));
+}
+
+#[test]
+fn a_reply_is_read_as_a_choice_and_anything_else_is_unreadable() {
+    let (o, _) = offer_of(
+        "Which Italian restaurants have a rating above 4.5?",
+        "SELECT name FROM restaurants WHERE cuisine = 'Italian' AND rating > 4.5",
+    );
+    let offers = [o];
+    assert_eq!(parse("{\"template\": 0, \"slots\": {}}", &offers), Choice::None);
+    assert_eq!(
+        parse("{\"template\": 1, \"slots\": {\"s1\": \"French\", \"s2\": 4}}", &offers),
+        Choice::Template { index: 0, values: vec!["French".into(), "4".into()] }
+    );
+    assert_eq!(
+        parse("{\"choice\": {\"template\": 1, \"slots\": {\"s1\": \"French\", \"s2\": 4.2}}}", &offers),
+        Choice::Template { index: 0, values: vec!["French".into(), "4.2".into()] }
+    );
+    assert!(matches!(parse("{\"template\": 2, \"slots\": {}}", &offers), Choice::Unreadable(_)));
+    assert!(matches!(parse("{\"template\": 1, \"slots\": {\"s1\": \"French\"}}", &offers), Choice::Unreadable(_)));
+    assert!(matches!(parse("SELECT 1", &offers), Choice::Unreadable(_)));
+}
+
+#[test]
+fn a_choice_is_filled_into_the_verified_sql() {
+    let sql = "SELECT name FROM restaurants WHERE cuisine = 'Italian' AND rating > 4.5";
+    let (o, lits) = offer_of("Which Italian restaurants have a rating above 4.5?", sql);
+    let filled = fill(sql, &o, &lits, &["french".into(), "4".into()], &[Some("French".into()), None]).unwrap();
+    assert_eq!(filled, "SELECT name FROM restaurants WHERE cuisine = 'French' AND rating > 4");
+    // A number slot takes a number only.
+    assert!(fill(sql, &o, &lits, &["French".into(), "4; DROP TABLE x".into()], &[Some("French".into()), None]).is_err());
+}
+
+#[test]
+fn a_paraphrase_with_new_values_holds() {
+    let q = "Which Italian restaurants have a rating above 4.5?";
+    let (o, _) = offer_of(q, "SELECT name FROM restaurants WHERE cuisine = 'Italian' AND rating > 4.5");
+    let asked = "Show me French restaurants rated above 4";
+    assert_eq!(doubt(asked, q, &o, &["French".into(), "4".into()], &columns()), None);
+    let (count, _) = offer_of("How many restaurants are there?", "SELECT count(*) FROM restaurants");
+    assert_eq!(doubt("What is the total number of restaurants?", "How many restaurants are there?", &count, &[], &columns()), None);
+}
+
+#[test]
+fn near_misses_are_doubted() {
+    let q = "Which Italian restaurants have a rating above 4.5?";
+    let (o, _) = offer_of(q, "SELECT name FROM restaurants WHERE cuisine = 'Italian' AND rating > 4.5");
+    let vals = |a: &str, b: &str| vec![a.to_string(), b.to_string()];
+    // Another comparison.
+    assert!(doubt("Which French restaurants have a rating below 4?", q, &o, &vals("French", "4"), &columns()).is_some());
+    // A negation.
+    assert!(doubt("Which restaurants that are not French have a rating above 4?", q, &o, &vals("French", "4"), &columns()).is_some());
+    // Another aggregate.
+    assert!(doubt("How many French restaurants have a rating above 4?", q, &o, &vals("French", "4"), &columns()).is_some());
+    // A value the question does not write.
+    assert!(doubt("Which French restaurants have a rating above 4?", q, &o, &vals("Spanish", "4"), &columns()).is_some());
+    assert!(doubt("Which French restaurants have a rating above 4?", q, &o, &vals("French", "3"), &columns()).is_some());
+    // Another column of the tables it reads.
+    let (avg, _) =
+        offer_of("What is the average rating of Italian restaurants?", "SELECT avg(rating) FROM restaurants WHERE cuisine = 'Italian'");
+    assert!(doubt(
+        "What is the average price level of French restaurants?",
+        "What is the average rating of Italian restaurants?",
+        &avg,
+        &["French".into()],
+        &columns()
+    )
+    .is_some());
+    assert_eq!(
+        doubt(
+            "Average rating of the French restaurants?",
+            "What is the average rating of Italian restaurants?",
+            &avg,
+            &["French".into()],
+            &columns()
+        ),
+        None
+    );
+}
+
+#[test]
+fn dates_are_slots_of_their_own() {
+    let mut c = cand("Which inspections happened after 2023-04-01?", "SELECT * FROM inspections WHERE inspected_on > '2023-04-01'");
+    c.id = 9;
+    let o = offer(&c, &[]);
+    assert_eq!(o.sql, "SELECT * FROM inspections WHERE inspected_on > {s1}");
+    assert_eq!(o.slots[0].kind, SlotKind::Date);
+    let filled = fill(&c.sql, &o, &[], &["2024-01-31".into()], &[None]).unwrap();
+    assert_eq!(filled, "SELECT * FROM inspections WHERE inspected_on > '2024-01-31'");
+}
