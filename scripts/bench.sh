@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks (slow, not part of CI). As root, on a machine prepared by scripts/setup.sh:
-#   bash scripts/bench.sh [all|ask|shadow|values|schema|grammar|verified|soak|concurrent|values-llm|real]
+#   bash scripts/bench.sh [all|ask|shadow|values|schema|grammar|verified|soak|concurrent|values-llm|real|templates]
 # Builds pg_ask in release mode, installs it into PostgreSQL 15, starts a throwaway cluster
 # and runs the chosen benchmarks; the numbers go to stdout (see BENCHMARKS.md for recorded ones).
 #   ask     ask() outside the LLM on a 200-table schema
@@ -18,6 +18,12 @@
 #           reporting parts) and clarifying questions on the sample's traps (not in `all`;
 #           built in debug, with the dependencies and the embedding model optimised, unless
 #           PG_ASK_RELEASE=1)
+#   templates [MODEL...]  verified templates with a real model (default: qwen-coder smollm2): the
+#           sample's 48 questions stored as verified queries; their twins, variants and
+#           paraphrases (bench/fixtures/template_paraphrases.json) and near misses asked through
+#           ask.sql() with the store on and off: precision and recall of answers from the store,
+#           EX on and off, seconds per question by how it was answered (not in `all`; debug
+#           build unless PG_ASK_RELEASE=1)
 #   scale   10,000 generated tables in 50 schemas: ask.index_schema() time and memory,
 #           selection p95, the described share of the full description, the first ask() after
 #           ALTER TABLE, COMMENT ON and CREATE TABLE (embeddings off, then local; SCALE_TABLES,
@@ -51,11 +57,11 @@ PORT=${PG_ASK_BENCH_PORT:-55440}
 MODE=${1:-all}
 # shellcheck source=scripts/cluster.sh
 source scripts/cluster.sh
-trap 'cluster_stop "$WORK/db"; if [ "$MODE" = real ] || [ "$MODE" = grammar ] || [ "$MODE" = values-llm ]; then bash scripts/llm.sh stop >/dev/null 2>&1 || true; fi' EXIT
+trap 'cluster_stop "$WORK/db"; if [ "$MODE" = real ] || [ "$MODE" = grammar ] || [ "$MODE" = values-llm ] || [ "$MODE" = templates ]; then bash scripts/llm.sh stop >/dev/null 2>&1 || true; fi' EXIT
 export PG_ASK_LLM_PORT=${PG_ASK_LLM_BENCH_PORT:-47813} PG_ASK_LLM_RUN=$WORK/llm
 
 PROFILE=(--release); OUT=release
-if { [ "$MODE" = real ] || [ "$MODE" = verified ]; } && [ "${PG_ASK_RELEASE:-0}" != 1 ]; then PROFILE=(); OUT=debug; fi
+if { [ "$MODE" = real ] || [ "$MODE" = verified ] || [ "$MODE" = templates ]; } && [ "${PG_ASK_RELEASE:-0}" != 1 ]; then PROFILE=(); OUT=debug; fi
 cargo pgrx install "${PROFILE[@]}" -p pg_ask --pg-config /usr/lib/postgresql/15/bin/pg_config >/dev/null
 cluster_start "$WORK/db" "$PORT"
 cargo build -q "${PROFILE[@]}" -p pg_ask_bench --bins
@@ -145,6 +151,15 @@ fi
 if [ "$MODE" = verified ]; then
   echo "== verified queries and clarifying questions"
   "$CARGO_TARGET_DIR/$OUT/bench_verified"
+fi
+
+if [ "$MODE" = templates ]; then
+  shift || true
+  models=("$@"); [ ${#models[@]} -gt 0 ] || models=(qwen-coder smollm2)
+  for model in "${models[@]}"; do
+    echo "== verified templates with a real model: $model"
+    PG_ASK_LLM_URL=$(bash scripts/llm.sh start "$model") PG_ASK_LLM_MODEL=$model "$CARGO_TARGET_DIR/$OUT/bench_templates"
+  done
 fi
 
 if [ "$MODE" = values-llm ]; then

@@ -1,0 +1,227 @@
+//! Benchmark: verified templates with a real model (llama-server, started by
+//! `scripts/bench.sh templates MODEL`).
+//!
+//! The 48 sample questions are stored as verified queries with their gold SQL. Then asked
+//! through `ask.sql()`, with the store on: the twins and variants of
+//! `bench/fixtures/verified_twins.json`, the paraphrases of
+//! `bench/fixtures/template_paraphrases.json` (worded to differ: synonyms, reordering, other
+//! question forms), and the near misses of both files (another comparison, direction,
+//! negation, aggregate, grouping or column), which must never be answered from the store.
+//! With the store off (`ask.verified = off`) the twins, variants and paraphrases are asked
+//! again, for execution accuracy without it.
+//!
+//! A question is answered from the store when pg_ask says so (its NOTICE: by a rule, without
+//! an LLM call, or as a template whose values the model chose). Precision = answered from the
+//! store and right / answered from the store, near misses included (never right); recall =
+//! answered from the store and right / the twins, variants and paraphrases. EX counts every
+//! answer, from the store or generated. Latency is the wall time of `ask.sql()` from the
+//! client, by how the question was answered.
+//!
+//! Environment: `PG_ASK_LLM_URL` (the server's OpenAI base URL), `PG_ASK_LLM_MODEL`,
+//! `PG_ASK_BENCH_KINDS` (the kinds to ask, default all: twin, variant, paraphrase, near_miss).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use pg_ask_bench::repo;
+use postgres::{Client, NoTls};
+use serde_json::Value;
+
+const DB: &str = "pg_ask_templates_bench";
+
+struct Ask {
+    question: String,
+    kind: &'static str,
+    /// The SQL whose rows are right (None: a near miss).
+    gold: Option<String>,
+}
+
+fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set"))
+}
+
+/// The rows of `sql`, sorted, as text (None when it fails).
+fn rows(c: &mut Client, sql: &str) -> Option<Vec<String>> {
+    let rs = c.query(&format!("SELECT to_jsonb(t)::text FROM ({}) t", sql.trim().trim_end_matches(';')), &[]).ok()?;
+    let mut v: Vec<String> = rs
+        .iter()
+        .map(|r| {
+            let j: Value = serde_json::from_str(&r.get::<_, String>(0)).unwrap_or_default();
+            let mut vals: Vec<String> = j.as_object().map(|o| o.values().map(|v| v.to_string()).collect()).unwrap_or_default();
+            vals.sort();
+            vals.join("|")
+        })
+        .collect();
+    v.sort();
+    Some(v)
+}
+
+fn sample_gold(question: &str) -> String {
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(repo().join("sample/questions.json")).unwrap()).unwrap();
+    v.as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["question"] == question)
+        .and_then(|q| q["gold_sql"].as_str())
+        .unwrap_or_else(|| panic!("no sample question {question:?}"))
+        .to_string()
+}
+
+fn connect_with_notices() -> (Client, Arc<Mutex<Vec<String>>>) {
+    let host = env("PG_ASK_IT_HOST");
+    let port: u16 = std::env::var("PG_ASK_IT_PORT").unwrap_or_else(|_| "5432".into()).parse().unwrap();
+    let notices = Arc::new(Mutex::new(Vec::new()));
+    let sink = notices.clone();
+    let client = postgres::Config::new()
+        .host(&host)
+        .port(port)
+        .user("postgres")
+        .dbname(DB)
+        .notice_callback(move |n| sink.lock().unwrap_or_else(|e| e.into_inner()).push(n.message().to_string()))
+        .connect(NoTls)
+        .unwrap();
+    (client, notices)
+}
+
+/// Index the sample's short text columns (names, codes, categories) in the value memory.
+fn index_short_text(c: &mut Client) {
+    let cols = c
+        .query(
+            "SELECT format('%I.%I', s.schemaname, s.tablename), array_agg(s.attname::text)
+             FROM pg_stats s JOIN information_schema.columns i
+               ON i.table_schema = s.schemaname AND i.table_name = s.tablename AND i.column_name = s.attname
+             WHERE s.schemaname = 'public' AND i.data_type IN ('text', 'character varying', 'character') AND s.avg_width <= 40
+             GROUP BY 1",
+            &[],
+        )
+        .unwrap();
+    for r in cols {
+        let (table, columns): (String, Vec<String>) = (r.get(0), r.get(1));
+        c.query_one("SELECT ask.index_values($1::text::regclass, $2::text[])", &[&table, &columns]).unwrap();
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let (url, model) = (env("PG_ASK_LLM_URL"), env("PG_ASK_LLM_MODEL"));
+    let kinds = std::env::var("PG_ASK_BENCH_KINDS").unwrap_or_else(|_| "twin,variant,paraphrase,near_miss".into());
+    drop(pg_ask_bench::database(DB));
+    let mut admin = pg_ask_it::connect_to("postgres", DB);
+    admin
+        .batch_execute(&format!(
+            "ALTER DATABASE {DB} SET ask.provider = 'openai'; ALTER DATABASE {DB} SET ask.base_url = '{url}';
+             ALTER DATABASE {DB} SET ask.model = '{model}'; ALTER DATABASE {DB} SET ask.max_attempts = 2;
+             ALTER DATABASE {DB} SET ask.request_timeout = '300s'; ANALYZE"
+        ))
+        .unwrap();
+    index_short_text(&mut admin);
+    let (mut c, notices) = connect_with_notices();
+
+    let twins: Value = serde_json::from_str(&std::fs::read_to_string(repo().join("bench/fixtures/verified_twins.json")).unwrap()).unwrap();
+    let paraphrases: Value =
+        serde_json::from_str(&std::fs::read_to_string(repo().join("bench/fixtures/template_paraphrases.json")).unwrap()).unwrap();
+    let mut asks = Vec::new();
+    for (e, p) in twins["sample"].as_array().unwrap().iter().zip(paraphrases["sample"].as_array().unwrap()) {
+        let stored = e["stored"].as_str().unwrap();
+        assert_eq!(stored, p["stored"].as_str().unwrap(), "the two fixtures follow the sample suite");
+        let gold = sample_gold(stored);
+        c.query_one("SELECT ask.add_verified($1, $2, 'public')", &[&stored, &gold]).unwrap();
+        let text = |v: &Value| v.as_str().map(str::to_string).unwrap_or_else(|| v["question"].as_str().unwrap().to_string());
+        for t in e["twins"].as_array().unwrap() {
+            asks.push(Ask { question: text(t), kind: "twin", gold: Some(gold.clone()) });
+        }
+        for v in e["variants"].as_array().into_iter().flatten() {
+            asks.push(Ask { question: text(v), kind: "variant", gold: Some(v["sql"].as_str().unwrap().to_string()) });
+        }
+        for t in p["paraphrases"].as_array().unwrap() {
+            asks.push(Ask { question: text(t), kind: "paraphrase", gold: Some(gold.clone()) });
+        }
+        for n in e["near_misses"].as_array().unwrap().iter().chain(p["near_misses"].as_array().unwrap()) {
+            asks.push(Ask { question: text(n), kind: "near_miss", gold: None });
+        }
+    }
+    asks.retain(|a| kinds.split(',').any(|k| k == a.kind));
+    let truth: Vec<Option<Vec<String>>> = asks.iter().map(|a| a.gold.as_deref().and_then(|g| rows(&mut c, g))).collect();
+    println!("model {model}: {} questions ({kinds})", asks.len());
+
+    // (store, kind) -> (asked, from the store, right from the store, right overall)
+    let mut tally: BTreeMap<(&str, &str), (usize, usize, usize, usize)> = BTreeMap::new();
+    let mut seconds: BTreeMap<(&str, &str), Vec<f64>> = BTreeMap::new();
+    for store in ["on", "off"] {
+        c.batch_execute(&format!("SET ask.verified = {store}")).unwrap();
+        for (a, right_rows) in asks.iter().zip(&truth) {
+            if store == "off" && a.gold.is_none() {
+                continue;
+            }
+            notices.lock().unwrap().clear();
+            let t = Instant::now();
+            let sql: Option<String> = c.query_one("SELECT ask.sql($1)", &[&a.question]).ok().map(|r| r.get(0));
+            let s = t.elapsed().as_secs_f64();
+            let said = notices.lock().unwrap().join("\n");
+            let how = if said.contains("as a template") {
+                "template"
+            } else if said.contains("without an LLM call") {
+                "rule"
+            } else {
+                "llm"
+            };
+            seconds.entry((store, how)).or_default().push(s);
+            let right = match (&sql, right_rows) {
+                (Some(sql), Some(want)) => rows(&mut c, sql).as_ref() == Some(want),
+                _ => false,
+            };
+            let e = tally.entry((store, a.kind)).or_default();
+            e.0 += 1;
+            if how != "llm" {
+                e.1 += 1;
+                e.2 += usize::from(right);
+                if !right {
+                    println!("  wrong from the store ({how}, {}): {:?} -> {}", a.kind, a.question, sql.as_deref().unwrap_or("(failed)"));
+                }
+            }
+            e.3 += usize::from(right);
+        }
+    }
+    println!("\n== {model}: by kind (store on | off)");
+    let (mut answered, mut right_store, mut positives, mut right_on, mut right_off) = (0, 0, 0, 0, 0);
+    for kind in ["twin", "variant", "paraphrase", "near_miss"] {
+        let on = tally.get(&("on", kind)).copied().unwrap_or_default();
+        let off = tally.get(&("off", kind)).copied().unwrap_or_default();
+        if on.0 == 0 {
+            continue;
+        }
+        println!(
+            "  {kind:10} asked {:3}  from the store {:3}  right from it {:3}  EX on {:.3}  EX off {:.3}",
+            on.0,
+            on.1,
+            on.2,
+            on.3 as f64 / on.0 as f64,
+            if off.0 > 0 { off.3 as f64 / off.0 as f64 } else { f64::NAN }
+        );
+        answered += on.1;
+        right_store += on.2;
+        if kind != "near_miss" {
+            positives += on.0;
+            right_on += on.3;
+            right_off += off.3;
+        }
+    }
+    println!(
+        "  precision {:.3} ({right_store}/{answered})  recall {:.3} ({right_store}/{positives})  EX on {:.3} ({right_on}/{positives})  EX off {:.3} ({right_off}/{positives})",
+        if answered > 0 { right_store as f64 / answered as f64 } else { 1.0 },
+        right_store as f64 / positives.max(1) as f64,
+        right_on as f64 / positives.max(1) as f64,
+        right_off as f64 / positives.max(1) as f64,
+    );
+    for ((store, how), s) in &seconds {
+        println!("  seconds per question, store {store}, {how:8}: median {:.2} over {}", median(s.clone()), s.len());
+    }
+}
