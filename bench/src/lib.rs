@@ -51,3 +51,44 @@ pub fn selection_standin() -> llm_standin::StandIn {
     )
     .unwrap()
 }
+
+/// The rows of `sql` run in `schema`, each as its sorted values joined, sorted: two results
+/// compare equal when they hold the same rows whatever their order and column names (None
+/// when the query fails).
+pub fn sorted_rows(c: &mut Client, schema: &str, sql: &str) -> Option<Vec<String>> {
+    c.batch_execute(&format!("SET search_path = {schema}")).ok()?;
+    let out = c.query(&format!("SELECT to_jsonb(t)::text FROM ({}) t", sql.trim().trim_end_matches(';')), &[]).ok().map(|rs| {
+        let mut v: Vec<String> = rs
+            .iter()
+            .map(|r| {
+                let j: serde_json::Value = serde_json::from_str(&r.get::<_, String>(0)).unwrap_or_default();
+                let mut vals: Vec<String> = j.as_object().map(|o| o.values().map(|v| v.to_string()).collect()).unwrap_or_default();
+                vals.sort();
+                vals.join("|")
+            })
+            .collect();
+        v.sort();
+        v
+    });
+    c.batch_execute("RESET search_path").ok();
+    out
+}
+
+/// Index the text columns of `schema` that hold short values (names, codes, categories) in
+/// the value memory.
+pub fn index_short_text(c: &mut Client, schema: &str) {
+    let cols = c
+        .query(
+            "SELECT format('%I.%I', s.schemaname, s.tablename), array_agg(s.attname::text)
+             FROM pg_stats s JOIN information_schema.columns i
+               ON i.table_schema = s.schemaname AND i.table_name = s.tablename AND i.column_name = s.attname
+             WHERE s.schemaname = $1 AND i.data_type IN ('text', 'character varying', 'character') AND s.avg_width <= 40
+             GROUP BY 1",
+            &[&schema],
+        )
+        .unwrap();
+    for r in cols {
+        let (table, columns): (String, Vec<String>) = (r.get(0), r.get(1));
+        c.query_one("SELECT ask.index_values($1::text::regclass, $2::text[])", &[&table, &columns]).unwrap();
+    }
+}

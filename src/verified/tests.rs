@@ -239,4 +239,83 @@ mod tests {
         assert_eq!(one::<i64>("SELECT count(*) FROM ask.verified_queries"), 0);
         Spi::run("REVOKE ALL ON public.cities FROM ask_test_a, ask_test_b; DROP ROLE ask_test_a; DROP ROLE ask_test_b").unwrap();
     }
+
+    #[pg_test]
+    fn a_template_is_chosen_by_the_model_as_the_caller_and_only_from_trusted_verifiers() {
+        setup();
+        one::<i64>("SELECT ask.index_values('public.restaurants', ARRAY['cuisine'])");
+        let italian = "SELECT name FROM public.restaurants WHERE cuisine = ''Italian'' ORDER BY name";
+        let id: i64 = one(&format!("SELECT ask.add_verified('Which restaurants serve Italian food?', '{italian}')"));
+        Spi::run(
+            "CREATE ROLE ask_test_t; CREATE ROLE ask_test_b; CREATE ROLE ask_test_none;
+             GRANT SELECT ON public.restaurants, public.cities TO ask_test_t, ask_test_b",
+        )
+        .unwrap();
+        let s = llm(Script::default()
+            .rule(Rule::new(&["<templates>"], Reply::text(r#"{"template": 1, "slots": {"s1": "French"}}"#)))
+            .rule(Rule::new(&["<schema>"], Reply::text("SELECT name FROM public.restaurants")))
+            .rule(Rule::new(&["<result"], Reply::text("ROWS"))));
+        // A role that may read the table, answered from the superuser's verified query.
+        Spi::run("SET ROLE ask_test_t").unwrap();
+        let JsonB(trace) = one::<JsonB>("SELECT ask.explain('Show me the French restaurants')");
+        Spi::run("RESET ROLE").unwrap();
+        assert_eq!((&trace["source"], &trace["verified_id"]), (&"verified_template".into(), &id.into()), "{trace}");
+        assert_eq!(trace["final_sql"], "SELECT name FROM public.restaurants WHERE cuisine = 'French' ORDER BY name");
+        let reqs = s.requests();
+        assert_eq!(reqs.len(), 1, "one call, the choice");
+        assert!(reqs[0].body["grammar"].as_str().is_some_and(|g| g.contains("t1 ::=")), "{}", reqs[0].body);
+        let st = trace["stages"].as_array().unwrap().iter().find(|s| s["stage"] == "template").expect("a template stage").clone();
+        assert_eq!(st["input"]["offered"][0]["sql"], "SELECT name FROM public.restaurants WHERE cuisine = {s1} ORDER BY name");
+        assert_eq!((&st["output"]["taken"], &st["output"]["rows"]), (&true.into(), &1.into()));
+        let src: String = one(&format!("SELECT source FROM ask.questions WHERE id = {}", trace["call_id"]));
+        assert_eq!(src, "verified");
+
+        // Row-level security holds for the filled query as for any: the caller's rows only.
+        Spi::run(
+            "ALTER TABLE public.restaurants ENABLE ROW LEVEL SECURITY;
+             CREATE POLICY ask_test_not_french ON public.restaurants FOR SELECT TO ask_test_t USING (cuisine <> 'French');
+             CREATE POLICY ask_test_all ON public.restaurants FOR SELECT TO ask_test_b USING (true)",
+        )
+        .unwrap();
+        s.clear_requests();
+        Spi::run("SET ROLE ask_test_t").unwrap();
+        let JsonB(trace) = one::<JsonB>("SELECT ask.explain('Show me the French restaurants')");
+        Spi::run("RESET ROLE").unwrap();
+        let ran_rows: Vec<i64> = trace["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["stage"] == "template" || s["stage"] == "execute")
+            .filter_map(|s| s["output"]["rows"].as_i64())
+            .collect();
+        assert!(trace["source"] == "llm" || ran_rows == [0], "no French row reaches a role the policy hides it from: {trace}");
+
+        // Another role's verified query is never offered as a template.
+        Spi::run("ALTER TABLE public.restaurants DISABLE ROW LEVEL SECURITY").unwrap();
+        Spi::run("SET ROLE ask_test_b").unwrap();
+        one::<i64>("SELECT ask.add_verified('Which restaurants are in which city?', 'SELECT r.name, c.name FROM public.restaurants r JOIN public.cities c ON c.id = r.city_id')");
+        Spi::run("RESET ROLE").unwrap();
+        s.clear_requests();
+        Spi::run("SET ROLE ask_test_t").unwrap();
+        one::<JsonB>("SELECT ask.explain('Show me which city each restaurant is in')");
+        Spi::run("RESET ROLE").unwrap();
+        assert!(
+            s.requests().iter().all(|r| !r.prompt.contains("JOIN public.cities c ON")),
+            "{:?}",
+            s.requests().iter().map(|r| &r.prompt).collect::<Vec<_>>()
+        );
+
+        // A role that may not read the table is offered nothing over it.
+        s.clear_requests();
+        Spi::run("SET ROLE ask_test_none").unwrap();
+        let _ = error_report("SELECT ask.explain('Show me the French restaurants')");
+        Spi::run("RESET ROLE").unwrap();
+        assert!(s.requests().iter().all(|r| !r.prompt.contains("<templates>")));
+        Spi::run(
+            "DROP POLICY ask_test_not_french ON public.restaurants; DROP POLICY ask_test_all ON public.restaurants;
+             DELETE FROM ask.verified_queries; REVOKE ALL ON public.restaurants, public.cities FROM ask_test_t, ask_test_b;
+             DROP ROLE ask_test_t; DROP ROLE ask_test_b; DROP ROLE ask_test_none",
+        )
+        .unwrap();
+    }
 }

@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use pg_ask_bench::repo;
+use pg_ask_bench::{index_short_text, repo, sorted_rows};
 use postgres::{Client, NoTls};
 use serde_json::Value;
 
@@ -39,22 +39,6 @@ struct Ask {
 
 fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set"))
-}
-
-/// The rows of `sql`, sorted, as text (None when it fails).
-fn rows(c: &mut Client, sql: &str) -> Option<Vec<String>> {
-    let rs = c.query(&format!("SELECT to_jsonb(t)::text FROM ({}) t", sql.trim().trim_end_matches(';')), &[]).ok()?;
-    let mut v: Vec<String> = rs
-        .iter()
-        .map(|r| {
-            let j: Value = serde_json::from_str(&r.get::<_, String>(0)).unwrap_or_default();
-            let mut vals: Vec<String> = j.as_object().map(|o| o.values().map(|v| v.to_string()).collect()).unwrap_or_default();
-            vals.sort();
-            vals.join("|")
-        })
-        .collect();
-    v.sort();
-    Some(v)
 }
 
 fn sample_gold(question: &str) -> String {
@@ -84,24 +68,6 @@ fn connect_with_notices() -> (Client, Arc<Mutex<Vec<String>>>) {
     (client, notices)
 }
 
-/// Index the sample's short text columns (names, codes, categories) in the value memory.
-fn index_short_text(c: &mut Client) {
-    let cols = c
-        .query(
-            "SELECT format('%I.%I', s.schemaname, s.tablename), array_agg(s.attname::text)
-             FROM pg_stats s JOIN information_schema.columns i
-               ON i.table_schema = s.schemaname AND i.table_name = s.tablename AND i.column_name = s.attname
-             WHERE s.schemaname = 'public' AND i.data_type IN ('text', 'character varying', 'character') AND s.avg_width <= 40
-             GROUP BY 1",
-            &[],
-        )
-        .unwrap();
-    for r in cols {
-        let (table, columns): (String, Vec<String>) = (r.get(0), r.get(1));
-        c.query_one("SELECT ask.index_values($1::text::regclass, $2::text[])", &[&table, &columns]).unwrap();
-    }
-}
-
 fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {
         return f64::NAN;
@@ -122,7 +88,7 @@ fn main() {
              ALTER DATABASE {DB} SET ask.request_timeout = '300s'; ANALYZE"
         ))
         .unwrap();
-    index_short_text(&mut admin);
+    index_short_text(&mut admin, "public");
     let (mut c, notices) = connect_with_notices();
 
     let twins: Value = serde_json::from_str(&std::fs::read_to_string(repo().join("bench/fixtures/verified_twins.json")).unwrap()).unwrap();
@@ -149,7 +115,7 @@ fn main() {
         }
     }
     asks.retain(|a| kinds.split(',').any(|k| k == a.kind));
-    let truth: Vec<Option<Vec<String>>> = asks.iter().map(|a| a.gold.as_deref().and_then(|g| rows(&mut c, g))).collect();
+    let truth: Vec<Option<Vec<String>>> = asks.iter().map(|a| a.gold.as_deref().and_then(|g| sorted_rows(&mut c, "public", g))).collect();
     println!("model {model}: {} questions ({kinds})", asks.len());
 
     // (store, kind) -> (asked, from the store, right from the store, right overall)
@@ -175,7 +141,7 @@ fn main() {
             };
             seconds.entry((store, how)).or_default().push(s);
             let right = match (&sql, right_rows) {
-                (Some(sql), Some(want)) => rows(&mut c, sql).as_ref() == Some(want),
+                (Some(sql), Some(want)) => sorted_rows(&mut c, "public", sql).as_ref() == Some(want),
                 _ => false,
             };
             let e = tally.entry((store, a.kind)).or_default();

@@ -21,7 +21,7 @@
 use std::collections::BTreeMap;
 
 use llm_standin::{Reply, Rule, Script, StandIn};
-use pg_ask_bench::{database, repo};
+use pg_ask_bench::{database, index_short_text, repo, sorted_rows as rows};
 use pg_ask_core::evaluate::gold::gold_alternatives;
 use postgres::Client;
 use serde_json::Value;
@@ -40,52 +40,12 @@ struct Ask {
     gold: Option<String>,
 }
 
-/// The rows of `sql` in `schema`, sorted, as text (None when it fails).
-fn rows(c: &mut Client, schema: &str, sql: &str) -> Option<Vec<String>> {
-    c.batch_execute(&format!("SET search_path = {schema}")).ok()?;
-    let out = c.query(&format!("SELECT to_jsonb(t)::text FROM ({}) t", sql.trim().trim_end_matches(';')), &[]).ok().map(|rs| {
-        let mut v: Vec<String> = rs
-            .iter()
-            .map(|r| {
-                let j: Value = serde_json::from_str(&r.get::<_, String>(0)).unwrap_or_default();
-                let mut vals: Vec<String> = j.as_object().map(|o| o.values().map(|v| v.to_string()).collect()).unwrap_or_default();
-                vals.sort();
-                vals.join("|")
-            })
-            .collect();
-        v.sort();
-        v
-    });
-    c.batch_execute("RESET search_path").ok();
-    out
-}
-
 /// The first of the gold SQL's alternatives, with ewallet's schema as the benchmark database
 /// names it.
 fn first_alternative(gold: &str) -> String {
     let gold = gold.replace("consumer_div.", "ewallet.");
     let gold = gold.as_str();
     gold_alternatives(gold).ok().and_then(|a| a.into_iter().next()).unwrap_or_else(|| gold.to_string())
-}
-
-/// Index the text columns of `schema` that hold short values (names, codes, categories).
-fn index_short_text(c: &mut Client, schema: &str) {
-    c.batch_execute(&format!("SET search_path = {schema}")).unwrap();
-    let cols = c
-        .query(
-            "SELECT format('%I.%I', s.schemaname, s.tablename), array_agg(s.attname::text)
-             FROM pg_stats s JOIN information_schema.columns i
-               ON i.table_schema = s.schemaname AND i.table_name = s.tablename AND i.column_name = s.attname
-             WHERE s.schemaname = $1 AND i.data_type IN ('text', 'character varying', 'character') AND s.avg_width <= 40
-             GROUP BY 1",
-            &[&schema],
-        )
-        .unwrap();
-    c.batch_execute("RESET search_path").unwrap();
-    for r in cols {
-        let (table, columns): (String, Vec<String>) = (r.get(0), r.get(1));
-        c.query_one("SELECT ask.index_values($1::text::regclass, $2::text[])", &[&table, &columns]).unwrap();
-    }
 }
 
 fn main() {
