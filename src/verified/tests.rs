@@ -97,20 +97,27 @@ mod tests {
         assert!(s.requests().is_empty());
         // A value the column does not hold is no reason to skip the LLM.
         let s = llm(Script::default()
+            .rule(Rule::new(&["<templates>"], Reply::text(r#"{"template": 1, "slots": {"s1": "Korean"}}"#)))
             .rule(Rule::new(&["<schema>"], Reply::text("SELECT name FROM public.restaurants WHERE cuisine = 'Korean'")))
             .rule(Rule::new(&["<literal>Korean</literal>"], Reply::text(r#"{"1": "Korean"}"#)))
             .rule(Rule::new(&["<result"], Reply::text("None."))));
         let JsonB(trace) = one::<JsonB>("SELECT ask.explain('Which restaurants serve Korean food?')");
         assert_eq!(trace["final_sql"], "SELECT name FROM public.restaurants WHERE cuisine = 'Korean'", "the LLM kept it");
         assert_eq!(trace["source"], "llm", "{trace}");
-        // Generation, the answer, and between them the value choice: 'Korean' is none of the
-        // column's few cuisines, which the LLM is shown all of (it may keep the literal).
+        // The model chose the verified query as a template with 'Korean', which the memory
+        // does not know in the column: not taken.
+        let st = trace["stages"].as_array().unwrap().iter().find(|s| s["stage"] == "template").expect("a template stage").clone();
+        assert_eq!(st["output"]["taken"], false, "{st}");
+        assert!(st["output"]["why"].as_str().unwrap().contains("not a value the memory knows"), "{st}");
+        // The choice, generation, the answer, and between them the value choice: 'Korean' is
+        // none of the column's few cuisines, which the LLM is shown all of (it may keep it).
         let reqs = s.requests();
-        assert_eq!(reqs.len(), 3, "{reqs:?}");
+        assert_eq!(reqs.len(), 4, "{reqs:?}");
+        assert!(reqs[0].prompt.contains("<templates>"));
         assert!(
-            reqs[1].prompt.contains("<literal>Korean</literal>") && reqs[1].prompt.contains("<value>Italian</value>"),
+            reqs[2].prompt.contains("<literal>Korean</literal>") && reqs[2].prompt.contains("<value>Italian</value>"),
             "{}",
-            reqs[1].prompt
+            reqs[2].prompt
         );
     }
 
@@ -121,6 +128,7 @@ mod tests {
         one::<i64>("SELECT ask.add_verified('How many cities are there?', 'SELECT count(*) FROM public.cities')");
         Spi::run("CREATE ROLE ask_test_cities; GRANT SELECT ON public.cities TO ask_test_cities").unwrap();
         let s = llm(Script::default()
+            .rule(Rule::new(&["<templates>"], Reply::text(r#"{"template": 0, "slots": {}}"#)))
             .rule(Rule::new(&["<schema>"], Reply::text("SELECT count(*) FROM public.cities")))
             .rule(Rule::new(&["<result"], Reply::text("ROWS"))));
         Spi::run("SET ROLE ask_test_cities").unwrap();
@@ -134,8 +142,10 @@ mod tests {
         assert_ne!(trace["source"], "verified", "{trace}");
         let reqs = s.requests();
         assert!(!reqs.is_empty());
-        // The cities query is shown as an example; the restaurants one is not.
-        assert!(reqs[0].prompt.contains("<example>\n<question>How many cities are there?</question>"), "{}", reqs[0].prompt);
+        // The cities query is offered as a template and shown as an example; the restaurants
+        // one is neither.
+        let generate = reqs.iter().find(|r| r.prompt.contains("<schema>")).expect("a generation request");
+        assert!(generate.prompt.contains("<example>\n<question>How many cities are there?</question>"), "{}", generate.prompt);
         assert!(reqs.iter().all(|r| !r.prompt.contains(COUNT_SQL) && !r.prompt.contains("<example>\n<question>How many restaurants")));
         // Nor may it remove a verified query it cannot see.
         assert_eq!(code, "42704");
@@ -252,12 +262,13 @@ mod tests {
         )
         .unwrap();
         let s = llm(Script::default()
-            .rule(Rule::new(&["<templates>"], Reply::text(r#"{"template": 1, "slots": {"s1": "French"}}"#)))
+            .rule(Rule::new(&["<templates>", "French"], Reply::text(r#"{"template": 1, "slots": {"s1": "French"}}"#)))
+            .rule(Rule::new(&["<templates>"], Reply::text(r#"{"template": 0, "slots": {}}"#)))
             .rule(Rule::new(&["<schema>"], Reply::text("SELECT name FROM public.restaurants")))
             .rule(Rule::new(&["<result"], Reply::text("ROWS"))));
         // A role that may read the table, answered from the superuser's verified query.
         Spi::run("SET ROLE ask_test_t").unwrap();
-        let JsonB(trace) = one::<JsonB>("SELECT ask.explain('Show me the French restaurants')");
+        let JsonB(trace) = one::<JsonB>("SELECT ask.explain('Which restaurants serve French cuisine?')");
         Spi::run("RESET ROLE").unwrap();
         assert_eq!((&trace["source"], &trace["verified_id"]), (&"verified_template".into(), &id.into()), "{trace}");
         assert_eq!(trace["final_sql"], "SELECT name FROM public.restaurants WHERE cuisine = 'French' ORDER BY name");
@@ -279,7 +290,7 @@ mod tests {
         .unwrap();
         s.clear_requests();
         Spi::run("SET ROLE ask_test_t").unwrap();
-        let JsonB(trace) = one::<JsonB>("SELECT ask.explain('Show me the French restaurants')");
+        let JsonB(trace) = one::<JsonB>("SELECT ask.explain('Which restaurants serve French cuisine?')");
         Spi::run("RESET ROLE").unwrap();
         let ran_rows: Vec<i64> = trace["stages"]
             .as_array()
@@ -299,16 +310,14 @@ mod tests {
         Spi::run("SET ROLE ask_test_t").unwrap();
         one::<JsonB>("SELECT ask.explain('Show me which city each restaurant is in')");
         Spi::run("RESET ROLE").unwrap();
-        assert!(
-            s.requests().iter().all(|r| !r.prompt.contains("JOIN public.cities c ON")),
-            "{:?}",
-            s.requests().iter().map(|r| &r.prompt).collect::<Vec<_>>()
-        );
+        // (It may be an example in the generation prompt, as another role's verified query is.)
+        let offered: Vec<String> = s.requests().into_iter().filter(|r| r.prompt.contains("<templates>")).map(|r| r.prompt).collect();
+        assert!(offered.iter().all(|p| !p.contains("JOIN public.cities c ON")), "{offered:?}");
 
         // A role that may not read the table is offered nothing over it.
         s.clear_requests();
         Spi::run("SET ROLE ask_test_none").unwrap();
-        let _ = error_report("SELECT ask.explain('Show me the French restaurants')");
+        let _ = error_report("SELECT ask.explain('Which restaurants serve French cuisine?')");
         Spi::run("RESET ROLE").unwrap();
         assert!(s.requests().iter().all(|r| !r.prompt.contains("<templates>")));
         Spi::run(

@@ -28,6 +28,8 @@ RESET ask.verified;
 SELECT ask('list the restaurants in San Francisco');
 SELECT id AS call FROM ask.questions ORDER BY id DESC LIMIT 1 \gset
 SELECT question, source, sql FROM ask.questions WHERE id = :call;
+-- Three LLM calls: the choice among verified templates (the Italian query is near; the model
+-- chose none), generation and the answer.
 SELECT count(*) AS calls_with_the_id FROM ask.llm_calls WHERE call_id = :call;
 SELECT ask.feedback(:call, true) AS sf \gset
 SELECT question, sql, source FROM ask.verified_queries WHERE id = :sf;

@@ -107,8 +107,9 @@ type Offered<'a> = (&'a Candidate, Vec<crate::values::literals::LiteralRef>, Off
 /// templates, under a constraint that allows exactly them and "none"; a choice that holds
 /// ([`choose::doubt`]) is filled in, guarded and run, and its rows are the answer. `Ok(None)`
 /// (generate as usual, the candidates as examples) when nothing is offered, the model chose
-/// none, the choice is doubted, or its SQL does not run. A failed call is recorded and is no
-/// error of the question's, unless it was cancelled.
+/// none, the choice is doubted, or its SQL does not run. A call the server fails (unreachable,
+/// timed out, HTTP 429 or 5xx) or that is cancelled ends the question with its error, as
+/// generation would; any other failed call is recorded and the question goes on.
 pub(super) fn from_template(
     host: &mut dyn Host,
     trace: &mut Trace,
@@ -138,9 +139,15 @@ pub(super) fn from_template(
     let req = choose::request(question, &offers, constraint == TemplateChoice::Grammar);
     let reply = match call(host, trace, stage::TEMPLATE, None, &req, cfg.max_prompt_tokens) {
         Ok(r) => r,
-        Err(AskError::Llm { source: LlmError::Interrupted, stage }) => return Err(AskError::Llm { source: LlmError::Interrupted, stage }),
+        // The server is unreachable, failing or the call was cancelled: generation would meet
+        // the same, so the question ends here, with that error.
+        Err(e @ AskError::Llm { source: LlmError::Connect { .. } | LlmError::Timeout { .. } | LlmError::Interrupted, .. }) => {
+            return Err(e)
+        }
+        Err(e @ AskError::Llm { source: LlmError::Http { status: 429 | 500..=599, .. }, .. }) => return Err(e),
+        // A reply that is no choice, a constraint the server refused, a prompt over the
+        // bound: recorded, and the question goes on.
         Err(e) => {
-            // The failed call is in the trace (its stage, with the error); the question goes on.
             if let Some(st) = trace.stages.iter_mut().rev().find(|s| s.stage == stage::TEMPLATE) {
                 st.input["offered"] = json!(offers);
                 st.output["choice"] = json!("none");

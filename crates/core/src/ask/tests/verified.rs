@@ -151,12 +151,19 @@ fn none_or_a_doubted_choice_goes_on_to_generation() {
         assert!(st.output["why"].as_str().is_some_and(|w| !w.is_empty()));
         assert_eq!(h.0.executed, ["SELECT name FROM public.restaurants"]);
     }
-    // A failed choice call is recorded and the question goes on.
+    // A choice call without a usable reply is recorded and the question goes on; a server
+    // that fails ends it, as generation would.
     let mut s = Scripted::new(&["SELECT name FROM public.restaurants", "ROWS"]);
     s.replies.push_front(Err(LlmError::EmptyContent));
     let mut h = Verifying(s, vec![verified_rating()]);
     let out = run(&mut h, "List the restaurants rated above 4", &with_templates(), Goal::Answer).unwrap();
     assert_eq!(out.trace.source, Some("llm"));
+    let mut s = Scripted::new(&["SELECT name FROM public.restaurants", "ROWS"]);
+    s.replies.push_front(Err(LlmError::Http { url: "u".into(), status: 503, message: "down".into(), retry_after_s: None }));
+    let mut h = Verifying(s, vec![verified_rating()]);
+    let err = run(&mut h, "List the restaurants rated above 4", &with_templates(), Goal::Answer).unwrap_err().0;
+    assert!(matches!(err, AskError::Llm { stage: "template", source: LlmError::Http { status: 503, .. } }), "{err:?}");
+    assert_eq!(h.0.seen.len(), 1, "not asked again");
     // Without a constraint the choice is not asked.
     let mut h = Verifying(Scripted::new(&["SELECT name FROM public.restaurants", "ROWS"]), vec![verified_rating()]);
     let out = run(&mut h, "List the restaurants rated above 4", &cfg(), Goal::Answer).unwrap();
