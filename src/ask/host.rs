@@ -29,12 +29,21 @@ impl BackendHost {
         BackendHost { llm, limits: guard::Limits { row_limit: gucs::row_limit(), timeout_ms: gucs::statement_timeout_ms() } }
     }
 
+    /// A host that only looks things up and makes no LLM call (`ask.correct_sql(use_llm =>
+    /// false)`): the LLM settings are not read, so a malformed one is no error here.
+    pub fn for_lookups() -> BackendHost {
+        BackendHost {
+            llm: LlmConfig::unused(),
+            limits: guard::Limits { row_limit: gucs::row_limit(), timeout_ms: gucs::statement_timeout_ms() },
+        }
+    }
+
     /// Without a schema selection memory: the tables the caller may read in the schemas on
     /// its `search_path`, or every table it may read when those schemas hold none. (A model
     /// shown every schema of a database queries the wrong schema's tables; the search_path
     /// says which ones the caller means.)
     fn describe_readable(&self) -> Result<String, HostError> {
-        let tables = schema::readable_tables().map_err(HostError::internal)?;
+        let tables = schema::readable_tables()?;
         let path = schema::search_path_schemas();
         let on_path: Vec<_> = tables.iter().filter(|t| path.contains(&t.schema)).cloned().collect();
         Ok(values::listed::render(if on_path.is_empty() { &tables } else { &on_path }))

@@ -106,7 +106,8 @@ fn args(
 /// Value correction alone: the statement with its literals corrected against the value memory.
 #[pg_extern(name = "correct_sql", volatile, parallel_unsafe)]
 fn correct_sql(sql: &str, use_llm: default!(bool, true)) -> String {
-    let mut host = crate::ask::host::BackendHost::new(&Default::default());
+    let mut host =
+        if use_llm { crate::ask::host::BackendHost::new(&Default::default()) } else { crate::ask::host::BackendHost::for_lookups() };
     let mut trace = pg_ask_core::trace::Trace::default();
     let max_prompt_tokens = crate::pg::gucs::max_prompt_tokens();
     let corrected = pg_ask_core::ask::correct_statement(&mut host, &mut trace, None, sql, use_llm, max_prompt_tokens);

@@ -136,8 +136,7 @@ impl Catalog for SuiteHost<'_> {
             None => self.backend.schema_text(),
             Some(s) => {
                 let quoted = quote_ident(s);
-                let tables: Vec<_> =
-                    crate::schema::readable_tables().map_err(HostError::internal)?.iter().filter(|t| t.schema == quoted).cloned().collect();
+                let tables: Vec<_> = crate::schema::readable_tables()?.iter().filter(|t| t.schema == quoted).cloned().collect();
                 Ok(crate::values::listed::render(&tables))
             }
         }

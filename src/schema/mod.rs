@@ -15,6 +15,7 @@
 //!
 //! A question with nothing stale reads no catalog at all.
 
+use pg_ask_core::ask::HostError;
 use pg_ask_core::schema::Table;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -89,7 +90,9 @@ fn describe(oids: Option<Vec<pg_sys::Oid>>) -> Result<Vec<(pg_sys::Oid, String, 
 }
 
 /// Tables (and views) the current role may SELECT, with only the columns it may SELECT.
-pub fn readable_tables() -> Result<Rc<Vec<Table>>, String> {
+///
+/// A failed read of the catalog is an internal error (XX000) naming what could not be read.
+pub fn readable_tables() -> Result<Rc<Vec<Table>>, HostError> {
     // SAFETY: reads the backend's current user id.
     let user = unsafe { pg_sys::GetUserId() };
     let same_user = backend::with(|b| b.description.borrow().as_ref().is_some_and(|d| d.user == user));
@@ -110,7 +113,7 @@ pub fn readable_tables() -> Result<Rc<Vec<Table>>, String> {
         Ok(f) => f,
         Err(e) => {
             backend::with(|b| b.all_stale.set(true));
-            return Err(e);
+            return Err(HostError::internal(format!("could not read the description of the readable tables: {e}")));
         }
     };
     let described = if all {

@@ -70,8 +70,7 @@ fn schema_profiles() -> Vec<SchemaProfile> {
 /// (after DDL, COMMENT, GRANT or a change of user).
 pub fn selection_catalog() -> Rc<Catalog> {
     // Read first: reading is what notices catalog changes and moves the generation.
-    let tables =
-        schema::readable_tables().unwrap_or_else(|e| crate::pg::errors::internal("the readable tables could not be listed", e).raise());
+    let tables = schema::readable_tables().unwrap_or_else(|e| crate::pg::errors::from_host(&e).raise());
     let generation = schema::generation();
     // SAFETY: reads the backend's current user id.
     let user = unsafe { pg_sys::GetUserId() };

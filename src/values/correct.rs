@@ -11,7 +11,7 @@ use pg_ask_core::ask::HostError;
 use pg_ask_core::schema::Table;
 use pg_ask_core::selection::unquote;
 use pg_ask_core::values::correct::{ColumnEvidence, Looked};
-use pg_ask_core::values::decide::{decide, Candidate, Comparison, Decision, Evidence};
+use pg_ask_core::values::decide::{Candidate, Evidence};
 use pg_ask_core::values::literals::{find_literals, Catalog, CatalogColumn, LiteralKind, LiteralRef, QualifiedName};
 
 use crate::pg::backend;
@@ -55,7 +55,7 @@ fn text_like_types(names: &[String]) -> HashMap<String, bool> {
 /// the description changed only by some relations read again, only those tables are taken out
 /// and put back.
 fn literal_catalog() -> Result<Rc<Catalog>, String> {
-    let tables = schema::readable_tables()?;
+    let tables = schema::readable_tables().map_err(|e| e.message)?;
     let generation = schema::generation();
     // SAFETY: reads the backend's current user id.
     let user = unsafe { pg_sys::GetUserId() };
@@ -310,49 +310,15 @@ fn evidence_for(lit: &LiteralRef, text: &str) -> Option<Evidence> {
     }
 }
 
-/// The value stored in `lit`'s column that `text` stands for: `text` itself when the column
-/// holds it, its stored spelling when it does ignoring case, or the value the memory's
-/// lexical rule picks without the LLM ([`lexical_reading`]) on evidence that leaves no other
-/// reading. `None` when the column is not
-/// indexed (and not an enum), the caller may not read it, or only the embedding speaks for a
-/// value ('Illinois' is near 'Chicago', and is not it).
+/// The value stored in `lit`'s column that `text` stands for (the core's
+/// [`pg_ask_core::values::reading::stored_reading`] of the evidence looked up here). `None`
+/// when the column is not indexed (and not an enum) or the caller may not read it.
 pub(crate) fn stored_value(lit: &LiteralRef, text: &str) -> Option<String> {
-    let ev = evidence_for(lit, text)?;
-    if ev.exact {
-        return Some(text.to_string());
-    }
-    if let Some(stored) = ev.case_insensitive.clone() {
-        return Some(stored);
-    }
-    // Only the evidence that leaves no other reading: the same letters, a plural, an
-    // initialism, or prefixes of two or more words ('san fran'). One word that begins another
-    // ('Java' / 'JavaScript') or a small edit ('Niger' / 'Nigeria') may be a value with no rows.
-    let value = lexical_choice(&ev, text)?;
-    use pg_ask_core::values::decide::{lexical_evidence, Lexical};
-    match lexical_evidence(text, &value)? {
-        Lexical::SameLettersAndDigits | Lexical::SingularPlural | Lexical::Initialism => Some(value),
-        Lexical::WordPrefixes if text.split_whitespace().count() >= 2 => Some(value),
-        _ => None,
-    }
+    pg_ask_core::values::reading::stored_reading(&evidence_for(lit, text)?, text)
 }
 
-/// The value of `lit`'s column that `text` is a spelling of on lexical evidence alone (an
-/// initialism, a plural, a word prefix, a small typo: the memory's `lexical` rule), other than
-/// `text` itself; a text of more than three words is no spelling of a value.
+/// The value of `lit`'s column that `text` is a spelling of on lexical evidence alone
+/// ([`pg_ask_core::values::reading::lexical_reading`]).
 pub(crate) fn lexical_reading(lit: &LiteralRef, text: &str) -> Option<String> {
-    let ev = evidence_for(lit, text)?;
-    if ev.exact || ev.case_insensitive.is_some() {
-        return None;
-    }
-    lexical_choice(&ev, text)
-}
-
-fn lexical_choice(ev: &Evidence, text: &str) -> Option<String> {
-    if text.split_whitespace().count() > 3 {
-        return None;
-    }
-    match decide(ev, Comparison::CaseSensitive).decision {
-        Decision::Replace { value, reason: pg_ask_core::values::decide::Rule::Lexical, .. } => Some(value),
-        _ => None,
-    }
+    pg_ask_core::values::reading::lexical_reading(&evidence_for(lit, text)?, text)
 }

@@ -146,6 +146,12 @@ mod tests {
         let s = standin_embeddings(384);
         assert_eq!(one::<String>(&format!("SELECT ask.correct_sql($q${sql}$q$, use_llm => false)")), sql);
         assert!(s.requests().is_empty());
+        // Without the LLM, its settings are not read: a malformed one is no error.
+        Spi::run("SET ask.model = ''").unwrap();
+        assert_eq!(one::<String>(&format!("SELECT ask.correct_sql($q${sql}$q$, use_llm => false)")), sql);
+        let (code, _, _) = error_of(&format!("SELECT ask.correct_sql($q${sql}$q$)"));
+        assert_eq!(code, "22023", "with the LLM, the malformed setting is raised");
+        Spi::run("RESET ask.model").unwrap();
         // Nor when every literal is a stored value.
         Spi::run("SELECT ask.index_values('public.vcities')").unwrap();
         let before = s.requests().len();

@@ -102,6 +102,22 @@ pub struct LlmConfig {
 }
 
 impl LlmConfig {
+    /// A configuration no call is made with, for a host that only looks things up (no
+    /// endpoint: a call with it fails to connect, and nothing of the settings is read).
+    pub fn unused() -> LlmConfig {
+        LlmConfig {
+            provider: Provider::OpenAi,
+            base_url: String::new(),
+            model: String::new(),
+            api_key: Secret::new(String::new()),
+            request_timeout: Duration::from_secs(1),
+            temperature: 0.0,
+            max_tokens: 1,
+            max_response_bytes: 0,
+            constraints: Modes::default(),
+        }
+    }
+
     /// The full URL of the chat endpoint for this provider.
     pub fn chat_url(&self) -> String {
         let base = self.base_url.trim_end_matches('/');

@@ -22,4 +22,5 @@ pub mod decide;
 pub mod diff;
 pub mod literals;
 pub mod prompt;
+pub mod reading;
 pub mod rewrite;
