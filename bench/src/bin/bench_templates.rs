@@ -18,7 +18,8 @@
 //! client, by how the question was answered.
 //!
 //! Environment: `PG_ASK_LLM_URL` (the server's OpenAI base URL), `PG_ASK_LLM_MODEL`,
-//! `PG_ASK_BENCH_KINDS` (the kinds to ask, default all: twin, variant, paraphrase, near_miss).
+//! `PG_ASK_BENCH_KINDS` (the kinds to ask, default all: twin, variant, paraphrase, near_miss),
+//! `PG_ASK_BENCH_STORE` (`on,off` by default; `on` alone skips the pass without the store).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -110,8 +111,15 @@ fn main() {
         for t in p["paraphrases"].as_array().unwrap() {
             asks.push(Ask { question: text(t), kind: "paraphrase", gold: Some(gold.clone()) });
         }
+        // A near miss that differs only in a number the template writes in is a variant here.
+        let variants: Vec<&Value> = p["variants"].as_array().into_iter().flatten().collect();
+        for v in &variants {
+            asks.push(Ask { question: text(v), kind: "variant", gold: Some(v["sql"].as_str().unwrap().to_string()) });
+        }
         for n in e["near_misses"].as_array().unwrap().iter().chain(p["near_misses"].as_array().unwrap()) {
-            asks.push(Ask { question: text(n), kind: "near_miss", gold: None });
+            if !variants.iter().any(|v| v["question"] == n["question"]) {
+                asks.push(Ask { question: text(n), kind: "near_miss", gold: None });
+            }
         }
     }
     asks.retain(|a| kinds.split(',').any(|k| k == a.kind));
@@ -121,7 +129,8 @@ fn main() {
     // (store, kind) -> (asked, from the store, right from the store, right overall)
     let mut tally: BTreeMap<(&str, &str), (usize, usize, usize, usize)> = BTreeMap::new();
     let mut seconds: BTreeMap<(&str, &str), Vec<f64>> = BTreeMap::new();
-    for store in ["on", "off"] {
+    let stores = std::env::var("PG_ASK_BENCH_STORE").unwrap_or_else(|_| "on,off".into());
+    for store in ["on", "off"].into_iter().filter(|s| stores.split(',').any(|x| x == *s)) {
         c.batch_execute(&format!("SET ask.verified = {store}")).unwrap();
         for (a, right_rows) in asks.iter().zip(&truth) {
             if store == "off" && a.gold.is_none() {

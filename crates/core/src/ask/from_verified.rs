@@ -219,20 +219,45 @@ fn decide_choice(
     };
     let (cand, literals, offer) = &offered[index];
     let chosen = json!({"id": offer.id, "slots": offer.slots.iter().zip(&values).map(|(s, v)| json!({"slot": s.name, "kind": s.kind, "value": v})).collect::<Vec<_>>()});
-    // The columns of the tables the template reads, for the doubt about another column.
-    let columns: Vec<String> = host
-        .schema_text()
-        .map(|text| {
-            let sql_words: Vec<String> = crate::verified::matching::words(&cand.sql).into_iter().map(|w| w.norm).collect();
-            crate::schema::parse_rendered(&text)
-                .into_iter()
-                .filter(|t| sql_words.contains(&t.name.trim_matches('"').to_lowercase()))
-                .flat_map(|t| t.columns.into_iter().map(|c| c.name))
-                .collect()
-        })
-        .unwrap_or_default();
-    if let Some(why) = choose::doubt(question, &cand.question, offer, &values, &columns) {
+    // The readable tables and their columns: the names a question may use for another table
+    // or column than the template's.
+    let tables = host.schema_text().map(|text| crate::schema::parse_rendered(&text)).unwrap_or_default();
+    let names: Vec<String> = tables
+        .iter()
+        .flat_map(|t| std::iter::once(t.name.trim_matches('"').to_string()).chain(t.columns.iter().map(|c| c.name.clone())))
+        .collect();
+    if let Some(why) = choose::doubt(question, &cand.question, offer, &values, &names) {
         return Err((chosen, why));
+    }
+    // A word the template does not hold that is a word of a value stored in a column of its
+    // tables is another condition ("pastry chefs": 'pastry chef').
+    let extra = choose::new_words(question, &cand.question, offer, &values);
+    if !extra.is_empty() {
+        let sql_words: Vec<String> = crate::verified::matching::words(&cand.sql).into_iter().map(|w| w.norm).collect();
+        for t in tables.iter().filter(|t| sql_words.contains(&t.name.trim_matches('"').to_lowercase())) {
+            for c in t.columns.iter().filter(|c| c.data_type.contains("text") || c.data_type.contains("char")) {
+                let probe = format!(
+                    "SELECT 1 FROM {}.{} WHERE {}",
+                    t.schema,
+                    t.name,
+                    extra.iter().map(|w| format!("{} = {}", c.name, crate::sqltext::quote_literal(w))).collect::<Vec<_>>().join(" OR ")
+                );
+                for looked in host.literal_evidence(&probe).unwrap_or_default() {
+                    if let crate::values::correct::ColumnEvidence::Found { evidence, .. } = &looked.column {
+                        let w = &looked.literal.value;
+                        let in_value = |v: &str| {
+                            crate::verified::matching::words(v).iter().any(|x| crate::verified::matching::word_stem(&x.norm) == *w)
+                        };
+                        if evidence.exact || evidence.case_insensitive.is_some() || evidence.candidates.iter().any(|k| in_value(&k.value)) {
+                            return Err((
+                                chosen,
+                                format!("{w:?} is a word of a value of {}.{}, which the template does not name", t.name, c.name),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
     }
     let mut stored = Vec::new();
     for (s, v) in offer.slots.iter().zip(&values) {

@@ -13,17 +13,18 @@
 //! - what the two questions ask must agree once the slots' values are taken out of both:
 //!   negations, comparisons and their direction, aggregates, grouping, numbers and names
 //!   ([`super::matching::signature`]);
-//! - a word of the question that names a column of the tables the template reads, which its
-//!   SQL does not use, is another column: "average weight" is not "average age".
+//! - a word of the question that the template does not hold is another column or table when
+//!   it names one ("average weight" is not "average age", "cities" not "states"), and another
+//!   condition when it is a word of a value stored in a column of the template's tables ("How
+//!   many pastry chefs" is not "How many chefs": 'pastry chef' is a stored role).
 
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::matching::{signature, words};
+use super::matching::{content_words, signature, word_stem, words};
 use super::Candidate;
 use crate::constrain::Constraint;
 use crate::llm::ChatRequest;
-use crate::selection::lexical::stem;
 use crate::values::literals::{LiteralKind, LiteralRef, TextRange};
 use crate::values::rewrite::{is_plain_number, number_literals, rewrite, Replacement};
 
@@ -361,9 +362,9 @@ pub fn parse(reply: &str, offers: &[Offer]) -> Choice {
 }
 
 /// Why a choice is not taken, or `None` when it holds: see the [module documentation](self).
-/// `verified_question` is the template's question as verified, `columns` the column names of
-/// the tables its SQL reads.
-pub fn doubt(asked: &str, verified_question: &str, offer: &Offer, values: &[String], columns: &[String]) -> Option<String> {
+/// `verified_question` is the template's question as verified, `names` the names of the
+/// tables the caller may read and of their columns.
+pub fn doubt(asked: &str, verified_question: &str, offer: &Offer, values: &[String], names: &[String]) -> Option<String> {
     for (s, v) in offer.slots.iter().zip(values) {
         if v.is_empty() {
             return Some(format!("{} is empty", s.name));
@@ -392,19 +393,31 @@ pub fn doubt(asked: &str, verified_question: &str, offer: &Offer, values: &[Stri
     if a.names != b.names {
         return Some(format!("names differ: {:?} and {:?}", a.names, b.names));
     }
-    // A column named in the question that the template does not use.
-    let sql_words: Vec<String> = words(&offer.sql).into_iter().map(|w| stem(&w.norm)).collect();
-    let verified_words: Vec<String> = words(verified_question).into_iter().map(|w| stem(&w.norm)).collect();
-    for w in words(&without(asked, &news)) {
-        let s = stem(&w.norm);
-        if s.len() < 3 || sql_words.contains(&s) || verified_words.contains(&s) {
-            continue;
-        }
-        if columns.iter().any(|c| c.split('_').map(|p| stem(&p.to_lowercase())).any(|p| p == s)) {
-            return Some(format!("{:?} names a column the template does not use", w.norm));
+    // A table or column named in the question that the template does not use.
+    for w in new_words(asked, verified_question, offer, values) {
+        if names.iter().any(|n| n.split('_').map(|p| word_stem(&p.to_lowercase())).any(|p| p == w)) {
+            return Some(format!("{w:?} names a table or column the template does not use"));
         }
     }
     None
+}
+
+/// The content words of `asked` (stemmed; phrasing, counting words and numbers aside) that
+/// neither the verified question, nor the template's SQL, nor a slot's new value holds: what
+/// the question says that the template does not. Each is a doubt when it names a table or
+/// column ([`doubt`]) or is a word of a value stored in a column of the template's tables
+/// (looked up by the caller).
+pub fn new_words(asked: &str, verified_question: &str, offer: &Offer, values: &[String]) -> Vec<String> {
+    let news: Vec<&str> = values.iter().map(String::as_str).collect();
+    let known: Vec<String> = content_words(verified_question)
+        .into_iter()
+        .chain(words(verified_question).into_iter().map(|w| word_stem(&w.norm)))
+        .chain(words(&offer.sql).into_iter().map(|w| word_stem(&w.norm)))
+        .collect();
+    let mut out: Vec<String> = content_words(&without(asked, &news)).into_iter().filter(|w| w.len() >= 3 && !known.contains(w)).collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// Whether `value`'s words stand, in order, among `text`'s.

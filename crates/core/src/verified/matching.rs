@@ -278,7 +278,7 @@ const GROUPING: &[&str] = &["each", "per"];
 /// A word's stem for comparing content words: a plural, past or gerund ending and a final 'e'
 /// off ("rated", "rating", "rate"; "graded", "grade"; "reviews", "reviewed"), so that the
 /// forms of one word meet; never shorter than three letters.
-fn word_stem(w: &str) -> String {
+pub(crate) fn word_stem(w: &str) -> String {
     let w = w.trim_end_matches("'s").trim_end_matches('\'');
     let base = crate::selection::lexical::stem(w);
     for suffix in ["ing", "ed", "es", "e"] {
@@ -294,7 +294,7 @@ fn word_stem(w: &str) -> String {
 /// The words of `question` that say what it is about: neither phrasing nor a way of asking
 /// for a count or a group nor a number (those are compared apart), stemmed. The words of the
 /// other classes stay: "most" and "best" are of one class, not of one meaning.
-fn content_words(question: &str) -> Vec<String> {
+pub(crate) fn content_words(question: &str) -> Vec<String> {
     let mut out: Vec<String> = tokens(question)
         .into_iter()
         .filter(|w| !PHRASING.contains(&w.as_str()) && !COUNTING.contains(&w.as_str()) && !GROUPING.contains(&w.as_str()) && !is_number(w))

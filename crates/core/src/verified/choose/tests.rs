@@ -153,3 +153,18 @@ fn dates_are_slots_of_their_own() {
     let filled = fill(&c.sql, &o, &[], &["2024-01-31".into()], &[None]).unwrap();
     assert_eq!(filled, "SELECT * FROM inspections WHERE inspected_on > '2024-01-31'");
 }
+
+#[test]
+fn another_table_or_a_word_of_a_condition_is_what_the_template_does_not_hold() {
+    let q = "List the names of all states in the guide.";
+    let (o, _) = offer_of(q, "SELECT name FROM states");
+    let names: Vec<String> = ["states", "cities", "name", "population"].iter().map(|s| s.to_string()).collect();
+    let why = doubt("List the names of all cities in the guide.", q, &o, &[], &names).expect("another table");
+    assert!(why.contains("\"city\""), "{why}");
+    // A word that names nothing of the schema is left to the value lookup.
+    let q = "How many chefs are listed?";
+    let (o, _) = offer_of(q, "SELECT count(*) FROM chefs");
+    assert_eq!(doubt("How many pastry chefs are listed?", q, &o, &[], &names), None);
+    assert_eq!(new_words("How many pastry chefs are listed?", q, &o, &[]), ["pastry"]);
+    assert!(new_words("How many chefs are in the list?", q, &o, &[]).is_empty());
+}
