@@ -172,7 +172,7 @@ pub(super) fn from_template(
             st.ms = ms_since(t);
         }
     };
-    let (index, sql) = match decided {
+    let (index, sql, chosen) = match decided {
         Ok(Some(chosen)) => chosen,
         Ok(None) => {
             note(trace, json!({"choice": "none"}));
@@ -183,34 +183,38 @@ pub(super) fn from_template(
             return Ok(None);
         }
     };
-    let (cand, _, offer) = &offered[index];
+    let (cand, _, _) = &offered[index];
     let ran = match check_read_only(&sql) {
         Ok(checked) => host.execute_verified(&checked.sql, cand.schema.as_deref()).map(|rs| (checked.sql, rs)),
         Err(refusal) => Err(ExecFailure::Refused { reason: refusal.to_string() }),
     };
     match ran {
         Ok((sql, rs)) => {
-            note(trace, json!({"choice": offer.id, "taken": true, "sql": sql, "rows": rs.rows.len(), "verified_by": cand.verified_by}));
+            note(trace, json!({"choice": chosen, "taken": true, "sql": sql, "rows": rs.rows.len(), "verified_by": cand.verified_by}));
             trace.source = Some("verified_template");
             trace.verified_id = Some(cand.id);
             let answer = (goal == Goal::Answer).then_some(AnswerDecision::Rows);
             Ok(Some((sql, rs, answer)))
         }
         Err(f) => {
-            note(trace, json!({"choice": offer.id, "taken": false, "sql": sql, "why": f.for_llm()}));
+            note(trace, json!({"choice": chosen, "taken": false, "sql": sql, "why": f.for_llm()}));
             Ok(None)
         }
     }
 }
 
-/// The model's reply as a choice: `Ok(Some((offer index, filled SQL)))` when it holds,
-/// `Ok(None)` for "none", `Err((what was chosen, why it is not taken))` otherwise.
+/// A choice that holds: the offer's index, the filled SQL, and what was chosen.
+type Taken = (usize, String, serde_json::Value);
+
+/// The model's reply as a choice: `Ok(Some((offer index, filled SQL, what was chosen)))` when
+/// it holds, `Ok(None)` for "none", `Err((what was chosen, why it is not taken))` otherwise.
+/// What was chosen: the template's id and each slot's kind and value.
 fn decide_choice(
     host: &mut dyn Host,
     question: &str,
     offered: &[Offered<'_>],
     reply: &str,
-) -> Result<Option<(usize, String)>, (serde_json::Value, String)> {
+) -> Result<Option<Taken>, (serde_json::Value, String)> {
     let offers: Vec<Offer> = offered.iter().map(|(_, _, o)| o.clone()).collect();
     let (index, values) = match choose::parse(reply, &offers) {
         Choice::None => return Ok(None),
@@ -271,5 +275,8 @@ fn decide_choice(
             _ => stored.push(None),
         }
     }
-    choose::fill(&cand.sql, offer, literals, &values, &stored).map(|sql| Some((index, sql))).map_err(|why| (chosen, why))
+    match choose::fill(&cand.sql, offer, literals, &values, &stored) {
+        Ok(sql) => Ok(Some((index, sql, chosen))),
+        Err(why) => Err((chosen, why)),
+    }
 }

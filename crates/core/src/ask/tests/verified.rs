@@ -124,7 +124,8 @@ fn the_model_chooses_a_template_and_fills_its_slot() {
     assert!(gbnf.contains("\"s1\\\": \" number"), "{gbnf}");
     assert!(req.messages[0].content.contains("SQL: SELECT name FROM public.restaurants WHERE rating > {s1}"));
     let st = out.trace.stages.iter().find(|s| s.stage == "template").unwrap();
-    assert_eq!((&st.output["taken"], &st.output["choice"]), (&json!(true), &json!(21)));
+    assert_eq!((&st.output["taken"], &st.output["choice"]["id"]), (&json!(true), &json!(21)));
+    assert_eq!(st.output["choice"]["slots"][0], json!({"slot": "s1", "kind": "number", "value": "4"}));
     assert_eq!(st.input["offered"][0]["question"], "Which restaurants have a rating above {s1}?");
 }
 
