@@ -183,20 +183,6 @@ pub enum TemplateChoice {
     JsonSchema,
 }
 
-impl TemplateChoice {
-    /// The constraint a provider and the settings allow for the choice.
-    pub fn allowed(provider: Provider, modes: Modes) -> Option<TemplateChoice> {
-        use crate::constrain::{provider_accepts, Kind};
-        if modes.sql_grammar != Mode::Off && provider_accepts(provider, Kind::Grammar) {
-            Some(TemplateChoice::Grammar)
-        } else if modes.structured_output != Mode::Off {
-            Some(TemplateChoice::JsonSchema)
-        } else {
-            None
-        }
-    }
-}
-
 /// When SQL generation is constrained by the grammar of the described tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum GrammarUse {

@@ -6,7 +6,7 @@ use std::ffi::CString;
 
 use pgrx::guc::{GucEnum, GucSetting};
 
-use pg_ask_core::config::{AskConfig, GrammarUse, LlmConfig, Provider, TemplateChoice, VerifiedUse};
+use pg_ask_core::config::{AskConfig, GrammarUse, LlmConfig, Provider, VerifiedUse};
 use pg_ask_core::constrain::Modes;
 
 use super::*;
@@ -206,7 +206,7 @@ pub fn ask_config(max_attempts: Option<i32>, llm: &LlmOverrides) -> AskConfig {
         verified_min_cosine: VERIFIED_MIN_COSINE.get(),
         clarify: CLARIFY.get(),
         max_prompt_tokens: max_prompt_tokens(),
-        template_choice: TemplateChoice::allowed(provider, modes),
+        template_choice: pg_ask_core::constrain::template_choice(provider, modes),
         ..AskConfig::default()
     }
 }

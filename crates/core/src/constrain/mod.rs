@@ -19,7 +19,7 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::config::{LlmConfig, Provider};
+use crate::config::{LlmConfig, Provider, TemplateChoice};
 
 pub use crate::config::{Mode, Modes};
 
@@ -84,6 +84,20 @@ pub fn provider_accepts(provider: Provider, kind: Kind) -> bool {
     match kind {
         Kind::JsonSchema => true,
         Kind::Grammar => provider == Provider::OpenAi,
+    }
+}
+
+/// How the choice among verified templates is constrained for a provider under the settings
+/// ([`crate::config::AskConfig::template_choice`]): a grammar where the provider takes one and
+/// `ask.sql_grammar` is not off, otherwise a JSON schema where `ask.structured_output` is not
+/// off; `None` (no template step) with both off.
+pub fn template_choice(provider: Provider, modes: Modes) -> Option<TemplateChoice> {
+    if modes.sql_grammar != Mode::Off && provider_accepts(provider, Kind::Grammar) {
+        Some(TemplateChoice::Grammar)
+    } else if modes.structured_output != Mode::Off {
+        Some(TemplateChoice::JsonSchema)
+    } else {
+        None
     }
 }
 

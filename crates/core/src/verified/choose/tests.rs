@@ -168,3 +168,14 @@ fn another_table_or_a_word_of_a_condition_is_what_the_template_does_not_hold() {
     assert_eq!(new_words("How many pastry chefs are listed?", q, &o, &[]), ["pastry"]);
     assert!(new_words("How many chefs are in the list?", q, &o, &[]).is_empty());
 }
+
+#[test]
+fn the_choice_is_constrained_as_the_provider_and_settings_allow() {
+    use crate::config::{Mode, Modes, Provider, TemplateChoice};
+    use crate::constrain::template_choice;
+    let modes = |structured_output, sql_grammar| Modes { structured_output, sql_grammar };
+    assert_eq!(template_choice(Provider::OpenAi, modes(Mode::Auto, Mode::Auto)), Some(TemplateChoice::Grammar));
+    assert_eq!(template_choice(Provider::Anthropic, modes(Mode::Auto, Mode::Auto)), Some(TemplateChoice::JsonSchema));
+    assert_eq!(template_choice(Provider::OpenAi, modes(Mode::Auto, Mode::Off)), Some(TemplateChoice::JsonSchema));
+    assert_eq!(template_choice(Provider::Ollama, modes(Mode::Off, Mode::On)), None);
+}
