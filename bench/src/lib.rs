@@ -92,3 +92,15 @@ pub fn index_short_text(c: &mut Client, schema: &str) {
         c.query_one("SELECT ask.index_values($1::text::regclass, $2::text[])", &[&table, &columns]).unwrap();
     }
 }
+
+/// The gold SQL of a question of the sample suite (`sample/questions.json`).
+pub fn sample_gold(question: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(repo().join("sample/questions.json")).unwrap()).unwrap();
+    v.as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["question"] == question)
+        .and_then(|q| q["gold_sql"].as_str())
+        .unwrap_or_else(|| panic!("no sample question {question:?}"))
+        .to_string()
+}

@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use pg_ask_bench::{index_short_text, repo, sorted_rows};
+use pg_ask_bench::{index_short_text, repo, sample_gold, sorted_rows};
 use postgres::{Client, NoTls};
 use serde_json::Value;
 
@@ -40,17 +40,6 @@ struct Ask {
 
 fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set"))
-}
-
-fn sample_gold(question: &str) -> String {
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(repo().join("sample/questions.json")).unwrap()).unwrap();
-    v.as_array()
-        .unwrap()
-        .iter()
-        .find(|q| q["question"] == question)
-        .and_then(|q| q["gold_sql"].as_str())
-        .unwrap_or_else(|| panic!("no sample question {question:?}"))
-        .to_string()
 }
 
 fn connect_with_notices() -> (Client, Arc<Mutex<Vec<String>>>) {

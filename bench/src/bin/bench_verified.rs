@@ -21,7 +21,7 @@
 use std::collections::BTreeMap;
 
 use llm_standin::{Reply, Rule, Script, StandIn};
-use pg_ask_bench::{database, index_short_text, repo, sorted_rows as rows};
+use pg_ask_bench::{database, index_short_text, repo, sample_gold, sorted_rows as rows};
 use pg_ask_core::evaluate::gold::gold_alternatives;
 use postgres::Client;
 use serde_json::Value;
@@ -208,17 +208,6 @@ fn main() {
     }
 
     clarification(&mut c);
-}
-
-fn sample_gold(question: &str) -> String {
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(repo().join("sample/questions.json")).unwrap()).unwrap();
-    v.as_array()
-        .unwrap()
-        .iter()
-        .find(|q| q["question"] == question)
-        .and_then(|q| q["gold_sql"].as_str())
-        .unwrap_or_else(|| panic!("no sample question {question:?}"))
-        .to_string()
 }
 
 fn defog_gold(question: &str) -> String {
