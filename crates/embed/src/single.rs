@@ -15,7 +15,6 @@
 //! rounding (tests check 1e-5).
 
 use std::fs::File;
-use std::marker::PhantomData;
 use std::ops::Range;
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
@@ -25,6 +24,9 @@ use candle_transformers::models::bert::{Config as BertConfig, HiddenAct};
 use safetensors::{Dtype, SafeTensors};
 
 use crate::EmbedError;
+
+mod buf;
+use buf::Buf;
 
 /// Where a tensor's f32 data lies in the mapped file.
 #[derive(Debug, Clone, Copy)]
@@ -407,45 +409,6 @@ impl SingleEncoder {
         for ((v, g), b) in row.iter_mut().zip(gamma).zip(beta) {
             *v = (*v - mean) * scale * g + b;
         }
-    }
-}
-
-/// A buffer that the threads of a [`Pass`] write in disjoint parts.
-struct Buf<'a> {
-    ptr: *mut f32,
-    len: usize,
-    _owner: PhantomData<&'a mut [f32]>,
-}
-
-// SAFETY: a `Buf` is a `&mut [f32]` handed to several threads, which access it only as its
-// methods' contracts say (disjoint writes, reads after the writes are ordered before them).
-unsafe impl Send for Buf<'_> {}
-// SAFETY: as for `Send` above.
-unsafe impl Sync for Buf<'_> {}
-
-impl<'a> Buf<'a> {
-    fn new(v: &'a mut [f32]) -> Buf<'a> {
-        Buf { ptr: v.as_mut_ptr(), len: v.len(), _owner: PhantomData }
-    }
-
-    /// The whole buffer. Safety: no thread writes it while the slice is used.
-    unsafe fn all(&self) -> &[f32] {
-        std::slice::from_raw_parts(self.ptr, self.len)
-    }
-
-    /// Part of the buffer. Safety: only this thread reads or writes `range` while the slice
-    /// is used.
-    #[allow(clippy::mut_from_ref)]
-    unsafe fn part(&self, range: Range<usize>) -> &mut [f32] {
-        assert!(range.start <= range.end && range.end <= self.len);
-        std::slice::from_raw_parts_mut(self.ptr.add(range.start), range.len())
-    }
-
-    /// Writes one element. Safety: no other thread reads or writes element `i` meanwhile.
-    #[inline(always)]
-    unsafe fn set(&self, i: usize, v: f32) {
-        assert!(i < self.len);
-        *self.ptr.add(i) = v;
     }
 }
 
