@@ -99,9 +99,9 @@ pub(super) fn from_verified(
     Some((sql, rs, answer))
 }
 
-/// A verified query offered as a template: the candidate, its SQL's string literals, the
-/// template.
-type Offered<'a> = (&'a Candidate, Vec<crate::values::literals::LiteralRef>, Offer);
+/// A verified query offered as a template: the candidate and its SQL's string literals (its
+/// template is at the same index of the offers).
+type Offered<'a> = (&'a Candidate, Vec<crate::values::literals::LiteralRef>);
 
 /// The template step: the trusted verified queries near `question` are offered to the model as
 /// templates, under a constraint that allows exactly them and "none"; a choice that holds
@@ -122,20 +122,19 @@ pub(super) fn from_template(
         return Ok(None);
     };
     let t = Instant::now();
-    let mut offered: Vec<Offered<'_>> = Vec::new();
+    let (mut offered, mut offers): (Vec<Offered<'_>>, Vec<Offer>) = (Vec::new(), Vec::new());
     for cand in candidates.iter().filter(|c| choose::worth_offering(c)) {
         if offered.len() == choose::MAX_TEMPLATES {
             break;
         }
         if let Ok(literals) = host.literals_of(&cand.sql, cand.schema.as_deref()) {
-            let offer = choose::offer(cand, &literals);
-            offered.push((cand, literals, offer));
+            offers.push(choose::offer(cand, &literals));
+            offered.push((cand, literals));
         }
     }
     if offered.is_empty() {
         return Ok(None);
     }
-    let offers: Vec<Offer> = offered.iter().map(|(_, _, o)| o.clone()).collect();
     let req = choose::request(question, &offers, constraint == TemplateChoice::Grammar);
     let reply = match call(host, trace, stage::TEMPLATE, None, &req, cfg.max_prompt_tokens) {
         Ok(r) => r,
@@ -148,30 +147,12 @@ pub(super) fn from_template(
         // A reply that is no choice, a constraint the server refused, a prompt over the
         // bound: recorded, and the question goes on.
         Err(e) => {
-            if let Some(st) = trace.stages.iter_mut().rev().find(|s| s.stage == stage::TEMPLATE) {
-                st.input["offered"] = json!(offers);
-                st.output["choice"] = json!("none");
-                st.output["why"] = json!(format!("the choice could not be asked: {e}"));
-            }
+            note(trace, &offers, constraint, t, json!({"choice": "none", "why": format!("the choice could not be asked: {e}")}));
             return Ok(None);
         }
     };
-    // The call's own stage says what was offered, chosen and done.
-    let constraint = match constraint {
-        TemplateChoice::Grammar => "grammar",
-        TemplateChoice::JsonSchema => "json_schema",
-    };
-    let decided = decide_choice(host, question, &offered, &reply);
-    let note = |trace: &mut Trace, output: serde_json::Value| {
-        if let Some(st) = trace.stages.iter_mut().rev().find(|s| s.stage == stage::TEMPLATE) {
-            st.input["offered"] = json!(offers);
-            st.input["constraint"] = json!(constraint);
-            if let (Some(o), serde_json::Value::Object(add)) = (st.output.as_object_mut(), output) {
-                o.extend(add);
-            }
-            st.ms = ms_since(t);
-        }
-    };
+    let decided = decide_choice(host, question, &offered, &offers, &reply);
+    let note = |trace: &mut Trace, output: serde_json::Value| note(trace, &offers, constraint, t, output);
     let (index, sql, chosen) = match decided {
         Ok(Some(chosen)) => chosen,
         Ok(None) => {
@@ -183,7 +164,7 @@ pub(super) fn from_template(
             return Ok(None);
         }
     };
-    let (cand, _, _) = &offered[index];
+    let (cand, _) = &offered[index];
     let ran = match check_read_only(&sql) {
         Ok(checked) => host.execute_verified(&checked.sql, cand.schema.as_deref()).map(|rs| (checked.sql, rs)),
         Err(refusal) => Err(ExecFailure::Refused { reason: refusal.to_string() }),
@@ -203,6 +184,22 @@ pub(super) fn from_template(
     }
 }
 
+/// Writes into the template call's own stage what was offered, under which constraint, and
+/// `output` (the choice, whether it was taken, why not, or the SQL that ran).
+fn note(trace: &mut Trace, offers: &[Offer], constraint: TemplateChoice, t: Instant, output: serde_json::Value) {
+    if let Some(st) = trace.stages.iter_mut().rev().find(|s| s.stage == stage::TEMPLATE) {
+        st.input["offered"] = json!(offers);
+        st.input["constraint"] = json!(match constraint {
+            TemplateChoice::Grammar => "grammar",
+            TemplateChoice::JsonSchema => "json_schema",
+        });
+        if let (Some(o), serde_json::Value::Object(add)) = (st.output.as_object_mut(), output) {
+            o.extend(add);
+        }
+        st.ms = ms_since(t);
+    }
+}
+
 /// A choice that holds: the offer's index, the filled SQL, and what was chosen.
 type Taken = (usize, String, serde_json::Value);
 
@@ -213,15 +210,15 @@ fn decide_choice(
     host: &mut dyn Host,
     question: &str,
     offered: &[Offered<'_>],
+    offers: &[Offer],
     reply: &str,
 ) -> Result<Option<Taken>, (serde_json::Value, String)> {
-    let offers: Vec<Offer> = offered.iter().map(|(_, _, o)| o.clone()).collect();
-    let (index, values) = match choose::parse(reply, &offers) {
+    let (index, values) = match choose::parse(reply, offers) {
         Choice::None => return Ok(None),
         Choice::Unreadable(why) => return Err((json!("unreadable"), why)),
         Choice::Template { index, values } => (index, values),
     };
-    let (cand, literals, offer) = &offered[index];
+    let ((cand, literals), offer) = (&offered[index], &offers[index]);
     let chosen = json!({"id": offer.id, "slots": offer.slots.iter().zip(&values).map(|(s, v)| json!({"slot": s.name, "kind": s.kind, "value": v})).collect::<Vec<_>>()});
     // The readable tables and their columns: the names a question may use for another table
     // or column than the template's.

@@ -21,7 +21,7 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::matching::{content_words, signature, word_stem, words};
+use super::matching::{content_words, signature_conflict, word_stem, words};
 use super::Candidate;
 use crate::constrain::Constraint;
 use crate::llm::ChatRequest;
@@ -91,17 +91,24 @@ pub fn worth_offering(cand: &Candidate) -> bool {
         }
 }
 
-/// The word sequence of `value`, when it stands exactly once in `question`'s words: (start,
-/// end) byte offsets in the question.
-fn stands_once(question: &str, value: &str) -> Option<(usize, usize)> {
-    let qw = words(question);
+/// Where `value`'s words stand, in order, among `text`'s: (start, end) byte offsets of each
+/// place in `text`.
+fn places(text: &str, value: &str) -> Vec<(usize, usize)> {
+    let tw = words(text);
     let vw: Vec<String> = words(value).into_iter().map(|w| w.norm).collect();
-    if vw.is_empty() || vw.len() > qw.len() {
-        return None;
+    if vw.is_empty() || vw.len() > tw.len() {
+        return Vec::new();
     }
-    let hits: Vec<usize> = (0..=qw.len() - vw.len()).filter(|&i| qw[i..i + vw.len()].iter().map(|w| &w.norm).eq(vw.iter())).collect();
-    match hits[..] {
-        [i] => Some((qw[i].start, qw[i + vw.len() - 1].end)),
+    (0..=tw.len() - vw.len())
+        .filter(|&i| tw[i..i + vw.len()].iter().map(|w| &w.norm).eq(vw.iter()))
+        .map(|i| (tw[i].start, tw[i + vw.len() - 1].end))
+        .collect()
+}
+
+/// The place of `value`'s words in `question`, when they stand there exactly once.
+fn stands_once(question: &str, value: &str) -> Option<(usize, usize)> {
+    match places(question, value)[..] {
+        [one] => Some(one),
         _ => None,
     }
 }
@@ -372,7 +379,7 @@ pub fn doubt(asked: &str, verified_question: &str, offer: &Offer, values: &[Stri
         let written = match s.kind {
             SlotKind::Number => is_plain_number(v) && words(asked).iter().any(|w| w.norm == *v),
             SlotKind::Date => is_date(v) && asked.contains(v.as_str()),
-            SlotKind::Text | SlotKind::Pattern => v.chars().count() <= MAX_TEXT_SLOT && contains_words(asked, v),
+            SlotKind::Text | SlotKind::Pattern => v.chars().count() <= MAX_TEXT_SLOT && !places(asked, v).is_empty(),
         };
         if !written {
             return Some(format!("{} = {v:?} is not written in the question", s.name));
@@ -381,17 +388,8 @@ pub fn doubt(asked: &str, verified_question: &str, offer: &Offer, values: &[Stri
     // What is asked, with the slots' values out of both questions.
     let originals: Vec<&str> = offer.slots.iter().map(|s| s.original.as_str()).collect();
     let news: Vec<&str> = values.iter().map(String::as_str).collect();
-    let (a, b) = (signature(&without(verified_question, &originals)), signature(&without(asked, &news)));
-    if a.classes != b.classes {
-        let only_verified: Vec<_> = a.classes.difference(&b.classes).collect();
-        let only_asked: Vec<_> = b.classes.difference(&a.classes).collect();
-        return Some(format!("what is asked differs: {only_verified:?} against {only_asked:?}"));
-    }
-    if a.numbers != b.numbers {
-        return Some(format!("numbers differ: {:?} and {:?}", a.numbers, b.numbers));
-    }
-    if a.names != b.names {
-        return Some(format!("names differ: {:?} and {:?}", a.names, b.names));
+    if let Some(why) = signature_conflict(&without(verified_question, &originals), &without(asked, &news)) {
+        return Some(why);
     }
     // A table or column named in the question that the template does not use.
     for w in new_words(asked, verified_question, offer, values) {
@@ -420,33 +418,15 @@ pub fn new_words(asked: &str, verified_question: &str, offer: &Offer, values: &[
     out
 }
 
-/// Whether `value`'s words stand, in order, among `text`'s.
-fn contains_words(text: &str, value: &str) -> bool {
-    let tw: Vec<String> = words(text).into_iter().map(|w| w.norm).collect();
-    let vw: Vec<String> = words(value).into_iter().map(|w| w.norm).collect();
-    !vw.is_empty() && tw.windows(vw.len()).any(|win| win == vw.as_slice())
-}
-
-/// `text` with each of `values`' word sequences taken out.
+/// `text` with the first place of each of `values`' word sequences taken out.
 fn without(text: &str, values: &[&str]) -> String {
     let mut out = text.to_string();
     for v in values {
-        if let Some((start, end)) = find_words(&out, v) {
+        if let Some(&(start, end)) = places(&out, v).first() {
             out.replace_range(start..end, " ");
         }
     }
     out
-}
-
-fn find_words(text: &str, value: &str) -> Option<(usize, usize)> {
-    let tw = words(text);
-    let vw: Vec<String> = words(value).into_iter().map(|w| w.norm).collect();
-    if vw.is_empty() || vw.len() > tw.len() {
-        return None;
-    }
-    (0..=tw.len() - vw.len())
-        .find(|&i| tw[i..i + vw.len()].iter().map(|w| &w.norm).eq(vw.iter()))
-        .map(|i| (tw[i].start, tw[i + vw.len() - 1].end))
 }
 
 /// The verified SQL with the chosen values written in; `stored` are the text slots' values as

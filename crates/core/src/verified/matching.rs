@@ -347,20 +347,29 @@ fn is_sentence_start(text: &str, at: usize) -> bool {
     text[..at].trim_end().chars().last().is_none_or(|c| matches!(c, '.' | '?' | '!' | ':'))
 }
 
-/// Why two questions are not paraphrases, or `None` when they may be: their signatures are
-/// equal and `asked` names every literal of the stored SQL that `stored` names.
-pub fn paraphrase_conflict(stored: &str, asked: &str, literals: &[String]) -> Option<String> {
-    let (a, b) = (signature(stored), signature(asked));
+/// Why two questions do not ask the same, as far as their [`Signature`]s tell (numbers, what
+/// is asked, names), or `None` when the signatures are equal.
+pub fn signature_conflict(a: &str, b: &str) -> Option<String> {
+    let (a, b) = (signature(a), signature(b));
     if a.numbers != b.numbers {
         return Some(format!("numbers differ: {:?} and {:?}", a.numbers, b.numbers));
     }
     if a.classes != b.classes {
-        let only_stored: Vec<_> = a.classes.difference(&b.classes).collect();
-        let only_asked: Vec<_> = b.classes.difference(&a.classes).collect();
-        return Some(format!("what is asked differs: {only_stored:?} against {only_asked:?}"));
+        let only_a: Vec<_> = a.classes.difference(&b.classes).collect();
+        let only_b: Vec<_> = b.classes.difference(&a.classes).collect();
+        return Some(format!("what is asked differs: {only_a:?} against {only_b:?}"));
     }
     if a.names != b.names {
         return Some(format!("names differ: {:?} and {:?}", a.names, b.names));
+    }
+    None
+}
+
+/// Why two questions are not paraphrases, or `None` when they may be: their signatures are
+/// equal and `asked` names every literal of the stored SQL that `stored` names.
+pub fn paraphrase_conflict(stored: &str, asked: &str, literals: &[String]) -> Option<String> {
+    if let Some(why) = signature_conflict(stored, asked) {
+        return Some(why);
     }
     // The same words in the same order: "who manages Alice" is not "who does Alice manage".
     let (ca, cb) = (content_words(stored), content_words(asked));
