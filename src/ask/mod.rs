@@ -51,7 +51,13 @@ fn run(question: &str, context: Option<&str>, args: &CallArgs, goal: Goal) -> Ou
                 (Some("verified_template"), Some(id)) => {
                     notice!("pg_ask: answered from verified query {id} as a template, its values chosen by the LLM")
                 }
-                _ => {}
+                _ => {
+                    // Why no template answered, for a DBA who asks (client_min_messages = debug1).
+                    if let Some(st) = outcome.trace.stages.iter().find(|s| s.stage == pipeline::stage::TEMPLATE) {
+                        let offered: Vec<_> = st.input["offered"].as_array().into_iter().flatten().map(|o| o["id"].clone()).collect();
+                        debug1!("pg_ask: no verified template answered: offered {offered:?}, {}", st.output);
+                    }
+                }
             }
             outcome
         }

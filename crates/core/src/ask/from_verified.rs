@@ -235,29 +235,9 @@ fn decide_choice(
     let extra = choose::new_words(question, &cand.question, offer, &values);
     if !extra.is_empty() {
         let sql_words: Vec<String> = crate::verified::matching::words(&cand.sql).into_iter().map(|w| w.norm).collect();
-        for t in tables.iter().filter(|t| sql_words.contains(&t.name.trim_matches('"').to_lowercase())) {
-            for c in t.columns.iter().filter(|c| c.data_type.contains("text") || c.data_type.contains("char")) {
-                let probe = format!(
-                    "SELECT 1 FROM {}.{} WHERE {}",
-                    t.schema,
-                    t.name,
-                    extra.iter().map(|w| format!("{} = {}", c.name, crate::sqltext::quote_literal(w))).collect::<Vec<_>>().join(" OR ")
-                );
-                for looked in host.literal_evidence(&probe).unwrap_or_default() {
-                    if let crate::values::correct::ColumnEvidence::Found { evidence, .. } = &looked.column {
-                        let w = &looked.literal.value;
-                        let in_value = |v: &str| {
-                            crate::verified::matching::words(v).iter().any(|x| crate::verified::matching::word_stem(&x.norm) == *w)
-                        };
-                        if evidence.exact || evidence.case_insensitive.is_some() || evidence.candidates.iter().any(|k| in_value(&k.value)) {
-                            return Err((
-                                chosen,
-                                format!("{w:?} is a word of a value of {}.{}, which the template does not name", t.name, c.name),
-                            ));
-                        }
-                    }
-                }
-            }
+        let own = tables.iter().filter(|t| sql_words.contains(&t.name.trim_matches('"').to_lowercase()));
+        if let Some((w, table, column)) = stored_word(host, &extra, own) {
+            return Err((chosen, format!("{w:?} is a word of a value of {table}.{column}, which the template does not name")));
         }
     }
     let mut stored = Vec::new();
@@ -272,8 +252,55 @@ fn decide_choice(
             _ => stored.push(None),
         }
     }
-    match choose::fill(&cand.sql, offer, literals, &values, &stored) {
-        Ok(sql) => Ok(Some((index, sql, chosen))),
-        Err(why) => Err((chosen, why)),
+    let sql = choose::fill(&cand.sql, offer, literals, &values, &stored).map_err(|why| (chosen.clone(), why))?;
+    // A name of the question that the filled SQL does not hold, stored in any readable table.
+    let names = choose::unheld_names(question, &values, &sql);
+    if let Some((w, table, column)) = stored_word(host, &names, tables.iter()) {
+        return Err((chosen, format!("{w:?} is a value of {table}.{column}, which the template's SQL does not hold")));
     }
+    Ok(Some((index, sql, chosen)))
+}
+
+/// The first of `words` that the value memory holds as a value of a text column of `tables`,
+/// or as a word of one: the word, its table and column.
+fn stored_word<'t>(
+    host: &mut dyn Host,
+    words: &[String],
+    tables: impl Iterator<Item = &'t crate::schema::Table>,
+) -> Option<(String, String, String)> {
+    if words.is_empty() {
+        return None;
+    }
+    for t in tables {
+        let texts: Vec<&str> = t
+            .columns
+            .iter()
+            .filter(|c| c.data_type.contains("text") || c.data_type.contains("char"))
+            .map(|c| c.name.as_str())
+            .collect();
+        if texts.is_empty() {
+            continue;
+        }
+        let probe = format!(
+            "SELECT 1 FROM {}.{} WHERE {}",
+            t.schema,
+            t.name,
+            texts
+                .iter()
+                .flat_map(|c| words.iter().map(move |w| format!("{c} = {}", crate::sqltext::quote_literal(w))))
+                .collect::<Vec<_>>()
+                .join(" OR ")
+        );
+        for looked in host.literal_evidence(&probe).unwrap_or_default() {
+            if let crate::values::correct::ColumnEvidence::Found { evidence, .. } = &looked.column {
+                let w = &looked.literal.value;
+                let in_value =
+                    |v: &str| crate::verified::matching::words(v).iter().any(|x| x.norm == *w || crate::verified::matching::word_stem(&x.norm) == *w);
+                if evidence.exact || evidence.case_insensitive.is_some() || evidence.candidates.iter().any(|k| in_value(&k.value)) {
+                    return Some((w.clone(), t.name.trim_matches('"').to_string(), looked.literal.column.clone()));
+                }
+            }
+        }
+    }
+    None
 }

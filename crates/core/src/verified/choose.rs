@@ -16,7 +16,12 @@
 //! - a word of the question that the template does not hold is another column or table when
 //!   it names one ("average weight" is not "average age", "cities" not "states"), and another
 //!   condition when it is a word of a value stored in a column of the template's tables ("How
-//!   many pastry chefs" is not "How many chefs": 'pastry chef' is a stored role).
+//!   many pastry chefs" is not "How many chefs": 'pastry chef' is a stored role);
+//! - the two questions group by the same noun when both group ("per restaurant" is not "per
+//!   city");
+//! - a name the question writes that the filled SQL does not hold, and that the value memory
+//!   holds in a column, is a condition the template does not have ("chefs who work in France"
+//!   is not "chefs who come from France", read `nationality = 'French'`).
 
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -391,6 +396,11 @@ pub fn doubt(asked: &str, verified_question: &str, offer: &Offer, values: &[Stri
     if let Some(why) = signature_conflict(&without(verified_question, &originals), &without(asked, &news)) {
         return Some(why);
     }
+    // Another grouping: "per restaurant" is not "per city".
+    let (by_verified, by_asked) = (grouped_by(&without(verified_question, &originals)), grouped_by(&without(asked, &news)));
+    if !by_verified.is_empty() && !by_asked.is_empty() && by_asked != by_verified {
+        return Some(format!("grouped by {by_asked:?}, the template by {by_verified:?}"));
+    }
     // A table or column named in the question that the template does not use.
     for w in new_words(asked, verified_question, offer, values) {
         if names.iter().any(|n| n.split('_').map(|p| word_stem(&p.to_lowercase())).any(|p| p == w)) {
@@ -413,6 +423,45 @@ pub fn new_words(asked: &str, verified_question: &str, offer: &Offer, values: &[
         .chain(words(&offer.sql).into_iter().map(|w| word_stem(&w.norm)))
         .collect();
     let mut out: Vec<String> = content_words(&without(asked, &news)).into_iter().filter(|w| w.len() >= 3 && !known.contains(w)).collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Words that a grouping's noun follows ("per city", "for each city", "by cuisine").
+const GROUP_WORDS: &[&str] = &["per", "each", "every", "by"];
+/// Words between a grouping word and its noun.
+const GROUP_FILLERS: &[&str] = &["single", "one", "of", "the", "a", "an", "individual", "separate", "their", "its", "given"];
+
+/// The nouns `text` groups by (stemmed): the word after each of [`GROUP_WORDS`].
+pub fn grouped_by(text: &str) -> Vec<String> {
+    let ws: Vec<String> = words(text).into_iter().map(|w| w.norm).collect();
+    let mut out = Vec::new();
+    for (i, w) in ws.iter().enumerate() {
+        if GROUP_WORDS.contains(&w.as_str()) {
+            if let Some(noun) = ws[i + 1..].iter().find(|n| !GROUP_FILLERS.contains(&n.as_str())) {
+                out.push(word_stem(noun));
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The names written in `asked` (words with a capital inside the sentence) that neither a
+/// slot's new value nor the filled SQL holds: a name the template answers without saying it
+/// ("Which chefs work in France?" against a template that reads France as `nationality =
+/// 'French'`). Each is a doubt when the value memory holds it in a column (looked up by the
+/// caller).
+pub fn unheld_names(asked: &str, values: &[String], filled_sql: &str) -> Vec<String> {
+    let held: Vec<String> =
+        values.iter().flat_map(|v| words(v)).chain(words(filled_sql)).map(|w| w.norm).collect();
+    let mut out: Vec<String> = super::matching::signature(asked)
+        .names
+        .into_iter()
+        .filter(|n| n.chars().all(char::is_alphabetic) && n.chars().count() >= 3 && !held.contains(n))
+        .collect();
     out.sort();
     out.dedup();
     out

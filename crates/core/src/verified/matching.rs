@@ -198,6 +198,7 @@ const PHRASES: &[(&str, &str)] = &[
     ("or fewer", "orless"), ("or lower", "orless"), ("or below", "orless"), ("or under", "orless"),
     ("how many", "many"), ("other than", "otherthan"), ("apart from", "apartfrom"), ("aside from", "asidefrom"),
     ("in total", "intotal"), ("total number", "number"), ("as well as", "aswellas"), ("no longer", "nolonger"),
+    ("for every", "each"),
 ];
 
 /// Number words as digits, so that "one" and "1" are one number.
@@ -247,6 +248,8 @@ const CLASSES: &[(&str, &[&str])] = &[
     ("later", &["after", "later", "latest", "last", "newest", "recent", "recently", "until"]),
     ("distinct", &["distinct", "unique", "different"]),
     ("group", &["each", "per", "breakdown", "grouped"]),
+    // Judged better or worse, not counted or measured: "best reviews" is not "most reviews".
+    ("quality", &["best", "worst", "better", "worse", "finest", "favorite", "favourite", "poorest"]),
     ("ratio", &["percentage", "percent", "proportion", "ratio", "fraction", "share", "rate"]),
     ("or", &["or", "either"]),
     ("both", &["both", "also", "aswellas"]),

@@ -179,3 +179,29 @@ fn the_choice_is_constrained_as_the_provider_and_settings_allow() {
     assert_eq!(template_choice(Provider::OpenAi, modes(Mode::Auto, Mode::Off)), Some(TemplateChoice::JsonSchema));
     assert_eq!(template_choice(Provider::Ollama, modes(Mode::Off, Mode::On)), None);
 }
+
+#[test]
+fn another_grouping_or_a_judgement_is_doubted() {
+    let q = "What is the average inspection score per city?";
+    let (o, _) = offer_of(q, "SELECT c.name, avg(i.score) FROM inspections i JOIN restaurants r ON r.id = i.restaurant_id JOIN cities c ON c.id = r.city_id GROUP BY c.id, c.name");
+    let why = doubt("What is the average inspection score per restaurant?", q, &o, &[], &columns()).expect("another grouping");
+    assert!(why.contains("grouped by"), "{why}");
+    // The same grouping, worded otherwise, holds.
+    assert_eq!(doubt("For every city, what's the mean inspection score?", q, &o, &[], &columns()), None);
+    assert_eq!(grouped_by("For each single city, the score by cuisine"), ["city", "cuisin"]);
+    // "best" judges; "most" counts.
+    let q = "Which restaurant has the most reviews?";
+    let (o, _) = offer_of(q, "SELECT r.name FROM restaurants r JOIN reviews v ON v.restaurant_id = r.id GROUP BY r.id, r.name ORDER BY count(*) DESC LIMIT 1");
+    assert!(doubt("Which restaurant has the best reviews?", q, &o, &[], &columns()).is_some());
+    assert_eq!(doubt("What restaurant got the most reviews?", q, &o, &[], &columns()), None);
+}
+
+#[test]
+fn a_name_the_filled_sql_does_not_hold_is_found() {
+    let sql = "SELECT full_name FROM chefs WHERE nationality = 'French'";
+    assert_eq!(unheld_names("Which chefs work in France?", &[], sql), ["france"]);
+    // A name the SQL holds, or a slot's value, is no doubt; nor is the sentence's first word.
+    assert!(unheld_names("Which chefs are French?", &[], sql).is_empty());
+    assert!(unheld_names("Which restaurants are in Los Angeles?", &["Los Angeles".into()], "SELECT 1").is_empty());
+    assert!(unheld_names("France has which chefs?", &[], sql).is_empty());
+}
