@@ -8,6 +8,7 @@ use pgrx::prelude::*;
 mod ask;
 mod chain;
 mod clarify;
+mod conversation;
 mod evaluate;
 mod guard;
 mod llm;
@@ -30,6 +31,8 @@ pgrx::extension_sql_file!("../sql/values.sql", name = "value_memory_tables", req
 pgrx::extension_sql_file!("../sql/shadow.sql", name = "shadow_tables", requires = ["ledger"]);
 pgrx::extension_sql_file!("../sql/schema_memory.sql", name = "schema_memory_tables", requires = ["value_memory_tables"]);
 pgrx::extension_sql_file!("../sql/verified.sql", name = "verified_tables", requires = ["llm_cache"]);
+pgrx::extension_sql_file!("../sql/conversations.sql", name = "conversation_tables", requires = ["verified_tables"]);
+pgrx::extension_sql_file!("../sql/tables.sql", name = "tables_function", requires = ["ledger"]);
 pgrx::extension_sql_file!("../sql/comment_invalidation.sql", name = "comment_invalidation", requires = [schema::invalidate_relation]);
 pgrx::extension_sql_file!("../sql/embed_vector.sql", name = "embed_vector", requires = [llm::embeddings::embed_real]);
 pgrx::extension_sql_file!(

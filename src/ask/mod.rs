@@ -3,6 +3,7 @@
 
 pub(crate) mod calls;
 pub(crate) mod host;
+mod query;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
 
@@ -25,15 +26,23 @@ fn host(args: &CallArgs) -> BackendHost {
     BackendHost::new(&args.llm)
 }
 
-/// Run the pipeline as one call of the call log, raising its error as a PostgreSQL error.
-fn run(question: &str, context: Option<&str>, args: &CallArgs, goal: Goal) -> Outcome {
+/// Run the pipeline as one call of the call log (a turn of `conversation` when given),
+/// raising its error as a PostgreSQL error.
+fn run(question: &str, context: Option<&str>, conversation: Option<i64>, args: &CallArgs, goal: Goal) -> Outcome {
+    let history = conversation.map(crate::conversation::history).unwrap_or_default();
     let mut h = host(args);
     let cfg = gucs::ask_config(args.max_attempts, &args.llm);
     let call = calls::begin();
-    match pipeline::run_with_context(&mut h, question, context, &cfg, goal) {
+    match pipeline::run_in_conversation(&mut h, question, &history, context, &cfg, goal) {
         Ok(mut outcome) => {
             outcome.trace.call_id = call.id;
             finish(&call, question, &outcome.trace, Some(&outcome.sql));
+            if let Some(id) = conversation {
+                crate::conversation::record(id, question, &outcome.trace, Some(&outcome.sql), Some(&outcome.result), call.id);
+            }
+            if let Some(pg_ask_core::conversation::Reading::Rewritten { standalone, follows, .. }) = &outcome.trace.reading {
+                notice!("pg_ask: read as a follow-up of turn {follows}: {standalone}");
+            }
             if outcome.result.truncated {
                 notice!("pg_ask: the result was cut at ask.row_limit ({} rows)", cfg.row_limit);
             }
@@ -65,10 +74,10 @@ fn run(question: &str, context: Option<&str>, args: &CallArgs, goal: Goal) -> Ou
     }
 }
 
-/// Record a finished call: its row in the call log, and a use of each verified query that
-/// answered it or was shown to the LLM.
+/// Record a finished call: its row in the call log (a follow-up as the standalone question it
+/// was answered as), and a use of each verified query that answered it or was shown to the LLM.
 fn finish(call: &calls::Call, question: &str, trace: &pg_ask_core::trace::Trace, sql: Option<&str>) {
-    call.record(question, trace, sql);
+    call.record(trace.reading.as_ref().map_or(question, |r| r.question(question)), trace, sql);
     let used: Vec<i64> = trace
         .stages
         .iter()
@@ -149,9 +158,10 @@ mod public {
         temperature: default!(Option<f64>, "NULL"),
         max_attempts: default!(Option<i32>, "NULL"),
         context: default!(Option<&str>, "NULL"),
+        conversation: default!(Option<i64>, "NULL"),
     ) -> String {
         let a = args(model, provider, base_url, temperature, max_attempts);
-        let out = run(question, context, &a, Goal::Answer);
+        let out = run(question, context, conversation, &a, Goal::Answer);
         if out.trace.source == Some("clarify") {
             notice!("pg_ask: the question is ambiguous (ask.clarify is on): it is asked back; no SQL ran");
         } else if out.sql.is_empty() {
@@ -173,9 +183,10 @@ fn ask_sql(
     base_url: default!(Option<&str>, "NULL"),
     temperature: default!(Option<f64>, "NULL"),
     max_attempts: default!(Option<i32>, "NULL"),
+    conversation: default!(Option<i64>, "NULL"),
 ) -> String {
     let a = args(model, provider, base_url, temperature, max_attempts);
-    run(question, None, &a, Goal::Sql).sql
+    run(question, None, conversation, &a, Goal::Sql).sql
 }
 
 /// The result rows of the final SQL, one jsonb object per row.
@@ -187,9 +198,10 @@ fn ask_rows(
     base_url: default!(Option<&str>, "NULL"),
     temperature: default!(Option<f64>, "NULL"),
     max_attempts: default!(Option<i32>, "NULL"),
+    conversation: default!(Option<i64>, "NULL"),
 ) -> SetOfIterator<'static, JsonB> {
     let a = args(model, provider, base_url, temperature, max_attempts);
-    let out = run(question, None, &a, Goal::Rows);
+    let out = run(question, None, conversation, &a, Goal::Rows);
     notice!("pg_ask SQL: {}", out.sql);
     SetOfIterator::new(out.result.to_objects().into_iter().map(JsonB))
 }
@@ -207,16 +219,21 @@ fn ask_explain(
     temperature: default!(Option<f64>, "NULL"),
     max_attempts: default!(Option<i32>, "NULL"),
     context: default!(Option<&str>, "NULL"),
+    conversation: default!(Option<i64>, "NULL"),
 ) -> JsonB {
     let a = args(model, provider, base_url, temperature, max_attempts);
+    let history = conversation.map(crate::conversation::history).unwrap_or_default();
     let mut h = host(&a);
     let mut cfg = gucs::ask_config(a.max_attempts, &a.llm);
     cfg.record_prompts = gucs::explain_prompts();
     let call = calls::begin();
-    let trace = match pipeline::run_with_context(&mut h, question, context, &cfg, Goal::Answer) {
+    let trace = match pipeline::run_in_conversation(&mut h, question, &history, context, &cfg, Goal::Answer) {
         Ok(mut out) => {
             out.trace.call_id = call.id;
             finish(&call, question, &out.trace, Some(&out.sql));
+            if let Some(id) = conversation {
+                crate::conversation::record(id, question, &out.trace, Some(&out.sql), Some(&out.result), call.id);
+            }
             let mut v = serde_json::to_value(&out.trace).unwrap_or_default();
             v["answer"] = serde_json::Value::String(out.answer_text());
             v

@@ -9,6 +9,7 @@ pub mod chain;
 pub mod clarify;
 pub mod config;
 pub mod constrain;
+pub mod conversation;
 pub mod evaluate;
 pub mod extract;
 pub mod grounded;

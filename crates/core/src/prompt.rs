@@ -49,6 +49,12 @@ pub fn sql_request(question: &str, schema: &str) -> ChatRequest {
 /// [`sql_request`] with verified queries of similar questions (question, SQL) shown before the
 /// question, as examples of how this database is queried.
 pub fn sql_request_with_examples(question: &str, schema: &str, examples: &[(&str, &str)]) -> ChatRequest {
+    sql_request_in_conversation(question, schema, examples, None)
+}
+
+/// [`sql_request_with_examples`] for a follow-up in a conversation: `previous` is the earlier
+/// turn's question and the SQL that answered it, shown as the query to edit.
+pub fn sql_request_in_conversation(question: &str, schema: &str, examples: &[(&str, &str)], previous: Option<(&str, &str)>) -> ChatRequest {
     let mut user = format!("<schema>\n{schema}</schema>\n\n");
     if !examples.is_empty() {
         user.push_str("Queries that users verified for similar questions on this database (examples, not the answer):\n<examples>\n");
@@ -56,6 +62,12 @@ pub fn sql_request_with_examples(question: &str, schema: &str, examples: &[(&str
             user.push_str(&format!("<example>\n<question>{}</question>\n```sql\n{}\n```\n</example>\n", q.trim(), sql.trim()));
         }
         user.push_str("</examples>\n\n");
+    }
+    if let Some((q, sql)) = previous {
+        user.push_str(
+            "The question below follows this earlier question of the conversation and the SQL that answered it; edit that SQL to answer it:\n",
+        );
+        user.push_str(&format!("<previous>\n<question>{}</question>\n```sql\n{}\n```\n</previous>\n\n", q.trim(), sql.trim()));
     }
     user.push_str(&format!("<question>{}</question>", question.trim()));
     ChatRequest::new(SQL_SYSTEM, user).stop_at(&[SQL_STOP])

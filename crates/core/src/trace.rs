@@ -36,6 +36,9 @@ pub struct Trace {
     /// LLM call), `context` (the context given), `clarify` (a question back to the user).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<&'static str>,
+    /// How the question was read in its conversation (asked in one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reading: Option<crate::conversation::Reading>,
     /// The verified query the answer came from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verified_id: Option<i64>,

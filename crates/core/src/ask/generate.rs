@@ -18,10 +18,18 @@ use crate::prompt;
 use crate::rows::ResultSet;
 use crate::trace::{ms_since, StageTrace, Trace};
 
+/// What generation is shown beside the question: verified queries of similar questions
+/// (question, SQL), and in a conversation the earlier turn's question and SQL, to edit.
+#[derive(Debug, Default)]
+pub(super) struct Examples {
+    pub verified: Vec<(String, String)>,
+    pub previous: Option<(String, String)>,
+}
+
 /// Generate SQL for `question` over `schema`, check, correct and execute it, and repair it
 /// from errors up to `cfg.max_attempts` times. `draft`: a query already written (by the plan
 /// stage) that stands for the first reply. `step`: the plan step this belongs to, for the
-/// trace. `examples`: verified (question, SQL) pairs of similar questions for the prompt.
+/// trace. `examples`: what the prompt shows beside the question ([`Examples`]).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn generate_and_run(
     host: &mut dyn Host,
@@ -31,10 +39,11 @@ pub(super) fn generate_and_run(
     cfg: &AskConfig,
     draft: Option<&str>,
     step: Option<usize>,
-    examples: &[(String, String)],
+    examples: &Examples,
 ) -> Result<(String, ResultSet), AskError> {
-    let shown: Vec<(&str, &str)> = examples.iter().map(|(q, s)| (q.as_str(), s.as_str())).collect();
-    let mut req = prompt::sql_request_with_examples(question, schema, &shown);
+    let shown: Vec<(&str, &str)> = examples.verified.iter().map(|(q, s)| (q.as_str(), s.as_str())).collect();
+    let previous = examples.previous.as_ref().map(|(q, s)| (q.as_str(), s.as_str()));
+    let mut req = prompt::sql_request_in_conversation(question, schema, &shown, previous);
     let first = req.clone();
     let mut constraint: Option<Constraint> = None;
     // The grammar is built before the first call that needs it (a plan's draft needs none):

@@ -22,6 +22,7 @@ use std::time::Instant;
 use serde_json::{json, Value};
 
 use crate::clarify;
+use crate::conversation::{self, Reading, Turn};
 use crate::config::{AskConfig, VerifiedUse};
 use crate::constrain::schemas::Shape;
 use crate::prompt::AnswerDecision;
@@ -34,7 +35,7 @@ use crate::verified::{self, Candidate};
 use answer::answer;
 use call::call;
 use from_verified::{from_template, from_verified};
-use generate::generate_and_run;
+use generate::{generate_and_run, Examples};
 use outcome::Produced;
 use plan::run_plan;
 
@@ -64,9 +65,35 @@ pub fn run_with_context(
     cfg: &AskConfig,
     goal: Goal,
 ) -> Result<Outcome, (AskError, Trace)> {
+    run_in_conversation(host, question, &[], context, cfg, goal)
+}
+
+/// [`run_with_context`] for a question asked in a conversation whose earlier turns are
+/// `history` (oldest first): a follow-up is rewritten into a standalone question and answered
+/// as that, generation shown the previous turn's SQL to edit ([`crate::conversation`]); the
+/// trace's `reading` says how it was read.
+#[allow(clippy::result_large_err)]
+pub fn run_in_conversation(
+    host: &mut dyn Host,
+    question: &str,
+    history: &[Turn],
+    context: Option<&str>,
+    cfg: &AskConfig,
+    goal: Goal,
+) -> Result<Outcome, (AskError, Trace)> {
     let started = Instant::now();
     let mut trace = Trace { question: question.to_string(), record_prompts: cfg.record_prompts, ..Default::default() };
-    let result = run_inner(host, question, context, cfg, goal, &mut trace);
+    let result = read_in_conversation(host, &mut trace, question, history, cfg).and_then(|reading| {
+        let previous = match &reading {
+            Reading::Rewritten { edits_sql: Some(sql), .. } => history.last().map(|t| (t.standalone.clone(), sql.clone())),
+            _ => None,
+        };
+        let asked = reading.question(question).to_string();
+        if !history.is_empty() {
+            trace.reading = Some(reading);
+        }
+        run_inner(host, &asked, context, cfg, goal, &mut trace, previous)
+    });
     trace.ms = ms_since(started);
     match result {
         Ok((sql, result, answer)) => {
@@ -80,6 +107,41 @@ pub fn run_with_context(
     }
 }
 
+/// How `question` reads after `history`: as it stands, or (a follow-up) rewritten by the model
+/// into a standalone question, recorded as the `follow_up` stage. A rewrite that is no
+/// question leaves the question as it stands.
+fn read_in_conversation(
+    host: &mut dyn Host,
+    trace: &mut Trace,
+    question: &str,
+    history: &[Turn],
+    cfg: &AskConfig,
+) -> Result<Reading, AskError> {
+    if let Some(reading) = conversation::read_without_llm(question, history) {
+        return Ok(reading);
+    }
+    let Some(last) = history.last() else { return Ok(Reading::Standalone) };
+    let t = Instant::now();
+    let signals = conversation::follow_up_signals(question);
+    let req = conversation::rewrite_request(question, history);
+    let reply = call(host, trace, stage::FOLLOW_UP, None, &req, cfg.max_prompt_tokens)?;
+    let (reading, output) = match conversation::parse_rewrite(&reply) {
+        Ok(standalone) => {
+            let r = Reading::Rewritten { standalone, follows: last.turn, signals, edits_sql: last.sql.clone() };
+            let out = serde_json::to_value(&r).unwrap_or_default();
+            (r, out)
+        }
+        Err(why) => (Reading::Standalone, json!({"reading": "standalone", "signals": signals, "why": why})),
+    };
+    if let Some(st) = trace.stages.iter_mut().rev().find(|s| s.stage == stage::FOLLOW_UP) {
+        if let (Some(o), Value::Object(add)) = (st.output.as_object_mut(), output) {
+            o.extend(add);
+        }
+        st.ms = ms_since(t);
+    }
+    Ok(reading)
+}
+
 fn run_inner(
     host: &mut dyn Host,
     question: &str,
@@ -87,6 +149,7 @@ fn run_inner(
     cfg: &AskConfig,
     goal: Goal,
     trace: &mut Trace,
+    previous: Option<(String, String)>,
 ) -> Result<Produced, AskError> {
     if question.trim().is_empty() {
         return Err(AskError::EmptyQuestion);
@@ -124,7 +187,7 @@ fn run_inner(
     if let Some(st) = trace.stages.iter_mut().rev().find(|s| s.stage == stage::VERIFIED) {
         st.output["examples"] = json!(shown.iter().map(|c| c.id).collect::<Vec<_>>());
     }
-    let examples: Vec<(String, String)> = shown.iter().map(|c| (c.question.clone(), c.sql.clone())).collect();
+    let examples = Examples { verified: shown.iter().map(|c| (c.question.clone(), c.sql.clone())).collect(), previous };
     trace.source = Some("llm");
 
     let t = Instant::now();

@@ -21,5 +21,7 @@ pub const VERIFIED: &str = "verified";
 pub const TEMPLATE: &str = "template";
 /// Ambiguities the value memory shows, and the question back (no LLM call).
 pub const CLARIFY: &str = "clarify";
+/// A follow-up in a conversation rewritten into a standalone question (one LLM call).
+pub const FOLLOW_UP: &str = "follow_up";
 /// The written answer checked against the rows (no LLM call).
 pub const GROUND: &str = "ground";

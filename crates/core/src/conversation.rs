@@ -1,0 +1,233 @@
+//! Conversations: a question asked in a conversation is read in the light of its earlier turns.
+//!
+//! A question that reads as a follow-up ([`follow_up_signals`]: "and in San Francisco?", "only
+//! the ones rated above 4", "sort that by price", "what about Paris?") is rewritten by the LLM
+//! into one standalone question that says everything it asks ([`rewrite_request`]); the
+//! pipeline then answers that question, and generation is shown the previous turn's SQL as the
+//! query to edit. A question without those signals is answered as it stands, with no LLM call
+//! spent on reading it. The reading is in the trace (`reading`) and in the turn the glue keeps.
+
+use serde::Serialize;
+
+use crate::llm::ChatRequest;
+use crate::verified::matching::words;
+
+/// Earlier turns shown to the model when it rewrites a follow-up.
+pub const MAX_TURNS_SHOWN: usize = 4;
+/// Characters of a rewritten question at most.
+const MAX_STANDALONE: usize = 400;
+
+/// One earlier turn of a conversation, as the glue stored it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Turn {
+    /// 1, 2, … in the conversation.
+    pub turn: i32,
+    /// The question as the user asked it.
+    pub question: String,
+    /// The question as it was answered (the rewritten follow-up, or the question itself).
+    pub standalone: String,
+    /// The SQL that answered it, when one ran.
+    pub sql: Option<String>,
+    /// The result's columns.
+    pub columns: Vec<String>,
+    /// The result's rows (as many as were read).
+    pub rows: Option<i64>,
+}
+
+/// How a question was read in its conversation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "reading", rename_all = "snake_case")]
+pub enum Reading {
+    /// Answered as asked: the first turn, or no sign of a follow-up.
+    Standalone,
+    /// A follow-up of turn `follows`, answered as `standalone`, generation shown that turn's
+    /// SQL to edit.
+    Rewritten {
+        standalone: String,
+        follows: i32,
+        signals: Vec<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        edits_sql: Option<String>,
+    },
+}
+
+impl Reading {
+    /// The question the pipeline answers for `asked`.
+    pub fn question<'a>(&'a self, asked: &'a str) -> &'a str {
+        match self {
+            Reading::Standalone => asked,
+            Reading::Rewritten { standalone, .. } => standalone,
+        }
+    }
+
+    /// `standalone` or `rewritten`, as the turns table keeps it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Reading::Standalone => "standalone",
+            Reading::Rewritten { .. } => "rewritten",
+        }
+    }
+}
+
+/// Words that open a follow-up ("and in 2020?", "only the French ones", "what about Paris?").
+const OPENERS: &[&str] = &[
+    "and", "but", "also", "only", "just", "now", "then", "instead", "same", "sort", "order", "filter", "exclude", "limit", "keep",
+    "remove", "drop", "add", "include", "plus", "or", "except", "excluding", "without", "group", "break", "rank", "narrow",
+];
+/// Two-word openers.
+const OPENER_PAIRS: &[&str] = &["what about", "how about", "what if", "show only", "list only", "of those", "of these", "of them"];
+/// Words that refer back to an earlier answer.
+const REFERRING: &[&str] = &["ones", "those", "these", "them", "they", "it", "its", "their", "previous", "same", "instead", "again", "too"];
+/// Prepositions that open a short follow-up ("in San Francisco?", "for 2020?").
+const PREPOSITIONS: &[&str] = &["in", "for", "from", "with", "at", "by", "during", "after", "before", "since", "on", "near", "under", "over"];
+/// Words at most of a question that opens with a preposition to read as a follow-up.
+const SHORT: usize = 6;
+
+/// Why `question` reads as a follow-up of an earlier turn (empty: it stands alone).
+pub fn follow_up_signals(question: &str) -> Vec<String> {
+    let ws: Vec<String> = words(question).into_iter().map(|w| w.norm).collect();
+    let mut out = Vec::new();
+    let Some(first) = ws.first() else { return out };
+    let pair = ws.get(1).map(|second| format!("{first} {second}"));
+    if let Some(p) = pair.filter(|p| OPENER_PAIRS.contains(&p.as_str())) {
+        out.push(format!("opens with {p:?}"));
+    } else if OPENERS.contains(&first.as_str()) {
+        out.push(format!("opens with {first:?}"));
+    } else if PREPOSITIONS.contains(&first.as_str()) && ws.len() <= SHORT {
+        out.push(format!("a short phrase opening with {first:?}"));
+    }
+    for w in &ws {
+        if REFERRING.contains(&w.as_str()) {
+            out.push(format!("{w:?} refers back"));
+        }
+    }
+    // "sort that by price", "and that in 2020": "that" with no noun after it.
+    for (i, w) in ws.iter().enumerate() {
+        if w == "that" && ws.get(i + 1).is_none_or(|n| ["by", "to", "into", "with", "in", "for", "list", "result", "answer", "query"].contains(&n.as_str())) {
+            out.push("\"that\" refers back".into());
+        }
+    }
+    out.dedup();
+    out
+}
+
+/// How to read `question` after `history` (oldest first) without asking the model: standalone
+/// when there is no earlier turn or no sign of a follow-up; `None` when the model must rewrite
+/// it.
+pub fn read_without_llm(question: &str, history: &[Turn]) -> Option<Reading> {
+    (history.is_empty() || follow_up_signals(question).is_empty()).then_some(Reading::Standalone)
+}
+
+/// The request that rewrites a follow-up into a standalone question, from the last
+/// [`MAX_TURNS_SHOWN`] turns of `history`.
+pub fn rewrite_request(question: &str, history: &[Turn]) -> ChatRequest {
+    let system = "You rewrite the last question of a conversation about a database into one standalone question. \
+The standalone question says everything the last question asks, taking from the earlier questions what it leaves \
+unsaid: the subject, the conditions it keeps, and the values it replaces. Keep the values as the user wrote them. \
+Do not answer it and do not write SQL. Reply with the standalone question only, on one line.";
+    let mut user = String::from("<conversation>\n");
+    let from = history.len().saturating_sub(MAX_TURNS_SHOWN);
+    for t in &history[from..] {
+        user.push_str(&format!("<turn>\nQuestion: {}\n", one_line(&t.standalone)));
+        if let Some(sql) = &t.sql {
+            user.push_str(&format!("SQL: {}\n", one_line(sql)));
+        }
+        if !t.columns.is_empty() {
+            user.push_str(&format!("Result: columns {}", t.columns.join(", ")));
+            if let Some(n) = t.rows {
+                user.push_str(&format!(", {n} rows"));
+            }
+            user.push('\n');
+        }
+        user.push_str("</turn>\n");
+    }
+    user.push_str("</conversation>\n");
+    user.push_str(&format!("<follow_up>{}</follow_up>\nStandalone question:", one_line(question)));
+    ChatRequest::new(system, user).limit(120)
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The standalone question in the model's reply: its first line that is not empty, without a
+/// label or quotes; `Err` when that is no question (empty, SQL, or too long).
+pub fn parse_rewrite(reply: &str) -> Result<String, String> {
+    let line = reply.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let mut q = line;
+    for label in ["Standalone question:", "Question:", "Rewritten:"] {
+        if let Some(rest) = q.strip_prefix(label) {
+            q = rest.trim();
+        }
+    }
+    let q = q.trim_matches(|c| c == '"' || c == '\'' || c == '`').trim();
+    if q.is_empty() {
+        return Err("the rewrite is empty".into());
+    }
+    if q.chars().count() > MAX_STANDALONE {
+        return Err(format!("the rewrite is longer than {MAX_STANDALONE} characters"));
+    }
+    let lower = q.to_lowercase();
+    if ["select ", "with ", "insert ", "update ", "delete "].iter().any(|k| lower.starts_with(k)) || q.contains("```") {
+        return Err("the rewrite is SQL, not a question".into());
+    }
+    Ok(q.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn turn(n: i32, q: &str, sql: &str) -> Turn {
+        Turn {
+            turn: n,
+            question: q.into(),
+            standalone: q.into(),
+            sql: Some(sql.into()),
+            columns: vec!["name".into()],
+            rows: Some(3),
+        }
+    }
+
+    #[test]
+    fn follow_ups_are_told_from_questions_that_stand_alone() {
+        for q in [
+            "and in San Francisco?",
+            "only the ones rated above 4",
+            "sort that by price",
+            "What about Paris?",
+            "in 2020?",
+            "How many of them are open?",
+            "Show only those with a rating above 4",
+        ] {
+            assert!(!follow_up_signals(q).is_empty(), "{q}");
+        }
+        for q in [
+            "Which Italian restaurants are in LA?",
+            "How many restaurants are there per city?",
+            "List the restaurants that serve pizza.",
+            "What is the average rating of restaurants in Chicago?",
+            "Which chefs come from France?",
+            "In which city is the restaurant Nopa located?",
+        ] {
+            assert!(follow_up_signals(q).is_empty(), "{q}: {:?}", follow_up_signals(q));
+        }
+        let h = [turn(1, "Which Italian restaurants are in LA?", "SELECT 1")];
+        assert_eq!(read_without_llm("and in San Francisco?", &[]), Some(Reading::Standalone));
+        assert_eq!(read_without_llm("How many chefs are there?", &h), Some(Reading::Standalone));
+        assert_eq!(read_without_llm("and in San Francisco?", &h), None);
+    }
+
+    #[test]
+    fn the_rewrite_request_shows_the_last_turns_and_the_reply_is_one_question() {
+        let h: Vec<Turn> = (1..=6).map(|i| turn(i, &format!("question {i}"), &format!("SELECT {i}"))).collect();
+        let req = rewrite_request("and in San Francisco?", &h);
+        let text = req.messages.last().map(|m| m.content.clone()).unwrap_or_default();
+        assert!(!text.contains("question 2\n") && text.contains("question 3") && text.contains("SELECT 6"), "{text}");
+        assert!(text.ends_with("<follow_up>and in San Francisco?</follow_up>\nStandalone question:"));
+        assert_eq!(parse_rewrite("\n Standalone question: \"Which Italian restaurants are in San Francisco?\"\nmore").unwrap(), "Which Italian restaurants are in San Francisco?");
+        assert!(parse_rewrite("SELECT name FROM restaurants").is_err());
+        assert!(parse_rewrite("  \n").is_err());
+        assert!(parse_rewrite(&"x".repeat(500)).is_err());
+    }
+}

@@ -1,0 +1,278 @@
+//! The MCP server handler: lists the tools and runs each call as one transaction on the
+//! session's connection, as the session's role.
+
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{json, Value};
+use tokio_postgres::Row;
+use tokio_util::sync::CancellationToken;
+
+use crate::args::Limits;
+use crate::db::{DbError, Session};
+use crate::tools::{self, Name};
+
+/// Who an HTTP request authenticated as: set on the request by the HTTP layer from its
+/// bearer token, read here at each tool call.
+#[derive(Debug, Clone)]
+pub struct Principal {
+    /// The token's line in the token file (logs name it; never the token).
+    pub line: usize,
+    pub config: tokio_postgres::Config,
+}
+
+/// One live HTTP session, counted while any clone of its handler lives.
+#[derive(Debug)]
+pub struct SessionSlot(Arc<AtomicUsize>);
+
+impl SessionSlot {
+    pub fn new(live: Arc<AtomicUsize>) -> SessionSlot {
+        live.fetch_add(1, Ordering::SeqCst);
+        SessionSlot(live)
+    }
+}
+
+impl Drop for SessionSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Whose connection a session uses.
+enum Binding {
+    /// Stdio: the one connection string of the command line.
+    Fixed(Arc<Session>),
+    /// HTTP: bound to the principal of the session's first tool call; calls with another
+    /// token are refused.
+    PerToken(OnceLock<(usize, Arc<Session>)>),
+}
+
+/// The handler of one MCP session.
+#[derive(Clone)]
+pub struct Handler {
+    binding: Arc<Binding>,
+    limits: Arc<Limits>,
+    /// HTTP sessions are session-based (protocol versions with `initialize`), since each one
+    /// holds a database connection.
+    sessions_only: bool,
+    _slot: Option<Arc<SessionSlot>>,
+}
+
+impl Handler {
+    /// The stdio handler, connecting with `config`.
+    pub fn stdio(config: tokio_postgres::Config, limits: Limits) -> Handler {
+        let session = Arc::new(Session::new(config, limits.statement_timeout));
+        Handler { binding: Arc::new(Binding::Fixed(session)), limits: Arc::new(limits), sessions_only: false, _slot: None }
+    }
+
+    /// A new HTTP session's handler.
+    pub fn http(limits: Arc<Limits>, slot: SessionSlot) -> Handler {
+        Handler {
+            binding: Arc::new(Binding::PerToken(OnceLock::new())),
+            limits,
+            sessions_only: true,
+            _slot: Some(Arc::new(slot)),
+        }
+    }
+
+    fn session(&self, ctx: &RequestContext<RoleServer>) -> Result<Arc<Session>, String> {
+        match &*self.binding {
+            Binding::Fixed(s) => Ok(s.clone()),
+            Binding::PerToken(cell) => {
+                let principal = ctx
+                    .extensions
+                    .get::<http::request::Parts>()
+                    .and_then(|p| p.extensions.get::<Principal>())
+                    .ok_or("the request carries no authenticated token")?;
+                let (line, session) = cell.get_or_init(|| {
+                    (principal.line, Arc::new(Session::new(principal.config.clone(), self.limits.statement_timeout)))
+                });
+                if *line != principal.line {
+                    return Err("this MCP session belongs to another token: start a session of your own".into());
+                }
+                Ok(session.clone())
+            }
+        }
+    }
+
+    async fn run(&self, name: Name, args: Option<rmcp::model::JsonObject>, session: &Session, ct: &CancellationToken) -> Result<(Value, bool), Failure> {
+        let cap = self.limits.max_rows;
+        let limit = (cap as i64).saturating_add(1);
+        match name {
+            Name::Ask | Name::Explain | Name::Sql | Name::Rows => {
+                let q: tools::Question = tools::parse(name, args).map_err(Failure::Args)?;
+                if q.question.trim().is_empty() {
+                    return Err(Failure::Args(format!("{}: the question is empty", name.as_str())));
+                }
+                let sql = tools::question_sql(name, q.conversation.is_some());
+                let rows = match (name, q.conversation) {
+                    (Name::Rows, None) => session.call(sql, &[&q.question, &limit], ct).await?,
+                    (Name::Rows, Some(c)) => session.call(sql, &[&q.question, &limit, &c], ct).await?,
+                    (_, None) => session.call(sql, &[&q.question], ct).await?,
+                    (_, Some(c)) => session.call(sql, &[&q.question, &c], ct).await?,
+                };
+                match name {
+                    Name::Rows => Ok((tools::capped(json_column(&rows)?, cap), false)),
+                    Name::Sql => Ok((json!({ "sql": one::<Option<String>>(&rows)? }), false)),
+                    Name::Ask => Ok(tools::ask_result(&one::<Value>(&rows)?)),
+                    _ => {
+                        let trace = one::<Value>(&rows)?;
+                        let failed = trace.get("error").is_some_and(|e| !e.is_null());
+                        Ok((trace, failed))
+                    }
+                }
+            }
+            Name::Feedback => {
+                let f: tools::Feedback = tools::parse(name, args).map_err(Failure::Args)?;
+                let rows = session.call(tools::FEEDBACK_SQL, &[&f.call_id, &f.correct, &f.sql], ct).await?;
+                let id = one::<Option<i64>>(&rows)?;
+                let note = if id.is_some() { "kept as a verified query" } else { "recorded; nothing was verified" };
+                Ok((json!({ "verified_query_id": id, "note": note }), false))
+            }
+            Name::ConversationStart => {
+                let c: tools::ConversationStart = tools::parse(name, args).map_err(Failure::Args)?;
+                let rows = session.call(tools::CONVERSATION_START_SQL, &[&c.title], ct).await?;
+                Ok((json!({ "conversation": one::<i64>(&rows)? }), false))
+            }
+            Name::Tables => {
+                let _: tools::Nothing = tools::parse(name, args).map_err(Failure::Args)?;
+                let rows = session.call(tools::TABLES_SQL, &[], ct).await?;
+                let mut tables = Vec::with_capacity(rows.len());
+                for r in &rows {
+                    let (schema, table, description): (String, String, Option<String>) =
+                        (r.try_get(0).map_err(bad_row)?, r.try_get(1).map_err(bad_row)?, r.try_get(2).map_err(bad_row)?);
+                    tables.push(json!({ "schema": schema, "table": table, "description": description }));
+                }
+                Ok((json!({ "tables": tables }), false))
+            }
+            Name::RunSql => {
+                let s: tools::RunSql = tools::parse(name, args).map_err(Failure::Args)?;
+                let rows = session.call(tools::RUN_SQL_SQL, &[&s.sql, &limit], ct).await?;
+                Ok((tools::capped(json_column(&rows)?, cap), false))
+            }
+        }
+    }
+}
+
+/// Why a call gave no result.
+enum Failure {
+    Args(String),
+    Db(DbError),
+}
+
+impl From<DbError> for Failure {
+    fn from(e: DbError) -> Failure {
+        Failure::Db(e)
+    }
+}
+
+fn bad_row(e: tokio_postgres::Error) -> Failure {
+    Failure::Db(DbError::Postgres { message: format!("unexpected result: {e}"), sqlstate: "XX000".into(), detail: None, hint: None })
+}
+
+fn one<T: for<'a> tokio_postgres::types::FromSql<'a>>(rows: &[Row]) -> Result<T, Failure> {
+    let row = rows.first().ok_or_else(|| bad_row_msg("no row"))?;
+    row.try_get(0).map_err(bad_row)
+}
+
+fn bad_row_msg(what: &str) -> Failure {
+    Failure::Db(DbError::Postgres { message: format!("unexpected result: {what}"), sqlstate: "XX000".into(), detail: None, hint: None })
+}
+
+fn json_column(rows: &[Row]) -> Result<Vec<Value>, Failure> {
+    rows.iter().map(|r| r.try_get::<_, Value>(0).map_err(bad_row)).collect()
+}
+
+/// A tool error result: a readable text and the same as structured content.
+fn error_result(value: Value) -> CallToolResult {
+    let mut text = match value.get("sqlstate").and_then(Value::as_str) {
+        Some(code) => format!("ERROR {code}: "),
+        None => "ERROR: ".to_owned(),
+    };
+    match value.get("error") {
+        Some(Value::String(s)) => text.push_str(s),
+        Some(other) => text.push_str(&other.to_string()),
+        None => text.push_str(&value.to_string()),
+    }
+    for (key, label) in [("detail", "DETAIL"), ("hint", "HINT")] {
+        if let Some(s) = value.get(key).and_then(Value::as_str) {
+            text.push_str(&format!("\n{label}: {s}"));
+        }
+    }
+    let mut result = CallToolResult::structured_error(value);
+    result.content = vec![ContentBlock::text(text)];
+    result
+}
+
+/// A trace whose run failed: its error as the readable text, the whole value as structured
+/// content.
+fn trace_error_result(value: Value) -> CallToolResult {
+    let e = value.get("error").cloned().unwrap_or(Value::Null);
+    let message = e.get("message").cloned().unwrap_or_else(|| e.clone());
+    let summary = json!({ "error": message, "sqlstate": e.get("sqlstate"), "hint": e.get("hint") });
+    let mut result = error_result(summary);
+    result.structured_content = Some(value);
+    result
+}
+
+impl ServerHandler for Handler {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("pg_ask-mcp", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "pg_ask answers questions about this PostgreSQL database as your database role: \
+                 `tables` lists what you may read, `ask` answers a question with the SQL that ran, \
+                 `conversation_start` gives an id for follow-up questions, `feedback` marks an \
+                 answer right or wrong.",
+            )
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        if self.sessions_only {
+            Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        } else {
+            Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(tools::listed(self.limits.allow_sql)))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        Name::find(name, self.limits.allow_sql).map(Name::tool)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Some(name) = Name::find(&request.name, self.limits.allow_sql) else {
+            let hint = if request.name == "run_sql" { " (the server was started without --allow-sql)" } else { "" };
+            return Err(ErrorData::invalid_params(format!("no tool named {:?}{hint}", request.name), None));
+        };
+        let session = match self.session(&ctx) {
+            Ok(s) => s,
+            Err(message) => return Ok(error_result(json!({ "error": message, "sqlstate": "28000" })).into()),
+        };
+        let result = match self.run(name, request.arguments, &session, &ctx.ct).await {
+            Ok((value, false)) => CallToolResult::structured(value),
+            Ok((value, true)) => trace_error_result(value),
+            Err(Failure::Args(message)) => error_result(json!({ "error": message, "sqlstate": "22023" })),
+            Err(Failure::Db(e)) => error_result(e.to_json()),
+        };
+        Ok(result.into())
+    }
+}

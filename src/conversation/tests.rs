@@ -1,0 +1,168 @@
+//! In-backend tests of conversations: a follow-up read in the light of the turn before (and
+//! shown its SQL to edit), a question that stands alone read as it stands, the turns kept per
+//! role under row-level security, feedback per turn, ending and forgetting, and the roles that
+//! may not reach another's conversation. Also `ask.tables()` and `ask.query()`, which clients
+//! such as the MCP endpoint call.
+
+#[pgrx::pg_schema]
+mod tests {
+    use llm_standin::{Reply, Rule, Script};
+    use pgrx::prelude::*;
+    use pgrx::JsonB;
+
+    use crate::pg::testing::*;
+
+    const LA: &str = "Which Italian restaurants are in Los Angeles?";
+    const SF: &str = "Which Italian restaurants are in San Francisco?";
+    const LA_SQL: &str = "SELECT r.name FROM public.restaurants r JOIN public.cities c ON c.id = r.city_id WHERE c.name = 'Los Angeles' AND r.cuisine = 'Italian'";
+    const SF_SQL: &str = "SELECT r.name FROM public.restaurants r JOIN public.cities c ON c.id = r.city_id WHERE c.name = 'San Francisco' AND r.cuisine = 'Italian'";
+
+    fn script() -> Script {
+        Script::default()
+            // The rewrite of the follow-up, and the generation of the question it became (tried
+            // first: its prompt also holds the earlier question, as the query to edit).
+            .rule(Rule::new(&["<follow_up>and in San Francisco?</follow_up>"], Reply::text(&format!("Standalone question: {SF}"))))
+            .rule(Rule::new(&["<schema>", &format!("<question>{SF}</question>")], Reply::text(&format!("```sql\n{SF_SQL}\n```"))))
+            .rule(Rule::new(&["<schema>", &format!("<question>{LA}</question>")], Reply::text(&format!("```sql\n{LA_SQL}\n```"))))
+            .rule(Rule::new(&["<schema>", "How many cities"], Reply::text("```sql\nSELECT count(*) FROM public.cities\n```")))
+            .rule(Rule::new(&["<result"], Reply::text("Here they are.")))
+    }
+
+    fn roles() {
+        Spi::run(
+            "CREATE ROLE ask_conv_a; CREATE ROLE ask_conv_b; CREATE ROLE ask_conv_none;
+             GRANT SELECT ON public.restaurants, public.cities TO ask_conv_a, ask_conv_b;
+             GRANT USAGE ON SCHEMA ask TO ask_conv_a, ask_conv_b, ask_conv_none",
+        )
+        .unwrap();
+    }
+
+    #[pg_test]
+    fn a_follow_up_is_rewritten_and_edits_the_turn_before() {
+        setup();
+        roles();
+        let s = llm(script());
+        Spi::run("SET ROLE ask_conv_a").unwrap();
+        let id: i64 = one("SELECT ask.conversation_start('Italian food')");
+        let first: String = one(&format!("SELECT ask.sql('{LA}', conversation => {id})"));
+        assert_eq!(first, LA_SQL);
+        // A question that stands alone is read as it stands: no call spent on reading it.
+        s.clear_requests();
+        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('How many cities are there?', conversation => {id})"));
+        assert_eq!(trace["reading"]["reading"], "standalone", "{trace}");
+        assert!(s.requests().iter().all(|r| !r.prompt.contains("<follow_up>")));
+        // A follow-up: rewritten into a standalone question, generation shown the turn
+        // before's SQL to edit.
+        s.clear_requests();
+        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('and in San Francisco?', conversation => {id})"));
+        assert_eq!(trace["final_sql"], SF_SQL, "{trace}");
+        assert_eq!(trace["reading"]["reading"], "rewritten");
+        assert_eq!(trace["reading"]["standalone"], SF);
+        assert_eq!(trace["reading"]["follows"], 2);
+        let stage = trace["stages"].as_array().unwrap().iter().find(|st| st["stage"] == "follow_up").expect("a follow_up stage").clone();
+        assert_eq!(stage["output"]["standalone"], SF, "{stage}");
+        let generation: Vec<String> = s.requests().into_iter().filter(|r| r.prompt.contains("<schema>")).map(|r| r.prompt).collect();
+        assert!(generation.iter().any(|p| p.contains("<previous>") && p.contains("SELECT count(*) FROM public.cities")), "{generation:?}");
+        // The turns, as the role reads them.
+        let turns: Vec<(i32, String, String, Option<i64>)> = Spi::connect(|c| {
+            c.select(&format!("SELECT turn, reading, standalone, row_count FROM ask.conversation_turns WHERE conversation_id = {id} ORDER BY turn"), None, &[])
+                .unwrap()
+                .map(|r| (r.get::<i32>(1).unwrap().unwrap(), r.get::<String>(2).unwrap().unwrap(), r.get::<String>(3).unwrap().unwrap(), r.get::<i64>(4).unwrap()))
+                .collect()
+        });
+        assert_eq!(turns.len(), 3, "{turns:?}");
+        assert_eq!((turns[2].1.as_str(), turns[2].2.as_str()), ("rewritten", SF));
+        assert_eq!(turns[0].3, Some(2));
+        // The call log has the question as it was answered, and feedback works per turn.
+        let call: i64 = one(&format!("SELECT call_id FROM ask.conversation_turns WHERE conversation_id = {id} AND turn = 3"));
+        assert_eq!(one::<String>(&format!("SELECT question FROM ask.questions WHERE id = {call}")), SF);
+        let vid: i64 = one(&format!("SELECT ask.feedback({call}, true)"));
+        assert_eq!(one::<String>(&format!("SELECT question FROM ask.verified_queries WHERE id = {vid}")), SF);
+        Spi::run("RESET ROLE").unwrap();
+
+        // Another role reaches none of it: not its rows, not a turn of it.
+        Spi::run("SET ROLE ask_conv_b").unwrap();
+        assert_eq!(one::<i64>("SELECT count(*) FROM ask.conversations"), 0);
+        assert_eq!(one::<i64>("SELECT count(*) FROM ask.conversation_turns"), 0);
+        let (code, message, _) = error_of(&format!("SELECT ask.sql('and in San Francisco?', conversation => {id})"));
+        assert_eq!(code, "42704", "{message}");
+        let (code, _, _) = error_of(&format!("SELECT ask.conversation_end({id})"));
+        assert_eq!(code, "42704");
+        assert!(!one::<bool>(&format!("SELECT ask.conversation_forget({id})")));
+        let (code, _, _) = error_of("SELECT ask.conversation_purge('0 seconds', all_roles => true)");
+        assert_eq!(code, "42501");
+        // It cannot write the tables itself either.
+        let (code, _, _) = error_of(&format!("INSERT INTO ask.conversation_turns (conversation_id, turn, role, question, standalone, reading) VALUES ({id}, 9, 'ask_conv_a', 'x', 'x', 'standalone')"));
+        assert_eq!(code, "42501");
+        Spi::run("RESET ROLE").unwrap();
+
+        // A role without privileges may start one, and its question fails as any would.
+        Spi::run("SET ROLE ask_conv_none").unwrap();
+        let mine: i64 = one("SELECT ask.conversation_start()");
+        let (code, _, _) = error_of(&format!("SELECT ask.sql('{LA}', conversation => {mine})"));
+        assert_eq!(code, "42501");
+        assert_eq!(one::<i64>(&format!("SELECT count(*) FROM ask.conversation_turns WHERE conversation_id = {mine}")), 0);
+        Spi::run("RESET ROLE").unwrap();
+
+        // Ended: no more turns; forgotten: gone with its turns.
+        Spi::run("SET ROLE ask_conv_a").unwrap();
+        assert!(one::<bool>(&format!("SELECT ask.conversation_end({id})")));
+        assert!(!one::<bool>(&format!("SELECT ask.conversation_end({id})")));
+        let (code, _, hint) = error_of(&format!("SELECT ask.sql('{LA}', conversation => {id})"));
+        assert_eq!(code, "55000");
+        assert!(hint.unwrap_or_default().contains("conversation_start"));
+        assert!(one::<bool>(&format!("SELECT ask.conversation_forget({id})")));
+        assert_eq!(one::<i64>(&format!("SELECT count(*) FROM ask.conversation_turns WHERE conversation_id = {id}")), 0);
+        let other: i64 = one("SELECT ask.conversation_start()");
+        assert_eq!(one::<i64>("SELECT ask.conversation_purge('0 seconds')"), 1);
+        assert_eq!(one::<i64>(&format!("SELECT count(*) FROM ask.conversations WHERE id = {other}")), 0);
+        Spi::run("RESET ROLE").unwrap();
+        Spi::run("DELETE FROM ask.conversations; DELETE FROM ask.verified_queries").unwrap();
+    }
+
+    #[pg_test]
+    fn a_turn_keeps_only_the_rows_row_level_security_shows() {
+        setup();
+        roles();
+        let _s = llm(script());
+        Spi::run(
+            "ALTER TABLE public.restaurants ENABLE ROW LEVEL SECURITY;
+             CREATE POLICY ask_conv_not_trattoria ON public.restaurants FOR SELECT TO ask_conv_a USING (name <> 'Trattoria')",
+        )
+        .unwrap();
+        Spi::run("SET ROLE ask_conv_a").unwrap();
+        let id: i64 = one("SELECT ask.conversation_start()");
+        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{LA}', conversation => {id})"));
+        assert!(!trace["answer"].as_str().unwrap_or_default().contains("Trattoria"), "{trace}");
+        assert_eq!(one::<i64>(&format!("SELECT row_count FROM ask.conversation_turns WHERE conversation_id = {id}")), 1);
+        Spi::run("RESET ROLE").unwrap();
+        Spi::run("DROP POLICY ask_conv_not_trattoria ON public.restaurants; ALTER TABLE public.restaurants DISABLE ROW LEVEL SECURITY; DELETE FROM ask.conversations").unwrap();
+    }
+
+    #[pg_test]
+    fn tables_and_query_go_by_the_callers_privileges_and_the_guard() {
+        setup();
+        roles();
+        Spi::run("CREATE POLICY ask_conv_la ON public.cities FOR SELECT TO ask_conv_a USING (name = 'Los Angeles'); ALTER TABLE public.cities ENABLE ROW LEVEL SECURITY").unwrap();
+        Spi::run("SET ROLE ask_conv_a").unwrap();
+        let listed: String = one("SELECT string_agg(schema_name || '.' || table_name || ':' || coalesce(description, ''), ' ' ORDER BY 1) FROM ask.tables()");
+        assert_eq!(listed, "public.cities:Cities we know public.restaurants:");
+        let JsonB(row) = one::<JsonB>("SELECT ask.query('SELECT count(*) AS n FROM public.cities')");
+        assert_eq!(row["n"], 1, "row-level security holds");
+        for (sql, code) in [
+            ("SELECT * FROM public.secrets", "42501"),
+            ("DELETE FROM public.cities", "2F003"),
+            ("COMMIT; DELETE FROM public.cities", "2F003"),
+            ("/* read only */ DELETE FROM public.cities", "2F003"),
+            ("SELECT * FROM pg_read_file('/etc/passwd')", "2F003"),
+        ] {
+            let (got, message, _) = error_of(&format!("SELECT * FROM ask.query($q${sql}$q$)"));
+            assert_eq!(got, code, "{sql}: {message}");
+        }
+        Spi::run("RESET ROLE").unwrap();
+        Spi::run("SET ROLE ask_conv_none").unwrap();
+        assert_eq!(one::<i64>("SELECT count(*) FROM ask.tables()"), 0);
+        Spi::run("RESET ROLE").unwrap();
+        Spi::run("DROP POLICY ask_conv_la ON public.cities; ALTER TABLE public.cities DISABLE ROW LEVEL SECURITY").unwrap();
+    }
+}
