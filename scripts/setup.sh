@@ -103,6 +103,13 @@ if [ ! -x "$VENV/bin/python3" ] || ! "$VENV/bin/python3" -c 'import numpy, scipy
 else
   say "Python tools present in $VENV"
 fi
+# The MCP client the tests of pg_ask-mcp drive it with (tests/mcp).
+if ! "$VENV/bin/python3" -c 'import importlib.metadata as m, sys, mcp; sys.exit(m.version("mcp") != "2.3.0")' 2>/dev/null; then
+  say "installing mcp 2.3.0 into $VENV (the MCP client of tests/mcp)"
+  "$VENV/bin/python3" -m pip install -q mcp==2.3.0
+else
+  say "mcp 2.3.0 present in $VENV"
+fi
 
 # 5. Model weights for local embeddings ---------------------------------------------------------
 # Each major's backends find the weights under their own share directory.

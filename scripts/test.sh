@@ -9,7 +9,8 @@
 #      (tests/upgrade/test.sh),
 #   4. the client-side integration tests (tests/client/) against a PostgreSQL 15 with pg_ask,
 #      with the stand-in LLM and with real models (llama-server with SmolLM2-135M and Gemma 3 270M,
-#      and one question to the default model, Qwen2.5-Coder-1.5B; scripts/llm.sh).
+#      and one question to the default model, Qwen2.5-Coder-1.5B; scripts/llm.sh), then the MCP
+#      server pg_ask-mcp under the Python MCP SDK over stdio and HTTP (tests/mcp/run.sh).
 # PG_ASK_TEST_MAJORS="17" runs steps 2 and 3 on 17 only (and PG_ASK_CLIENT_MAJOR=17 step 4 there).
 # PostgreSQL always runs as the `postgres` user (initdb refuses root).
 set -euo pipefail
@@ -66,7 +67,7 @@ step "1/4 core, embedding and stand-in tests; lints"
 # llama.cpp's grammar checker referees the SQL grammar tests (no model needed).
 PG_ASK_GBNF_VALIDATOR=$(bash scripts/llm.sh validator)
 export PG_ASK_GBNF_VALIDATOR
-cargo test -p pg_ask_core -p pg_ask_embed -p llm-standin --features pg_ask_core/recall
+cargo test -p pg_ask_core -p pg_ask_embed -p llm-standin -p pg_ask_mcp --features pg_ask_core/recall
 cargo clippy -q --workspace --all-targets --features pg_ask/pg_test -- -D warnings
 
 step "2/4 in-backend tests (cargo pgrx test)"
@@ -110,5 +111,9 @@ PG_ASK_LLM_GEMMA_URL=$(PG_ASK_LLM_PORT=$((PG_ASK_LLM_PORT + 2)) PG_ASK_LLM_RUN=$
 PG_ASK_LLM_DEFAULT_URL=$(PG_ASK_LLM_PORT=$((PG_ASK_LLM_PORT + 4)) PG_ASK_LLM_RUN=$WORK/llm-default bash scripts/llm.sh start qwen-coder)
 export PG_ASK_LLM_URL PG_ASK_LLM_MODEL=smollm2 PG_ASK_LLM_GEMMA_URL PG_ASK_LLM_DEFAULT_URL
 PG_ASK_IT_HOST=$WORK PG_ASK_IT_PORT=$((IT_PORT + CLIENT_MAJOR - 15)) cargo test -p pg_ask_it -- --test-threads 4
+# pg_ask-mcp (crates/mcp) under a real MCP client, the Python mcp SDK of the venv setup.sh made,
+# over stdio and streamable HTTP, on the same cluster with the stand-in LLM.
+PYTHON=${PG_ASK_VENV:-/var/cache/pg_ask/venv}/bin/python3 PG_ASK_IT_HOST=$WORK PG_ASK_IT_PORT=$((IT_PORT + CLIENT_MAJOR - 15)) \
+  bash tests/mcp/run.sh
 
 step "all tests passed"

@@ -275,3 +275,168 @@ ALTER VIEW benchmark_progress SET (security_invoker = true);
 ALTER VIEW benchmark_table1 SET (security_invoker = true);
 ALTER VIEW benchmark_table2 SET (security_invoker = true);
 ALTER VIEW benchmark_by_parameter SET (security_invoker = true);
+
+-- Conversations (as in sql/conversations.sql) and the functions that keep them; ask(),
+-- ask.sql(), ask.rows() and ask.explain() take conversation => id (as pgrx generates them).
+-- Conversations: a question asked with ask(question, conversation => id) is read in the light
+-- of the conversation's earlier turns. Written only by pg_ask (as the extension's owner, in
+-- the caller's transaction); each role reads its own.
+CREATE TABLE conversations (
+    id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    role        name NOT NULL,
+    title       text,
+    started_at  timestamptz NOT NULL DEFAULT clock_timestamp(),
+    last_at     timestamptz NOT NULL DEFAULT clock_timestamp(),
+    ended_at    timestamptz
+);
+COMMENT ON TABLE conversations IS 'Conversations started with ask.conversation_start(); ask(), ask.sql(), ask.rows() and ask.explain() take the id as conversation => id. Each role sees its own.';
+COMMENT ON COLUMN conversations.last_at IS 'When the last turn was asked (ask.conversation_purge() forgets conversations by it)';
+COMMENT ON COLUMN conversations.ended_at IS 'Set by ask.conversation_end(): an ended conversation takes no more turns';
+CREATE INDEX conversations_role_last_at ON conversations (role, last_at);
+ALTER TABLE conversations ENABLE ROW LEVEL SECURITY;
+CREATE POLICY conversations_own ON conversations FOR SELECT USING (role = current_user);
+REVOKE ALL ON conversations FROM PUBLIC;
+GRANT SELECT ON conversations TO PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('conversations', '');
+
+CREATE TABLE conversation_turns (
+    conversation_id bigint NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    turn            int NOT NULL,
+    role            name NOT NULL,
+    asked_at        timestamptz NOT NULL DEFAULT clock_timestamp(),
+    question        text NOT NULL,
+    standalone      text NOT NULL,
+    reading         text NOT NULL CHECK (reading IN ('standalone', 'rewritten')),
+    sql             text,
+    columns         text[],
+    row_count       bigint,
+    call_id         bigint,
+    PRIMARY KEY (conversation_id, turn)
+);
+COMMENT ON TABLE conversation_turns IS 'The turns of each conversation: the question as asked, as it was answered (standalone), how it was read, the SQL that ran and the shape of its result; call_id is what ask.feedback() takes. Each role sees its own.';
+COMMENT ON COLUMN conversation_turns.standalone IS 'The question as answered: a follow-up rewritten into a standalone question, or the question itself';
+COMMENT ON COLUMN conversation_turns.reading IS 'standalone (answered as asked) or rewritten (a follow-up of the turn before, rewritten and its SQL shown to generation to edit)';
+ALTER TABLE conversation_turns ENABLE ROW LEVEL SECURITY;
+CREATE POLICY conversation_turns_own ON conversation_turns FOR SELECT USING (role = current_user);
+REVOKE ALL ON conversation_turns FROM PUBLIC;
+GRANT SELECT ON conversation_turns TO PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('conversation_turns', '');
+
+-- The tables the current role may read, with their descriptions: what a client (an agent's
+-- tool, an IDE) shows before asking. Runs as the caller: its privileges decide. Objects of
+-- extensions and of pg_ask itself are left out, as ask() leaves them out.
+CREATE FUNCTION tables() RETURNS TABLE (schema_name name, table_name name, description text)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT n.nspname, c.relname, pg_catalog.obj_description(c.oid, 'pg_class')
+      FROM pg_catalog.pg_class c
+      JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+     WHERE c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p,v,m,f}'::pg_catalog."char"[])
+       AND NOT c.relispartition
+       AND n.nspname OPERATOR(pg_catalog.<>) ALL ('{pg_catalog,information_schema,ask}'::pg_catalog.name[])
+       AND n.nspname OPERATOR(pg_catalog.!~) '^pg_(toast|temp_)'
+       AND pg_catalog.has_schema_privilege(n.oid, 'USAGE')
+       AND pg_catalog.has_any_column_privilege(c.oid, 'SELECT')
+       AND NOT EXISTS (
+           SELECT FROM pg_catalog.pg_depend d
+            WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+              AND d.objid OPERATOR(pg_catalog.=) c.oid AND d.deptype OPERATOR(pg_catalog.=) 'e')
+     ORDER BY 1, 2
+$$;
+COMMENT ON FUNCTION tables() IS 'The tables, views, materialized views and foreign tables the current role may read (SELECT on the table or one of its columns, USAGE on its schema), with their comments; those of extensions and of pg_ask are left out.';
+
+DROP FUNCTION public."ask"(text, text, text, text, double precision, int, text);
+DROP FUNCTION "explain"(text, text, text, text, double precision, int, text);
+DROP FUNCTION "rows"(text, text, text, text, double precision, int);
+DROP FUNCTION "sql"(text, text, text, text, double precision, int);
+
+CREATE  FUNCTION "conversation_end"(
+	"conversation" bigint /* i64 */
+) RETURNS bool /* bool */
+STRICT VOLATILE PARALLEL UNSAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'conversation_end_wrapper';
+
+CREATE  FUNCTION "conversation_forget"(
+	"conversation" bigint /* i64 */
+) RETURNS bool /* bool */
+STRICT VOLATILE PARALLEL UNSAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'conversation_forget_wrapper';
+
+CREATE  FUNCTION "conversation_purge"(
+	"older_than" interval DEFAULT '30 days', /* pgrx :: datum :: Interval */
+	"all_roles" bool DEFAULT false /* bool */
+) RETURNS bigint /* i64 */
+STRICT VOLATILE PARALLEL UNSAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'conversation_purge_wrapper';
+
+CREATE  FUNCTION "conversation_start"(
+	"title" TEXT DEFAULT NULL /* Option < & str > */
+) RETURNS bigint /* i64 */
+VOLATILE PARALLEL UNSAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'conversation_start_wrapper';
+
+CREATE  FUNCTION "explain"(
+	"question" TEXT, /* & str */
+	"model" TEXT DEFAULT NULL, /* Option < & str > */
+	"provider" TEXT DEFAULT NULL, /* Option < & str > */
+	"base_url" TEXT DEFAULT NULL, /* Option < & str > */
+	"temperature" double precision DEFAULT NULL, /* Option < f64 > */
+	"max_attempts" INT DEFAULT NULL, /* Option < i32 > */
+	"context" TEXT DEFAULT NULL, /* Option < & str > */
+	"conversation" bigint DEFAULT NULL /* Option < i64 > */
+) RETURNS jsonb /* JsonB */
+VOLATILE PARALLEL UNSAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ask_explain_wrapper';
+
+CREATE  FUNCTION "query"(
+	"sql" TEXT /* & str */
+) RETURNS SETOF jsonb /* JsonB */
+STRICT VOLATILE PARALLEL UNSAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'query_wrapper';
+
+CREATE  FUNCTION "rows"(
+	"question" TEXT, /* & str */
+	"model" TEXT DEFAULT NULL, /* Option < & str > */
+	"provider" TEXT DEFAULT NULL, /* Option < & str > */
+	"base_url" TEXT DEFAULT NULL, /* Option < & str > */
+	"temperature" double precision DEFAULT NULL, /* Option < f64 > */
+	"max_attempts" INT DEFAULT NULL, /* Option < i32 > */
+	"conversation" bigint DEFAULT NULL /* Option < i64 > */
+) RETURNS SETOF jsonb /* JsonB */
+VOLATILE PARALLEL UNSAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ask_rows_wrapper';
+
+CREATE  FUNCTION "sql"(
+	"question" TEXT, /* & str */
+	"model" TEXT DEFAULT NULL, /* Option < & str > */
+	"provider" TEXT DEFAULT NULL, /* Option < & str > */
+	"base_url" TEXT DEFAULT NULL, /* Option < & str > */
+	"temperature" double precision DEFAULT NULL, /* Option < f64 > */
+	"max_attempts" INT DEFAULT NULL, /* Option < i32 > */
+	"conversation" bigint DEFAULT NULL /* Option < i64 > */
+) RETURNS TEXT /* String */
+VOLATILE PARALLEL UNSAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ask_sql_wrapper';
+
+CREATE  FUNCTION public."ask"(
+	"question" TEXT, /* & str */
+	"model" TEXT DEFAULT NULL, /* Option < & str > */
+	"provider" TEXT DEFAULT NULL, /* Option < & str > */
+	"base_url" TEXT DEFAULT NULL, /* Option < & str > */
+	"temperature" double precision DEFAULT NULL, /* Option < f64 > */
+	"max_attempts" INT DEFAULT NULL, /* Option < i32 > */
+	"context" TEXT DEFAULT NULL, /* Option < & str > */
+	"conversation" bigint DEFAULT NULL /* Option < i64 > */
+) RETURNS TEXT /* String */
+VOLATILE PARALLEL UNSAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ask_answer_wrapper';

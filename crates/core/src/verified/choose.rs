@@ -64,6 +64,10 @@ pub struct Slot {
     pub kind: SlotKind,
     /// The value the verified query has.
     pub original: String,
+    /// How the verified question writes it: the value, or an initialism of it ("LA" for 'Los
+    /// Angeles').
+    #[serde(skip)]
+    pub written: String,
     /// The column it is compared with (text slots).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub column: Option<String>,
@@ -105,7 +109,8 @@ fn places(text: &str, value: &str) -> Vec<(usize, usize)> {
         return Vec::new();
     }
     (0..=tw.len() - vw.len())
-        .filter(|&i| tw[i..i + vw.len()].iter().map(|w| &w.norm).eq(vw.iter()))
+        // A possessive is its word: "LA's" writes "LA".
+        .filter(|&i| tw[i..i + vw.len()].iter().map(|w| w.norm.trim_end_matches("'s")).eq(vw.iter().map(String::as_str)))
         .map(|i| (tw[i].start, tw[i + vw.len() - 1].end))
         .collect()
 }
@@ -127,6 +132,22 @@ fn is_date(text: &str) -> bool {
 /// value, its column and the index of its string literal.
 type Found = (TextRange, (usize, usize), SlotKind, String, Option<String>, Option<usize>);
 
+/// Where the verified question writes a text value as an initialism of it ("LA" for 'Los
+/// Angeles'), when one word there is, once.
+fn initialism_once(question: &str, value: &str) -> Option<(usize, usize)> {
+    let found: Vec<(usize, usize)> = words(question)
+        .into_iter()
+        .filter(|w| {
+            crate::values::decide::lexical_evidence(&question[w.start..w.end], value) == Some(crate::values::decide::Lexical::Initialism)
+        })
+        .map(|w| (w.start, w.end))
+        .collect();
+    match found[..] {
+        [one] => Some(one),
+        _ => None,
+    }
+}
+
 /// The template of a verified query: each of its values that the verified question names
 /// exactly once becomes a slot; a value the question does not name (a condition the question
 /// implies) stays as it is. `literals` are the SQL's string literals with their columns.
@@ -138,7 +159,8 @@ pub fn offer(cand: &Candidate, literals: &[LiteralRef]) -> Offer {
             _ if is_date(&lit.value) => SlotKind::Date,
             _ => SlotKind::Text,
         };
-        if let Some(at) = stands_once(&cand.question, &lit.value) {
+        let at = stands_once(&cand.question, &lit.value).or_else(|| (kind == SlotKind::Text).then(|| initialism_once(&cand.question, &lit.value)).flatten());
+        if let Some(at) = at {
             found.push((lit.range, at, kind, lit.value.clone(), Some(format!("{}.{}", lit.table, lit.column)), Some(i)));
         }
     }
@@ -172,10 +194,11 @@ pub fn offer(cand: &Candidate, literals: &[LiteralRef]) -> Offer {
     let slots: Vec<Slot> = found
         .iter()
         .enumerate()
-        .map(|(i, (range, _, kind, original, column, literal))| Slot {
+        .map(|(i, (range, at, kind, original, column, literal))| Slot {
             name: format!("s{}", i + 1),
             kind: *kind,
             original: original.clone(),
+            written: cand.question[at.0..at.1].to_string(),
             column: column.clone(),
             literal: *literal,
             range: *range,
@@ -391,7 +414,7 @@ pub fn doubt(asked: &str, verified_question: &str, offer: &Offer, values: &[Stri
         }
     }
     // What is asked, with the slots' values out of both questions.
-    let originals: Vec<&str> = offer.slots.iter().map(|s| s.original.as_str()).collect();
+    let originals: Vec<&str> = offer.slots.iter().map(|s| s.written.as_str()).collect();
     let news: Vec<&str> = values.iter().map(String::as_str).collect();
     if let Some(why) = signature_conflict(&without(verified_question, &originals), &without(asked, &news)) {
         return Some(why);

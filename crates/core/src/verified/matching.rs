@@ -198,7 +198,7 @@ const PHRASES: &[(&str, &str)] = &[
     ("or fewer", "orless"), ("or lower", "orless"), ("or below", "orless"), ("or under", "orless"),
     ("how many", "many"), ("other than", "otherthan"), ("apart from", "apartfrom"), ("aside from", "asidefrom"),
     ("in total", "intotal"), ("total number", "number"), ("as well as", "aswellas"), ("no longer", "nolonger"),
-    ("for every", "each"),
+    ("for every", "each"), ("total count", "count"), ("in business", "open"),
 ];
 
 /// Number words as digits, so that "one" and "1" are one number.
@@ -254,7 +254,7 @@ const CLASSES: &[(&str, &[&str])] = &[
     ("or", &["or", "either"]),
     ("both", &["both", "also", "aswellas"]),
     ("range", &["between", "range", "within"]),
-    ("open", &["open", "opened", "active", "current"]),
+    ("open", &["open", "opened", "active", "current", "operating", "operational"]),
     ("closed", &["closed", "inactive", "shut", "former"]),
 ];
 
@@ -332,6 +332,13 @@ pub fn signature(question: &str) -> Signature {
     if question.to_lowercase().contains("n't") {
         classes.insert("negation");
     }
+    // "not closed" is "open", "no longer open" is "closed".
+    if classes.contains("negation") && (classes.contains("open") != classes.contains("closed")) {
+        let (from, to) = if classes.contains("open") { ("open", "closed") } else { ("closed", "open") };
+        classes.remove("negation");
+        classes.remove(from);
+        classes.insert(to);
+    }
     let numbers = toks.iter().filter(|w| is_number(w)).cloned().collect();
     let names = ws
         .iter()
@@ -340,7 +347,7 @@ pub fn signature(question: &str) -> Signature {
             let first = question[w.start..].chars().next().is_some_and(char::is_uppercase);
             (first && *i > 0 && !is_sentence_start(question, w.start)) || w.norm.chars().any(|c| c.is_ascii_digit())
         })
-        .map(|(_, w)| w.norm.clone())
+        .map(|(_, w)| w.norm.trim_end_matches("'s").to_string())
         .collect();
     Signature { numbers, classes, names }
 }

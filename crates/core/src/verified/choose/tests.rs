@@ -205,3 +205,28 @@ fn a_name_the_filled_sql_does_not_hold_is_found() {
     assert!(unheld_names("Which restaurants are in Los Angeles?", &["Los Angeles".into()], "SELECT 1").is_empty());
     assert!(unheld_names("France has which chefs?", &[], sql).is_empty());
 }
+
+#[test]
+fn a_value_written_as_an_initialism_is_a_slot() {
+    let mut c = cand(
+        "Which Italian restaurants are in LA?",
+        "SELECT r.name FROM restaurants r JOIN cities c ON c.id = r.city_id WHERE c.name = 'Los Angeles' AND r.cuisine = 'Italian'",
+    );
+    c.id = 14;
+    let lits = find_literals(&c.sql, &catalog()).unwrap();
+    let o = offer(&c, &lits);
+    assert_eq!(o.question, "Which {s2} restaurants are in {s1}?");
+    assert_eq!(o.slots[0].written, "LA");
+    let vals = vec!["Chicago".to_string(), "Italian".to_string()];
+    assert_eq!(doubt("Which Italian restaurants are in Chicago?", &c.question, &o, &vals, &columns()), None);
+    assert_eq!(doubt("List LA's Italian restaurants.", &c.question, &o, &["LA".into(), "Italian".into()], &columns()), None);
+}
+
+#[test]
+fn not_closed_is_open() {
+    let q = "How many restaurants are open?";
+    let (o, _) = offer_of(q, "SELECT count(*) FROM restaurants WHERE closed IS NULL");
+    assert_eq!(doubt("Count the restaurants that have not closed.", q, &o, &[], &columns()), None);
+    assert_eq!(doubt("What number of restaurants are currently operating?", q, &o, &[], &columns()), None);
+    assert!(doubt("How many restaurants are not open?", q, &o, &[], &columns()).is_some());
+}
