@@ -10,6 +10,7 @@ mod server;
 mod tokens;
 mod tools;
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use rmcp::ServiceExt;
@@ -21,11 +22,11 @@ fn main() -> ExitCode {
     let options = match args::parse(std::env::args().skip(1)) {
         Ok(Parsed::Run(o)) => o,
         Ok(Parsed::Help) => {
-            println!("{}", args::USAGE);
+            let _ = writeln!(std::io::stdout(), "{}", args::USAGE);
             return ExitCode::SUCCESS;
         }
         Ok(Parsed::Version) => {
-            println!("pg_ask-mcp {}", env!("CARGO_PKG_VERSION"));
+            let _ = writeln!(std::io::stdout(), "pg_ask-mcp {}", env!("CARGO_PKG_VERSION"));
             return ExitCode::SUCCESS;
         }
         Err(e) => {
@@ -80,7 +81,7 @@ async fn run(options: Options) -> Result<(), String> {
             }
             eprintln!(
                 "pg_ask-mcp: listening on http://{bound}/ ({} tokens, at most {} sessions, statement timeout {} ms{})",
-                tokens.len(),
+                tokens.count(),
                 limits.max_sessions,
                 limits.statement_timeout.as_millis(),
                 if limits.allow_sql { ", run_sql on" } else { "" }

@@ -108,13 +108,8 @@ impl Tokens {
     }
 
     /// How many tokens the file holds.
-    pub fn len(&self) -> usize {
+    pub fn count(&self) -> usize {
         self.entries.len()
-    }
-
-    /// Whether the file holds none.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
     }
 }
 
@@ -168,7 +163,7 @@ mod tests {
     #[test]
     fn parses_and_finds() {
         let t = Tokens::parse(FILE).unwrap();
-        assert_eq!(t.len(), 2);
+        assert_eq!(t.count(), 2);
         let alice = t.find(b"alice-token-0123456789").unwrap();
         assert_eq!(alice.line, 2);
         assert_eq!(alice.config.get_user(), Some("alice"));
@@ -196,7 +191,7 @@ mod tests {
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
         assert!(matches!(Tokens::load(&path).unwrap_err(), TokenError::Permissions { mode: 0o644, .. }));
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
-        assert_eq!(Tokens::load(&path).unwrap().len(), 2);
+        assert_eq!(Tokens::load(&path).unwrap().count(), 2);
         std::fs::write(&path, "# nothing\n").unwrap();
         assert!(matches!(Tokens::load(&path).unwrap_err(), TokenError::Empty { .. }));
         std::fs::remove_file(&path).unwrap();
