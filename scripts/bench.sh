@@ -24,6 +24,10 @@
 #           ask.sql() with the store on and off: precision and recall of answers from the store,
 #           EX on and off, seconds per question by how it was answered (not in `all`; debug
 #           build unless PG_ASK_RELEASE=1)
+#   conversations [MODEL...]  follow-up questions (bench/fixtures/follow_ups.json: conversations of
+#           3 to 5 turns over the sample and defog's car_dealership, gold SQL per turn) asked with
+#           conversation => id: EX per turn, follow-ups read as standalone by mistake (default:
+#           stand-in, the stand-in as an oracle, then qwen-coder; debug build, not in `all`)
 #   scale   10,000 generated tables in 50 schemas: ask.index_schema() time and memory,
 #           selection p95, the described share of the full description, the first ask() after
 #           ALTER TABLE, COMMENT ON and CREATE TABLE (embeddings off, then local; SCALE_TABLES,
@@ -57,11 +61,11 @@ PORT=${PG_ASK_BENCH_PORT:-55440}
 MODE=${1:-all}
 # shellcheck source=scripts/cluster.sh
 source scripts/cluster.sh
-trap 'cluster_stop "$WORK/db"; if [ "$MODE" = real ] || [ "$MODE" = grammar ] || [ "$MODE" = values-llm ] || [ "$MODE" = templates ]; then bash scripts/llm.sh stop >/dev/null 2>&1 || true; fi' EXIT
+trap 'cluster_stop "$WORK/db"; if [ "$MODE" = real ] || [ "$MODE" = grammar ] || [ "$MODE" = values-llm ] || [ "$MODE" = templates ] || [ "$MODE" = conversations ]; then bash scripts/llm.sh stop >/dev/null 2>&1 || true; fi' EXIT
 export PG_ASK_LLM_PORT=${PG_ASK_LLM_BENCH_PORT:-47813} PG_ASK_LLM_RUN=$WORK/llm
 
 PROFILE=(--release); OUT=release
-if { [ "$MODE" = real ] || [ "$MODE" = verified ] || [ "$MODE" = templates ]; } && [ "${PG_ASK_RELEASE:-0}" != 1 ]; then PROFILE=(); OUT=debug; fi
+if { [ "$MODE" = real ] || [ "$MODE" = verified ] || [ "$MODE" = templates ] || [ "$MODE" = conversations ]; } && [ "${PG_ASK_RELEASE:-0}" != 1 ]; then PROFILE=(); OUT=debug; fi
 cargo pgrx install "${PROFILE[@]}" -p pg_ask --pg-config /usr/lib/postgresql/15/bin/pg_config >/dev/null
 cluster_start "$WORK/db" "$PORT"
 cargo build -q "${PROFILE[@]}" -p pg_ask_bench --bins
@@ -159,6 +163,19 @@ if [ "$MODE" = templates ]; then
   for model in "${models[@]}"; do
     echo "== verified templates with a real model: $model"
     PG_ASK_LLM_URL=$(bash scripts/llm.sh start "$model") PG_ASK_LLM_MODEL=$model "$CARGO_TARGET_DIR/$OUT/bench_templates"
+  done
+fi
+
+if [ "$MODE" = conversations ]; then
+  shift || true
+  models=("$@"); [ ${#models[@]} -gt 0 ] || models=(stand-in qwen-coder)
+  for model in "${models[@]}"; do
+    echo "== follow-up questions in conversations: $model"
+    if [ "$model" = stand-in ]; then
+      PG_ASK_LLM_MODEL=stand-in "$CARGO_TARGET_DIR/$OUT/bench_conversations"
+    else
+      PG_ASK_LLM_URL=$(bash scripts/llm.sh start "$model") PG_ASK_LLM_MODEL=$model "$CARGO_TARGET_DIR/$OUT/bench_conversations"
+    fi
   done
 fi
 

@@ -392,7 +392,7 @@ CREATE  FUNCTION "explain"(
 ) RETURNS jsonb /* JsonB */
 VOLATILE PARALLEL UNSAFE 
 LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'ask_explain_wrapper';
+AS 'MODULE_PATHNAME', 'ask_explain_with_conversation_wrapper';
 
 CREATE  FUNCTION "query"(
 	"sql" TEXT /* & str */
@@ -412,7 +412,7 @@ CREATE  FUNCTION "rows"(
 ) RETURNS SETOF jsonb /* JsonB */
 VOLATILE PARALLEL UNSAFE 
 LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'ask_rows_wrapper';
+AS 'MODULE_PATHNAME', 'ask_rows_with_conversation_wrapper';
 
 CREATE  FUNCTION "sql"(
 	"question" TEXT, /* & str */
@@ -425,7 +425,7 @@ CREATE  FUNCTION "sql"(
 ) RETURNS TEXT /* String */
 VOLATILE PARALLEL UNSAFE 
 LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'ask_sql_wrapper';
+AS 'MODULE_PATHNAME', 'ask_sql_with_conversation_wrapper';
 
 CREATE  FUNCTION public."ask"(
 	"question" TEXT, /* & str */
@@ -439,4 +439,4 @@ CREATE  FUNCTION public."ask"(
 ) RETURNS TEXT /* String */
 VOLATILE PARALLEL UNSAFE 
 LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'ask_answer_wrapper';
+AS 'MODULE_PATHNAME', 'ask_answer_with_conversation_wrapper';

@@ -2,6 +2,7 @@
 //! `ask.explain()`.
 
 pub(crate) mod calls;
+mod earlier;
 pub(crate) mod host;
 mod query;
 #[cfg(any(test, feature = "pg_test"))]
@@ -150,7 +151,7 @@ mod public {
     /// table. With `context`, the LLM first decides whether the context already answers the
     /// question; if it does, no SQL runs.
     #[pg_extern(name = "ask", volatile, parallel_unsafe)]
-    fn ask_answer(
+    pub(super) fn ask_answer_with_conversation(
         question: &str,
         model: default!(Option<&str>, "NULL"),
         provider: default!(Option<&str>, "NULL"),
@@ -176,7 +177,7 @@ mod public {
 /// The final, checked and corrected SQL for a question (it was run once, read-only, to
 /// validate it). `SELECT ask.sql('...') \gexec` runs it with real column types.
 #[pg_extern(name = "sql", volatile, parallel_unsafe)]
-fn ask_sql(
+pub(super) fn ask_sql_with_conversation(
     question: &str,
     model: default!(Option<&str>, "NULL"),
     provider: default!(Option<&str>, "NULL"),
@@ -191,7 +192,7 @@ fn ask_sql(
 
 /// The result rows of the final SQL, one jsonb object per row.
 #[pg_extern(name = "rows", volatile, parallel_unsafe)]
-fn ask_rows(
+pub(super) fn ask_rows_with_conversation(
     question: &str,
     model: default!(Option<&str>, "NULL"),
     provider: default!(Option<&str>, "NULL"),
@@ -211,7 +212,7 @@ fn ask_rows(
 /// their scores, retrieval plan, per-step SQL, answer). A failing run returns its trace with an "error" entry instead of raising,
 /// so the trace shows where it stopped.
 #[pg_extern(name = "explain", volatile, parallel_unsafe)]
-fn ask_explain(
+pub(super) fn ask_explain_with_conversation(
     question: &str,
     model: default!(Option<&str>, "NULL"),
     provider: default!(Option<&str>, "NULL"),

@@ -77,7 +77,7 @@ const OPENERS: &[&str] = &[
 /// Two-word openers.
 const OPENER_PAIRS: &[&str] = &["what about", "how about", "what if", "show only", "list only", "of those", "of these", "of them"];
 /// Words that refer back to an earlier answer.
-const REFERRING: &[&str] = &["ones", "those", "these", "them", "they", "it", "its", "their", "previous", "same", "instead", "again", "too"];
+const REFERRING: &[&str] = &["ones", "such", "those", "these", "them", "they", "it", "its", "their", "previous", "same", "instead", "again", "too"];
 /// Prepositions that open a short follow-up ("in San Francisco?", "for 2020?").
 const PREPOSITIONS: &[&str] = &["in", "for", "from", "with", "at", "by", "during", "after", "before", "since", "on", "near", "under", "over"];
 /// Words at most of a question that opens with a preposition to read as a follow-up.
