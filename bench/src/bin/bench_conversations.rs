@@ -39,26 +39,32 @@ fn marker(set: &str, conv: usize, turn: usize) -> String {
     format!("Question {turn} of conversation {set}-{conv}")
 }
 
-/// The stand-in's oracle script for every conversation of the fixture.
+/// The stand-in's oracle script for every conversation of the fixture. A follow-up's prompts
+/// also hold the turn before (its question, as the query to edit), so the rules go latest turn
+/// first, and a rewrite's rule names the turn before too (two conversations may share a
+/// follow-up's words).
 fn oracle(fixture: &Value) -> Script {
-    let mut s = Script::default();
+    let mut rules = Vec::new();
     for set in ["sample", "car_dealership"] {
         for (ci, conv) in fixture[set].as_array().unwrap().iter().enumerate() {
+            let mut before = String::new();
             for (ti, t) in conv["turns"].as_array().unwrap().iter().enumerate() {
                 let (q, sql) = (t["q"].as_str().unwrap(), t["sql"].as_str().unwrap());
                 let fenced = format!("```sql\n{sql}\n```");
-                if t["follow_up"].as_bool().unwrap() {
+                let standalone = if t["follow_up"].as_bool().unwrap() {
                     let m = marker(set, ci, ti + 1);
-                    s = s
-                        .rule(Rule::new(&[&format!("<follow_up>{q}</follow_up>")], Reply::text(&m)))
-                        .rule(Rule::new(&["<schema>", &format!("<question>{m}</question>")], Reply::text(&fenced)));
+                    rules.push((ti, Rule::new(&[&format!("<follow_up>{q}</follow_up>"), &format!("Question: {before}\n")], Reply::text(&m))));
+                    m
                 } else {
-                    s = s.rule(Rule::new(&["<schema>", &format!("<question>{q}</question>")], Reply::text(&fenced)));
-                }
+                    q.to_string()
+                };
+                rules.push((ti, Rule::new(&["<schema>", &format!("<question>{standalone}</question>")], Reply::text(&fenced))));
+                before = standalone;
             }
         }
     }
-    s
+    rules.sort_by_key(|(turn, _)| std::cmp::Reverse(*turn));
+    rules.into_iter().fold(Script::default(), |s, (_, r)| s.rule(r))
 }
 
 fn main() {
