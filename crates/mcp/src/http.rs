@@ -59,6 +59,16 @@ impl Gate {
             return r;
         };
         req.extensions_mut().insert(Principal { line: entry.line, config: entry.config.clone() });
+        if req.method() == Method::DELETE {
+            // A session ended: rmcp answers 202, which clients that expect 200 or 204 log as a
+            // failure; nothing is left to accept, so say 204.
+            let mut r = self.forward(req).await;
+            if r.status() == StatusCode::ACCEPTED {
+                *r.status_mut() = StatusCode::NO_CONTENT;
+                *r.body_mut() = Full::new(Bytes::new()).boxed();
+            }
+            return r;
+        }
         let opens_session = req.method() == Method::POST && !req.headers().contains_key(SESSION_HEADER);
         if !opens_session {
             return self.forward(req).await;
