@@ -12,8 +12,10 @@ use serde::Serialize;
 use crate::llm::ChatRequest;
 use crate::verified::matching::words;
 
-/// Earlier turns shown to the model when it rewrites a follow-up.
-pub const MAX_TURNS_SHOWN: usize = 4;
+/// Earlier turns shown to the model when it rewrites a follow-up: the turn it follows, whose
+/// standalone question already holds what the turns before it said, and the one before that.
+/// (Shown more, a small model takes its subject from an older turn.)
+pub const MAX_TURNS_SHOWN: usize = 2;
 /// Characters of a rewritten question at most.
 const MAX_STANDALONE: usize = 400;
 
@@ -121,14 +123,16 @@ pub fn read_without_llm(question: &str, history: &[Turn]) -> Option<Reading> {
 /// The request that rewrites a follow-up into a standalone question, from the last
 /// [`MAX_TURNS_SHOWN`] turns of `history`.
 pub fn rewrite_request(question: &str, history: &[Turn]) -> ChatRequest {
-    let system = "You rewrite the last question of a conversation about a database into one standalone question. \
-The standalone question says everything the last question asks, taking from the earlier questions what it leaves \
-unsaid: the subject, the conditions it keeps, and the values it replaces. Keep the values as the user wrote them. \
+    let system = "You rewrite a follow-up question of a conversation about a database into one standalone question. \
+The follow-up continues the most recent question (the last turn shown). The standalone question says everything \
+the follow-up asks, taking from the most recent question what it leaves unsaid: the subject and every condition it \
+keeps, with the values the follow-up replaces or adds. Keep the values as the user wrote them. \
 Do not answer it and do not write SQL. Reply with the standalone question only, on one line.";
     let mut user = String::from("<conversation>\n");
     let from = history.len().saturating_sub(MAX_TURNS_SHOWN);
-    for t in &history[from..] {
-        user.push_str(&format!("<turn>\nQuestion: {}\n", one_line(&t.standalone)));
+    for (i, t) in history[from..].iter().enumerate() {
+        let label = if from + i + 1 == history.len() { " (most recent)" } else { "" };
+        user.push_str(&format!("<turn{label}>\nQuestion: {}\n", one_line(&t.standalone)));
         if let Some(sql) = &t.sql {
             user.push_str(&format!("SQL: {}\n", one_line(sql)));
         }
@@ -223,7 +227,7 @@ mod tests {
         let h: Vec<Turn> = (1..=6).map(|i| turn(i, &format!("question {i}"), &format!("SELECT {i}"))).collect();
         let req = rewrite_request("and in San Francisco?", &h);
         let text = req.messages.last().map(|m| m.content.clone()).unwrap_or_default();
-        assert!(!text.contains("question 2\n") && text.contains("question 3") && text.contains("SELECT 6"), "{text}");
+        assert!(!text.contains("question 4\n") && text.contains("question 5") && text.contains("<turn (most recent)>\nQuestion: question 6"), "{text}");
         assert!(text.ends_with("<follow_up>and in San Francisco?</follow_up>\nStandalone question:"));
         assert_eq!(parse_rewrite("\n Standalone question: \"Which Italian restaurants are in San Francisco?\"\nmore").unwrap(), "Which Italian restaurants are in San Francisco?");
         assert!(parse_rewrite("SELECT name FROM restaurants").is_err());
