@@ -45,3 +45,53 @@ fn the_default_model_answers_how_many_restaurants_there_are() {
     assert!(stated.contains(&"68"), "the answer does not say 68: {answer}");
     assert!(stated.iter().all(|n| *n == "68"), "the answer states another number: {answer}");
 }
+
+/// The README's follow-up conversation with the default model, asked by the same reader: each
+/// turn's SQL returns the rows of the gold query, the two follow-ups are read as follow-ups
+/// (rewritten into standalone questions), and the turns are kept as the reader's own.
+#[test]
+fn the_default_model_follows_up_in_a_conversation() {
+    let url = std::env::var("PG_ASK_LLM_DEFAULT_URL").expect("PG_ASK_LLM_DEFAULT_URL (scripts/test.sh sets it)");
+    let db = "pg_ask_default_model_conv";
+    let mut owner = sample_database(db);
+    owner
+        .batch_execute(&format!(
+            "DO $$ BEGIN CREATE ROLE {ROLE} LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$;
+             GRANT SELECT ON ALL TABLES IN SCHEMA public TO {ROLE};"
+        ))
+        .unwrap();
+    let mut c = connect_to(ROLE, db);
+    c.batch_execute(&format!(
+        "SET ask.provider = 'openai'; SET ask.base_url = '{url}'; SET ask.model = 'qwen-coder'; SET ask.request_timeout = 300000"
+    ))
+    .unwrap();
+    let rows = |c: &mut postgres::Client, sql: &str| -> Vec<String> {
+        let mut v: Vec<String> = c.query(&format!("SELECT name FROM ({sql}) t"), &[]).unwrap().iter().map(|r| r.get(0)).collect();
+        v.sort();
+        v
+    };
+    let id: i64 = c.query_one("SELECT ask.conversation_start('README')", &[]).unwrap().get(0);
+    let turns = [
+        ("Which Italian restaurants are in LA?", "c.name = 'Los Angeles'"),
+        ("and in San Francisco?", "c.name = 'San Francisco'"),
+        ("only the ones rated above 4", "c.name = 'San Francisco' AND r.rating > 4"),
+    ];
+    for (q, cond) in turns {
+        let t = Instant::now();
+        let sql: String = c.query_one("SELECT ask.sql($1, conversation => $2)", &[&q, &id]).unwrap().get(0);
+        println!("qwen-coder: {q} ({:.1} s): {sql}", t.elapsed().as_secs_f64());
+        let gold = format!("SELECT r.name FROM restaurants r JOIN cities c ON c.id = r.city_id WHERE r.cuisine = 'Italian' AND {cond}");
+        let got: Vec<String> = c
+            .query(&format!("SELECT to_jsonb(t) ->> (SELECT k FROM jsonb_object_keys(to_jsonb(t)) k LIMIT 1) FROM ({sql}) t"), &[])
+            .unwrap()
+            .iter()
+            .map(|r| r.get::<_, Option<String>>(0).unwrap_or_default())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        assert_eq!(got, rows(&mut c, &gold), "{q}: {sql}");
+    }
+    let readings: Vec<String> =
+        c.query("SELECT reading FROM ask.conversation_turns WHERE conversation_id = $1 ORDER BY turn", &[&id]).unwrap().iter().map(|r| r.get(0)).collect();
+    assert_eq!(readings, ["standalone", "rewritten", "rewritten"]);
+}
