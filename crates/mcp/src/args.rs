@@ -130,9 +130,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Parsed, String> {
                 return Err("--dsn is for stdio: over HTTP each token's line in --tokens names its connection".into());
             }
             if !addr.ip().is_loopback() && !allow_non_loopback {
-                return Err(format!(
-                    "--http {addr} is not a loopback address: pass --allow-non-loopback to serve it (behind TLS)"
-                ));
+                return Err(format!("--http {addr} is not a loopback address: pass --allow-non-loopback to serve it (behind TLS)"));
             }
             Transport::Http { addr, tokens, allow_non_loopback, allowed_hosts }
         }
@@ -204,7 +202,7 @@ pub fn dsn_from_env(get: impl Fn(&str) -> Option<String>) -> tokio_postgres::Con
     if let Some(secs) = get("PGCONNECT_TIMEOUT").and_then(|s| s.parse().ok()) {
         config.connect_timeout(Duration::from_secs(secs));
     }
-    config.application_name(&get("PGAPPNAME").unwrap_or_else(|| "pg_ask-mcp".into()));
+    config.application_name(get("PGAPPNAME").unwrap_or_else(|| "pg_ask-mcp".into()));
     config
 }
 

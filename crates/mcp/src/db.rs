@@ -77,12 +77,7 @@ impl Session {
 
     /// Runs `sql` with `params` in a transaction of its own and returns its rows; cancels the
     /// backend's query and rolls back when `ct` is cancelled first.
-    pub async fn call(
-        &self,
-        sql: &str,
-        params: &[&(dyn ToSql + Sync)],
-        ct: &CancellationToken,
-    ) -> Result<Vec<Row>, DbError> {
+    pub async fn call(&self, sql: &str, params: &[&(dyn ToSql + Sync)], ct: &CancellationToken) -> Result<Vec<Row>, DbError> {
         let mut guard = tokio::select! {
             g = self.conn.lock() => g,
             _ = ct.cancelled() => return Err(DbError::Cancelled),

@@ -128,13 +128,7 @@ pub async fn serve(
         move || Ok(Handler::http(limits.clone(), SessionSlot::new(live.clone())))
     };
     let mcp = StreamableHttpService::new(factory, Arc::new(manager), config);
-    let gate = Arc::new(Gate {
-        tokens,
-        live,
-        max_sessions: limits.max_sessions,
-        opening: tokio::sync::Mutex::new(()),
-        mcp,
-    });
+    let gate = Arc::new(Gate { tokens, live, max_sessions: limits.max_sessions, opening: tokio::sync::Mutex::new(()), mcp });
     loop {
         let (stream, _) = tokio::select! {
             accepted = listener.accept() => match accepted {

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -74,12 +74,7 @@ impl Handler {
 
     /// A new HTTP session's handler.
     pub fn http(limits: Arc<Limits>, slot: SessionSlot) -> Handler {
-        Handler {
-            binding: Arc::new(Binding::PerToken(OnceLock::new())),
-            limits,
-            sessions_only: true,
-            _slot: Some(Arc::new(slot)),
-        }
+        Handler { binding: Arc::new(Binding::PerToken(OnceLock::new())), limits, sessions_only: true, _slot: Some(Arc::new(slot)) }
     }
 
     fn session(&self, ctx: &RequestContext<RoleServer>) -> Result<Arc<Session>, String> {
@@ -91,9 +86,8 @@ impl Handler {
                     .get::<http::request::Parts>()
                     .and_then(|p| p.extensions.get::<Principal>())
                     .ok_or("the request carries no authenticated token")?;
-                let (line, session) = cell.get_or_init(|| {
-                    (principal.line, Arc::new(Session::new(principal.config.clone(), self.limits.statement_timeout)))
-                });
+                let (line, session) =
+                    cell.get_or_init(|| (principal.line, Arc::new(Session::new(principal.config.clone(), self.limits.statement_timeout))));
                 if *line != principal.line {
                     return Err("this MCP session belongs to another token: start a session of your own".into());
                 }
@@ -102,7 +96,13 @@ impl Handler {
         }
     }
 
-    async fn run(&self, name: Name, args: Option<rmcp::model::JsonObject>, session: &Session, ct: &CancellationToken) -> Result<(Value, bool), Failure> {
+    async fn run(
+        &self,
+        name: Name,
+        args: Option<rmcp::model::JsonObject>,
+        session: &Session,
+        ct: &CancellationToken,
+    ) -> Result<(Value, bool), Failure> {
         let cap = self.limits.max_rows;
         let limit = (cap as i64).saturating_add(1);
         match name {
@@ -254,11 +254,7 @@ impl ServerHandler for Handler {
         Name::find(name, self.limits.allow_sql).map(Name::tool)
     }
 
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
+    async fn call_tool(&self, request: CallToolRequestParams, ctx: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
         let Some(name) = Name::find(&request.name, self.limits.allow_sql) else {
             let hint = if request.name == "run_sql" { " (the server was started without --allow-sql)" } else { "" };
             return Err(ErrorData::invalid_params(format!("no tool named {:?}{hint}", request.name), None));

@@ -14,9 +14,7 @@ pub const MIN_TOKEN_LEN: usize = 16;
 pub enum TokenError {
     #[error("cannot read the token file {path}: {source}")]
     Read { path: String, source: std::io::Error },
-    #[error(
-        "the token file {path} is readable or writable by group or others (mode {mode:o}): chmod 600 {path}"
-    )]
+    #[error("the token file {path} is readable or writable by group or others (mode {mode:o}): chmod 600 {path}")]
     Permissions { path: String, mode: u32 },
     #[error("token file line {line}: expected `token connection-string`")]
     Shape { line: usize },
