@@ -286,6 +286,17 @@ async def check_statement_timeout(connect):
         assert time.monotonic() - started < 30, "the statement timeout did not stop the call"
 
 
+async def check_env_and_row_cap(_connect):
+    """Without --dsn, stdio connects as libpq's PG* variables say; --max-rows caps `rows`."""
+    env = {"PATH": os.environ["PATH"], "PGHOST": HOST, "PGPORT": PORT, "PGUSER": "mcp_reader", "PGDATABASE": DB}
+    async with Client(StdioServerParameters(command=MCP_BIN, args=["--max-rows", "1"], env=env)) as c:
+        r = await call(c, "rows", {"question": "list the cities"})
+        out = r.structured_content
+        assert out["rows"] == [{"name": "Los Angeles"}] and out["truncated"] is True and out["row_count"] == 1, whole(r)
+    who = psql("SELECT count(*) FROM ask.questions WHERE role = 'mcp_reader' AND question = 'list the cities'")
+    assert int(who) >= 1, who
+
+
 # ---- HTTP only --------------------------------------------------------------------------------
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -398,6 +409,7 @@ async def main():
             await run(f"{transport}: a cancelled request cancels the backend's query", check_cancel, connect)
         await run("stdio: --statement-timeout ends a call", check_statement_timeout,
                   lambda role: stdio_client(role, "--statement-timeout", "2s"))
+        await run("stdio: PG* variables without --dsn, --max-rows caps rows", check_env_and_row_cap, None)
         await run("stdio: run_sql is not served without --allow-sql", check_run_sql, over_stdio, False)
         await run("stdio: run_sql with --allow-sql", check_run_sql, lambda role: stdio_client(role, "--allow-sql"), True)
         await run("http: wrong or missing tokens get 401, oversized bodies 413", check_http_refusals, server)
