@@ -86,9 +86,17 @@ impl Handler {
                     .get::<http::request::Parts>()
                     .and_then(|p| p.extensions.get::<Principal>())
                     .ok_or("the request carries no authenticated token")?;
-                let (line, session) =
-                    cell.get_or_init(|| (principal.line, Arc::new(Session::new(principal.config.clone(), self.limits.statement_timeout))));
+                let (line, session) = cell.get_or_init(|| {
+                    // The operator's record of who uses the server: the token's line, never the token.
+                    eprintln!(
+                        "pg_ask-mcp: a session of token line {} connects as role {}",
+                        principal.line,
+                        principal.config.get_user().unwrap_or("(default)")
+                    );
+                    (principal.line, Arc::new(Session::new(principal.config.clone(), self.limits.statement_timeout)))
+                });
                 if *line != principal.line {
+                    eprintln!("pg_ask-mcp: refused a call with token line {} in a session of token line {line}", principal.line);
                     return Err("this MCP session belongs to another token: start a session of your own".into());
                 }
                 Ok(session.clone())
