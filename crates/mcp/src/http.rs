@@ -10,13 +10,14 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{header, Method, Request, Response, StatusCode};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
@@ -31,6 +32,10 @@ type Mcp = StreamableHttpService<Handler, LocalSessionManager>;
 
 /// The header a session's requests carry once `initialize` gave them an id.
 const SESSION_HEADER: &str = "mcp-session-id";
+/// How long a request that opens a session may take to arrive and be answered.
+const OPENING_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a connection may take to send a request's headers.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What every request passes through before the MCP service.
 struct Gate {
@@ -83,7 +88,11 @@ impl Gate {
             r.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
             return r;
         }
-        self.forward(req).await
+        // A client that sends its body slowly would hold every other session's opening.
+        match tokio::time::timeout(OPENING_TIMEOUT, self.forward(req)).await {
+            Ok(r) => r,
+            Err(_) => plain(StatusCode::REQUEST_TIMEOUT, "pg_ask-mcp: the request that opens a session took too long to arrive"),
+        }
     }
 
     async fn forward(&self, req: Request<Incoming>) -> Response<Body> {
@@ -135,7 +144,7 @@ pub async fn serve(
                 Ok(a) => a,
                 Err(e) => {
                     eprintln!("pg_ask-mcp: accept: {e}");
-                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 }
             },
@@ -148,7 +157,10 @@ pub async fn serve(
                 let gate = gate.clone();
                 async move { Ok::<_, Infallible>(gate.handle(req).await) }
             });
-            let conn = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
+                .serve_connection(TokioIo::new(stream), service);
             tokio::pin!(conn);
             tokio::select! {
                 _ = conn.as_mut() => {}
