@@ -13,9 +13,9 @@ use crate::llm::ChatRequest;
 use crate::verified::matching::words;
 
 /// Earlier turns shown to the model when it rewrites a follow-up: the turn it follows, whose
-/// standalone question already holds what the turns before it said, and the one before that.
-/// (Shown more, a small model takes its subject from an older turn.)
-pub const MAX_TURNS_SHOWN: usize = 2;
+/// standalone question already holds what the turns before it said. (Shown more, the default
+/// model took its subject or a value from an older turn.)
+pub const MAX_TURNS_SHOWN: usize = 1;
 /// Characters of a rewritten question at most.
 const MAX_STANDALONE: usize = 400;
 
@@ -126,7 +126,9 @@ pub fn rewrite_request(question: &str, history: &[Turn]) -> ChatRequest {
     let system = "You rewrite a follow-up question of a conversation about a database into one standalone question. \
 The follow-up continues the most recent question (the last turn shown). The standalone question says everything \
 the follow-up asks, taking from the most recent question what it leaves unsaid: the subject and every condition it \
-keeps, with the values the follow-up replaces or adds. Keep the values as the user wrote them. \
+keeps, with the values the follow-up replaces or adds. A follow-up that names another value of the same kind \
+(\"and in Paris?\", \"what about Indian ones?\") replaces that value: it asks about the new value instead, not both. \
+Keep the values as the user wrote them. \
 Do not answer it and do not write SQL. Reply with the standalone question only, on one line.";
     let mut user = String::from("<conversation>\n");
     let from = history.len().saturating_sub(MAX_TURNS_SHOWN);
@@ -227,7 +229,7 @@ mod tests {
         let h: Vec<Turn> = (1..=6).map(|i| turn(i, &format!("question {i}"), &format!("SELECT {i}"))).collect();
         let req = rewrite_request("and in San Francisco?", &h);
         let text = req.messages.last().map(|m| m.content.clone()).unwrap_or_default();
-        assert!(!text.contains("question 4\n") && text.contains("question 5") && text.contains("<turn (most recent)>\nQuestion: question 6"), "{text}");
+        assert!(!text.contains("question 5\n") && text.contains("<turn (most recent)>\nQuestion: question 6"), "{text}");
         assert!(text.ends_with("<follow_up>and in San Francisco?</follow_up>\nStandalone question:"));
         assert_eq!(parse_rewrite("\n Standalone question: \"Which Italian restaurants are in San Francisco?\"\nmore").unwrap(), "Which Italian restaurants are in San Francisco?");
         assert!(parse_rewrite("SELECT name FROM restaurants").is_err());
