@@ -18,9 +18,12 @@ use crate::pg::errors::{sqlstate_code, Raised};
 #[pg_extern(name = "query", volatile, parallel_unsafe)]
 fn query(sql: &str) -> SetOfIterator<'static, JsonB> {
     let checked = check_read_only(sql).unwrap_or_else(|refusal| {
-        Raised::new(PgSqlErrorCode::ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED, format!("pg_ask's guard refused the statement: {refusal}"))
-            .hint("ask.query() runs one read-only query without volatile functions, as the current role.")
-            .raise()
+        Raised::new(
+            PgSqlErrorCode::ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED,
+            format!("pg_ask's guard refused the statement: {refusal}"),
+        )
+        .hint("ask.query() runs one read-only query without volatile functions, as the current role.")
+        .raise()
     });
     let mut host = BackendHost::for_lookups();
     match host.execute(&checked.sql) {
@@ -30,11 +33,12 @@ fn query(sql: &str) -> SetOfIterator<'static, JsonB> {
             }
             SetOfIterator::new(rs.to_objects().into_iter().map(JsonB))
         }
-        Err(ExecFailure::Refused { reason }) => {
-            Raised::new(PgSqlErrorCode::ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED, format!("pg_ask's guard refused the statement: {reason}"))
-                .hint("ask.query() runs one read-only query without volatile functions, as the current role.")
-                .raise()
-        }
+        Err(ExecFailure::Refused { reason }) => Raised::new(
+            PgSqlErrorCode::ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED,
+            format!("pg_ask's guard refused the statement: {reason}"),
+        )
+        .hint("ask.query() runs one read-only query without volatile functions, as the current role.")
+        .raise(),
         Err(ExecFailure::Error { sqlstate, message, detail, hint }) => {
             let mut r = Raised::new(sqlstate_code(&sqlstate).unwrap_or(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION), message);
             if let Some(d) = detail {

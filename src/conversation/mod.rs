@@ -34,9 +34,12 @@ fn caller() -> pg_sys::Oid {
 fn refuse_read_only(what: &str) {
     // SAFETY: reads a backend-local flag.
     if unsafe { pg_sys::XactReadOnly } {
-        Raised::new(PgSqlErrorCode::ERRCODE_READ_ONLY_SQL_TRANSACTION, format!("{what} writes a conversation's turns: not in a read-only transaction"))
-            .hint("Ask in a read-write transaction, or without conversation => id.")
-            .raise()
+        Raised::new(
+            PgSqlErrorCode::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            format!("{what} writes a conversation's turns: not in a read-only transaction"),
+        )
+        .hint("Ask in a read-write transaction, or without conversation => id.")
+        .raise()
     }
 }
 
@@ -123,12 +126,18 @@ pub(crate) fn record(id: i64, question: &str, trace: &Trace, sql: Option<&str>, 
 fn conversation_start(title: default!(Option<&str>, "NULL")) -> i64 {
     refuse_read_only("ask.conversation_start()");
     if let Some(t) = title.filter(|t| t.chars().count() > MAX_TITLE) {
-        Raised::new(PgSqlErrorCode::ERRCODE_STRING_DATA_RIGHT_TRUNCATION, format!("a conversation's title has at most {MAX_TITLE} characters, not {}", t.chars().count()))
-            .raise()
+        Raised::new(
+            PgSqlErrorCode::ERRCODE_STRING_DATA_RIGHT_TRUNCATION,
+            format!("a conversation's title has at most {MAX_TITLE} characters, not {}", t.chars().count()),
+        )
+        .raise()
     }
     let args: [pgrx::datum::DatumWithOid; 2] = [caller().into(), title.into()];
     as_memory_owner(|| {
-        Spi::get_one_with_args::<i64>("INSERT INTO ask.conversations (role, title) VALUES (pg_catalog.pg_get_userbyid($1), $2) RETURNING id", &args)
+        Spi::get_one_with_args::<i64>(
+            "INSERT INTO ask.conversations (role, title) VALUES (pg_catalog.pg_get_userbyid($1), $2) RETURNING id",
+            &args,
+        )
     })
     .or_raise("could not write to ask.conversations")
     .unwrap_or_else(|| crate::pg::errors::internal("could not start a conversation", "no id returned").raise())

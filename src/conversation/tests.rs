@@ -65,10 +65,23 @@ mod tests {
         assert!(generation.iter().any(|p| p.contains("<previous>") && p.contains("SELECT count(*) FROM public.cities")), "{generation:?}");
         // The turns, as the role reads them.
         let turns: Vec<(i32, String, String, Option<i64>)> = Spi::connect(|c| {
-            c.select(&format!("SELECT turn, reading, standalone, row_count FROM ask.conversation_turns WHERE conversation_id = {id} ORDER BY turn"), None, &[])
-                .unwrap()
-                .map(|r| (r.get::<i32>(1).unwrap().unwrap(), r.get::<String>(2).unwrap().unwrap(), r.get::<String>(3).unwrap().unwrap(), r.get::<i64>(4).unwrap()))
-                .collect()
+            c.select(
+                &format!(
+                    "SELECT turn, reading, standalone, row_count FROM ask.conversation_turns WHERE conversation_id = {id} ORDER BY turn"
+                ),
+                None,
+                &[],
+            )
+            .unwrap()
+            .map(|r| {
+                (
+                    r.get::<i32>(1).unwrap().unwrap(),
+                    r.get::<String>(2).unwrap().unwrap(),
+                    r.get::<String>(3).unwrap().unwrap(),
+                    r.get::<i64>(4).unwrap(),
+                )
+            })
+            .collect()
         });
         assert_eq!(turns.len(), 3, "{turns:?}");
         assert_eq!((turns[2].1.as_str(), turns[2].2.as_str()), ("rewritten", SF));
@@ -145,7 +158,9 @@ mod tests {
         roles();
         Spi::run("CREATE POLICY ask_conv_la ON public.cities FOR SELECT TO ask_conv_a USING (name = 'Los Angeles'); ALTER TABLE public.cities ENABLE ROW LEVEL SECURITY").unwrap();
         Spi::run("SET ROLE ask_conv_a").unwrap();
-        let listed: String = one("SELECT string_agg(schema_name || '.' || table_name || ':' || coalesce(description, ''), ' ' ORDER BY 1) FROM ask.tables()");
+        let listed: String = one(
+            "SELECT string_agg(schema_name || '.' || table_name || ':' || coalesce(description, ''), ' ' ORDER BY 1) FROM ask.tables()",
+        );
         assert_eq!(listed, "public.cities:Cities we know public.restaurants:");
         let JsonB(row) = one::<JsonB>("SELECT ask.query('SELECT count(*) AS n FROM public.cities')");
         assert_eq!(row["n"], 1, "row-level security holds");

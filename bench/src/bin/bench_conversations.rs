@@ -53,7 +53,10 @@ fn oracle(fixture: &Value) -> Script {
                 let fenced = format!("```sql\n{sql}\n```");
                 let standalone = if t["follow_up"].as_bool().unwrap() {
                     let m = marker(set, ci, ti + 1);
-                    rules.push((ti, Rule::new(&[&format!("<follow_up>{q}</follow_up>"), &format!("Question: {before}\n")], Reply::text(&m))));
+                    rules.push((
+                        ti,
+                        Rule::new(&[&format!("<follow_up>{q}</follow_up>"), &format!("Question: {before}\n")], Reply::text(&m)),
+                    ));
                     m
                 } else {
                     q.to_string()
@@ -79,7 +82,9 @@ fn main() {
     let mut by_turn: BTreeMap<usize, (usize, usize)> = BTreeMap::new();
     let (mut follow_ups, mut missed, mut standalone, mut misread) = (0, 0, 0, 0);
     let mut seconds = Vec::new();
-    for (set, file) in [("sample", repo().join("sample/sample.sql")), ("car_dealership", repo().join("../shared/datasets/defog/car_dealership.sql"))] {
+    for (set, file) in
+        [("sample", repo().join("sample/sample.sql")), ("car_dealership", repo().join("../shared/datasets/defog/car_dealership.sql"))]
+    {
         let db = format!("pg_ask_conv_{set}");
         let mut c = database(&db, &file);
         c.batch_execute(&format!(

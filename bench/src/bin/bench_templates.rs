@@ -120,8 +120,11 @@ fn main() {
     let mut seconds: BTreeMap<(&str, &str), Vec<f64>> = BTreeMap::new();
     let stores = std::env::var("PG_ASK_BENCH_STORE").unwrap_or_else(|_| "on,off".into());
     for store in ["on", "off"].into_iter().filter(|s| stores.split(',').any(|x| x == *s)) {
-        c.batch_execute(&format!("SET ask.verified = {store}; SET client_min_messages = {}", if store == "on" { "debug1" } else { "notice" }))
-            .unwrap();
+        c.batch_execute(&format!(
+            "SET ask.verified = {store}; SET client_min_messages = {}",
+            if store == "on" { "debug1" } else { "notice" }
+        ))
+        .unwrap();
         for (a, right_rows) in asks.iter().zip(&truth) {
             if store == "off" && a.gold.is_none() {
                 continue;
@@ -155,7 +158,13 @@ fn main() {
             e.3 += usize::from(right);
             if store == "on" && a.gold.is_some() && how == "llm" {
                 let why = said.lines().find_map(|l| l.split_once("no verified template answered: ").map(|(_, w)| w.to_string()));
-                println!("  missed ({}, {}): {:?}: {}", a.kind, if right { "right" } else { "wrong" }, a.question, why.as_deref().unwrap_or("no template offered"));
+                println!(
+                    "  missed ({}, {}): {:?}: {}",
+                    a.kind,
+                    if right { "right" } else { "wrong" },
+                    a.question,
+                    why.as_deref().unwrap_or("no template offered")
+                );
             }
         }
     }

@@ -73,15 +73,43 @@ impl Reading {
 
 /// Words that open a follow-up ("and in 2020?", "only the French ones", "what about Paris?").
 const OPENERS: &[&str] = &[
-    "and", "but", "also", "only", "just", "now", "then", "instead", "same", "sort", "order", "filter", "exclude", "limit", "keep",
-    "remove", "drop", "add", "include", "plus", "or", "except", "excluding", "without", "group", "break", "rank", "narrow",
+    "and",
+    "but",
+    "also",
+    "only",
+    "just",
+    "now",
+    "then",
+    "instead",
+    "same",
+    "sort",
+    "order",
+    "filter",
+    "exclude",
+    "limit",
+    "keep",
+    "remove",
+    "drop",
+    "add",
+    "include",
+    "plus",
+    "or",
+    "except",
+    "excluding",
+    "without",
+    "group",
+    "break",
+    "rank",
+    "narrow",
 ];
 /// Two-word openers.
 const OPENER_PAIRS: &[&str] = &["what about", "how about", "what if", "show only", "list only", "of those", "of these", "of them"];
 /// Words that refer back to an earlier answer.
-const REFERRING: &[&str] = &["ones", "such", "those", "these", "them", "they", "it", "its", "their", "previous", "same", "instead", "again", "too"];
+const REFERRING: &[&str] =
+    &["ones", "such", "those", "these", "them", "they", "it", "its", "their", "previous", "same", "instead", "again", "too"];
 /// Prepositions that open a short follow-up ("in San Francisco?", "for 2020?").
-const PREPOSITIONS: &[&str] = &["in", "for", "from", "with", "at", "by", "during", "after", "before", "since", "on", "near", "under", "over"];
+const PREPOSITIONS: &[&str] =
+    &["in", "for", "from", "with", "at", "by", "during", "after", "before", "since", "on", "near", "under", "over"];
 /// Words at most of a question that opens with a preposition to read as a follow-up.
 const SHORT: usize = 6;
 
@@ -105,7 +133,11 @@ pub fn follow_up_signals(question: &str) -> Vec<String> {
     }
     // "sort that by price", "and that in 2020": "that" with no noun after it.
     for (i, w) in ws.iter().enumerate() {
-        if w == "that" && ws.get(i + 1).is_none_or(|n| ["by", "to", "into", "with", "in", "for", "list", "result", "answer", "query"].contains(&n.as_str())) {
+        if w == "that"
+            && ws
+                .get(i + 1)
+                .is_none_or(|n| ["by", "to", "into", "with", "in", "for", "list", "result", "answer", "query"].contains(&n.as_str()))
+        {
             out.push("\"that\" refers back".into());
         }
     }
@@ -185,14 +217,7 @@ mod tests {
     use super::*;
 
     fn turn(n: i32, q: &str, sql: &str) -> Turn {
-        Turn {
-            turn: n,
-            question: q.into(),
-            standalone: q.into(),
-            sql: Some(sql.into()),
-            columns: vec!["name".into()],
-            rows: Some(3),
-        }
+        Turn { turn: n, question: q.into(), standalone: q.into(), sql: Some(sql.into()), columns: vec!["name".into()], rows: Some(3) }
     }
 
     #[test]
@@ -231,7 +256,10 @@ mod tests {
         let text = req.messages.last().map(|m| m.content.clone()).unwrap_or_default();
         assert!(!text.contains("question 5\n") && text.contains("<turn (most recent)>\nQuestion: question 6"), "{text}");
         assert!(text.ends_with("<follow_up>and in San Francisco?</follow_up>\nStandalone question:"));
-        assert_eq!(parse_rewrite("\n Standalone question: \"Which Italian restaurants are in San Francisco?\"\nmore").unwrap(), "Which Italian restaurants are in San Francisco?");
+        assert_eq!(
+            parse_rewrite("\n Standalone question: \"Which Italian restaurants are in San Francisco?\"\nmore").unwrap(),
+            "Which Italian restaurants are in San Francisco?"
+        );
         assert!(parse_rewrite("SELECT name FROM restaurants").is_err());
         assert!(parse_rewrite("  \n").is_err());
         assert!(parse_rewrite(&"x".repeat(500)).is_err());

@@ -97,8 +97,12 @@ fn the_default_model_follows_up_in_a_conversation() {
         println!("qwen-coder: turn rows {}", if right { "right" } else { "wrong" });
         assert!(sql.to_lowercase().contains("restaurants"), "{q}: {sql}");
     }
-    let readings: Vec<String> =
-        c.query("SELECT reading FROM ask.conversation_turns WHERE conversation_id = $1 ORDER BY turn", &[&id]).unwrap().iter().map(|r| r.get(0)).collect();
+    let readings: Vec<String> = c
+        .query("SELECT reading FROM ask.conversation_turns WHERE conversation_id = $1 ORDER BY turn", &[&id])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
     assert_eq!(readings, ["standalone", "rewritten", "rewritten"]);
     let logged: i64 = c
         .query_one(

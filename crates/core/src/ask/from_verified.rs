@@ -272,12 +272,8 @@ fn stored_word<'t>(
         return None;
     }
     for t in tables {
-        let texts: Vec<&str> = t
-            .columns
-            .iter()
-            .filter(|c| c.data_type.contains("text") || c.data_type.contains("char"))
-            .map(|c| c.name.as_str())
-            .collect();
+        let texts: Vec<&str> =
+            t.columns.iter().filter(|c| c.data_type.contains("text") || c.data_type.contains("char")).map(|c| c.name.as_str()).collect();
         if texts.is_empty() {
             continue;
         }
@@ -294,8 +290,9 @@ fn stored_word<'t>(
         for looked in host.literal_evidence(&probe).unwrap_or_default() {
             if let crate::values::correct::ColumnEvidence::Found { evidence, .. } = &looked.column {
                 let w = &looked.literal.value;
-                let in_value =
-                    |v: &str| crate::verified::matching::words(v).iter().any(|x| x.norm == *w || crate::verified::matching::word_stem(&x.norm) == *w);
+                let in_value = |v: &str| {
+                    crate::verified::matching::words(v).iter().any(|x| x.norm == *w || crate::verified::matching::word_stem(&x.norm) == *w)
+                };
                 if evidence.exact || evidence.case_insensitive.is_some() || evidence.candidates.iter().any(|k| in_value(&k.value)) {
                     return Some((w.clone(), t.name.trim_matches('"').to_string(), looked.literal.column.clone()));
                 }

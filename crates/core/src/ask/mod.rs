@@ -22,9 +22,9 @@ use std::time::Instant;
 use serde_json::{json, Value};
 
 use crate::clarify;
-use crate::conversation::{self, Reading, Turn};
 use crate::config::{AskConfig, VerifiedUse};
 use crate::constrain::schemas::Shape;
+use crate::conversation::{self, Reading, Turn};
 use crate::prompt::AnswerDecision;
 use crate::rows::ResultSet;
 use crate::schema::count_rendered_tables;

@@ -159,7 +159,8 @@ pub fn offer(cand: &Candidate, literals: &[LiteralRef]) -> Offer {
             _ if is_date(&lit.value) => SlotKind::Date,
             _ => SlotKind::Text,
         };
-        let at = stands_once(&cand.question, &lit.value).or_else(|| (kind == SlotKind::Text).then(|| initialism_once(&cand.question, &lit.value)).flatten());
+        let at = stands_once(&cand.question, &lit.value)
+            .or_else(|| (kind == SlotKind::Text).then(|| initialism_once(&cand.question, &lit.value)).flatten());
         if let Some(at) = at {
             found.push((lit.range, at, kind, lit.value.clone(), Some(format!("{}.{}", lit.table, lit.column)), Some(i)));
         }
@@ -478,8 +479,7 @@ pub fn grouped_by(text: &str) -> Vec<String> {
 /// 'French'`). Each is a doubt when the value memory holds it in a column (looked up by the
 /// caller).
 pub fn unheld_names(asked: &str, values: &[String], filled_sql: &str) -> Vec<String> {
-    let held: Vec<String> =
-        values.iter().flat_map(|v| words(v)).chain(words(filled_sql)).map(|w| w.norm).collect();
+    let held: Vec<String> = values.iter().flat_map(|v| words(v)).chain(words(filled_sql)).map(|w| w.norm).collect();
     let mut out: Vec<String> = super::matching::signature(asked)
         .names
         .into_iter()

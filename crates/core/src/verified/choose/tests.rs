@@ -191,7 +191,10 @@ fn another_grouping_or_a_judgement_is_doubted() {
     assert_eq!(grouped_by("For each single city, the score by cuisine"), ["city", "cuisin"]);
     // "best" judges; "most" counts.
     let q = "Which restaurant has the most reviews?";
-    let (o, _) = offer_of(q, "SELECT r.name FROM restaurants r JOIN reviews v ON v.restaurant_id = r.id GROUP BY r.id, r.name ORDER BY count(*) DESC LIMIT 1");
+    let (o, _) = offer_of(
+        q,
+        "SELECT r.name FROM restaurants r JOIN reviews v ON v.restaurant_id = r.id GROUP BY r.id, r.name ORDER BY count(*) DESC LIMIT 1",
+    );
     assert!(doubt("Which restaurant has the best reviews?", q, &o, &[], &columns()).is_some());
     assert_eq!(doubt("What restaurant got the most reviews?", q, &o, &[], &columns()), None);
 }
