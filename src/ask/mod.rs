@@ -150,6 +150,8 @@ mod public {
     /// NOTICE; the answer is either a short text or, when the rows are the answer, the rows as a
     /// table. With `context`, the LLM first decides whether the context already answers the
     /// question; if it does, no SQL runs.
+    // The SQL function's named arguments, one per setting a call may override.
+    #[allow(clippy::too_many_arguments)]
     #[pg_extern(name = "ask", volatile, parallel_unsafe)]
     pub(super) fn ask_answer_with_conversation(
         question: &str,
@@ -211,6 +213,8 @@ pub(super) fn ask_rows_with_conversation(
 /// and milliseconds, and every decision (context switch, selected schemas and tables with
 /// their scores, retrieval plan, per-step SQL, answer). A failing run returns its trace with an "error" entry instead of raising,
 /// so the trace shows where it stopped.
+// The SQL function's named arguments, one per setting a call may override.
+#[allow(clippy::too_many_arguments)]
 #[pg_extern(name = "explain", volatile, parallel_unsafe)]
 pub(super) fn ask_explain_with_conversation(
     question: &str,

@@ -21,9 +21,9 @@ mod tests {
         Script::default()
             // The rewrite of the follow-up, and the generation of the question it became (tried
             // first: its prompt also holds the earlier question, as the query to edit).
-            .rule(Rule::new(&["<follow_up>and in San Francisco?</follow_up>"], Reply::text(&format!("Standalone question: {SF}"))))
-            .rule(Rule::new(&["<schema>", &format!("<question>{SF}</question>")], Reply::text(&format!("```sql\n{SF_SQL}\n```"))))
-            .rule(Rule::new(&["<schema>", &format!("<question>{LA}</question>")], Reply::text(&format!("```sql\n{LA_SQL}\n```"))))
+            .rule(Rule::new(&["<follow_up>and in San Francisco?</follow_up>"], Reply::text(format!("Standalone question: {SF}"))))
+            .rule(Rule::new(&["<schema>", &format!("<question>{SF}</question>")], Reply::text(format!("```sql\n{SF_SQL}\n```"))))
+            .rule(Rule::new(&["<schema>", &format!("<question>{LA}</question>")], Reply::text(format!("```sql\n{LA_SQL}\n```"))))
             .rule(Rule::new(&["<schema>", "How many cities"], Reply::text("```sql\nSELECT count(*) FROM public.cities\n```")))
             .rule(Rule::new(&["<result"], Reply::text("Here they are.")))
     }
