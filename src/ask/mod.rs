@@ -36,11 +36,7 @@ fn run(question: &str, context: Option<&str>, conversation: Option<i64>, args: &
     let call = calls::begin();
     match pipeline::run_in_conversation(&mut h, question, &history, context, &cfg, goal) {
         Ok(mut outcome) => {
-            outcome.trace.call_id = call.id;
-            finish(&call, question, &outcome.trace, Some(&outcome.sql));
-            if let Some(id) = conversation {
-                crate::conversation::record(id, question, &outcome.trace, Some(&outcome.sql), Some(&outcome.result), call.id);
-            }
+            answered(&call, question, conversation, &mut outcome);
             if let Some(pg_ask_core::conversation::Reading::Rewritten { standalone, follows, .. }) = &outcome.trace.reading {
                 notice!("pg_ask: read as a follow-up of turn {follows}: {standalone}");
             }
@@ -72,6 +68,16 @@ fn run(question: &str, context: Option<&str>, conversation: Option<i64>, args: &
             outcome
         }
         Err((e, _trace)) => errors::from_ask(&e).raise(),
+    }
+}
+
+/// Record a call that answered: its call id in the trace, its row in the call log, and the
+/// turn it was of `conversation`.
+fn answered(call: &calls::Call, question: &str, conversation: Option<i64>, outcome: &mut Outcome) {
+    outcome.trace.call_id = call.id;
+    finish(call, question, &outcome.trace, Some(&outcome.sql));
+    if let Some(id) = conversation {
+        crate::conversation::record(id, question, &outcome.trace, &outcome.sql, &outcome.result, call.id);
     }
 }
 
@@ -234,11 +240,7 @@ pub(super) fn ask_explain_with_conversation(
     let call = calls::begin();
     let trace = match pipeline::run_in_conversation(&mut h, question, &history, context, &cfg, Goal::Answer) {
         Ok(mut out) => {
-            out.trace.call_id = call.id;
-            finish(&call, question, &out.trace, Some(&out.sql));
-            if let Some(id) = conversation {
-                crate::conversation::record(id, question, &out.trace, Some(&out.sql), Some(&out.result), call.id);
-            }
+            answered(&call, question, conversation, &mut out);
             let mut v = serde_json::to_value(&out.trace).unwrap_or_default();
             v["answer"] = serde_json::Value::String(out.answer_text());
             v

@@ -86,20 +86,20 @@ pub(crate) fn history(id: i64) -> Vec<Turn> {
 
 /// Add the turn that `question` was in conversation `id`: how it was read (the trace's
 /// `reading`), the SQL that ran and its result's shape, and the call id.
-pub(crate) fn record(id: i64, question: &str, trace: &Trace, sql: Option<&str>, result: Option<&ResultSet>, call_id: Option<i64>) {
+pub(crate) fn record(id: i64, question: &str, trace: &Trace, sql: &str, result: &ResultSet, call_id: Option<i64>) {
     let (standalone, reading) = match &trace.reading {
         Some(r) => (r.question(question).to_string(), r.name()),
         None => (question.to_string(), "standalone"),
     };
-    let columns: Option<Vec<String>> = result.map(|r| r.columns.clone());
-    let rows: Option<i64> = result.map(|r| r.rows.len() as i64);
+    let columns: Vec<String> = result.columns.clone();
+    let rows: i64 = result.rows.len() as i64;
     let args: [pgrx::datum::DatumWithOid; 9] = [
         id.into(),
         caller().into(),
         question.into(),
         standalone.as_str().into(),
         reading.into(),
-        sql.filter(|s| !s.is_empty()).into(),
+        Some(sql).filter(|s| !s.is_empty()).into(),
         columns.into(),
         rows.into(),
         call_id.into(),

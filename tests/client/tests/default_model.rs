@@ -14,23 +14,29 @@ use serde_json::Value;
 const DB: &str = "pg_ask_default_model";
 const ROLE: &str = "dm_reader";
 
-#[test]
-fn the_default_model_answers_how_many_restaurants_there_are() {
+/// A session as the reader in a new sample database `db`, pointed at the default model.
+fn reader_session(db: &str) -> postgres::Client {
     let url = std::env::var("PG_ASK_LLM_DEFAULT_URL").expect(
         "PG_ASK_LLM_DEFAULT_URL: the OpenAI base URL of llama-server serving qwen-coder; scripts/test.sh sets it (or: bash scripts/llm.sh start qwen-coder)",
     );
-    let mut owner = sample_database(DB);
+    let mut owner = sample_database(db);
     owner
         .batch_execute(&format!(
             "DO $$ BEGIN CREATE ROLE {ROLE} LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$;
              GRANT SELECT ON ALL TABLES IN SCHEMA public TO {ROLE};"
         ))
         .unwrap();
-    let mut c = connect_to(ROLE, DB);
+    let mut c = connect_to(ROLE, db);
     c.batch_execute(&format!(
         "SET ask.provider = 'openai'; SET ask.base_url = '{url}'; SET ask.model = 'qwen-coder'; SET ask.request_timeout = 300000"
     ))
     .unwrap();
+    c
+}
+
+#[test]
+fn the_default_model_answers_how_many_restaurants_there_are() {
+    let mut c = reader_session(DB);
     let t = Instant::now();
     let trace: Value =
         serde_json::from_str(&c.query_one("SELECT ask.explain('how many restaurants are there?')::text", &[]).unwrap().get::<_, String>(0))
@@ -53,20 +59,7 @@ fn the_default_model_answers_how_many_restaurants_there_are() {
 /// questions in the call log.
 #[test]
 fn the_default_model_follows_up_in_a_conversation() {
-    let url = std::env::var("PG_ASK_LLM_DEFAULT_URL").expect("PG_ASK_LLM_DEFAULT_URL (scripts/test.sh sets it)");
-    let db = "pg_ask_default_model_conv";
-    let mut owner = sample_database(db);
-    owner
-        .batch_execute(&format!(
-            "DO $$ BEGIN CREATE ROLE {ROLE} LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$;
-             GRANT SELECT ON ALL TABLES IN SCHEMA public TO {ROLE};"
-        ))
-        .unwrap();
-    let mut c = connect_to(ROLE, db);
-    c.batch_execute(&format!(
-        "SET ask.provider = 'openai'; SET ask.base_url = '{url}'; SET ask.model = 'qwen-coder'; SET ask.request_timeout = 300000"
-    ))
-    .unwrap();
+    let mut c = reader_session("pg_ask_default_model_conv");
     let rows = |c: &mut postgres::Client, sql: &str| -> Vec<String> {
         let mut v: Vec<String> = c.query(&format!("SELECT name FROM ({sql}) t"), &[]).unwrap().iter().map(|r| r.get(0)).collect();
         v.sort();
