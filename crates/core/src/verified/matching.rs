@@ -223,6 +223,22 @@ fn tokens(question: &str) -> Vec<String> {
                 continue;
             }
         }
+        // "best-rated" and "worst-rated" order by a rating, as "highest rated" and "lowest
+        // rated" do: judged by the rating, not a judgement of its own ("best reviews").
+        let hyphen = usize::from(ws.get(i + 1).is_some_and(|n| n == "-"));
+        if let Some(next) = ws.get(i + 1 + hyphen).filter(|n| ["rated", "rating", "ranked", "scored"].contains(&n.as_str())) {
+            let by = match ws[i].as_str() {
+                "best" => Some("highest"),
+                "worst" => Some("lowest"),
+                _ => None,
+            };
+            if let Some(by) = by {
+                out.push(by.to_string());
+                out.push(next.clone());
+                i += 2 + hyphen;
+                continue;
+            }
+        }
         let w = std::mem::take(&mut ws[i]);
         out.push(NUMBER_DIGITS.iter().find(|(n, _)| *n == w).map_or(w, |(_, d)| d.to_string()));
         i += 1;
@@ -406,6 +422,16 @@ mod tests {
 
     fn lits(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn best_rated_orders_by_the_rating_and_best_reviews_judges() {
+        let (best, highest) =
+            (signature("What is the best-rated restaurant in the USA?"), signature("Which restaurant has the highest rating?"));
+        assert_eq!(best.classes, highest.classes);
+        assert!(signature_conflict("What is the best-rated restaurant?", "What is the worst-rated restaurant?").is_some());
+        assert!(signature_conflict("Which restaurant has the most reviews?", "Which restaurant has the best reviews?").is_some());
+        assert_eq!(content_words("the best-rated restaurant"), ["highest", "rat", "restaurant"]);
     }
 
     #[test]
