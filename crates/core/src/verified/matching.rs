@@ -333,6 +333,12 @@ pub struct Signature {
     /// Words written with a capital inside the sentence (names: "Chicago", "Paris"), and
     /// words with digits, lower-cased.
     pub names: BTreeSet<String>,
+    /// It asks "when": its answer is a time ("When did it close?" is not "Which have closed?"
+    /// nor "Is it still open?").
+    pub asks_when: bool,
+    /// It names a date, a day or a time ("What is the opening date?" asks what "When did it
+    /// open?" asks).
+    pub dated: bool,
 }
 
 /// The signature of `question`.
@@ -365,7 +371,9 @@ pub fn signature(question: &str) -> Signature {
         })
         .map(|(_, w)| w.norm.trim_end_matches("'s").to_string())
         .collect();
-    Signature { numbers, classes, names }
+    let asks_when = toks.iter().any(|t| t == "when");
+    let dated = toks.iter().any(|t| ["date", "dates", "day", "days", "time", "times"].contains(&t.as_str()));
+    Signature { numbers, classes, names, asks_when, dated }
 }
 
 /// Whether the word at `at` starts a sentence (after '.', '?', '!' or ':').
@@ -387,6 +395,9 @@ pub fn signature_conflict(a: &str, b: &str) -> Option<String> {
     }
     if a.names != b.names {
         return Some(format!("names differ: {:?} and {:?}", a.names, b.names));
+    }
+    if a.asks_when != b.asks_when && !(a.asks_when && b.dated || b.asks_when && a.dated) {
+        return Some("one asks when, the other neither asks when nor names a date".to_string());
     }
     None
 }
@@ -432,6 +443,14 @@ mod tests {
         assert!(signature_conflict("What is the best-rated restaurant?", "What is the worst-rated restaurant?").is_some());
         assert!(signature_conflict("Which restaurant has the most reviews?", "Which restaurant has the best reviews?").is_some());
         assert_eq!(content_words("the best-rated restaurant"), ["highest", "rat", "restaurant"]);
+    }
+
+    #[test]
+    fn asking_when_asks_for_a_time() {
+        assert!(signature_conflict("When did cafe du fleuve open?", "Is cafe du fleuve still open?").is_some());
+        assert!(signature_conflict("Which restaurants have closed?", "When did the closed restaurants close?").is_some());
+        assert_eq!(signature_conflict("When was the latest inspection?", "What is the date of the latest inspection?"), None);
+        assert_eq!(signature_conflict("When did the restaurant close?", "On what day did the restaurant close?"), None);
     }
 
     #[test]
