@@ -28,10 +28,11 @@
 #           3 to 5 turns over the sample and defog's car_dealership, gold SQL per turn) asked with
 #           conversation => id: EX per turn, follow-ups read as standalone by mistake (default:
 #           stand-in, the stand-in as an oracle, then qwen-coder; debug build, not in `all`)
-#   scale   10,000 generated tables in 50 schemas: ask.index_schema() time and memory,
-#           selection p95, the described share of the full description, the first ask() after
-#           ALTER TABLE, COMMENT ON and CREATE TABLE (embeddings off, then local; SCALE_TABLES,
-#           SCALE_EMBEDDINGS; not in `all`)
+#   scale   200 and 10,000 generated tables in 50 schemas: ask.index_schema() time and memory,
+#           selection p95, the described share of the full description, new backends (a
+#           connection per question; a pool of 8), the first ask() after ALTER TABLE, COMMENT ON
+#           and CREATE TABLE (embeddings off, then local; SCALE_TABLES, SCALE_EMBEDDINGS,
+#           SCALE_FRESH_ONLY; not in `all`)
 #   soak [ask|do|benchmark]  one backend's memory over 10,000 ask() calls, 2,000 ask.do()
 #           chains and a 10,000-sample CALL ask.benchmark (growth after warm-up ≤ 5 MB; exits
 #           non-zero over it; SOAK_SCALE=0.1 for a tenth; about 15 minutes; not in `all`)

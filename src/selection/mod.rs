@@ -313,6 +313,12 @@ pub struct Ranking {
     pub schemas: Cosines,
     /// The time embedding the question took, when it was embedded (milliseconds).
     pub embed_ms: Option<f64>,
+    /// The time reading the caller's catalog took: nothing when this backend's catalog is
+    /// current, the whole description and index in a new backend or after a change of user
+    /// (milliseconds).
+    pub catalog_ms: f64,
+    /// The time the memory's rows took to compare and refresh (milliseconds).
+    pub memory_ms: f64,
     /// Tables and schemas described again because their description changed.
     pub refreshed: usize,
     /// Tables and schemas whose description changed but could not be stored again (read-only
@@ -333,7 +339,10 @@ pub fn rank(question: &str) -> Ranking {
 
 /// [`rank`], the memory's state already read.
 fn rank_with<'q>(asked: &'q Question, state: MemoryState, embedder: Option<(String, String)>) -> Ranking {
+    let started = std::time::Instant::now();
     let catalog = selection_catalog();
+    let catalog_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let started = std::time::Instant::now();
     // SAFETY: reads a backend-global flag (also set on a hot standby).
     let read_only = unsafe { pg_sys::XactReadOnly };
     let MemoryState { exists: memory, indexed, usable, version } = state;
@@ -475,7 +484,8 @@ fn rank_with<'q>(asked: &'q Question, state: MemoryState, embedder: Option<(Stri
         .hint("Rebuild the memory with ask.index_schema() under the current settings, or set ask.embedding_provider and ask.embedding_model back to the ones it was built with.")
         .notice();
     }
-    Ranking { catalog, memory, tables, schemas, embed_ms: embed_ms.get(), refreshed, not_refreshed, other_embedder }
+    let memory_ms = started.elapsed().as_secs_f64() * 1000.0;
+    Ranking { catalog, memory, tables, schemas, embed_ms: embed_ms.get(), catalog_ms, memory_ms, refreshed, not_refreshed, other_embedder }
 }
 
 /// The tables `ask()` describes for `question`: `None` without a schema selection memory
@@ -492,6 +502,7 @@ pub fn selection_for(asked: &Question, max_tables: usize) -> Result<Option<Selec
     }
     let r = rank_with(asked, state, embedder);
     let fusion = Fusion::default();
+    let started = std::time::Instant::now();
     let mut schemas = r.catalog.select_schemas(question, &r.schemas, PLAN_SCHEMAS, fusion).map_err(|e| e.to_string())?;
     // Schemas (and below, tables) without any evidence — no cosine and no matching word — are
     // no candidates, unless nothing has evidence.
@@ -515,8 +526,12 @@ pub fn selection_for(asked: &Question, max_tables: usize) -> Result<Option<Selec
                 .push(SchemaCandidate { schema: s.schema.clone(), tables: crate::values::listed::render(&r.catalog.picked_tables(&mine)) });
         }
     }
+    let ranking_ms = started.elapsed().as_secs_f64() * 1000.0;
     let detail = json!({
         "memory": true,
+        "catalog_ms": r.catalog_ms,
+        "memory_ms": r.memory_ms,
+        "ranking_ms": ranking_ms,
         "embedding": r.embed_ms.is_some(),
         "embedding_ms": r.embed_ms,
         "refreshed": r.refreshed,

@@ -1,20 +1,23 @@
-//! A 10,000-table catalog: 50 schemas of 200 generated tables (columns, keys, comments; the
+//! Generated catalogs of 200 and 10,000 tables in 50 schemas (columns, keys, comments; the
 //! core's `synthetic_scale_catalog`). Run through `scripts/bench.sh scale`.
 //!
-//! For embeddings off and local (`SCALE_EMBEDDINGS=off,local` by default; `SCALE_TABLES`
-//! changes the size): `ask.index_schema()` time and the backend's memory meanwhile (RssAnon,
-//! sampled every 100 ms), the backend's memory kept after the first questions,
-//! `ask.select_tables(q, 10)` client p50/p95, the `select` stage of
-//! `ask()` p50/p95, the described tables' share of the full description; then the first
-//! `ask()` after each kind of catalog change (`ALTER TABLE ... ADD COLUMN`, `COMMENT ON`, a new
-//! table): pg_ask's own time (total less the LLM calls) and the stages that read the catalog.
+//! For each size (`SCALE_TABLES=200,10000` by default) and embeddings off and local
+//! (`SCALE_EMBEDDINGS=off,local`): `ask.index_schema()` time and the backend's memory meanwhile
+//! (RssAnon, sampled every 100 ms), the backend's memory kept after the first questions,
+//! `ask.select_tables(q, 10)` client p50/p95, the `select` stage of `ask()` p50/p95, the
+//! described tables' share of the full description; then new backends as applications get
+//! them: a connection per question (its first and second `ask()`, and a first
+//! `ask.select_tables()`), and a pool of 8 backends reused round-robin; then the first `ask()`
+//! after each kind of catalog change (`ALTER TABLE ... ADD COLUMN`, `COMMENT ON`, a new table):
+//! pg_ask's own time (total less the LLM calls) and the stages that read the catalog.
+//! `SCALE_FRESH_ONLY=1` stops after the new backends.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pg_ask_core::selection::recall::{synthetic_scale_catalog, synthetic_scale_ddl};
-use pg_ask_it::{connect, report, use_llm};
+use pg_ask_it::{connect, connect_as_is, report, use_llm};
 use postgres::Client;
 
 const QUESTIONS: [&str; 10] = [
@@ -47,6 +50,68 @@ fn stage_ms(t: &serde_json::Value, names: &[&str]) -> f64 {
 
 const LLM_STAGES: [&str; 5] = ["generate", "repair", "answer", "plan", "context"];
 
+/// pg_ask's own time of a call: the whole less the LLM calls (milliseconds).
+fn own_ms(t: &serde_json::Value) -> f64 {
+    t["ms"].as_f64().unwrap() - stage_ms(t, &LLM_STAGES)
+}
+
+/// The select stage's detail: `field` (milliseconds), 0 when absent.
+fn select_detail(t: &serde_json::Value, field: &str) -> f64 {
+    t["stages"].as_array().unwrap().iter().find(|s| s["stage"] == "select").and_then(|s| s["output"][field].as_f64()).unwrap_or(0.0)
+}
+
+/// A new backend, as a client that opens a connection per question gets one: pointed at the
+/// stand-in and the embedding provider, nothing of pg_ask called yet.
+fn new_backend(llm: &str, provider: &str) -> Client {
+    let mut c = connect_as_is();
+    use_llm(&mut c, llm);
+    c.batch_execute(&format!("SET ask.embedding_provider = '{provider}'")).unwrap();
+    c
+}
+
+/// First and later questions in new backends: one connection per question (its first and
+/// second question), then a pool of 8 backends reused round-robin (each backend's first
+/// question, and every later one).
+fn fresh_backends(llm: &str, provider: &str, tables: usize) {
+    println!("-- new backends ({tables} tables, embeddings {provider})");
+    let (mut wall, mut own, mut catalog, mut select, mut second) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (i, q) in QUESTIONS.iter().cycle().take(20).enumerate() {
+        let mut c = new_backend(llm, provider);
+        let t = Instant::now();
+        let first = trace(&mut c, q);
+        wall.push(t.elapsed().as_secs_f64() * 1000.0);
+        own.push(own_ms(&first));
+        select.push(stage_ms(&first, &["select"]));
+        catalog.push(select_detail(&first, "catalog_ms"));
+        second.push(own_ms(&trace(&mut c, QUESTIONS[(i + 1) % QUESTIONS.len()])));
+    }
+    report("first ask() of a new backend: client wall time", wall);
+    report("  pg_ask's own time (outside the LLM)", own);
+    report("  select stage", select);
+    report("  of which reading the catalog", catalog);
+    report("second ask() of that backend: pg_ask's own time", second);
+    let mut first_select = Vec::new();
+    for q in QUESTIONS.iter().cycle().take(20) {
+        let mut c = new_backend(llm, provider);
+        let t = Instant::now();
+        c.query("SELECT * FROM ask.select_tables($1, 10)", &[q]).unwrap();
+        first_select.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    report("first ask.select_tables() of a new backend (client)", first_select);
+    let mut pool: Vec<Client> = (0..8).map(|_| new_backend(llm, provider)).collect();
+    let (mut first, mut later) = (Vec::new(), Vec::new());
+    for (i, q) in QUESTIONS.iter().cycle().take(80).enumerate() {
+        let t = trace(&mut pool[i % 8], q);
+        if i < 8 {
+            first.push(own_ms(&t))
+        } else {
+            later.push(own_ms(&t))
+        }
+    }
+    report("pool of 8 backends: each one's first ask(), own time", first);
+    report("pool of 8 backends: later ask(), own time", later);
+}
+
 fn rss_anon_kb(pid: i32) -> i64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status.lines().find_map(|l| l.strip_prefix("RssAnon:")).and_then(|r| r.split_whitespace().next()?.parse().ok()).unwrap_or(0)
@@ -74,9 +139,21 @@ fn with_peak<R>(pid: i32, f: impl FnOnce() -> R) -> (R, i64) {
 }
 
 fn main() {
-    let n: usize = std::env::var("SCALE_TABLES").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000);
+    let sizes: Vec<usize> = std::env::var("SCALE_TABLES")
+        .unwrap_or_else(|_| "200,10000".into())
+        .split(',')
+        .map(|n| n.trim().parse().expect("SCALE_TABLES: numbers of tables, comma-separated"))
+        .collect();
     let providers: Vec<String> =
         std::env::var("SCALE_EMBEDDINGS").unwrap_or_else(|_| "off,local".into()).split(',').map(str::to_owned).collect();
+    for n in sizes {
+        println!("\n==== {n} tables in 50 schemas");
+        run(n, &providers);
+    }
+}
+
+/// The whole measurement on a generated catalog of `n` tables, for each embedding provider.
+fn run(n: usize, providers: &[String]) {
     let tables = synthetic_scale_catalog(50, n.div_ceil(50).min(200));
     let mut c = connect();
     let t = Instant::now();
@@ -88,7 +165,7 @@ fn main() {
     use_llm(&mut c, &llm.url());
     let pid: i32 = c.query_one("SELECT pg_backend_pid()", &[]).unwrap().get(0);
 
-    for provider in &providers {
+    for provider in providers {
         c.batch_execute(&format!("SET ask.embedding_provider = '{provider}'")).unwrap();
         c.batch_execute("DELETE FROM ask.schema_memory_tables; DELETE FROM ask.schema_memory_schemas").unwrap();
         if provider == "local" {
@@ -133,6 +210,11 @@ fn main() {
             100.0 * shares.iter().sum::<f64>() / shares.len() as f64,
             100.0 * max
         );
+
+        fresh_backends(&llm.url(), provider, tables.len());
+        if std::env::var("SCALE_FRESH_ONLY").is_ok() {
+            continue;
+        }
 
         for (kind, change) in [
             ("ALTER TABLE ... ADD COLUMN", "ALTER TABLE {first} ADD COLUMN extra_{i} int"),
