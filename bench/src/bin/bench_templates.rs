@@ -66,6 +66,9 @@ fn connect_with_notices() -> (Client, Arc<Mutex<Vec<String>>>) {
     (client, notices)
 }
 
+/// (store, part, kind) → (asked, answered from the store, right from the store, right overall).
+type Tally<'a> = BTreeMap<(&'a str, &'a str, &'a str), (usize, usize, usize, usize)>;
+
 fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {
         return f64::NAN;
@@ -134,8 +137,7 @@ fn main() {
     let truth: Vec<Option<Vec<String>>> = asks.iter().map(|a| a.gold.as_deref().and_then(|g| sorted_rows(&mut c, "public", g))).collect();
     println!("model {model}: {} questions ({kinds})", asks.len());
 
-    // (store, part, kind) -> (asked, from the store, right from the store, right overall)
-    let mut tally: BTreeMap<(&str, &str, &str), (usize, usize, usize, usize)> = BTreeMap::new();
+    let mut tally: Tally = BTreeMap::new();
     let mut seconds: BTreeMap<(&str, &str), Vec<f64>> = BTreeMap::new();
     let stores = std::env::var("PG_ASK_BENCH_STORE").unwrap_or_else(|_| "on,off".into());
     for store in ["on", "off"].into_iter().filter(|s| stores.split(',').any(|x| x == *s)) {
@@ -203,7 +205,7 @@ fn main() {
 }
 
 /// Precision, recall and EX of one part of the questions (`all`: both), by kind.
-fn summary(model: &str, part: &str, tally: &BTreeMap<(&str, &str, &str), (usize, usize, usize, usize)>) {
+fn summary(model: &str, part: &str, tally: &Tally) {
     let sum = |store: &str, kind: &str| {
         tally
             .iter()
