@@ -55,9 +55,15 @@ fn own_ms(t: &serde_json::Value) -> f64 {
     t["ms"].as_f64().unwrap() - stage_ms(t, &LLM_STAGES)
 }
 
-/// The select stage's detail: `field` (milliseconds), 0 when absent.
+/// The select stage's detail `field` (milliseconds); the memory exists here, so it is there.
 fn select_detail(t: &serde_json::Value, field: &str) -> f64 {
-    t["stages"].as_array().unwrap().iter().find(|s| s["stage"] == "select").and_then(|s| s["output"][field].as_f64()).unwrap_or(0.0)
+    t["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["stage"] == "select")
+        .and_then(|s| s["output"][field].as_f64())
+        .unwrap_or_else(|| panic!("the select stage shows no {field}: {t}"))
 }
 
 /// A new backend, as a client that opens a connection per question gets one: pointed at the
@@ -197,7 +203,7 @@ fn run(n: usize, providers: &[String]) {
             for q in QUESTIONS {
                 let t = trace(&mut c, q);
                 select.push(stage_ms(&t, &["select"]));
-                own.push(t["ms"].as_f64().unwrap() - stage_ms(&t, &LLM_STAGES));
+                own.push(own_ms(&t));
                 let sel = t["stages"].as_array().unwrap().iter().find(|s| s["stage"] == "select").unwrap();
                 shares.push(sel["output"]["described_chars"].as_f64().unwrap() / sel["output"]["full_chars"].as_f64().unwrap());
             }
@@ -227,7 +233,7 @@ fn run(n: usize, providers: &[String]) {
             for i in 0..20 {
                 c.batch_execute(&change.replace("{i}", &format!("{provider}_{i}"))).unwrap();
                 let t = trace(&mut c, QUESTIONS[i % QUESTIONS.len()]);
-                own.push(t["ms"].as_f64().unwrap() - stage_ms(&t, &LLM_STAGES));
+                own.push(own_ms(&t));
                 reading.push(stage_ms(&t, &["select", "schema"]));
             }
             report(&format!("first ask() after {kind}: outside the LLM"), own);

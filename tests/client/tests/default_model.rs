@@ -8,12 +8,13 @@
 
 use std::time::Instant;
 
+mod common;
+
 use pg_ask_it::{connect_to, sample_database};
 use serde_json::Value;
 
 const DB: &str = "pg_ask_default_model";
 const ROLE: &str = "dm_reader";
-static ROLE_SETUP: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// A session as the reader in a new sample database `db`, pointed at the default model.
 fn reader_session(db: &str) -> postgres::Client {
@@ -21,15 +22,10 @@ fn reader_session(db: &str) -> postgres::Client {
         "PG_ASK_LLM_DEFAULT_URL: the OpenAI base URL of llama-server serving qwen-coder; scripts/test.sh sets it (or: bash scripts/llm.sh start qwen-coder)",
     );
     let mut owner = sample_database(db);
-    // The role is the cluster's, shared by the tests of this file that run at once: two
-    // concurrent CREATE ROLEs race on pg_authid's unique index (23505), not only 42710.
-    let _one_at_a_time = ROLE_SETUP.lock().unwrap_or_else(|e| e.into_inner());
-    owner
-        .batch_execute(&format!(
-            "DO $$ BEGIN CREATE ROLE {ROLE} LOGIN; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;
-             GRANT SELECT ON ALL TABLES IN SCHEMA public TO {ROLE};"
-        ))
-        .unwrap();
+    // The role is the cluster's and shared by the tests of this file, which run at once:
+    // created one setup at a time, without any attribute.
+    common::ensure_role(ROLE);
+    owner.batch_execute(&format!("GRANT SELECT ON ALL TABLES IN SCHEMA public TO {ROLE}")).unwrap();
     let mut c = connect_to(ROLE, db);
     c.batch_execute(&format!(
         "SET ask.provider = 'openai'; SET ask.base_url = '{url}'; SET ask.model = 'qwen-coder'; SET ask.request_timeout = 300000"
