@@ -76,7 +76,9 @@ citus.enable_statistics_collection = off
 max_connections = 100
 max_prepared_transactions = 100
 CONF
-    runuser -u postgres -- "$BIN/pg_ctl" -D "$DIR/$n" -l "$DIR/$n.log" -w start >/dev/null
+    # Without RUST_BACKTRACE from the caller's shell: errors raised through pgrx would carry a
+    # backtrace in their DETAIL.
+    env -u RUST_BACKTRACE runuser -u postgres -- "$BIN/pg_ctl" -D "$DIR/$n" -l "$DIR/$n.log" -w start >/dev/null
   done
   # Citus and pg_ask's prerequisites on every node (Citus copies extensions it knows of to
   # workers added later; creating them everywhere first keeps the order plain).
@@ -87,6 +89,9 @@ CONF
     -c "SELECT citus_set_coordinator_host('$DIR', $PORT)" \
     -c "SELECT citus_add_node('$DIR', $((PORT + 1)))" \
     -c "SELECT citus_add_node('$DIR', $((PORT + 2)))" >/dev/null
+  # pg_ask on the coordinator; Citus creates it on the workers too (it propagates CREATE
+  # EXTENSION), where nothing of pg_ask runs unless someone connects to a worker to ask.
+  psql_node coord -c "CREATE EXTENSION pg_ask" >/dev/null
   say "Citus coordinator on port $PORT, workers on $((PORT + 1)) and $((PORT + 2)) (sockets in $DIR)"
   psql_node coord -c "SELECT nodeid, nodename, nodeport, noderole FROM pg_dist_node ORDER BY nodeid"
 }
