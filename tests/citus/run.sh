@@ -164,6 +164,15 @@ check "... and citus_other its own 10, not citus_reader's" citus_other \
   "n: 10" "SELECT ask('how many tickets can I see?')"
 check "... and the owner, whom the policy does not bind, all 30" citus_owner \
   "n: 30" "SELECT ask('how many tickets can I see?')"
+# The first query fails on the workers (the filter is pushed down to the shards); pg_ask's
+# subtransaction is rolled back on every node and the repair runs in the same transaction.
+check "a query that fails on the workers is repaired, inside a transaction that goes on" citus_reader \
+  $'n: 3000\n2\n3000' \
+  "BEGIN;
+   SELECT ask('how many orders cost more than nothing?');
+   SELECT (ask.explain('how many orders cost more than nothing?')->>'attempts');
+   SELECT count(*) FROM citus_t.orders;
+   COMMIT;"
 refused "a role without privileges is told there is nothing it may read" citus_nopriv 42501 "no tables the current role may read" \
   "SELECT ask('how many orders are there in total?')"
 refused "a second role cannot read the first one's distributed table through ask()" citus_other 42501 "permission denied for table orders" \
