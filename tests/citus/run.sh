@@ -241,9 +241,9 @@ check "ask.select_tables() ranks the distributed table first, and lists only wha
 # says otherwise.
 check "the coordinator holds a shard of customers, hidden from the catalog by default" postgres $'1\n0' \
   "SET citus.show_shards_for_app_name_prefixes = '*';
-   SELECT count(*) FROM pg_class WHERE relname ~ '^customers_[0-9]{6,}\$';
+   SELECT count(*) FROM pg_class WHERE relname ~ '^customers_[0-9]{6,}\$' AND relnamespace = 'citus_t'::regnamespace;
    RESET citus.show_shards_for_app_name_prefixes;
-   SELECT count(*) FROM pg_class WHERE relname ~ '^customers_[0-9]{6,}\$'"
+   SELECT count(*) FROM pg_class WHERE relname ~ '^customers_[0-9]{6,}\$' AND relnamespace = 'citus_t'::regnamespace"
 check "the memory of the whole database (as superuser) holds no shard and no Citus catalog table" postgres $'t\n0|0' \
   "SELECT ask.index_schema(NULL) >= 4;
    SELECT count(*) FILTER (WHERE name ~ '_[0-9]{6,}\$'), count(*) FILTER (WHERE name ~ '^(pg_catalog|citus|citus_internal|columnar|columnar_internal)\\.')
@@ -258,7 +258,7 @@ check "on a worker (16 shards of orders there): the memory holds the 3 distribut
   "postgres $W1" "16|3|0|citus_t.orders" \
   "$WSET
    SET citus.show_shards_for_app_name_prefixes = '*';
-   CREATE TEMP TABLE n AS SELECT count(*) AS shards FROM pg_class WHERE relname ~ '^orders_[0-9]{6,}\$';
+   CREATE TEMP TABLE n AS SELECT count(*) AS shards FROM pg_class WHERE relname ~ '^orders_[0-9]{6,}\$' AND relnamespace = 'citus_t'::regnamespace;
    RESET citus.show_shards_for_app_name_prefixes;
    SELECT (SELECT shards FROM n), ask.index_schema(ARRAY['citus_t']),
           (SELECT count(*) FROM ask.select_tables('orders status amount', 50) WHERE rel::text ~ '_[0-9]{6,}\$'),
@@ -307,6 +307,7 @@ known "ask.shadow_enable() under citus.enable_unsafe_triggers" \
 
 # -- 6. CALL ask.benchmark on the coordinator --------------------------------------------------------
 W1SQL=$(cat /work/shared/datasets/incondb/1_sql.json 2>/dev/null || true)
+dist_before=$(as postgres <<<"SELECT count(*) FROM pg_dist_partition")
 if [ -z "$W1SQL" ]; then
   fail "CALL ask.benchmark" "no InConDB workload at /work/shared/datasets/incondb/1_sql.json"
 else
@@ -319,9 +320,33 @@ SQL
     "SELECT r.status, r.samples, count(s.*), count(*) FILTER (WHERE s.error IS NOT NULL)
        FROM ask.benchmark_runs r JOIN ask.benchmark_samples s ON s.run_id = r.id
       WHERE r.id = (SELECT max(id) FROM ask.benchmark_runs WHERE workload = 'citus_w1') GROUP BY r.id, r.status, r.samples"
-  check "... its tables were temporary and local: Citus distributed nothing new" postgres "4" \
+  check "... its tables were temporary and local: Citus distributed nothing new" postgres "$dist_before" \
     "SELECT count(*) FROM pg_dist_partition"
 fi
+
+# -- 7. what an asker holds on the workers while the LLM writes the answer -------------------------
+# The generated SQL runs inside ask()'s statement, in a subtransaction; Citus runs it in
+# transaction blocks on the workers, which stay open until the coordinator's transaction ends,
+# after the answer stage's LLM call (3 s here). Each asker holds its connections meanwhile.
+held() {  # held POOL_SIZE: idle-in-transaction connections of citus_reader on both workers, mid-answer
+  local pool=$1 total=0 p
+  as citus_reader >/dev/null 2>&1 <<<"SET citus.max_adaptive_executor_pool_size = $pool; SELECT ask('how many orders, slowly answered?')" &
+  local asker=$!
+  sleep 1.5
+  for p in $CITUS_WORKER_PORTS; do
+    total=$((total + $(as "postgres" "$p" <<<"SELECT count(*) FROM pg_stat_activity WHERE usename = 'citus_reader' AND state = 'idle in transaction'")))
+  done
+  wait "$asker" || true
+  echo "$total"
+}
+n16=$(held 16); n1=$(held 1)
+if [ "$n16" -ge 2 ] && [ "$n1" = 2 ]; then
+  pass "during the answer stage one asker holds worker connections idle in transaction: $n16 (pool size 16), 2 (pool size 1: one per worker)"
+else
+  fail "worker connections held during the answer stage" "pool 16: $n16, pool 1: $n1 (expected >= 2 and 2)"
+fi
+known "worker connections held through the answer stage's LLM call" \
+  "each ask() keeps its Citus transaction blocks open on the workers (here $n16 connections) until its statement ends, LLM answer included; citus.max_adaptive_executor_pool_size = 1 for askers bounds it to one per worker"
 
 # -- summary ---------------------------------------------------------------------------------------
 echo
