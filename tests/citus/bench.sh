@@ -123,3 +123,19 @@ awk -v skip=4 '
       printf "%s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f\n", name, p50[1], p95[1], p50[2], p95[2], p50[3], p95[3]
     }
   }' "$work/out" | sort
+
+# New backends, as a client that connects per question gets them: the first ask() of each (its
+# catalog description read, and for the distributed table its first connections to the workers).
+echo
+echo "variant | first ask() of a new backend, client wall time incl. connecting, p50 | p95 (ms, $((N / 5)) backends each)"
+for v in "distributed|how many distributed orders?" "local|how many local orders?"; do
+  IFS='|' read -r name q <<<"$v"
+  times=()
+  for _ in $(seq "$((N / 5))"); do
+    t0=$(date +%s%N)
+    PGOPTIONS="-c ask.base_url=$LLM -c ask.provider=openai -c ask.embedding_provider=off -c search_path=citus_b,public -c client_min_messages=warning" \
+      sql -c "SELECT ask('bench: $q')" >/dev/null
+    times+=("$(( ($(date +%s%N) - t0) / 1000 ))")
+  done
+  printf '%s\n' "${times[@]}" | sort -n | awk -v name="$name" '{ a[NR] = $1 / 1000 } END { printf "%s | %.1f | %.1f\n", name, a[int(0.5 * (NR - 1)) + 1], a[int(0.95 * (NR - 1)) + 1] }'
+done
