@@ -22,10 +22,13 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC_CACHE=/var/cache/pg_ask/src
 PINNED_VERSION=13.2.2
-# Tag v13.2.2 of citusdata/citus (tag object f539ebf3, commit cc91f4c2) as
-# `git archive --format=tar.gz --prefix=citus-13.2.2/ v13.2.2` writes it (git 2.47).
+# Tag v13.2.2 of citusdata/citus (tag object f539ebf3, commit cc91f4c2): the tarball as
+# `git archive --format=tar.gz --prefix=citus-13.2.2/ v13.2.2` writes it (git 2.47), and, for
+# a tarball of the same release compressed otherwise (GitHub's download), its content: the
+# SHA-256 of `sha256sum` over every file, sorted by path.
 PINNED_TARBALL=citus-$PINNED_VERSION.tar.gz
 PINNED_SHA256=dd2453caec20a830e5e63f1def5c5a98cb6f57ae510407cdcd800916fcdab430
+PINNED_CONTENT=e67ffd3b983963283115e07f54f511398ef77b1e37fce0282121095aaadad1c9
 CONFIGURE=(--with-libcurl --with-lz4 --with-zstd)
 
 PG_CONFIG=${PG_CONFIG:-$(bash "$HERE/pg17.sh" --print)}
@@ -115,14 +118,9 @@ src=${1:-${CITUS_SRC:-$SRC_CACHE/$PINNED_TARBALL}}
 }
 src=$(cd "$(dirname "$src")" && pwd)/$(basename "$src")
 
-# What is being built: a tarball is named by its SHA-256 (the pinned release must match its pin),
-# a directory by its path and the version its configure script declares.
+# What is being built: a tarball is named by its SHA-256, a directory by its path.
 if [ -f "$src" ]; then
   sum=$(sha256sum "$src" | cut -d' ' -f1)
-  if [ "$(basename "$src")" = "$PINNED_TARBALL" ] && [ "$sum" != "$PINNED_SHA256" ]; then
-    echo "$src is not the pinned Citus $PINNED_VERSION release: SHA-256 $sum, expected $PINNED_SHA256" >&2
-    exit 1
-  fi
   origin="tarball $sum"
 else
   origin="directory $src"
@@ -148,6 +146,15 @@ else
 fi
 [ -x "$tree/configure" ] || { echo "$src does not look like a Citus source tree (no configure)" >&2; exit 1; }
 version=$(sed -n "s/^PACKAGE_VERSION='\(.*\)'/\1/p" "$tree/configure")
+# A tarball of the pinned release must be that release: its bytes, or else its files.
+if [ -f "$src" ] && [ "$version" = "$PINNED_VERSION" ] && [ "$sum" != "$PINNED_SHA256" ]; then
+  content=$(cd "$tree" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+  if [ "$content" != "$PINNED_CONTENT" ]; then
+    echo "$src says it is Citus $PINNED_VERSION but is not the release: SHA-256 $sum (expected $PINNED_SHA256)," >&2
+    echo "content $content (expected $PINNED_CONTENT)" >&2
+    exit 1
+  fi
+fi
 say "building Citus $version for $("$PG_CONFIG" --version) from $origin (several minutes on two cores)"
 cd "$tree"
 ./configure -q PG_CONFIG="$PG_CONFIG" "${CONFIGURE[@]}" >/dev/null
