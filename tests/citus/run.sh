@@ -173,6 +173,12 @@ check "a query that fails on the workers is repaired, inside a transaction that 
    SELECT (ask.explain('how many orders cost more than nothing?')->>'attempts');
    SELECT count(*) FROM citus_t.orders;
    COMMIT;"
+# ask.statement_timeout reaches the workers: the pushed-down join (375 million rows, tens of
+# seconds) is cancelled there, and nothing of it runs on afterwards.
+refused "ask.statement_timeout cancels a distributed query" citus_reader 57014 "ran longer than ask.statement_timeout" \
+  "SET ask.statement_timeout = '300ms'; SET ask.max_attempts = 1; SELECT ask('how many order quadruples share a customer?')"
+check "... on the workers too: no query of citus_reader is left running there" postgres "0" \
+  "SELECT sum(result::int) FROM run_command_on_workers(\$\$SELECT count(*) FROM pg_stat_activity WHERE usename = 'citus_reader' AND state = 'active'\$\$)"
 refused "a role without privileges is told there is nothing it may read" citus_nopriv 42501 "no tables the current role may read" \
   "SELECT ask('how many orders are there in total?')"
 refused "a second role cannot read the first one's distributed table through ask()" citus_other 42501 "permission denied for table orders" \
