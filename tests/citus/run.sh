@@ -292,7 +292,7 @@ check "... nothing is left shadowed, and both tables take writes" citus_owner $'
    SELECT count(*) FROM citus_t.orders WHERE id = 9002;
    SELECT count(*) FROM ask.shadow_commands WHERE rel::text LIKE 'citus_t.%'"
 known "ask.shadow_enable() on a distributed or reference table" \
-  "the refusal is Citus' XX000 from pg_ask's CREATE TRIGGER, wrapped as an internal error; pg_ask should refuse Citus tables itself (0A000) before creating anything"
+  "the refusal is Citus' own XX000, raised inside src/shadow/admin.rs _shadow_enable's CREATE TRIGGER (pg_ask's error path there is not reached); pg_ask should refuse Citus tables itself (0A000) before creating anything"
 check "shadow capture works on a local table of the coordinator" citus_owner $'3000\n1|INSERT' \
   "SELECT ask.shadow_enable('citus_t.orders_local');
    INSERT INTO citus_t.orders_local VALUES (9003, 9, 'pending', 3);
@@ -329,6 +329,22 @@ SQL
   check "... its tables were temporary and local: Citus distributed nothing new" postgres "$dist_before" \
     "SELECT count(*) FROM pg_dist_partition"
 fi
+
+# -- 6b. CALL ask.evaluate over distributed tables -------------------------------------------------
+# Predictions and gold SQL both run through Citus; the misspelt status is corrected by the value
+# memory of section 3.
+as citus_reader >/dev/null 2>"$work/err" <<'SQL' || fail "CALL ask.evaluate" "$(grep -m1 ERROR "$work/err")"
+SET client_min_messages = warning;
+SELECT ask.load_suite('citus_quiz', '[
+  {"question": "how many orders are there in total?", "gold_sql": "SELECT count(*) FROM citus_t.orders", "schema": "citus_t"},
+  {"question": "what is the order amount per city?", "gold_sql": "SELECT c.city, sum(o.amount) FROM citus_t.customers c JOIN citus_t.orders o ON o.customer_id = c.id GROUP BY 1", "schema": "citus_t"},
+  {"question": "how many orders are shiped?", "gold_sql": "SELECT count(*) FROM citus_t.orders WHERE status = ''shipped''", "schema": "citus_t"},
+  {"question": "how many tickets can I see?", "gold_sql": "SELECT count(*) FROM citus_t.tickets", "schema": "citus_t"}
+]');
+CALL ask.evaluate('citus_quiz', 'standin');
+SQL
+check "CALL ask.evaluate over distributed and reference tables: 4 of 4 correct (EX 1)" citus_reader "4|4|1" \
+  "SELECT questions, correct, round(ex::numeric, 3)::float8 FROM ask.eval_summary WHERE run_label = 'standin'"
 
 # -- 7. what an asker holds on the workers while the LLM writes the answer -------------------------
 # The generated SQL runs inside ask()'s statement, in a subtransaction; Citus runs it in
