@@ -19,7 +19,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/cache/pg_ask/target}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/cache/pg_ask/target}  # for the stand-in
 eval "$(bash scripts/citus.sh --print)"
 PSQL="$PGBIN/psql"
 DB=postgres
@@ -46,7 +46,8 @@ LLM="http://127.0.0.1:$(cat "$work/port")"
 # -- helpers -----------------------------------------------------------------------------------
 passed=0 failed=0 known=0
 failures=()
-# sql ROLE [NODE_PORT] < script: runs as ROLE, stops at the first error; prints rows unaligned.
+# as ROLE [PORT] < script: runs the script as ROLE (on the coordinator, or the node at PORT),
+# stops at the first error, prints rows unaligned and errors with their SQLSTATE.
 as() {
   local role=$1 port=${2:-$PGPORT}
   "$PSQL" -X -q -At -v ON_ERROR_STOP=1 -v VERBOSITY=verbose -h "$PGHOST" -p "$port" -U "$role" -d "$DB"
@@ -219,9 +220,9 @@ check "ask.similar_values() finds 'shipped' for 'shiped'" citus_reader "shipped"
 check "ask() corrects the literal through the memory and counts the shipped orders" citus_reader \
   $'n: 750\nSELECT count(*) AS n FROM citus_t.orders WHERE status = \'shipped\'' \
   "SELECT ask('how many orders are shiped?'); SELECT ask.explain('how many orders are shiped?')->>'final_sql'"
-refused "a role that may not read orders gets nothing from its value memory" citus_other 42501 "" \
+refused "a role that may not read orders gets nothing from its value memory" citus_other 42501 "permission denied for column status" \
   "SELECT * FROM ask.similar_values('citus_t.orders', 'status', 'shiped', 10)"
-refused "... nor does a role without privileges" citus_nopriv 42501 "" \
+refused "... nor does a role without privileges" citus_nopriv 42501 "permission denied for column status" \
   "SELECT * FROM ask.similar_values('citus_t.orders', 'status', 'shiped', 10)"
 check "ask.refresh_values() picks up a value written on a worker's shard" citus_owner $'1\nlost' \
   "INSERT INTO citus_t.orders VALUES (9001, 7, 'lost', 1);
