@@ -213,6 +213,9 @@ check "... orders_local is still a local table" postgres "0" \
 # -- 3. the value memory over a distributed column ------------------------------------------------
 check "ask.index_values() reads the distinct values of a distributed column (from both workers)" citus_owner \
   "4" "SELECT ask.index_values('citus_t.orders', ARRAY['status'])"
+check "... and of a reference table's column" citus_owner "3|Lisbon" \
+  "SELECT ask.index_values('citus_t.customers', ARRAY['city']),
+          (SELECT value FROM ask.similar_values('citus_t.customers', 'city', 'lisbonn', 5) ORDER BY score DESC LIMIT 1)"
 check "the memory holds the four statuses" citus_reader "cancelled,pending,returned,shipped" \
   "SELECT string_agg(DISTINCT value, ',' ORDER BY value) FROM ask.similar_values('citus_t.orders', 'status', 'shipped', 10)"
 check "ask.similar_values() finds 'shipped' for 'shiped'" citus_reader "shipped" \
