@@ -52,15 +52,9 @@ pub(crate) struct Backend {
     pub(crate) stale: RefCell<BTreeSet<u32>>,
     /// Counts the reads of the catalog: a change means the description may have changed.
     pub(crate) generation: Cell<u64>,
-    /// The last read, when it read some relations only: the generation it moved on from, and
-    /// the (schema, name) of the tables it took out or read again.
-    pub(crate) last_change: RefCell<Option<Change>>,
     /// The selection catalog (`crate::selection`) with the generation and user it was built
     /// for.
     pub(crate) selection_catalog: RefCell<Option<(u64, pg_sys::Oid, Rc<pg_ask_core::selection::Catalog>)>>,
-    /// The literal catalog of value correction (`crate::values`) with the generation, user and
-    /// search path it was built for.
-    pub(crate) literal_catalog: RefCell<Option<LiteralCatalog>>,
     /// Whether a type name (as format_type writes it) stands for a text-like type (catalog:
     /// dropped when any type changes, see `types_valid`).
     pub(crate) text_types: RefCell<HashMap<String, bool>>,
@@ -128,13 +122,6 @@ pub(crate) struct Described {
     pub(crate) keys: Vec<(pg_sys::Oid, String, String)>,
     pub(crate) tables: Rc<Vec<Table>>,
 }
-
-/// A read of some relations: the generation it moved on from, and the (schema, name) of the
-/// tables it took out or read again.
-pub(crate) type Change = (u64, Vec<(String, String)>);
-
-/// A literal catalog with the description generation, user and search path it was built for.
-pub(crate) type LiteralCatalog = (u64, pg_sys::Oid, Vec<String>, Rc<pg_ask_core::values::literals::Catalog>);
 
 /// A relation of the session's temporary schema: (oid, name, kind).
 pub(crate) type TempRelation = (pg_sys::Oid, String, String);

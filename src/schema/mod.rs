@@ -16,10 +16,9 @@
 //! A question with nothing stale reads no catalog at all.
 
 use pg_ask_core::ask::HostError;
-use pg_ask_core::schema::Table;
+use pg_ask_core::schema::{Column, ForeignKey, Table};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
-use pgrx::JsonB;
 use std::collections::BTreeSet;
 use std::rc::Rc;
 
@@ -29,15 +28,6 @@ use crate::pg::backend::{self, Described};
 mod tests;
 
 const DESCRIBE_TABLES: &str = include_str!("../../sql/describe_tables.sql");
-
-/// The tables, as (schema, name), that may differ between the description of `generation`
-/// and the current one (dropped, changed or new), when the current one was read from that one
-/// by reading some relations again; `None` when it was read whole or from another generation.
-pub fn changed_since(generation: u64) -> Option<Vec<(String, String)>> {
-    backend::with(|b| {
-        b.last_change.borrow().as_ref().filter(|(from, _)| *from == generation && from + 1 == b.generation.get()).map(|(_, t)| t.clone())
-    })
-}
 
 /// The number of times this backend read the catalog description; caches built from
 /// [`readable_tables`] compare it to know when to rebuild.
@@ -54,39 +44,63 @@ const ONLY_THESE: &str = "AND c.oid OPERATOR(pg_catalog.=) ANY (SELECT pg_catalo
 /// [`DESCRIBE_TABLES`] for the relations given as `$1`.
 static ONLY_THESE_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| DESCRIBE_TABLES.replace("-- @only-these", ONLY_THESE));
 
+/// One relation of [`DESCRIBE_TABLES`]'s result: (oid, schema, name, table), the schema and
+/// name unquoted (the order shown).
+fn described(r: crate::pg::spi::Row<'_>) -> crate::pg::spi::RowResult<Result<(pg_sys::Oid, String, String, Table), String>> {
+    let (Some(oid), Some(nsp), Some(rel), Some(schema), Some(name), Some(kind)) =
+        (r.get::<i64>(1)?, r.get::<String>(2)?, r.get::<String>(3)?, r.get::<String>(4)?, r.get::<String>(5)?, r.get::<String>(6)?)
+    else {
+        return Ok(Some(Err("unexpected catalog description: a relation without oid, name or kind".into())));
+    };
+    let Ok(oid) = u32::try_from(oid) else { return Ok(Some(Err(format!("unexpected catalog description: oid {oid}")))) };
+    let names = r.get::<Vec<String>>(8)?.unwrap_or_default();
+    let types = r.get::<Vec<String>>(9)?.unwrap_or_default();
+    let not_null = r.get::<Vec<bool>>(10)?.unwrap_or_default();
+    let comments = r.get::<Vec<Option<String>>>(11)?.unwrap_or_default();
+    if types.len() != names.len() || not_null.len() != names.len() || comments.len() != names.len() {
+        return Ok(Some(Err(format!("unexpected catalog description: the columns of {schema}.{name} differ in number"))));
+    }
+    let columns = names
+        .into_iter()
+        .zip(types)
+        .zip(not_null)
+        .zip(comments)
+        .map(|(((name, data_type), not_null), comment)| Column { name, data_type, not_null, comment })
+        .collect();
+    let mut foreign_keys = Vec::new();
+    for key in r.get::<Vec<String>>(13)?.unwrap_or_default() {
+        match serde_json::from_str::<(Vec<String>, String, Vec<String>)>(&key) {
+            Ok((columns, references, ref_columns)) => foreign_keys.push(ForeignKey { columns, references, ref_columns }),
+            Err(e) => return Ok(Some(Err(format!("unexpected catalog description: a foreign key of {schema}.{name}: {e}")))),
+        }
+    }
+    let table = Table {
+        schema,
+        name,
+        kind,
+        comment: r.get::<String>(7)?,
+        columns,
+        primary_key: r.get::<Vec<String>>(12)?.unwrap_or_default(),
+        foreign_keys,
+    };
+    Ok(Some(Ok((pg_sys::Oid::from(oid), nsp, rel, table))))
+}
+
 /// Reads the description of the relations `oids` (and of those referencing them), or of every
-/// readable relation when `None`: (oid, schema, name, table) in the order shown.
+/// readable relation when `None`: (oid, schema, name, table) in the order shown. Both plans
+/// are kept: the whole read is what a new backend's first question makes.
 fn describe(oids: Option<Vec<pg_sys::Oid>>) -> Result<Vec<(pg_sys::Oid, String, String, Table)>, String> {
     let read = match oids {
-        None => Spi::get_one::<JsonB>(DESCRIBE_TABLES),
-        // Read after every catalog change, for the relations it touched: the plan is kept.
+        None => crate::pg::spi::select_kept("describe the readable tables", DESCRIBE_TABLES, &[], &[], described),
         Some(oids) => crate::pg::spi::select_kept(
             "describe these tables",
             &ONLY_THESE_SQL,
             &[pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::OIDARRAYOID)],
             &[oids.into()],
-            |r| r.get::<JsonB>(1),
-        )
-        .map(|mut rows| rows.pop()),
+            described,
+        ),
     };
-    let json = match read {
-        Ok(Some(JsonB(v))) => v,
-        Ok(None) => return Ok(Vec::new()),
-        Err(e) => return Err(e.to_string()),
-    };
-    let serde_json::Value::Array(items) = json else { return Err("unexpected catalog description: not an array".into()) };
-    items
-        .into_iter()
-        .map(|item| {
-            let oid = item["oid"].as_u64().and_then(|o| u32::try_from(o).ok()).ok_or("unexpected catalog description: no oid")?;
-            let (Some(nsp), Some(rel)) = (item["sort"][0].as_str(), item["sort"][1].as_str()) else {
-                return Err("unexpected catalog description: no sort key".to_string());
-            };
-            let (nsp, rel) = (nsp.to_owned(), rel.to_owned());
-            let table: Table = serde_json::from_value(item).map_err(|e| format!("unexpected catalog description: {e}"))?;
-            Ok((pg_sys::Oid::from(oid), nsp, rel, table))
-        })
-        .collect()
+    read.map_err(|e| e.to_string())?.into_iter().collect()
 }
 
 /// Tables (and views) the current role may SELECT, with only the columns it may SELECT.
@@ -103,10 +117,9 @@ pub fn readable_tables() -> Result<Rc<Vec<Table>>, HostError> {
     }
     // Clear before reading: an invalidation that arrives while the query runs marks again, so
     // the next call reads what it announced.
-    let from = backend::with(|b| {
+    backend::with(|b| {
         b.all_stale.set(false);
-        b.last_change.take();
-        b.generation.replace(b.generation.get() + 1)
+        b.generation.set(b.generation.get() + 1)
     });
     let read = if all { describe(None) } else { describe(Some(stale.clone())) };
     let fresh = match read {
@@ -125,19 +138,15 @@ pub fn readable_tables() -> Result<Rc<Vec<Table>>, HostError> {
         // Out with the stale relations and those read again, in with what was read.
         let gone: BTreeSet<u32> = stale.iter().chain(fresh.iter().map(|f| &f.0)).map(|o| o.to_u32()).collect();
         let mut i = 0;
-        let mut changed = Vec::new();
         d.keys.retain(|(oid, _, _)| {
             let keep = !gone.contains(&oid.to_u32());
-            if !keep {
-                let t = tables.remove(i);
-                changed.push((t.schema, t.name));
-            } else {
+            if keep {
                 i += 1;
+            } else {
+                tables.remove(i);
             }
             keep
         });
-        changed.extend(fresh.iter().map(|(_, _, _, t)| (t.schema.clone(), t.name.clone())));
-        backend::with(|b| b.last_change.replace(Some((from, changed))));
         for (oid, nsp, rel, table) in fresh {
             let at = d.keys.partition_point(|(_, n, r)| (n.as_str(), r.as_str()) < (nsp.as_str(), rel.as_str()));
             d.keys.insert(at, (oid, nsp, rel));

@@ -2,7 +2,6 @@
 //! memory, decided on by the core's rules, and replaced (or put to the LLM).
 
 use std::collections::{HashMap, HashSet};
-use std::rc::Rc;
 
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
@@ -12,7 +11,7 @@ use pg_ask_core::schema::Table;
 use pg_ask_core::selection::unquote;
 use pg_ask_core::values::correct::{ColumnEvidence, Looked};
 use pg_ask_core::values::decide::{Candidate, Evidence};
-use pg_ask_core::values::literals::{find_literals, Catalog, CatalogColumn, LiteralKind, LiteralRef, QualifiedName};
+use pg_ask_core::values::literals::{find_literals, Catalog, CatalogColumn, LiteralKind, LiteralRef};
 
 use crate::pg::backend;
 use crate::pg::spi::OrRaise;
@@ -50,45 +49,16 @@ fn text_like_types(names: &[String]) -> HashMap<String, bool> {
     })
 }
 
-/// The catalog of readable tables for literal resolution, with the session's search path;
-/// built again only when the description, the user, the search path or a type changed. When
-/// the description changed only by some relations read again, only those tables are taken out
-/// and put back.
-fn literal_catalog() -> Result<Rc<Catalog>, String> {
+/// The catalog `sql`'s literals are resolved in: the readable tables that bear the name of a
+/// relation it reads from, with the session's search path. Only those: a statement names a
+/// few tables, and a catalog of every readable table cost a backend tens of milliseconds at
+/// 10,000 tables the first time a statement had a literal.
+fn literal_catalog(sql: &str) -> Result<Catalog, String> {
+    let names = pg_ask_core::values::literals::relation_names(sql);
     let tables = schema::readable_tables().map_err(|e| e.message)?;
-    let generation = schema::generation();
-    // SAFETY: reads the backend's current user id.
-    let user = unsafe { pg_sys::GetUserId() };
-    let path = crate::pg::spi::search_path(false);
-    // A change to any type (CREATE TABLE makes one) invalidates what is known of types; the
-    // catalog stays valid if every type it knows is as text-like as it was.
-    let types_valid = backend::with(|b| b.types_valid.get()) || {
-        let known: HashMap<String, bool> = backend::with(|b| b.text_types.borrow().clone());
-        let names: Vec<String> = known.keys().cloned().collect();
-        !known.is_empty() && text_like_types(&names) == known
-    };
-    let kept = backend::with(|b| b.literal_catalog.take()).filter(|(_, u, p, _)| types_valid && *u == user && *p == path);
-    let kept = kept.map(|(g, _, _, cat)| (g, cat));
-    let changed = kept.as_ref().filter(|(g, _)| *g != generation).and_then(|(g, _)| schema::changed_since(*g));
-    let cat = match (kept, changed) {
-        (Some((g, cat)), _) if g == generation => cat,
-        (Some((_, cat)), Some(changed)) => {
-            let mut cat = Rc::try_unwrap(cat).unwrap_or_else(|shared| (*shared).clone());
-            let names: HashSet<QualifiedName> = changed.iter().map(|(s, n)| QualifiedName::new(unquote(s), unquote(n))).collect();
-            cat.tables.retain(|t| !names.contains(&t.name));
-            // One pass over the readable tables for those read again (still readable).
-            let quoted: HashSet<(&str, &str)> = changed.iter().map(|(s, n)| (s.as_str(), n.as_str())).collect();
-            let now: Vec<&Table> = tables.iter().filter(|t| quoted.contains(&(t.schema.as_str(), t.name.as_str()))).collect();
-            add_tables(&mut cat, &now);
-            Rc::new(cat)
-        }
-        _ => {
-            let mut cat = Catalog::new(path.clone());
-            add_tables(&mut cat, &tables.iter().collect::<Vec<_>>());
-            Rc::new(cat)
-        }
-    };
-    backend::with(|b| b.literal_catalog.replace(Some((generation, user, path, cat.clone()))));
+    let named: Vec<&Table> = tables.iter().filter(|t| names.iter().any(|n| *n == unquote(&t.name))).collect();
+    let mut cat = Catalog::new(crate::pg::spi::search_path(false));
+    add_tables(&mut cat, &named);
     Ok(cat)
 }
 
@@ -264,7 +234,7 @@ fn memory_evidence(col: &MemoryColumn, lit: &LiteralRef) -> (Evidence, Option<St
 /// or whose table's policies hide rows from it, holds none). Lookups only: the core decides.
 /// A statement that does not parse is an error with SQLSTATE 42601.
 pub(crate) fn literal_evidence(sql: &str) -> Result<Vec<Looked>, HostError> {
-    let cat = literal_catalog().map_err(HostError::internal)?;
+    let cat = literal_catalog(sql).map_err(HostError::internal)?;
     let literals = find_literals(sql, &cat).map_err(|e| HostError { sqlstate: "42601".into(), message: e.to_string() })?;
     if literals.is_empty() {
         return Ok(Vec::new());
@@ -293,7 +263,7 @@ pub(crate) fn literal_evidence(sql: &str) -> Result<Vec<Looked>, HostError> {
 /// The string literals of `sql` compared with text columns of readable tables, resolved to
 /// their columns under the session's search path.
 pub(crate) fn literals(sql: &str) -> Result<Vec<LiteralRef>, String> {
-    let cat = literal_catalog()?;
+    let cat = literal_catalog(sql)?;
     find_literals(sql, &cat).map_err(|e| e.to_string())
 }
 

@@ -211,3 +211,13 @@ fn like_patterns_split_and_rebuild() {
 fn parse_errors_are_reported() {
     assert!(find_literals("SELEC 1 FROM", &catalog()).is_err());
 }
+
+#[test]
+fn the_relations_a_query_reads_are_named_by_their_last_part() {
+    use pg_ask_core::values::literals::relation_names;
+    let sql = r#"WITH recent AS (SELECT * FROM sales.Orders WHERE placed > now() - interval '1 day')
+                 SELECT c.name FROM public.customers c JOIN recent r ON r.customer_id = c.id
+                 WHERE c.id IN (SELECT customer_id FROM "Returns") AND EXISTS (SELECT 1 FROM customers)"#;
+    assert_eq!(relation_names(sql), ["orders", "customers", "recent", "Returns"]);
+    assert!(relation_names("SELEC nonsense FROM").is_empty());
+}

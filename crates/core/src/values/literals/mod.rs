@@ -62,6 +62,24 @@ pub fn find_literals(sql: &str, catalog: &Catalog) -> Result<Vec<LiteralRef>, Li
     Ok(found)
 }
 
+/// The last part of every relation name `sql` reads from (a table's, a view's or a CTE's),
+/// folded as PostgreSQL folds identifiers, without repeats: the tables a [`Catalog`] for
+/// [`find_literals`] needs are among those of these names. SQL that does not parse names none
+/// (`find_literals` reports it).
+pub fn relation_names(sql: &str) -> Vec<String> {
+    let Ok(statements) = Parser::parse_sql(&PostgreSqlDialect {}, sql) else { return Vec::new() };
+    let mut out: Vec<String> = Vec::new();
+    let _ = sqlparser::ast::visit_relations(&statements, |name| {
+        if let Some(last) = object_name_parts(name).and_then(|mut p| p.pop()) {
+            if !out.contains(&last) {
+                out.push(last);
+            }
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    out
+}
+
 /// Where a column of a relation comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Origin {
