@@ -98,9 +98,12 @@ SQL
                round(percentile_cont(0.5) WITHIN GROUP (ORDER BY own - execute)::numeric, 2)
           FROM m GROUP BY variant ORDER BY variant;"
 } >"$work/bench.sql"
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 sql -f "$work/bench.sql" >"$work/out" 2>&1
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 echo "ask() on the Citus coordinator, stand-in LLM at 0 ms, $ROWS orders, $N rounds (first round not kept)"
+echo "load average before / after the rounds: $load_before / $load_after ($(nproc) cores)"
 echo "pg_ask's $("$PGBIN/pg_config" --version), Citus $(sql -c "SELECT extversion FROM pg_extension WHERE extname = 'citus'"); pg_ask.so $(du -m "$("$PGBIN/pg_config" --pkglibdir)/pg_ask.so" | cut -f1) MB"
 echo
 echo "variant | n | own p50 | own p95 | execute p50 | execute p95 | own less execute p50 (ms, from ask.explain)"
