@@ -273,6 +273,8 @@ check "on a worker (16 shards of orders there): the memory holds the 3 distribut
    SELECT (SELECT shards FROM n), ask.index_schema(ARRAY['citus_t']),
           (SELECT count(*) FROM ask.select_tables('orders status amount', 50) WHERE rel::text ~ '_[0-9]{6,}\$'),
           (SELECT rel::text FROM ask.select_tables('orders status amount', 1))"
+check "ask() on a worker over the distributed table (Citus runs it from there too)" "citus_reader $W1" "n: 3000" \
+  "$WSET SELECT ask('how many orders are there in total?')"
 # A session that shows shards (a setting any role may change) stores them in the memory, which
 # every role's selection reads, and gets them as candidates.
 check "on a worker with citus.show_shards_for_app_name_prefixes = '*': shards become candidates" \
