@@ -318,10 +318,11 @@ known "ask.shadow_enable() under citus.enable_unsafe_triggers" \
   "installs the capture trigger on the shards (Citus propagates it); on the workers ask._shadow_capture() finds no ask.shadow_tables row for the shard and raises 42501 '<shard> is not shadowed', so the table refuses all writes until shadow_disable() (itself refused by Citus unless enable_unsafe_triggers is on)"
 
 # -- 6. CALL ask.benchmark on the coordinator --------------------------------------------------------
-W1SQL=$(cat /work/shared/datasets/incondb/1_sql.json 2>/dev/null || true)
+# InConDB's workload 1, read from the datasets beside the repository (../shared/datasets).
+W1SQL=$(cat ../shared/datasets/incondb/1_sql.json 2>/dev/null || true)
 dist_before=$(as postgres <<<"SELECT count(*) FROM pg_dist_partition")
 if [ -z "$W1SQL" ]; then
-  fail "CALL ask.benchmark" "no InConDB workload at /work/shared/datasets/incondb/1_sql.json"
+  fail "CALL ask.benchmark" "no InConDB workload at $(pwd)/../shared/datasets/incondb/1_sql.json"
 else
   as citus_owner >"$work/bench.out" 2>"$work/err" <<SQL || fail "CALL ask.benchmark" "$(grep -m1 ERROR "$work/err")"
 SET client_min_messages = warning;
