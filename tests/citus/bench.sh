@@ -16,6 +16,8 @@
 #   bare     client wall time of the generated SQL run by itself, without pg_ask
 #   subx     the same SQL in a subtransaction that is rolled back (a PL/pgSQL block with an
 #            exception handler), as pg_ask runs it, without pg_ask
+# Then the first ask() of new backends (a connection each), and the distributed count alone in
+# autocommit, in a transaction block, and in a subtransaction released or rolled back.
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -142,3 +144,26 @@ for v in "distributed|how many distributed orders?" "local|how many local orders
   done
   printf '%s\n' "${times[@]}" | sort -n | awk -v name="$name" '{ a[NR] = $1 / 1000 } END { printf "%s | %.1f | %.1f\n", name, a[int(0.5 * (NR - 1)) + 1], a[int(0.95 * (NR - 1)) + 1] }'
 done
+
+# How a subtransaction around the distributed count ends, without pg_ask: Citus sends SAVEPOINT,
+# RELEASE and ROLLBACK TO SAVEPOINT to every worker connection the query used.
+{
+  echo "\\o /dev/null"
+  echo "SELECT count(*) FROM citus_b.orders;"
+  for _ in $(seq "$N"); do
+    for v in "autocommit|SELECT count(*) FROM citus_b.orders;" \
+             "transaction block|BEGIN; SELECT count(*) FROM citus_b.orders; COMMIT;" \
+             "subtransaction released|BEGIN; SAVEPOINT s; SELECT count(*) FROM citus_b.orders; RELEASE SAVEPOINT s; COMMIT;" \
+             "subtransaction rolled back|BEGIN; SAVEPOINT s; SELECT count(*) FROM citus_b.orders; ROLLBACK TO SAVEPOINT s; COMMIT;"; do
+      echo "\\echo K ${v%%|*}"; echo "\\timing on"; echo "${v#*|}"; echo "\\timing off"
+    done
+  done
+} >"$work/subx.sql"
+sql -f "$work/subx.sql" >"$work/subx.out" 2>&1
+echo
+echo "the distributed count alone, by how its (sub)transaction ends: p50 | p95 (ms, client, all its statements, $N each)"
+awk '/^K /{ if (k != "") v[k, ++n[k]] = t; k = substr($0, 3); t = 0; next } /^Time: /{ t += $2 }
+     END { if (k != "") v[k, ++n[k]] = t
+           for (k in n) { c = n[k]; for (i = 1; i <= c; i++) a[i] = v[k, i]
+             for (i = 2; i <= c; i++) { x = a[i]; j = i - 1; while (j > 0 && a[j] > x) { a[j + 1] = a[j]; j-- } a[j + 1] = x }
+             printf "%s | %.2f | %.2f\n", k, a[int(0.5 * (c - 1)) + 1], a[int(0.95 * (c - 1)) + 1] } }' "$work/subx.out" | sort
