@@ -55,6 +55,18 @@ fn own_ms(t: &serde_json::Value) -> f64 {
     t["ms"].as_f64().unwrap() - stage_ms(t, &LLM_STAGES)
 }
 
+/// The stage of a call, outside the LLM calls, that took longest, and its milliseconds.
+fn slowest_own_stage(t: &serde_json::Value) -> (String, f64) {
+    t["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| !LLM_STAGES.contains(&s["stage"].as_str().unwrap()))
+        .map(|s| (s["stage"].as_str().unwrap().to_string(), s["ms"].as_f64().unwrap()))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .unwrap_or_default()
+}
+
 /// The select stage's detail `field` (milliseconds); the memory exists here, so it is there.
 fn select_detail(t: &serde_json::Value, field: &str) -> f64 {
     t["stages"]
@@ -81,6 +93,7 @@ fn new_backend(llm: &str, provider: &str) -> Client {
 fn fresh_backends(llm: &str, provider: &str, tables: usize) {
     println!("-- new backends ({tables} tables, embeddings {provider})");
     let (mut wall, mut own, mut catalog, mut select, mut second) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut second_slowest: std::collections::BTreeMap<String, f64> = std::collections::BTreeMap::new();
     for (i, q) in QUESTIONS.iter().cycle().take(20).enumerate() {
         let mut c = new_backend(llm, provider);
         let t = Instant::now();
@@ -89,13 +102,22 @@ fn fresh_backends(llm: &str, provider: &str, tables: usize) {
         own.push(own_ms(&first));
         select.push(stage_ms(&first, &["select"]));
         catalog.push(select_detail(&first, "catalog_ms"));
-        second.push(own_ms(&trace(&mut c, QUESTIONS[(i + 1) % QUESTIONS.len()])));
+        let then = trace(&mut c, QUESTIONS[(i + 1) % QUESTIONS.len()]);
+        second.push(own_ms(&then));
+        let (stage, ms) = slowest_own_stage(&then);
+        *second_slowest.entry(stage).or_insert(0.0_f64) += ms;
     }
     report("first ask() of a new backend: client wall time", wall);
     report("  pg_ask's own time (outside the LLM)", own);
     report("  select stage", select);
     report("  of which reading the catalog", catalog);
     report("second ask() of that backend: pg_ask's own time", second);
+    let mut slowest: Vec<(String, f64)> = second_slowest.into_iter().collect();
+    slowest.sort_by(|a, b| b.1.total_cmp(&a.1));
+    println!(
+        "  its slowest stage outside the LLM, summed over the backends: {}",
+        slowest.iter().map(|(s, ms)| format!("{s} {ms:.1} ms")).collect::<Vec<_>>().join(", ")
+    );
     let mut first_select = Vec::new();
     for q in QUESTIONS.iter().cycle().take(20) {
         let mut c = new_backend(llm, provider);

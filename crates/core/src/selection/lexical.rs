@@ -37,6 +37,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -211,7 +212,49 @@ pub fn tokenize(text: &str) -> Vec<String> {
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct LexicalScore {
     pub score: f64,
-    pub matched: Vec<String>,
+    pub matched: Vec<Label>,
+}
+
+/// How a question term matched a document (`term`, or `term~description_term`): one text per
+/// term of a question, shared by every document it matched, which may be every table of a
+/// catalog (a word of every table's comment).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Label(Arc<str>);
+
+impl Label {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&str> for Label {
+    fn from(s: &str) -> Label {
+        Label(s.into())
+    }
+}
+
+impl std::fmt::Display for Label {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl PartialEq<&str> for Label {
+    fn eq(&self, other: &&str) -> bool {
+        &*self.0 == *other
+    }
+}
+
+impl PartialEq<str> for Label {
+    fn eq(&self, other: &str) -> bool {
+        &*self.0 == other
+    }
+}
+
+impl Serialize for Label {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
 }
 
 /// Occurrences of one term in one document, per field.
@@ -492,25 +535,41 @@ impl LexicalIndex {
     /// The score of every document against `question`, in document order.
     pub fn score(&self, question: &str) -> Vec<LexicalScore> {
         let mut scores = vec![LexicalScore::default(); self.len()];
+        // Per term: each document's best contribution and the label it came with (an index in
+        // `labels`), and the documents it touched, in the order first touched.
+        let mut best: Vec<Option<(f64, usize)>> = vec![None; self.len()];
+        let mut touched: Vec<usize> = Vec::new();
         for term in self.query_terms(question) {
-            // Best contribution of this term per document: (score, label).
-            let mut best: HashMap<usize, (f64, String)> = HashMap::new();
+            let mut labels: Vec<Label> = vec![Label::from(term.as_str())];
             for (doc, s) in self.term_scores(&term) {
-                best.insert(doc, (s, term.clone()));
+                if best[doc].is_none() {
+                    touched.push(doc);
+                }
+                best[doc] = Some((s, 0));
             }
             for v in self.partial_terms(&term) {
+                let mut label: Option<usize> = None;
                 for (doc, s) in self.term_scores(v) {
                     let s = PARTIAL * s;
-                    let entry = best.entry(doc).or_insert((0.0, String::new()));
+                    let entry = best[doc].get_or_insert_with(|| {
+                        touched.push(doc);
+                        (0.0, 0)
+                    });
                     if s > entry.0 {
-                        *entry = (s, format!("{term}~{v}"));
+                        let l = *label.get_or_insert_with(|| {
+                            labels.push(Label::from(format!("{term}~{v}").as_str()));
+                            labels.len() - 1
+                        });
+                        *entry = (s, l);
                     }
                 }
             }
-            for (doc, (s, label)) in best {
-                if s > 0.0 {
-                    scores[doc].score += s;
-                    scores[doc].matched.push(label);
+            for doc in touched.drain(..) {
+                if let Some((s, l)) = best[doc].take() {
+                    if s > 0.0 {
+                        scores[doc].score += s;
+                        scores[doc].matched.push(labels[l].clone());
+                    }
                 }
             }
         }

@@ -44,7 +44,7 @@ pub use describe::{ColumnValues, SchemaProfile, TableProfile};
 pub const PLAN_SCHEMAS: usize = 3;
 
 pub use fuse::{Catalog, Cosines, Fusion, PickReason, Renewal, SchemaPick, ScoreParts, SelectError, SelectOptions, TablePick};
-pub use lexical::{Field, LexicalIndex, LexicalScore};
+pub use lexical::{Field, Label, LexicalIndex, LexicalScore};
 pub use plan::{Plan, PlanCandidate, PlanError, PlanStep};
 
 pub(crate) use crate::prompt::data;

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::selection::lexical::LexicalScore;
+use crate::selection::lexical::{Label, LexicalScore};
 
 /// The `k` of reciprocal rank fusion: larger values flatten the difference between ranks. The
 /// usual 60 is tuned for web-scale result lists; a catalog has tens to hundreds of tables, and
@@ -43,7 +43,7 @@ pub struct ScoreParts {
     /// The rank by lexical score, when it is above zero.
     pub lexical_rank: Option<usize>,
     /// The question terms that matched the description.
-    pub matched: Vec<String>,
+    pub matched: Vec<Label>,
 }
 
 /// One candidate after fusion.
