@@ -8,6 +8,8 @@
 -- The line `-- @only-these` becomes, for a read of the relations that changed ($1, their oids),
 -- a filter to those and the relations whose foreign keys reference them (their description
 -- names the referenced table); for a read of everything, it stays a comment.
+-- The line `-- @not-shards` becomes, where Citus is installed, a filter that leaves out the
+-- shards of its tables on this node (which any session can make visible to catalog queries).
 -- Columns: oid, schema and name unquoted (the order), schema and name quoted, kind, comment,
 -- the readable columns' names, types, NOT NULL flags and comments (parallel arrays), the
 -- primary key's columns, and each foreign key as a JSON array [columns, referenced table,
@@ -22,6 +24,7 @@ WITH rels AS (
     WHERE c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p,v,m,f}'::pg_catalog."char"[])
       AND NOT c.relispartition
       -- @only-these
+      -- @not-shards
       AND n.nspname OPERATOR(pg_catalog.<>) ALL ('{pg_catalog,information_schema,ask}'::pg_catalog.name[])
       AND n.nspname OPERATOR(pg_catalog.!~) '^pg_(toast|temp_)'
       AND pg_catalog.has_schema_privilege(n.oid, 'USAGE')

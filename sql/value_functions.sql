@@ -20,10 +20,25 @@ END $$;
 REVOKE ALL ON FUNCTION _refresh_values_as_owner(oid) FROM PUBLIC;
 CREATE FUNCTION keep_values_current(rel regclass, enabled boolean DEFAULT true)
     RETURNS void LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE distributed boolean := false;
 BEGIN
     IF NOT pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c
                                     WHERE c.oid OPERATOR(pg_catalog.=) rel::pg_catalog.oid), 'USAGE') THEN
         RAISE EXCEPTION 'must be owner of table % to keep its values current', rel USING ERRCODE = '42501';
+    END IF;
+    -- Citus takes no trigger on a table it distributes or replicates to every node.
+    IF EXISTS (SELECT 1 FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'citus') THEN
+        EXECUTE 'SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid OPERATOR(pg_catalog.=) $1
+                   AND (p.partmethod OPERATOR(pg_catalog.<>) ''n'' OR p.repmodel OPERATOR(pg_catalog.=) ''t''
+                        OR p.colocationid OPERATOR(pg_catalog.<>) 0))'
+            INTO distributed USING rel;
+    END IF;
+    IF distributed THEN
+        IF NOT enabled THEN
+            RETURN;
+        END IF;
+        RAISE EXCEPTION '% is a Citus distributed or reference table: pg_ask cannot keep its values current with a trigger', rel
+            USING ERRCODE = '0A000', HINT = 'Call ask.refresh_values() after writes, or from a scheduled job.';
     END IF;
     EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS ask_values_current ON %s', rel);
     IF enabled THEN

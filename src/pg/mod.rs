@@ -2,6 +2,7 @@
 //! role, subtransactions, and the in-backend tests' helpers.
 
 pub(crate) mod backend;
+pub(crate) mod citus;
 pub(crate) mod errors;
 pub(crate) mod gucs;
 pub(crate) mod identity;

@@ -44,6 +44,16 @@ const ONLY_THESE: &str = "AND c.oid OPERATOR(pg_catalog.=) ANY (SELECT pg_catalo
 /// [`DESCRIBE_TABLES`] for the relations given as `$1`.
 static ONLY_THESE_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| DESCRIBE_TABLES.replace("-- @only-these", ONLY_THESE));
 
+/// The filter that leaves out a Citus node's shards: Citus hides them from catalog queries
+/// only while `citus.show_shards_for_app_name_prefixes` (any session's to set) says so.
+const NOT_SHARDS: &str = "AND NOT pg_catalog.relation_is_a_known_shard(c.oid::pg_catalog.regclass)";
+
+/// [`DESCRIBE_TABLES`] and [`ONLY_THESE_SQL`] where Citus is installed.
+static DESCRIBE_TABLES_CITUS: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| DESCRIBE_TABLES.replace("-- @not-shards", NOT_SHARDS));
+static ONLY_THESE_SQL_CITUS: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| ONLY_THESE_SQL.replace("-- @not-shards", NOT_SHARDS));
+
 /// One relation of [`DESCRIBE_TABLES`]'s result: (oid, schema, name, table), the schema and
 /// name unquoted (the order shown).
 fn described(r: crate::pg::spi::Row<'_>) -> crate::pg::spi::RowResult<Result<(pg_sys::Oid, String, String, Table), String>> {
@@ -90,11 +100,18 @@ fn described(r: crate::pg::spi::Row<'_>) -> crate::pg::spi::RowResult<Result<(pg
 /// readable relation when `None`: (oid, schema, name, table) in the order shown. Both plans
 /// are kept: the whole read is what a new backend's first question makes.
 fn describe(oids: Option<Vec<pg_sys::Oid>>) -> Result<Vec<(pg_sys::Oid, String, String, Table)>, String> {
+    let citus = crate::pg::citus::installed();
     let read = match oids {
-        None => crate::pg::spi::select_kept("describe the readable tables", DESCRIBE_TABLES, &[], &[], described),
+        None => crate::pg::spi::select_kept(
+            "describe the readable tables",
+            if citus { &DESCRIBE_TABLES_CITUS } else { DESCRIBE_TABLES },
+            &[],
+            &[],
+            described,
+        ),
         Some(oids) => crate::pg::spi::select_kept(
             "describe these tables",
-            &ONLY_THESE_SQL,
+            if citus { &ONLY_THESE_SQL_CITUS } else { &ONLY_THESE_SQL },
             &[pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::OIDARRAYOID)],
             &[oids.into()],
             described,

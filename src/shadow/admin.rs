@@ -39,6 +39,13 @@ pub(crate) fn require_table(rel: pg_sys::Oid) {
 pub(crate) fn _shadow_enable(rel: pg_sys::Oid, snapshot: bool) -> i64 {
     require_table(rel);
     require_owner(rel, "shadow it");
+    // Citus refuses triggers on these, or (with citus.enable_unsafe_triggers) copies the
+    // capture trigger to shards that no shadow knows, and every write then fails.
+    crate::pg::citus::refuse_distributed(
+        rel,
+        "shadow it (its rows live in shards on the workers, which capture triggers cannot follow)",
+        "Shadow a local table of the coordinator, or a Citus local table.",
+    );
     let name = relname(rel);
     let already = as_memory_owner(|| {
         Spi::get_one_with_args::<bool>("SELECT EXISTS (SELECT FROM ask.shadow_tables WHERE relid OPERATOR(pg_catalog.=) $1)", &[rel.into()])

@@ -234,11 +234,13 @@ check "ask.refresh_values() picks up a value written on a worker's shard" citus_
 check "... and forgets it when it is gone" citus_owner "1" \
   "DELETE FROM citus_t.orders WHERE id = 9001; SELECT ask.refresh_values('citus_t.orders')"
 # Citus refuses triggers on distributed tables, and keep_values_current() installs a statement
-# trigger; the error is Citus' own (XX000) from pg_ask's DROP TRIGGER IF EXISTS.
-refused "ask.keep_values_current() on a distributed table fails" citus_owner XX000 "triggers are not supported on distributed tables" \
+# trigger: pg_ask refuses first, and says what to do instead; turning it off is a no-op.
+refused "ask.keep_values_current() on a distributed table is refused by pg_ask" citus_owner 0A000 "is a Citus distributed or reference table" \
   "SELECT ask.keep_values_current('citus_t.orders')"
-known "ask.keep_values_current() on a distributed table" \
-  "fails with Citus' XX000 'triggers are not supported on distributed tables' (from its DROP TRIGGER IF EXISTS), not a pg_ask refusal (0A000) saying to call ask.refresh_values() instead"
+refused "... on a reference table too" citus_owner 0A000 "is a Citus distributed or reference table" \
+  "SELECT ask.keep_values_current('citus_t.customers')"
+check "... and turning it off there does nothing, without an error" citus_owner "" \
+  "SELECT ask.keep_values_current('citus_t.orders', false)"
 
 # -- 4. the schema memory of a Citus catalog --------------------------------------------------------
 check "ask.index_schema() describes the four tables of citus_t (no shard, no Citus view)" citus_owner "4" \
@@ -275,21 +277,19 @@ check "on a worker (16 shards of orders there): the memory holds the 3 distribut
           (SELECT rel::text FROM ask.select_tables('orders status amount', 1))"
 check "ask() on a worker over the distributed table (Citus runs it from there too)" "citus_reader $W1" "n: 3000" \
   "$WSET SELECT ask('how many orders are there in total?')"
-# A session that shows shards (a setting any role may change) stores them in the memory, which
-# every role's selection reads, and gets them as candidates.
-check "on a worker with citus.show_shards_for_app_name_prefixes = '*': shards become candidates" \
-  "postgres $W1" "t|t" \
+# A session that shows shards (a setting any role may change) still describes no shard: the
+# description leaves out every relation Citus knows as a shard, whatever the setting.
+check "on a worker with citus.show_shards_for_app_name_prefixes = '*': still no shard described or ranked" \
+  "postgres $W1" "3|0" \
   "$WSET
    SET citus.show_shards_for_app_name_prefixes = '*';
-   SELECT ask.index_schema(ARRAY['citus_t']) > 4,
-          (SELECT count(*) FROM ask.select_tables('orders status amount', 50) WHERE rel::text ~ '^citus_t.orders_[0-9]{6,}\$') > 0"
-known "the schema memory and ask() take Citus shards for tables where a session shows them" \
-  "sql/describe_tables.sql reads pg_class through SQL, which Citus filters only while citus.show_shards_for_app_name_prefixes hides shards; with '*' (USERSET) ask.index_schema() stores every shard on that node and ask.select_tables()/ask() rank them (the backend's cached description also outlives a RESET). Shards (pg_dist_shard, or citus_table_is_visible()) should be left out"
+   SELECT ask.index_schema(ARRAY['citus_t']),
+          (SELECT count(*) FROM ask.select_tables('orders status amount', 50) WHERE rel::text ~ '_[0-9]{6,}\$')"
 
 # -- 5. shadow capture on distributed and reference tables ------------------------------------------
-refused "ask.shadow_enable() on a distributed table is refused (by Citus)" citus_owner XX000 "triggers are not supported on distributed tables" \
+refused "ask.shadow_enable() on a distributed table is refused by pg_ask" citus_owner 0A000 "is a Citus distributed or reference table" \
   "SELECT ask.shadow_enable('citus_t.orders')"
-refused "ask.shadow_enable() on a reference table is refused (by Citus)" citus_owner XX000 "triggers are not supported on reference tables" \
+refused "ask.shadow_enable() on a reference table is refused by pg_ask" citus_owner 0A000 "is a Citus distributed or reference table" \
   "SELECT ask.shadow_enable('citus_t.customers')"
 check "... nothing is left shadowed, and both tables take writes" citus_owner $'0\n0\n0' \
   "SELECT count(*) FROM ask.shadow_status WHERE rel::text LIKE 'citus_t.%';
@@ -297,25 +297,18 @@ check "... nothing is left shadowed, and both tables take writes" citus_owner $'
    UPDATE citus_t.customers SET city = city WHERE id = 1;
    SELECT count(*) FROM citus_t.orders WHERE id = 9002;
    SELECT count(*) FROM ask.shadow_commands WHERE rel::text LIKE 'citus_t.%'"
-known "ask.shadow_enable() on a distributed or reference table" \
-  "the refusal is Citus' own XX000, raised inside src/shadow/admin.rs _shadow_enable's CREATE TRIGGER (pg_ask's error path there is not reached); pg_ask should refuse Citus tables itself (0A000) before creating anything"
 check "shadow capture works on a local table of the coordinator" citus_owner $'3000\n1|INSERT' \
   "SELECT ask.shadow_enable('citus_t.orders_local');
    INSERT INTO citus_t.orders_local VALUES (9003, 9, 'pending', 3);
    SELECT count(*), min(operation) FROM ask.shadow_commands WHERE rel = 'citus_t.orders_local'::regclass AND command LIKE '%9003%'"
-# With citus.enable_unsafe_triggers (superuser), Citus creates the trigger on every shard; on the
-# workers the shards are not in ask.shadow_tables, and the capture function refuses every write.
-check "with citus.enable_unsafe_triggers = on, shadow_enable() on a distributed table succeeds" postgres "3000" \
+# With citus.enable_unsafe_triggers (superuser), Citus would copy the capture trigger to every
+# shard, where no shadow knows the shard and every write would fail: pg_ask refuses still.
+refused "with citus.enable_unsafe_triggers = on, shadow_enable() on a distributed table is refused still" postgres 0A000 \
+  "is a Citus distributed or reference table" \
   "SET client_min_messages = warning; SET citus.enable_unsafe_triggers = on; SELECT ask.shadow_enable('citus_t.orders')"
-refused "... and then every write to it fails on the workers" postgres 42501 "is not shadowed" \
-  "INSERT INTO citus_t.orders VALUES (9004, 10, 'pending', 4)"
-check "... until shadow_disable() (also only with enable_unsafe_triggers) removes the triggers" postgres $'t\n0' \
-  "SET client_min_messages = warning; SET citus.enable_unsafe_triggers = on;
-   SELECT ask.shadow_disable('citus_t.orders') > 0;
-   INSERT INTO citus_t.orders VALUES (9004, 10, 'pending', 4); DELETE FROM citus_t.orders WHERE id = 9004;
+check "... and the table takes writes" postgres "0" \
+  "INSERT INTO citus_t.orders VALUES (9004, 10, 'pending', 4); DELETE FROM citus_t.orders WHERE id = 9004;
    SELECT count(*) FROM citus_t.orders WHERE id = 9004"
-known "ask.shadow_enable() under citus.enable_unsafe_triggers" \
-  "installs the capture trigger on the shards (Citus propagates it); on the workers ask._shadow_capture() finds no ask.shadow_tables row for the shard and raises 42501 '<shard> is not shadowed', so the table refuses all writes until shadow_disable() (itself refused by Citus unless enable_unsafe_triggers is on)"
 
 # -- 6. CALL ask.benchmark on the coordinator --------------------------------------------------------
 # InConDB's workload 1, read from the datasets beside the repository (../shared/datasets).
