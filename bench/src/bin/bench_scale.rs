@@ -94,6 +94,7 @@ fn fresh_backends(llm: &str, provider: &str, tables: usize) {
     println!("-- new backends ({tables} tables, embeddings {provider})");
     let (mut wall, mut own, mut catalog, mut select, mut second) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut second_slowest: std::collections::BTreeMap<String, f64> = std::collections::BTreeMap::new();
+    let mut describe = Vec::new();
     for (i, q) in QUESTIONS.iter().cycle().take(20).enumerate() {
         let mut c = new_backend(llm, provider);
         let t = Instant::now();
@@ -102,6 +103,7 @@ fn fresh_backends(llm: &str, provider: &str, tables: usize) {
         own.push(own_ms(&first));
         select.push(stage_ms(&first, &["select"]));
         catalog.push(select_detail(&first, "catalog_ms"));
+        describe.push(select_detail(&first, "describe_ms"));
         let then = trace(&mut c, QUESTIONS[(i + 1) % QUESTIONS.len()]);
         second.push(own_ms(&then));
         let (stage, ms) = slowest_own_stage(&then);
@@ -111,6 +113,7 @@ fn fresh_backends(llm: &str, provider: &str, tables: usize) {
     report("  pg_ask's own time (outside the LLM)", own);
     report("  select stage", select);
     report("  of which reading the catalog", catalog);
+    report("    of which describing the readable tables", describe);
     report("second ask() of that backend: pg_ask's own time", second);
     let mut slowest: Vec<(String, f64)> = second_slowest.into_iter().collect();
     slowest.sort_by(|a, b| b.1.total_cmp(&a.1));
