@@ -69,8 +69,17 @@ fn schema_profiles() -> Vec<SchemaProfile> {
 /// the frequent values of those columns. Rebuilt when the catalog description is read afresh
 /// (after DDL, COMMENT, GRANT or a change of user).
 pub fn selection_catalog() -> Rc<Catalog> {
-    // Read first: reading is what notices catalog changes and moves the generation.
-    let tables = schema::readable_tables().unwrap_or_else(|e| crate::pg::errors::from_host(&e).raise());
+    selection_catalog_of(readable())
+}
+
+/// The readable tables' description, its read error raised.
+pub(super) fn readable() -> Rc<Vec<pg_ask_core::schema::Table>> {
+    schema::readable_tables().unwrap_or_else(|e| crate::pg::errors::from_host(&e).raise())
+}
+
+/// [`selection_catalog`] of `tables`, the description [`readable`] just read: reading is what
+/// notices catalog changes and moves the generation, so it comes first.
+pub(super) fn selection_catalog_of(tables: Rc<Vec<pg_ask_core::schema::Table>>) -> Rc<Catalog> {
     let generation = schema::generation();
     // SAFETY: reads the backend's current user id.
     let user = unsafe { pg_sys::GetUserId() };

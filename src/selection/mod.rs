@@ -342,11 +342,10 @@ pub fn rank(question: &str) -> Ranking {
 /// [`rank`], the memory's state already read.
 fn rank_with<'q>(asked: &'q Question, state: MemoryState, embedder: Option<(String, String)>) -> Ranking {
     let started = std::time::Instant::now();
-    // The description first, timed apart from the catalog built from it (a read error is
-    // raised by the catalog's own read just below).
-    let _ = crate::schema::readable_tables();
+    // The description first, timed apart from the catalog built from it.
+    let tables = catalog::readable();
     let describe_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let catalog = selection_catalog();
+    let catalog = catalog::selection_catalog_of(tables);
     let catalog_ms = started.elapsed().as_secs_f64() * 1000.0;
     let started = std::time::Instant::now();
     // SAFETY: reads a backend-global flag (also set on a hot standby).

@@ -56,7 +56,7 @@ fn text_like_types(names: &[String]) -> HashMap<String, bool> {
 fn literal_catalog(sql: &str) -> Result<Catalog, String> {
     let names = pg_ask_core::values::literals::relation_names(sql);
     let tables = schema::readable_tables().map_err(|e| e.message)?;
-    let named: Vec<&Table> = tables.iter().filter(|t| names.iter().any(|n| *n == unquote(&t.name))).collect();
+    let named: Vec<&Table> = tables.iter().filter(|t| names.contains(&unquote(&t.name))).collect();
     let mut cat = Catalog::new(crate::pg::spi::search_path(false));
     add_tables(&mut cat, &named);
     Ok(cat)

@@ -30,9 +30,10 @@ PSQL="$PGBIN/psql"
 
 cargo build -q -p llm-standin --bin llm-standin
 work=$(mktemp -d /tmp/pg_ask-citus-bench.XXXXXX)
-standin_pid=
+# shellcheck source=scripts/standin.sh
+source scripts/standin.sh
 cleanup() {
-  [ -n "$standin_pid" ] && kill "$standin_pid" 2>/dev/null || true
+  [ -n "$STANDIN_PID" ] && kill "$STANDIN_PID" 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -45,10 +46,8 @@ cat >"$work/script.json" <<'JSON'
   {"contains": ["<result"], "reply": {"text": "ROWS"}}
 ], "default": {"text": "ROWS"}}
 JSON
-"$CARGO_TARGET_DIR/debug/llm-standin" --port 0 --port-file "$work/port" --script "$work/script.json" >"$work/standin.log" 2>&1 &
-standin_pid=$!
-for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.1; done
-LLM="http://127.0.0.1:$(cat "$work/port")/v1"
+standin_start "$work/script.json" "$work"
+LLM="$STANDIN_URL/v1"
 sql() { "$PSQL" -X -q -At -v ON_ERROR_STOP=1 -h "$PGHOST" -p "$PGPORT" -U postgres -d postgres "$@"; }
 
 sql >/dev/null <<SQL

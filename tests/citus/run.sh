@@ -30,18 +30,15 @@ fi
 
 cargo build -q -p llm-standin --bin llm-standin
 work=$(mktemp -d /tmp/pg_ask-citus-test.XXXXXX)
-standin_pid=
+# shellcheck source=scripts/standin.sh
+source scripts/standin.sh
 cleanup() {
-  [ -n "$standin_pid" ] && kill "$standin_pid" 2>/dev/null || true
+  [ -n "$STANDIN_PID" ] && kill "$STANDIN_PID" 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT
-"$CARGO_TARGET_DIR/debug/llm-standin" --port 0 --port-file "$work/port" --script tests/citus/standin.json \
-  >"$work/standin.log" 2>&1 &
-standin_pid=$!
-for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.1; done
-[ -s "$work/port" ] || { echo "the stand-in LLM did not start:"; cat "$work/standin.log"; exit 1; }
-LLM="http://127.0.0.1:$(cat "$work/port")"
+standin_start tests/citus/standin.json "$work"
+LLM=$STANDIN_URL
 
 # -- helpers -----------------------------------------------------------------------------------
 passed=0 failed=0 known=0

@@ -28,21 +28,18 @@ cargo build -q -p pg_ask_mcp --bin pg_ask-mcp
 cargo build -q -p llm-standin --bin llm-standin
 
 work=$(mktemp -d /tmp/pg_ask-mcp-test.XXXXXX)
-standin_pid=
+# shellcheck source=scripts/standin.sh
+source scripts/standin.sh
 cleanup() {
-  [ -n "$standin_pid" ] && kill "$standin_pid" 2>/dev/null || true
+  [ -n "$STANDIN_PID" ] && kill "$STANDIN_PID" 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT
-"$CARGO_TARGET_DIR/debug/llm-standin" --port 0 --port-file "$work/standin.port" --script tests/mcp/standin.json \
-  >"$work/standin.log" 2>&1 &
-standin_pid=$!
-for _ in $(seq 100); do [ -s "$work/standin.port" ] && break; sleep 0.1; done
-[ -s "$work/standin.port" ] || { echo "the stand-in LLM did not start:"; cat "$work/standin.log"; exit 1; }
+standin_start tests/mcp/standin.json "$work"
 
 export PG_ASK_IT_HOST PG_ASK_IT_PORT PSQL
 export PG_ASK_MCP_BIN="$CARGO_TARGET_DIR/debug/pg_ask-mcp"
-export PG_ASK_STANDIN_URL="http://127.0.0.1:$(cat "$work/standin.port")"
+export PG_ASK_STANDIN_URL="$STANDIN_URL"
 if [ "${1:-}" = "--bench" ]; then
   shift
   "$PYTHON" tests/mcp/bench_mcp.py "$@"

@@ -218,7 +218,7 @@ pub struct LexicalScore {
 /// How a question term matched a document (`term`, or `term~description_term`): one text per
 /// term of a question, shared by every document it matched, which may be every table of a
 /// catalog (a word of every table's comment).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Label(Arc<str>);
 
 impl Label {
@@ -233,9 +233,9 @@ impl From<&str> for Label {
     }
 }
 
-impl std::fmt::Display for Label {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+impl From<String> for Label {
+    fn from(s: String) -> Label {
+        Label(s.into())
     }
 }
 
@@ -557,7 +557,7 @@ impl LexicalIndex {
                     });
                     if s > entry.0 {
                         let l = *label.get_or_insert_with(|| {
-                            labels.push(Label::from(format!("{term}~{v}").as_str()));
+                            labels.push(Label::from(format!("{term}~{v}")));
                             labels.len() - 1
                         });
                         *entry = (s, l);
