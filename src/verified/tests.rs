@@ -326,4 +326,79 @@ mod tests {
         )
         .unwrap();
     }
+
+    #[pg_test]
+    fn a_name_the_database_holds_beside_a_code_is_a_slot_only_for_a_role_that_reads_that_row() {
+        setup();
+        Spi::run(
+            "CREATE ROLE ask_test_o; CREATE ROLE ask_test_r; CREATE ROLE ask_test_p;
+             CREATE SCHEMA ask_alias AUTHORIZATION ask_test_o",
+        )
+        .unwrap();
+        // The tables' owner is no superuser.
+        Spi::run(
+            "SET ROLE ask_test_o;
+             CREATE TABLE ask_alias.states (code text PRIMARY KEY, name text NOT NULL);
+             CREATE TABLE ask_alias.places (id int PRIMARY KEY, name text NOT NULL, state_code text REFERENCES ask_alias.states (code));
+             INSERT INTO ask_alias.states VALUES ('LA', 'Louisiana'), ('TX', 'Texas');
+             INSERT INTO ask_alias.places VALUES (1, 'New Orleans', 'LA'), (2, 'Baton Rouge', 'LA'), (3, 'Austin', 'TX');
+             GRANT USAGE ON SCHEMA ask_alias TO ask_test_r, ask_test_p;
+             GRANT SELECT ON ask_alias.states, ask_alias.places TO ask_test_r;
+             GRANT SELECT ON ask_alias.places TO ask_test_p;
+             RESET ROLE",
+        )
+        .unwrap();
+        let sql = "SELECT name FROM ask_alias.places WHERE state_code = ''LA'' ORDER BY name";
+        one::<i64>(&format!("SELECT ask.add_verified('Which places are in Louisiana?', '{sql}')"));
+        let s = llm(Script::default()
+            .rule(Rule::new(&["<templates>", "Louisiana"], Reply::text(r#"{"template": 1, "slots": {"s1": "Louisiana"}}"#)))
+            .rule(Rule::new(&["<templates>", "Texas"], Reply::text(r#"{"template": 1, "slots": {"s1": "Texas"}}"#)))
+            .rule(Rule::new(&["<schema>"], Reply::text("SELECT name FROM ask_alias.places")))
+            .rule(Rule::new(&["<result"], Reply::text("ROWS"))));
+        let template_stage = |trace: &serde_json::Value| {
+            trace["stages"].as_array().unwrap().iter().find(|s| s["stage"] == "template").cloned().unwrap_or_default()
+        };
+        let ask_as = |role: &str, question: &str| {
+            Spi::run(&format!("SET ROLE {role}")).unwrap();
+            let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{question}')"));
+            Spi::run("RESET ROLE").unwrap();
+            trace
+        };
+        // A role that reads the states: 'LA' is the row ('LA', 'Louisiana'), a slot the
+        // question's "Louisiana" fills with the verified value.
+        let trace = ask_as("ask_test_r", "Name the Louisiana places.");
+        let st = template_stage(&trace);
+        assert_eq!(st["input"]["offered"][0]["sql"], "SELECT name FROM ask_alias.places WHERE state_code = {s1} ORDER BY name", "{trace}");
+        assert_eq!((&trace["source"], &st["output"]["taken"]), (&"verified_template".into(), &true.into()), "{trace}");
+        assert_eq!(trace["final_sql"], "SELECT name FROM ask_alias.places WHERE state_code = 'LA' ORDER BY name");
+        // Another name is no spelling of the verified value: the memory would have to read it.
+        let trace = ask_as("ask_test_r", "Which places are in Texas?");
+        assert_eq!(trace["source"], "llm", "{trace}");
+        assert_ne!(template_stage(&trace)["output"]["taken"], true, "{trace}");
+        // A role that may not read the states learns nothing of them: no slot.
+        let trace = ask_as("ask_test_p", "Name the Louisiana places.");
+        assert_eq!(
+            template_stage(&trace)["input"]["offered"][0]["sql"],
+            "SELECT name FROM ask_alias.places WHERE state_code = 'LA' ORDER BY name",
+            "{trace}"
+        );
+        // Nor one whose policy hides that row.
+        Spi::run(
+            "SET ROLE ask_test_o; ALTER TABLE ask_alias.states ENABLE ROW LEVEL SECURITY;
+             CREATE POLICY not_la ON ask_alias.states FOR SELECT TO ask_test_r USING (code <> 'LA'); RESET ROLE",
+        )
+        .unwrap();
+        let trace = ask_as("ask_test_r", "Name the Louisiana places.");
+        assert_eq!(
+            template_stage(&trace)["input"]["offered"][0]["sql"],
+            "SELECT name FROM ask_alias.places WHERE state_code = 'LA' ORDER BY name",
+            "{trace}"
+        );
+        drop(s);
+        Spi::run(
+            "DELETE FROM ask.verified_queries; DROP SCHEMA ask_alias CASCADE;
+             DROP ROLE ask_test_o; DROP ROLE ask_test_r; DROP ROLE ask_test_p",
+        )
+        .unwrap();
+    }
 }

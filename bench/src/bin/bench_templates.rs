@@ -17,14 +17,17 @@
 //! answer, from the store or generated. Latency is the wall time of `ask.sql()` from the
 //! client, by how the question was answered.
 //!
-//! The questions come in two parts, reported apart and together: `tuning`, the fixtures above,
-//! from whose misses and wrong answers the template step's rules were written; and `held-out`,
+//! The questions come in three parts, reported apart and together: `tuning`, the fixtures above,
+//! from whose misses and wrong answers the template step's rules were written; `held-out`,
 //! `bench/fixtures/template_heldout.json` (one more paraphrase and near miss per stored
-//! question), written for reporting only.
+//! question), written for reporting only, from whose two wrong answers one later rule was
+//! written; and `held-out-2`, `bench/fixtures/template_heldout2.json` (two more paraphrases and
+//! one more near miss per stored question), written before any rule change after that.
 //!
 //! Environment: `PG_ASK_LLM_URL` (the server's OpenAI base URL), `PG_ASK_LLM_MODEL`,
 //! `PG_ASK_BENCH_KINDS` (the kinds to ask, default all: twin, variant, paraphrase, near_miss),
-//! `PG_ASK_BENCH_STORE` (`on,off` by default; `on` alone skips the pass without the store).
+//! `PG_ASK_BENCH_STORE` (`on,off` by default; `on` alone skips the pass without the store),
+//! `PG_ASK_BENCH_PARTS` (the parts to ask, default all: tuning, held-out, held-out-2).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -39,8 +42,8 @@ const DB: &str = "pg_ask_templates_bench";
 struct Ask {
     question: String,
     kind: &'static str,
-    /// `tuning`: the fixtures the template step's rules were written from; `held-out`:
-    /// `template_heldout.json`, written for reporting only.
+    /// `tuning`: the fixtures the template step's rules were written from; `held-out` and
+    /// `held-out-2`: `template_heldout.json` and `template_heldout2.json`, written for reporting.
     part: &'static str,
     /// The SQL whose rows are right (None: a near miss).
     gold: Option<String>,
@@ -97,13 +100,21 @@ fn main() {
         serde_json::from_str(&std::fs::read_to_string(repo().join("bench/fixtures/template_paraphrases.json")).unwrap()).unwrap();
     let heldout: Value =
         serde_json::from_str(&std::fs::read_to_string(repo().join("bench/fixtures/template_heldout.json")).unwrap()).unwrap();
+    let heldout2: Value =
+        serde_json::from_str(&std::fs::read_to_string(repo().join("bench/fixtures/template_heldout2.json")).unwrap()).unwrap();
     let mut asks = Vec::new();
-    for ((e, p), h) in
-        twins["sample"].as_array().unwrap().iter().zip(paraphrases["sample"].as_array().unwrap()).zip(heldout["sample"].as_array().unwrap())
+    for (((e, p), h), h2) in twins["sample"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(paraphrases["sample"].as_array().unwrap())
+        .zip(heldout["sample"].as_array().unwrap())
+        .zip(heldout2["sample"].as_array().unwrap())
     {
         let stored = e["stored"].as_str().unwrap();
-        assert_eq!(stored, p["stored"].as_str().unwrap(), "the fixtures follow the sample suite");
-        assert_eq!(stored, h["stored"].as_str().unwrap(), "the fixtures follow the sample suite");
+        for other in [p, h, h2] {
+            assert_eq!(stored, other["stored"].as_str().unwrap(), "the fixtures follow the sample suite");
+        }
         let gold = sample_gold(stored);
         c.query_one("SELECT ask.add_verified($1, $2, 'public')", &[&stored, &gold]).unwrap();
         let text = |v: &Value| v.as_str().map(str::to_string).unwrap_or_else(|| v["question"].as_str().unwrap().to_string());
@@ -132,10 +143,17 @@ fn main() {
         for n in h["near_misses"].as_array().unwrap() {
             asks.push(Ask { question: text(n), kind: "near_miss", part: "held-out", gold: None });
         }
+        for t in h2["paraphrases"].as_array().unwrap() {
+            asks.push(Ask { question: text(t), kind: "paraphrase", part: "held-out-2", gold: Some(gold.clone()) });
+        }
+        for n in h2["near_misses"].as_array().unwrap() {
+            asks.push(Ask { question: text(n), kind: "near_miss", part: "held-out-2", gold: None });
+        }
     }
-    asks.retain(|a| kinds.split(',').any(|k| k == a.kind));
+    let parts = std::env::var("PG_ASK_BENCH_PARTS").unwrap_or_else(|_| "tuning,held-out,held-out-2".into());
+    asks.retain(|a| kinds.split(',').any(|k| k == a.kind) && parts.split(',').any(|p| p == a.part));
     let truth: Vec<Option<Vec<String>>> = asks.iter().map(|a| a.gold.as_deref().and_then(|g| sorted_rows(&mut c, "public", g))).collect();
-    println!("model {model}: {} questions ({kinds})", asks.len());
+    println!("model {model}: {} questions ({kinds}; {parts})", asks.len());
 
     let mut tally: Tally = BTreeMap::new();
     let mut seconds: BTreeMap<(&str, &str), Vec<f64>> = BTreeMap::new();
@@ -196,7 +214,7 @@ fn main() {
             }
         }
     }
-    for part in ["tuning", "held-out", "all"] {
+    for part in ["tuning", "held-out", "held-out-2", "all"] {
         summary(&model, part, &tally);
     }
     for ((store, how), s) in &seconds {
@@ -204,7 +222,7 @@ fn main() {
     }
 }
 
-/// Precision, recall and EX of one part of the questions (`all`: both), by kind.
+/// Precision, recall and EX of one part of the questions (`all`: every part asked), by kind.
 fn summary(model: &str, part: &str, tally: &Tally) {
     let sum = |store: &str, kind: &str| {
         tally
@@ -213,33 +231,37 @@ fn summary(model: &str, part: &str, tally: &Tally) {
             .fold((0, 0, 0, 0), |a, (_, t)| (a.0 + t.0, a.1 + t.1, a.2 + t.2, a.3 + t.3))
     };
     println!("\n== {model}, {part}: by kind (store on | off)");
-    let (mut answered, mut right_store, mut positives, mut right_on, mut right_off) = (0, 0, 0, 0, 0);
+    // Positives asked with the store on, and apart with it off (a run may ask one pass only).
+    let (mut answered, mut right_store, mut positives, mut right_on) = (0, 0, 0, 0);
+    let (mut positives_off, mut right_off) = (0, 0);
+    let ratio = |a: usize, b: usize| if b > 0 { a as f64 / b as f64 } else { f64::NAN };
     for kind in ["twin", "variant", "paraphrase", "near_miss"] {
         let (on, off) = (sum("on", kind), sum("off", kind));
-        if on.0 == 0 {
+        if on.0 == 0 && off.0 == 0 {
             continue;
         }
         println!(
             "  {kind:10} asked {:3}  from the store {:3}  right from it {:3}  EX on {:.3}  EX off {:.3}",
-            on.0,
+            on.0.max(off.0),
             on.1,
             on.2,
-            on.3 as f64 / on.0 as f64,
-            if off.0 > 0 { off.3 as f64 / off.0 as f64 } else { f64::NAN }
+            ratio(on.3, on.0),
+            ratio(off.3, off.0)
         );
         answered += on.1;
         right_store += on.2;
         if kind != "near_miss" {
             positives += on.0;
             right_on += on.3;
+            positives_off += off.0;
             right_off += off.3;
         }
     }
     println!(
-        "  precision {:.3} ({right_store}/{answered})  recall {:.3} ({right_store}/{positives})  EX on {:.3} ({right_on}/{positives})  EX off {:.3} ({right_off}/{positives})",
+        "  precision {:.3} ({right_store}/{answered})  recall {:.3} ({right_store}/{positives})  EX on {:.3} ({right_on}/{positives})  EX off {:.3} ({right_off}/{positives_off})",
         if answered > 0 { right_store as f64 / answered as f64 } else { 1.0 },
-        right_store as f64 / positives.max(1) as f64,
-        right_on as f64 / positives.max(1) as f64,
-        right_off as f64 / positives.max(1) as f64,
+        ratio(right_store, positives),
+        ratio(right_on, positives),
+        ratio(right_off, positives_off),
     );
 }

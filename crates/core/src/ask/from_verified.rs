@@ -128,7 +128,8 @@ pub(super) fn from_template(
             break;
         }
         if let Ok(literals) = host.literals_of(&cand.sql, cand.schema.as_deref()) {
-            offers.push(choose::offer(cand, &literals));
+            let alias = confirmed_alias(host, cand, &literals);
+            offers.push(choose::offer(cand, &literals, alias));
             offered.push((cand, literals));
         }
     }
@@ -182,6 +183,57 @@ pub(super) fn from_template(
             Ok(None)
         }
     }
+}
+
+/// [`choose::alias_candidate`], confirmed: the row the literal's value stands in (in its own
+/// table, or in the table its column references) holds the question's name in another text
+/// column ("Louisiana" beside `code = 'LA'` in `states`, which `cities.state_code`
+/// references). The lookup runs as the caller, through the guard; any failure is no alias.
+fn confirmed_alias(
+    host: &mut dyn Host,
+    cand: &Candidate,
+    literals: &[crate::values::literals::LiteralRef],
+) -> Option<(usize, (usize, usize))> {
+    use crate::sqltext::{quote_ident, quote_literal};
+    let (index, at, name) = choose::alias_candidate(cand, literals)?;
+    let lit = &literals[index];
+    let tables = crate::schema::parse_rendered(&host.schema_text().ok()?);
+    let unquoted = |n: &str| n.trim_matches('"').to_string();
+    let own = lit.table.to_string();
+    // (table, the column holding the literal's value) to look in.
+    let mut places: Vec<(String, String)> = vec![(own.clone(), lit.column.clone())];
+    for t in tables.iter().filter(|t| t.qualified() == own) {
+        for fk in &t.foreign_keys {
+            if let Some(k) = fk.columns.iter().position(|c| unquoted(c) == lit.column) {
+                if let Some(rc) = fk.ref_columns.get(k) {
+                    places.push((fk.references.clone(), unquoted(rc)));
+                }
+            }
+        }
+    }
+    for (table, column) in places {
+        let Some(t) = tables.iter().find(|t| t.qualified() == table) else { continue };
+        let others: Vec<String> = t
+            .columns
+            .iter()
+            .filter(|c| unquoted(&c.name) != column && (c.data_type.contains("text") || c.data_type.contains("char")))
+            .map(|c| quote_ident(&unquoted(&c.name)))
+            .collect();
+        if others.is_empty() {
+            continue;
+        }
+        let sql = format!(
+            "SELECT 1 FROM {table} WHERE {} = {} AND {} IN ({}) LIMIT 1",
+            quote_ident(&column),
+            quote_literal(&lit.value),
+            quote_literal(&name),
+            others.join(", ")
+        );
+        if host.execute_verified(&sql, cand.schema.as_deref()).is_ok_and(|rs| !rs.rows.is_empty()) {
+            return Some((index, at));
+        }
+    }
+    None
 }
 
 /// Writes into the template call's own stage what was offered, under which constraint, and
@@ -243,6 +295,10 @@ fn decide_choice(
     let mut stored = Vec::new();
     for (s, v) in offer.slots.iter().zip(&values) {
         let lit = s.literal.and_then(|i| literals.get(i));
+        if let Some(value) = choose::verified_spelling(s, v) {
+            stored.push(Some(value));
+            continue;
+        }
         match (s.kind, lit) {
             (SlotKind::Text, Some(lit)) => match host.stored_value(lit, v) {
                 Ok(Some(value)) => stored.push(Some(value)),
@@ -254,7 +310,9 @@ fn decide_choice(
     }
     let sql = choose::fill(&cand.sql, offer, literals, &values, &stored).map_err(|why| (chosen.clone(), why))?;
     // A name of the question that the filled SQL does not hold, stored in any readable table.
-    let names = choose::unheld_names(question, &values, &sql);
+    // The values as the question writes them are held too ("LA" for 'Los Angeles').
+    let held: Vec<String> = values.iter().cloned().chain(choose::written_forms(question, offer, &values)).collect();
+    let names = choose::unheld_names(question, &held, &sql);
     if let Some((w, table, column)) = stored_word(host, &names, tables.iter()) {
         return Err((chosen, format!("{w:?} is a value of {table}.{column}, which the template's SQL does not hold")));
     }

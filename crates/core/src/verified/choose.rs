@@ -26,7 +26,7 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::matching::{content_words, signature_conflict, word_stem, words};
+use super::matching::{as_digits, content_words, is_class_word, signature_conflict, word_stem, words};
 use super::Candidate;
 use crate::constrain::Constraint;
 use crate::llm::ChatRequest;
@@ -64,8 +64,8 @@ pub struct Slot {
     pub kind: SlotKind,
     /// The value the verified query has.
     pub original: String,
-    /// How the verified question writes it: the value, or an initialism of it ("LA" for 'Los
-    /// Angeles').
+    /// How the verified question writes it: the value, an initialism of it ("LA" for 'Los
+    /// Angeles'), or a short form beginning with its initials ("USA" for 'United States').
     #[serde(skip)]
     pub written: String,
     /// The column it is compared with (text slots).
@@ -102,17 +102,42 @@ pub fn worth_offering(cand: &Candidate) -> bool {
 
 /// Where `value`'s words stand, in order, among `text`'s: (start, end) byte offsets of each
 /// place in `text`.
+/// A number word stands for its digits ("three" writes 3).
 fn places(text: &str, value: &str) -> Vec<(usize, usize)> {
     let tw = words(text);
-    let vw: Vec<String> = words(value).into_iter().map(|w| w.norm).collect();
+    let vw: Vec<String> = words(value).into_iter().map(|w| as_digits(&w.norm).to_string()).collect();
     if vw.is_empty() || vw.len() > tw.len() {
         return Vec::new();
     }
     (0..=tw.len() - vw.len())
         // A possessive is its word: "LA's" writes "LA".
-        .filter(|&i| tw[i..i + vw.len()].iter().map(|w| w.norm.trim_end_matches("'s")).eq(vw.iter().map(String::as_str)))
+        .filter(|&i| tw[i..i + vw.len()].iter().map(|w| as_digits(w.norm.trim_end_matches("'s"))).eq(vw.iter().map(String::as_str)))
         .map(|i| (tw[i].start, tw[i + vw.len() - 1].end))
         .collect()
+}
+
+/// Where `asked` writes the value `value` chosen for `slot`: the value's words; or, for a text
+/// value, the verified question's own spelling of it when the value is the one verified ("LA"
+/// for 'Los Angeles' where the template's question says "LA"), or a word that is its
+/// initialism ("SF" for 'San Francisco'). `None`: the question does not write it.
+fn written_in(asked: &str, slot: &Slot, value: &str) -> Option<(usize, usize)> {
+    if let Some(&at) = places(asked, value).first() {
+        return Some(at);
+    }
+    if !matches!(slot.kind, SlotKind::Text) {
+        return None;
+    }
+    if value.eq_ignore_ascii_case(&slot.original) {
+        if let Some(&at) = places(asked, &slot.written).first() {
+            return Some(at);
+        }
+    }
+    words(asked)
+        .into_iter()
+        .find(|w| {
+            crate::values::decide::lexical_evidence(&asked[w.start..w.end], value) == Some(crate::values::decide::Lexical::Initialism)
+        })
+        .map(|w| (w.start, w.end))
 }
 
 /// The place of `value`'s words in `question`, when they stand there exactly once.
@@ -135,11 +160,14 @@ type Found = (TextRange, (usize, usize), SlotKind, String, Option<String>, Optio
 /// Where the verified question writes a text value as an initialism of it ("LA" for 'Los
 /// Angeles'), when one word there is, once.
 fn initialism_once(question: &str, value: &str) -> Option<(usize, usize)> {
+    spelled_once(question, value, crate::values::decide::Lexical::Initialism)
+}
+
+/// The one word of `question` that is a spelling of `value` by the lexical evidence `how`.
+fn spelled_once(question: &str, value: &str, how: crate::values::decide::Lexical) -> Option<(usize, usize)> {
     let found: Vec<(usize, usize)> = words(question)
         .into_iter()
-        .filter(|w| {
-            crate::values::decide::lexical_evidence(&question[w.start..w.end], value) == Some(crate::values::decide::Lexical::Initialism)
-        })
+        .filter(|w| crate::values::decide::lexical_evidence(&question[w.start..w.end], value) == Some(how))
         .map(|w| (w.start, w.end))
         .collect();
     match found[..] {
@@ -148,19 +176,78 @@ fn initialism_once(question: &str, value: &str) -> Option<(usize, usize)> {
     }
 }
 
+/// Where the verified question writes a text value by a short form that begins with the
+/// value's initials ("USA" for 'United States', "NYC" for 'New York'), when one word there is,
+/// once, and the SQL does not hold it: the DBA verified that the question's word means the
+/// SQL's value.
+fn short_form_once(question: &str, sql: &str, value: &str) -> Option<(usize, usize)> {
+    let at = spelled_once(question, value, crate::values::decide::Lexical::InitialismPrefix)?;
+    let word = question[at.0..at.1].to_lowercase();
+    (!words(sql).iter().any(|w| w.norm == word)).then_some(at)
+}
+
+fn slot_kind(lit: &LiteralRef) -> SlotKind {
+    match lit.kind {
+        LiteralKind::Like { .. } => SlotKind::Pattern,
+        _ if is_date(&lit.value) => SlotKind::Date,
+        _ => SlotKind::Text,
+    }
+}
+
+/// Where the verified question writes a string literal of its SQL: its words, its initialism,
+/// or a short form of it (each once).
+fn place_of(cand: &Candidate, lit: &LiteralRef) -> Option<(usize, usize)> {
+    stands_once(&cand.question, &lit.value).or_else(|| {
+        (slot_kind(lit) == SlotKind::Text)
+            .then(|| initialism_once(&cand.question, &lit.value).or_else(|| short_form_once(&cand.question, &cand.sql, &lit.value)))
+            .flatten()
+    })
+}
+
+/// A name the verified question writes for a text value its SQL holds under another name
+/// ("Which cities are in Louisiana?" where the SQL says `state_code = 'LA'`): when exactly one
+/// text literal has no place in the question and exactly one name of the question (words with
+/// a capital inside the sentence) is neither a literal's place nor a word of the SQL, the
+/// literal's index, the name's place and the name. The pair is a slot only when the database
+/// holds both in one row (looked up by the caller), as `states` holds ('LA', 'Louisiana').
+pub fn alias_candidate(cand: &Candidate, literals: &[LiteralRef]) -> Option<(usize, (usize, usize), String)> {
+    let placed: Vec<Option<(usize, usize)>> = literals.iter().map(|l| place_of(cand, l)).collect();
+    let unplaced: Vec<usize> =
+        literals.iter().enumerate().filter(|(i, l)| placed[*i].is_none() && slot_kind(l) == SlotKind::Text).map(|(i, _)| i).collect();
+    let [literal] = unplaced[..] else { return None };
+    let sql_words: Vec<String> = words(&cand.sql).into_iter().map(|w| w.norm).collect();
+    let q = &cand.question;
+    let inside = |w: &super::matching::Word| placed.iter().flatten().any(|&(a, b)| w.start < b && a < w.end);
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    let mut last_end: Option<usize> = None;
+    for w in words(q) {
+        let capital = q[w.start..].chars().next().is_some_and(char::is_uppercase)
+            && w.start > 0
+            && !q[..w.start].trim_end().ends_with(['.', '?', '!', ':'])
+            && w.norm != "i";
+        let name = capital && !inside(&w) && !sql_words.contains(&w.norm) && w.norm.chars().all(char::is_alphabetic);
+        match (name, spans.last_mut()) {
+            // Words of one name stand next to each other ("New Orleans").
+            (true, Some(span)) if last_end == Some(span.1) && q[span.1..w.start].trim().is_empty() => span.1 = w.end,
+            (true, _) => spans.push((w.start, w.end)),
+            (false, _) => {}
+        }
+        last_end = name.then_some(w.end);
+    }
+    let [span] = spans[..] else { return None };
+    Some((literal, span, q[span.0..span.1].to_string()))
+}
+
 /// The template of a verified query: each of its values that the verified question names
 /// exactly once becomes a slot; a value the question does not name (a condition the question
-/// implies) stays as it is. `literals` are the SQL's string literals with their columns.
-pub fn offer(cand: &Candidate, literals: &[LiteralRef]) -> Offer {
+/// implies) stays as it is. `literals` are the SQL's string literals with their columns;
+/// `alias` a literal the question writes by another name the database holds beside it
+/// ([`alias_candidate`], confirmed): the literal's index and the name's place.
+pub fn offer(cand: &Candidate, literals: &[LiteralRef], alias: Option<(usize, (usize, usize))>) -> Offer {
     let mut found: Vec<Found> = Vec::new();
     for (i, lit) in literals.iter().enumerate() {
-        let kind = match lit.kind {
-            LiteralKind::Like { .. } => SlotKind::Pattern,
-            _ if is_date(&lit.value) => SlotKind::Date,
-            _ => SlotKind::Text,
-        };
-        let at = stands_once(&cand.question, &lit.value)
-            .or_else(|| (kind == SlotKind::Text).then(|| initialism_once(&cand.question, &lit.value)).flatten());
+        let kind = slot_kind(lit);
+        let at = place_of(cand, lit).or_else(|| alias.filter(|(li, _)| *li == i && kind == SlotKind::Text).map(|(_, at)| at));
         if let Some(at) = at {
             found.push((lit.range, at, kind, lit.value.clone(), Some(format!("{}.{}", lit.table, lit.column)), Some(i)));
         }
@@ -406,17 +493,18 @@ pub fn doubt(asked: &str, verified_question: &str, offer: &Offer, values: &[Stri
             return Some(format!("{} is empty", s.name));
         }
         let written = match s.kind {
-            SlotKind::Number => is_plain_number(v) && words(asked).iter().any(|w| w.norm == *v),
+            SlotKind::Number => is_plain_number(v) && words(asked).iter().any(|w| as_digits(&w.norm) == v),
             SlotKind::Date => is_date(v) && asked.contains(v.as_str()),
-            SlotKind::Text | SlotKind::Pattern => v.chars().count() <= MAX_TEXT_SLOT && !places(asked, v).is_empty(),
+            SlotKind::Text | SlotKind::Pattern => v.chars().count() <= MAX_TEXT_SLOT && written_in(asked, s, v).is_some(),
         };
         if !written {
             return Some(format!("{} = {v:?} is not written in the question", s.name));
         }
     }
-    // What is asked, with the slots' values out of both questions.
+    // What is asked, with the slots' values out of both questions (as each writes them).
     let originals: Vec<&str> = offer.slots.iter().map(|s| s.written.as_str()).collect();
-    let news: Vec<&str> = values.iter().map(String::as_str).collect();
+    let forms = written_forms(asked, offer, values);
+    let news: Vec<&str> = forms.iter().map(String::as_str).collect();
     if let Some(why) = signature_conflict(&without(verified_question, &originals), &without(asked, &news)) {
         return Some(why);
     }
@@ -426,7 +514,9 @@ pub fn doubt(asked: &str, verified_question: &str, offer: &Offer, values: &[Stri
         return Some(format!("grouped by {by_asked:?}, the template by {by_verified:?}"));
     }
     // A table or column named in the question that the template does not use.
-    for w in new_words(asked, verified_question, offer, values) {
+    // Words of the classes that say what is asked were compared above ("not closed" is
+    // "open", whatever column "notes" or "opened_on" there is).
+    for w in new_words(asked, verified_question, offer, values).into_iter().filter(|w| !is_class_word(w)) {
         if names.iter().any(|n| n.split('_').map(|p| word_stem(&p.to_lowercase())).any(|p| p == w)) {
             return Some(format!("{w:?} names a table or column the template does not use"));
         }
@@ -488,6 +578,24 @@ pub fn unheld_names(asked: &str, values: &[String], filled_sql: &str) -> Vec<Str
     out.sort();
     out.dedup();
     out
+}
+
+/// How `asked` writes each chosen value (see [`doubt`]): the value's words, the verified
+/// question's spelling of it, or an initialism; the value itself where none stands there.
+pub fn written_forms(asked: &str, offer: &Offer, values: &[String]) -> Vec<String> {
+    let form = |s: &Slot, v: &String| match written_in(asked, s, v) {
+        Some((a, b)) if places(asked, v).is_empty() => asked[a..b].to_string(),
+        _ => v.clone(),
+    };
+    offer.slots.iter().zip(values).map(|(s, v)| form(s, v)).collect()
+}
+
+/// The value a text slot's chosen `value` stands for without asking the value memory: the
+/// verified value, when the value is the verified question's own spelling of it ("USA" for
+/// 'United States' where the template's question says "USA").
+pub fn verified_spelling(slot: &Slot, value: &str) -> Option<String> {
+    (slot.kind == SlotKind::Text && value.eq_ignore_ascii_case(&slot.written) && !slot.written.eq_ignore_ascii_case(&slot.original))
+        .then(|| slot.original.clone())
 }
 
 /// `text` with the first place of each of `values`' word sequences taken out.

@@ -199,6 +199,9 @@ const PHRASES: &[(&str, &str)] = &[
     ("how many", "many"), ("other than", "otherthan"), ("apart from", "apartfrom"), ("aside from", "asidefrom"),
     ("in total", "intotal"), ("total number", "number"), ("as well as", "aswellas"), ("no longer", "nolonger"),
     ("for every", "each"), ("total count", "count"), ("in business", "open"),
+    // "the largest number of restaurants" asks what "the most restaurants" asks.
+    ("largest number", "most"), ("greatest number", "most"), ("highest number", "most"), ("biggest number", "most"),
+    ("smallest number", "fewest"), ("lowest number", "fewest"),
 ];
 
 /// Number words as digits, so that "one" and "1" are one number.
@@ -208,6 +211,11 @@ const NUMBER_DIGITS: &[(&str, &str)] = &[
     ("eight", "8"), ("nine", "9"), ("ten", "10"), ("eleven", "11"), ("twelve", "12"), ("twenty", "20"), ("hundred", "100"),
     ("thousand", "1000"), ("million", "1000000"), ("dozen", "12"),
 ];
+
+/// A word as a number in digits when it is a number word ("three" → "3"), else itself.
+pub(crate) fn as_digits(w: &str) -> &str {
+    NUMBER_DIGITS.iter().find(|(n, _)| *n == w).map_or(w, |(_, d)| d)
+}
 
 /// The words of `question`, lower case, with [`PHRASES`] joined and number words as digits.
 fn tokens(question: &str) -> Vec<String> {
@@ -259,7 +267,8 @@ const CLASSES: &[(&str, &[&str])] = &[
                "higher", "larger", "bigger", "greater", "above", "over", "exceed", "exceeds", "exceeding", "atleast",
                "ormore", "heaviest", "richest", "expensive", "priciest"]),
     ("low", &["least", "lowest", "smallest", "minimum", "min", "bottom", "worst", "fewest", "shortest", "less", "fewer",
-              "lower", "smaller", "below", "under", "atmost", "orless", "cheapest", "lightest", "cheap", "inexpensive"]),
+              "lower", "smaller", "below", "under", "atmost", "orless", "cheapest", "lightest", "cheap", "inexpensive",
+              "budget", "affordable"]),
     ("earlier", &["before", "earlier", "earliest", "first", "oldest", "prior", "since"]),
     ("later", &["after", "later", "latest", "last", "newest", "recent", "recently", "until"]),
     ("distinct", &["distinct", "unique", "different"]),
@@ -273,6 +282,12 @@ const CLASSES: &[(&str, &[&str])] = &[
     ("open", &["open", "opened", "active", "current", "operating", "operational"]),
     ("closed", &["closed", "inactive", "shut", "former"]),
 ];
+
+/// Whether the stemmed word `w` is a word of one of the [`CLASSES`] (compared by the
+/// signature).
+pub(crate) fn is_class_word(w: &str) -> bool {
+    CLASSES.iter().any(|(_, members)| members.iter().any(|m| word_stem(m) == w))
+}
 
 /// Words that phrase a question without saying what it is about: a paraphrase may add or
 /// drop them ("How many chefs are listed?" / "Count the chefs."). Every other word of one
@@ -354,6 +369,24 @@ pub fn signature(question: &str) -> Signature {
     if question.to_lowercase().contains("n't") {
         classes.insert("negation");
     }
+    // "On average, how many stars …" asks an average of stars, not a count; "How many
+    // restaurants have an average rating above 4?" counts.
+    let averaging = CLASSES.iter().find(|(c, _)| *c == "average").map_or(&[][..], |(_, m)| *m);
+    let average_at = toks.iter().position(|t| averaging.contains(&t.as_str()));
+    let many_at = toks.iter().position(|t| t == "many");
+    if let (Some(a), Some(m)) = (average_at, many_at) {
+        if a < m && !toks.iter().any(|t| t == "count" || t == "number") {
+            classes.remove("count");
+        }
+    }
+    // In a question that aggregates without ranking, "by city" and "every city" group as
+    // "per city" does ("the number of restaurants by cuisine"); elsewhere "by" orders or
+    // names an agent ("the largest cities by population", "written by") and "every" means all.
+    let aggregates = ["count", "sum", "average"].iter().any(|c| classes.contains(c));
+    let ranks = classes.contains("high") || classes.contains("low");
+    if aggregates && !ranks && toks.iter().any(|t| t == "by" || t == "every") {
+        classes.insert("group");
+    }
     // "not closed" is "open", "no longer open" is "closed".
     if classes.contains("negation") && (classes.contains("open") != classes.contains("closed")) {
         let (from, to) = if classes.contains("open") { ("open", "closed") } else { ("closed", "open") };
@@ -367,7 +400,12 @@ pub fn signature(question: &str) -> Signature {
         .enumerate()
         .filter(|(i, w)| {
             let first = question[w.start..].chars().next().is_some_and(char::is_uppercase);
-            (first && *i > 0 && !is_sentence_start(question, w.start)) || w.norm.chars().any(|c| c.is_ascii_digit())
+            // A number is compared as a number ("3" and "three" are one), the pronoun "I" is
+            // no name.
+            let number = is_number(&w.norm) && w.norm.chars().all(|c| c.is_ascii_digit() || c == '.');
+            ((first && *i > 0 && !is_sentence_start(question, w.start)) || w.norm.chars().any(|c| c.is_ascii_digit()))
+                && !number
+                && w.norm != "i"
         })
         .map(|(_, w)| w.norm.trim_end_matches("'s").to_string())
         .collect();
@@ -443,6 +481,33 @@ mod tests {
         assert!(signature_conflict("What is the best-rated restaurant?", "What is the worst-rated restaurant?").is_some());
         assert!(signature_conflict("Which restaurant has the most reviews?", "Which restaurant has the best reviews?").is_some());
         assert_eq!(content_words("the best-rated restaurant"), ["highest", "rat", "restaurant"]);
+    }
+
+    #[test]
+    fn grouping_averaging_and_counting_as_people_write_them() {
+        let none = |a: &str, b: &str| signature_conflict(a, b).is_none();
+        // "by" and "every" group in a question that aggregates without ranking.
+        assert!(none("How many restaurants are there per cuisine?", "Give the number of restaurants by cuisine."));
+        assert!(none("How many restaurants does each city have?", "How many restaurants does every city have?"));
+        assert!(!none("How many restaurants are there?", "Give the number of restaurants by cuisine."));
+        assert!(none("What are the three largest cities by population?", "List the three most populous cities."));
+        assert!(none("Which cities are in Japan?", "List every city located in Japan."));
+        // "On average, how many" averages; "how many … an average" counts.
+        assert!(none(
+            "What is the average guest star rating of Trattoria Lucia?",
+            "On average, how many stars do guests give Trattoria Lucia?"
+        ));
+        assert!(!none("Which restaurants have an average rating above 4?", "How many restaurants have an average rating above 4?"));
+        // "the largest number of" is "the most".
+        assert!(none("Which city has the most restaurants?", "Name the city with the largest number of restaurants."));
+        assert!(!none("Which city has the fewest restaurants?", "Name the city with the largest number of restaurants."));
+        assert!(none("Which city has the fewest restaurants?", "Which city has the smallest number of restaurants?"));
+        // A number in digits or words is one number, not a name; "I" is no name.
+        assert!(none("What are the three largest cities?", "What are the 3 largest cities?"));
+        assert!(!none("What are the three largest cities?", "What are the 4 largest cities?"));
+        assert!(none("Which restaurants serve Korean food?", "Where can I eat Korean food?"));
+        assert!(!none("What are the average stars for cheap mexican places?", "What are the average stars for expensive mexican places?"));
+        assert!(none("What are the average stars for cheap mexican places?", "What are the average stars for budget mexican places?"));
     }
 
     #[test]

@@ -25,7 +25,7 @@ fn cand(question: &str, sql: &str) -> Candidate {
 fn offer_of(question: &str, sql: &str) -> (Offer, Vec<LiteralRef>) {
     let c = cand(question, sql);
     let lits = find_literals(sql, &catalog()).unwrap();
-    (offer(&c, &lits), lits)
+    (offer(&c, &lits, None), lits)
 }
 
 const COLUMNS: &[&str] = &["name", "cuisine", "rating", "city_id", "country", "price_level"];
@@ -147,7 +147,7 @@ fn near_misses_are_doubted() {
 fn dates_are_slots_of_their_own() {
     let mut c = cand("Which inspections happened after 2023-04-01?", "SELECT * FROM inspections WHERE inspected_on > '2023-04-01'");
     c.id = 9;
-    let o = offer(&c, &[]);
+    let o = offer(&c, &[], None);
     assert_eq!(o.sql, "SELECT * FROM inspections WHERE inspected_on > {s1}");
     assert_eq!(o.slots[0].kind, SlotKind::Date);
     let filled = fill(&c.sql, &o, &[], &["2024-01-31".into()], &[None]).unwrap();
@@ -217,7 +217,7 @@ fn a_value_written_as_an_initialism_is_a_slot() {
     );
     c.id = 14;
     let lits = find_literals(&c.sql, &catalog()).unwrap();
-    let o = offer(&c, &lits);
+    let o = offer(&c, &lits, None);
     assert_eq!(o.question, "Which {s2} restaurants are in {s1}?");
     assert_eq!(o.slots[0].written, "LA");
     let vals = vec!["Chicago".to_string(), "Italian".to_string()];
@@ -232,4 +232,65 @@ fn not_closed_is_open() {
     assert_eq!(doubt("Count the restaurants that have not closed.", q, &o, &[], &columns()), None);
     assert_eq!(doubt("What number of restaurants are currently operating?", q, &o, &[], &columns()), None);
     assert!(doubt("How many restaurants are not open?", q, &o, &[], &columns()).is_some());
+}
+
+#[test]
+fn a_number_written_as_a_word_is_a_slot_and_either_spelling_fills_it() {
+    let q = "What are the three largest cities by population?";
+    let (o, _) = offer_of(q, "SELECT name FROM cities ORDER BY population DESC LIMIT 3");
+    assert_eq!(o.question, "What are the {s1} largest cities by population?");
+    assert_eq!((o.slots[0].kind, o.slots[0].written.as_str()), (SlotKind::Number, "three"));
+    assert_eq!(doubt("What are the 3 largest cities by population?", q, &o, &["3".into()], &columns()), None);
+    assert_eq!(doubt("Name the five largest cities by population.", q, &o, &["5".into()], &columns()), None);
+    // The value must be the question's, in digits or words; the rest must ask the same.
+    assert!(doubt("What are the three largest cities by population?", q, &o, &["4".into()], &columns()).is_some());
+    assert!(doubt("What are the three smallest cities by population?", q, &o, &["3".into()], &columns()).is_some());
+    let q = "How many reviews gave five stars?";
+    let (o, _) = offer_of(q, "SELECT count(*) FROM reviews WHERE stars = 5");
+    assert_eq!(doubt("Count the 5-star reviews.", q, &o, &["5".into()], &columns()), None);
+    assert!(doubt("How many reviews gave fewer than five stars?", q, &o, &["5".into()], &columns()).is_some());
+}
+
+#[test]
+fn a_short_form_the_verified_question_writes_is_a_slot_for_its_value() {
+    let q = "How many cities are in the USA?";
+    let (o, _) = offer_of(q, "SELECT count(*) FROM cities WHERE country = 'United States'");
+    assert_eq!(o.question, "How many cities are in the {s1}?");
+    assert_eq!((o.slots[0].written.as_str(), o.slots[0].original.as_str()), ("USA", "United States"));
+    assert_eq!(doubt("What is the number of cities located in the United States?", q, &o, &["United States".into()], &columns()), None);
+    assert_eq!(doubt("Count the cities in the USA.", q, &o, &["USA".into()], &columns()), None);
+    // The verified spelling stands for the verified value; another value is the memory's to read.
+    assert_eq!(verified_spelling(&o.slots[0], "usa").as_deref(), Some("United States"));
+    assert_eq!(verified_spelling(&o.slots[0], "UK"), None);
+    assert!(doubt("How many cities are outside the USA?", q, &o, &["USA".into()], &columns()).is_some());
+    assert!(doubt("What is the total population of the cities in the USA?", q, &o, &["USA".into()], &columns()).is_some());
+    // A word the SQL holds is no short form of another of its values.
+    let (o, _) = offer_of("Which restaurants named USA are in the United States?", "SELECT name FROM restaurants WHERE name = 'USA'");
+    assert!(o.slots.iter().all(|s| s.written != "USA" || s.original == "USA"));
+}
+
+#[test]
+fn the_verified_value_may_be_chosen_where_the_question_writes_its_initialism() {
+    let q = "Which Italian restaurants are in LA?";
+    let (o, _) = offer_of(
+        q,
+        "SELECT r.name FROM restaurants r JOIN cities c ON c.id = r.city_id WHERE c.name = 'Los Angeles' AND r.cuisine = 'Italian'",
+    );
+    let vals = vec!["Los Angeles".to_string(), "Italian".to_string()];
+    assert_eq!(doubt("Show me Italian places in LA.", q, &o, &vals, &columns()), None);
+    assert_eq!(written_forms("Show me Italian places in LA.", &o, &vals), ["LA", "Italian"]);
+    // An initialism of the chosen value counts as writing it ("SF" for 'San Francisco').
+    let vals = vec!["San Francisco".to_string(), "Italian".to_string()];
+    assert_eq!(doubt("Which Italian restaurants are in SF?", q, &o, &vals, &columns()), None);
+    // A value the question writes in no form is not written.
+    assert!(doubt("Which Italian restaurants are in Boston?", q, &o, &vals, &columns()).is_some());
+}
+
+#[test]
+fn class_words_are_compared_by_the_signature_not_as_column_names() {
+    let q = "How many restaurants are open?";
+    let (o, _) = offer_of(q, "SELECT count(*) FROM restaurants WHERE closed IS NULL");
+    let names: Vec<String> = ["notes", "opened_on", "name"].iter().map(|s| s.to_string()).collect();
+    assert_eq!(doubt("Count the restaurants that have not closed.", q, &o, &[], &names), None);
+    assert!(doubt("How many restaurants are not open?", q, &o, &[], &names).is_some());
 }
