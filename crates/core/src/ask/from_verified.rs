@@ -123,12 +123,14 @@ pub(super) fn from_template(
     };
     let t = Instant::now();
     let (mut offered, mut offers): (Vec<Offered<'_>>, Vec<Offer>) = (Vec::new(), Vec::new());
+    // The readable tables, read once, when a verified question names a value by another name.
+    let mut tables: Option<Vec<crate::schema::Table>> = None;
     for cand in candidates.iter().filter(|c| choose::worth_offering(c)) {
         if offered.len() == choose::MAX_TEMPLATES {
             break;
         }
         if let Ok(literals) = host.literals_of(&cand.sql, cand.schema.as_deref()) {
-            let alias = confirmed_alias(host, cand, &literals);
+            let alias = confirmed_alias(host, &mut tables, cand, &literals);
             offers.push(choose::offer(cand, &literals, alias));
             offered.push((cand, literals));
         }
@@ -185,33 +187,38 @@ pub(super) fn from_template(
     }
 }
 
-/// [`choose::alias_candidate`], confirmed: the row the literal's value stands in (in its own
-/// table, or in the table its column references) holds the question's name in another text
-/// column ("Louisiana" beside `code = 'LA'` in `states`, which `cities.state_code`
-/// references). The lookup runs as the caller, through the guard; any failure is no alias.
+/// [`choose::alias_candidate`], confirmed: the row the literal's value identifies, in the
+/// table its column references, holds the question's name in another text column
+/// ("Louisiana" beside `code = 'LA'` in `states`, which `cities.state_code` references). The
+/// lookup is by the referenced key (unique, so indexed), runs as the caller through the
+/// guard, and any failure is no alias. `tables` are the readable tables, read on first need.
 fn confirmed_alias(
     host: &mut dyn Host,
+    tables: &mut Option<Vec<crate::schema::Table>>,
     cand: &Candidate,
     literals: &[crate::values::literals::LiteralRef],
 ) -> Option<(usize, (usize, usize))> {
     use crate::sqltext::{quote_ident, quote_literal};
     let (index, at, name) = choose::alias_candidate(cand, literals)?;
     let lit = &literals[index];
-    let tables = crate::schema::parse_rendered(&host.schema_text().ok()?);
+    if tables.is_none() {
+        *tables = Some(host.schema_text().map(|t| crate::schema::parse_rendered(&t)).unwrap_or_default());
+    }
+    let tables = tables.as_deref().unwrap_or_default();
     let unquoted = |n: &str| n.trim_matches('"').to_string();
     let own = lit.table.to_string();
-    // (table, the column holding the literal's value) to look in.
-    let mut places: Vec<(String, String)> = vec![(own.clone(), lit.column.clone())];
+    // (referenced table, referenced column) of each foreign key on the literal's column.
+    let mut referenced: Vec<(String, String)> = Vec::new();
     for t in tables.iter().filter(|t| t.qualified() == own) {
         for fk in &t.foreign_keys {
             if let Some(k) = fk.columns.iter().position(|c| unquoted(c) == lit.column) {
                 if let Some(rc) = fk.ref_columns.get(k) {
-                    places.push((fk.references.clone(), unquoted(rc)));
+                    referenced.push((fk.references.clone(), unquoted(rc)));
                 }
             }
         }
     }
-    for (table, column) in places {
+    for (table, column) in referenced {
         let Some(t) = tables.iter().find(|t| t.qualified() == table) else { continue };
         let others: Vec<String> = t
             .columns

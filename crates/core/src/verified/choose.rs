@@ -26,7 +26,7 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::matching::{as_digits, content_words, is_class_word, signature_conflict, word_stem, words};
+use super::matching::{as_digits, class_tokens, content_words, signature_conflict, word_stem, words};
 use super::Candidate;
 use crate::constrain::Constraint;
 use crate::llm::ChatRequest;
@@ -66,8 +66,12 @@ pub struct Slot {
     pub original: String,
     /// How the verified question writes it: the value, an initialism of it ("LA" for 'Los
     /// Angeles'), or a short form beginning with its initials ("USA" for 'United States').
-    #[serde(skip)]
     pub written: String,
+    /// The verified question writes the value by a name that the database holds beside it in
+    /// another column ("Louisiana" for 'LA'): the slot takes that name only, standing for the
+    /// verified value; another name would need the row's column, not the value memory.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub name_for_value: bool,
     /// The column it is compared with (text slots).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub column: Option<String>,
@@ -135,7 +139,8 @@ fn written_in(asked: &str, slot: &Slot, value: &str) -> Option<(usize, usize)> {
     words(asked)
         .into_iter()
         .find(|w| {
-            crate::values::decide::lexical_evidence(&asked[w.start..w.end], value) == Some(crate::values::decide::Lexical::Initialism)
+            let text = w.norm_text(asked);
+            in_capitals(text) && crate::values::decide::lexical_evidence(text, value) == Some(crate::values::decide::Lexical::Initialism)
         })
         .map(|w| (w.start, w.end))
 }
@@ -163,11 +168,20 @@ fn initialism_once(question: &str, value: &str) -> Option<(usize, usize)> {
     spelled_once(question, value, crate::values::decide::Lexical::Initialism)
 }
 
-/// The one word of `question` that is a spelling of `value` by the lexical evidence `how`.
+/// Whether `word` is written as an initialism is: two or more letters, all capitals ("LA",
+/// "USA"; not "us" or "of", which are words).
+fn in_capitals(word: &str) -> bool {
+    word.chars().filter(|c| c.is_alphabetic()).count() >= 2 && word.chars().all(|c| c.is_uppercase() || !c.is_alphabetic())
+}
+
+/// The one word of `question`, written in capitals, that is a spelling of `value` by the
+/// lexical evidence `how`.
 fn spelled_once(question: &str, value: &str, how: crate::values::decide::Lexical) -> Option<(usize, usize)> {
     let found: Vec<(usize, usize)> = words(question)
         .into_iter()
-        .filter(|w| crate::values::decide::lexical_evidence(&question[w.start..w.end], value) == Some(how))
+        .filter(|w| {
+            in_capitals(w.norm_text(question)) && crate::values::decide::lexical_evidence(w.norm_text(question), value) == Some(how)
+        })
         .map(|w| (w.start, w.end))
         .collect();
     match found[..] {
@@ -287,6 +301,7 @@ pub fn offer(cand: &Candidate, literals: &[LiteralRef], alias: Option<(usize, (u
             kind: *kind,
             original: original.clone(),
             written: cand.question[at.0..at.1].to_string(),
+            name_for_value: alias.is_some_and(|(li, a)| Some(li) == *literal && a == *at),
             column: column.clone(),
             literal: *literal,
             range: *range,
@@ -492,6 +507,9 @@ pub fn doubt(asked: &str, verified_question: &str, offer: &Offer, values: &[Stri
         if v.is_empty() {
             return Some(format!("{} is empty", s.name));
         }
+        if s.name_for_value && !v.eq_ignore_ascii_case(&s.written) {
+            return Some(format!("{} takes only {:?}, the verified question's name for {:?}", s.name, s.written, s.original));
+        }
         let written = match s.kind {
             SlotKind::Number => is_plain_number(v) && words(asked).iter().any(|w| as_digits(&w.norm) == v),
             SlotKind::Date => is_date(v) && asked.contains(v.as_str()),
@@ -514,9 +532,11 @@ pub fn doubt(asked: &str, verified_question: &str, offer: &Offer, values: &[Stri
         return Some(format!("grouped by {by_asked:?}, the template by {by_verified:?}"));
     }
     // A table or column named in the question that the template does not use.
-    // Words of the classes that say what is asked were compared above ("not closed" is
-    // "open", whatever column "notes" or "opened_on" there is).
-    for w in new_words(asked, verified_question, offer, values).into_iter().filter(|w| !is_class_word(w)) {
+    // Words of the classes that say what is asked, as the question writes them, were compared
+    // above ("not closed" is "open", whatever column "notes" or "opened_on" there is); a word
+    // whose stem only meets a class word's ("rating", "rate") was not.
+    let compared = class_tokens(asked);
+    for w in new_words(asked, verified_question, offer, values).into_iter().filter(|w| !compared.contains(w)) {
         if names.iter().any(|n| n.split('_').map(|p| word_stem(&p.to_lowercase())).any(|p| p == w)) {
             return Some(format!("{w:?} names a table or column the template does not use"));
         }

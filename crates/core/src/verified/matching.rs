@@ -36,6 +36,13 @@ pub struct Word {
     pub end: usize,
 }
 
+impl Word {
+    /// The word as `text` (the text it was read from) writes it.
+    pub fn norm_text<'t>(&self, text: &'t str) -> &'t str {
+        &text[self.start..self.end]
+    }
+}
+
 /// The words of `text`: runs of letters and digits (an apostrophe inside a word stays in it,
 /// "editors'" loses its trailing one), lower-cased, with their byte offsets.
 pub fn words(text: &str) -> Vec<Word> {
@@ -204,6 +211,9 @@ const PHRASES: &[(&str, &str)] = &[
     ("smallest number", "fewest"), ("lowest number", "fewest"),
 ];
 
+/// Past participles not ending in "-ed" or "-en" after which "by" names an agent.
+const AGENT_VERBS: &[&str] = &["made", "run", "held", "led", "kept", "paid", "sold", "bought", "built", "taught", "said", "told", "won"];
+
 /// Number words as digits, so that "one" and "1" are one number.
 #[rustfmt::skip]
 const NUMBER_DIGITS: &[(&str, &str)] = &[
@@ -225,7 +235,10 @@ fn tokens(question: &str) -> Vec<String> {
     while i < ws.len() {
         if let Some(next) = ws.get(i + 1) {
             let pair = format!("{} {next}", ws[i]);
-            if let Some((_, joined)) = PHRASES.iter().find(|(p, _)| *p == pair) {
+            // "What is the largest number of restaurants …?" asks for the number.
+            let asks_number =
+                out.len() >= 2 && out[out.len() - 1] == "the" && ["is", "was", "what's"].contains(&out[out.len() - 2].as_str());
+            if let Some((_, joined)) = PHRASES.iter().find(|(p, j)| *p == pair && !(asks_number && (*j == "most" || *j == "fewest"))) {
                 out.push(joined.to_string());
                 i += 2;
                 continue;
@@ -283,10 +296,14 @@ const CLASSES: &[(&str, &[&str])] = &[
     ("closed", &["closed", "inactive", "shut", "former"]),
 ];
 
-/// Whether the stemmed word `w` is a word of one of the [`CLASSES`] (compared by the
-/// signature).
-pub(crate) fn is_class_word(w: &str) -> bool {
-    CLASSES.iter().any(|(_, members)| members.iter().any(|m| word_stem(m) == w))
+/// The words of `question` that are words of the [`CLASSES`] as written (compared by the
+/// signature), stemmed.
+pub(crate) fn class_tokens(question: &str) -> Vec<String> {
+    tokens(question)
+        .into_iter()
+        .filter(|t| CLASSES.iter().any(|(_, members)| members.contains(&t.as_str())))
+        .map(|t| word_stem(&t))
+        .collect()
 }
 
 /// Words that phrase a question without saying what it is about: a paraphrase may add or
@@ -370,21 +387,27 @@ pub fn signature(question: &str) -> Signature {
         classes.insert("negation");
     }
     // "On average, how many stars …" asks an average of stars, not a count; "How many
-    // restaurants have an average rating above 4?" counts.
+    // restaurants have an average rating above 4?" and "the average …, and how many …" count.
     let averaging = CLASSES.iter().find(|(c, _)| *c == "average").map_or(&[][..], |(_, m)| *m);
     let average_at = toks.iter().position(|t| averaging.contains(&t.as_str()));
     let many_at = toks.iter().position(|t| t == "many");
     if let (Some(a), Some(m)) = (average_at, many_at) {
-        if a < m && !toks.iter().any(|t| t == "count" || t == "number") {
+        if m == a + 1 && !toks.iter().any(|t| t == "count" || t == "number") {
             classes.remove("count");
         }
     }
-    // In a question that aggregates without ranking, "by city" and "every city" group as
-    // "per city" does ("the number of restaurants by cuisine"); elsewhere "by" orders or
-    // names an agent ("the largest cities by population", "written by") and "every" means all.
+    // In a question that aggregates without ranking, "by city" after a noun groups as "per
+    // city" does ("the number of restaurants by cuisine"); after a verb it names an agent
+    // ("written by guests"), and in a ranking it orders ("the largest cities by population").
     let aggregates = ["count", "sum", "average"].iter().any(|c| classes.contains(c));
     let ranks = classes.contains("high") || classes.contains("low");
-    if aggregates && !ranks && toks.iter().any(|t| t == "by" || t == "every") {
+    let groups_by = toks.iter().enumerate().any(|(i, t)| {
+        t == "by" && i > 0 && {
+            let before = toks[i - 1].as_str();
+            !(before.ends_with("ed") || before.ends_with("en") || AGENT_VERBS.contains(&before))
+        }
+    });
+    if aggregates && !ranks && groups_by {
         classes.insert("group");
     }
     // "not closed" is "open", "no longer open" is "closed".
@@ -486,10 +509,12 @@ mod tests {
     #[test]
     fn grouping_averaging_and_counting_as_people_write_them() {
         let none = |a: &str, b: &str| signature_conflict(a, b).is_none();
-        // "by" and "every" group in a question that aggregates without ranking.
+        // "by" after a noun groups in a question that aggregates without ranking; after a verb
+        // it names an agent, and "every" means all.
         assert!(none("How many restaurants are there per cuisine?", "Give the number of restaurants by cuisine."));
-        assert!(none("How many restaurants does each city have?", "How many restaurants does every city have?"));
         assert!(!none("How many restaurants are there?", "Give the number of restaurants by cuisine."));
+        assert!(!none("How many reviews were written per guest?", "How many reviews were written by guests?"));
+        assert!(!none("What is the total population per city in Japan?", "What is the combined population of every city in Japan?"));
         assert!(none("What are the three largest cities by population?", "List the three most populous cities."));
         assert!(none("Which cities are in Japan?", "List every city located in Japan."));
         // "On average, how many" averages; "how many … an average" counts.
@@ -498,10 +523,16 @@ mod tests {
             "On average, how many stars do guests give Trattoria Lucia?"
         ));
         assert!(!none("Which restaurants have an average rating above 4?", "How many restaurants have an average rating above 4?"));
+        assert!(!none(
+            "What is the average guest star rating of Trattoria Lucia?",
+            "What is the average guest star rating of Trattoria Lucia, and how many reviews does it have?"
+        ));
         // "the largest number of" is "the most".
         assert!(none("Which city has the most restaurants?", "Name the city with the largest number of restaurants."));
         assert!(!none("Which city has the fewest restaurants?", "Name the city with the largest number of restaurants."));
         assert!(none("Which city has the fewest restaurants?", "Which city has the smallest number of restaurants?"));
+        // … unless the question asks for that number.
+        assert!(!none("Which city has the most restaurants?", "What is the largest number of restaurants any city has?"));
         // A number in digits or words is one number, not a name; "I" is no name.
         assert!(none("What are the three largest cities?", "What are the 3 largest cities?"));
         assert!(!none("What are the three largest cities?", "What are the 4 largest cities?"));

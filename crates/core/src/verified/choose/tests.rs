@@ -294,3 +294,40 @@ fn class_words_are_compared_by_the_signature_not_as_column_names() {
     assert_eq!(doubt("Count the restaurants that have not closed.", q, &o, &[], &names), None);
     assert!(doubt("How many restaurants are not open?", q, &o, &[], &names).is_some());
 }
+
+#[test]
+fn an_initialism_is_written_in_capitals_and_a_stem_is_no_class_word() {
+    // "us" is a word, not the USA; "of" is not 'Olive & Fig'.
+    let q = "How many cities are in the USA?";
+    let (o, _) = offer_of(q, "SELECT count(*) FROM cities WHERE country = 'United States'");
+    assert!(doubt("Can you tell us how many cities there are?", q, &o, &["United States".into()], &columns()).is_some());
+    let q = "What is the rating of Olive & Fig?";
+    let (o, _) = offer_of(q, "SELECT rating FROM restaurants WHERE name = 'Olive & Fig'");
+    assert!(doubt("What is the rating of the restaurant my friend likes?", q, &o, &["Olive & Fig".into()], &columns()).is_some());
+    // "rating" only shares its stem with the class word "rate": it names a column here.
+    let q = "Which restaurant has the highest average guest stars?";
+    let (o, _) = offer_of(q, "SELECT name FROM restaurants ORDER BY stars DESC LIMIT 1");
+    assert!(doubt("Which restaurant has the highest average rating?", q, &o, &[], &columns()).is_some());
+}
+
+#[test]
+fn a_name_for_a_value_takes_only_that_name() {
+    let q = "Which cities are in Louisiana?";
+    let c = cand(q, "SELECT name FROM cities WHERE country = 'LA'");
+    let lits = find_literals(&c.sql, &catalog()).unwrap();
+    let (index, at, name) = alias_candidate(&c, &lits).expect("an unplaced name and literal");
+    assert_eq!((index, name.as_str()), (0, "Louisiana"));
+    let o = offer(&c, &lits, Some((index, at)));
+    assert!(o.slots[0].name_for_value);
+    assert_eq!(o.question, "Which cities are in {s1}?");
+    assert_eq!(doubt("List the cities of Louisiana.", q, &o, &["Louisiana".into()], &columns()), None);
+    assert_eq!(verified_spelling(&o.slots[0], "louisiana").as_deref(), Some("LA"));
+    // "LA" (Los Angeles, or the code itself) and other names are not the slot's.
+    assert!(doubt("Which cities are in LA?", q, &o, &["LA".into()], &columns()).is_some());
+    assert!(doubt("Which cities are in Texas?", q, &o, &["Texas".into()], &columns()).is_some());
+    // Two unplaced names, or none: no candidate.
+    let c = cand("Which cities of Louisiana are in Acadiana?", "SELECT name FROM cities WHERE country = 'LA'");
+    assert_eq!(alias_candidate(&c, &find_literals(&c.sql, &catalog()).unwrap()), None);
+    let c = cand("Which cities are in the state?", "SELECT name FROM cities WHERE country = 'LA'");
+    assert_eq!(alias_candidate(&c, &find_literals(&c.sql, &catalog()).unwrap()), None);
+}
