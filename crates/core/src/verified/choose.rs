@@ -139,7 +139,7 @@ fn written_in(asked: &str, slot: &Slot, value: &str) -> Option<(usize, usize)> {
     words(asked)
         .into_iter()
         .find(|w| {
-            let text = w.norm_text(asked);
+            let text = w.text_in(asked);
             in_capitals(text) && crate::values::decide::lexical_evidence(text, value) == Some(crate::values::decide::Lexical::Initialism)
         })
         .map(|w| (w.start, w.end))
@@ -179,9 +179,7 @@ fn in_capitals(word: &str) -> bool {
 fn spelled_once(question: &str, value: &str, how: crate::values::decide::Lexical) -> Option<(usize, usize)> {
     let found: Vec<(usize, usize)> = words(question)
         .into_iter()
-        .filter(|w| {
-            in_capitals(w.norm_text(question)) && crate::values::decide::lexical_evidence(w.norm_text(question), value) == Some(how)
-        })
+        .filter(|w| in_capitals(w.text_in(question)) && crate::values::decide::lexical_evidence(w.text_in(question), value) == Some(how))
         .map(|w| (w.start, w.end))
         .collect();
     match found[..] {

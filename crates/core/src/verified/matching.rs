@@ -38,7 +38,7 @@ pub struct Word {
 
 impl Word {
     /// The word as `text` (the text it was read from) writes it.
-    pub fn norm_text<'t>(&self, text: &'t str) -> &'t str {
+    pub fn text_in<'t>(&self, text: &'t str) -> &'t str {
         &text[self.start..self.end]
     }
 }
