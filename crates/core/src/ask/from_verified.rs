@@ -220,12 +220,8 @@ fn confirmed_alias(
     }
     for (table, column) in referenced {
         let Some(t) = tables.iter().find(|t| t.qualified() == table) else { continue };
-        let others: Vec<String> = t
-            .columns
-            .iter()
-            .filter(|c| unquoted(&c.name) != column && (c.data_type.contains("text") || c.data_type.contains("char")))
-            .map(|c| quote_ident(&unquoted(&c.name)))
-            .collect();
+        let others: Vec<String> =
+            t.columns.iter().filter(|c| unquoted(&c.name) != column && is_text(c)).map(|c| quote_ident(&unquoted(&c.name))).collect();
         if others.is_empty() {
             continue;
         }
@@ -337,8 +333,7 @@ fn stored_word<'t>(
         return None;
     }
     for t in tables {
-        let texts: Vec<&str> =
-            t.columns.iter().filter(|c| c.data_type.contains("text") || c.data_type.contains("char")).map(|c| c.name.as_str()).collect();
+        let texts: Vec<&str> = t.columns.iter().filter(|c| is_text(c)).map(|c| c.name.as_str()).collect();
         if texts.is_empty() {
             continue;
         }
@@ -365,4 +360,9 @@ fn stored_word<'t>(
         }
     }
     None
+}
+
+/// Whether a described column holds text (`text`, `varchar`, `char`).
+fn is_text(c: &crate::schema::Column) -> bool {
+    c.data_type.contains("text") || c.data_type.contains("char")
 }

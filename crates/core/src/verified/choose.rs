@@ -233,10 +233,8 @@ pub fn alias_candidate(cand: &Candidate, literals: &[LiteralRef]) -> Option<(usi
     let mut spans: Vec<(usize, usize)> = Vec::new();
     let mut last_end: Option<usize> = None;
     for w in words(q) {
-        let capital = q[w.start..].chars().next().is_some_and(char::is_uppercase)
-            && w.start > 0
-            && !q[..w.start].trim_end().ends_with(['.', '?', '!', ':'])
-            && w.norm != "i";
+        let capital =
+            q[w.start..].chars().next().is_some_and(char::is_uppercase) && !super::matching::is_sentence_start(q, w.start) && w.norm != "i";
         let name = capital && !inside(&w) && !sql_words.contains(&w.norm) && w.norm.chars().all(char::is_alphabetic);
         match (name, spans.last_mut()) {
             // Words of one name stand next to each other ("New Orleans").

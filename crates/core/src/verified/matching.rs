@@ -438,7 +438,7 @@ pub fn signature(question: &str) -> Signature {
 }
 
 /// Whether the word at `at` starts a sentence (after '.', '?', '!' or ':').
-fn is_sentence_start(text: &str, at: usize) -> bool {
+pub(crate) fn is_sentence_start(text: &str, at: usize) -> bool {
     text[..at].trim_end().chars().last().is_none_or(|c| matches!(c, '.' | '?' | '!' | ':'))
 }
 
