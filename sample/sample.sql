@@ -421,7 +421,11 @@ DO $$
 BEGIN
     IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'ask_reader') THEN
         IF (SELECT rolcreaterole OR rolsuper FROM pg_roles WHERE rolname = current_user) THEN
-            CREATE ROLE ask_reader LOGIN;
+            BEGIN
+                CREATE ROLE ask_reader LOGIN;
+            EXCEPTION WHEN duplicate_object OR unique_violation THEN
+                NULL; -- a concurrent load created it first
+            END;
         ELSE
             RAISE WARNING 'role ask_reader is absent and % may not create roles; privileges not granted',
                 current_user;
