@@ -51,7 +51,7 @@
 #   real [MODEL...]  real models on llama-server (scripts/llm.sh; default: smollm2 gemma3) answer
 #           the sample's question suite and 4 defog questions per database through CALL
 #           ask.evaluate: EX, SQL read from replies, tokens, time split, tokens/s (not in `all`;
-#           tens of minutes per model). PG_ASK_REAL_CORPUS=DIR also keeps every reply.
+#           tens of minutes per model). PG_ASK_REAL_CORPUS=DIR also keeps every reply; PG_ASK_REAL_EACH=1 prints each question's outcome.
 #           Built in debug unless PG_ASK_RELEASE=1: the model's time dwarfs pg_ask's.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -353,7 +353,8 @@ pub(crate) fn evaluate_step(suite: &str, run_label: &str, batch: default!(Option
         let alternatives = pg_ask_core::evaluate::gold_alternatives(&q.gold_sql).unwrap_or_default();
         let (record, matched) = in_schema(q.schema.as_deref(), || match &outcome {
             Ok(o) => {
-                let judgement = judge(&mut judge_host, &q.gold_sql, &o.sql);
+                let asks_order = pg_ask_core::evaluate::asks_for_order(&q.question, q.category.as_deref());
+                let judgement = judge(&mut judge_host, &q.gold_sql, &o.sql, asks_order);
                 let record = QuestionRecord::judged(
                     &q.question,
                     q.category.as_deref(),

@@ -272,23 +272,28 @@ mod tests {
         )
         .unwrap();
         let _s = llm(Script::default()
+            .rule(Rule::new(&["<question>fruit names in reverse order</question>"], Reply::text("SELECT name FROM fruits")))
             .rule(Rule::new(&["<question>fruit names</question>"], Reply::text("SELECT name FROM fruits")))
             .rule(Rule::new(&["<question>payroll</question>"], Reply::text("SELECT payroll FROM secrets"))));
         Spi::run("SET ROLE ask_eval_a").unwrap();
-        let rows = r#"[{"question": "fruit names", "gold_sql": "SELECT name FROM fruits ORDER BY name DESC", "schema": "shop"},
-                       {"question": "payroll", "gold_sql": "SELECT payroll FROM secrets", "schema": "shop"}]"#;
+        let rows = r#"[{"question": "fruit names in reverse order", "gold_sql": "SELECT name FROM fruits ORDER BY name DESC", "schema": "shop"},
+                       {"question": "payroll", "gold_sql": "SELECT payroll FROM secrets", "schema": "shop"},
+                       {"question": "fruit names", "gold_sql": "SELECT name FROM fruits ORDER BY name DESC", "schema": "shop"}]"#;
         Spi::run(&format!("SELECT ask.load_suite('mine', '{rows}')")).unwrap();
-        assert_eq!(one::<i32>("SELECT ask.evaluate_step('mine', 'r1')"), 2);
+        assert_eq!(one::<i32>("SELECT ask.evaluate_step('mine', 'r1', 3)"), 3);
         let outcomes: Vec<(i32, String, bool)> = Spi::connect(|c| {
             c.select("SELECT qno, outcome, ex FROM ask.eval_results ORDER BY qno", None, &[])
                 .unwrap()
                 .map(|r| (r.get::<i32>(1).unwrap().unwrap(), r.get::<String>(2).unwrap().unwrap(), r.get::<bool>(3).unwrap().unwrap()))
                 .collect()
         });
-        // Unordered prediction against an ordering gold: the rows are right, the order is not
-        // (plum, cherry); and the secret table is unreadable for both prediction and gold.
+        // Unordered prediction against an ordering gold, for a question that asks for an
+        // order: the rows are right, the order is not (plum, cherry); the secret table is
+        // unreadable for both prediction and gold; the same prediction and gold for a question
+        // that asks for no order are the same rows, whatever their order.
         assert_eq!(outcomes[0].1, "wrong_result", "{outcomes:?}");
         assert_eq!(outcomes[1].1, "gold_failed", "{outcomes:?}");
+        assert_eq!(outcomes[2].1, "correct", "{outcomes:?}");
         let error: String = one("SELECT error FROM ask.eval_results WHERE qno = 1");
         assert!(error.contains("order") || error.contains("rows differ"), "{error}");
         let error: String = one("SELECT error FROM ask.eval_results WHERE qno = 2");
@@ -298,7 +303,7 @@ mod tests {
             Spi::get_three("SELECT judged, gold_failed, ex FROM ask.eval_summary")
                 .map(|(j, g, e)| (j.unwrap(), g.unwrap(), e.unwrap()))
                 .unwrap();
-        assert_eq!((judged, gold_failed, ex.to_string()), (1, 1, "0.0000".to_string()));
+        assert_eq!((judged, gold_failed, ex.to_string()), (2, 1, "0.5000".to_string()));
 
         // Another role sees none of it, and cannot run it.
         Spi::run("RESET ROLE; SET ROLE ask_eval_b").unwrap();

@@ -10,7 +10,9 @@
 //!
 //! Environment: `PG_ASK_LLM_URL` (the server's OpenAI base URL), `PG_ASK_LLM_MODEL`,
 //! `PG_ASK_REAL_DEFOG_PER_DB` (defog questions per database, default 4), `PG_ASK_REAL_SUITES`
-//! (`sample,defog`), `PG_ASK_REAL_LABEL` (added to the run label), `PG_ASK_REAL_MAX_TOKENS`.
+//! (`sample,defog`), `PG_ASK_REAL_LABEL` (added to the run label), `PG_ASK_REAL_MAX_TOKENS`,
+//! `PG_ASK_REAL_EACH=1` (print each question's number and outcome), `PG_ASK_REAL_VALUES=1`
+//! (defog: the short text columns in the value memory first, as a DBA would set it up).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -50,9 +52,12 @@ fn load_defog(c: &mut Client, per_db: i64) -> i32 {
         csv.display()
     ))
     .unwrap();
+    // ewallet's tables are loaded into the schema ewallet (see pg_ask_bench::load_defog); its
+    // gold queries name them in consumer_div, the schema of defog's own file.
     c.query_one(
         "SELECT ask.load_suite('defog', (SELECT jsonb_agg(to_jsonb(q) - 'n' - 'k' ORDER BY n) FROM
-            (SELECT *, row_number() OVER (PARTITION BY db_name ORDER BY n) AS k FROM defog_q) q WHERE k <= $1))",
+            (SELECT n, question, replace(query, 'consumer_div.', 'ewallet.') AS query, db_name, query_category, instructions,
+                    row_number() OVER (PARTITION BY db_name ORDER BY n) AS k FROM defog_q) q WHERE k <= $1))",
         &[&per_db],
     )
     .unwrap()
@@ -194,7 +199,29 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, model: &str, mut corpus: 
         // InConDB's Table 1 with the real model: a few workloads through CALL ask.benchmark.
         "incondb" => return incondb(c, model),
         "sample" => load_sample(c),
-        "defog" => load_defog(c, env("PG_ASK_REAL_DEFOG_PER_DB", "4").parse().unwrap()),
+        "defog" => {
+            let n = load_defog(c, env("PG_ASK_REAL_DEFOG_PER_DB", "4").parse().unwrap());
+            // As a DBA would set pg_ask up: the short text columns (names, codes, categories)
+            // in the value memory, so that descriptions list their values and literals are
+            // corrected against them. Once per run.
+            if env("PG_ASK_REAL_VALUES", "0") == "1"
+                && c.query_one("SELECT count(*) FROM ask.value_columns", &[]).unwrap().get::<_, i64>(0) == 0
+            {
+                let started = std::time::Instant::now();
+                let schemas: Vec<String> = c
+                    .query("SELECT DISTINCT schema FROM ask.eval_questions WHERE suite = 'defog'", &[])
+                    .unwrap()
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect();
+                c.batch_execute("ANALYZE").unwrap();
+                for schema in &schemas {
+                    pg_ask_bench::index_short_text(c, schema);
+                }
+                println!("value memory of {} schemas' short text columns built in {:.0} s", schemas.len(), started.elapsed().as_secs_f64());
+            }
+            n
+        }
         other => panic!("unknown suite {other} (sample, defog, answers, incondb)"),
     };
     let first_call: i64 = ledger_mark(c);
@@ -203,7 +230,7 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, model: &str, mut corpus: 
     let wall = started.elapsed().as_secs_f64();
     let rows = c
         .query(
-            "SELECT q.question, r.outcome, r.ex, r.tokens, r.ms, r.error, to_jsonb(r)->>'trace' FROM ask.eval_results r
+            "SELECT q.question, r.outcome, r.ex, r.tokens, r.ms, r.error, to_jsonb(r)->>'trace', r.qno FROM ask.eval_results r
                JOIN ask.eval_questions q USING (owner, suite, qno) WHERE r.suite = $1 AND r.run_label = $2 ORDER BY r.qno",
             &[&suite, &label],
         )
@@ -251,6 +278,9 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, model: &str, mut corpus: 
             ("prediction_error", Some(e)) => format!("prediction_error: {}", error_kind(&e)),
             (o, _) => o.to_string(),
         };
+        if std::env::var("PG_ASK_REAL_EACH").is_ok_and(|v| v == "1") {
+            println!("  question {:>3}  {kind}  {}", r.get::<_, i32>(7), question.lines().next().unwrap_or_default());
+        }
         *outcomes.entry(kind).or_default() += 1;
         if let Some(f) = corpus.as_mut() {
             for (stage, reply) in &calls.replies {

@@ -5,7 +5,8 @@ use std::hash::{Hash, Hasher};
 
 use pg_ask_core::ask::ExecFailure;
 use pg_ask_core::evaluate::{
-    compare_results, judge, parse_suite_rows, summarize, EvalHost, GroupBy, JudgeError, Mismatch, QuestionRecord, RecordOutcome, RowOrder,
+    asks_for_order, compare_results, judge, parse_suite_rows, summarize, EvalHost, GroupBy, JudgeError, Mismatch, QuestionRecord,
+    RecordOutcome, RowOrder,
 };
 use pg_ask_core::rows::ResultSet;
 use serde_json::{json, Value};
@@ -124,27 +125,61 @@ impl EvalHost for HashDb {
 fn judging_through_a_host() {
     let mut db = HashDb { executed: vec![] };
     let gold = "SELECT {a.x, a.y} FROM a; SELECT b.x FROM b;";
-    let j = judge(&mut db, gold, "SELECT b.x FROM  b");
+    let j = judge(&mut db, gold, "SELECT b.x FROM  b", false);
     assert!(j.ex);
     assert_eq!(j.matched_alternative, Some(3), "a.x, a.y, (a.x, a.y), then b.x");
 
-    let j = judge(&mut db, gold, "SELECT a.y FROM a ;");
+    let j = judge(&mut db, gold, "SELECT a.y FROM a ;", false);
     assert_eq!((j.ex, j.matched_alternative), (true, Some(1)));
 
-    let j = judge(&mut db, gold, "SELECT c FROM c");
+    let j = judge(&mut db, gold, "SELECT c FROM c", false);
     assert!(!j.ex);
     assert!(matches!(j.error, Some(JudgeError::WrongResult(_))), "{j:?}");
 
-    let j = judge(&mut db, gold, "DELETE FROM a");
+    let j = judge(&mut db, gold, "DELETE FROM a", false);
     assert!(matches!(j.error, Some(JudgeError::PredictionRefused(ref m)) if m.contains("DELETE")), "{j:?}");
     db.executed.clear();
-    let j = judge(&mut db, gold, "SELECT * FROM broken");
+    let j = judge(&mut db, gold, "SELECT * FROM broken", false);
     assert!(matches!(j.error, Some(JudgeError::PredictionFailed(ref m)) if m.contains("does not exist")));
     assert_eq!(db.executed.len(), 2, "the prediction, then one gold query to see that it runs");
 
-    let j = judge(&mut db, "SELECT * FROM broken; DROP TABLE a", "SELECT 1");
+    let j = judge(&mut db, "SELECT * FROM broken; DROP TABLE a", "SELECT 1", false);
     assert!(matches!(j.error, Some(JudgeError::GoldFailed(ref m)) if m.contains("does not exist") && m.contains("refused")), "{j:?}");
-    assert!(judge(&mut db, "SELECT {a", "SELECT 1").error.unwrap().is_gold_failure());
+    assert!(judge(&mut db, "SELECT {a", "SELECT 1", false).error.unwrap().is_gold_failure());
+}
+
+/// Rows of `t` in the order its query asks for: sorted with `ORDER BY`, reversed without.
+struct OrderedDb;
+
+impl EvalHost for OrderedDb {
+    fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
+        if sql.to_lowercase().contains("order by") {
+            Ok(rs(&["x"], json!([[1], [2], [3]])))
+        } else {
+            Ok(rs(&["x"], json!([[3], [2], [1]])))
+        }
+    }
+}
+
+#[test]
+fn row_order_counts_only_where_the_question_asks_for_one() {
+    // sql-eval's rule: the category order_by, or the words order, sort, arrange.
+    assert!(!asks_for_order("List the rivers sorted by length", None), "sorted is not sort");
+    assert!(asks_for_order("Sort the rivers by length", None));
+    assert!(asks_for_order("rivers, in ORDER of length", None));
+    assert!(asks_for_order("Arrange the rivers by length", None));
+    assert!(asks_for_order("What is the average length of rivers in each country?", Some("order_by")));
+    assert!(!asks_for_order("How many orders did each customer place?", Some("group_by")));
+    assert!(!asks_for_order("What is the average length of rivers in each country?", None));
+
+    let gold = "SELECT x FROM t ORDER BY x";
+    let j = judge(&mut OrderedDb, gold, "SELECT x FROM t", false);
+    assert!(j.ex, "a gold ORDER BY the question does not ask for leaves the rows a multiset: {j:?}");
+    let j = judge(&mut OrderedDb, gold, "SELECT x FROM t", true);
+    assert!(matches!(j.error, Some(JudgeError::WrongResult(ref m)) if m.contains("order")), "{j:?}");
+    assert!(judge(&mut OrderedDb, gold, "SELECT x FROM t ORDER BY x", true).ex);
+    // A gold without ORDER BY never judges order, asked or not.
+    assert!(judge(&mut OrderedDb, "SELECT x FROM t", "SELECT x FROM t ORDER BY x", true).ex);
 }
 
 const CSV: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/datasets/defog/questions_gen_postgres.csv");
@@ -167,7 +202,7 @@ fn defog_suite_with_a_stand_in_model_measures_the_expected_ex() {
         } else {
             format!("SELECT {i} AS wrong")
         };
-        let judgement = judge(&mut db, &q.gold_sql, &predicted);
+        let judgement = judge(&mut db, &q.gold_sql, &predicted, asks_for_order(&q.question, q.category.as_deref()));
         let entry = expected_per_category.entry(q.category.clone().unwrap()).or_default();
         entry.0 += 1;
         entry.1 += usize::from(right);

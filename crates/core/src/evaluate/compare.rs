@@ -6,8 +6,12 @@
 //! * **Rows are a multiset.** Both results must have the same number of rows, and every row
 //!   must be matched by exactly one row of the other side (duplicates count; `sql-eval` drops
 //!   duplicates first, we do not, so `SELECT x` and `SELECT DISTINCT x` differ when `x`
-//!   repeats). When the gold query's outermost query has an `ORDER BY`
-//!   ([`RowOrder::Ordered`], see [`super::orders_rows`]), row `i` must match row `i`.
+//!   repeats). When the question asks for an order ([`super::asks_for_order`]: its category is
+//!   `order_by`, or it says "order", "sort" or "arrange", `sql-eval`'s rule) and the gold
+//!   query's outermost query has an `ORDER BY` ([`RowOrder::Ordered`], see
+//!   [`super::orders_rows`]), row `i` must match row `i`. A gold `ORDER BY` the question does
+//!   not ask for ("the average length of rivers in each country", ordered by length) leaves
+//!   the rows a multiset.
 //!   Ties in the gold `ORDER BY` are not modelled: rows that tie in the sort key but come back
 //!   in another order are a mismatch, as in `sql-eval`.
 //! * **Columns by values, not names.** Column names never matter. Rows are compared as tuples

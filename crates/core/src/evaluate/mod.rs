@@ -79,13 +79,28 @@ impl JudgeError {
     }
 }
 
-/// Judges `predicted` against the gold field `gold` (expanded by [`gold_alternatives`]).
+/// Whether a question asks for its rows in an order, by defog's `sql-eval` rule: its category
+/// is `order_by`, or its wording has the word "order", "sort" or "arrange" (as whole words, in
+/// any case: "orders" and "sorted" are not). Only then does a gold query's `ORDER BY` make row
+/// order part of the answer; otherwise it is how the gold query happened to be written.
+pub fn asks_for_order(question: &str, category: Option<&str>) -> bool {
+    if category.is_some_and(|c| c.trim().eq_ignore_ascii_case("order_by")) {
+        return true;
+    }
+    question
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .any(|w| ["order", "sort", "arrange"].iter().any(|k| w.eq_ignore_ascii_case(k)))
+}
+
+/// Judges `predicted` against the gold field `gold` (expanded by [`gold_alternatives`]);
+/// `asks_order` says whether the question asks for an order ([`asks_for_order`]).
 ///
 /// The prediction goes through [`check_read_only`] and runs once; then the gold alternatives
-/// run in order until one matches (each compared order-sensitively exactly when it orders its
-/// rows, see [`orders_rows`]). Gold alternatives that are refused or fail are skipped; when
-/// none runs at all, the verdict is [`JudgeError::GoldFailed`] whatever the prediction did.
-pub fn judge(host: &mut dyn EvalHost, gold: &str, predicted: &str) -> Judgement {
+/// run in order until one matches (each compared order-sensitively exactly when the question
+/// asks for an order and the alternative orders its rows, see [`orders_rows`]). Gold
+/// alternatives that are refused or fail are skipped; when none runs at all, the verdict is
+/// [`JudgeError::GoldFailed`] whatever the prediction did.
+pub fn judge(host: &mut dyn EvalHost, gold: &str, predicted: &str, asks_order: bool) -> Judgement {
     let alternatives = match gold_alternatives(gold) {
         Ok(alternatives) => alternatives,
         Err(e) => return failed(JudgeError::GoldFailed(e.to_string())),
@@ -109,7 +124,7 @@ pub fn judge(host: &mut dyn EvalHost, gold: &str, predicted: &str) -> Judgement 
                 continue;
             }
         };
-        let order = if orders_rows(alternative) { RowOrder::Ordered } else { RowOrder::Unordered };
+        let order = if asks_order && orders_rows(alternative) { RowOrder::Ordered } else { RowOrder::Unordered };
         match compare_results(&gold_rows, &prediction, order) {
             Ok(_) => return Judgement { ex: true, matched_alternative: Some(i), error: None },
             Err(mismatch) => {
