@@ -245,6 +245,7 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, model: &str, mut corpus: 
     let (mut prompt_tokens, mut cached_tokens, mut ended_missing) = (0u64, 0u64, 0usize);
     let mut seconds: Vec<f64> = Vec::new();
     let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
+    let each = env("PG_ASK_REAL_EACH", "0") == "1";
     let mut states: BTreeMap<String, usize> = BTreeMap::new();
     for r in &rows {
         let (question, outcome, ex): (String, String, bool) = (r.get(0), r.get(1), r.get(2));
@@ -278,7 +279,7 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, model: &str, mut corpus: 
             ("prediction_error", Some(e)) => format!("prediction_error: {}", error_kind(&e)),
             (o, _) => o.to_string(),
         };
-        if std::env::var("PG_ASK_REAL_EACH").is_ok_and(|v| v == "1") {
+        if each {
             println!("  question {:>3}  {kind}  {}", r.get::<_, i32>(7), question.lines().next().unwrap_or_default());
         }
         *outcomes.entry(kind).or_default() += 1;

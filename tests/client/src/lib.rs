@@ -78,9 +78,6 @@ pub fn sample_database(db: &str) -> Client {
     admin.batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)")).expect("drop the database");
     admin.batch_execute(&format!("CREATE DATABASE {db}")).expect("create the database");
     let mut c = connect_to("postgres", db);
-    // The sample creates the cluster's role ask_reader: one load at a time in this process.
-    static LOAD: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one = LOAD.lock().unwrap_or_else(|e| e.into_inner());
     let sample = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sample/sample.sql"))
         .expect("read sample/sample.sql");
     c.batch_execute(&sample).expect("load sample/sample.sql");
