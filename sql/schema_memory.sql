@@ -11,7 +11,8 @@ CREATE TABLE schema_memory_tables (
     embedding    vector,
     embedding_provider text NOT NULL,
     embedding_model text,
-    indexed_at   timestamptz NOT NULL DEFAULT now()
+    indexed_at   timestamptz NOT NULL DEFAULT now(),
+    field_lengths int4[]
 );
 COMMENT ON TABLE schema_memory_tables IS 'Descriptions of tables and their embeddings (ask.index_schema).';
 
@@ -30,6 +31,8 @@ COMMENT ON COLUMN schema_memory_tables.embedding IS
     'The description''s embedding, any dimension (NULL: stored with embeddings off). A backend reads the embeddings of the caller''s candidates once, by key, and compares each question with them itself, so no vector index.';
 COMMENT ON COLUMN schema_memory_tables.embedding_provider IS 'ask.embedding_provider when the description was embedded (off: no embedding).';
 COMMENT ON COLUMN schema_memory_tables.embedding_model IS 'The embedding model: the local model directory''s name, or ask.embedding_model (NULL when off).';
+COMMENT ON COLUMN schema_memory_tables.field_lengths IS
+    'The length in words of each field of the table''s words (schema, table, column, comment, value names; values are not stored): its part of the lexical index in ask.schema_memory_terms. NULL: stored before the lexical index existed.';
 COMMENT ON COLUMN schema_memory_schemas.embedding_provider IS 'ask.embedding_provider when the description was embedded (off: no embedding).';
 COMMENT ON COLUMN schema_memory_schemas.embedding_model IS 'The embedding model: the local model directory''s name, or ask.embedding_model (NULL when off).';
 

@@ -30,6 +30,7 @@ pgrx::extension_sql_file!("../sql/cache.sql", name = "llm_cache", requires = ["l
 pgrx::extension_sql_file!("../sql/values.sql", name = "value_memory_tables", requires = ["ledger"]);
 pgrx::extension_sql_file!("../sql/shadow.sql", name = "shadow_tables", requires = ["ledger"]);
 pgrx::extension_sql_file!("../sql/schema_memory.sql", name = "schema_memory_tables", requires = ["value_memory_tables"]);
+pgrx::extension_sql_file!("../sql/schema_memory_index.sql", name = "schema_memory_index", requires = ["schema_memory_tables"]);
 pgrx::extension_sql_file!("../sql/verified.sql", name = "verified_tables", requires = ["llm_cache"]);
 pgrx::extension_sql_file!("../sql/conversations.sql", name = "conversation_tables", requires = ["verified_tables"]);
 pgrx::extension_sql_file!("../sql/tables.sql", name = "tables_function", requires = ["ledger"]);

@@ -72,6 +72,9 @@ pub(crate) struct Backend {
     // ---- memory version (and role, settings, catalog) ----
     /// What the schema selection memory holds for the caller's catalog.
     pub(crate) fresh: RefCell<Option<FreshMemo>>,
+    /// The memory's lexical index statistics and name words (`crate::selection::indexed`),
+    /// kept while the memory's version stays the one they were read at.
+    pub(crate) stored_index: RefCell<Option<Rc<crate::selection::indexed::StoredIndex>>>,
 
     // ---- settings ----
     /// The local embedding model, with the directory it was loaded from (about 90 MB of

@@ -44,6 +44,13 @@ const ONLY_THESE: &str = "AND c.oid OPERATOR(pg_catalog.=) ANY (SELECT pg_catalo
 /// [`DESCRIBE_TABLES`] for the relations given as `$1`.
 static ONLY_THESE_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| DESCRIBE_TABLES.replace("-- @only-these", ONLY_THESE));
 
+/// The filter of a read of exactly the relations given as `$1` (no others).
+const EXACTLY_THESE: &str = "AND c.oid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[])";
+
+/// [`DESCRIBE_TABLES`] for exactly the relations given as `$1`.
+static EXACTLY_THESE_SQL: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| DESCRIBE_TABLES.replace("-- @only-these", EXACTLY_THESE));
+
 /// The filter that leaves out a Citus node's shards: Citus hides them from catalog queries
 /// only while `citus.show_shards_for_app_name_prefixes` (any session's to set) says so.
 const NOT_SHARDS: &str = "AND NOT pg_catalog.relation_is_a_known_shard(c.oid::pg_catalog.regclass)";
@@ -53,6 +60,8 @@ static DESCRIBE_TABLES_CITUS: std::sync::LazyLock<String> =
     std::sync::LazyLock::new(|| DESCRIBE_TABLES.replace("-- @not-shards", NOT_SHARDS));
 static ONLY_THESE_SQL_CITUS: std::sync::LazyLock<String> =
     std::sync::LazyLock::new(|| ONLY_THESE_SQL.replace("-- @not-shards", NOT_SHARDS));
+static EXACTLY_THESE_SQL_CITUS: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| EXACTLY_THESE_SQL.replace("-- @not-shards", NOT_SHARDS));
 
 /// One relation of [`DESCRIBE_TABLES`]'s result: (oid, schema, name, table), the schema and
 /// name unquoted (the order shown).
@@ -118,6 +127,27 @@ fn describe(oids: Option<Vec<pg_sys::Oid>>) -> Result<Vec<(pg_sys::Oid, String, 
         ),
     };
     read.map_err(|e| e.to_string())?.into_iter().collect()
+}
+
+/// The description of those of the relations `oids` the current role may SELECT (with only
+/// the columns it may SELECT), with their oids, in the order shown; nothing is cached. What a
+/// selection from the stored index reads of the catalog: its candidates, and no more.
+pub fn describe_exactly(oids: Vec<pg_sys::Oid>) -> Result<Vec<(pg_sys::Oid, Table)>, HostError> {
+    if oids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql: &str = if crate::pg::citus::installed() { &EXACTLY_THESE_SQL_CITUS } else { &EXACTLY_THESE_SQL };
+    let read = crate::pg::spi::select_kept(
+        "describe exactly these tables",
+        sql,
+        &[pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::OIDARRAYOID)],
+        &[oids.into()],
+        described,
+    )
+    .map_err(|e| HostError::internal(format!("could not read the description of the candidate tables: {e}")))?;
+    read.into_iter()
+        .map(|r| r.map(|(oid, _, _, t)| (oid, t)).map_err(|e| HostError::internal(format!("could not read the description of the candidate tables: {e}"))))
+        .collect()
 }
 
 /// Tables (and views) the current role may SELECT, with only the columns it may SELECT.

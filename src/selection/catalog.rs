@@ -16,20 +16,17 @@ use crate::schema;
 /// The most frequent values the value memory holds for readable columns: qualified table name
 /// → column → values. Tables with row-level security appear only where their owner opted in
 /// (`allow_rls`), as in the value memory itself.
-fn frequent_values() -> HashMap<String, Vec<ColumnValues>> {
+/// With `only`, the values of those relations alone.
+pub(super) fn frequent_values(only: Option<&[pg_sys::Oid]>) -> HashMap<String, Vec<ColumnValues>> {
+    let sql: &str = if only.is_some() { &FREQUENT_VALUES_OF } else { FREQUENT_VALUES };
+    let args: Vec<pgrx::datum::DatumWithOid> = only.map(|o| vec![o.to_vec().into()]).unwrap_or_default();
+    let types: &[pg_sys::PgOid] = if only.is_some() { &[pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::OIDARRAYOID)] } else { &[] };
     let rows: Vec<(String, String, Vec<String>)> = as_memory_owner(|| {
         crate::pg::spi::select_kept(
             "frequent values",
-            "SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname), quote_ident(a.attname),
-                            ARRAY(SELECT m.value FROM ask.value_memory m WHERE m.column_id = vc.id
-                                  ORDER BY m.frequency DESC, m.value LIMIT 3)
-                     FROM ask.value_columns vc
-                     JOIN pg_catalog.pg_class c ON c.oid = vc.relid
-                     JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-                     JOIN pg_catalog.pg_attribute a ON a.attrelid = vc.relid AND a.attnum = vc.attnum AND NOT a.attisdropped
-                     WHERE NOT c.relrowsecurity OR vc.allow_rls",
-            &[],
-            &[],
+            sql,
+            types,
+            &args,
             |r| {
                 let (Some(table), Some(column), Some(values)) = (r.get::<String>(1)?, r.get::<String>(2)?, r.get::<Vec<String>>(3)?) else {
                     return Ok(None);
@@ -48,8 +45,21 @@ fn frequent_values() -> HashMap<String, Vec<ColumnValues>> {
     out
 }
 
+/// What [`frequent_values`] reads; `-- @only` becomes a filter to some relations.
+const FREQUENT_VALUES: &str = "SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname), quote_ident(a.attname),
+                            ARRAY(SELECT m.value FROM ask.value_memory m WHERE m.column_id = vc.id
+                                  ORDER BY m.frequency DESC, m.value LIMIT 3)
+                     FROM ask.value_columns vc
+                     JOIN pg_catalog.pg_class c ON c.oid = vc.relid
+                     JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                     JOIN pg_catalog.pg_attribute a ON a.attrelid = vc.relid AND a.attnum = vc.attnum AND NOT a.attisdropped
+                     WHERE (NOT c.relrowsecurity OR vc.allow_rls) -- @only";
+
+static FREQUENT_VALUES_OF: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| FREQUENT_VALUES.replace("-- @only", "AND vc.relid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[])"));
+
 /// Comments of the schemas, by quoted name.
-fn schema_profiles() -> Vec<SchemaProfile> {
+pub(super) fn schema_profiles() -> Vec<SchemaProfile> {
     crate::pg::spi::select_kept(
         "schema comments",
         "SELECT quote_ident(n.nspname), d.description FROM pg_catalog.pg_namespace n
@@ -88,7 +98,7 @@ pub(super) fn selection_catalog_of(tables: Rc<Vec<pg_ask_core::schema::Table>>) 
     }) {
         return c;
     }
-    let mut values = frequent_values();
+    let mut values = frequent_values(None);
     // Only columns the caller may read are in the table.
     let mut values_of = |name: &str, t: &pg_ask_core::schema::Table| -> Vec<ColumnValues> {
         let v = values.remove(name).unwrap_or_default();

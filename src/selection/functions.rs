@@ -49,8 +49,8 @@ pub(crate) fn index_schema(schemas: Option<Vec<String>>) -> i64 {
         memory_version(true);
     }
     forget_dropped();
-    store(Kind::Tables, &tables, embedder.as_ref());
-    store(Kind::Schemas, &schemas, embedder.as_ref());
+    store(Kind::Tables, &tables, embedder.as_ref(), Some(&|n: &str| catalog.stored_terms(n)));
+    store(Kind::Schemas, &schemas, embedder.as_ref(), None);
     tables.len() as i64
 }
 

@@ -37,7 +37,7 @@ use crate::pg::identity::as_memory_owner;
 use crate::pg::spi::{ext_schema, vector_text};
 use pg_ask_core::ask::{SchemaCandidate, Selection};
 use pg_ask_core::selection::fuse::{unit, unit_dot};
-use pg_ask_core::selection::{Catalog, Cosines, Fusion, PickReason, SelectOptions};
+use pg_ask_core::selection::{Catalog, Cosines, DocTerms, Fusion, PickReason, SelectOptions};
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
@@ -47,12 +47,15 @@ use std::rc::Rc;
 
 mod catalog;
 pub(crate) mod functions;
+pub(crate) mod indexed;
 mod state;
 
 use crate::pg::spi::OrRaise;
 pub use catalog::selection_catalog;
 use pg_ask_core::ask::Question;
 use state::{forget_dropped, memory_state, memory_version, MemoryState};
+#[cfg(any(test, feature = "pg_test"))]
+mod indexed_tests;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
 
@@ -250,12 +253,13 @@ fn stored_cosines(
 }
 
 /// Store descriptions (and embeddings by `embedder`, the current provider and model, when
-/// on) of `items`; returns the embeddings made and the keys of the rows written, by name. Not
-/// in a read-only transaction.
+/// on) of `items`, and for tables the words `terms` gives in the lexical index; returns the
+/// embeddings made and the keys of the rows written, by name. Not in a read-only transaction.
 fn store(
     kind: Kind,
     items: &[(String, String)],
     embedder: Option<&(String, String)>,
+    terms: Option<&dyn Fn(&str) -> Option<DocTerms>>,
 ) -> (Vec<Option<Vec<f32>>>, HashMap<String, pg_sys::Oid>) {
     if items.is_empty() {
         return (Vec::new(), HashMap::new());
@@ -300,7 +304,11 @@ fn store(
         )
     })
     .or_raise("could not store the schema selection memory");
-    (vectors, keys.into_iter().collect())
+    let keys: HashMap<String, pg_sys::Oid> = keys.into_iter().collect();
+    if let Some(terms) = terms.filter(|_| crate::pg::version::sql_at_least("0.2.0")) {
+        indexed::store_terms(&keys, terms);
+    }
+    (vectors, keys)
 }
 
 /// The catalog and the question's cosines with every readable table and schema whose
@@ -430,7 +438,12 @@ fn rank_with<'q>(asked: &'q Question, state: MemoryState, embedder: Option<(Stri
         }
         let stale = std::mem::take(&mut fresh.stale);
         refreshed += stale.len();
-        let (vectors, keys) = store(kind, &stale, embedder.as_ref());
+        let terms_of = |n: &str| catalog.stored_terms(n);
+        let terms: Option<&dyn Fn(&str) -> Option<DocTerms>> = match kind {
+            Kind::Tables => Some(&terms_of),
+            Kind::Schemas => None,
+        };
+        let (vectors, keys) = store(kind, &stale, embedder.as_ref(), terms);
         fresh.stale = stale.iter().filter(|(n, _)| !keys.contains_key(n)).cloned().collect();
         fresh.stored(&keys, stale.iter().zip(&vectors).filter_map(|((n, _), v)| Some((n.as_str(), v.as_deref()?))).collect());
         if vectors.iter().any(Option::is_some) {
@@ -511,16 +524,45 @@ fn rank_with<'q>(asked: &'q Question, state: MemoryState, embedder: Option<(Stri
 /// schema in schema order; schemas without a picked table, and schemas and tables with no
 /// evidence at all (no cosine, no matching word), are left out.
 pub fn selection_for(asked: &Question, max_tables: usize) -> Result<Option<Selection>, String> {
-    let question = asked.text();
     let embedder = crate::llm::embeddings::current_embedder();
     let state = memory_state(embedder.as_ref());
     if !state.exists {
         return Ok(None);
     }
+    if crate::pg::gucs::selection_index() && crate::pg::version::sql_at_least("0.2.0") {
+        if let Some(found) = indexed::find(asked, max_tables, &state, embedder.as_ref()) {
+            return pick(asked.text(), &found.catalog, &found.tables, &found.schemas, max_tables, found.detail);
+        }
+    }
     let r = rank_with(asked, state, embedder);
+    let detail = json!({
+        "index": false,
+        "catalog_ms": r.catalog_ms,
+        "describe_ms": r.describe_ms,
+        "memory_ms": r.memory_ms,
+        "embedding": r.embed_ms.is_some(),
+        "embedding_ms": r.embed_ms,
+        "refreshed": r.refreshed,
+        "not_refreshed": r.not_refreshed,
+        "other_embedder": r.other_embedder,
+        "readable_tables": r.catalog.tables().len(),
+    });
+    pick(asked.text(), &r.catalog, &r.tables, &r.schemas, max_tables, detail)
+}
+
+/// The selection of [`selection_for`] from a catalog and the question's cosines; `detail`
+/// (an object) says how they were found and gets the picks.
+fn pick(
+    question: &str,
+    catalog: &Catalog,
+    table_cosines: &Cosines,
+    schema_cosines: &Cosines,
+    max_tables: usize,
+    mut detail: serde_json::Value,
+) -> Result<Option<Selection>, String> {
     let fusion = Fusion::default();
     let started = std::time::Instant::now();
-    let mut schemas = r.catalog.select_schemas(question, &r.schemas, PLAN_SCHEMAS, fusion).map_err(|e| e.to_string())?;
+    let mut schemas = catalog.select_schemas(question, schema_cosines, PLAN_SCHEMAS, fusion).map_err(|e| e.to_string())?;
     // Schemas (and below, tables) without any evidence — no cosine and no matching word — are
     // no candidates, unless nothing has evidence.
     if schemas.iter().any(|s| s.score > 0.0) {
@@ -531,37 +573,27 @@ pub fn selection_for(asked: &Question, max_tables: usize) -> Result<Option<Selec
     }
     let options =
         SelectOptions { k: max_tables, schemas: Some(schemas.iter().map(|s| s.schema.clone()).collect()), fusion, ..Default::default() };
-    let mut picks = r.catalog.select_tables(question, &r.tables, &options).map_err(|e| e.to_string())?;
+    let mut picks = catalog.select_tables(question, table_cosines, &options).map_err(|e| e.to_string())?;
     if picks.iter().any(|p| p.score > 0.0) {
         picks.retain(|p| p.score > 0.0 || p.reason != PickReason::Retrieved);
     }
     let mut candidates = Vec::new();
     for s in &schemas {
-        let mine: Vec<_> = picks.iter().filter(|p| r.catalog.table(&p.table).is_some_and(|t| t.schema == s.schema)).cloned().collect();
+        let mine: Vec<_> = picks.iter().filter(|p| catalog.table(&p.table).is_some_and(|t| t.schema == s.schema)).cloned().collect();
         if !mine.is_empty() {
-            candidates
-                .push(SchemaCandidate { schema: s.schema.clone(), tables: crate::values::listed::render(&r.catalog.picked_tables(&mine)) });
+            candidates.push(SchemaCandidate { schema: s.schema.clone(), tables: crate::values::listed::render(&catalog.picked_tables(&mine)) });
         }
     }
     let ranking_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let detail = json!({
-        "memory": true,
-        "catalog_ms": r.catalog_ms,
-        "describe_ms": r.describe_ms,
-        "memory_ms": r.memory_ms,
-        "ranking_ms": ranking_ms,
-        "embedding": r.embed_ms.is_some(),
-        "embedding_ms": r.embed_ms,
-        "refreshed": r.refreshed,
-        "not_refreshed": r.not_refreshed,
-        "other_embedder": r.other_embedder,
-        "readable_tables": r.catalog.tables().len(),
-        "described_tables": picks.len(),
-        "described_chars": candidates.iter().map(|c| c.tables.len()).sum::<usize>(),
-        "full_chars": r.catalog.full_chars(),
-        "fusion": fusion,
-        "schemas": schemas,
-        "tables": picks,
-    });
+    if let Some(d) = detail.as_object_mut() {
+        d.insert("memory".into(), json!(true));
+        d.insert("ranking_ms".into(), json!(ranking_ms));
+        d.insert("described_tables".into(), json!(picks.len()));
+        d.insert("described_chars".into(), json!(candidates.iter().map(|c| c.tables.len()).sum::<usize>()));
+        d.insert("full_chars".into(), json!(catalog.full_chars()));
+        d.insert("fusion".into(), json!(fusion));
+        d.insert("schemas".into(), json!(schemas));
+        d.insert("tables".into(), json!(picks));
+    }
     Ok(Some(Selection { candidates, detail }))
 }

@@ -42,6 +42,16 @@ pub(super) fn forget_dropped() -> usize {
         for (what, sql) in DROPPED {
             forgotten += crate::pg::spi::write_kept(what, sql, &[], &[], |_| Ok(Some(())))?.len();
         }
+        if crate::pg::version::sql_at_least("0.2.0") {
+            crate::pg::spi::write_kept(
+                "forget dropped changed relations",
+                "DELETE FROM ask.schema_memory_dirty d
+                  WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) d.relid) RETURNING relid",
+                &[],
+                &[],
+                |_| Ok(Some(())),
+            )?;
+        }
         Ok::<_, pgrx::spi::SpiError>(forgotten)
     })
     .or_raise("could not clean the schema selection memory")

@@ -117,6 +117,7 @@ static CACHE: GucSetting<bool> = GucSetting::<bool>::new(false);
 static VERIFIED: GucSetting<GucVerified> = GucSetting::<GucVerified>::new(GucVerified::On);
 static CLARIFY: GucSetting<bool> = GucSetting::<bool>::new(false);
 static EXPLAIN_PROMPTS: GucSetting<bool> = GucSetting::<bool>::new(false);
+static SELECTION_INDEX: GucSetting<bool> = GucSetting::<bool>::new(true);
 static VERIFIED_MIN_COSINE: GucSetting<f64> = GucSetting::<f64>::new(pg_ask_core::verified::PARAPHRASE_MIN_COSINE);
 /// Seconds a cached reply is reused.
 static CACHE_TTL: GucSetting<i32> = GucSetting::<i32>::new(86_400);
@@ -413,6 +414,14 @@ pub fn init() {
         &MAX_LISTED_VALUES,
         0,
         1_000,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_bool_guc(
+        c"ask.selection_index",
+        c"Select ask()'s tables from the schema selection memory's stored lexical index.",
+        c"On: a question reads the index rows that share a word with it and describes only the best candidates (with the caller's privileges), so a new connection answers without reading its whole catalog. Off: every readable table is described and ranked, as ask.select_tables() does.",
+        &SELECTION_INDEX,
         GucContext::Userset,
         GucFlags::default(),
     );

@@ -115,6 +115,10 @@ pub fn max_tokens() -> u32 {
 }
 
 /// `ask.max_response_size` in bytes.
+pub fn selection_index() -> bool {
+    SELECTION_INDEX.get()
+}
+
 pub fn explain_prompts() -> bool {
     EXPLAIN_PROMPTS.get()
 }

@@ -257,6 +257,54 @@ impl Serialize for Label {
     }
 }
 
+/// The terms of `identifiers` (sorted) that partially match `term`: abbreviations of it
+/// (proper prefixes of at least [`MIN_ABBREVIATION`] letters) and compounds that start or end
+/// with it (when it has at least [`MIN_CONTAINED`] letters).
+pub fn partial_matches<'a, V>(term: &str, identifiers: &'a BTreeMap<String, V>) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    if !term.chars().all(char::is_alphabetic) {
+        return out;
+    }
+    let chars: Vec<(usize, char)> = term.char_indices().collect();
+    for (n, _) in chars.iter().enumerate().skip(MIN_ABBREVIATION) {
+        let prefix = &term[..chars[n].0];
+        if let Some((v, _)) = identifiers.get_key_value(prefix) {
+            out.push(v.as_str());
+        }
+    }
+    if chars.len() >= MIN_CONTAINED {
+        for v in identifiers.keys() {
+            if v.len() > term.len() && (v.starts_with(term) || v.ends_with(term)) {
+                out.push(v.as_str());
+            }
+        }
+    }
+    out
+}
+
+/// The terms a question may match in a collection whose name terms are `identifiers`: its
+/// tokens, each pair of adjacent words written together (`check ins` → `checkin`), and the
+/// identifier terms that partially match a token. What to look up before reading any
+/// document of a stored index.
+pub fn probe_terms<V>(question: &str, identifiers: &BTreeMap<String, V>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let add = |t: String, out: &mut Vec<String>| {
+        if !out.contains(&t) {
+            out.push(t);
+        }
+    };
+    for t in tokenize(question) {
+        for v in partial_matches(&t, identifiers) {
+            add(v.to_string(), &mut out);
+        }
+        add(t, &mut out);
+    }
+    for pair in words(question).windows(2) {
+        add(stem(&format!("{}{}", pair[0], pair[1])), &mut out);
+    }
+    out
+}
+
 /// Occurrences of one term in one document, per field.
 #[derive(Debug, Clone, Copy)]
 struct Posting {
@@ -275,6 +323,23 @@ pub struct LexicalIndex {
     lengths: Vec<[u32; FIELDS]>,
     avg_len: [f64; FIELDS],
     weights: FieldWeights,
+    /// Statistics of a larger collection these documents were taken from, when scores must
+    /// be those of that collection ([`LexicalIndex::with_global`]).
+    global: Option<GlobalStats>,
+}
+
+/// The statistics of a whole collection of documents, of which an index holds some: how many
+/// there are, in how many each term occurs, and the mean length of each field. With them, a
+/// document scores in an index of a few candidates as it scores in the whole collection.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GlobalStats {
+    /// The number of documents of the collection.
+    pub documents: usize,
+    /// Per term, the number of documents that hold it; a term not listed is counted in the
+    /// index's own documents.
+    pub df: HashMap<String, u32>,
+    /// Per field, the mean length over the collection; `None`: the index's own mean.
+    pub avg_len: [Option<f64>; FIELDS],
 }
 
 /// One document's terms with their occurrences per field, and its length per field: what
@@ -284,6 +349,10 @@ pub struct DocTerms {
     terms: Vec<(String, [u32; FIELDS])>,
     len: [u32; FIELDS],
 }
+
+/// The number of fields of a document (schema, table, column, comment, value: [`Field`]'s
+/// order), the length of the arrays [`DocTerms`] keeps per term and per document.
+pub const FIELDS_STORED: usize = FIELDS;
 
 /// A memo of [`tokenize`] by text, for the many names and comments a catalog repeats.
 #[derive(Default)]
@@ -323,6 +392,40 @@ impl DocTerms {
             }
         }
         out
+    }
+
+    /// A document's terms as stored: each term with its occurrences per field, and the
+    /// document's length per field (both in [`Field`]'s order).
+    pub fn from_stored(terms: Vec<(String, [u32; FIELDS])>, len: [u32; FIELDS]) -> DocTerms {
+        DocTerms { terms, len }
+    }
+
+    /// Each term with its occurrences per field ([`Field`]'s order).
+    pub fn terms(&self) -> &[(String, [u32; FIELDS])] {
+        &self.terms
+    }
+
+    /// The document's length per field ([`Field`]'s order).
+    pub fn lengths(&self) -> [u32; FIELDS] {
+        self.len
+    }
+
+    /// These terms without the `dropped` field (a table's words but its values).
+    pub fn without(&self, dropped: Field) -> DocTerms {
+        let d = dropped.index();
+        let mut len = self.len;
+        len[d] = 0;
+        let terms = self
+            .terms
+            .iter()
+            .filter(|(_, tf)| tf.iter().enumerate().any(|(f, &n)| f != d && n > 0))
+            .map(|(t, tf)| {
+                let mut tf = *tf;
+                tf[d] = 0;
+                (t.clone(), tf)
+            })
+            .collect();
+        DocTerms { terms, len }
     }
 
     /// The terms of a document made of `own` and `members` without their `dropped` field (a
@@ -367,7 +470,7 @@ impl LexicalIndex {
     /// Index documents already split into terms; scores come back in the same order.
     pub fn from_terms(docs: &[&DocTerms], weights: FieldWeights) -> LexicalIndex {
         let mut index =
-            LexicalIndex { postings: HashMap::new(), identifiers: BTreeMap::new(), lengths: Vec::new(), avg_len: [0.0; FIELDS], weights };
+            LexicalIndex { postings: HashMap::new(), identifiers: BTreeMap::new(), lengths: Vec::new(), avg_len: [0.0; FIELDS], weights, global: None };
         for (i, doc) in docs.iter().enumerate() {
             index.add(i, doc);
         }
@@ -447,12 +550,33 @@ impl LexicalIndex {
     /// The documents' lengths and their mean per field.
     fn measure(&mut self, docs: &[&DocTerms]) {
         self.lengths = docs.iter().map(|d| d.len).collect();
+        self.means();
+    }
+
+    /// The mean length per field: the collection's where [`GlobalStats`] give it, else the
+    /// index's own.
+    fn means(&mut self) {
         self.avg_len = [0.0; FIELDS];
-        if !docs.is_empty() {
+        if !self.lengths.is_empty() {
             for (f, avg) in self.avg_len.iter_mut().enumerate() {
-                *avg = self.lengths.iter().map(|l| f64::from(l[f])).sum::<f64>() / docs.len() as f64;
+                *avg = self.lengths.iter().map(|l| f64::from(l[f])).sum::<f64>() / self.lengths.len() as f64;
             }
         }
+        if let Some(g) = &self.global {
+            for (avg, global) in self.avg_len.iter_mut().zip(g.avg_len) {
+                if let Some(v) = global {
+                    *avg = v;
+                }
+            }
+        }
+    }
+
+    /// This index, scoring as in the collection `stats` describes: its document count, its
+    /// terms' document frequencies and its fields' mean lengths replace the index's own.
+    pub fn with_global(mut self, stats: GlobalStats) -> LexicalIndex {
+        self.global = Some(stats);
+        self.means();
+        self
     }
 
     /// How many documents are indexed.
@@ -465,8 +589,11 @@ impl LexicalIndex {
     }
 
     fn idf(&self, term: &str) -> f64 {
-        let n = self.len() as f64;
-        let df = self.postings.get(term).map_or(0, Vec::len) as f64;
+        let own = self.postings.get(term).map_or(0, Vec::len);
+        let (n, df) = match &self.global {
+            Some(g) => (g.documents.max(self.len()) as f64, g.df.get(term).map_or(own, |&d| (d as usize).max(own)) as f64),
+            None => (self.len() as f64, own as f64),
+        };
         (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
     }
 
@@ -511,25 +638,7 @@ impl LexicalIndex {
     /// Identifier terms that partially match `term`: abbreviations of it (proper prefixes) and
     /// compounds that start or end with it.
     fn partial_terms(&self, term: &str) -> Vec<&str> {
-        let mut out: Vec<&str> = Vec::new();
-        if !term.chars().all(char::is_alphabetic) {
-            return out;
-        }
-        let chars: Vec<(usize, char)> = term.char_indices().collect();
-        for (n, _) in chars.iter().enumerate().skip(MIN_ABBREVIATION) {
-            let prefix = &term[..chars[n].0];
-            if let Some((v, _)) = self.identifiers.get_key_value(prefix) {
-                out.push(v.as_str());
-            }
-        }
-        if chars.len() >= MIN_CONTAINED {
-            for v in self.identifiers.keys() {
-                if v.len() > term.len() && (v.starts_with(term) || v.ends_with(term)) {
-                    out.push(v.as_str());
-                }
-            }
-        }
-        out
+        partial_matches(term, &self.identifiers)
     }
 
     /// The score of every document against `question`, in document order.

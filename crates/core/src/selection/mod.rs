@@ -11,6 +11,7 @@
 //! |---|---|
 //! | text descriptions of tables and schemas, for embedding and for lexical scoring | [`describe`] |
 //! | BM25F lexical scoring of a question against descriptions | [`lexical`] |
+//! | candidates from a lexical index stored in the database, read only in part | [`retrieve`] |
 //! | fusion of embedding cosines and lexical scores; `select_tables` / `select_schemas` | [`fuse`] |
 //! | the refinement / retrieval-plan prompt and its parsing | [`plan`] |
 //! | the context-switch prompt and the multi-step answer prompt | [`context`] |
@@ -35,6 +36,7 @@ pub mod describe;
 pub mod fuse;
 pub mod lexical;
 pub mod plan;
+pub mod retrieve;
 #[cfg(feature = "recall")]
 pub mod recall;
 
@@ -44,7 +46,7 @@ pub use describe::{ColumnValues, SchemaProfile, TableProfile};
 pub const PLAN_SCHEMAS: usize = 3;
 
 pub use fuse::{Catalog, Cosines, Fusion, PickReason, Renewal, SchemaPick, ScoreParts, SelectError, SelectOptions, TablePick};
-pub use lexical::{Field, Label, LexicalIndex, LexicalScore};
+pub use lexical::{DocTerms, Field, GlobalStats, Label, LexicalIndex, LexicalScore};
 pub use plan::{Plan, PlanCandidate, PlanError, PlanStep};
 
 pub(crate) use crate::prompt::data;

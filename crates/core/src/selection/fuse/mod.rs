@@ -31,7 +31,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::describe::{describe_schema, describe_table, schema_document, table_document, ColumnValues, SchemaProfile, TableProfile};
-use super::lexical::{DocTerms, Field, LexicalIndex, LexicalScore, Tokens, SCHEMA_WEIGHTS, TABLE_WEIGHTS};
+use super::lexical::{DocTerms, Field, GlobalStats, LexicalIndex, LexicalScore, Tokens, SCHEMA_WEIGHTS, TABLE_WEIGHTS};
 use crate::schema::Table;
 use rank::fuse;
 
@@ -301,6 +301,20 @@ impl Catalog {
             schema_terms,
             by_name,
         }
+    }
+
+    /// This catalog, its tables scored as in the larger collection `stats` describes (a
+    /// catalog of the candidates a stored index gave, see [`super::retrieve`]).
+    pub fn with_table_stats(mut self, stats: GlobalStats) -> Catalog {
+        let index = std::mem::replace(&mut self.table_index, LexicalIndex::from_terms(&[], TABLE_WEIGHTS));
+        self.table_index = index.with_global(stats);
+        self
+    }
+
+    /// A table's terms without its values, as a stored index keeps them (names and comments,
+    /// which PostgreSQL's catalogs show every role).
+    pub fn stored_terms(&self, qualified: &str) -> Option<DocTerms> {
+        self.by_name.get(qualified).map(|&i| self.table_terms[i].without(Field::Value))
     }
 
     /// This catalog's number, unique in the process.

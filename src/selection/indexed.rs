@@ -1,0 +1,520 @@
+//! `ask()`'s selection from the memory's stored lexical index (`ask.selection_index`, on by
+//! default): a question reads the index rows that share a word with it and describes only the
+//! best candidates, with the caller's privileges, instead of the caller's whole catalog
+//! ([`pg_ask_core::selection::retrieve`] says what is read and why).
+//!
+//! * **Privileges.** Candidates come from the index, which holds the names and comments of
+//!   the indexed tables (what pg_catalog shows every role); each is then described live
+//!   ([`crate::schema::describe_exactly`]), which keeps only the tables and columns the caller
+//!   may SELECT. Values come from the value memory of those columns only, as in the whole
+//!   catalog's selection.
+//! * **Freshness.** Every candidate is described live, and its stored embedding is compared
+//!   with the question only while its stored description is the live one. Relations DDL
+//!   touched in an indexed schema since they were described (`ask.schema_memory_dirty`, kept
+//!   by an event trigger) are candidates of every question; in a read-write transaction they
+//!   and the stale candidates are described in the memory again.
+//! * **Statistics.** The candidates are scored with the whole index's document count,
+//!   document frequencies and mean field lengths, so a table scores as it would in the whole
+//!   catalog.
+//!
+//! Without a lexical index (a memory stored before it existed: `ask.index_schema()` builds
+//! one), the whole catalog is read as before.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::rc::Rc;
+
+use pg_ask_core::ask::Question;
+use pg_ask_core::schema::Table;
+use pg_ask_core::selection::lexical::FIELDS_STORED;
+use pg_ask_core::selection::retrieve::{fetch_terms, probe_terms, rank_stored};
+use pg_ask_core::selection::{unquote, Catalog, ColumnValues, Cosines, DocTerms, GlobalStats, TableProfile};
+use pgrx::datum::DatumWithOid;
+use pgrx::pg_sys;
+use pgrx::pg_sys::PgOid::BuiltIn;
+
+use pg_sys::BuiltinOid::{INT4ARRAYOID, INT4OID, INT8OID, OIDARRAYOID, TEXTARRAYOID, TEXTOID};
+
+use super::state::MemoryState;
+use super::{catalog, store, Kind};
+use crate::pg::backend;
+use crate::pg::identity::as_memory_owner;
+use crate::pg::spi::{ext_schema, vector_text, OrRaise};
+
+/// The lexical index's statistics and its name words, as read at one version of the memory.
+pub(crate) struct StoredIndex {
+    version: i64,
+    /// Tables in the index; 0 when the memory holds a table stored without its words.
+    documents: usize,
+    avg_len: [Option<f64>; FIELDS_STORED],
+    /// The words that occur in a name, with how many tables have them there.
+    names: BTreeMap<String, u32>,
+}
+
+/// At least this many of the best tables by the stored index are described per question (and
+/// three times `ask.max_tables` when that is more).
+const CANDIDATES: usize = 30;
+/// At most this many rounds of candidates are described when too few of them are readable.
+const ROUNDS: usize = 3;
+/// At most this many relations touched by DDL are taken as candidates of one question.
+const MAX_DIRTY: i64 = 500;
+/// At most this many tables whose foreign keys reference a candidate are described with it.
+const MAX_REFERRERS: i64 = 50;
+
+/// The index as of the memory's `version`, read once per version; `None` when the memory
+/// has no complete lexical index.
+fn stored_index(version: i64) -> Option<Rc<StoredIndex>> {
+    if let Some(s) = backend::with(|b| b.stored_index.borrow().clone()).filter(|s| s.version == version && version >= 0) {
+        return (s.documents > 0).then_some(s);
+    }
+    let row = as_memory_owner(|| {
+        crate::pg::spi::select_kept(
+            "the lexical index's statistics",
+            "SELECT pg_catalog.count(*) FILTER (WHERE field_lengths IS NOT NULL), pg_catalog.count(*) FILTER (WHERE field_lengths IS NULL),
+                    ARRAY[pg_catalog.avg(field_lengths[1]), pg_catalog.avg(field_lengths[2]), pg_catalog.avg(field_lengths[3]),
+                          pg_catalog.avg(field_lengths[4])]::pg_catalog.float8[],
+                    ARRAY(SELECT v.term FROM ask.schema_memory_vocabulary v WHERE v.name_df OPERATOR(pg_catalog.>) 0 ORDER BY v.term),
+                    ARRAY(SELECT v.name_df FROM ask.schema_memory_vocabulary v WHERE v.name_df OPERATOR(pg_catalog.>) 0 ORDER BY v.term)
+             FROM ask.schema_memory_tables",
+            &[],
+            &[],
+            |r| {
+                Ok(Some((
+                    r.get::<i64>(1)?.unwrap_or(0),
+                    r.get::<i64>(2)?.unwrap_or(0),
+                    r.get::<Vec<Option<f64>>>(3)?.unwrap_or_default(),
+                    r.get::<Vec<String>>(4)?.unwrap_or_default(),
+                    r.get::<Vec<i32>>(5)?.unwrap_or_default(),
+                )))
+            },
+        )
+    })
+    .or_raise("could not read the schema selection memory's lexical index")
+    .pop();
+    let (documents, missing, avg, terms, name_df) = row?;
+    let mut avg_len = [None; FIELDS_STORED];
+    for (slot, v) in avg_len.iter_mut().zip(avg) {
+        *slot = v;
+    }
+    let index = Rc::new(StoredIndex {
+        version,
+        documents: if missing > 0 { 0 } else { documents as usize },
+        avg_len,
+        names: terms.into_iter().zip(name_df.into_iter().map(|n| n.max(0) as u32)).collect(),
+    });
+    backend::with(|b| b.stored_index.replace(Some(index.clone())));
+    (index.documents > 0).then_some(index)
+}
+
+/// The document frequencies of `terms` in the index.
+fn document_frequencies(terms: &[String]) -> HashMap<String, u32> {
+    let args: [DatumWithOid; 1] = [terms.to_vec().into()];
+    as_memory_owner(|| {
+        crate::pg::spi::select_kept(
+            "the question's words in the lexical index",
+            "SELECT v.term, v.df FROM ask.schema_memory_vocabulary v WHERE v.term OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.text[])",
+            &[BuiltIn(TEXTARRAYOID)],
+            &args,
+            |r| Ok(r.get::<String>(1)?.zip(r.get::<i32>(2)?.map(|n| n.max(0) as u32))),
+        )
+    })
+    .or_raise("could not read the schema selection memory's lexical index")
+    .into_iter()
+    .collect()
+}
+
+/// The stored postings of `terms`, by table: each table's words among them and its lengths.
+fn postings(terms: &[String]) -> Vec<(pg_sys::Oid, DocTerms)> {
+    let args: [DatumWithOid; 1] = [terms.to_vec().into()];
+    let rows = as_memory_owner(|| {
+        crate::pg::spi::select_kept(
+            "the postings of the question's words",
+            "SELECT t.relid, t.term, t.tf, m.field_lengths FROM ask.schema_memory_terms t
+               JOIN ask.schema_memory_tables m ON m.relid OPERATOR(pg_catalog.=) t.relid
+              WHERE t.term OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.text[]) AND m.field_lengths IS NOT NULL",
+            &[BuiltIn(TEXTARRAYOID)],
+            &args,
+            |r| {
+                let (Some(relid), Some(term), Some(tf), Some(len)) =
+                    (r.get::<pg_sys::Oid>(1)?, r.get::<String>(2)?, r.get::<Vec<i32>>(3)?, r.get::<Vec<i32>>(4)?)
+                else {
+                    return Ok(None);
+                };
+                Ok(Some((relid, term, fields(&tf), fields(&len))))
+            },
+        )
+    })
+    .or_raise("could not read the schema selection memory's lexical index");
+    let mut by_table: BTreeMap<u32, (pg_sys::Oid, Vec<(String, [u32; FIELDS_STORED])>, [u32; FIELDS_STORED])> = BTreeMap::new();
+    for (relid, term, tf, len) in rows {
+        by_table.entry(relid.to_u32()).or_insert_with(|| (relid, Vec::new(), len)).1.push((term, tf));
+    }
+    by_table.into_values().map(|(relid, terms, len)| (relid, DocTerms::from_stored(terms, len))).collect()
+}
+
+/// A stored per-field array as the core's fixed-size one (missing fields count 0).
+fn fields(v: &[i32]) -> [u32; FIELDS_STORED] {
+    let mut out = [0; FIELDS_STORED];
+    for (slot, x) in out.iter_mut().zip(v) {
+        *slot = (*x).max(0) as u32;
+    }
+    out
+}
+
+/// Relations DDL touched in an indexed schema since the memory described them.
+fn dirty() -> Vec<pg_sys::Oid> {
+    let args: [DatumWithOid; 1] = [MAX_DIRTY.into()];
+    as_memory_owner(|| {
+        crate::pg::spi::select_kept(
+            "relations changed since they were indexed",
+            "SELECT relid FROM ask.schema_memory_dirty ORDER BY relid LIMIT $1",
+            &[BuiltIn(INT8OID)],
+            &args,
+            |r| r.get::<pg_sys::Oid>(1),
+        )
+    })
+    .or_raise("could not read the schema selection memory's changed relations")
+}
+
+/// The tables the memory embedded (current provider and model) nearest to the question.
+fn nearest(question: &[f32], embedder: &(String, String), limit: usize) -> Vec<pg_sys::Oid> {
+    let vector = ext_schema("vector");
+    let sql = format!(
+        "SELECT relid FROM ask.schema_memory_tables
+          WHERE embedding IS NOT NULL AND embedding_provider OPERATOR(pg_catalog.=) $2 AND embedding_model IS NOT DISTINCT FROM $3
+          ORDER BY embedding OPERATOR({vector}.<=>) $1::{vector}.vector LIMIT $4"
+    );
+    let args: [DatumWithOid; 4] = [vector_text(question).into(), embedder.0.clone().into(), embedder.1.clone().into(), (limit as i64).into()];
+    as_memory_owner(|| {
+        crate::pg::spi::select_kept(
+            "the nearest stored tables",
+            &sql,
+            &[BuiltIn(TEXTOID), BuiltIn(TEXTOID), BuiltIn(TEXTOID), BuiltIn(INT8OID)],
+            &args,
+            |r| r.get::<pg_sys::Oid>(1),
+        )
+    })
+    .or_raise("could not read the schema selection memory's embeddings")
+}
+
+/// What the memory holds for the candidate tables `keys`: the stored description, and the
+/// cosine of its embedding with `question` when the current embedder made it.
+fn stored_rows(keys: &[pg_sys::Oid], question: Option<&[f32]>, embedder: Option<&(String, String)>) -> HashMap<u32, (String, Option<f64>)> {
+    let vector = ext_schema("vector");
+    let sql = format!(
+        "SELECT relid, description,
+                CASE WHEN $2::text IS NULL OR embedding IS NULL OR embedding_provider OPERATOR(pg_catalog.<>) $3
+                          OR embedding_model IS DISTINCT FROM $4 THEN NULL
+                     ELSE 1 OPERATOR(pg_catalog.-) (embedding OPERATOR({vector}.<=>) $2::text::{vector}.vector) END
+         FROM ask.schema_memory_tables WHERE relid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[])"
+    );
+    let args: [DatumWithOid; 4] = [
+        keys.to_vec().into(),
+        question.map(vector_text).into(),
+        embedder.map(|e| e.0.clone()).into(),
+        embedder.map(|e| e.1.clone()).into(),
+    ];
+    as_memory_owner(|| {
+        crate::pg::spi::select_kept(
+            "the candidates' stored descriptions",
+            &sql,
+            &[BuiltIn(OIDARRAYOID), BuiltIn(TEXTOID), BuiltIn(TEXTOID), BuiltIn(TEXTOID)],
+            &args,
+            |r| {
+                let (Some(relid), Some(description)) = (r.get::<pg_sys::Oid>(1)?, r.get::<String>(2)?) else { return Ok(None) };
+                Ok(Some((relid.to_u32(), (description, r.get::<f64>(3)?))))
+            },
+        )
+    })
+    .or_raise("could not read the schema selection memory")
+    .into_iter()
+    .collect()
+}
+
+/// The question's cosines with the stored embeddings of the schemas (current embedder), by
+/// quoted name.
+fn schema_cosines(question: &[f32], embedder: &(String, String)) -> Cosines {
+    let vector = ext_schema("vector");
+    let sql = format!(
+        "SELECT pg_catalog.quote_ident(n.nspname), 1 OPERATOR(pg_catalog.-) (s.embedding OPERATOR({vector}.<=>) $1::text::{vector}.vector)
+           FROM ask.schema_memory_schemas s JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) s.nspid
+          WHERE s.embedding IS NOT NULL AND s.embedding_provider OPERATOR(pg_catalog.=) $2 AND s.embedding_model IS NOT DISTINCT FROM $3"
+    );
+    let args: [DatumWithOid; 3] = [vector_text(question).into(), embedder.0.clone().into(), embedder.1.clone().into()];
+    as_memory_owner(|| {
+        crate::pg::spi::select_kept(
+            "the schemas' stored cosines",
+            &sql,
+            &[BuiltIn(TEXTOID), BuiltIn(TEXTOID), BuiltIn(TEXTOID)],
+            &args,
+            |r| Ok(r.get::<String>(1)?.zip(r.get::<f64>(2)?)),
+        )
+    })
+    .or_raise("could not read the schema selection memory's embeddings")
+    .into_iter()
+    .collect()
+}
+
+/// The relations the candidates' joins may need: those their foreign keys reference, and
+/// (at most [`MAX_REFERRERS`]) those whose foreign keys reference them.
+fn neighbours(tables: &[(pg_sys::Oid, Table)]) -> Vec<pg_sys::Oid> {
+    let referenced: Vec<String> = tables.iter().flat_map(|(_, t)| t.foreign_keys.iter().map(|fk| fk.references.clone())).collect();
+    let keys: Vec<pg_sys::Oid> = tables.iter().map(|(o, _)| *o).collect();
+    let args: [DatumWithOid; 3] = [referenced.into(), keys.into(), MAX_REFERRERS.into()];
+    crate::pg::spi::select_kept(
+        "the candidates' join neighbours",
+        "SELECT pg_catalog.to_regclass(n)::pg_catalog.oid FROM pg_catalog.unnest($1::pg_catalog.text[]) AS n
+         UNION
+         (SELECT DISTINCT f.conrelid FROM pg_catalog.pg_constraint f
+           WHERE f.contype OPERATOR(pg_catalog.=) 'f' AND f.confrelid OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.oid[])
+           LIMIT $3)",
+        &[BuiltIn(TEXTARRAYOID), BuiltIn(OIDARRAYOID), BuiltIn(INT8OID)],
+        &args,
+        |r| r.get::<pg_sys::Oid>(1),
+    )
+    .or_raise("could not read the candidates' foreign keys")
+}
+
+/// Forget the touched relations `relids` that were described again or no longer exist.
+fn forget_dirty(described: &[pg_sys::Oid], looked_at: &[pg_sys::Oid]) {
+    let args: [DatumWithOid; 2] = [described.to_vec().into(), looked_at.to_vec().into()];
+    as_memory_owner(|| {
+        crate::pg::spi::write_kept(
+            "forget relations described again",
+            "DELETE FROM ask.schema_memory_dirty d
+              WHERE d.relid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[])
+                 OR (d.relid OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.oid[])
+                     AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) d.relid))
+             RETURNING d.relid",
+            &[BuiltIn(OIDARRAYOID), BuiltIn(OIDARRAYOID)],
+            &args,
+            |r| r.get::<pg_sys::Oid>(1),
+        )
+    })
+    .or_raise("could not update the schema selection memory's changed relations");
+}
+
+/// The frequent values of the candidates' readable columns, by qualified name.
+fn values_of(tables: &[(pg_sys::Oid, Table)]) -> HashMap<String, Vec<ColumnValues>> {
+    let keys: Vec<pg_sys::Oid> = tables.iter().map(|(o, _)| *o).collect();
+    catalog::frequent_values(Some(&keys))
+}
+
+/// What the selection from the index found, for the shared picking in `selection_for`.
+pub(super) struct Found {
+    pub(super) catalog: Rc<Catalog>,
+    pub(super) tables: Cosines,
+    pub(super) schemas: Cosines,
+    pub(super) detail: serde_json::Value,
+}
+
+/// The candidates' catalog and cosines for `asked`, from the stored index; `None` when the
+/// memory has no complete lexical index (then the whole catalog is read).
+pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, embedder: Option<&(String, String)>) -> Option<Found> {
+    let question = asked.text();
+    let started = std::time::Instant::now();
+    let index = stored_index(state.version)?;
+    let probe = probe_terms(question, &index.names);
+    let df = document_frequencies(&probe);
+    let stats = GlobalStats { documents: index.documents, df: df.clone(), avg_len: index.avg_len };
+    let fetch = fetch_terms(&df, index.documents);
+    let read = postings(&fetch);
+    let ranked = rank_stored(question, &read, &stats);
+    let lexical_ms = started.elapsed().as_secs_f64() * 1000.0;
+
+    // The question's embedding, when the memory holds embeddings of the current embedder.
+    let started = std::time::Instant::now();
+    let q: Option<&[f32]> = match embedder {
+        Some(_) if state.usable => Some(asked.embedding(crate::llm::embeddings::embed_one)),
+        _ => None,
+    };
+    let embed_ms = q.map(|_| started.elapsed().as_secs_f64() * 1000.0);
+
+    // Candidates, in order: the best by words, the nearest by embedding, the touched ones.
+    let started = std::time::Instant::now();
+    let take = CANDIDATES.max(3 * max_tables);
+    let touched = dirty();
+    let order: Vec<pg_sys::Oid> = ranked.iter().map(|(o, _)| *o).collect();
+    let mut seen: HashSet<u32> = HashSet::new();
+    let mut first: Vec<pg_sys::Oid> = Vec::new();
+    let mut push = |o: pg_sys::Oid, into: &mut Vec<pg_sys::Oid>| {
+        if seen.insert(o.to_u32()) {
+            into.push(o);
+        }
+    };
+    for &o in order.iter().take(take) {
+        push(o, &mut first);
+    }
+    if let (Some(qv), Some(e)) = (q, embedder) {
+        for o in nearest(qv, e, take) {
+            push(o, &mut first);
+        }
+    }
+    for &o in &touched {
+        push(o, &mut first);
+    }
+    let describe = |oids: Vec<pg_sys::Oid>| crate::schema::describe_exactly(oids).unwrap_or_else(|e| crate::pg::errors::from_host(&e).raise());
+    let mut live = describe(first);
+    // Too few readable: the next ones by words.
+    let mut next = take;
+    for _ in 0..ROUNDS {
+        if live.len() >= take || next >= order.len() {
+            break;
+        }
+        let end = order.len().min(next + 2 * take);
+        let more: Vec<pg_sys::Oid> = order[next..end].iter().copied().filter(|o| seen.insert(o.to_u32())).collect();
+        next = end;
+        live.extend(describe(more));
+    }
+    let mut join: Vec<pg_sys::Oid> = neighbours(&live).into_iter().filter(|o| seen.insert(o.to_u32())).collect();
+    join.sort_by_key(|o| o.to_u32());
+    live.extend(describe(join));
+    // In the catalog's order (schema, then name, unquoted), as the whole catalog has them.
+    let key = |t: &Table| (unquote(&t.schema), unquote(&t.name));
+    live.sort_by_cached_key(|(_, t)| key(t));
+    let describe_ms = started.elapsed().as_secs_f64() * 1000.0;
+
+    let started = std::time::Instant::now();
+    let mut values = values_of(&live);
+    let profiles: Vec<TableProfile> = live
+        .iter()
+        .map(|(_, t)| {
+            let v = values.remove(&t.qualified()).unwrap_or_default().into_iter().filter(|cv| t.columns.iter().any(|c| c.name == cv.column)).collect();
+            TableProfile { table: t.clone(), values: v }
+        })
+        .collect();
+    let catalog = Rc::new(Catalog::new(profiles, &catalog::schema_profiles()).with_table_stats(stats));
+    let stored = stored_rows(&live.iter().map(|(o, _)| *o).collect::<Vec<_>>(), q, embedder);
+    let mut tables = Cosines::new();
+    let mut stale: Vec<(String, String)> = Vec::new();
+    let mut described_again: Vec<pg_sys::Oid> = Vec::new();
+    let touched_set: HashSet<u32> = touched.iter().map(|o| o.to_u32()).collect();
+    for (oid, t) in &live {
+        let name = t.qualified();
+        let Some(description) = catalog.table_description(&name) else { continue };
+        match stored.get(&oid.to_u32()) {
+            Some((d, cosine)) if d == description => {
+                if let Some(c) = cosine {
+                    tables.insert(name, *c);
+                }
+                if touched_set.contains(&oid.to_u32()) {
+                    described_again.push(*oid);
+                }
+            }
+            _ if state.indexed.contains(&t.schema) => stale.push((name, description.to_string())),
+            _ => {}
+        }
+    }
+    let schemas = match (q, embedder) {
+        (Some(qv), Some(e)) => schema_cosines(qv, e),
+        _ => Cosines::new(),
+    };
+    // Described in the memory again, where it may be written.
+    // SAFETY: reads a backend-global flag (also set on a hot standby).
+    let read_only = unsafe { pg_sys::XactReadOnly };
+    let mut refreshed = 0;
+    if !read_only && (!stale.is_empty() || !touched.is_empty()) {
+        super::memory_version(true);
+        if !stale.is_empty() {
+            let (vectors, keys) = store(Kind::Tables, &stale, embedder, Some(&|n: &str| catalog.stored_terms(n)));
+            refreshed = keys.len();
+            if let Some(qv) = q {
+                for ((n, _), v) in stale.iter().zip(vectors) {
+                    if let Some(v) = v {
+                        tables.insert(n.clone(), pg_ask_core::selection::fuse::cosine(qv, &v));
+                    }
+                }
+            }
+            described_again.extend(keys.values().copied());
+        }
+        forget_dirty(&described_again, &touched);
+    }
+    let memory_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let detail = serde_json::json!({
+        "index": true,
+        "index_tables": index.documents,
+        "words_probed": probe.len(),
+        "words_read": fetch.len(),
+        "postings_tables": read.len(),
+        "lexical_ms": lexical_ms,
+        "changed_relations": touched.len(),
+        "candidates_described": live.len(),
+        "describe_ms": describe_ms,
+        "catalog_ms": lexical_ms + describe_ms,
+        "memory_ms": memory_ms,
+        "embedding": embed_ms.is_some(),
+        "embedding_ms": embed_ms,
+        "refreshed": refreshed,
+        "not_refreshed": if read_only { stale.len() } else { 0 },
+        "other_embedder": 0,
+    });
+    Some(Found { catalog, tables, schemas, detail })
+}
+
+/// Write the words of stored tables into the lexical index: `keys` are the rows just stored
+/// (by qualified name), `terms` gives each one's words. Replaces what the index held for them.
+pub(super) fn store_terms(keys: &HashMap<String, pg_sys::Oid>, terms: &dyn Fn(&str) -> Option<DocTerms>) {
+    let mut relids: Vec<pg_sys::Oid> = Vec::new();
+    let mut words: Vec<String> = Vec::new();
+    let mut word_tables: Vec<pg_sys::Oid> = Vec::new();
+    let mut tf: Vec<i32> = Vec::new();
+    let mut lengths: Vec<i32> = Vec::new();
+    for (name, key) in keys {
+        let Some(t) = terms(name) else { continue };
+        relids.push(*key);
+        lengths.extend(t.lengths().iter().map(|&n| n as i32));
+        for (w, counts) in t.terms() {
+            words.push(w.clone());
+            word_tables.push(*key);
+            tf.extend(counts.iter().map(|&n| n as i32));
+        }
+    }
+    if relids.is_empty() {
+        return;
+    }
+    let n = FIELDS_STORED as i32;
+    let all: Vec<pg_sys::Oid> = keys.values().copied().collect();
+    as_memory_owner(|| {
+        let args: [DatumWithOid; 1] = [all.clone().into()];
+        crate::pg::spi::write_kept(
+            "forget the stored words",
+            "DELETE FROM ask.schema_memory_terms WHERE relid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[]) RETURNING relid",
+            &[BuiltIn(OIDARRAYOID)],
+            &args,
+            |_| Ok(Some(())),
+        )?;
+        // Described again: no longer behind the catalog.
+        let args: [DatumWithOid; 1] = [all.into()];
+        crate::pg::spi::write_kept(
+            "forget relations described again",
+            "DELETE FROM ask.schema_memory_dirty WHERE relid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[]) RETURNING relid",
+            &[BuiltIn(OIDARRAYOID)],
+            &args,
+            |_| Ok(Some(())),
+        )?;
+        let args: [DatumWithOid; 4] = [words.into(), word_tables.into(), tf.into(), n.into()];
+        crate::pg::spi::write_kept(
+            "store the words",
+            "INSERT INTO ask.schema_memory_terms (term, relid, tf)
+             SELECT u.t, u.r, $3[(u.i OPERATOR(pg_catalog.-) 1) OPERATOR(pg_catalog.*) $4 OPERATOR(pg_catalog.+) 1 : u.i OPERATOR(pg_catalog.*) $4]
+               FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.oid[])) WITH ORDINALITY AS u(t, r, i)
+             RETURNING relid",
+            &[BuiltIn(TEXTARRAYOID), BuiltIn(OIDARRAYOID), BuiltIn(INT4ARRAYOID), BuiltIn(INT4OID)],
+            &args,
+            |_| Ok(Some(())),
+        )?;
+        let args: [DatumWithOid; 3] = [relids.into(), lengths.into(), n.into()];
+        crate::pg::spi::write_kept(
+            "store the field lengths",
+            "UPDATE ask.schema_memory_tables m
+                SET field_lengths = $2[(u.i OPERATOR(pg_catalog.-) 1) OPERATOR(pg_catalog.*) $3 OPERATOR(pg_catalog.+) 1 : u.i OPERATOR(pg_catalog.*) $3]
+               FROM pg_catalog.unnest($1::pg_catalog.oid[]) WITH ORDINALITY AS u(r, i)
+              WHERE m.relid OPERATOR(pg_catalog.=) u.r
+             RETURNING m.relid",
+            &[BuiltIn(OIDARRAYOID), BuiltIn(INT4ARRAYOID), BuiltIn(INT4OID)],
+            &args,
+            |_| Ok(Some(())),
+        )?;
+        Ok::<_, pgrx::spi::SpiError>(())
+    })
+    .or_raise("could not store the schema selection memory's lexical index");
+}

@@ -1,0 +1,180 @@
+//! In-backend tests of `ask()`'s selection from the stored lexical index (`cargo pgrx test`):
+//! what the index holds, what a question reads, and who sees what, as a role without
+//! privileges, a table owner who is not superuser, with column grants and row-level security.
+
+#[pgrx::pg_schema]
+mod tests {
+    use llm_standin::{Reply, Rule, Script};
+    use pgrx::prelude::*;
+    use pgrx::JsonB;
+
+    use crate::pg::testing::{error_of, llm, one};
+
+    /// Two schemas of the memory and one it does not describe; a role that owns a table in one
+    /// of them without being superuser, and a reader with grants on a few tables and columns.
+    const SETUP: &str = "
+        CREATE ROLE ask_ix_owner NOLOGIN;
+        CREATE ROLE ask_ix_reader NOLOGIN;
+        CREATE SCHEMA music;
+        CREATE TABLE music.singer (id int PRIMARY KEY, name text NOT NULL, country text);
+        COMMENT ON TABLE music.singer IS 'Singers who performed';
+        CREATE TABLE music.concert (id int PRIMARY KEY, singer_id int REFERENCES music.singer(id), venue text, year int);
+        CREATE SCHEMA staff;
+        CREATE TABLE staff.employee (id int PRIMARY KEY, name text NOT NULL, salary numeric);
+        CREATE TABLE staff.payroll_secret (id int PRIMARY KEY, bonus numeric);
+        COMMENT ON TABLE staff.payroll_secret IS 'Bonus payments of employees';
+        CREATE SCHEMA garden;
+        CREATE TABLE garden.plant (id int PRIMARY KEY, species text);
+        GRANT USAGE ON SCHEMA music, staff, garden TO ask_ix_owner, ask_ix_reader;
+        GRANT CREATE ON SCHEMA music TO ask_ix_owner;
+        GRANT USAGE ON SCHEMA ask TO ask_ix_owner, ask_ix_reader;
+        GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ask TO ask_ix_owner, ask_ix_reader;
+        GRANT SELECT ON music.singer, music.concert TO ask_ix_reader;
+        GRANT SELECT (id, name) ON staff.employee TO ask_ix_reader;
+        INSERT INTO music.singer VALUES (1, 'Ada', 'France');
+        SET ask.embedding_provider = 'off';";
+
+    fn built() {
+        Spi::run(SETUP).unwrap();
+        let n: i64 = one("SELECT ask.index_schema(ARRAY['music', 'staff'])");
+        assert_eq!(n, 4);
+    }
+
+    /// The select stage of `ask.explain(question)` (the stand-in answers any SQL prompt).
+    fn select_stage(question: &str) -> serde_json::Value {
+        let _s = llm(Script::default()
+            .rule(Rule::new(&["<schema>"], Reply::text("SELECT 1 AS one")))
+            .rule(Rule::new(&["<result"], Reply::text("one"))));
+        let trace: JsonB = one(&format!("SELECT ask.explain('{question}')"));
+        let stages = trace.0["stages"].as_array().unwrap();
+        stages.iter().find(|s| s["stage"] == "select").map(|s| s["output"].clone()).unwrap_or_else(|| panic!("no select stage: {}", trace.0))
+    }
+
+    fn tables(select: &serde_json::Value) -> Vec<String> {
+        select["tables"].as_array().unwrap().iter().map(|t| t["table"].as_str().unwrap().to_string()).collect()
+    }
+
+    #[pg_test]
+    fn the_index_holds_names_and_comments_never_values() {
+        built();
+        let singer: i32 = one("SELECT df FROM ask.schema_memory_vocabulary WHERE term = 'singer'");
+        assert_eq!(singer, 2, "music.singer and music.concert's singer_id");
+        let named: i32 = one("SELECT name_df FROM ask.schema_memory_vocabulary WHERE term = 'performed'");
+        assert_eq!(named, 0, "a comment's word is no name");
+        let lengths: Vec<i32> = one("SELECT field_lengths FROM ask.schema_memory_tables WHERE name = 'music.singer'");
+        assert_eq!(lengths[..3], [1, 1, 3], "{lengths:?}");
+        // Values the value memory holds are not written: a row's 'Ada' or 'France' is nowhere.
+        let _: i64 = one("SELECT ask.index_values('music.singer', ARRAY['country'])");
+        let _: i64 = one("SELECT ask.index_schema(ARRAY['music'])");
+        let values: i64 = one("SELECT count(*) FROM ask.schema_memory_terms WHERE term IN ('ada', 'france')");
+        assert_eq!(values, 0);
+        // The vocabulary follows the rows: forgetting a table takes its words away.
+        Spi::run("DELETE FROM ask.schema_memory_tables WHERE name = 'music.concert'").unwrap();
+        let singer: i32 = one("SELECT df FROM ask.schema_memory_vocabulary WHERE term = 'singer'");
+        assert_eq!(singer, 1);
+        let venue: i64 = one("SELECT count(*) FROM ask.schema_memory_vocabulary WHERE term = 'venue'");
+        assert_eq!(venue, 0);
+    }
+
+    #[pg_test]
+    fn a_question_reads_the_index_and_describes_only_candidates() {
+        built();
+        let select = select_stage("in which venues did the singers perform concerts?");
+        assert_eq!(select["index"], true, "{select}");
+        let picked = tables(&select);
+        assert!(picked.contains(&"music.concert".to_string()) && picked.contains(&"music.singer".to_string()), "{select}");
+        // Only tables sharing a word with the question (and their join neighbours) were described.
+        assert!(select["candidates_described"].as_u64().unwrap() <= 3, "{select}");
+        assert_eq!(select["index_tables"], 4);
+        // Off: the whole catalog, as ask.select_tables() reads it.
+        Spi::run("SET ask.selection_index = off").unwrap();
+        let whole = select_stage("in which venues did the singers perform concerts?");
+        assert_eq!(whole["index"], false, "{whole}");
+        assert_eq!(tables(&whole)[..2], picked[..2], "{whole} vs {select}");
+    }
+
+    #[pg_test]
+    fn a_reader_gets_only_what_it_may_select() {
+        built();
+        Spi::run("SET ROLE ask_ix_reader").unwrap();
+        let select = select_stage("salary and bonus payments of employees");
+        let picked = tables(&select);
+        // The bonus table matches best but is not readable; the employees' table is, without
+        // its salary column.
+        assert!(!picked.iter().any(|t| t.contains("payroll_secret")), "{select}");
+        assert_eq!(picked, ["staff.employee"], "{select}");
+        let _s = llm(Script::default()
+            .rule(Rule::new(&["<schema>"], Reply::text("SELECT count(*) AS n FROM staff.employee")))
+            .rule(Rule::new(&["<result"], Reply::text("none"))));
+        let _: String = one("SELECT ask('salary and bonus payments of employees')");
+        let prompt = &_s.requests()[0].prompt;
+        assert!(prompt.contains("TABLE staff.employee") && !prompt.contains("salary numeric") && !prompt.contains("payroll"), "{prompt}");
+        // The index is closed to it, as the memory is.
+        for t in ["schema_memory_terms", "schema_memory_vocabulary", "schema_memory_dirty"] {
+            let (code, _, _) = error_of(&format!("SELECT count(*) FROM ask.{t}"));
+            assert_eq!(code, "42501", "{t}");
+        }
+        Spi::run("RESET ROLE").unwrap();
+    }
+
+    #[pg_test]
+    fn tables_created_or_changed_since_are_candidates_and_described_again() {
+        built();
+        // A table owner who is not superuser creates a table in an indexed schema and renames
+        // a column of it: the event trigger notes it (as the extension's owner), and the DDL
+        // does not fail; a table of an unindexed schema is not noted.
+        Spi::run(
+            "SET ROLE ask_ix_owner;
+             CREATE TABLE music.album (id int PRIMARY KEY, title text);
+             ALTER TABLE music.album RENAME COLUMN title TO album_title;
+             CREATE TEMP TABLE scratch (x int);
+             RESET ROLE;
+             CREATE TABLE garden.pot (id int);",
+        )
+        .unwrap();
+        let noted: Vec<String> = Spi::connect(|c| {
+            c.select("SELECT relid::regclass::text FROM ask.schema_memory_dirty ORDER BY 1", None, &[])
+                .unwrap()
+                .map(|r| r.get::<String>(1).unwrap().unwrap())
+                .collect()
+        });
+        assert_eq!(noted, ["music.album"]);
+        // It is not in the index yet, and still found.
+        let select = select_stage("which album titles are there?");
+        assert_eq!(select["index"], true);
+        assert!(tables(&select).contains(&"music.album".to_string()), "{select}");
+        // Described in the memory again, with its words; no longer noted.
+        let stored: i64 = one("SELECT count(*) FROM ask.schema_memory_terms WHERE term = 'album' AND relid = 'music.album'::regclass");
+        assert_eq!(stored, 1);
+        let left: i64 = one("SELECT count(*) FROM ask.schema_memory_dirty");
+        assert_eq!(left, 0);
+        // Its owner drops it: DROP works, and the memory forgets it at the next refresh.
+        Spi::run("SET ROLE ask_ix_owner; DROP TABLE music.album; RESET ROLE").unwrap();
+        let _s = llm(Script::default()
+            .rule(Rule::new(&["<schema>"], Reply::text("SELECT 1 AS one")))
+            .rule(Rule::new(&["<result"], Reply::text("one"))));
+        let trace: JsonB = one("SELECT ask.explain('which album titles are there?')");
+        assert!(!trace.0.to_string().contains("album_title"), "{}", trace.0);
+    }
+
+    #[pg_test]
+    fn row_level_security_keeps_values_out_of_the_candidates() {
+        built();
+        // Values indexed before the table came under row-level security (its owner did not
+        // opt in): a reader's selection shows none of them.
+        let _: i64 = one("SELECT ask.index_values('music.singer', ARRAY['country'])");
+        Spi::run(
+            "ALTER TABLE music.singer ENABLE ROW LEVEL SECURITY;
+             CREATE POLICY own ON music.singer FOR SELECT USING (name = current_user);",
+        )
+        .unwrap();
+        Spi::run("SET ROLE ask_ix_reader").unwrap();
+        let _s = llm(Script::default()
+            .rule(Rule::new(&["<schema>"], Reply::text("SELECT count(*) AS n FROM music.singer")))
+            .rule(Rule::new(&["<result"], Reply::text("none"))));
+        let _: String = one("SELECT ask('how many singers come from each country?')");
+        let prompt = &_s.requests()[0].prompt;
+        Spi::run("RESET ROLE").unwrap();
+        assert!(prompt.contains("TABLE music.singer") && !prompt.contains("France"), "{prompt}");
+    }
+}
