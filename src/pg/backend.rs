@@ -52,6 +52,12 @@ pub(crate) struct Backend {
     pub(crate) stale: RefCell<BTreeSet<u32>>,
     /// Counts the reads of the catalog: a change means the description may have changed.
     pub(crate) generation: Cell<u64>,
+    /// Relations described one by one for a selection from the stored index
+    /// (`crate::schema::describe_exactly`), by oid, for one user (role: keyed by user;
+    /// catalog: a change of a relation forgets it and every relation with a foreign key, whose
+    /// description names the table it references; a change of a schema or of membership
+    /// forgets all).
+    pub(crate) described_one_by_one: RefCell<Option<(pg_sys::Oid, HashMap<u32, Table>)>>,
     /// The selection catalog (`crate::selection`) with the generation and user it was built
     /// for.
     pub(crate) selection_catalog: RefCell<Option<(u64, pg_sys::Oid, Rc<pg_ask_core::selection::Catalog>)>>,
@@ -252,7 +258,12 @@ unsafe extern "C-unwind" fn on_relation_change(_arg: pg_sys::Datum, relid: pg_sy
         }
         if relid == pg_sys::InvalidOid {
             b.all_stale.set(true);
+            b.described_one_by_one.replace(None);
             return;
+        }
+        if let Some((_, known)) = b.described_one_by_one.borrow_mut().as_mut() {
+            known.remove(&relid.to_u32());
+            known.retain(|_, t| t.foreign_keys.is_empty());
         }
         let mut stale = b.stale.borrow_mut();
         stale.insert(relid.to_u32());
@@ -264,7 +275,10 @@ unsafe extern "C-unwind" fn on_relation_change(_arg: pg_sys::Datum, relid: pg_sy
 
 #[pgrx::pg_guard]
 unsafe extern "C-unwind" fn on_schema_or_membership_change(_arg: pg_sys::Datum, _cache: std::ffi::c_int, _hash: u32) {
-    with(|b| b.all_stale.set(true));
+    with(|b| {
+        b.all_stale.set(true);
+        b.described_one_by_one.replace(None);
+    });
 }
 
 #[pgrx::pg_guard]

@@ -146,8 +146,71 @@ pub fn describe_exactly(oids: Vec<pg_sys::Oid>) -> Result<Vec<(pg_sys::Oid, Tabl
     )
     .map_err(|e| HostError::internal(format!("could not read the description of the candidate tables: {e}")))?;
     read.into_iter()
-        .map(|r| r.map(|(oid, _, _, t)| (oid, t)).map_err(|e| HostError::internal(format!("could not read the description of the candidate tables: {e}"))))
+        .map(|r| {
+            r.map(|(oid, _, _, t)| (oid, t))
+                .map_err(|e| HostError::internal(format!("could not read the description of the candidate tables: {e}")))
+        })
         .collect()
+}
+
+/// [`describe_exactly`], taking what this backend described before for the current user
+/// and has heard no change of since (see `described_one_by_one` in [`crate::pg::backend`]).
+pub fn describe_exactly_kept(oids: Vec<pg_sys::Oid>) -> Result<Vec<(pg_sys::Oid, Table)>, HostError> {
+    // SAFETY: reads the backend's current user id.
+    let user = unsafe { pg_sys::GetUserId() };
+    let (mut out, missing): (Vec<(pg_sys::Oid, Table)>, Vec<pg_sys::Oid>) = backend::with(|b| {
+        let mut kept = b.described_one_by_one.borrow_mut();
+        if kept.as_ref().is_none_or(|(u, _)| *u != user) {
+            *kept = Some((user, Default::default()));
+        }
+        let known = &kept.as_ref().expect("set above").1;
+        let mut out = Vec::new();
+        let mut missing = Vec::new();
+        for o in oids {
+            match known.get(&o.to_u32()) {
+                Some(t) => out.push((o, t.clone())),
+                None => missing.push(o),
+            }
+        }
+        (out, missing)
+    });
+    let read = describe_exactly(missing)?;
+    backend::with(|b| {
+        if let Some((u, known)) = b.described_one_by_one.borrow_mut().as_mut() {
+            if *u == user {
+                known.extend(read.iter().map(|(o, t)| (o.to_u32(), t.clone())));
+            }
+        }
+    });
+    out.extend(read);
+    Ok(out)
+}
+
+/// The readable tables whose (unquoted) name is one of `names`, in any schema: from this
+/// backend's description when it has one for the current user (brought up to date as
+/// [`readable_tables`] does), otherwise read for those names alone, so that a statement's
+/// few tables do not cost a new backend the description of its whole catalog.
+pub fn tables_named(names: &[String]) -> Result<Vec<Table>, HostError> {
+    // SAFETY: reads the backend's current user id.
+    let user = unsafe { pg_sys::GetUserId() };
+    let current = backend::with(|b| !b.all_stale.get() && b.description.borrow().as_ref().is_some_and(|d| d.user == user));
+    if current {
+        let tables = readable_tables()?;
+        return Ok(tables.iter().filter(|t| names.contains(&pg_ask_core::selection::unquote(&t.name))).cloned().collect());
+    }
+    if names.is_empty() {
+        return Ok(Vec::new());
+    }
+    let args: [pgrx::datum::DatumWithOid; 1] = [names.to_vec().into()];
+    let oids = crate::pg::spi::select_kept(
+        "relations by name",
+        "SELECT c.oid FROM pg_catalog.pg_class c WHERE c.relname OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.name[])",
+        &[pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::TEXTARRAYOID)],
+        &args,
+        |r| r.get::<pg_sys::Oid>(1),
+    )
+    .map_err(|e| HostError::internal(format!("could not read the relations a statement names: {e}")))?;
+    Ok(describe_exactly(oids)?.into_iter().map(|(_, t)| t).collect())
 }
 
 /// Tables (and views) the current role may SELECT, with only the columns it may SELECT.

@@ -22,18 +22,12 @@ pub(super) fn frequent_values(only: Option<&[pg_sys::Oid]>) -> HashMap<String, V
     let args: Vec<pgrx::datum::DatumWithOid> = only.map(|o| vec![o.to_vec().into()]).unwrap_or_default();
     let types: &[pg_sys::PgOid] = if only.is_some() { &[pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::OIDARRAYOID)] } else { &[] };
     let rows: Vec<(String, String, Vec<String>)> = as_memory_owner(|| {
-        crate::pg::spi::select_kept(
-            "frequent values",
-            sql,
-            types,
-            &args,
-            |r| {
-                let (Some(table), Some(column), Some(values)) = (r.get::<String>(1)?, r.get::<String>(2)?, r.get::<Vec<String>>(3)?) else {
-                    return Ok(None);
-                };
-                Ok(Some((table, column, values)))
-            },
-        )
+        crate::pg::spi::select_kept("frequent values", sql, types, &args, |r| {
+            let (Some(table), Some(column), Some(values)) = (r.get::<String>(1)?, r.get::<String>(2)?, r.get::<Vec<String>>(3)?) else {
+                return Ok(None);
+            };
+            Ok(Some((table, column, values)))
+        })
     })
     .or_raise("could not read the value memory's frequent values");
     let mut out: HashMap<String, Vec<ColumnValues>> = HashMap::new();

@@ -183,7 +183,8 @@ fn nearest(question: &[f32], embedder: &(String, String), limit: usize) -> Vec<p
           WHERE embedding IS NOT NULL AND embedding_provider OPERATOR(pg_catalog.=) $2 AND embedding_model IS NOT DISTINCT FROM $3
           ORDER BY embedding OPERATOR({vector}.<=>) $1::{vector}.vector LIMIT $4"
     );
-    let args: [DatumWithOid; 4] = [vector_text(question).into(), embedder.0.clone().into(), embedder.1.clone().into(), (limit as i64).into()];
+    let args: [DatumWithOid; 4] =
+        [vector_text(question).into(), embedder.0.clone().into(), embedder.1.clone().into(), (limit as i64).into()];
     as_memory_owner(|| {
         crate::pg::spi::select_kept(
             "the nearest stored tables",
@@ -255,7 +256,7 @@ fn schema_cosines(question: &[f32], embedder: &(String, String)) -> Cosines {
 }
 
 /// The relations the candidates' joins may need: those their foreign keys reference, and
-/// (at most [`MAX_REFERRERS`]) those whose foreign keys reference them.
+/// (at most [`MAX_REFERRERS`]) those with foreign keys to two of them (junction tables).
 fn neighbours(tables: &[(pg_sys::Oid, Table)]) -> Vec<pg_sys::Oid> {
     let referenced: Vec<String> = tables.iter().flat_map(|(_, t)| t.foreign_keys.iter().map(|fk| fk.references.clone())).collect();
     let keys: Vec<pg_sys::Oid> = tables.iter().map(|(o, _)| *o).collect();
@@ -264,8 +265,9 @@ fn neighbours(tables: &[(pg_sys::Oid, Table)]) -> Vec<pg_sys::Oid> {
         "the candidates' join neighbours",
         "SELECT pg_catalog.to_regclass(n)::pg_catalog.oid FROM pg_catalog.unnest($1::pg_catalog.text[]) AS n
          UNION
-         (SELECT DISTINCT f.conrelid FROM pg_catalog.pg_constraint f
+         (SELECT f.conrelid FROM pg_catalog.pg_constraint f
            WHERE f.contype OPERATOR(pg_catalog.=) 'f' AND f.confrelid OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.oid[])
+           GROUP BY f.conrelid HAVING pg_catalog.count(DISTINCT f.confrelid) OPERATOR(pg_catalog.>=) 2
            LIMIT $3)",
         &[BuiltIn(TEXTARRAYOID), BuiltIn(OIDARRAYOID), BuiltIn(INT8OID)],
         &args,
@@ -352,7 +354,8 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
     for &o in &touched {
         push(o, &mut first);
     }
-    let describe = |oids: Vec<pg_sys::Oid>| crate::schema::describe_exactly(oids).unwrap_or_else(|e| crate::pg::errors::from_host(&e).raise());
+    let describe =
+        |oids: Vec<pg_sys::Oid>| crate::schema::describe_exactly_kept(oids).unwrap_or_else(|e| crate::pg::errors::from_host(&e).raise());
     let mut live = describe(first);
     // Too few readable: the next ones by words.
     let mut next = take;
@@ -378,7 +381,12 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
     let profiles: Vec<TableProfile> = live
         .iter()
         .map(|(_, t)| {
-            let v = values.remove(&t.qualified()).unwrap_or_default().into_iter().filter(|cv| t.columns.iter().any(|c| c.name == cv.column)).collect();
+            let v = values
+                .remove(&t.qualified())
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|cv| t.columns.iter().any(|c| c.name == cv.column))
+                .collect();
             TableProfile { table: t.clone(), values: v }
         })
         .collect();
@@ -412,7 +420,9 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
     // SAFETY: reads a backend-global flag (also set on a hot standby).
     let read_only = unsafe { pg_sys::XactReadOnly };
     let mut refreshed = 0;
-    if !read_only && (!stale.is_empty() || !touched.is_empty()) {
+    // Only when there is something to write: a touched relation the caller may not read stays
+    // noted for a role that may, without this one locking the memory at every question.
+    if !read_only && (!stale.is_empty() || !described_again.is_empty()) {
         super::memory_version(true);
         if !stale.is_empty() {
             let (vectors, keys) = store(Kind::Tables, &stale, embedder, Some(&|n: &str| catalog.stored_terms(n)));

@@ -47,7 +47,11 @@ mod tests {
             .rule(Rule::new(&["<result"], Reply::text("one"))));
         let trace: JsonB = one(&format!("SELECT ask.explain('{question}')"));
         let stages = trace.0["stages"].as_array().unwrap();
-        stages.iter().find(|s| s["stage"] == "select").map(|s| s["output"].clone()).unwrap_or_else(|| panic!("no select stage: {}", trace.0))
+        stages
+            .iter()
+            .find(|s| s["stage"] == "select")
+            .map(|s| s["output"].clone())
+            .unwrap_or_else(|| panic!("no select stage: {}", trace.0))
     }
 
     fn tables(select: &serde_json::Value) -> Vec<String> {
@@ -109,6 +113,15 @@ mod tests {
         let _: String = one("SELECT ask('salary and bonus payments of employees')");
         let prompt = &_s.requests()[0].prompt;
         assert!(prompt.contains("TABLE staff.employee") && !prompt.contains("salary numeric") && !prompt.contains("payroll"), "{prompt}");
+        // A grant reaches the next question at once (the backend keeps what it described
+        // only until PostgreSQL announces a change of the table).
+        Spi::run("RESET ROLE; GRANT SELECT (salary) ON staff.employee TO ask_ix_reader; SET ROLE ask_ix_reader").unwrap();
+        let _: String = one("SELECT ask('salary and bonus payments of employees')");
+        let prompt = &_s.requests()[2].prompt;
+        assert!(prompt.contains("salary numeric"), "{prompt}");
+        Spi::run("RESET ROLE; REVOKE SELECT ON music.singer, music.concert FROM ask_ix_reader; SET ROLE ask_ix_reader").unwrap();
+        let trace: JsonB = one("SELECT ask.explain('in which venues did the singers perform concerts?')");
+        assert!(!trace.0.to_string().contains("music."), "{}", trace.0);
         // The index is closed to it, as the memory is.
         for t in ["schema_memory_terms", "schema_memory_vocabulary", "schema_memory_dirty"] {
             let (code, _, _) = error_of(&format!("SELECT count(*) FROM ask.{t}"));

@@ -581,7 +581,8 @@ fn pick(
     for s in &schemas {
         let mine: Vec<_> = picks.iter().filter(|p| catalog.table(&p.table).is_some_and(|t| t.schema == s.schema)).cloned().collect();
         if !mine.is_empty() {
-            candidates.push(SchemaCandidate { schema: s.schema.clone(), tables: crate::values::listed::render(&catalog.picked_tables(&mine)) });
+            candidates
+                .push(SchemaCandidate { schema: s.schema.clone(), tables: crate::values::listed::render(&catalog.picked_tables(&mine)) });
         }
     }
     let ranking_ms = started.elapsed().as_secs_f64() * 1000.0;

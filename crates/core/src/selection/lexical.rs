@@ -469,8 +469,14 @@ impl LexicalIndex {
 
     /// Index documents already split into terms; scores come back in the same order.
     pub fn from_terms(docs: &[&DocTerms], weights: FieldWeights) -> LexicalIndex {
-        let mut index =
-            LexicalIndex { postings: HashMap::new(), identifiers: BTreeMap::new(), lengths: Vec::new(), avg_len: [0.0; FIELDS], weights, global: None };
+        let mut index = LexicalIndex {
+            postings: HashMap::new(),
+            identifiers: BTreeMap::new(),
+            lengths: Vec::new(),
+            avg_len: [0.0; FIELDS],
+            weights,
+            global: None,
+        };
         for (i, doc) in docs.iter().enumerate() {
             index.add(i, doc);
         }

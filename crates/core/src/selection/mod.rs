@@ -36,9 +36,9 @@ pub mod describe;
 pub mod fuse;
 pub mod lexical;
 pub mod plan;
-pub mod retrieve;
 #[cfg(feature = "recall")]
 pub mod recall;
+pub mod retrieve;
 
 pub use describe::{ColumnValues, SchemaProfile, TableProfile};
 /// Candidate schemas `ask()` describes tables from at most (the retrieval-plan stage is shown

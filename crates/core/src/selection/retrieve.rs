@@ -61,7 +61,8 @@ pub fn fetch_terms(df: &HashMap<String, u32>, documents: usize) -> Vec<String> {
 pub fn rank_stored<K: Copy>(question: &str, docs: &[(K, DocTerms)], stats: &GlobalStats) -> Vec<(K, f64)> {
     let terms: Vec<&DocTerms> = docs.iter().map(|(_, t)| t).collect();
     let index = LexicalIndex::from_terms(&terms, TABLE_WEIGHTS).with_global(stats.clone());
-    let mut ranked: Vec<(usize, f64)> = index.score(question).into_iter().enumerate().map(|(i, s)| (i, s.score)).filter(|(_, s)| *s > 0.0).collect();
+    let mut ranked: Vec<(usize, f64)> =
+        index.score(question).into_iter().enumerate().map(|(i, s)| (i, s.score)).filter(|(_, s)| *s > 0.0).collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     ranked.into_iter().map(|(i, s)| (docs[i].0, s)).collect()
 }
@@ -79,7 +80,10 @@ mod tests {
             name: name.into(),
             kind: "table".into(),
             comment: comment.map(str::to_string),
-            columns: columns.iter().map(|c| Column { name: c.to_string(), data_type: "text".into(), not_null: false, comment: None }).collect(),
+            columns: columns
+                .iter()
+                .map(|c| Column { name: c.to_string(), data_type: "text".into(), not_null: false, comment: None })
+                .collect(),
             primary_key: vec![],
             foreign_keys: vec![],
         })
@@ -134,7 +138,8 @@ mod tests {
                     docs.entry(*d).or_default().push((t.clone(), *tf));
                 }
             }
-            let docs: Vec<(usize, DocTerms)> = docs.into_iter().map(|(d, terms)| (d, DocTerms::from_stored(terms, self.lengths[d]))).collect();
+            let docs: Vec<(usize, DocTerms)> =
+                docs.into_iter().map(|(d, terms)| (d, DocTerms::from_stored(terms, self.lengths[d]))).collect();
             rank_stored(question, &docs, &stats)
         }
     }
@@ -159,12 +164,14 @@ mod tests {
         assert_eq!(s.catalog.table_descriptions().nth(got[0].0).unwrap().0, "area3.invoices");
         // The candidates' catalog, scored with the collection's statistics, gives the score
         // the whole catalog gives.
-        let whole = s.catalog.select_tables(question, &Cosines::new(), &SelectOptions { k: 1, max_join_tables: 0, ..Default::default() }).unwrap();
+        let whole =
+            s.catalog.select_tables(question, &Cosines::new(), &SelectOptions { k: 1, max_join_tables: 0, ..Default::default() }).unwrap();
         let names: Vec<String> = s.catalog.table_descriptions().map(|(n, _)| n).collect();
         let picked: Vec<TableProfile> = got.iter().take(5).map(|(i, _)| s.catalog.tables()[*i].clone()).collect();
         let stats = s.stats(&probe_terms(question, &s.names));
         let small = Catalog::new(picked, &[]).with_table_stats(stats);
-        let part = small.select_tables(question, &Cosines::new(), &SelectOptions { k: 1, max_join_tables: 0, ..Default::default() }).unwrap();
+        let part =
+            small.select_tables(question, &Cosines::new(), &SelectOptions { k: 1, max_join_tables: 0, ..Default::default() }).unwrap();
         assert_eq!(part[0].table, whole[0].table);
         assert!((part[0].parts.lexical - whole[0].parts.lexical).abs() < 1e-9, "{} vs {}", part[0].parts.lexical, whole[0].parts.lexical);
         assert_eq!(names.len(), 303);
