@@ -16,13 +16,18 @@
 //! `--scale N` then adds N generated tables (`synthetic_scale_catalog`: up to 50 schemas of
 //! 200) beside the eleven databases and measures again, lexical and fused: what the distractors
 //! of a large catalog cost recall at `ask.max_tables` (10).
+//!
+//! Each lexical run is also measured as `ask()` selects from the stored lexical index
+//! (`ask.selection_index`): the best 30 tables by the index's postings and their join
+//! neighbours, ranked with the whole index's statistics. `--lexical-only` skips the
+//! embeddings (and the model).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use pg_ask_core::selection::recall::{evaluate, load_defog};
+use pg_ask_core::selection::recall::{evaluate, load_defog, stored_recall};
 use pg_ask_core::selection::{Catalog, Fusion, TableProfile};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -33,7 +38,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .find(|a| !a.starts_with("--") && a.parse::<usize>().is_err())
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/datasets/defog")));
-    let embedder = pg_ask_embed::Embedder::load(&pg_ask_embed::tool_model_dir())?;
+    let lexical_only = args.iter().any(|a| a == "--lexical-only");
+    let embedder = if lexical_only { None } else { Some(pg_ask_embed::Embedder::load(&pg_ask_embed::tool_model_dir())?) };
     let (catalog, cases) = load_defog(&dir, true)?;
     println!("defog: {} schemas, {} tables, {} questions", catalog.schemas().len(), catalog.tables().len(), cases.len());
 
@@ -42,13 +48,31 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if let Some(v) = memo.borrow().get(text) {
             return v.clone();
         }
-        let v = embedder.embed_one(text).expect("embedding");
+        let v = embedder.as_ref().expect("the model").embed_one(text).expect("embedding");
         memo.borrow_mut().insert(text.to_string(), v.clone());
         v
     };
 
     let lexical = evaluate(&catalog, &cases, None, Fusion::default())?;
     println!("lexical only:            {}", lexical.selection);
+    let stored = |c: &Catalog| -> Result<(), Box<dyn std::error::Error>> {
+        let (hits, n, described) = stored_recall(c, &cases)?;
+        println!("from the stored index:   table recall@10 as ask() selects {:.3} ({hits} of {n}), {described:.1} tables described per question", hits as f64 / n as f64);
+        Ok(())
+    };
+    stored(&catalog)?;
+    if lexical_only {
+        if let Some(n) = scale {
+            let generated = pg_ask_core::selection::recall::synthetic_scale_catalog(50, n.div_ceil(50).min(200));
+            let mut profiles: Vec<TableProfile> = catalog.tables().to_vec();
+            profiles.extend(generated.into_iter().map(TableProfile::new));
+            let big = Catalog::new(profiles, &[]);
+            println!("with {} generated tables beside them:", big.tables().len() - catalog.tables().len());
+            println!("lexical only:            {}", evaluate(&big, &cases, None, Fusion::default())?.selection);
+            stored(&big)?;
+        }
+        return Ok(());
+    }
     let t = Instant::now();
     let rrf = evaluate(&catalog, &cases, Some(&embed), Fusion::default())?;
     println!("(embedded {} texts in {:.1} s)", memo.borrow().len(), t.elapsed().as_secs_f64());
@@ -72,6 +96,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let t = Instant::now();
         let big_lexical = evaluate(&big, &cases, None, Fusion::default())?;
         println!("lexical only:            {}   ({:.1} s)", big_lexical.selection, t.elapsed().as_secs_f64());
+        stored(&big)?;
         let t = Instant::now();
         let big_rrf = evaluate(&big, &cases, Some(&embed), Fusion::default())?;
         println!(

@@ -23,6 +23,7 @@
 mod ddl;
 mod defog;
 mod gold;
+mod stored;
 mod synthetic;
 
 use std::collections::BTreeSet;
@@ -36,6 +37,7 @@ use crate::selection::fuse::{cosine, Catalog, Cosines, Fusion, PickReason, Selec
 pub use ddl::{apply_column_descriptions, tables_from_ddl, EvalError};
 pub use defog::{load_defog, read_csv, DefogError, DEFOG_DATABASES};
 pub use gold::{first_alternatives, gold_tables, EvalCase};
+pub use stored::{stored_recall, STORED_CANDIDATES};
 pub use synthetic::{synthetic_scale_catalog, synthetic_scale_ddl, SYNTHETIC_AREAS, SYNTHETIC_QUESTIONS, SYNTHETIC_SATELLITES};
 
 /// Recall figures of one method.
