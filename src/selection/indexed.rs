@@ -256,7 +256,9 @@ fn schema_cosines(question: &[f32], embedder: &(String, String)) -> Cosines {
 }
 
 /// The relations the candidates' joins may need: those their foreign keys reference, and
-/// (at most [`MAX_REFERRERS`]) those with foreign keys to two of them (junction tables).
+/// (at most [`MAX_REFERRERS`]) those with foreign keys to two of them (junction tables),
+/// found through `pg_depend`'s index on the referenced object (`pg_constraint` has none on
+/// the referenced table).
 fn neighbours(tables: &[(pg_sys::Oid, Table)]) -> Vec<pg_sys::Oid> {
     let referenced: Vec<String> = tables.iter().flat_map(|(_, t)| t.foreign_keys.iter().map(|fk| fk.references.clone())).collect();
     let keys: Vec<pg_sys::Oid> = tables.iter().map(|(o, _)| *o).collect();
@@ -265,8 +267,12 @@ fn neighbours(tables: &[(pg_sys::Oid, Table)]) -> Vec<pg_sys::Oid> {
         "the candidates' join neighbours",
         "SELECT pg_catalog.to_regclass(n)::pg_catalog.oid FROM pg_catalog.unnest($1::pg_catalog.text[]) AS n
          UNION
-         (SELECT f.conrelid FROM pg_catalog.pg_constraint f
-           WHERE f.contype OPERATOR(pg_catalog.=) 'f' AND f.confrelid OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.oid[])
+         (SELECT f.conrelid FROM pg_catalog.pg_depend d
+            JOIN pg_catalog.pg_constraint f ON f.oid OPERATOR(pg_catalog.=) d.objid
+           WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+             AND d.refobjid OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.oid[])
+             AND d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_constraint'::pg_catalog.regclass::pg_catalog.oid
+             AND f.contype OPERATOR(pg_catalog.=) 'f' AND f.confrelid OPERATOR(pg_catalog.=) d.refobjid
            GROUP BY f.conrelid HAVING pg_catalog.count(DISTINCT f.confrelid) OPERATOR(pg_catalog.>=) 2
            LIMIT $3)",
         &[BuiltIn(TEXTARRAYOID), BuiltIn(OIDARRAYOID), BuiltIn(INT8OID)],

@@ -36,7 +36,7 @@ pub use super::lexical::{partial_matches, probe_terms};
 
 /// A term held by more than this share of the tables (and more than [`COMMON_MIN`] of them)
 /// is common: its postings are not read to find candidates.
-pub const COMMON_SHARE: f64 = 0.1;
+pub const COMMON_SHARE: f64 = 0.02;
 /// Terms of at most this many tables are never common.
 pub const COMMON_MIN: u32 = 200;
 
