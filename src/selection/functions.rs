@@ -51,6 +51,13 @@ pub(crate) fn index_schema(schemas: Option<Vec<String>>) -> i64 {
     forget_dropped();
     store(Kind::Tables, &tables, embedder.as_ref(), Some(&|n: &str| catalog.stored_terms(n)));
     store(Kind::Schemas, &schemas, embedder.as_ref(), None);
+    // Fresh statistics for the plans of the questions that read the lexical index.
+    if crate::pg::version::sql_at_least("0.2.0") {
+        crate::pg::identity::as_memory_owner(|| {
+            Spi::run("ANALYZE ask.schema_memory_tables, ask.schema_memory_terms, ask.schema_memory_vocabulary")
+        })
+        .unwrap_or_else(|e| crate::pg::errors::internal("could not analyze the schema selection memory", e).raise());
+    }
     tables.len() as i64
 }
 

@@ -57,7 +57,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("lexical only:            {}", lexical.selection);
     let stored = |c: &Catalog| -> Result<(), Box<dyn std::error::Error>> {
         let (hits, n, described) = stored_recall(c, &cases)?;
-        println!("from the stored index:   table recall@10 as ask() selects {:.3} ({hits} of {n}), {described:.1} tables described per question", hits as f64 / n as f64);
+        println!(
+            "from the stored index:   table recall@10 as ask() selects {:.3} ({hits} of {n}), {described:.1} tables described per question",
+            hits as f64 / n as f64
+        );
         Ok(())
     };
     stored(&catalog)?;
