@@ -36,19 +36,9 @@ use pg_sys::BuiltinOid::{INT4ARRAYOID, INT4OID, INT8OID, OIDARRAYOID, TEXTARRAYO
 
 use super::state::MemoryState;
 use super::{catalog, store, Kind};
-use crate::pg::backend;
+use crate::pg::backend::{self, StoredIndex};
 use crate::pg::identity::as_memory_owner;
 use crate::pg::spi::{ext_schema, vector_text, OrRaise};
-
-/// The lexical index's statistics and its name words, as read at one version of the memory.
-pub(crate) struct StoredIndex {
-    version: i64,
-    /// Tables in the index; 0 when the memory holds a table stored without its words.
-    documents: usize,
-    avg_len: [Option<f64>; FIELDS_STORED],
-    /// The words that occur in a name, with how many tables have them there.
-    names: BTreeMap<String, u32>,
-}
 
 /// At least this many of the best tables by the stored index are described per question (and
 /// twice `ask.max_tables` when that is more): recall as `ask()` selects is the same with 20

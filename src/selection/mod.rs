@@ -35,9 +35,9 @@ use crate::pg::backend::{self, FreshMemo, Freshness};
 use crate::pg::errors::Raised;
 use crate::pg::identity::as_memory_owner;
 use crate::pg::spi::{ext_schema, vector_text};
-use pg_ask_core::ask::{SchemaCandidate, Selection};
+use pg_ask_core::ask::Selection;
 use pg_ask_core::selection::fuse::{unit, unit_dot};
-use pg_ask_core::selection::{Catalog, Cosines, DocTerms, Fusion, PickReason, SelectOptions};
+use pg_ask_core::selection::{Catalog, Cosines, DocTerms};
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
@@ -48,18 +48,18 @@ use std::rc::Rc;
 mod catalog;
 pub(crate) mod functions;
 pub(crate) mod indexed;
+mod pick;
 mod state;
 
 use crate::pg::spi::OrRaise;
 pub use catalog::selection_catalog;
 use pg_ask_core::ask::Question;
+use pick::pick;
 use state::{forget_dropped, memory_state, memory_version, MemoryState};
 #[cfg(any(test, feature = "pg_test"))]
 mod indexed_tests;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
-
-pub use pg_ask_core::selection::PLAN_SCHEMAS;
 
 /// Which of the two memory tables.
 #[derive(Clone, Copy)]
@@ -519,7 +519,7 @@ fn rank_with<'q>(asked: &'q Question, state: MemoryState, embedder: Option<(Stri
 }
 
 /// The tables `ask()` describes for `question`: `None` without a schema selection memory
-/// (then every readable table is described). With one: the [`PLAN_SCHEMAS`] best schemas,
+/// (then every readable table is described). With one: the [`pg_ask_core::selection::PLAN_SCHEMAS`] best schemas,
 /// the `max_tables` best tables among them plus the tables their joins need, grouped by
 /// schema in schema order; schemas without a picked table, and schemas and tables with no
 /// evidence at all (no cosine, no matching word), are left out.
@@ -548,53 +548,4 @@ pub fn selection_for(asked: &Question, max_tables: usize) -> Result<Option<Selec
         "readable_tables": r.catalog.tables().len(),
     });
     pick(asked.text(), &r.catalog, &r.tables, &r.schemas, max_tables, detail)
-}
-
-/// The selection of [`selection_for`] from a catalog and the question's cosines; `detail`
-/// (an object) says how they were found and gets the picks.
-fn pick(
-    question: &str,
-    catalog: &Catalog,
-    table_cosines: &Cosines,
-    schema_cosines: &Cosines,
-    max_tables: usize,
-    mut detail: serde_json::Value,
-) -> Result<Option<Selection>, String> {
-    let fusion = Fusion::default();
-    let started = std::time::Instant::now();
-    let mut schemas = catalog.select_schemas(question, schema_cosines, PLAN_SCHEMAS, fusion).map_err(|e| e.to_string())?;
-    // Schemas (and below, tables) without any evidence — no cosine and no matching word — are
-    // no candidates, unless nothing has evidence.
-    if schemas.iter().any(|s| s.score > 0.0) {
-        schemas.retain(|s| s.score > 0.0);
-    }
-    if schemas.is_empty() {
-        return Ok(None);
-    }
-    let options =
-        SelectOptions { k: max_tables, schemas: Some(schemas.iter().map(|s| s.schema.clone()).collect()), fusion, ..Default::default() };
-    let mut picks = catalog.select_tables(question, table_cosines, &options).map_err(|e| e.to_string())?;
-    if picks.iter().any(|p| p.score > 0.0) {
-        picks.retain(|p| p.score > 0.0 || p.reason != PickReason::Retrieved);
-    }
-    let mut candidates = Vec::new();
-    for s in &schemas {
-        let mine: Vec<_> = picks.iter().filter(|p| catalog.table(&p.table).is_some_and(|t| t.schema == s.schema)).cloned().collect();
-        if !mine.is_empty() {
-            candidates
-                .push(SchemaCandidate { schema: s.schema.clone(), tables: crate::values::listed::render(&catalog.picked_tables(&mine)) });
-        }
-    }
-    let ranking_ms = started.elapsed().as_secs_f64() * 1000.0;
-    if let Some(d) = detail.as_object_mut() {
-        d.insert("memory".into(), json!(true));
-        d.insert("ranking_ms".into(), json!(ranking_ms));
-        d.insert("described_tables".into(), json!(picks.len()));
-        d.insert("described_chars".into(), json!(candidates.iter().map(|c| c.tables.len()).sum::<usize>()));
-        d.insert("full_chars".into(), json!(catalog.full_chars()));
-        d.insert("fusion".into(), json!(fusion));
-        d.insert("schemas".into(), json!(schemas));
-        d.insert("tables".into(), json!(picks));
-    }
-    Ok(Some(Selection { candidates, detail }))
 }
