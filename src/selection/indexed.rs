@@ -113,6 +113,9 @@ fn document_frequencies(terms: &[String]) -> HashMap<String, u32> {
     .collect()
 }
 
+/// A word of a table with its occurrences per field.
+type Posting = (String, [u32; FIELDS_STORED]);
+
 /// The stored postings of `terms`, by table: each table's words among them and its lengths.
 fn postings(terms: &[String]) -> Vec<(pg_sys::Oid, DocTerms)> {
     let args: [DatumWithOid; 1] = [terms.to_vec().into()];
@@ -138,7 +141,7 @@ fn postings(terms: &[String]) -> Vec<(pg_sys::Oid, DocTerms)> {
         )
     })
     .or_raise("could not read the schema selection memory's lexical index");
-    let mut by_table: BTreeMap<u32, (pg_sys::Oid, Vec<(String, [u32; FIELDS_STORED])>, [u32; FIELDS_STORED])> = BTreeMap::new();
+    let mut by_table: BTreeMap<u32, (pg_sys::Oid, Vec<Posting>, [u32; FIELDS_STORED])> = BTreeMap::new();
     for (relid, term, tf, len) in rows {
         by_table.entry(relid.to_u32()).or_insert_with(|| (relid, Vec::new(), len)).1.push((term, tf));
     }

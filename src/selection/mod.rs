@@ -252,6 +252,9 @@ fn stored_cosines(
     .collect()
 }
 
+/// A table's words for the lexical index, by its qualified name.
+type TermsOf<'a> = &'a dyn Fn(&str) -> Option<DocTerms>;
+
 /// Store descriptions (and embeddings by `embedder`, the current provider and model, when
 /// on) of `items`, and for tables the words `terms` gives in the lexical index; returns the
 /// embeddings made and the keys of the rows written, by name. Not in a read-only transaction.
@@ -259,7 +262,7 @@ fn store(
     kind: Kind,
     items: &[(String, String)],
     embedder: Option<&(String, String)>,
-    terms: Option<&dyn Fn(&str) -> Option<DocTerms>>,
+    terms: Option<TermsOf<'_>>,
 ) -> (Vec<Option<Vec<f32>>>, HashMap<String, pg_sys::Oid>) {
     if items.is_empty() {
         return (Vec::new(), HashMap::new());
@@ -439,7 +442,7 @@ fn rank_with<'q>(asked: &'q Question, state: MemoryState, embedder: Option<(Stri
         let stale = std::mem::take(&mut fresh.stale);
         refreshed += stale.len();
         let terms_of = |n: &str| catalog.stored_terms(n);
-        let terms: Option<&dyn Fn(&str) -> Option<DocTerms>> = match kind {
+        let terms: Option<TermsOf<'_>> = match kind {
             Kind::Tables => Some(&terms_of),
             Kind::Schemas => None,
         };

@@ -55,7 +55,7 @@ fn text_like_types(names: &[String]) -> HashMap<String, bool> {
 /// 10,000 tables the first time a statement had a literal.
 fn literal_catalog(sql: &str) -> Result<Catalog, String> {
     let names = pg_ask_core::values::literals::relation_names(sql);
-    let tables = schema::tables_named(&names.iter().cloned().collect::<Vec<String>>()).map_err(|e| e.message)?;
+    let tables = schema::tables_named(&names).map_err(|e| e.message)?;
     let named: Vec<&Table> = tables.iter().collect();
     let mut cat = Catalog::new(crate::pg::spi::search_path(false));
     add_tables(&mut cat, &named);
