@@ -55,6 +55,17 @@ pub fn fetch_terms(df: &HashMap<String, u32>, documents: usize) -> Vec<String> {
     }
 }
 
+/// A candidate whose stored score is below this share of the best one is not described: its
+/// few, common words rarely make it one of the tables picked, and each costs a catalog read.
+pub const MIN_SHARE_OF_BEST: f64 = 0.25;
+
+/// The tables of `ranked` (best first, as [`rank_stored`] gives them) to describe: at most
+/// `take`, none scoring under [`MIN_SHARE_OF_BEST`] of the best.
+pub fn candidates<K: Copy>(ranked: &[(K, f64)], take: usize) -> Vec<K> {
+    let best = ranked.first().map_or(0.0, |(_, s)| *s);
+    ranked.iter().take(take).take_while(|(_, s)| *s >= MIN_SHARE_OF_BEST * best).map(|(k, _)| *k).collect()
+}
+
 /// The stored tables `docs` (each with the postings that were read of it, and its lengths),
 /// best first by their lexical score against `question` in the collection `stats` describes;
 /// tables without a score above zero are left out. Ties keep the order given.

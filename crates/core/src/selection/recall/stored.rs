@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use super::{covers, EvalCase, EVAL_TABLES};
 use crate::selection::fuse::{Catalog, Cosines, Fusion, PickReason, SelectError, SelectOptions};
 use crate::selection::lexical::{DocTerms, GlobalStats, FIELDS_STORED};
-use crate::selection::retrieve::{fetch_terms, probe_terms, rank_stored};
+use crate::selection::retrieve::{candidates, fetch_terms, probe_terms, rank_stored};
 use crate::selection::TableProfile;
 
 /// The best tables by the stored index that are described per question (the glue's
@@ -70,7 +70,7 @@ pub fn stored_recall(catalog: &Catalog, cases: &[EvalCase]) -> Result<(usize, us
         }
         let docs: Vec<(usize, DocTerms)> = docs.into_iter().map(|(d, terms)| (d, DocTerms::from_stored(terms, ix.lengths[d]))).collect();
         let ranked = rank_stored(&case.question, &docs, &stats);
-        let mut picked: BTreeSet<usize> = ranked.iter().take(STORED_CANDIDATES).map(|(d, _)| *d).collect();
+        let mut picked: BTreeSet<usize> = candidates(&ranked, STORED_CANDIDATES).into_iter().collect();
         // Join neighbours: referenced tables, and tables with keys to two candidates.
         let first: Vec<usize> = picked.iter().copied().collect();
         for &i in &first {
