@@ -26,7 +26,7 @@ use std::rc::Rc;
 use pg_ask_core::ask::Question;
 use pg_ask_core::schema::Table;
 use pg_ask_core::selection::lexical::FIELDS_STORED;
-use pg_ask_core::selection::retrieve::{fetch_terms, probe_terms, rank_stored};
+use pg_ask_core::selection::retrieve::{candidates, fetch_terms, probe_terms, rank_stored};
 use pg_ask_core::selection::{unquote, Catalog, ColumnValues, Cosines, DocTerms, GlobalStats, TableProfile};
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
@@ -346,7 +346,9 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
             into.push(o);
         }
     };
-    for &o in order.iter().take(take) {
+    let chosen = candidates(&ranked, take);
+    let wanted = chosen.len().min(max_tables.max(1));
+    for &o in &chosen {
         push(o, &mut first);
     }
     if let (Some(qv), Some(e)) = (q, embedder) {
@@ -360,10 +362,10 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
     let describe =
         |oids: Vec<pg_sys::Oid>| crate::schema::describe_exactly_kept(oids).unwrap_or_else(|e| crate::pg::errors::from_host(&e).raise());
     let mut live = describe(first);
-    // Too few readable: the next ones by words.
-    let mut next = take;
+    // Too few readable (the caller may not read the best ones): the next ones by words.
+    let mut next = chosen.len();
     for _ in 0..ROUNDS {
-        if live.len() >= take || next >= order.len() {
+        if live.len() >= wanted || next >= order.len() {
             break;
         }
         let end = order.len().min(next + 2 * take);

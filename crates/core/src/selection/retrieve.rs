@@ -57,7 +57,7 @@ pub fn fetch_terms(df: &HashMap<String, u32>, documents: usize) -> Vec<String> {
 
 /// A candidate whose stored score is below this share of the best one is not described: its
 /// few, common words rarely make it one of the tables picked, and each costs a catalog read.
-pub const MIN_SHARE_OF_BEST: f64 = 0.25;
+pub const MIN_SHARE_OF_BEST: f64 = 0.1;
 
 /// The tables of `ranked` (best first, as [`rank_stored`] gives them) to describe: at most
 /// `take`, none scoring under [`MIN_SHARE_OF_BEST`] of the best.
