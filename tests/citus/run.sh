@@ -257,6 +257,20 @@ check "the memory of the whole database (as superuser) holds no shard and no Cit
   "SELECT ask.index_schema(NULL) >= 4;
    SELECT count(*) FILTER (WHERE name ~ '_[0-9]{6,}\$'), count(*) FILTER (WHERE name ~ '^(pg_catalog|citus|citus_internal|columnar|columnar_internal)\\.')
      FROM ask.schema_memory_tables"
+# ask() selects from the memory's stored lexical index: the candidates it described are the
+# distributed and reference tables, never a shard, and only what the role may read.
+check "ask() selects from the stored index over the distributed tables, no shard, only what citus_reader may read" citus_reader \
+  "true|t|0|f" \
+  "SELECT s->'output'->>'index', (s->'output'->'tables') @> '[{\"table\": \"citus_t.orders\"}]',
+          (SELECT count(*) FROM jsonb_array_elements(s->'output'->'tables') t WHERE t->>'table' ~ '_[0-9]{6,}\$'),
+          (s->'output'->'tables') @> '[{\"table\": \"citus_o.notes\"}]'
+     FROM ask.explain('which orders were shipped and for what amount?') e, jsonb_array_elements(e->'stages') s
+    WHERE s->>'stage' = 'select'"
+check "DDL on a distributed table by its owner (not superuser) works with the stored index's event trigger" citus_owner "" \
+  "ALTER TABLE citus_t.orders ADD COLUMN shipped_note text"
+check "... and is noted for the stored index: the table, not its shards" postgres "1|0" \
+  "SELECT count(*) FILTER (WHERE relid = 'citus_t.orders'::regclass), count(*) FILTER (WHERE relid::regclass::text ~ '_[0-9]{6,}\$')
+     FROM ask.schema_memory_dirty"
 check "ask.select_tables() on the coordinator lists no shard" postgres "0|t" \
   "SELECT count(*) FILTER (WHERE rel::text ~ '_[0-9]{6,}\$'), bool_or(rel = 'citus_t.customers'::regclass)
      FROM ask.select_tables('customers and their city', 50)"
