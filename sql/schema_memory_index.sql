@@ -82,9 +82,9 @@ CREATE TRIGGER schema_memory_terms_truncated AFTER TRUNCATE ON schema_memory_ter
 -- Mark the relations a DDL command created or changed (a schema's: all of its relations) when
 -- they are in a schema the memory describes. It runs as the extension's owner (the role
 -- running the DDL may not write the memory), with the search path pinned and every operator
--- qualified, skips temporary objects, and never fails the command: on any error it warns and
--- the memory is refreshed by ask.index_schema() or by the full comparison of a backend that
--- reads its whole catalog.
+-- qualified, skips temporary objects and partitions (never described), and never fails the
+-- command: on any error it warns and the memory is refreshed by ask.index_schema() or by the
+-- full comparison of a backend that reads its whole catalog.
 CREATE FUNCTION _schema_memory_touched() RETURNS event_trigger LANGUAGE plpgsql
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
@@ -99,6 +99,7 @@ BEGIN
      WHERE NOT d.in_extension
        AND c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p,v,m,f}'::pg_catalog."char"[])
        AND c.relpersistence OPERATOR(pg_catalog.<>) 't'
+       AND NOT c.relispartition
        AND EXISTS (SELECT 1 FROM ask.schema_memory_schemas s WHERE s.nspid OPERATOR(pg_catalog.=) c.relnamespace)
     ON CONFLICT DO NOTHING;
 EXCEPTION WHEN OTHERS THEN

@@ -304,9 +304,10 @@ pub(crate) fn init() {
     // time, as extensions do; they only note what changed in backend-local state. Changes of
     // relations, their columns and keys come as relcache invalidations with the relation's
     // oid (PostgreSQL sends one for every pg_class, pg_attribute, pg_index and foreign-key
-    // pg_constraint row written); schemas, role membership and types have no relation to name.
+    // pg_constraint row written); schemas, role membership and attributes (a role made superuser
+    // or not) and types have no relation to name.
     unsafe {
-        for cache in [NAMESPACEOID, AUTHMEMMEMROLE] {
+        for cache in [NAMESPACEOID, AUTHMEMMEMROLE, AUTHOID] {
             pg_sys::CacheRegisterSyscacheCallback(cache as _, Some(on_schema_or_membership_change), pg_sys::Datum::from(0));
         }
         pg_sys::CacheRegisterSyscacheCallback(TYPEOID as _, Some(on_type_change), pg_sys::Datum::from(0));

@@ -157,19 +157,63 @@ fn fields(v: &[i32]) -> [u32; FIELDS_STORED] {
     out
 }
 
-/// Relations DDL touched in an indexed schema since the memory described them.
+/// Of `oids`, in their order, the first `limit` the caller may read a column of (in a schema
+/// it may use): before anything is described, so that tables the caller cannot read, however
+/// well their names match, take no candidate's place.
+fn readable_first(oids: &[pg_sys::Oid], limit: usize) -> Vec<pg_sys::Oid> {
+    if oids.is_empty() || limit == 0 {
+        return Vec::new();
+    }
+    let args: [DatumWithOid; 2] = [oids.to_vec().into(), (limit as i64).into()];
+    crate::pg::spi::select_kept(
+        "the candidates the caller may read",
+        "SELECT u.o FROM pg_catalog.unnest($1::pg_catalog.oid[]) WITH ORDINALITY AS u(o, i)
+           JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) u.o
+          WHERE pg_catalog.has_schema_privilege(c.relnamespace, 'USAGE')
+            AND pg_catalog.has_any_column_privilege(c.oid, 'SELECT')
+          ORDER BY u.i LIMIT $2",
+        &[BuiltIn(OIDARRAYOID), BuiltIn(INT8OID)],
+        &args,
+        |r| r.get::<pg_sys::Oid>(1),
+    )
+    .or_raise("could not check the caller's privileges on the candidates")
+}
+
+/// Whole-table readers among `oids`: only they describe a table as every other whole-table
+/// reader does, so only they write its description to the memory (roles with column grants
+/// would otherwise take turns rewriting it).
+fn read_whole(oids: &[pg_sys::Oid]) -> HashSet<u32> {
+    if oids.is_empty() {
+        return HashSet::new();
+    }
+    let args: [DatumWithOid; 1] = [oids.to_vec().into()];
+    crate::pg::spi::select_kept(
+        "the candidates the caller may read whole",
+        "SELECT o FROM pg_catalog.unnest($1::pg_catalog.oid[]) AS o WHERE pg_catalog.has_table_privilege(o, 'SELECT')",
+        &[BuiltIn(OIDARRAYOID)],
+        &args,
+        |r| r.get::<pg_sys::Oid>(1),
+    )
+    .or_raise("could not check the caller's privileges on the candidates")
+    .into_iter()
+    .map(|o| o.to_u32())
+    .collect()
+}
+
+/// Relations DDL touched in an indexed schema since the memory described them, those the
+/// caller may read (at most [`MAX_DIRTY`]).
 fn dirty() -> Vec<pg_sys::Oid> {
-    let args: [DatumWithOid; 1] = [MAX_DIRTY.into()];
-    as_memory_owner(|| {
+    let noted = as_memory_owner(|| {
         crate::pg::spi::select_kept(
             "relations changed since they were indexed",
-            "SELECT relid FROM ask.schema_memory_dirty ORDER BY relid LIMIT $1",
-            &[BuiltIn(INT8OID)],
-            &args,
+            "SELECT relid FROM ask.schema_memory_dirty ORDER BY relid",
+            &[],
+            &[],
             |r| r.get::<pg_sys::Oid>(1),
         )
     })
-    .or_raise("could not read the schema selection memory's changed relations")
+    .or_raise("could not read the schema selection memory's changed relations");
+    readable_first(&noted, MAX_DIRTY as usize)
 }
 
 /// The tables the memory embedded (current provider and model) nearest to the question.
@@ -346,7 +390,11 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
             into.push(o);
         }
     };
-    let chosen = candidates(&ranked, take);
+    // The best the caller may read: a few times more than taken are checked, in order.
+    let checked = readable_first(&order[..order.len().min(8 * take)], 2 * take);
+    let readable: HashSet<u32> = checked.iter().map(|o| o.to_u32()).collect();
+    let ranked_readable: Vec<(pg_sys::Oid, f64)> = ranked.iter().filter(|(o, _)| readable.contains(&o.to_u32())).copied().collect();
+    let chosen = candidates(&ranked_readable, take);
     let wanted = chosen.len().min(max_tables.max(1));
     for &o in &chosen {
         push(o, &mut first);
@@ -362,14 +410,15 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
     let describe =
         |oids: Vec<pg_sys::Oid>| crate::schema::describe_exactly_kept(oids).unwrap_or_else(|e| crate::pg::errors::from_host(&e).raise());
     let mut live = describe(first);
-    // Too few readable (the caller may not read the best ones): the next ones by words.
+    // Too few described (a readable candidate may still be left out: a partition, a member
+    // of an extension): the next readable ones by words.
     let mut next = chosen.len();
     for _ in 0..ROUNDS {
-        if live.len() >= wanted || next >= order.len() {
+        if live.len() >= wanted || next >= ranked_readable.len() {
             break;
         }
-        let end = order.len().min(next + 2 * take);
-        let more: Vec<pg_sys::Oid> = order[next..end].iter().copied().filter(|o| seen.insert(o.to_u32())).collect();
+        let end = ranked_readable.len().min(next + take);
+        let more: Vec<pg_sys::Oid> = ranked_readable[next..end].iter().map(|(o, _)| *o).filter(|o| seen.insert(o.to_u32())).collect();
         next = end;
         live.extend(describe(more));
     }
@@ -427,8 +476,14 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
     let mut refreshed = 0;
     // Only when there is something to write: a touched relation the caller may not read stays
     // noted for a role that may, without this one locking the memory at every question.
-    if !read_only && (!stale.is_empty() || !described_again.is_empty()) {
-        super::memory_version(true);
+    if !stale.is_empty() {
+        let oid_of: HashMap<String, pg_sys::Oid> = live.iter().map(|(o, t)| (t.qualified(), *o)).collect();
+        let whole = read_whole(&stale.iter().filter_map(|(n, _)| oid_of.get(n).copied()).collect::<Vec<_>>());
+        stale.retain(|(n, _)| oid_of.get(n).is_some_and(|o| whole.contains(&o.to_u32())));
+    }
+    // Another backend writing the memory now: this question does not wait for it (its own
+    // writes can wait for the next question).
+    if !read_only && (!stale.is_empty() || !described_again.is_empty()) && super::state::try_lock_version() {
         if !stale.is_empty() {
             let (vectors, keys) = store(Kind::Tables, &stale, embedder, Some(&|n: &str| catalog.stored_terms(n)));
             refreshed = keys.len();

@@ -131,6 +131,46 @@ mod tests {
     }
 
     #[pg_test]
+    fn tables_a_reader_cannot_read_take_no_candidates_place() {
+        built();
+        // Thirty tables that match the question better than anything, none readable by the
+        // reader: it still gets the employees' table, and none of them is even described.
+        for i in 0..30 {
+            Spi::run(&format!(
+                "CREATE TABLE staff.salary_bonus_payment_{i} (salary numeric, bonus numeric, payment numeric);
+                 COMMENT ON TABLE staff.salary_bonus_payment_{i} IS 'Salary and bonus payments of employees'"
+            ))
+            .unwrap();
+        }
+        let _: i64 = one("SELECT ask.index_schema(ARRAY['staff'])");
+        Spi::run("SET ROLE ask_ix_reader").unwrap();
+        let select = select_stage("salary and bonus payments of employees");
+        Spi::run("RESET ROLE").unwrap();
+        assert_eq!(tables(&select), ["staff.employee"], "{select}");
+        assert_eq!(select["candidates_described"], 1, "{select}");
+    }
+
+    #[pg_test]
+    fn only_whole_table_readers_write_a_description_again() {
+        built();
+        Spi::run("COMMENT ON TABLE staff.employee IS 'People on the payroll'").unwrap();
+        // The reader sees two of its columns: its description is not the memory's to keep.
+        Spi::run("SET ROLE ask_ix_reader").unwrap();
+        let select = select_stage("people on the payroll");
+        Spi::run("RESET ROLE").unwrap();
+        assert_eq!(select["refreshed"], 0, "{select}");
+        let kept: bool = one("SELECT description NOT LIKE '%payroll%' FROM ask.schema_memory_tables WHERE name = 'staff.employee'");
+        assert!(kept);
+        let noted: i64 = one("SELECT count(*) FROM ask.schema_memory_dirty WHERE relid = 'staff.employee'::regclass");
+        assert_eq!(noted, 1);
+        // A role that reads the whole table writes it, and the note goes.
+        let select = select_stage("people on the payroll");
+        assert_eq!(select["refreshed"], 1, "{select}");
+        let noted: i64 = one("SELECT count(*) FROM ask.schema_memory_dirty");
+        assert_eq!(noted, 0);
+    }
+
+    #[pg_test]
     fn tables_created_or_changed_since_are_candidates_and_described_again() {
         built();
         // A table owner who is not superuser creates a table in an indexed schema and renames
@@ -142,7 +182,9 @@ mod tests {
              ALTER TABLE music.album RENAME COLUMN title TO album_title;
              CREATE TEMP TABLE scratch (x int);
              RESET ROLE;
-             CREATE TABLE garden.pot (id int);",
+             CREATE TABLE garden.pot (id int);
+             CREATE TABLE music.gig (id int, played date) PARTITION BY RANGE (played);
+             CREATE TABLE music.gig_2024 PARTITION OF music.gig FOR VALUES FROM ('2024-01-01') TO ('2025-01-01');",
         )
         .unwrap();
         let noted: Vec<String> = Spi::connect(|c| {
@@ -151,7 +193,8 @@ mod tests {
                 .map(|r| r.get::<String>(1).unwrap().unwrap())
                 .collect()
         });
-        assert_eq!(noted, ["music.album"]);
+        // A partition is never described, so never noted: its partitioned table is.
+        assert_eq!(noted, ["music.album", "music.gig"]);
         // It is not in the index yet, and still found.
         let select = select_stage("which album titles are there?");
         assert_eq!(select["index"], true);

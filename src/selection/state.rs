@@ -22,6 +22,23 @@ pub(super) fn memory_version(lock: bool) -> Option<i64> {
         .pop()
 }
 
+/// Lock the memory's version row as [`memory_version`] with `lock` does, unless another
+/// transaction holds it: then `false`, at once.
+pub(super) fn try_lock_version() -> bool {
+    as_memory_owner(|| {
+        crate::pg::spi::write_kept(
+            "the memory's version, if free",
+            "SELECT version FROM ask.schema_memory_version FOR UPDATE SKIP LOCKED",
+            &[],
+            &[],
+            |r| r.get::<i64>(1),
+        )
+    })
+    .or_raise("could not read the schema selection memory's version")
+    .pop()
+    .is_some()
+}
+
 /// Delete the rows of relations and schemas that no longer exist. Not in a read-only
 /// transaction.
 pub(super) fn forget_dropped() -> usize {
