@@ -141,7 +141,7 @@ pub(crate) struct StoredIndex {
     pub(crate) version: i64,
     /// Tables in the index; 0 when the memory holds a table stored without its words.
     pub(crate) documents: usize,
-    pub(crate) avg_len: [Option<f64>; pg_ask_core::selection::lexical::FIELDS_STORED],
+    pub(crate) avg_len: [Option<f64>; pg_ask_core::selection::lexical::FIELDS],
     /// The words that occur in a name, with how many tables have them there.
     pub(crate) names: std::collections::BTreeMap<String, u32>,
 }

@@ -25,7 +25,7 @@ use std::rc::Rc;
 
 use pg_ask_core::ask::Question;
 use pg_ask_core::schema::Table;
-use pg_ask_core::selection::lexical::FIELDS_STORED;
+use pg_ask_core::selection::lexical::FIELDS;
 use pg_ask_core::selection::retrieve::{candidates, fetch_terms, probe_terms, rank_stored};
 use pg_ask_core::selection::{unquote, Catalog, ColumnValues, Cosines, DocTerms, GlobalStats, TableProfile};
 use pgrx::datum::DatumWithOid;
@@ -82,7 +82,7 @@ fn stored_index(version: i64) -> Option<Rc<StoredIndex>> {
     .or_raise("could not read the schema selection memory's lexical index")
     .pop();
     let (documents, missing, avg, terms, name_df) = row?;
-    let mut avg_len = [None; FIELDS_STORED];
+    let mut avg_len = [None; FIELDS];
     for (slot, v) in avg_len.iter_mut().zip(avg) {
         *slot = v;
     }
@@ -114,7 +114,7 @@ fn document_frequencies(terms: &[String]) -> HashMap<String, u32> {
 }
 
 /// A word of a table with its occurrences per field.
-type Posting = (String, [u32; FIELDS_STORED]);
+type Posting = (String, [u32; FIELDS]);
 
 /// The stored postings of `terms`, by table: each table's words among them and its lengths.
 fn postings(terms: &[String]) -> Vec<(pg_sys::Oid, DocTerms)> {
@@ -141,7 +141,7 @@ fn postings(terms: &[String]) -> Vec<(pg_sys::Oid, DocTerms)> {
         )
     })
     .or_raise("could not read the schema selection memory's lexical index");
-    let mut by_table: BTreeMap<u32, (pg_sys::Oid, Vec<Posting>, [u32; FIELDS_STORED])> = BTreeMap::new();
+    let mut by_table: BTreeMap<u32, (pg_sys::Oid, Vec<Posting>, [u32; FIELDS])> = BTreeMap::new();
     for (relid, term, tf, len) in rows {
         by_table.entry(relid.to_u32()).or_insert_with(|| (relid, Vec::new(), len)).1.push((term, tf));
     }
@@ -149,8 +149,8 @@ fn postings(terms: &[String]) -> Vec<(pg_sys::Oid, DocTerms)> {
 }
 
 /// A stored per-field array as the core's fixed-size one (missing fields count 0).
-fn fields(v: &[i32]) -> [u32; FIELDS_STORED] {
-    let mut out = [0; FIELDS_STORED];
+fn fields(v: &[i32]) -> [u32; FIELDS] {
+    let mut out = [0; FIELDS];
     for (slot, x) in out.iter_mut().zip(v) {
         *slot = (*x).max(0) as u32;
     }
@@ -323,23 +323,17 @@ fn neighbours(tables: &[(pg_sys::Oid, Table)]) -> Vec<pg_sys::Oid> {
     .or_raise("could not read the candidates' foreign keys")
 }
 
-/// Forget the touched relations `relids` that were described again or no longer exist.
-fn forget_dirty(described: &[pg_sys::Oid], looked_at: &[pg_sys::Oid]) {
-    let args: [DatumWithOid; 2] = [described.to_vec().into(), looked_at.to_vec().into()];
-    as_memory_owner(|| {
-        crate::pg::spi::write_kept(
-            "forget relations described again",
-            "DELETE FROM ask.schema_memory_dirty d
-              WHERE d.relid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[])
-                 OR (d.relid OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.oid[])
-                     AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) d.relid))
-             RETURNING d.relid",
-            &[BuiltIn(OIDARRAYOID), BuiltIn(OIDARRAYOID)],
-            &args,
-            |r| r.get::<pg_sys::Oid>(1),
-        )
-    })
-    .or_raise("could not update the schema selection memory's changed relations");
+/// Forget the notes of touched relations that were described in the memory as they are now.
+fn forget_noted(relids: &[pg_sys::Oid]) -> Result<(), pgrx::spi::SpiError> {
+    let args: [DatumWithOid; 1] = [relids.to_vec().into()];
+    crate::pg::spi::write_kept(
+        "forget relations described again",
+        "DELETE FROM ask.schema_memory_dirty WHERE relid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[]) RETURNING relid",
+        &[BuiltIn(OIDARRAYOID)],
+        &args,
+        |_| Ok(Some(())),
+    )?;
+    Ok(())
 }
 
 /// The frequent values of the candidates' readable columns, by qualified name.
@@ -494,9 +488,11 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
                     }
                 }
             }
-            described_again.extend(keys.values().copied());
         }
-        forget_dirty(&described_again, &touched);
+        // (The rows just stored forgot their notes as they were stored.)
+        if !described_again.is_empty() {
+            as_memory_owner(|| forget_noted(&described_again)).or_raise("could not update the schema selection memory's changed relations");
+        }
     }
     let memory_ms = started.elapsed().as_secs_f64() * 1000.0;
     let detail = serde_json::json!({
@@ -541,7 +537,7 @@ pub(super) fn store_terms(keys: &HashMap<String, pg_sys::Oid>, terms: &dyn Fn(&s
     if relids.is_empty() {
         return;
     }
-    let n = FIELDS_STORED as i32;
+    let n = FIELDS as i32;
     let all: Vec<pg_sys::Oid> = keys.values().copied().collect();
     as_memory_owner(|| {
         let args: [DatumWithOid; 1] = [all.clone().into()];
@@ -553,14 +549,7 @@ pub(super) fn store_terms(keys: &HashMap<String, pg_sys::Oid>, terms: &dyn Fn(&s
             |_| Ok(Some(())),
         )?;
         // Described again: no longer behind the catalog.
-        let args: [DatumWithOid; 1] = [all.into()];
-        crate::pg::spi::write_kept(
-            "forget relations described again",
-            "DELETE FROM ask.schema_memory_dirty WHERE relid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[]) RETURNING relid",
-            &[BuiltIn(OIDARRAYOID)],
-            &args,
-            |_| Ok(Some(())),
-        )?;
+        forget_noted(&all)?;
         let args: [DatumWithOid; 4] = [words.into(), word_tables.into(), tf.into(), n.into()];
         crate::pg::spi::write_kept(
             "store the words",

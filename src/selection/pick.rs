@@ -2,7 +2,7 @@
 //! the stored index gave) and the question's cosines.
 
 use pg_ask_core::ask::{SchemaCandidate, Selection};
-use pg_ask_core::selection::{Catalog, Cosines, Fusion, PickReason, SelectOptions, PLAN_SCHEMAS};
+use pg_ask_core::selection::{AskedSelection, Catalog, Cosines, Fusion};
 use serde_json::json;
 
 /// The selection of [`super::selection_for`] from a catalog and the question's cosines; `detail`
@@ -17,21 +17,11 @@ pub(super) fn pick(
 ) -> Result<Option<Selection>, String> {
     let fusion = Fusion::default();
     let started = std::time::Instant::now();
-    let mut schemas = catalog.select_schemas(question, schema_cosines, PLAN_SCHEMAS, fusion).map_err(|e| e.to_string())?;
-    // Schemas (and below, tables) without any evidence — no cosine and no matching word — are
-    // no candidates, unless nothing has evidence.
-    if schemas.iter().any(|s| s.score > 0.0) {
-        schemas.retain(|s| s.score > 0.0);
-    }
-    if schemas.is_empty() {
+    let Some(AskedSelection { schemas, tables: picks }) =
+        catalog.select_as_asked(question, table_cosines, schema_cosines, max_tables, fusion).map_err(|e| e.to_string())?
+    else {
         return Ok(None);
-    }
-    let options =
-        SelectOptions { k: max_tables, schemas: Some(schemas.iter().map(|s| s.schema.clone()).collect()), fusion, ..Default::default() };
-    let mut picks = catalog.select_tables(question, table_cosines, &options).map_err(|e| e.to_string())?;
-    if picks.iter().any(|p| p.score > 0.0) {
-        picks.retain(|p| p.score > 0.0 || p.reason != PickReason::Retrieved);
-    }
+    };
     let mut candidates = Vec::new();
     for s in &schemas {
         let mine: Vec<_> = picks.iter().filter(|p| catalog.table(&p.table).is_some_and(|t| t.schema == s.schema)).cloned().collect();

@@ -30,6 +30,14 @@ use std::time::Instant;
 use pg_ask_core::selection::recall::{evaluate, load_defog, stored_recall};
 use pg_ask_core::selection::{Catalog, Fusion, TableProfile};
 
+/// `catalog` with `n` generated tables beside it (up to 50 schemas of 200).
+fn with_generated(catalog: &Catalog, n: usize) -> Catalog {
+    let generated = pg_ask_core::selection::recall::synthetic_scale_catalog(50, n.div_ceil(50).min(200));
+    let mut profiles: Vec<TableProfile> = catalog.tables().to_vec();
+    profiles.extend(generated.into_iter().map(TableProfile::new));
+    Catalog::new(profiles, &[])
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let scale: Option<usize> = args.iter().position(|a| a == "--scale").map(|i| args[i + 1].parse().expect("--scale N"));
@@ -66,10 +74,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     stored(&catalog)?;
     if lexical_only {
         if let Some(n) = scale {
-            let generated = pg_ask_core::selection::recall::synthetic_scale_catalog(50, n.div_ceil(50).min(200));
-            let mut profiles: Vec<TableProfile> = catalog.tables().to_vec();
-            profiles.extend(generated.into_iter().map(TableProfile::new));
-            let big = Catalog::new(profiles, &[]);
+            let big = with_generated(&catalog, n);
             println!("with {} generated tables beside them:", big.tables().len() - catalog.tables().len());
             println!("lexical only:            {}", evaluate(&big, &cases, None, Fusion::default())?.selection);
             stored(&big)?;
@@ -86,10 +91,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("pg_ask weighted sum {w:.1}: {}", ws.selection);
     }
     if let Some(n) = scale {
-        let generated = pg_ask_core::selection::recall::synthetic_scale_catalog(50, n.div_ceil(50).min(200));
-        let mut profiles: Vec<TableProfile> = catalog.tables().to_vec();
-        profiles.extend(generated.into_iter().map(TableProfile::new));
-        let big = Catalog::new(profiles, &[]);
+        let big = with_generated(&catalog, n);
         println!(
             "with {} generated tables beside them: {} tables in {} schemas",
             big.tables().len() - catalog.tables().len(),

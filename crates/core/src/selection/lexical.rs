@@ -57,7 +57,9 @@ pub enum Field {
     Value,
 }
 
-const FIELDS: usize = 5;
+/// The number of fields of a document (schema, table, column, comment, value: [`Field`]'s
+/// order), the length of the arrays [`DocTerms`] keeps per term and per document.
+pub const FIELDS: usize = 5;
 
 impl Field {
     fn index(self) -> usize {
@@ -349,10 +351,6 @@ pub struct DocTerms {
     terms: Vec<(String, [u32; FIELDS])>,
     len: [u32; FIELDS],
 }
-
-/// The number of fields of a document (schema, table, column, comment, value: [`Field`]'s
-/// order), the length of the arrays [`DocTerms`] keeps per term and per document.
-pub const FIELDS_STORED: usize = FIELDS;
 
 /// A memo of [`tokenize`] by text, for the many names and comments a catalog repeats.
 #[derive(Default)]

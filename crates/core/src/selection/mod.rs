@@ -45,7 +45,9 @@ pub use describe::{ColumnValues, SchemaProfile, TableProfile};
 /// these).
 pub const PLAN_SCHEMAS: usize = 3;
 
-pub use fuse::{Catalog, Cosines, Fusion, PickReason, Renewal, SchemaPick, ScoreParts, SelectError, SelectOptions, TablePick};
+pub use fuse::{
+    AskedSelection, Catalog, Cosines, Fusion, PickReason, Renewal, SchemaPick, ScoreParts, SelectError, SelectOptions, TablePick,
+};
 pub use lexical::{DocTerms, Field, GlobalStats, Label, LexicalIndex, LexicalScore};
 pub use plan::{Plan, PlanCandidate, PlanError, PlanStep};
 

@@ -92,6 +92,21 @@ pub struct SchemaPick {
     pub parts: ScoreParts,
 }
 
+/// What [`Catalog::select_as_asked`] chose: the candidate schemas, best first, and the tables
+/// picked among them (retrieved first, then those added for joins).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AskedSelection {
+    pub schemas: Vec<SchemaPick>,
+    pub tables: Vec<TablePick>,
+}
+
+impl AskedSelection {
+    /// The retrieved tables (not those added for joins), best first.
+    pub fn retrieved(&self) -> impl Iterator<Item = &str> {
+        self.tables.iter().filter(|p| p.reason == PickReason::Retrieved).map(|p| p.table.as_str())
+    }
+}
+
 /// What `select_tables` should do.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SelectOptions {
@@ -463,6 +478,34 @@ impl Catalog {
             picks.push(TablePick { table: self.names[i].clone(), score, reason, parts });
         }
         Ok(picks)
+    }
+
+    /// What `ask()` describes for a question: the [`PLAN_SCHEMAS`](super::PLAN_SCHEMAS) best
+    /// schemas and the `k` best tables among them with the tables their joins need
+    /// ([`Catalog::select_tables`]); schemas, and retrieved tables, without any evidence (no
+    /// cosine, no matching word) are left out unless nothing has evidence. `None` when no
+    /// schema is left.
+    pub fn select_as_asked(
+        &self,
+        question: &str,
+        table_cosines: &Cosines,
+        schema_cosines: &Cosines,
+        k: usize,
+        fusion: Fusion,
+    ) -> Result<Option<AskedSelection>, SelectError> {
+        let mut schemas = self.select_schemas(question, schema_cosines, super::PLAN_SCHEMAS, fusion)?;
+        if schemas.iter().any(|s| s.score > 0.0) {
+            schemas.retain(|s| s.score > 0.0);
+        }
+        if schemas.is_empty() {
+            return Ok(None);
+        }
+        let options = SelectOptions { k, schemas: Some(schemas.iter().map(|s| s.schema.clone()).collect()), fusion, ..Default::default() };
+        let mut tables = self.select_tables(question, table_cosines, &options)?;
+        if tables.iter().any(|p| p.score > 0.0) {
+            tables.retain(|p| p.score > 0.0 || p.reason != PickReason::Retrieved);
+        }
+        Ok(Some(AskedSelection { schemas, tables }))
     }
 
     /// The tables of a selection, for [`crate::schema::render`].

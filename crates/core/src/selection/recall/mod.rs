@@ -32,7 +32,7 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::selection::describe::{baseline_schema_text, baseline_table_text, TableProfile};
-use crate::selection::fuse::{cosine, Catalog, Cosines, Fusion, PickReason, SelectError, SelectOptions};
+use crate::selection::fuse::{cosine, Catalog, Cosines, Fusion, SelectError, SelectOptions};
 
 pub use ddl::{apply_column_descriptions, tables_from_ddl, EvalError};
 pub use defog::{load_defog, read_csv, DefogError, DEFOG_DATABASES};
@@ -133,6 +133,12 @@ fn covers(gold: &[BTreeSet<String>], got: &[String]) -> bool {
     gold.iter().any(|g| g.iter().all(|t| got.contains(t)))
 }
 
+/// The [`EVAL_TABLES`] tables `ask()` retrieves for `question` ([`Catalog::select_as_asked`]).
+fn as_asked(catalog: &Catalog, question: &str, tables: &Cosines, schemas: &Cosines, fusion: Fusion) -> Result<Vec<String>, SelectError> {
+    let asked = catalog.select_as_asked(question, tables, schemas, EVAL_TABLES, fusion)?;
+    Ok(asked.map(|a| a.retrieved().take(EVAL_TABLES).map(str::to_string).collect()).unwrap_or_default())
+}
+
 /// An embedding function: text in, vector out (for example all-MiniLM-L6-v2).
 pub type Embedder<'a> = &'a dyn Fn(&str) -> Vec<f32>;
 
@@ -216,19 +222,7 @@ pub fn evaluate(catalog: &Catalog, cases: &[EvalCase], embed: Option<Embedder<'_
             let top: Vec<String> = picks.iter().take(EVAL_TABLES).map(|p| p.table.clone()).collect();
             ours.tables_in_schema += usize::from(covers(&case.gold, &top));
             // As ask() selects: the plan's schemas with evidence, their tables with evidence.
-            let mut plan = catalog.select_schemas(&case.question, &schema_cos, super::PLAN_SCHEMAS, fusion)?;
-            if plan.iter().any(|s| s.score > 0.0) {
-                plan.retain(|s| s.score > 0.0);
-            }
-            let asked = SelectOptions { schemas: Some(plan.into_iter().map(|s| s.schema).collect()), ..options };
-            let picks = catalog.select_tables(&case.question, &table_cos, &asked)?;
-            let evidence = picks.iter().any(|p| p.score > 0.0);
-            let top: Vec<String> = picks
-                .iter()
-                .filter(|p| p.reason == PickReason::Retrieved && (p.score > 0.0 || !evidence))
-                .take(EVAL_TABLES)
-                .map(|p| p.table.clone())
-                .collect();
+            let top = as_asked(catalog, &case.question, &table_cos, &schema_cos, fusion)?;
             *ours.tables_as_asked.get_or_insert(0) += usize::from(covers(&case.gold, &top));
         }
 

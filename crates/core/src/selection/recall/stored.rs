@@ -8,9 +8,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::{covers, EvalCase, EVAL_TABLES};
-use crate::selection::fuse::{Catalog, Cosines, Fusion, PickReason, SelectError, SelectOptions};
-use crate::selection::lexical::{DocTerms, GlobalStats, FIELDS_STORED};
+use super::{as_asked, covers, EvalCase};
+use crate::selection::fuse::{Catalog, Cosines, Fusion, SelectError};
+use crate::selection::lexical::{DocTerms, GlobalStats, FIELDS};
 use crate::selection::retrieve::{candidates, fetch_terms, probe_terms, rank_stored};
 use crate::selection::TableProfile;
 
@@ -21,14 +21,14 @@ pub const STORED_CANDIDATES: usize = 20;
 
 /// The stored index of a catalog: postings per word, each table's lengths, the name words.
 struct Index {
-    postings: HashMap<String, Vec<(usize, [u32; FIELDS_STORED])>>,
-    lengths: Vec<[u32; FIELDS_STORED]>,
+    postings: HashMap<String, Vec<(usize, [u32; FIELDS])>>,
+    lengths: Vec<[u32; FIELDS]>,
     names: BTreeMap<String, u32>,
-    avg_len: [Option<f64>; FIELDS_STORED],
+    avg_len: [Option<f64>; FIELDS],
 }
 
 fn index(catalog: &Catalog) -> Index {
-    let mut postings: HashMap<String, Vec<(usize, [u32; FIELDS_STORED])>> = HashMap::new();
+    let mut postings: HashMap<String, Vec<(usize, [u32; FIELDS])>> = HashMap::new();
     let mut lengths = Vec::new();
     let mut names = BTreeMap::new();
     for (i, (n, _)) in catalog.table_descriptions().enumerate() {
@@ -41,9 +41,9 @@ fn index(catalog: &Catalog) -> Index {
             }
         }
     }
-    let mut avg_len = [None; FIELDS_STORED];
+    let mut avg_len = [None; FIELDS];
     if !lengths.is_empty() {
-        for (f, a) in avg_len.iter_mut().enumerate().take(FIELDS_STORED - 1) {
+        for (f, a) in avg_len.iter_mut().enumerate().take(FIELDS - 1) {
             *a = Some(lengths.iter().map(|l| f64::from(l[f])).sum::<f64>() / lengths.len() as f64);
         }
     }
@@ -62,7 +62,7 @@ pub fn stored_recall(catalog: &Catalog, cases: &[EvalCase]) -> Result<(usize, us
         let probe = probe_terms(&case.question, &ix.names);
         let df: HashMap<String, u32> = probe.iter().filter_map(|t| ix.postings.get(t).map(|p| (t.clone(), p.len() as u32))).collect();
         let stats = GlobalStats { documents: ix.lengths.len(), df: df.clone(), avg_len: ix.avg_len };
-        let mut docs: BTreeMap<usize, Vec<(String, [u32; FIELDS_STORED])>> = BTreeMap::new();
+        let mut docs: BTreeMap<usize, Vec<(String, [u32; FIELDS])>> = BTreeMap::new();
         for t in fetch_terms(&df, ix.lengths.len()) {
             for (d, tf) in ix.postings.get(&t).into_iter().flatten() {
                 docs.entry(*d).or_default().push((t.clone(), *tf));
@@ -96,22 +96,8 @@ pub fn stored_recall(catalog: &Catalog, cases: &[EvalCase]) -> Result<(usize, us
         let profiles: Vec<TableProfile> = picked.iter().map(|&i| catalog.tables()[i].clone()).collect();
         let small =
             Catalog::new(profiles, &catalog.schemas().iter().map(|s| s.profile.clone()).collect::<Vec<_>>()).with_table_stats(stats);
-        let fusion = Fusion::default();
         let none = Cosines::new();
-        let mut plan = small.select_schemas(&case.question, &none, crate::selection::PLAN_SCHEMAS, fusion)?;
-        if plan.iter().any(|s| s.score > 0.0) {
-            plan.retain(|s| s.score > 0.0);
-        }
-        let options =
-            SelectOptions { k: EVAL_TABLES, fusion, schemas: Some(plan.into_iter().map(|s| s.schema).collect()), ..Default::default() };
-        let picks = small.select_tables(&case.question, &none, &options)?;
-        let evidence = picks.iter().any(|p| p.score > 0.0);
-        let top: Vec<String> = picks
-            .iter()
-            .filter(|p| p.reason == PickReason::Retrieved && (p.score > 0.0 || !evidence))
-            .take(EVAL_TABLES)
-            .map(|p| p.table.clone())
-            .collect();
+        let top = as_asked(&small, &case.question, &none, &none, Fusion::default())?;
         hits += usize::from(covers(&case.gold, &top));
     }
     Ok((hits, questions, if questions == 0 { 0.0 } else { described as f64 / questions as f64 }))
