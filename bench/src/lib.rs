@@ -93,6 +93,23 @@ pub fn index_short_text(c: &mut Client, schema: &str) {
     }
 }
 
+/// The sample's columns `scripts/run.sh` puts in the value memory (its `INDEX_SPECS`): (table,
+/// columns), read from the script so that a benchmark sets the sample up as run.sh does.
+pub fn run_sh_value_columns() -> Vec<(String, Vec<String>)> {
+    let script = std::fs::read_to_string(repo().join("scripts/run.sh")).unwrap();
+    let start = script.find("INDEX_SPECS=(").expect("run.sh lists INDEX_SPECS");
+    let list = &script[start + "INDEX_SPECS=(".len()..];
+    let list = &list[..list.find(')').expect("INDEX_SPECS ends")];
+    list.split('"')
+        .skip(1)
+        .step_by(2)
+        .map(|spec| {
+            let (table, columns) = spec.split_once(':').expect("table:columns");
+            (table.to_string(), columns.split(',').map(str::to_string).collect())
+        })
+        .collect()
+}
+
 /// The gold SQL of a question of the sample suite (`sample/questions.json`).
 pub fn sample_gold(question: &str) -> String {
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(repo().join("sample/questions.json")).unwrap()).unwrap();

@@ -9,6 +9,8 @@ pub(crate) mod identity;
 pub(crate) mod key;
 pub(crate) mod server_wide;
 pub(crate) mod spi;
+#[cfg(any(test, feature = "pg_test"))]
+mod spi_tests;
 pub(crate) mod subxact;
 #[cfg(any(test, feature = "pg_test"))]
 pub(crate) mod testing;

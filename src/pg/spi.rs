@@ -50,6 +50,49 @@ pub(crate) fn select_kept<T>(
     kept(name, sql, types, false, args, row)
 }
 
+/// [`select_kept`] run with its generic plan from the first execution. PostgreSQL's plan
+/// cache plans a statement with parameters anew at each of its first five executions (a
+/// custom plan for the values given) before it settles on the generic one; for the catalog
+/// and memory reads of a question (`= ANY` of an array, through an index whatever its
+/// values) the plans are the same, and planning one of them costs more than running it (about
+/// 1 ms for the description of the candidate tables, at each of a new backend's first five
+/// questions). Not for a read whose best plan depends on its values (a `LIMIT` given as a
+/// parameter, a nearest-neighbour order).
+pub(crate) fn select_generic<T>(
+    name: &'static str,
+    sql: &str,
+    types: &[pg_sys::PgOid],
+    args: &[pgrx::datum::DatumWithOid],
+    row: impl FnMut(Row<'_>) -> RowResult<T>,
+) -> Result<Vec<T>, pgrx::spi::SpiError> {
+    let _generic = GenericPlans::now();
+    kept(name, sql, types, false, args, row)
+}
+
+/// `plan_cache_mode` set to `force_generic_plan` while it lives, as it was when it drops (on
+/// an error too: the error unwinds through it). Set in the variable the plan cache reads at
+/// each execution, not through the GUC machinery: nothing outside the statement sees it.
+struct GenericPlans(std::ffi::c_int);
+
+impl GenericPlans {
+    fn now() -> Self {
+        // SAFETY: a backend-global int read by the plan cache at each execution; this
+        // backend's only thread sets it, and the guard puts back what it found.
+        unsafe {
+            let was = pg_sys::plan_cache_mode;
+            pg_sys::plan_cache_mode = pg_sys::PlanCacheMode::PLAN_CACHE_MODE_FORCE_GENERIC_PLAN as std::ffi::c_int;
+            Self(was)
+        }
+    }
+}
+
+impl Drop for GenericPlans {
+    fn drop(&mut self) {
+        // SAFETY: as in `now`.
+        unsafe { pg_sys::plan_cache_mode = self.0 }
+    }
+}
+
 /// A writing statement with a kept plan (see [`select_kept`]), and the rows it returns
 /// (`RETURNING`, `SELECT ... FOR UPDATE`), in a snapshot that sees the transaction's writes.
 pub(crate) fn write_kept<T>(

@@ -137,7 +137,7 @@ pub fn describe_exactly(oids: Vec<pg_sys::Oid>) -> Result<Vec<(pg_sys::Oid, Tabl
         return Ok(Vec::new());
     }
     let sql: &str = if crate::pg::citus::installed() { &EXACTLY_THESE_SQL_CITUS } else { &EXACTLY_THESE_SQL };
-    let read = crate::pg::spi::select_kept(
+    let read = crate::pg::spi::select_generic(
         "describe exactly these tables",
         sql,
         &[pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::OIDARRAYOID)],

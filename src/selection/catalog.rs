@@ -22,7 +22,7 @@ pub(super) fn frequent_values(only: Option<&[pg_sys::Oid]>) -> HashMap<String, V
     let args: Vec<pgrx::datum::DatumWithOid> = only.map(|o| vec![o.to_vec().into()]).unwrap_or_default();
     let types: &[pg_sys::PgOid] = if only.is_some() { &[pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::OIDARRAYOID)] } else { &[] };
     let rows: Vec<(String, String, Vec<String>)> = as_memory_owner(|| {
-        crate::pg::spi::select_kept("frequent values", sql, types, &args, |r| {
+        crate::pg::spi::select_generic("frequent values", sql, types, &args, |r| {
             let (Some(table), Some(column), Some(values)) = (r.get::<String>(1)?, r.get::<String>(2)?, r.get::<Vec<String>>(3)?) else {
                 return Ok(None);
             };

@@ -100,7 +100,7 @@ fn stored_index(version: i64) -> Option<Rc<StoredIndex>> {
 fn document_frequencies(terms: &[String]) -> HashMap<String, u32> {
     let args: [DatumWithOid; 1] = [terms.to_vec().into()];
     as_memory_owner(|| {
-        crate::pg::spi::select_kept(
+        crate::pg::spi::select_generic(
             "the question's words in the lexical index",
             "SELECT v.term, v.df FROM ask.schema_memory_vocabulary v WHERE v.term OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.text[])",
             &[BuiltIn(TEXTARRAYOID)],
@@ -120,7 +120,7 @@ type Posting = (String, [u32; FIELDS]);
 fn postings(terms: &[String]) -> Vec<(pg_sys::Oid, DocTerms)> {
     let args: [DatumWithOid; 1] = [terms.to_vec().into()];
     let rows = as_memory_owner(|| {
-        crate::pg::spi::select_kept(
+        crate::pg::spi::select_generic(
             "the postings of the question's words",
             // Each table's lengths by its key: a few hundred index lookups, never a scan of
             // the whole memory (a join the planner may hash).
@@ -165,7 +165,7 @@ fn readable_first(oids: &[pg_sys::Oid], limit: usize) -> Vec<pg_sys::Oid> {
         return Vec::new();
     }
     let args: [DatumWithOid; 2] = [oids.to_vec().into(), (limit as i64).into()];
-    crate::pg::spi::select_kept(
+    crate::pg::spi::select_generic(
         "the candidates the caller may read",
         "SELECT u.o FROM pg_catalog.unnest($1::pg_catalog.oid[]) WITH ORDINALITY AS u(o, i)
            JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) u.o
@@ -187,7 +187,7 @@ fn read_whole(oids: &[pg_sys::Oid]) -> HashSet<u32> {
         return HashSet::new();
     }
     let args: [DatumWithOid; 1] = [oids.to_vec().into()];
-    crate::pg::spi::select_kept(
+    crate::pg::spi::select_generic(
         "the candidates the caller may read whole",
         "SELECT o FROM pg_catalog.unnest($1::pg_catalog.oid[]) AS o WHERE pg_catalog.has_table_privilege(o, 'SELECT')",
         &[BuiltIn(OIDARRAYOID)],
@@ -222,7 +222,7 @@ fn nearest(question: &[f32], embedder: &(String, String), limit: usize) -> Vec<p
     let sql = format!(
         "SELECT relid FROM ask.schema_memory_tables
           WHERE embedding IS NOT NULL AND embedding_provider OPERATOR(pg_catalog.=) $2 AND embedding_model IS NOT DISTINCT FROM $3
-          ORDER BY embedding OPERATOR({vector}.<=>) $1::{vector}.vector LIMIT $4"
+          ORDER BY embedding OPERATOR({vector}.<=>) (SELECT $1::{vector}.vector) LIMIT $4"
     );
     let args: [DatumWithOid; 4] =
         [vector_text(question).into(), embedder.0.clone().into(), embedder.1.clone().into(), (limit as i64).into()];
@@ -242,11 +242,13 @@ fn nearest(question: &[f32], embedder: &(String, String), limit: usize) -> Vec<p
 /// cosine of its embedding with `question` when the current embedder made it.
 fn stored_rows(keys: &[pg_sys::Oid], question: Option<&[f32]>, embedder: Option<&(String, String)>) -> HashMap<u32, (String, Option<f64>)> {
     let vector = ext_schema("vector");
+    // The question's vector is parsed once, in a sub-select: under a generic plan a cast of
+    // the parameter would be evaluated per row (about 20 µs for 384 dimensions).
     let sql = format!(
         "SELECT relid, description,
                 CASE WHEN $2::text IS NULL OR embedding IS NULL OR embedding_provider OPERATOR(pg_catalog.<>) $3
                           OR embedding_model IS DISTINCT FROM $4 THEN NULL
-                     ELSE 1 OPERATOR(pg_catalog.-) (embedding OPERATOR({vector}.<=>) $2::text::{vector}.vector) END
+                     ELSE 1 OPERATOR(pg_catalog.-) (embedding OPERATOR({vector}.<=>) (SELECT $2::text::{vector}.vector)) END
          FROM ask.schema_memory_tables WHERE relid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[])"
     );
     let args: [DatumWithOid; 4] = [
@@ -256,7 +258,7 @@ fn stored_rows(keys: &[pg_sys::Oid], question: Option<&[f32]>, embedder: Option<
         embedder.map(|e| e.1.clone()).into(),
     ];
     as_memory_owner(|| {
-        crate::pg::spi::select_kept(
+        crate::pg::spi::select_generic(
             "the candidates' stored descriptions",
             &sql,
             &[BuiltIn(OIDARRAYOID), BuiltIn(TEXTOID), BuiltIn(TEXTOID), BuiltIn(TEXTOID)],
@@ -277,13 +279,13 @@ fn stored_rows(keys: &[pg_sys::Oid], question: Option<&[f32]>, embedder: Option<
 fn schema_cosines(question: &[f32], embedder: &(String, String)) -> Cosines {
     let vector = ext_schema("vector");
     let sql = format!(
-        "SELECT pg_catalog.quote_ident(n.nspname), 1 OPERATOR(pg_catalog.-) (s.embedding OPERATOR({vector}.<=>) $1::text::{vector}.vector)
+        "SELECT pg_catalog.quote_ident(n.nspname), 1 OPERATOR(pg_catalog.-) (s.embedding OPERATOR({vector}.<=>) (SELECT $1::text::{vector}.vector))
            FROM ask.schema_memory_schemas s JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) s.nspid
           WHERE s.embedding IS NOT NULL AND s.embedding_provider OPERATOR(pg_catalog.=) $2 AND s.embedding_model IS NOT DISTINCT FROM $3"
     );
     let args: [DatumWithOid; 3] = [vector_text(question).into(), embedder.0.clone().into(), embedder.1.clone().into()];
     as_memory_owner(|| {
-        crate::pg::spi::select_kept(
+        crate::pg::spi::select_generic(
             "the schemas' stored cosines",
             &sql,
             &[BuiltIn(TEXTOID), BuiltIn(TEXTOID), BuiltIn(TEXTOID)],
@@ -304,7 +306,7 @@ fn neighbours(tables: &[(pg_sys::Oid, Table)]) -> Vec<pg_sys::Oid> {
     let referenced: Vec<String> = tables.iter().flat_map(|(_, t)| t.foreign_keys.iter().map(|fk| fk.references.clone())).collect();
     let keys: Vec<pg_sys::Oid> = tables.iter().map(|(o, _)| *o).collect();
     let args: [DatumWithOid; 3] = [referenced.into(), keys.into(), MAX_REFERRERS.into()];
-    crate::pg::spi::select_kept(
+    crate::pg::spi::select_generic(
         "the candidates' join neighbours",
         "SELECT pg_catalog.to_regclass(n)::pg_catalog.oid FROM pg_catalog.unnest($1::pg_catalog.text[]) AS n
          UNION

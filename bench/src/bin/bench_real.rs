@@ -12,7 +12,8 @@
 //! `PG_ASK_REAL_DEFOG_PER_DB` (defog questions per database, default 4), `PG_ASK_REAL_SUITES`
 //! (`sample,defog`), `PG_ASK_REAL_LABEL` (added to the run label), `PG_ASK_REAL_MAX_TOKENS`,
 //! `PG_ASK_REAL_EACH=1` (print each question's number and outcome), `PG_ASK_REAL_VALUES=1`
-//! (defog: the short text columns in the value memory first, as a DBA would set it up).
+//! (the value memory first, as a DBA would set it up: defog's short text columns, the sample's
+//! columns that `scripts/run.sh` indexes).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -198,7 +199,23 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, model: &str, mut corpus: 
         }
         // InConDB's Table 1 with the real model: a few workloads through CALL ask.benchmark.
         "incondb" => return incondb(c, model),
-        "sample" => load_sample(c),
+        "sample" => {
+            let n = load_sample(c);
+            // As run.sh sets the sample up: its categorical columns in the value memory.
+            if env("PG_ASK_REAL_VALUES", "0") == "1" {
+                let started = std::time::Instant::now();
+                let specs = pg_ask_bench::run_sh_value_columns();
+                for (table, columns) in &specs {
+                    c.query_one("SELECT ask.index_values($1::text::regclass, $2::text[])", &[&format!("public.{table}"), columns]).unwrap();
+                }
+                println!(
+                    "value memory of the sample's {} tables (run.sh's columns) built in {:.0} s",
+                    specs.len(),
+                    started.elapsed().as_secs_f64()
+                );
+            }
+            n
+        }
         "defog" => {
             let n = load_defog(c, env("PG_ASK_REAL_DEFOG_PER_DB", "4").parse().unwrap());
             // As a DBA would set pg_ask up: the short text columns (names, codes, categories)

@@ -131,16 +131,36 @@ fn fresh_backends(llm: &str, provider: &str, tables: usize) {
     report("first ask.select_tables() of a new backend (client)", first_select);
     let mut pool: Vec<Client> = (0..8).map(|_| new_backend(llm, provider)).collect();
     let (mut first, mut later) = (Vec::new(), Vec::new());
+    let (mut select, mut lexical, mut described, mut memory, mut outside) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut candidates = Vec::new();
     for (i, q) in QUESTIONS.iter().cycle().take(80).enumerate() {
         let t = trace(&mut pool[i % 8], q);
         if i < 8 {
             first.push(own_ms(&t))
         } else {
-            later.push(own_ms(&t))
+            later.push(own_ms(&t));
+            let s = stage_ms(&t, &["select"]);
+            select.push(s);
+            outside.push(own_ms(&t) - s);
+            lexical.push(select_detail(&t, "lexical_ms"));
+            described.push(select_detail(&t, "describe_ms"));
+            memory.push(select_detail(&t, "memory_ms"));
+            candidates.push(select_detail(&t, "candidates_described"));
         }
     }
     report("pool of 8 backends: each one's first ask(), own time", first);
     report("pool of 8 backends: later ask(), own time", later);
+    report("  select stage", select);
+    report("    reading the index", lexical);
+    report("    describing the candidates", described);
+    report("    values, stored rows and refresh", memory);
+    report("  other stages outside the LLM", outside);
+    candidates.sort_by(f64::total_cmp);
+    println!(
+        "  tables described per question: median {:.0}, max {:.0}",
+        candidates[candidates.len() / 2],
+        candidates.last().copied().unwrap_or_default()
+    );
 }
 
 fn rss_anon_kb(pid: i32) -> i64 {
