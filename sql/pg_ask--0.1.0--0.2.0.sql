@@ -572,3 +572,9 @@ EXCEPTION WHEN OTHERS THEN
 END $$;
 REVOKE ALL ON FUNCTION _schema_memory_touched() FROM PUBLIC;
 CREATE EVENT TRIGGER ask_schema_memory_touched ON ddl_command_end EXECUTE FUNCTION _schema_memory_touched();
+
+-- The tables nearest to a question by embedding are read through an HNSW index of the
+-- embeddings of one dimension, cast to it (the column takes any dimension): here 384, that of
+-- all-MiniLM-L6-v2, the local embedder; ask.index_schema() gives other dimensions theirs.
+CREATE INDEX IF NOT EXISTS schema_memory_tables_hnsw_384 ON ask.schema_memory_tables
+    USING hnsw ((embedding::halfvec(384)) halfvec_cosine_ops) WHERE vector_dims(embedding) = 384;

@@ -51,6 +51,9 @@ pub(crate) fn index_schema(schemas: Option<Vec<String>>) -> i64 {
     forget_dropped();
     store(Kind::Tables, &tables, embedder.as_ref(), Some(&|n: &str| catalog.stored_terms(n)));
     store(Kind::Schemas, &schemas, embedder.as_ref(), None);
+    if let Some(e) = embedder.as_ref() {
+        super::nearest::index_embeddings(e);
+    }
     // Fresh statistics for the plans of the questions that read the lexical index.
     if crate::pg::version::sql_at_least("0.2.0") {
         crate::pg::identity::as_memory_owner(|| {

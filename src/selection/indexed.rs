@@ -216,28 +216,6 @@ fn dirty() -> Vec<pg_sys::Oid> {
     readable_first(&noted, MAX_DIRTY as usize)
 }
 
-/// The tables the memory embedded (current provider and model) nearest to the question.
-fn nearest(question: &[f32], embedder: &(String, String), limit: usize) -> Vec<pg_sys::Oid> {
-    let vector = ext_schema("vector");
-    let sql = format!(
-        "SELECT relid FROM ask.schema_memory_tables
-          WHERE embedding IS NOT NULL AND embedding_provider OPERATOR(pg_catalog.=) $2 AND embedding_model IS NOT DISTINCT FROM $3
-          ORDER BY embedding OPERATOR({vector}.<=>) (SELECT $1::{vector}.vector) LIMIT $4"
-    );
-    let args: [DatumWithOid; 4] =
-        [vector_text(question).into(), embedder.0.clone().into(), embedder.1.clone().into(), (limit as i64).into()];
-    as_memory_owner(|| {
-        crate::pg::spi::select_kept(
-            "the nearest stored tables",
-            &sql,
-            &[BuiltIn(TEXTOID), BuiltIn(TEXTOID), BuiltIn(TEXTOID), BuiltIn(INT8OID)],
-            &args,
-            |r| r.get::<pg_sys::Oid>(1),
-        )
-    })
-    .or_raise("could not read the schema selection memory's embeddings")
-}
-
 /// What the memory holds for the candidate tables `keys`: the stored description, and the
 /// cosine of its embedding with `question` when the current embedder made it.
 fn stored_rows(keys: &[pg_sys::Oid], question: Option<&[f32]>, embedder: Option<&(String, String)>) -> HashMap<u32, (String, Option<f64>)> {
@@ -396,7 +374,7 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
         push(o, &mut first);
     }
     if let (Some(qv), Some(e)) = (q, embedder) {
-        for o in nearest(qv, e, take) {
+        for o in super::nearest::nearest(qv, e, take) {
             push(o, &mut first);
         }
     }

@@ -58,6 +58,48 @@ mod tests {
         select["tables"].as_array().unwrap().iter().map(|t| t["table"].as_str().unwrap().to_string()).collect()
     }
 
+    /// The definition of the memory's vector index for `d` dimensions, if it has one.
+    fn vector_index(d: usize) -> Option<String> {
+        Spi::get_one::<String>(&format!("SELECT pg_get_indexdef(to_regclass('ask.schema_memory_tables_hnsw_{d}'))")).ok().flatten()
+    }
+
+    #[pg_test]
+    fn the_nearest_tables_are_read_through_a_vector_index_of_their_dimension() {
+        Spi::run(SETUP).unwrap();
+        // 384 dimensions (the local embedder's) have their index from the install.
+        let embedder = crate::pg::testing::standin_embeddings(384);
+        let n: i64 = one("SELECT ask.index_schema(ARRAY['music', 'staff'])");
+        assert_eq!(n, 4);
+        // A question's read names the index's expression and predicate, so PostgreSQL reads it.
+        Spi::run(&format!("PREPARE near (text, text, text) AS {}", crate::selection::nearest::nearest_sql(384, 20))).unwrap();
+        Spi::run("SET LOCAL enable_seqscan = off").unwrap();
+        let question = format!("[{}]", vec!["0.25"; 384].join(","));
+        let plan: Vec<String> = Spi::connect(|c| {
+            c.select(&format!("EXPLAIN (COSTS OFF) EXECUTE near ('{question}', 'openai', 'pseudo-384')"), None, &[])
+                .unwrap()
+                .map(|r| r.get::<String>(1).unwrap().unwrap())
+                .collect()
+        });
+        assert!(plan.iter().any(|l| l.contains("Index Scan using schema_memory_tables_hnsw_384")), "{plan:?}");
+        Spi::run("RESET enable_seqscan; DEALLOCATE near").unwrap();
+        // A reader's question takes the nearest as candidates, and still only what it may read.
+        Spi::run("SET ROLE ask_ix_reader").unwrap();
+        let select = select_stage("which singers performed in concerts?");
+        assert_eq!(select["index"], true, "{select}");
+        assert_eq!(select["embedding"], true, "{select}");
+        let picked = tables(&select);
+        assert!(picked.contains(&"music.singer".to_string()), "{select}");
+        assert!(!picked.iter().any(|t| t == "staff.payroll_secret"), "{select}");
+        Spi::run("RESET ROLE").unwrap();
+        drop(embedder);
+        // Another dimension gets its own index from ask.index_schema(), the same but for it.
+        assert_eq!(vector_index(16), None);
+        let _embedder = crate::pg::testing::standin_embeddings(16);
+        let _: i64 = one("SELECT ask.index_schema(ARRAY['music', 'staff'])");
+        let (made, installed) = (vector_index(16).unwrap(), vector_index(384).unwrap());
+        assert_eq!(made, installed.replace("384", "16"));
+    }
+
     #[pg_test]
     fn the_index_holds_names_and_comments_never_values() {
         built();

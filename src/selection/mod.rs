@@ -48,6 +48,7 @@ use std::rc::Rc;
 mod catalog;
 pub(crate) mod functions;
 pub(crate) mod indexed;
+mod nearest;
 mod pick;
 mod state;
 

@@ -1,0 +1,92 @@
+//! The tables whose stored embeddings are nearest to a question, through a vector index.
+//!
+//! The memory's `embedding` column holds vectors of any dimension (one embedder's, then
+//! another's), so it cannot be indexed as it is. `ask.index_schema()` gives each dimension the
+//! current embedder's rows have an HNSW index of their own on the embedding cast to that
+//! dimension (as `halfvec`, a partial index on `vector_dims(embedding)`), as the value memory
+//! does per column; a question's nearest-neighbour read names the same expression and
+//! predicate, so PostgreSQL reads that index instead of the distance of every stored
+//! embedding (10 ms at 10,000 tables). Without the index (a memory built before it existed,
+//! or more dimensions than HNSW takes) the same read scans, as before.
+
+use pgrx::datum::DatumWithOid;
+use pgrx::pg_sys;
+use pgrx::pg_sys::PgOid::BuiltIn;
+
+use pg_sys::BuiltinOid::TEXTOID;
+
+use crate::pg::identity::as_memory_owner;
+use crate::pg::spi::{ext_schema, vector_text, OrRaise};
+
+/// The most dimensions pgvector's HNSW indexes `halfvec` with.
+const MAX_INDEXED_DIMS: usize = 4000;
+
+/// The tables the memory embedded (current provider and model) nearest to the question, at
+/// most `limit` (an HNSW scan returns at most `hnsw.ef_search`, 40 by default).
+pub(super) fn nearest(question: &[f32], embedder: &(String, String), limit: usize) -> Vec<pg_sys::Oid> {
+    let sql = nearest_sql(question.len(), limit);
+    let args: [DatumWithOid; 3] = [vector_text(question).into(), embedder.0.clone().into(), embedder.1.clone().into()];
+    as_memory_owner(|| {
+        crate::pg::spi::select_generic(
+            "the nearest stored tables",
+            &sql,
+            &[BuiltIn(TEXTOID), BuiltIn(TEXTOID), BuiltIn(TEXTOID)],
+            &args,
+            |r| r.get::<pg_sys::Oid>(1),
+        )
+    })
+    .or_raise("could not read the schema selection memory's embeddings")
+}
+
+/// The read of the `limit` nearest tables to a question of `d` dimensions: `$1` the question's
+/// vector as text, `$2` and `$3` the embedder's provider and model. The dimension and the limit
+/// are numbers of this code, not of the caller: in the text, so that the plan (an index scan)
+/// never depends on a parameter's value.
+pub(super) fn nearest_sql(d: usize, limit: usize) -> String {
+    let vector = ext_schema("vector");
+    format!(
+        "SELECT relid FROM ask.schema_memory_tables
+          WHERE embedding IS NOT NULL AND {vector}.vector_dims(embedding) OPERATOR(pg_catalog.=) {d}
+            AND embedding_provider OPERATOR(pg_catalog.=) $2 AND embedding_model IS NOT DISTINCT FROM $3
+          ORDER BY (embedding::{vector}.halfvec({d})) OPERATOR({vector}.<=>) (SELECT $1::{vector}.vector::{vector}.halfvec({d}))
+          LIMIT {limit}"
+    )
+}
+
+/// Give each dimension of the stored table embeddings of `embedder` its HNSW index, if it has
+/// none. Run by `ask.index_schema()` (creating an index locks the memory against writes while
+/// it is built; a question's refresh never does it).
+pub(super) fn index_embeddings(embedder: &(String, String)) {
+    let vector = ext_schema("vector");
+    let args: [DatumWithOid; 2] = [embedder.0.clone().into(), embedder.1.clone().into()];
+    let dims = as_memory_owner(|| {
+        crate::pg::spi::select_rows(
+            &format!(
+                "SELECT DISTINCT {vector}.vector_dims(embedding) FROM ask.schema_memory_tables
+                  WHERE embedding IS NOT NULL AND embedding_provider OPERATOR(pg_catalog.=) $1
+                    AND embedding_model IS NOT DISTINCT FROM $2"
+            ),
+            &args,
+            |r| r.get::<i32>(1),
+        )
+    })
+    .or_raise("could not read the schema selection memory's embeddings");
+    for d in dims.into_iter().filter(|&d| d > 0 && d as usize <= MAX_INDEXED_DIMS) {
+        // Looked up first: CREATE INDEX IF NOT EXISTS would tell the caller, in a NOTICE, of
+        // an index it need not know about.
+        let exists = pgrx::Spi::get_one::<bool>(&format!("SELECT pg_catalog.to_regclass('ask.schema_memory_tables_hnsw_{d}') IS NOT NULL"))
+            .or_raise("could not look up the schema selection memory's indexes")
+            .unwrap_or(false);
+        if exists {
+            continue;
+        }
+        as_memory_owner(|| {
+            pgrx::Spi::run(&format!(
+                "CREATE INDEX schema_memory_tables_hnsw_{d} ON ask.schema_memory_tables
+                 USING hnsw ((embedding::{vector}.halfvec({d})) {vector}.halfvec_cosine_ops)
+                 WHERE {vector}.vector_dims(embedding) OPERATOR(pg_catalog.=) {d}"
+            ))
+        })
+        .or_raise("could not index the schema selection memory's embeddings");
+    }
+}
