@@ -79,6 +79,9 @@ pub extern "C-unwind" fn _PG_init() {
     pg::key::note_preloading();
     pg::gucs::init();
     pg::backend::init();
+    if pg::key::preloaded() {
+        llm::embeddings::preload_tokenizer();
+    }
 }
 
 /// Required by `cargo pgrx test`.

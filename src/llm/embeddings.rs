@@ -1,5 +1,7 @@
 //! Embeddings from a backend: the local model (loaded once per backend, lazily) or an
-//! embedding service over HTTP, by `ask.embedding_provider`.
+//! embedding service over HTTP, by `ask.embedding_provider`. When pg_ask is preloaded, the
+//! server reads the local model's tokenizer once, before it forks any backend
+//! ([`preload_tokenizer`]): a new backend's first question then does not parse it (about 14 ms).
 
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -9,7 +11,7 @@ use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use pgrx::prelude::*;
 
 use pg_ask_core::llm::embed::{self, EmbedConfig, EmbedProtocol};
-use pg_ask_embed::Embedder;
+use pg_ask_embed::{Embedder, PreparedTokenizer};
 
 use crate::llm::with_runner_interruptible;
 use crate::pg::errors::{self, Raised};
@@ -52,6 +54,25 @@ pub fn model_dir() -> PathBuf {
     PathBuf::from(share).join("extension/pg_ask/models/all-MiniLM-L6-v2")
 }
 
+/// The local model's tokenizer as the server read it at start, for the model directory its
+/// settings named then.
+static PRELOADED_TOKENIZER: std::sync::OnceLock<PreparedTokenizer> = std::sync::OnceLock::new();
+
+/// Read the local model's tokenizer in the postmaster (from `_PG_init` while
+/// `shared_preload_libraries` loads), so that every backend forked from it has it. Reading it
+/// starts no thread. Nothing is read when the model is not installed there: a backend that
+/// needs it then reads it itself, or raises the error that says how to install it.
+pub(crate) fn preload_tokenizer() {
+    if let Ok(t) = PreparedTokenizer::load(&model_dir()) {
+        let _ = PRELOADED_TOKENIZER.set(t);
+    }
+}
+
+/// The model directory whose tokenizer the server read at start, if it read one.
+pub(crate) fn preloaded_tokenizer_dir() -> Option<PathBuf> {
+    PRELOADED_TOKENIZER.get().map(|t| t.dir().to_path_buf())
+}
+
 fn local_model() -> Rc<Embedder> {
     let dir = model_dir();
     crate::pg::backend::with(|b| {
@@ -61,7 +82,7 @@ fn local_model() -> Rc<Embedder> {
                 return model.clone();
             }
         }
-        match Embedder::load(&dir) {
+        match Embedder::load_with(&dir, PRELOADED_TOKENIZER.get()) {
             Ok(m) => {
                 let m = Rc::new(m);
                 *slot = Some((dir, m.clone()));

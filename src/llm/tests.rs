@@ -25,6 +25,13 @@ mod tests {
         Spi::run("SET LOCAL search_path = public, ask").unwrap();
         let dims: i32 = one("SELECT vector_dims(ask.embed('Los Angeles'))");
         assert_eq!(dims, 384);
+        // pg_ask is preloaded here (as the README sets it up): the server read the tokenizer
+        // before it forked this backend, and the vectors made with it are those of a model
+        // that reads its own.
+        let dir = crate::llm::embeddings::model_dir();
+        assert_eq!(crate::llm::embeddings::preloaded_tokenizer_dir(), Some(dir.clone()));
+        let own = pg_ask_embed::Embedder::load(&dir).unwrap().embed_one("Los Angeles").unwrap();
+        assert_eq!(own, la);
     }
 
     #[pg_test]

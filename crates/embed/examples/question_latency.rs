@@ -19,7 +19,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // A pause before each question (milliseconds), as between the questions a session asks.
     let pause = std::env::args().nth(2).map(|a| a.parse().map(std::time::Duration::from_millis)).transpose()?;
     let dir = pg_ask_embed::tool_model_dir();
+    // What a new backend pays before its first question's vector: loading (the tokenizer
+    // parsed, the weights mapped) and the first call (the weights' pages mapped in, rayon's
+    // pool started).
+    let t = Instant::now();
     let embedder = pg_ask_embed::Embedder::load(&dir)?;
+    let load_ms = t.elapsed().as_secs_f64() * 1000.0;
+    let t = Instant::now();
+    embedder.embed_one(SYNTHETIC_QUESTIONS[0])?;
+    println!("load {load_ms:.1} ms, first question {:.1} ms", t.elapsed().as_secs_f64() * 1000.0);
     for q in SYNTHETIC_QUESTIONS {
         embedder.embed_one(q)?;
     }
