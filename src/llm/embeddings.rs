@@ -68,7 +68,8 @@ pub(crate) fn preload_tokenizer() {
     }
 }
 
-/// The model directory whose tokenizer the server read at start, if it read one.
+/// The model directory whose tokenizer the server read at start, if it read one (for the tests).
+#[cfg(any(test, feature = "pg_test"))]
 pub(crate) fn preloaded_tokenizer_dir() -> Option<PathBuf> {
     PRELOADED_TOKENIZER.get().map(|t| t.dir().to_path_buf())
 }
