@@ -66,7 +66,7 @@ pub(crate) fn select_generic<T>(
     row: impl FnMut(Row<'_>) -> RowResult<T>,
 ) -> Result<Vec<T>, pgrx::spi::SpiError> {
     let _generic = GenericPlans::now();
-    kept(name, sql, types, false, args, row)
+    select_kept(name, sql, types, args, row)
 }
 
 /// `plan_cache_mode` set to `force_generic_plan` while it lives, as it was when it drops (on

@@ -72,17 +72,15 @@ pub(super) fn index_embeddings(embedder: &(String, String)) {
     })
     .or_raise("could not read the schema selection memory's embeddings");
     for d in dims.into_iter().filter(|&d| d > 0 && d as usize <= MAX_INDEXED_DIMS) {
-        // Looked up first: CREATE INDEX IF NOT EXISTS would tell the caller, in a NOTICE, of
-        // an index it need not know about.
-        let exists = pgrx::Spi::get_one::<bool>(&format!("SELECT pg_catalog.to_regclass('ask.schema_memory_tables_hnsw_{d}') IS NOT NULL"))
-            .or_raise("could not look up the schema selection memory's indexes")
-            .unwrap_or(false);
-        if exists {
-            continue;
-        }
         as_memory_owner(|| {
+            // Looked up first: CREATE INDEX IF NOT EXISTS would tell the caller, in a NOTICE,
+            // of an index it need not know about.
+            let name = format!("schema_memory_tables_hnsw_{d}");
+            if pgrx::Spi::get_one::<bool>(&format!("SELECT pg_catalog.to_regclass('ask.{name}') IS NOT NULL"))?.unwrap_or(false) {
+                return Ok(());
+            }
             pgrx::Spi::run(&format!(
-                "CREATE INDEX schema_memory_tables_hnsw_{d} ON ask.schema_memory_tables
+                "CREATE INDEX {name} ON ask.schema_memory_tables
                  USING hnsw ((embedding::{vector}.halfvec({d})) {vector}.halfvec_cosine_ops)
                  WHERE {vector}.vector_dims(embedding) OPERATOR(pg_catalog.=) {d}"
             ))

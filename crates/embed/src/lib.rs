@@ -201,7 +201,11 @@ impl PreparedTokenizer {
     /// tokenizer's own padding and truncation settings are replaced: texts are not padded by
     /// the tokenizer (batches are padded here and masked) and are cut at [`MAX_TOKENS`].
     pub fn load(dir: &Path) -> Result<PreparedTokenizer, EmbedError> {
-        let config = read_config(&model_file(dir, CONFIG_FILE)?)?;
+        PreparedTokenizer::read(dir, &read_config(&model_file(dir, CONFIG_FILE)?)?)
+    }
+
+    /// [`PreparedTokenizer::load`], the model's configuration already read.
+    fn read(dir: &Path, config: &BertConfig) -> Result<PreparedTokenizer, EmbedError> {
         let tokenizer_path = model_file(dir, TOKENIZER_FILE)?;
         let mut tokenizer =
             Tokenizer::from_file(&tokenizer_path).map_err(|e| EmbedError::Tokenizer(format!("{}: {e}", tokenizer_path.display())))?;
@@ -248,7 +252,7 @@ impl Embedder {
         let max_tokens = MAX_TOKENS.min(config.max_position_embeddings);
         let tokenizer = match prepared.filter(|p| p.dir == dir) {
             Some(p) => p.tokenizer.clone(),
-            None => PreparedTokenizer::load(dir)?.tokenizer,
+            None => PreparedTokenizer::read(dir, &config)?.tokenizer,
         };
 
         init_thread_pool();
