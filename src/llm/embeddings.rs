@@ -4,7 +4,7 @@
 //! ([`preload_tokenizer`]): a new backend's first question then does not parse it (about 14 ms).
 
 use std::path::PathBuf;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use pgrx::pg_sys;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
@@ -24,6 +24,45 @@ const CHUNK: usize = 64;
 /// `ask()` embeds its question at most once, through its `Question`.
 pub fn embed_one(text: &str) -> Vec<f32> {
     embed_texts(&[text]).pop().unwrap_or_default()
+}
+
+/// A text's embedding, begun before it is needed: with the local model, on its threads while
+/// the backend goes on (reading the catalog); with a server's embeddings, made when waited for.
+pub(crate) enum Begun {
+    Local(pg_ask_embed::Pending),
+    Later(String),
+}
+
+/// Begin embedding `text` under the current settings ([`Begun::wait`] gives the vector
+/// [`embed_one`] would).
+pub(crate) fn begin_one(text: &str) -> Begun {
+    match gucs::embedding_provider() {
+        EmbeddingProvider::Local => Begun::Local(local_model().begin_one(text)),
+        _ => Begun::Later(text.to_owned()),
+    }
+}
+
+impl Begun {
+    /// The vector and the time making it took (milliseconds); a cancel is honoured while
+    /// waiting for it.
+    pub(crate) fn wait(self) -> (Vec<f32>, f64) {
+        let mut pending = match self {
+            Begun::Later(text) => {
+                let started = std::time::Instant::now();
+                let v = embed_one(&text);
+                return (v, started.elapsed().as_secs_f64() * 1000.0);
+            }
+            Begun::Local(p) => p,
+        };
+        loop {
+            match pending.wait_for(std::time::Duration::from_millis(1)) {
+                Ok(Ok((v, took))) => return (v, took.as_secs_f64() * 1000.0),
+                Ok(Err(e)) => Raised::new(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, format!("local embedding failed: {e}")).raise(),
+                Err(p) => pending = p,
+            }
+            pgrx::check_for_interrupts!();
+        }
+    }
 }
 
 /// The embeddings in force: (provider, model), or None when `ask.embedding_provider = off`.
@@ -74,7 +113,7 @@ pub(crate) fn preloaded_tokenizer_dir() -> Option<PathBuf> {
     PRELOADED_TOKENIZER.get().map(|t| t.dir().to_path_buf())
 }
 
-fn local_model() -> Rc<Embedder> {
+fn local_model() -> Arc<Embedder> {
     let dir = model_dir();
     crate::pg::backend::with(|b| {
         let mut slot = b.local_embedder.borrow_mut();
@@ -85,7 +124,7 @@ fn local_model() -> Rc<Embedder> {
         }
         match Embedder::load_with(&dir, PRELOADED_TOKENIZER.get()) {
             Ok(m) => {
-                let m = Rc::new(m);
+                let m = Arc::new(m);
                 *slot = Some((dir, m.clone()));
                 m
             }

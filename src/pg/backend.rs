@@ -85,7 +85,7 @@ pub(crate) struct Backend {
     // ---- settings ----
     /// The local embedding model, with the directory it was loaded from (about 90 MB of
     /// weights, memory-mapped and shared between backends through the page cache).
-    pub(crate) local_embedder: RefCell<Option<(PathBuf, Rc<pg_ask_embed::Embedder>)>>,
+    pub(crate) local_embedder: RefCell<Option<(PathBuf, std::sync::Arc<pg_ask_embed::Embedder>)>>,
     /// Parsed workloads by name, with the load time they were parsed from (a reload moves it).
     pub(crate) workloads: RefCell<HashMap<String, (String, Rc<pg_ask_core::shadow::workload::Workload>)>>,
     /// The workload whose tables this session keeps in its temporary schema for computing

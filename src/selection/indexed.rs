@@ -336,6 +336,11 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
     let question = asked.text();
     let started = std::time::Instant::now();
     let index = stored_index(state.version)?;
+    // The question's embedding, when the memory holds embeddings of the current embedder:
+    // begun now, on the local model's threads, while this backend reads the index and
+    // describes the candidates found by words; waited for when the nearest are looked up.
+    let wants_embedding = embedder.is_some() && state.usable;
+    let mut begun = (wants_embedding && asked.embedded().is_none()).then(|| crate::llm::embeddings::begin_one(question));
     let probe = probe_terms(question, &index.names);
     let df = document_frequencies(&probe);
     let stats = GlobalStats { documents: index.documents, df: df.clone(), avg_len: index.avg_len };
@@ -344,15 +349,7 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
     let ranked = rank_stored(question, &read, &stats);
     let lexical_ms = started.elapsed().as_secs_f64() * 1000.0;
 
-    // The question's embedding, when the memory holds embeddings of the current embedder.
-    let started = std::time::Instant::now();
-    let q: Option<&[f32]> = match embedder {
-        Some(_) if state.usable => Some(asked.embedding(crate::llm::embeddings::embed_one)),
-        _ => None,
-    };
-    let embed_ms = q.map(|_| started.elapsed().as_secs_f64() * 1000.0);
-
-    // Candidates, in order: the best by words, the nearest by embedding, the touched ones.
+    // Candidates, in order: the best by words, the touched ones, the nearest by embedding.
     let started = std::time::Instant::now();
     let take = CANDIDATES.max(2 * max_tables);
     let touched = dirty();
@@ -370,20 +367,36 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
     let ranked_readable: Vec<(pg_sys::Oid, f64)> = ranked.iter().filter(|(o, _)| readable.contains(&o.to_u32())).copied().collect();
     let chosen = candidates(&ranked_readable, take);
     let wanted = chosen.len().min(max_tables.max(1));
-    for &o in &chosen {
-        push(o, &mut first);
-    }
-    if let (Some(qv), Some(e)) = (q, embedder) {
-        for o in super::nearest::nearest(qv, e, take) {
-            push(o, &mut first);
-        }
-    }
-    for &o in &touched {
+    for &o in chosen.iter().chain(&touched) {
         push(o, &mut first);
     }
     let describe =
         |oids: Vec<pg_sys::Oid>| crate::schema::describe_exactly_kept(oids).unwrap_or_else(|e| crate::pg::errors::from_host(&e).raise());
     let mut live = describe(first);
+    let words_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let waited = std::time::Instant::now();
+    let (q, embed_ms): (Option<&[f32]>, Option<f64>) = if wants_embedding {
+        let mut took = None;
+        let q = asked.embedding(|t| {
+            let (v, ms) = begun.take().unwrap_or_else(|| crate::llm::embeddings::begin_one(t)).wait();
+            took = Some(ms);
+            v
+        });
+        (Some(q), took)
+    } else {
+        (None, None)
+    };
+    let wait_ms = q.map(|_| waited.elapsed().as_secs_f64() * 1000.0);
+    let started = std::time::Instant::now();
+    if let (Some(qv), Some(e)) = (q, embedder) {
+        let mut nearest = Vec::new();
+        for o in super::nearest::nearest(qv, e, take) {
+            push(o, &mut nearest);
+        }
+        if !nearest.is_empty() {
+            live.extend(describe(nearest));
+        }
+    }
     // Too few described (a readable candidate may still be left out: a partition, a member
     // of an extension): the next readable ones by words.
     let mut next = chosen.len();
@@ -402,7 +415,7 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
     // In the catalog's order (schema, then name, unquoted), as the whole catalog has them.
     let key = |t: &Table| (unquote(&t.schema), unquote(&t.name));
     live.sort_by_cached_key(|(_, t)| key(t));
-    let describe_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let describe_ms = words_ms + started.elapsed().as_secs_f64() * 1000.0;
 
     let started = std::time::Instant::now();
     let mut values = values_of(&live);
@@ -487,8 +500,9 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
         "describe_ms": describe_ms,
         "catalog_ms": lexical_ms + describe_ms,
         "memory_ms": memory_ms,
-        "embedding": embed_ms.is_some(),
+        "embedding": q.is_some(),
         "embedding_ms": embed_ms,
+        "embedding_wait_ms": wait_ms,
         "refreshed": refreshed,
         "not_refreshed": if read_only { stale.len() } else { 0 },
         "other_embedder": 0,

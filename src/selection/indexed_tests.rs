@@ -40,9 +40,11 @@ mod tests {
         assert_eq!(n, 4);
     }
 
-    /// The select stage of `ask.explain(question)` (the stand-in answers any SQL prompt).
+    /// The select stage of `ask.explain(question)` (the stand-in answers any SQL prompt; a plan
+    /// over several schemas gets no plan, so the best schema is asked).
     fn select_stage(question: &str) -> serde_json::Value {
         let _s = llm(Script::default()
+            .rule(Rule::new(&["retrieval steps"], Reply::text("no plan")))
             .rule(Rule::new(&["<schema>"], Reply::text("SELECT 1 AS one")))
             .rule(Rule::new(&["<result"], Reply::text("one"))));
         let trace: JsonB = one(&format!("SELECT ask.explain('{question}')"));
@@ -98,6 +100,33 @@ mod tests {
         let _: i64 = one("SELECT ask.index_schema(ARRAY['music', 'staff'])");
         let (made, installed) = (vector_index(16).unwrap(), vector_index(384).unwrap());
         assert_eq!(made, installed.replace("384", "16"));
+    }
+
+    #[pg_test]
+    fn a_question_is_embedded_while_the_index_is_read() {
+        Spi::run(SETUP).unwrap();
+        Spi::run("SET ask.embedding_provider = 'local'").unwrap();
+        let n: i64 = one("SELECT ask.index_schema(ARRAY['music', 'staff', 'garden'])");
+        assert_eq!(n, 5);
+        Spi::run("GRANT SELECT ON garden.plant TO ask_ix_reader").unwrap();
+        // No word of the question names a table: the local model's vector, computed on its
+        // threads while the backend read the index, finds the garden's plants.
+        Spi::run("SET ROLE ask_ix_reader").unwrap();
+        let select = select_stage("flowers that need water");
+        assert_eq!((&select["index"], &select["embedding"]), (&true.into(), &true.into()), "{select}");
+        let (made, waited) = (select["embedding_ms"].as_f64().unwrap(), select["embedding_wait_ms"].as_f64().unwrap());
+        assert!(made > 0.0 && waited >= 0.0, "{select}");
+        assert_eq!(tables(&select).first().map(String::as_str), Some("garden.plant"), "{select}");
+        // The vector is the one the question gets when embedded alone, to float rounding.
+        let scored = select["tables"][0]["parts"]["cosine"].as_f64().unwrap_or_else(|| panic!("no cosine: {select}"));
+        // Still only what the reader may read, whatever the vector brings near.
+        let select = select_stage("bonus payments of employees");
+        assert!(!tables(&select).iter().any(|t| t == "staff.payroll_secret"), "{select}");
+        Spi::run("RESET ROLE").unwrap();
+        let cosine: f64 = one(
+            "SELECT 1 - (ask.embed('flowers that need water') <=> embedding) FROM ask.schema_memory_tables WHERE name = 'garden.plant'",
+        );
+        assert!((scored - cosine).abs() < 1e-4, "{scored} vs {cosine}");
     }
 
     #[pg_test]

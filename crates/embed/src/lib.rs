@@ -27,8 +27,9 @@
 //!   yet) with threads that block every signal, so that PostgreSQL's signal handlers only ever
 //!   run on the backend's own thread. The worker threads only do arithmetic on candle's buffers;
 //!   they never call into PostgreSQL. The pool lives as long as the process.
-//! * An [`Embedder`] is meant to be used from one thread (the backend's); it is loaded once per
-//!   backend by the caller, e.g. in a `thread_local!`.
+//! * An [`Embedder`] is loaded once per backend by the caller and used from the backend's
+//!   thread; [`Embedder::begin_one`] embeds a question on rayon's pool while that thread reads
+//!   the catalog, and the thread waits for the vector when it needs it.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -114,6 +115,43 @@ pub enum EmbedError {
     /// The forward pass failed (out of memory, shape mismatch).
     #[error("embedding inference failed: {0}")]
     Inference(#[from] candle_core::Error),
+    /// An embedding begun in the background ended without a vector (it panicked).
+    #[error("the embedding begun in the background stopped: {0}")]
+    Background(String),
+}
+
+/// An embedding begun by [`Embedder::begin_one`].
+#[derive(Debug)]
+pub struct Pending {
+    receive: std::sync::mpsc::Receiver<Result<(Vec<f32>, std::time::Duration), EmbedError>>,
+}
+
+impl Pending {
+    /// Waits for the vector at most `step` and returns it, or gives the pending embedding back
+    /// when it is not done yet (so that the caller can check for a cancel between steps).
+    pub fn wait_for(self, step: std::time::Duration) -> Result<Result<(Vec<f32>, std::time::Duration), EmbedError>, Pending> {
+        match self.receive.recv_timeout(step) {
+            Ok(result) => Ok(result),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(self),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                Ok(Err(EmbedError::Background("its thread ended without an answer".into())))
+            }
+        }
+    }
+
+    /// Waits for the vector (and the time computing it took).
+    pub fn wait(self) -> Result<(Vec<f32>, std::time::Duration), EmbedError> {
+        self.receive.recv().unwrap_or_else(|_| Err(EmbedError::Background("its thread ended without an answer".into())))
+    }
+}
+
+/// A panic's message, when it has one.
+fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".into())
 }
 
 /// Blocks every signal in the calling thread.
@@ -307,6 +345,23 @@ impl Embedder {
     /// Embeds one text; see [`Embedder::embed`].
     pub fn embed_one(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
         Ok(self.embed(&[text])?.pop().expect("one vector per text"))
+    }
+
+    /// Begins embedding one text on rayon's pool and returns at once: the calling thread does
+    /// other work (a backend reads its catalog) and then [`Pending::wait`]s for the vector,
+    /// which is [`Embedder::embed_one`]'s, with the time computing it took. The pool's threads block every signal and never call
+    /// into the caller's process state; a panic in them becomes an error of the wait.
+    pub fn begin_one(self: &Arc<Self>, text: &str) -> Pending {
+        let (send, receive) = std::sync::mpsc::sync_channel(1);
+        let (embedder, text) = (self.clone(), text.to_owned());
+        rayon::spawn(move || {
+            let started = std::time::Instant::now();
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| embedder.embed_one(&text)))
+                .unwrap_or_else(|panic| Err(EmbedError::Background(panic_text(&panic))));
+            // The waiter may be gone (its query cancelled): the vector is then dropped.
+            let _ = send.send(result.map(|v| (v, started.elapsed())));
+        });
+        Pending { receive }
     }
 
     /// Embeds `texts`, returning one L2-normalised vector of [`Embedder::dim`] floats per text,

@@ -187,3 +187,30 @@ fn long_texts_are_truncated_not_rejected() {
     let w = embedder.embed_one(&longer).unwrap();
     assert!(cosine(&v, &w) > 0.99999);
 }
+
+#[test]
+fn a_vector_begun_in_the_background_is_the_same_vector() {
+    // The backend begins its question's vector on rayon's pool while it reads the catalog.
+    let embedder = std::sync::Arc::new(common::embedder());
+    let text = "which Italian restaurants are in Los Angeles?";
+    let now = embedder.embed_one(text).unwrap();
+    let mut pending = embedder.begin_one(text);
+    // Waited for in steps, as a backend does between its checks for a cancel.
+    let background = loop {
+        match pending.wait_for(std::time::Duration::from_micros(200)) {
+            Ok(result) => break result.unwrap().0,
+            Err(p) => pending = p,
+        }
+    };
+    let diff = now.iter().zip(&background).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+    assert!(diff < 1e-6, "the background vector differs by {diff}");
+    // Several at once, waited for in another order than begun.
+    let texts = ["Zürich", "a", "United States of America"];
+    let begun: Vec<_> = texts.iter().map(|t| embedder.begin_one(t)).collect();
+    for (t, p) in texts.iter().zip(begun).rev() {
+        assert!(cosine(&p.wait().unwrap().0, &embedder.embed_one(t).unwrap()) > 0.99999, "{t}");
+    }
+    // A waiter that goes away (its query cancelled) leaves the pool working for the next.
+    drop(embedder.begin_one(text));
+    assert!(cosine(&embedder.begin_one(text).wait().unwrap().0, &now) > 0.99999);
+}

@@ -101,6 +101,10 @@ impl Question {
     pub fn text(&self) -> &str {
         &self.text
     }
+    /// The question's embedding, if it was made already.
+    pub fn embedded(&self) -> Option<&[f32]> {
+        self.embedding.get().map(Vec::as_slice)
+    }
     /// The question's embedding, made by `embed` the first time it is asked for.
     pub fn embedding(&self, embed: impl FnOnce(&str) -> Vec<f32>) -> &[f32] {
         self.embedding.get_or_init(|| embed(&self.text))
