@@ -10,7 +10,9 @@
 //! `ask.select_tables()`), and a pool of 8 backends reused round-robin; then the first `ask()`
 //! after each kind of catalog change (`ALTER TABLE ... ADD COLUMN`, `COMMENT ON`, a new table):
 //! pg_ask's own time (total less the LLM calls) and the stages that read the catalog.
-//! `SCALE_FRESH_ONLY=1` stops after the new backends.
+//! `SCALE_FRESH_ONLY=1` stops after the new backends. `SCALE_KEEP=1` leaves the catalog and
+//! the memory; `SCALE_REUSE=1` then measures only the new backends on them, on that cluster
+//! started again by hand and named by `PG_ASK_IT_HOST` / `PG_ASK_IT_PORT`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -133,6 +135,7 @@ fn fresh_backends(llm: &str, provider: &str, tables: usize) {
     let (mut first, mut later) = (Vec::new(), Vec::new());
     let (mut select, mut lexical, mut described, mut memory, mut outside) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut candidates = Vec::new();
+    let (mut embedded, mut waited) = (Vec::new(), Vec::new());
     for (i, q) in QUESTIONS.iter().cycle().take(80).enumerate() {
         let t = trace(&mut pool[i % 8], q);
         if i < 8 {
@@ -146,6 +149,10 @@ fn fresh_backends(llm: &str, provider: &str, tables: usize) {
             described.push(select_detail(&t, "describe_ms"));
             memory.push(select_detail(&t, "memory_ms"));
             candidates.push(select_detail(&t, "candidates_described"));
+            if provider != "off" {
+                embedded.push(select_detail(&t, "embedding_ms"));
+                waited.push(select_detail(&t, "embedding_wait_ms"));
+            }
         }
     }
     report("pool of 8 backends: each one's first ask(), own time", first);
@@ -154,6 +161,10 @@ fn fresh_backends(llm: &str, provider: &str, tables: usize) {
     report("    reading the index", lexical);
     report("    describing the candidates", described);
     report("    values, stored rows and refresh", memory);
+    if !embedded.is_empty() {
+        report("    the question's embedding, computed while the index is read", embedded);
+        report("    of which waited for", waited);
+    }
     report("  other stages outside the LLM", outside);
     candidates.sort_by(f64::total_cmp);
     println!(
@@ -206,9 +217,12 @@ fn main() {
 /// The whole measurement on a generated catalog of `n` tables, for each embedding provider.
 fn run(n: usize, providers: &[String]) {
     let tables = synthetic_scale_catalog(50, n.div_ceil(50).min(200));
-    let mut c = connect();
+    // SCALE_REUSE=1: the catalog and the memory a run with SCALE_KEEP=1 left, on a cluster
+    // started again by hand (PG_ASK_IT_HOST, PG_ASK_IT_PORT), measured without building them.
+    let reuse = std::env::var("SCALE_REUSE").is_ok();
+    let mut c = if reuse { connect_as_is() } else { connect() };
     let t = Instant::now();
-    for chunk in tables.chunk_by(|a, b| a.schema == b.schema) {
+    for chunk in tables.chunk_by(|a, b| a.schema == b.schema).filter(|_| !reuse) {
         c.batch_execute(&synthetic_scale_ddl(chunk)).expect("create the generated catalog");
     }
     println!("created {} tables in 50 schemas in {:.0} s", tables.len(), t.elapsed().as_secs_f64());
@@ -218,6 +232,11 @@ fn run(n: usize, providers: &[String]) {
 
     for provider in providers {
         c.batch_execute(&format!("SET ask.embedding_provider = '{provider}'")).unwrap();
+        let kept: i64 = c.query_one("SELECT count(*) FROM ask.schema_memory_tables", &[]).unwrap().get(0);
+        if reuse && kept > 0 {
+            fresh_backends(&llm.url(), provider, tables.len());
+            continue;
+        }
         c.batch_execute("DELETE FROM ask.schema_memory_tables; DELETE FROM ask.schema_memory_schemas").unwrap();
         if provider == "local" {
             c.query_one("SELECT ask.embed_real('warm up')", &[]).unwrap();
@@ -294,7 +313,7 @@ fn run(n: usize, providers: &[String]) {
             report("  of which select + schema stages", reading);
         }
     }
-    if std::env::var("SCALE_KEEP").is_ok() {
+    if reuse || std::env::var("SCALE_KEEP").is_ok() {
         return;
     }
     // One schema per transaction: dropping 10,000 tables at once needs more locks than the

@@ -121,15 +121,32 @@ pub enum EmbedError {
 }
 
 /// An embedding begun by [`Embedder::begin_one`].
-#[derive(Debug)]
 pub struct Pending {
     receive: std::sync::mpsc::Receiver<Result<(Vec<f32>, std::time::Duration), EmbedError>>,
+    /// The pass the waiter may take part in (none when candle computes the vector).
+    shared: Option<Arc<single::Background>>,
+    started: std::time::Instant,
+}
+
+impl std::fmt::Debug for Pending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pending").field("started", &self.started).finish_non_exhaustive()
+    }
 }
 
 impl Pending {
-    /// Waits for the vector at most `step` and returns it, or gives the pending embedding back
-    /// when it is not done yet (so that the caller can check for a cancel between steps).
-    pub fn wait_for(self, step: std::time::Duration) -> Result<Result<(Vec<f32>, std::time::Duration), EmbedError>, Pending> {
+    /// Takes part in what is left of the pass (a few milliseconds at most, without a point
+    /// to stop at), then waits for the vector at most `step` and returns it, or gives the
+    /// pending embedding back when it is not done yet (so that the caller can check for a
+    /// cancel between steps).
+    pub fn wait_for(mut self, step: std::time::Duration) -> Result<Result<(Vec<f32>, std::time::Duration), EmbedError>, Pending> {
+        if let Some(pass) = self.shared.take() {
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pass.run())) {
+                Ok(Some(mean)) => return Ok(Ok((normalise(mean), self.started.elapsed()))),
+                Ok(None) => {} // A part failed in the other thread: its error comes below.
+                Err(panic) => return Ok(Err(EmbedError::Background(panic_text(&panic)))),
+            }
+        }
         match self.receive.recv_timeout(step) {
             Ok(result) => Ok(result),
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(self),
@@ -139,9 +156,15 @@ impl Pending {
         }
     }
 
-    /// Waits for the vector (and the time computing it took).
+    /// Waits for the vector (and the time computing it took), taking part in the pass.
     pub fn wait(self) -> Result<(Vec<f32>, std::time::Duration), EmbedError> {
-        self.receive.recv().unwrap_or_else(|_| Err(EmbedError::Background("its thread ended without an answer".into())))
+        let mut pending = self;
+        loop {
+            match pending.wait_for(std::time::Duration::from_secs(3600)) {
+                Ok(result) => return result,
+                Err(p) => pending = p,
+            }
+        }
     }
 }
 
@@ -347,21 +370,39 @@ impl Embedder {
         Ok(self.embed(&[text])?.pop().expect("one vector per text"))
     }
 
-    /// Begins embedding one text on rayon's pool and returns at once: the calling thread does
-    /// other work (a backend reads its catalog) and then [`Pending::wait`]s for the vector,
-    /// which is [`Embedder::embed_one`]'s, with the time computing it took. The pool's threads block every signal and never call
-    /// into the caller's process state; a panic in them becomes an error of the wait.
+    /// Begins embedding one text on a thread of rayon's pool and returns at once: the calling
+    /// thread does other work (a backend reads its catalog) and then [`Pending::wait`]s for the
+    /// vector, which is [`Embedder::embed_one`]'s, with the time computing it took. The pass
+    /// starts on that one thread, no helper, so that the caller keeps a core for its own work;
+    /// a caller that waits before the pass is done takes part in what is left of it instead of
+    /// sleeping. The pool's threads block every signal and never call into the caller's process
+    /// state; a panic in them becomes an error of the wait.
     pub fn begin_one(self: &Arc<Self>, text: &str) -> Pending {
         let (send, receive) = std::sync::mpsc::sync_channel(1);
-        let (embedder, text) = (self.clone(), text.to_owned());
+        let started = std::time::Instant::now();
+        let shared = match (&self.single, self.encode(text)) {
+            (Some(single), Ok(ids)) => {
+                let owner: Arc<dyn Send + Sync> = self.clone();
+                // SAFETY: `owner` is this embedder, which owns `single`.
+                Some(Arc::new(unsafe { single.background(owner, ids) }))
+            }
+            (_, Err(e)) => {
+                let _ = send.send(Err(e));
+                return Pending { receive, shared: None, started };
+            }
+            (None, Ok(_)) => None,
+        };
+        let (embedder, text, pass) = (self.clone(), text.to_owned(), shared.clone());
         rayon::spawn(move || {
-            let started = std::time::Instant::now();
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| embedder.embed_one(&text)))
-                .unwrap_or_else(|panic| Err(EmbedError::Background(panic_text(&panic))));
-            // The waiter may be gone (its query cancelled): the vector is then dropped.
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &pass {
+                Some(pass) => pass.run().map(normalise).ok_or_else(|| EmbedError::Background("a part of the pass failed".into())),
+                None => embedder.embed_one(&text),
+            }))
+            .unwrap_or_else(|panic| Err(EmbedError::Background(panic_text(&panic))));
+            // The waiter may be gone (its query cancelled) or done: the vector is then dropped.
             let _ = send.send(result.map(|v| (v, started.elapsed())));
         });
-        Pending { receive }
+        Pending { receive, shared, started }
     }
 
     /// Embeds `texts`, returning one L2-normalised vector of [`Embedder::dim`] floats per text,
@@ -373,7 +414,7 @@ impl Embedder {
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let encoded: Vec<Vec<u32>> = texts.iter().map(|t| self.encode(t)).collect::<Result<_, _>>()?;
         if let Some(single) = self.single.as_ref().filter(|_| texts.len() <= SINGLE_TEXTS) {
-            return Ok(encoded.iter().map(|ids| normalise(single.mean_hidden(ids))).collect());
+            return Ok(encoded.iter().map(|ids| normalise(single.mean_hidden(ids, single::MAX_THREADS))).collect());
         }
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| encoded[i].len());

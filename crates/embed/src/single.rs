@@ -19,6 +19,7 @@ use std::ops::Range;
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use candle_transformers::models::bert::{Config as BertConfig, HiddenAct};
 use safetensors::{Dtype, SafeTensors};
@@ -151,46 +152,12 @@ impl SingleEncoder {
         unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<f32>(), span.len) }
     }
 
-    /// The mean of the last hidden states of the sequence `ids` (not normalised).
-    pub(crate) fn mean_hidden(&self, ids: &[u32]) -> Vec<f32> {
-        let (h, n) = (self.hidden, ids.len());
-        let mut x = vec![0f32; n * h];
-        let mut q = vec![0f32; n * h];
-        let mut k = vec![0f32; n * h];
-        let mut v = vec![0f32; n * h];
-        let mut context = vec![0f32; n * h];
-        let mut attended = vec![0f32; n * h];
-        let mut inner = vec![0f32; n * self.intermediate];
-        let mut out = vec![0f32; n * h];
-        let mut phases = vec![Phase::Embed];
-        for l in 0..self.layers.len() {
-            phases.extend([
-                Phase::Qkv(l),
-                Phase::Attention,
-                Phase::AttentionOut(l),
-                Phase::AttentionNorm(l),
-                Phase::Intermediate(l),
-                Phase::Output(l),
-                Phase::OutputNorm(l),
-            ]);
-        }
-        let pass = Pass {
-            encoder: self,
-            ids,
-            x: Buf::new(&mut x),
-            q: Buf::new(&mut q),
-            k: Buf::new(&mut k),
-            v: Buf::new(&mut v),
-            context: Buf::new(&mut context),
-            attended: Buf::new(&mut attended),
-            inner: Buf::new(&mut inner),
-            out: Buf::new(&mut out),
-            claimed: phases.iter().map(|_| AtomicUsize::new(0)).collect(),
-            done: phases.iter().map(|_| AtomicUsize::new(0)).collect(),
-            failed: AtomicBool::new(false),
-            phases,
-        };
-        let helpers = rayon::current_num_threads().min(MAX_THREADS) - 1;
+    /// The mean of the last hidden states of the sequence `ids` (not normalised), computed by
+    /// the calling thread and helpers from rayon's pool, `threads` at most in all.
+    pub(crate) fn mean_hidden(&self, ids: &[u32], threads: usize) -> Vec<f32> {
+        let mut buffers = Buffers::new(self, ids.len());
+        let pass = Pass::new(self, ids, &mut buffers);
+        let helpers = rayon::current_num_threads().min(threads.max(1)) - 1;
         if helpers == 0 {
             pass.run();
         } else {
@@ -202,18 +169,90 @@ impl SingleEncoder {
             });
         }
         drop(pass);
-        let mut mean = vec![0f32; h];
-        for row in x.chunks_exact(h) {
-            mean.iter_mut().zip(row).for_each(|(m, v)| *m += v);
+        mean_of(&buffers.x, self.hidden)
+    }
+
+    /// A pass over `ids` that threads take part in later ([`Background::run`]), owning what it
+    /// computes in. Safety: `owner` owns `self` (keeps it where it is) as long as it lives.
+    pub(crate) unsafe fn background(&self, owner: Arc<dyn Send + Sync>, ids: Vec<u32>) -> Background {
+        let mut buffers = Buffers::new(self, ids.len());
+        let pass = Pass::new(self, &ids, &mut buffers);
+        // SAFETY: the pass points into the heap memory of `ids` and of the buffers' vectors,
+        // which moving them does not move, and into `self`, which `owner` keeps; the
+        // Background holds all three and drops the pass first (fields drop in order).
+        let pass = unsafe { std::mem::transmute::<Pass<'_>, Pass<'static>>(pass) };
+        Background { pass, hidden: self.hidden, _buffers: buffers, _ids: ids, _owner: owner }
+    }
+}
+
+/// The mean of the rows of `x` (`n × h`).
+fn mean_of(x: &[f32], h: usize) -> Vec<f32> {
+    let n = x.len() / h;
+    let mut mean = vec![0f32; h];
+    for row in x.chunks_exact(h) {
+        mean.iter_mut().zip(row).for_each(|(m, v)| *m += v);
+    }
+    mean.iter_mut().for_each(|m| *m /= n as f32);
+    mean
+}
+
+/// What one pass computes in.
+struct Buffers {
+    x: Vec<f32>,
+    q: Vec<f32>,
+    k: Vec<f32>,
+    v: Vec<f32>,
+    context: Vec<f32>,
+    attended: Vec<f32>,
+    inner: Vec<f32>,
+    out: Vec<f32>,
+}
+
+impl Buffers {
+    fn new(e: &SingleEncoder, n: usize) -> Buffers {
+        let h = vec![0f32; n * e.hidden];
+        Buffers {
+            x: h.clone(),
+            q: h.clone(),
+            k: h.clone(),
+            v: h.clone(),
+            context: h.clone(),
+            attended: h.clone(),
+            inner: vec![0f32; n * e.intermediate],
+            out: h,
         }
-        mean.iter_mut().for_each(|m| *m /= n as f32);
-        mean
+    }
+}
+
+/// A forward pass begun by one thread that others may join: whichever threads call
+/// [`Background::run`] share its chunks, and the first to see it done takes the mean.
+pub(crate) struct Background {
+    /// Dropped first: it points into the fields below.
+    pass: Pass<'static>,
+    hidden: usize,
+    _buffers: Buffers,
+    _ids: Vec<u32>,
+    _owner: Arc<dyn Send + Sync>,
+}
+
+impl Background {
+    /// Takes part in the pass until it is done; then its mean (not normalised), or `None`
+    /// when a chunk panicked (in this thread, the panic goes on).
+    pub(crate) fn run(&self) -> Option<Vec<f32>> {
+        self.pass.run();
+        if self.pass.failed.load(Ordering::Relaxed) {
+            return None;
+        }
+        // SAFETY: every chunk of every phase is done (run returned without a failure), so no
+        // thread writes the hidden states any more, and the Acquire of the last wait orders
+        // their writes before this read.
+        Some(mean_of(unsafe { self.pass.x.all() }, self.hidden))
     }
 }
 
 /// Threads computing one forward pass: the caller and at most this many less one of rayon's
 /// threads.
-const MAX_THREADS: usize = 4;
+pub(crate) const MAX_THREADS: usize = 4;
 
 /// Output columns per piece of work in a linear layer (about 10–20 µs for ten tokens).
 const COLUMNS_PER_CHUNK: usize = 32;
@@ -264,7 +303,38 @@ struct Pass<'a> {
     failed: AtomicBool,
 }
 
-impl Pass<'_> {
+impl<'a> Pass<'a> {
+    fn new(encoder: &'a SingleEncoder, ids: &'a [u32], b: &'a mut Buffers) -> Pass<'a> {
+        let mut phases = vec![Phase::Embed];
+        for l in 0..encoder.layers.len() {
+            phases.extend([
+                Phase::Qkv(l),
+                Phase::Attention,
+                Phase::AttentionOut(l),
+                Phase::AttentionNorm(l),
+                Phase::Intermediate(l),
+                Phase::Output(l),
+                Phase::OutputNorm(l),
+            ]);
+        }
+        Pass {
+            encoder,
+            ids,
+            x: Buf::new(&mut b.x),
+            q: Buf::new(&mut b.q),
+            k: Buf::new(&mut b.k),
+            v: Buf::new(&mut b.v),
+            context: Buf::new(&mut b.context),
+            attended: Buf::new(&mut b.attended),
+            inner: Buf::new(&mut b.inner),
+            out: Buf::new(&mut b.out),
+            claimed: phases.iter().map(|_| AtomicUsize::new(0)).collect(),
+            done: phases.iter().map(|_| AtomicUsize::new(0)).collect(),
+            failed: AtomicBool::new(false),
+            phases,
+        }
+    }
+
     fn chunks(&self, phase: Phase) -> usize {
         let e = self.encoder;
         let columns = |n: usize| n.div_ceil(COLUMNS_PER_CHUNK);

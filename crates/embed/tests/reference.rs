@@ -214,3 +214,37 @@ fn a_vector_begun_in_the_background_is_the_same_vector() {
     drop(embedder.begin_one(text));
     assert!(cosine(&embedder.begin_one(text).wait().unwrap().0, &now) > 0.99999);
 }
+
+#[test]
+fn a_waiter_computes_the_vector_when_the_pool_is_busy() {
+    // Every thread of rayon's pool held by other work: the backend that waits for its
+    // question's vector computes it itself rather than waiting for a free thread.
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Condvar, Mutex};
+    let embedder = Arc::new(common::embedder());
+    let text = "which Italian restaurants are in Los Angeles?";
+    let gate = Arc::new((Mutex::new(false), Condvar::new()));
+    let held = Arc::new(AtomicUsize::new(0));
+    let threads = rayon::current_num_threads();
+    for _ in 0..threads {
+        let (gate, held) = (gate.clone(), held.clone());
+        rayon::spawn(move || {
+            held.fetch_add(1, Ordering::SeqCst);
+            let (open, wake) = &*gate;
+            let guard = open.lock().unwrap();
+            // Released by the test, or after a minute whatever happens (no test hangs).
+            let _ = wake.wait_timeout_while(guard, std::time::Duration::from_secs(60), |open| !*open).unwrap();
+        });
+    }
+    while held.load(Ordering::SeqCst) < threads {
+        std::thread::yield_now();
+    }
+    let (background, _) = embedder.begin_one(text).wait().unwrap();
+    // The vector came while every pool thread was still held.
+    assert!(!*gate.0.lock().unwrap());
+    *gate.0.lock().unwrap() = true;
+    gate.1.notify_all();
+    let now = embedder.embed_one(text).unwrap();
+    let diff = now.iter().zip(&background).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+    assert!(diff < 1e-6, "the waiter's vector differs by {diff}");
+}

@@ -26,10 +26,10 @@ fn a_panicking_chunk_ends_the_pass_instead_of_hanging_it() {
     let bad = [101, 2054, u32::MAX, 2003, 102];
     for threads in [1, 2, 3] {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-        let result = pool.install(|| std::panic::catch_unwind(AssertUnwindSafe(|| single.mean_hidden(&bad))));
+        let result = pool.install(|| std::panic::catch_unwind(AssertUnwindSafe(|| single.mean_hidden(&bad, super::MAX_THREADS))));
         assert!(result.is_err(), "{threads} threads: no panic");
         // The pool is still usable.
-        assert_eq!(pool.install(|| single.mean_hidden(&good)).len(), 384);
+        assert_eq!(pool.install(|| single.mean_hidden(&good, super::MAX_THREADS)).len(), 384);
     }
 }
 
