@@ -32,7 +32,9 @@
 #           selection p95, the described share of the full description, new backends (a
 #           connection per question; a pool of 8), the first ask() after ALTER TABLE, COMMENT ON
 #           and CREATE TABLE (embeddings off, then local; SCALE_TABLES, SCALE_EMBEDDINGS,
-#           SCALE_FRESH_ONLY; not in `all`)
+#           SCALE_FRESH_ONLY, SCALE_KEEP; not in `all`). To measure new backends again on a
+#           kept catalog: start that cluster again by hand and run release/bench_scale with
+#           SCALE_REUSE=1 PG_ASK_IT_HOST=<socket dir> PG_ASK_IT_PORT=<port>
 #   soak [ask|do|benchmark]  one backend's memory over 10,000 ask() calls, 2,000 ask.do()
 #           chains and a 10,000-sample CALL ask.benchmark (growth after warm-up ≤ 5 MB; exits
 #           non-zero over it; SOAK_SCALE=0.1 for a tenth; about 15 minutes; not in `all`)
