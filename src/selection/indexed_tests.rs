@@ -115,7 +115,8 @@ mod tests {
         let select = select_stage("flowers that need water");
         assert_eq!((&select["index"], &select["embedding"]), (&true.into(), &true.into()), "{select}");
         let (made, waited) = (select["embedding_ms"].as_f64().unwrap(), select["embedding_wait_ms"].as_f64().unwrap());
-        assert!(made > 0.0 && waited >= 0.0, "{select}");
+        // The stage waited at most for the pass (it began before the index was read).
+        assert!(made > 0.0 && waited <= made + 0.5, "{select}");
         assert_eq!(tables(&select).first().map(String::as_str), Some("garden.plant"), "{select}");
         // The vector is the one the question gets when embedded alone, to float rounding.
         let scored = select["tables"][0]["parts"]["cosine"].as_f64().unwrap_or_else(|| panic!("no cosine: {select}"));

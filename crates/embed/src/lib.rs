@@ -142,7 +142,7 @@ impl Pending {
     pub fn wait_for(mut self, step: std::time::Duration) -> Result<Result<(Vec<f32>, std::time::Duration), EmbedError>, Pending> {
         if let Some(pass) = self.shared.take() {
             match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pass.run())) {
-                Ok(Some(mean)) => return Ok(Ok((normalise(mean), self.started.elapsed()))),
+                Ok(Some((mean, done))) => return Ok(Ok((normalise(mean), done - self.started))),
                 Ok(None) => {} // A part failed in the other thread: its error comes below.
                 Err(panic) => return Ok(Err(EmbedError::Background(panic_text(&panic)))),
             }
@@ -395,12 +395,15 @@ impl Embedder {
         let (embedder, text, pass) = (self.clone(), text.to_owned(), shared.clone());
         rayon::spawn(move || {
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &pass {
-                Some(pass) => pass.run().map(normalise).ok_or_else(|| EmbedError::Background("a part of the pass failed".into())),
-                None => embedder.embed_one(&text),
+                Some(pass) => pass
+                    .run()
+                    .map(|(mean, done)| (normalise(mean), done - started))
+                    .ok_or_else(|| EmbedError::Background("a part of the pass failed".into())),
+                None => embedder.embed_one(&text).map(|v| (v, started.elapsed())),
             }))
             .unwrap_or_else(|panic| Err(EmbedError::Background(panic_text(&panic))));
             // The waiter may be gone (its query cancelled) or done: the vector is then dropped.
-            let _ = send.send(result.map(|v| (v, started.elapsed())));
+            let _ = send.send(result);
         });
         Pending { receive, shared, started }
     }

@@ -19,7 +19,8 @@ use std::ops::Range;
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 use candle_transformers::models::bert::{Config as BertConfig, HiddenAct};
 use safetensors::{Dtype, SafeTensors};
@@ -181,7 +182,7 @@ impl SingleEncoder {
         // which moving them does not move, and into `self`, which `owner` keeps; the
         // Background holds all three and drops the pass first (fields drop in order).
         let pass = unsafe { std::mem::transmute::<Pass<'_>, Pass<'static>>(pass) };
-        Background { pass, hidden: self.hidden, _buffers: buffers, _ids: ids, _owner: owner }
+        Background { pass, hidden: self.hidden, finished: OnceLock::new(), _buffers: buffers, _ids: ids, _owner: owner }
     }
 }
 
@@ -230,23 +231,26 @@ pub(crate) struct Background {
     /// Dropped first: it points into the fields below.
     pass: Pass<'static>,
     hidden: usize,
+    /// When the first thread saw the pass done.
+    finished: OnceLock<Instant>,
     _buffers: Buffers,
     _ids: Vec<u32>,
     _owner: Arc<dyn Send + Sync>,
 }
 
 impl Background {
-    /// Takes part in the pass until it is done; then its mean (not normalised), or `None`
-    /// when a chunk panicked (in this thread, the panic goes on).
-    pub(crate) fn run(&self) -> Option<Vec<f32>> {
+    /// Takes part in the pass until it is done; then its mean (not normalised) and when the
+    /// pass was done, or `None` when a chunk panicked (in this thread, the panic goes on).
+    pub(crate) fn run(&self) -> Option<(Vec<f32>, Instant)> {
         self.pass.run();
         if self.pass.failed.load(Ordering::Relaxed) {
             return None;
         }
+        let finished = *self.finished.get_or_init(Instant::now);
         // SAFETY: every chunk of every phase is done (run returned without a failure), so no
         // thread writes the hidden states any more, and the Acquire of the last wait orders
         // their writes before this read.
-        Some(mean_of(unsafe { self.pass.x.all() }, self.hidden))
+        Some((mean_of(unsafe { self.pass.x.all() }, self.hidden), finished))
     }
 }
 

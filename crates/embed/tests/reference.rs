@@ -224,24 +224,34 @@ fn a_waiter_computes_the_vector_when_the_pool_is_busy() {
     let embedder = Arc::new(common::embedder());
     let text = "which Italian restaurants are in Los Angeles?";
     let gate = Arc::new((Mutex::new(false), Condvar::new()));
-    let held = Arc::new(AtomicUsize::new(0));
+    let (held, released) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let threads = rayon::current_num_threads();
     for _ in 0..threads {
-        let (gate, held) = (gate.clone(), held.clone());
+        let (gate, held, released) = (gate.clone(), held.clone(), released.clone());
         rayon::spawn(move || {
             held.fetch_add(1, Ordering::SeqCst);
             let (open, wake) = &*gate;
             let guard = open.lock().unwrap();
             // Released by the test, or after a minute whatever happens (no test hangs).
             let _ = wake.wait_timeout_while(guard, std::time::Duration::from_secs(60), |open| !*open).unwrap();
+            released.fetch_add(1, Ordering::SeqCst);
         });
     }
     while held.load(Ordering::SeqCst) < threads {
         std::thread::yield_now();
     }
-    let (background, _) = embedder.begin_one(text).wait().unwrap();
+    // Waited for in steps, with a deadline far below the gate's minute.
+    let mut pending = embedder.begin_one(text);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let background = loop {
+        match pending.wait_for(std::time::Duration::from_millis(10)) {
+            Ok(result) => break result.unwrap().0,
+            Err(p) if std::time::Instant::now() < deadline => pending = p,
+            Err(_) => panic!("the waiter did not compute the vector while the pool was busy"),
+        }
+    };
     // The vector came while every pool thread was still held.
-    assert!(!*gate.0.lock().unwrap());
+    assert_eq!(released.load(Ordering::SeqCst), 0);
     *gate.0.lock().unwrap() = true;
     gate.1.notify_all();
     let now = embedder.embed_one(text).unwrap();
