@@ -37,15 +37,7 @@ pub(crate) enum Begun {
 /// [`embed_one`] would).
 pub(crate) fn begin_one(text: &str) -> Begun {
     match gucs::embedding_provider() {
-        // Only on a pool whose threads block signals (built by the model's load), so that
-        // PostgreSQL's signals reach the backend's thread alone.
-        EmbeddingProvider::Local => {
-            let model = local_model();
-            match pg_ask_embed::init_thread_pool() {
-                pg_ask_embed::ThreadPoolState::BuiltWithSignalsBlocked => Begun::Local(model.begin_one(text)),
-                pg_ask_embed::ThreadPoolState::BuiltElsewhere => Begun::Later(text.to_owned()),
-            }
-        }
+        EmbeddingProvider::Local => Begun::Local(local_model().begin_one(text)),
         _ => Begun::Later(text.to_owned()),
     }
 }

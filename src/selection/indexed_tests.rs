@@ -103,7 +103,7 @@ mod tests {
     }
 
     #[pg_test]
-    fn a_question_is_embedded_while_the_index_is_read() {
+    fn a_vector_begun_while_the_index_is_read_ranks_as_the_question_s_own() {
         Spi::run(SETUP).unwrap();
         Spi::run("SET ask.embedding_provider = 'local'").unwrap();
         let n: i64 = one("SELECT ask.index_schema(ARRAY['music', 'staff', 'garden'])");
@@ -114,9 +114,9 @@ mod tests {
         Spi::run("SET ROLE ask_ix_reader").unwrap();
         let select = select_stage("flowers that need water");
         assert_eq!((&select["index"], &select["embedding"]), (&true.into(), &true.into()), "{select}");
-        let (made, waited) = (select["embedding_ms"].as_f64().unwrap(), select["embedding_wait_ms"].as_f64().unwrap());
-        // The stage waited at most for the pass (it began before the index was read).
-        assert!(made > 0.0 && waited <= made + 0.5, "{select}");
+        // The trace gives the pass's time and the stage's wait for it (how much the reads hid
+        // is the benchmark's to measure, not this test's).
+        assert!(select["embedding_ms"].is_f64() && select["embedding_wait_ms"].is_f64(), "{select}");
         assert_eq!(tables(&select).first().map(String::as_str), Some("garden.plant"), "{select}");
         // The vector is the one the question gets when embedded alone, to float rounding.
         let scored = select["tables"][0]["parts"]["cosine"].as_f64().unwrap_or_else(|| panic!("no cosine: {select}"));

@@ -135,37 +135,44 @@ impl std::fmt::Debug for Pending {
 }
 
 impl Pending {
-    /// Takes part in what is left of the pass (a few milliseconds at most, without a point
-    /// to stop at), then waits for the vector at most `step` and returns it, or gives the
-    /// pending embedding back when it is not done yet (so that the caller can check for a
-    /// cancel between steps).
+    /// Takes part in what is left of the pass (a few milliseconds at most, without a point to
+    /// stop at): its vector, or `None` when there is no pass to take part in (candle computes
+    /// the vector) or another thread's part of it failed (its error comes through the channel).
+    fn take_part(&mut self) -> Option<Result<(Vec<f32>, std::time::Duration), EmbedError>> {
+        let pass = self.shared.take()?;
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pass.run())) {
+            Ok(Some((mean, done))) => Some(Ok((normalise(mean), done - self.started))),
+            Ok(None) => None,
+            Err(panic) => Some(Err(EmbedError::Background(panic_text(&panic)))),
+        }
+    }
+
+    /// Takes part in what is left of the pass, then waits for the vector at most `step` and
+    /// returns it, or gives the pending embedding back when it is not done yet (so that the
+    /// caller can check for a cancel between steps).
     pub fn wait_for(mut self, step: std::time::Duration) -> Result<Result<(Vec<f32>, std::time::Duration), EmbedError>, Pending> {
-        if let Some(pass) = self.shared.take() {
-            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pass.run())) {
-                Ok(Some((mean, done))) => return Ok(Ok((normalise(mean), done - self.started))),
-                Ok(None) => {} // A part failed in the other thread: its error comes below.
-                Err(panic) => return Ok(Err(EmbedError::Background(panic_text(&panic)))),
-            }
+        if let Some(result) = self.take_part() {
+            return Ok(result);
         }
         match self.receive.recv_timeout(step) {
             Ok(result) => Ok(result),
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(self),
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                Ok(Err(EmbedError::Background("its thread ended without an answer".into())))
-            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Ok(Err(ended())),
         }
     }
 
     /// Waits for the vector (and the time computing it took), taking part in the pass.
-    pub fn wait(self) -> Result<(Vec<f32>, std::time::Duration), EmbedError> {
-        let mut pending = self;
-        loop {
-            match pending.wait_for(std::time::Duration::from_secs(3600)) {
-                Ok(result) => return result,
-                Err(p) => pending = p,
-            }
+    pub fn wait(mut self) -> Result<(Vec<f32>, std::time::Duration), EmbedError> {
+        match self.take_part() {
+            Some(result) => result,
+            None => self.receive.recv().unwrap_or_else(|_| Err(ended())),
         }
     }
+}
+
+/// The error of a pending embedding whose thread is gone without sending anything.
+fn ended() -> EmbedError {
+    EmbedError::Background("its thread ended without an answer".into())
 }
 
 /// A panic's message, when it has one.
@@ -375,11 +382,13 @@ impl Embedder {
     /// vector, which is [`Embedder::embed_one`]'s, with the time computing it took. The pass
     /// starts on that one thread, no helper, so that the caller keeps a core for its own work;
     /// a caller that waits before the pass is done takes part in what is left of it instead of
-    /// sleeping. The pool's threads block every signal and never call into the caller's process
-    /// state; a panic in them becomes an error of the wait.
+    /// sleeping. Nothing is handed to a pool this crate did not build (its threads may take the
+    /// caller's signals): the waiter then computes the whole pass. The pool's threads never
+    /// call into the caller's process state; a panic in them becomes an error of the wait.
     pub fn begin_one(self: &Arc<Self>, text: &str) -> Pending {
         let (send, receive) = std::sync::mpsc::sync_channel(1);
         let started = std::time::Instant::now();
+        let ours = init_thread_pool() == ThreadPoolState::BuiltWithSignalsBlocked;
         let shared = match (&self.single, self.encode(text)) {
             (Some(single), Ok(ids)) => {
                 let owner: Arc<dyn Send + Sync> = self.clone();
@@ -390,21 +399,27 @@ impl Embedder {
                 let _ = send.send(Err(e));
                 return Pending { receive, shared: None, started };
             }
+            (None, Ok(_)) if !ours => {
+                let _ = send.send(self.embed_one(text).map(|v| (v, started.elapsed())));
+                return Pending { receive, shared: None, started };
+            }
             (None, Ok(_)) => None,
         };
-        let (embedder, text, pass) = (self.clone(), text.to_owned(), shared.clone());
-        rayon::spawn(move || {
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &pass {
-                Some(pass) => pass
-                    .run()
-                    .map(|(mean, done)| (normalise(mean), done - started))
-                    .ok_or_else(|| EmbedError::Background("a part of the pass failed".into())),
-                None => embedder.embed_one(&text).map(|v| (v, started.elapsed())),
-            }))
-            .unwrap_or_else(|panic| Err(EmbedError::Background(panic_text(&panic))));
-            // The waiter may be gone (its query cancelled) or done: the vector is then dropped.
-            let _ = send.send(result);
-        });
+        if ours {
+            let (embedder, text, pass) = (self.clone(), text.to_owned(), shared.clone());
+            rayon::spawn(move || {
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &pass {
+                    Some(pass) => pass
+                        .run()
+                        .map(|(mean, done)| (normalise(mean), done - started))
+                        .ok_or_else(|| EmbedError::Background("a part of the pass failed".into())),
+                    None => embedder.embed_one(&text).map(|v| (v, started.elapsed())),
+                }))
+                .unwrap_or_else(|panic| Err(EmbedError::Background(panic_text(&panic))));
+                // The waiter may be gone (its query cancelled) or done: the vector is then dropped.
+                let _ = send.send(result);
+            });
+        }
         Pending { receive, shared, started }
     }
 
