@@ -1,13 +1,15 @@
 //! The SQL functions of the schema selection memory: `ask.index_schema()`,
 //! `ask.select_tables()`, `ask.select_schemas()`.
 
-use super::{forget_dropped, memory_version, rank, selection_catalog, store, Kind, Ranking};
+use super::{forget_dropped, memory_state, memory_version, rank_with, selection_catalog, store, Kind};
 use crate::pg::errors::raise;
-use pg_ask_core::selection::{Fusion, SelectOptions};
+use pg_ask_core::ask::Question;
+use pg_ask_core::selection::{Catalog, Cosines, Fusion, SelectOptions};
 use pgrx::pg_sys;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use pgrx::prelude::*;
 use std::collections::HashSet;
+use std::rc::Rc;
 
 /// Build (or rebuild) the schema selection memory for the given schemas (NULL: every schema
 /// with a table the caller may read). Returns the number of tables described.
@@ -64,10 +66,35 @@ pub(crate) fn index_schema(schemas: Option<Vec<String>>) -> i64 {
     tables.len() as i64
 }
 
-pub(crate) fn no_memory_notice(r: &Ranking) {
+/// What `ask.select_tables()` and `ask.select_schemas()` rank a question in.
+struct Ranked {
+    catalog: Rc<Catalog>,
+    tables: Cosines,
+    schemas: Cosines,
+    /// The candidates the stored lexical index gave, not the caller's whole catalog: then
+    /// what has no evidence at all (no cosine, no matching word) is not listed.
+    from_index: bool,
+}
+
+/// The catalog to rank `question` in, with its cosines: with `ask.selection_index` on and a
+/// complete lexical index, the candidates `ask()` would describe for `wanted` tables (the best
+/// by words and the nearest by embedding the caller may read, the touched relations, their join
+/// neighbours), so that a new connection does not read its whole catalog; otherwise the
+/// caller's whole readable catalog, with the memory's lazy refresh.
+fn ranked(question: &str, wanted: usize) -> Ranked {
+    let embedder = crate::llm::embeddings::current_embedder();
+    let state = memory_state(embedder.as_ref());
+    let asked = Question::new(question);
+    if state.exists && crate::pg::gucs::selection_index() && crate::pg::version::sql_at_least("0.2.0") {
+        if let Some(found) = super::indexed::find(&asked, wanted, &state, embedder.as_ref()) {
+            return Ranked { catalog: found.catalog, tables: found.tables, schemas: found.schemas, from_index: true };
+        }
+    }
+    let r = rank_with(&asked, state, embedder);
     if !r.memory {
         notice!("pg_ask: no schema selection memory: the ranking is lexical only; ask.index_schema() builds it");
     }
+    Ranked { catalog: r.catalog, tables: r.tables, schemas: r.schemas, from_index: false }
 }
 
 /// `ask.select_tables()`: the `k` readable tables that best match `question`, with their fused
@@ -77,15 +104,15 @@ pub(crate) fn select_tables(question: &str, k: i32) -> TableIterator<'static, (n
     if k < 0 {
         raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("k must not be negative, not {k}"), "");
     }
-    let r = rank(question);
-    no_memory_notice(&r);
+    let r = ranked(question, k as usize);
     // The k retrieved tables only: join tables are for prompts, not for this ranking.
     let options = SelectOptions { k: k as usize, max_join_tables: 0, ..Default::default() };
     let picks = r
         .catalog
         .select_tables(question, &r.tables, &options)
         .unwrap_or_else(|e| raise(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, e.to_string(), ""));
-    TableIterator::new(picks.into_iter().map(|p| (p.table, p.score)).collect::<Vec<_>>())
+    let listed = picks.into_iter().filter(|p| !r.from_index || p.score > 0.0);
+    TableIterator::new(listed.map(|p| (p.table, p.score)).collect::<Vec<_>>())
 }
 
 /// `ask.select_schemas()`: the `k` schemas (each a "database") that best match `question`.
@@ -94,11 +121,11 @@ pub(crate) fn select_schemas(question: &str, k: i32) -> TableIterator<'static, (
     if k < 0 {
         raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("k must not be negative, not {k}"), "");
     }
-    let r = rank(question);
-    no_memory_notice(&r);
+    let r = ranked(question, k as usize);
     let picks = r
         .catalog
         .select_schemas(question, &r.schemas, k as usize, Fusion::default())
         .unwrap_or_else(|e| raise(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, e.to_string(), ""));
-    TableIterator::new(picks.into_iter().map(|p| (pg_ask_core::selection::unquote(&p.schema), p.score)).collect::<Vec<_>>())
+    let listed = picks.into_iter().filter(|p| !r.from_index || p.score > 0.0);
+    TableIterator::new(listed.map(|p| (pg_ask_core::selection::unquote(&p.schema), p.score)).collect::<Vec<_>>())
 }

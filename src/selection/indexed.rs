@@ -475,6 +475,9 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
         if !stale.is_empty() {
             let (vectors, keys) = store(Kind::Tables, &stale, embedder, Some(&|n: &str| catalog.stored_terms(n)));
             refreshed = keys.len();
+            // With the rows of relations and schemas dropped since, as the whole catalog's
+            // refresh forgets them (DROP notes nothing: this is after other DDL).
+            super::forget_dropped();
             if let Some(qv) = q {
                 for ((n, _), v) in stale.iter().zip(vectors) {
                     if let Some(v) = v {

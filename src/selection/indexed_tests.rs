@@ -305,4 +305,43 @@ mod tests {
         Spi::run("RESET ROLE").unwrap();
         assert!(prompt.contains("TABLE music.singer") && !prompt.contains("France"), "{prompt}");
     }
+
+    fn listed(sql: &str) -> Vec<String> {
+        Spi::connect(|c| c.select(sql, None, &[]).unwrap().map(|r| r.get::<String>(1).unwrap().unwrap()).collect())
+    }
+
+    #[pg_test]
+    fn select_tables_reads_the_index_with_the_caller_s_privileges() {
+        built();
+        let best = |q: &str| listed(&format!("SELECT rel::text FROM ask.select_tables('{q}', 2)"));
+        let questions = ["in which venues did the singers perform concerts?", "salary of each employee", "bonus payments"];
+        // The candidates the index gives rank as the whole catalog ranks them.
+        let from_index: Vec<Vec<String>> = questions.iter().map(|q| best(q)).collect();
+        Spi::run("SET ask.selection_index = off").unwrap();
+        let whole: Vec<Vec<String>> = questions.iter().map(|q| best(q)).collect();
+        Spi::run("RESET ask.selection_index").unwrap();
+        assert_eq!(from_index[0], ["music.concert", "music.singer"]);
+        assert_eq!(from_index[1].first().map(String::as_str), Some("staff.employee"));
+        assert_eq!(from_index[2].first().map(String::as_str), Some("staff.payroll_secret"));
+        for (i, w) in from_index.iter().zip(&whole) {
+            assert_eq!(i.first(), w.first(), "{from_index:?} vs {whole:?}");
+        }
+        // A reader: only what it may read, with evidence; a schema whose only match it may
+        // not read is not listed.
+        Spi::run("SET ROLE ask_ix_reader").unwrap();
+        assert_eq!(listed("SELECT rel::text FROM ask.select_tables('salary and bonus payments of employees', 10)"), ["staff.employee"]);
+        assert_eq!(listed("SELECT schema::text FROM ask.select_schemas('bonus payments', 5)"), Vec::<String>::new());
+        assert_eq!(listed("SELECT schema::text FROM ask.select_schemas('singers', 5)"), ["music"]);
+        // A table owner who is not superuser makes a table: found at once, and described in
+        // the memory by that owner's question; the reader, without a grant, never gets it.
+        Spi::run("RESET ROLE; SET ROLE ask_ix_owner; CREATE TABLE music.album (id int PRIMARY KEY, album_title text)").unwrap();
+        assert_eq!(listed("SELECT rel::text FROM ask.select_tables('album titles', 1)"), ["music.album"]);
+        Spi::run("RESET ROLE").unwrap();
+        let stored: i64 = one("SELECT count(*) FROM ask.schema_memory_terms WHERE term = 'album' AND relid = 'music.album'::regclass");
+        assert_eq!(stored, 1);
+        Spi::run("SET ROLE ask_ix_reader").unwrap();
+        let top = listed("SELECT rel::text FROM ask.select_tables('album titles', 5)");
+        Spi::run("RESET ROLE").unwrap();
+        assert!(!top.iter().any(|t| t.contains("album")), "{top:?}");
+    }
 }

@@ -343,15 +343,10 @@ pub struct Ranking {
     pub other_embedder: usize,
 }
 
-/// Rank for `question`: embed it (when embeddings are on and the memory holds embeddings of
-/// the same provider and model, or changed descriptions are about to be embedded), read the
-/// stored cosines, and describe again what changed in the indexed schemas.
-pub fn rank(question: &str) -> Ranking {
-    let embedder = crate::llm::embeddings::current_embedder();
-    rank_with(&Question::new(question), memory_state(embedder.as_ref()), embedder)
-}
-
-/// [`rank`], the memory's state already read.
+/// The whole readable catalog's ranking for `asked`: embed it (when embeddings are on and the
+/// memory holds embeddings of the same provider and model, or changed descriptions are about
+/// to be embedded), read the stored cosines, and describe again what changed in the indexed
+/// schemas; `state` is the memory's, already read.
 fn rank_with<'q>(asked: &'q Question, state: MemoryState, embedder: Option<(String, String)>) -> Ranking {
     let started = std::time::Instant::now();
     // The description first, timed apart from the catalog built from it.

@@ -44,8 +44,14 @@ mod tests {
         assert_eq!(n, 5);
         let stored: i64 = one("SELECT count(*) FROM ask.schema_memory_tables WHERE embedding IS NULL AND embedding_provider = 'off'");
         assert_eq!(stored, 5);
-        let schemas = names("SELECT schema::text FROM ask.select_schemas('how many singers performed in concerts?', 2)");
+        // Through the stored index, only schemas with evidence are listed; the whole catalog's
+        // ranking lists every readable one, those without any at 0.
+        let q = "SELECT schema::text FROM ask.select_schemas('how many singers performed in concerts?', 2)";
+        assert_eq!(names(q), ["music"]);
+        Spi::run("SET ask.selection_index = off").unwrap();
+        let schemas = names(q);
         assert_eq!((schemas.len(), schemas[0].as_str()), (2, "music"));
+        Spi::run("RESET ask.selection_index").unwrap();
         let tables = names("SELECT rel::text FROM ask.select_tables('what is the average salary per department?', 2)");
         assert_eq!(tables.len(), 2);
         assert!(tables.contains(&"staff.employee".to_string()) && tables.contains(&"staff.department".to_string()), "{tables:?}");
@@ -94,7 +100,8 @@ mod tests {
 
     #[pg_test]
     fn comments_on_schemas_tables_and_columns_refresh_the_memory() {
-        indexed("SET ask.embedding_provider = 'off'");
+        // The whole catalog's lazy refresh (schemas' descriptions are stored by it only).
+        indexed("SET ask.embedding_provider = 'off'; SET ask.selection_index = off");
         // Read once, so that the backend's catalog is cached before the comments change.
         assert_eq!(names("SELECT schema::text FROM ask.select_schemas('botanical collection', 1)").len(), 1);
         Spi::run(
@@ -145,13 +152,21 @@ mod tests {
         // evidence at all: the other model's vectors are not compared (pgvector would raise on
         // the different dimensions) and not rewritten.
         Spi::run("SET ask.embedding_provider = 'local'").unwrap();
-        let scores: Vec<f64> = Spi::connect(|c| {
-            c.select("SELECT score FROM ask.select_tables('xylophone quokka', 5)", None, &[])
-                .unwrap()
-                .map(|r| r.get::<f64>(1).unwrap().unwrap())
-                .collect()
-        });
-        assert!(scores.len() == 5 && scores.iter().all(|&s| s == 0.0), "{scores:?}");
+        let scores = || -> Vec<f64> {
+            Spi::connect(|c| {
+                c.select("SELECT score FROM ask.select_tables('xylophone quokka', 5)", None, &[])
+                    .unwrap()
+                    .map(|r| r.get::<f64>(1).unwrap().unwrap())
+                    .collect()
+            })
+        };
+        // Through the stored index nothing is listed (nothing has evidence); the whole
+        // catalog's ranking lists five tables at 0.
+        assert_eq!(scores(), Vec::<f64>::new());
+        Spi::run("SET ask.selection_index = off").unwrap();
+        let whole = scores();
+        assert!(whole.len() == 5 && whole.iter().all(|&s| s == 0.0), "{whole:?}");
+        Spi::run("RESET ask.selection_index").unwrap();
         let kept: i64 = one("SELECT count(*) FROM ask.schema_memory_tables WHERE embedding_model = 'pseudo-1536'");
         assert_eq!(kept, 5);
         // Rebuilt under the current settings, the embeddings count again.
@@ -176,7 +191,12 @@ mod tests {
         .unwrap();
         let tables = names("SELECT rel::text FROM ask.select_tables('employees salary singers', 10)");
         assert_eq!(tables, ["music.singer"]);
+        // No word of this question is in a table it may read: through the stored index nothing
+        // is listed, and the whole catalog's ranking lists its one readable schema at 0.
+        assert_eq!(names("SELECT schema::text FROM ask.select_schemas('employees salary', 5)"), Vec::<String>::new());
+        Spi::run("SET ask.selection_index = off").unwrap();
         assert_eq!(names("SELECT schema::text FROM ask.select_schemas('employees salary', 5)"), ["music"]);
+        Spi::run("RESET ask.selection_index").unwrap();
         let (code, _, _) = error_of("SELECT count(*) FROM ask.schema_memory_tables");
         assert_eq!(code, "42501");
         Spi::run("RESET ROLE").unwrap();
@@ -268,7 +288,8 @@ mod tests {
 
     #[pg_test]
     fn a_backend_trusts_its_freshness_finding_only_while_the_memory_stays_unwritten() {
-        indexed("SET ask.embedding_provider = 'local'");
+        // The whole catalog's ranking, which keeps its finding with the backend.
+        indexed("SET ask.embedding_provider = 'local'; SET ask.selection_index = off");
         let version = || one::<i64>("SELECT version FROM ask.schema_memory_version");
         let v0 = version();
         // Two questions: the second reuses what the first found fresh (nothing is written).
@@ -318,7 +339,8 @@ mod tests {
     /// described again under its new oid.
     #[pg_test]
     fn after_a_change_only_what_changed_is_looked_up_and_the_finding_is_kept() {
-        indexed("SET ask.embedding_provider = 'local'");
+        // The whole catalog's ranking, which keeps its finding with the backend.
+        indexed("SET ask.embedding_provider = 'local'; SET ask.selection_index = off");
         let version = || one::<i64>("SELECT version FROM ask.schema_memory_version");
         assert_eq!(names("SELECT rel::text FROM ask.select_tables('flowers in bloom', 1)"), ["garden.plant"]);
         Spi::run("COMMENT ON TABLE staff.department IS 'Organisational units of the company'").unwrap();

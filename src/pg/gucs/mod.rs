@@ -419,8 +419,8 @@ pub fn init() {
     );
     GucRegistry::define_bool_guc(
         c"ask.selection_index",
-        c"Select ask()'s tables from the schema selection memory's stored lexical index.",
-        c"On: a question reads the index rows that share a word with it and describes only the best candidates (with the caller's privileges), so a new connection answers without reading its whole catalog. Off: every readable table is described and ranked, as ask.select_tables() does.",
+        c"Select ask()'s tables (and rank ask.select_tables()'s) from the schema selection memory's stored lexical index.",
+        c"On: a question reads the index rows that share a word with it and describes only the best candidates (with the caller's privileges), so a new connection answers without reading its whole catalog. ask.select_tables() and ask.select_schemas() rank the same candidates. Off: every readable table is described and ranked.",
         &SELECTION_INDEX,
         GucContext::Userset,
         GucFlags::default(),

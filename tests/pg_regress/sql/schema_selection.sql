@@ -30,9 +30,14 @@ SELECT row_number() OVER () AS rank, rel, round(score::numeric, 4) AS score
 FROM ask.select_tables('what is the average salary per department?', 4);
 SELECT row_number() OVER () AS rank, schema, round(score::numeric, 4) AS score
 FROM ask.select_schemas('how many singers performed in concerts?', 2);
--- A comment changes a description: the memory follows at the next selection.
+-- A comment changes a description: the next selection ranks by it. Through the stored index
+-- (ask.selection_index, on) the schema's tables are candidates, noted as changed, with the
+-- schema's live comment; the whole catalog's ranking also stores the schema's description again.
 COMMENT ON SCHEMA garden IS 'Botanical collection';
 SELECT schema FROM ask.select_schemas('botanical collection', 1);
+SET ask.selection_index = off;
+SELECT schema FROM ask.select_schemas('botanical collection', 1);
+RESET ask.selection_index;
 SELECT description LIKE '%Botanical collection%' AS described FROM ask.schema_memory_schemas WHERE name = 'garden';
 -- Only tables the role may read are candidates, whoever built the memory.
 CREATE ROLE ask_regress_fan;
