@@ -4,6 +4,7 @@
 use pgrx::pg_sys;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use pgrx::prelude::*;
+use std::ffi::CStr;
 
 use super::spi::per_transaction;
 use crate::pg::errors::raise;
@@ -11,6 +12,12 @@ use crate::pg::errors::raise;
 /// Run `f` as the owner of ask.value_memory (the extension's owner), then switch back, also
 /// when `f` raises an error (PostgreSQL restores the user id at (sub)transaction abort).
 pub(crate) fn as_memory_owner<R>(f: impl FnOnce() -> R) -> R {
+    as_memory_owner_with(&[], f)
+}
+
+/// [`as_memory_owner`] with `settings` (name, value) in effect for `f` only, whatever the
+/// caller's session has: they are put back with the identity.
+pub(crate) fn as_memory_owner_with<R>(settings: &[(&CStr, &CStr)], f: impl FnOnce() -> R) -> R {
     let owner = per_transaction(|facts| facts.owner).unwrap_or_else(|| {
         let owner = Spi::get_one::<pg_sys::Oid>(
             "SELECT c.relowner FROM pg_catalog.pg_class c
@@ -22,7 +29,24 @@ pub(crate) fn as_memory_owner<R>(f: impl FnOnce() -> R) -> R {
         per_transaction(|facts| facts.owner = Some(owner));
         owner
     });
-    as_user(owner, f)
+    as_user_with(owner, settings, f)
+}
+
+/// Set `name` to `value` until the current GUC nest level closes.
+///
+/// # Safety
+/// Call inside a GUC nest level the caller closes.
+unsafe fn set_for_nest(name: &CStr, value: &CStr) {
+    pg_sys::set_config_option(
+        name.as_ptr(),
+        value.as_ptr(),
+        pg_sys::GucContext::PGC_USERSET,
+        pg_sys::GucSource::PGC_S_SESSION,
+        pg_sys::GucAction::GUC_ACTION_SAVE,
+        true,
+        0,
+        false,
+    );
 }
 
 /// Run `f` as `owner`, then switch back (at error, transaction abort restores the user).
@@ -32,6 +56,10 @@ pub(crate) fn as_memory_owner<R>(f: impl FnOnce() -> R) -> R {
 /// duration: the caller's search path cannot put a function or operator of its own in front
 /// of the ones the queries mean, which would then run with the owner's rights.
 pub(crate) fn as_user<R>(owner: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
+    as_user_with(owner, &[], f)
+}
+
+fn as_user_with<R>(owner: pg_sys::Oid, settings: &[(&CStr, &CStr)], f: impl FnOnce() -> R) -> R {
     let mut saved_user = pg_sys::Oid::INVALID;
     let mut saved_ctx = 0;
     // SAFETY: the same switch PostgreSQL's own RI triggers and maintenance commands make; the
@@ -44,16 +72,10 @@ pub(crate) fn as_user<R>(owner: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
             saved_ctx | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32 | pg_sys::SECURITY_RESTRICTED_OPERATION as i32,
         );
         let nest = pg_sys::NewGUCNestLevel();
-        pg_sys::set_config_option(
-            c"search_path".as_ptr(),
-            c"pg_catalog, pg_temp".as_ptr(),
-            pg_sys::GucContext::PGC_USERSET,
-            pg_sys::GucSource::PGC_S_SESSION,
-            pg_sys::GucAction::GUC_ACTION_SAVE,
-            true,
-            0,
-            false,
-        );
+        set_for_nest(c"search_path", c"pg_catalog, pg_temp");
+        for (name, value) in settings {
+            set_for_nest(name, value);
+        }
         nest
     };
     let out = f();

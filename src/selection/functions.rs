@@ -2,7 +2,7 @@
 //! `ask.select_tables()`, `ask.select_schemas()`.
 
 use super::{forget_dropped, memory_state, memory_version, rank_with, selection_catalog, store, Kind};
-use crate::pg::errors::raise;
+use crate::pg::errors::{raise, Raised};
 use pg_ask_core::ask::Question;
 use pg_ask_core::selection::{Catalog, Cosines, Fusion, SelectOptions};
 use pgrx::pg_sys;
@@ -86,7 +86,17 @@ fn ranked(question: &str, wanted: usize) -> Ranked {
     let state = memory_state(embedder.as_ref());
     let asked = Question::new(question);
     if state.exists && crate::pg::gucs::selection_index() && crate::pg::version::sql_at_least("0.2.0") {
+        let usable = state.usable;
         if let Some(found) = super::indexed::find(&asked, wanted, &state, embedder.as_ref()) {
+            super::not_refreshed_notice(found.detail["not_refreshed"].as_u64().unwrap_or(0) as usize);
+            if let Some((provider, model)) = embedder.filter(|_| !usable) {
+                Raised::new(
+                    PgSqlErrorCode::ERRCODE_WARNING,
+                    format!("pg_ask: the schema selection memory holds no embedding made by the current {provider} model {model}; tables are ranked by their words only"),
+                )
+                .hint("Rebuild the memory with ask.index_schema() under the current settings, or set ask.embedding_provider and ask.embedding_model back to the ones it was built with.")
+                .notice();
+            }
             return Ranked { catalog: found.catalog, tables: found.tables, schemas: found.schemas, from_index: true };
         }
     }
@@ -103,6 +113,9 @@ fn ranked(question: &str, wanted: usize) -> Ranked {
 pub(crate) fn select_tables(question: &str, k: i32) -> TableIterator<'static, (name!(rel, String), name!(score, f64))> {
     if k < 0 {
         raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("k must not be negative, not {k}"), "");
+    }
+    if k == 0 {
+        return TableIterator::new(Vec::new());
     }
     let r = ranked(question, k as usize);
     // The k retrieved tables only: join tables are for prompts, not for this ranking.
@@ -121,7 +134,11 @@ pub(crate) fn select_schemas(question: &str, k: i32) -> TableIterator<'static, (
     if k < 0 {
         raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("k must not be negative, not {k}"), "");
     }
-    let r = ranked(question, k as usize);
+    if k == 0 {
+        return TableIterator::new(Vec::new());
+    }
+    // As many tables as ask() describes at most, or k when more.
+    let r = ranked(question, (k as usize).max(crate::pg::gucs::max_tables()));
     let picks = r
         .catalog
         .select_schemas(question, &r.schemas, k as usize, Fusion::default())

@@ -32,7 +32,7 @@ use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
 use pgrx::pg_sys::PgOid::BuiltIn;
 
-use pg_sys::BuiltinOid::{INT4ARRAYOID, INT4OID, INT8OID, OIDARRAYOID, TEXTARRAYOID, TEXTOID};
+use pg_sys::BuiltinOid::{INT8OID, OIDARRAYOID, TEXTARRAYOID, TEXTOID};
 
 use super::state::MemoryState;
 use super::{catalog, store, Kind};
@@ -276,14 +276,13 @@ fn schema_cosines(question: &[f32], embedder: &(String, String)) -> Cosines {
     .collect()
 }
 
-/// The relations the candidates' joins may need: those their foreign keys reference, and
-/// (at most [`MAX_REFERRERS`]) those with foreign keys to two of them (junction tables),
-/// found through `pg_depend`'s index on the referenced object (`pg_constraint` has none on
-/// the referenced table).
-fn neighbours(tables: &[(pg_sys::Oid, Table)]) -> Vec<pg_sys::Oid> {
+/// The relations the candidates' joins may need: those the foreign keys of `tables` reference,
+/// and (at most [`MAX_REFERRERS`]) those with foreign keys to two of the candidates `anchors`
+/// (junction tables), found through `pg_depend`'s index on the referenced object
+/// (`pg_constraint` has none on the referenced table).
+fn neighbours(tables: &[(pg_sys::Oid, Table)], anchors: &[pg_sys::Oid]) -> Vec<pg_sys::Oid> {
     let referenced: Vec<String> = tables.iter().flat_map(|(_, t)| t.foreign_keys.iter().map(|fk| fk.references.clone())).collect();
-    let keys: Vec<pg_sys::Oid> = tables.iter().map(|(o, _)| *o).collect();
-    let args: [DatumWithOid; 3] = [referenced.into(), keys.into(), MAX_REFERRERS.into()];
+    let args: [DatumWithOid; 3] = [referenced.into(), anchors.to_vec().into(), MAX_REFERRERS.into()];
     crate::pg::spi::select_generic(
         "the candidates' join neighbours",
         "SELECT pg_catalog.to_regclass(n)::pg_catalog.oid FROM pg_catalog.unnest($1::pg_catalog.text[]) AS n
@@ -301,19 +300,6 @@ fn neighbours(tables: &[(pg_sys::Oid, Table)]) -> Vec<pg_sys::Oid> {
         |r| r.get::<pg_sys::Oid>(1),
     )
     .or_raise("could not read the candidates' foreign keys")
-}
-
-/// Forget the notes of touched relations that were described in the memory as they are now.
-fn forget_noted(relids: &[pg_sys::Oid]) -> Result<(), pgrx::spi::SpiError> {
-    let args: [DatumWithOid; 1] = [relids.to_vec().into()];
-    crate::pg::spi::write_kept(
-        "forget relations described again",
-        "DELETE FROM ask.schema_memory_dirty WHERE relid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[]) RETURNING relid",
-        &[BuiltIn(OIDARRAYOID)],
-        &args,
-        |_| Ok(Some(())),
-    )?;
-    Ok(())
 }
 
 /// The frequent values of the candidates' readable columns, by qualified name.
@@ -373,7 +359,25 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
     let describe =
         |oids: Vec<pg_sys::Oid>| crate::schema::describe_exactly_kept(oids).unwrap_or_else(|e| crate::pg::errors::from_host(&e).raise());
     let mut live = describe(first);
+    // The candidates' join neighbours, and the values of all of them, while the question's
+    // vector is computed; those of the nearest are added once it is there.
+    let mut anchors: Vec<pg_sys::Oid> = live.iter().map(|(o, _)| *o).collect();
+    let mut join: Vec<pg_sys::Oid> = Vec::new();
+    for o in neighbours(&live, &anchors) {
+        push(o, &mut join);
+    }
+    join.sort_by_key(|o| o.to_u32());
+    let joined = describe(join);
+    // (Join tables are not counted as candidates found below.)
+    let join_described = joined.len();
+    let mut joins = join_described;
+    live.extend(joined);
     let words_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let values_started = std::time::Instant::now();
+    let mut values = values_of(&live);
+    let schema_profiles = catalog::schema_profiles();
+    let mut values_ms = values_started.elapsed().as_secs_f64() * 1000.0;
+    let valued = live.len();
     let waited = std::time::Instant::now();
     let (q, embed_ms): (Option<&[f32]>, Option<f64>) = if wants_embedding {
         let mut took = None;
@@ -389,9 +393,12 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
     };
     let wait_ms = q.map(|_| waited.elapsed().as_secs_f64() * 1000.0);
     let started = std::time::Instant::now();
+    let before = live.len();
     if let (Some(qv), Some(e)) = (q, embedder) {
         let mut nearest = Vec::new();
-        for o in super::nearest::nearest(qv, e, take) {
+        // SAFETY: reads the backend's current user id.
+        let user = unsafe { pg_sys::GetUserId() };
+        for o in super::nearest::nearest(qv, e, user, take) {
             push(o, &mut nearest);
         }
         if !nearest.is_empty() {
@@ -402,7 +409,7 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
     // of an extension): the next readable ones by words.
     let mut next = chosen.len();
     for _ in 0..ROUNDS {
-        if live.len() >= wanted || next >= ranked_readable.len() {
+        if live.len() - join_described >= wanted || next >= ranked_readable.len() {
             break;
         }
         let end = ranked_readable.len().min(next + take);
@@ -410,16 +417,26 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
         next = end;
         live.extend(describe(more));
     }
-    let mut join: Vec<pg_sys::Oid> = neighbours(&live).into_iter().filter(|o| seen.insert(o.to_u32())).collect();
-    join.sort_by_key(|o| o.to_u32());
-    live.extend(describe(join));
+    if live.len() > before {
+        // Junction tables between any two candidates, the first ones included.
+        anchors.extend(live[before..].iter().map(|(o, _)| *o));
+        let mut join: Vec<pg_sys::Oid> = neighbours(&live[before..], &anchors).into_iter().filter(|o| seen.insert(o.to_u32())).collect();
+        join.sort_by_key(|o| o.to_u32());
+        let joined = describe(join);
+        joins += joined.len();
+        live.extend(joined);
+    }
+    let describe_ms = words_ms + started.elapsed().as_secs_f64() * 1000.0;
+    let started = std::time::Instant::now();
+    if live.len() > valued {
+        values.extend(values_of(&live[valued..]));
+    }
+    values_ms += started.elapsed().as_secs_f64() * 1000.0;
     // In the catalog's order (schema, then name, unquoted), as the whole catalog has them.
     let key = |t: &Table| (unquote(&t.schema), unquote(&t.name));
     live.sort_by_cached_key(|(_, t)| key(t));
-    let describe_ms = words_ms + started.elapsed().as_secs_f64() * 1000.0;
 
     let started = std::time::Instant::now();
-    let mut values = values_of(&live);
     let profiles: Vec<TableProfile> = live
         .iter()
         .map(|(_, t)| {
@@ -432,7 +449,7 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
             TableProfile { table: t.clone(), values: v }
         })
         .collect();
-    let catalog = Rc::new(Catalog::new(profiles, &catalog::schema_profiles()).with_table_stats(stats));
+    let catalog = Rc::new(Catalog::new(profiles, &schema_profiles).with_table_stats(stats));
     let stored = stored_rows(&live.iter().map(|(o, _)| *o).collect::<Vec<_>>(), q, embedder);
     let mut tables = Cosines::new();
     let mut stale: Vec<(String, String)> = Vec::new();
@@ -488,10 +505,11 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
         }
         // (The rows just stored forgot their notes as they were stored.)
         if !described_again.is_empty() {
-            as_memory_owner(|| forget_noted(&described_again)).or_raise("could not update the schema selection memory's changed relations");
+            as_memory_owner(|| super::terms::forget_noted(&described_again))
+                .or_raise("could not update the schema selection memory's changed relations");
         }
     }
-    let memory_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let memory_ms = values_ms + started.elapsed().as_secs_f64() * 1000.0;
     let detail = serde_json::json!({
         "index": true,
         "index_tables": index.documents,
@@ -501,6 +519,7 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
         "lexical_ms": lexical_ms,
         "changed_relations": touched.len(),
         "candidates_described": live.len(),
+        "join_tables_described": joins,
         "describe_ms": describe_ms,
         "catalog_ms": lexical_ms + describe_ms,
         "memory_ms": memory_ms,
@@ -512,66 +531,4 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
         "other_embedder": 0,
     });
     Some(Found { catalog, tables, schemas, detail })
-}
-
-/// Write the words of stored tables into the lexical index: `keys` are the rows just stored
-/// (by qualified name), `terms` gives each one's words. Replaces what the index held for them.
-pub(super) fn store_terms(keys: &HashMap<String, pg_sys::Oid>, terms: &dyn Fn(&str) -> Option<DocTerms>) {
-    let mut relids: Vec<pg_sys::Oid> = Vec::new();
-    let mut words: Vec<String> = Vec::new();
-    let mut word_tables: Vec<pg_sys::Oid> = Vec::new();
-    let mut tf: Vec<i32> = Vec::new();
-    let mut lengths: Vec<i32> = Vec::new();
-    for (name, key) in keys {
-        let Some(t) = terms(name) else { continue };
-        relids.push(*key);
-        lengths.extend(t.lengths().iter().map(|&n| n as i32));
-        for (w, counts) in t.terms() {
-            words.push(w.clone());
-            word_tables.push(*key);
-            tf.extend(counts.iter().map(|&n| n as i32));
-        }
-    }
-    if relids.is_empty() {
-        return;
-    }
-    let n = FIELDS as i32;
-    let all: Vec<pg_sys::Oid> = keys.values().copied().collect();
-    as_memory_owner(|| {
-        let args: [DatumWithOid; 1] = [all.clone().into()];
-        crate::pg::spi::write_kept(
-            "forget the stored words",
-            "DELETE FROM ask.schema_memory_terms WHERE relid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[]) RETURNING relid",
-            &[BuiltIn(OIDARRAYOID)],
-            &args,
-            |_| Ok(Some(())),
-        )?;
-        // Described again: no longer behind the catalog.
-        forget_noted(&all)?;
-        let args: [DatumWithOid; 4] = [words.into(), word_tables.into(), tf.into(), n.into()];
-        crate::pg::spi::write_kept(
-            "store the words",
-            "INSERT INTO ask.schema_memory_terms (term, relid, tf)
-             SELECT u.t, u.r, $3[(u.i OPERATOR(pg_catalog.-) 1) OPERATOR(pg_catalog.*) $4 OPERATOR(pg_catalog.+) 1 : u.i OPERATOR(pg_catalog.*) $4]
-               FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.oid[])) WITH ORDINALITY AS u(t, r, i)
-             RETURNING relid",
-            &[BuiltIn(TEXTARRAYOID), BuiltIn(OIDARRAYOID), BuiltIn(INT4ARRAYOID), BuiltIn(INT4OID)],
-            &args,
-            |_| Ok(Some(())),
-        )?;
-        let args: [DatumWithOid; 3] = [relids.into(), lengths.into(), n.into()];
-        crate::pg::spi::write_kept(
-            "store the field lengths",
-            "UPDATE ask.schema_memory_tables m
-                SET field_lengths = $2[(u.i OPERATOR(pg_catalog.-) 1) OPERATOR(pg_catalog.*) $3 OPERATOR(pg_catalog.+) 1 : u.i OPERATOR(pg_catalog.*) $3]
-               FROM pg_catalog.unnest($1::pg_catalog.oid[]) WITH ORDINALITY AS u(r, i)
-              WHERE m.relid OPERATOR(pg_catalog.=) u.r
-             RETURNING m.relid",
-            &[BuiltIn(OIDARRAYOID), BuiltIn(INT4ARRAYOID), BuiltIn(INT4OID)],
-            &args,
-            |_| Ok(Some(())),
-        )?;
-        Ok::<_, pgrx::spi::SpiError>(())
-    })
-    .or_raise("could not store the schema selection memory's lexical index");
 }

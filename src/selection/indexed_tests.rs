@@ -73,14 +73,18 @@ mod tests {
         let n: i64 = one("SELECT ask.index_schema(ARRAY['music', 'staff'])");
         assert_eq!(n, 4);
         // A question's read names the index's expression and predicate, so PostgreSQL reads it.
-        Spi::run(&format!("PREPARE near (text, text, text) AS {}", crate::selection::nearest::nearest_sql(384, 20))).unwrap();
+        Spi::run(&format!("PREPARE near (text, text, text, oid) AS {}", crate::selection::nearest::nearest_sql(384, 20))).unwrap();
         Spi::run("SET LOCAL enable_seqscan = off").unwrap();
         let question = format!("[{}]", vec!["0.25"; 384].join(","));
         let plan: Vec<String> = Spi::connect(|c| {
-            c.select(&format!("EXPLAIN (COSTS OFF) EXECUTE near ('{question}', 'openai', 'pseudo-384')"), None, &[])
-                .unwrap()
-                .map(|r| r.get::<String>(1).unwrap().unwrap())
-                .collect()
+            c.select(
+                &format!("EXPLAIN (COSTS OFF) EXECUTE near ('{question}', 'openai', 'pseudo-384', 'ask_ix_reader'::regrole)"),
+                None,
+                &[],
+            )
+            .unwrap()
+            .map(|r| r.get::<String>(1).unwrap().unwrap())
+            .collect()
         });
         assert!(plan.iter().any(|l| l.contains("Index Scan using schema_memory_tables_hnsw_384")), "{plan:?}");
         Spi::run("RESET enable_seqscan; DEALLOCATE near").unwrap();
@@ -343,5 +347,29 @@ mod tests {
         let top = listed("SELECT rel::text FROM ask.select_tables('album titles', 5)");
         Spi::run("RESET ROLE").unwrap();
         assert!(!top.iter().any(|t| t.contains("album")), "{top:?}");
+    }
+
+    #[pg_test]
+    fn unreadable_tables_nearer_a_question_take_no_readable_table_s_place() {
+        Spi::run(SETUP).unwrap();
+        Spi::run("SET ask.embedding_provider = 'local'").unwrap();
+        // More tables than an HNSW scan looks at (hnsw.ef_search, 40) lie nearer the question
+        // than the garden's plants, none of them readable by the reader.
+        for i in 0..45 {
+            Spi::run(&format!(
+                "CREATE TABLE staff.bloom_{i} (petals int); COMMENT ON TABLE staff.bloom_{i} IS 'Flowers that need water every day'"
+            ))
+            .unwrap();
+        }
+        let _: i64 = one("SELECT ask.index_schema(ARRAY['music', 'staff', 'garden'])");
+        Spi::run("GRANT SELECT ON garden.plant TO ask_ix_reader; SET ROLE ask_ix_reader").unwrap();
+        // A session's own pgvector settings do not change what the read looks at.
+        Spi::run("SET hnsw.ef_search = 1; SET hnsw.iterative_scan = off").unwrap();
+        let top = listed("SELECT rel::text FROM ask.select_tables('flowers that need water', 1)");
+        let select = select_stage("flowers that need water");
+        Spi::run("RESET ROLE").unwrap();
+        assert_eq!(top, ["garden.plant"]);
+        assert_eq!(tables(&select).first().map(String::as_str), Some("garden.plant"), "{select}");
+        assert!(!select.to_string().contains("bloom"), "{select}");
     }
 }

@@ -51,6 +51,7 @@ pub(crate) mod indexed;
 mod nearest;
 mod pick;
 mod state;
+mod terms;
 
 use crate::pg::spi::OrRaise;
 pub use catalog::selection_catalog;
@@ -310,7 +311,7 @@ fn store(
     .or_raise("could not store the schema selection memory");
     let keys: HashMap<String, pg_sys::Oid> = keys.into_iter().collect();
     if let Some(terms) = terms.filter(|_| crate::pg::version::sql_at_least("0.2.0")) {
-        indexed::store_terms(&keys, terms);
+        terms::store_terms(&keys, terms);
     }
     (vectors, keys)
 }
@@ -341,6 +342,18 @@ pub struct Ranking {
     /// Tables and schemas whose stored embedding comes from another provider or model than
     /// the current one: ranked lexically.
     pub other_embedder: usize,
+}
+
+/// Say that `n` changed tables and schemas are ranked by their words only (read-only).
+fn not_refreshed_notice(n: usize) {
+    if n > 0 {
+        Raised::new(
+            PgSqlErrorCode::ERRCODE_WARNING,
+            format!("pg_ask: {n} tables and schemas changed since the schema selection memory described them; in a read-only transaction it cannot be refreshed, so they are ranked by their words only"),
+        )
+        .hint("Any ask.select_tables() or ask() in a read-write transaction on the primary refreshes the memory, as does ask.index_schema().")
+        .notice();
+    }
 }
 
 /// The whole readable catalog's ranking for `asked`: embed it (when embeddings are on and the
@@ -484,14 +497,7 @@ fn rank_with<'q>(asked: &'q Question, state: MemoryState, embedder: Option<(Stri
             }))
         });
     }
-    if not_refreshed > 0 {
-        Raised::new(
-            PgSqlErrorCode::ERRCODE_WARNING,
-            format!("pg_ask: {not_refreshed} tables and schemas changed since the schema selection memory described them; in a read-only transaction it cannot be refreshed, so they are ranked by their words only"),
-        )
-        .hint("Any ask.select_tables() or ask() in a read-write transaction on the primary refreshes the memory, as does ask.index_schema().")
-        .notice();
-    }
+    not_refreshed_notice(not_refreshed);
     if other_embedder > 0 {
         let (provider, model) = embedder.clone().unwrap_or_default();
         Raised::new(

@@ -8,29 +8,62 @@
 //! predicate, so PostgreSQL reads that index instead of the distance of every stored
 //! embedding (10 ms at 10,000 tables). Without the index (a memory built before it existed,
 //! or more dimensions than HNSW takes) the same read scans, as before.
+//!
+//! Only tables the caller may read a column of, in a schema it may use, are returned: the
+//! stored embeddings were made from whole descriptions (frequent values included), so which
+//! unreadable tables lie nearer a question than a readable one must not decide whether the
+//! readable one is listed. The filter is in the read, and pgvector's iterative scan
+//! (`hnsw.iterative_scan`, pinned with `hnsw.ef_search` and `hnsw.max_scan_tuples` for the read,
+//! whatever the caller's session sets) goes on past the tables filtered out.
+
+use std::ffi::CStr;
+use std::sync::OnceLock;
 
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
 use pgrx::pg_sys::PgOid::BuiltIn;
 
-use pg_sys::BuiltinOid::TEXTOID;
+use pg_sys::BuiltinOid::{OIDOID, TEXTOID};
 
-use crate::pg::identity::as_memory_owner;
+use crate::pg::identity::{as_memory_owner, as_memory_owner_with};
 use crate::pg::spi::{ext_schema, vector_text, OrRaise};
 
 /// The most dimensions pgvector's HNSW indexes `halfvec` with.
 const MAX_INDEXED_DIMS: usize = 4000;
 
-/// The tables the memory embedded (current provider and model) nearest to the question, at
-/// most `limit` (an HNSW scan returns at most `hnsw.ef_search`, 40 by default).
-pub(super) fn nearest(question: &[f32], embedder: &(String, String), limit: usize) -> Vec<pg_sys::Oid> {
+/// pgvector's settings for the nearest read: an iterative scan, so that the tables the caller
+/// may not read do not take the places of those it may; none with a pgvector older than 0.8
+/// (without it, at most `hnsw.ef_search` tables are looked at).
+fn scan_settings() -> &'static [(&'static CStr, &'static CStr)] {
+    const ITERATIVE: [(&CStr, &CStr); 3] =
+        [(c"hnsw.iterative_scan", c"relaxed_order"), (c"hnsw.ef_search", c"40"), (c"hnsw.max_scan_tuples", c"20000")];
+    static HAS_ITERATIVE: OnceLock<bool> = OnceLock::new();
+    let has = *HAS_ITERATIVE.get_or_init(|| {
+        // pgvector defines its settings when its library is loaded: by a call of one of its
+        // functions.
+        let vector = ext_schema("vector");
+        let _ = as_memory_owner(|| pgrx::Spi::get_one::<i32>(&format!("SELECT {vector}.vector_dims('[1]'::{vector}.vector)")));
+        // SAFETY: looks a setting up by name, from the backend's own thread.
+        !unsafe { pg_sys::GetConfigOption(c"hnsw.iterative_scan".as_ptr(), true, false) }.is_null()
+    });
+    if has {
+        &ITERATIVE
+    } else {
+        &[]
+    }
+}
+
+/// The tables the memory embedded (current provider and model) nearest to the question that
+/// `user` may read (a column of, in a schema it may use), at most `limit`.
+pub(super) fn nearest(question: &[f32], embedder: &(String, String), user: pg_sys::Oid, limit: usize) -> Vec<pg_sys::Oid> {
     let sql = nearest_sql(question.len(), limit);
-    let args: [DatumWithOid; 3] = [vector_text(question).into(), embedder.0.clone().into(), embedder.1.clone().into()];
-    as_memory_owner(|| {
+    let args: [DatumWithOid; 4] = [vector_text(question).into(), embedder.0.clone().into(), embedder.1.clone().into(), user.into()];
+    let settings = scan_settings();
+    as_memory_owner_with(settings, || {
         crate::pg::spi::select_generic(
             "the nearest stored tables",
             &sql,
-            &[BuiltIn(TEXTOID), BuiltIn(TEXTOID), BuiltIn(TEXTOID)],
+            &[BuiltIn(TEXTOID), BuiltIn(TEXTOID), BuiltIn(TEXTOID), BuiltIn(OIDOID)],
             &args,
             |r| r.get::<pg_sys::Oid>(1),
         )
@@ -39,7 +72,8 @@ pub(super) fn nearest(question: &[f32], embedder: &(String, String), limit: usiz
 }
 
 /// The read of the `limit` nearest tables to a question of `d` dimensions: `$1` the question's
-/// vector as text, `$2` and `$3` the embedder's provider and model. The dimension and the limit
+/// vector as text, `$2` and `$3` the embedder's provider and model, `$4` the role whose
+/// privileges filter them. The dimension and the limit
 /// are numbers of this code, not of the caller: in the text, so that the plan (an index scan)
 /// never depends on a parameter's value.
 pub(super) fn nearest_sql(d: usize, limit: usize) -> String {
@@ -48,6 +82,9 @@ pub(super) fn nearest_sql(d: usize, limit: usize) -> String {
         "SELECT relid FROM ask.schema_memory_tables
           WHERE embedding IS NOT NULL AND {vector}.vector_dims(embedding) OPERATOR(pg_catalog.=) {d}
             AND embedding_provider OPERATOR(pg_catalog.=) $2 AND embedding_model IS NOT DISTINCT FROM $3
+            AND pg_catalog.has_any_column_privilege($4, relid, 'SELECT')
+            AND pg_catalog.has_schema_privilege($4, (SELECT c.relnamespace FROM pg_catalog.pg_class c
+                                                      WHERE c.oid OPERATOR(pg_catalog.=) relid), 'USAGE')
           ORDER BY (embedding::{vector}.halfvec({d})) OPERATOR({vector}.<=>) (SELECT $1::{vector}.vector::{vector}.halfvec({d}))
           LIMIT {limit}"
     )
