@@ -7,12 +7,18 @@
 //!   the indexed tables (what pg_catalog shows every role); each is then described live
 //!   ([`crate::schema::describe_exactly`]), which keeps only the tables and columns the caller
 //!   may SELECT. Values come from the value memory of those columns only, as in the whole
-//!   catalog's selection.
+//!   catalog's selection. The nearest by embedding are looked up among the tables the caller
+//!   may read, in the read itself ([`super::nearest`]).
 //! * **Freshness.** Every candidate is described live, and its stored embedding is compared
 //!   with the question only while its stored description is the live one. Relations DDL
 //!   touched in an indexed schema since they were described (`ask.schema_memory_dirty`, kept
 //!   by an event trigger) are candidates of every question; in a read-write transaction they
 //!   and the stale candidates are described in the memory again.
+//! * **Schemas.** The candidates' schemas are ranked by their live comments and the candidates'
+//!   words, and by their stored embeddings as they are: a schema's stored description is not
+//!   compared or refreshed here (it is made from all of the describer's tables of the schema,
+//!   which a question does not read); `ask.index_schema()` and the whole catalog's selection
+//!   store it again. It holds names and comments only, which pg_catalog shows every role.
 //! * **Statistics.** The candidates are scored with the whole index's document count,
 //!   document frequencies and mean field lengths, so a table scores as it would in the whole
 //!   catalog.
