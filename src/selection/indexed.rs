@@ -284,11 +284,11 @@ fn schema_cosines(question: &[f32], embedder: &(String, String)) -> Cosines {
 
 /// The relations the candidates' joins may need: those the foreign keys of `tables` reference,
 /// and (at most [`MAX_REFERRERS`]) those with foreign keys to two of the candidates `anchors`
-/// (junction tables), found through `pg_depend`'s index on the referenced object
-/// (`pg_constraint` has none on the referenced table).
-fn neighbours(tables: &[(pg_sys::Oid, Table)], anchors: &[pg_sys::Oid]) -> Vec<pg_sys::Oid> {
+/// (junction tables) that are not `known` already, found through `pg_depend`'s index on the
+/// referenced object (`pg_constraint` has none on the referenced table).
+fn neighbours(tables: &[(pg_sys::Oid, Table)], anchors: &[pg_sys::Oid], known: &[pg_sys::Oid]) -> Vec<pg_sys::Oid> {
     let referenced: Vec<String> = tables.iter().flat_map(|(_, t)| t.foreign_keys.iter().map(|fk| fk.references.clone())).collect();
-    let args: [DatumWithOid; 3] = [referenced.into(), anchors.to_vec().into(), MAX_REFERRERS.into()];
+    let args: [DatumWithOid; 4] = [referenced.into(), anchors.to_vec().into(), MAX_REFERRERS.into(), known.to_vec().into()];
     crate::pg::spi::select_generic(
         "the candidates' join neighbours",
         "SELECT pg_catalog.to_regclass(n)::pg_catalog.oid FROM pg_catalog.unnest($1::pg_catalog.text[]) AS n
@@ -299,9 +299,10 @@ fn neighbours(tables: &[(pg_sys::Oid, Table)], anchors: &[pg_sys::Oid]) -> Vec<p
              AND d.refobjid OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.oid[])
              AND d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_constraint'::pg_catalog.regclass::pg_catalog.oid
              AND f.contype OPERATOR(pg_catalog.=) 'f' AND f.confrelid OPERATOR(pg_catalog.=) d.refobjid
+             AND f.conrelid OPERATOR(pg_catalog.<>) ALL ($4::pg_catalog.oid[])
            GROUP BY f.conrelid HAVING pg_catalog.count(DISTINCT f.confrelid) OPERATOR(pg_catalog.>=) 2
            LIMIT $3)",
-        &[BuiltIn(TEXTARRAYOID), BuiltIn(OIDARRAYOID), BuiltIn(INT8OID)],
+        &[BuiltIn(TEXTARRAYOID), BuiltIn(OIDARRAYOID), BuiltIn(INT8OID), BuiltIn(OIDARRAYOID)],
         &args,
         |r| r.get::<pg_sys::Oid>(1),
     )
@@ -369,7 +370,7 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
     // vector is computed; those of the nearest are added once it is there.
     let mut anchors: Vec<pg_sys::Oid> = live.iter().map(|(o, _)| *o).collect();
     let mut join: Vec<pg_sys::Oid> = Vec::new();
-    for o in neighbours(&live, &anchors) {
+    for o in neighbours(&live, &anchors, &anchors) {
         push(o, &mut join);
     }
     join.sort_by_key(|o| o.to_u32());
@@ -426,7 +427,9 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
     if live.len() > before {
         // Junction tables between any two candidates, the first ones included.
         anchors.extend(live[before..].iter().map(|(o, _)| *o));
-        let mut join: Vec<pg_sys::Oid> = neighbours(&live[before..], &anchors).into_iter().filter(|o| seen.insert(o.to_u32())).collect();
+        let known: Vec<pg_sys::Oid> = live.iter().map(|(o, _)| *o).collect();
+        let mut join: Vec<pg_sys::Oid> =
+            neighbours(&live[before..], &anchors, &known).into_iter().filter(|o| seen.insert(o.to_u32())).collect();
         join.sort_by_key(|o| o.to_u32());
         let joined = describe(join);
         joins += joined.len();

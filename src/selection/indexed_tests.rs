@@ -364,7 +364,7 @@ mod tests {
         let _: i64 = one("SELECT ask.index_schema(ARRAY['music', 'staff', 'garden'])");
         Spi::run("GRANT SELECT ON garden.plant TO ask_ix_reader; SET ROLE ask_ix_reader").unwrap();
         // A session's own pgvector settings do not change what the read looks at.
-        Spi::run("SET hnsw.ef_search = 1; SET hnsw.iterative_scan = off").unwrap();
+        Spi::run("SET hnsw.ef_search = 1; SET hnsw.iterative_scan = off; SET hnsw.max_scan_tuples = 1; SET work_mem = '64kB'").unwrap();
         let top = listed("SELECT rel::text FROM ask.select_tables('flowers that need water', 1)");
         let select = select_stage("flowers that need water");
         Spi::run("RESET ROLE").unwrap();

@@ -12,9 +12,9 @@
 //! Only tables the caller may read a column of, in a schema it may use, are returned: the
 //! stored embeddings were made from whole descriptions (frequent values included), so which
 //! unreadable tables lie nearer a question than a readable one must not decide whether the
-//! readable one is listed. The filter is in the read, and pgvector's iterative scan
-//! (`hnsw.iterative_scan`, pinned with `hnsw.ef_search` and `hnsw.max_scan_tuples` for the read,
-//! whatever the caller's session sets) goes on past the tables filtered out.
+//! readable one is listed. The filter is in the read, and pgvector's iterative scan in
+//! distance order (pinned for the read with its limits, whatever the caller's session sets:
+//! [`scan_settings`]) goes on past the tables filtered out.
 
 use std::ffi::CStr;
 use std::sync::OnceLock;
@@ -31,12 +31,20 @@ use crate::pg::spi::{ext_schema, vector_text, OrRaise};
 /// The most dimensions pgvector's HNSW indexes `halfvec` with.
 const MAX_INDEXED_DIMS: usize = 4000;
 
-/// pgvector's settings for the nearest read: an iterative scan, so that the tables the caller
-/// may not read do not take the places of those it may; none with a pgvector older than 0.8
-/// (without it, at most `hnsw.ef_search` tables are looked at).
+/// pgvector's settings for the nearest read, whatever the caller's session sets: an iterative
+/// scan in distance order that goes on past the tables filtered out (up to 20,000 looked at,
+/// in a memory budget of its own), so that the tables the caller may not read never take the
+/// places of those it may. With a pgvector older than 0.8 (no iterative scan) the vector index
+/// is not used for this read: every stored embedding of the dimension is compared (exact).
 fn scan_settings() -> &'static [(&'static CStr, &'static CStr)] {
-    const ITERATIVE: [(&CStr, &CStr); 3] =
-        [(c"hnsw.iterative_scan", c"relaxed_order"), (c"hnsw.ef_search", c"40"), (c"hnsw.max_scan_tuples", c"20000")];
+    const ITERATIVE: [(&CStr, &CStr); 5] = [
+        (c"hnsw.iterative_scan", c"strict_order"),
+        (c"hnsw.ef_search", c"40"),
+        (c"hnsw.max_scan_tuples", c"20000"),
+        (c"hnsw.scan_mem_multiplier", c"1"),
+        (c"work_mem", c"16MB"),
+    ];
+    const EXACT: [(&CStr, &CStr); 2] = [(c"enable_indexscan", c"off"), (c"enable_bitmapscan", c"off")];
     static HAS_ITERATIVE: OnceLock<bool> = OnceLock::new();
     let has = *HAS_ITERATIVE.get_or_init(|| {
         // pgvector defines its settings when its library is loaded: by a call of one of its
@@ -49,7 +57,7 @@ fn scan_settings() -> &'static [(&'static CStr, &'static CStr)] {
     if has {
         &ITERATIVE
     } else {
-        &[]
+        &EXACT
     }
 }
 
