@@ -372,4 +372,21 @@ mod tests {
         assert_eq!(tables(&select).first().map(String::as_str), Some("garden.plant"), "{select}");
         assert!(!select.to_string().contains("bloom"), "{select}");
     }
+
+    #[pg_test]
+    fn a_caller_s_many_k_keep_few_plans_of_the_nearest_read() {
+        Spi::run(SETUP).unwrap();
+        Spi::run("SET ask.embedding_provider = 'local'").unwrap();
+        let _: i64 = one("SELECT ask.index_schema(ARRAY['music', 'staff'])");
+        let nearest_plans = || {
+            crate::pg::backend::with(|b| {
+                b.plans.borrow().keys().filter(|sql| sql.contains("halfvec(384)") && sql.contains("LIMIT")).count()
+            })
+        };
+        for k in 1..=100 {
+            let _ = listed(&format!("SELECT rel::text FROM ask.select_tables('singers and their concerts', {k})"));
+        }
+        // Limits of 20 to 200 tables, read in powers of two: 32, 64, 128, 256.
+        assert_eq!(nearest_plans(), 4);
+    }
 }

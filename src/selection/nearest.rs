@@ -64,7 +64,9 @@ fn scan_settings() -> &'static [(&'static CStr, &'static CStr)] {
 /// The tables the memory embedded (current provider and model) nearest to the question that
 /// `user` may read (a column of, in a schema it may use), at most `limit`.
 pub(super) fn nearest(question: &[f32], embedder: &(String, String), user: pg_sys::Oid, limit: usize) -> Vec<pg_sys::Oid> {
-    let sql = nearest_sql(question.len(), limit);
+    // The limit follows the tables wanted (`k` of ask.select_tables()): read up to the next
+    // power of two, so that a caller's many `k`s keep a few dozen plans at most, not one each.
+    let sql = nearest_sql(question.len(), limit.next_power_of_two());
     let args: [DatumWithOid; 4] = [vector_text(question).into(), embedder.0.clone().into(), embedder.1.clone().into(), user.into()];
     let settings = scan_settings();
     as_memory_owner_with(settings, || {
@@ -77,13 +79,15 @@ pub(super) fn nearest(question: &[f32], embedder: &(String, String), user: pg_sy
         )
     })
     .or_raise("could not read the schema selection memory's embeddings")
+    .into_iter()
+    .take(limit)
+    .collect()
 }
 
 /// The read of the `limit` nearest tables to a question of `d` dimensions: `$1` the question's
 /// vector as text, `$2` and `$3` the embedder's provider and model, `$4` the role whose
-/// privileges filter them. The dimension and the limit
-/// are numbers of this code, not of the caller: in the text, so that the plan (an index scan)
-/// never depends on a parameter's value.
+/// privileges filter them. The dimension and the limit are numbers, never the caller's text:
+/// in the statement, so that the plan (an index scan) never depends on a parameter's value.
 pub(super) fn nearest_sql(d: usize, limit: usize) -> String {
     let vector = ext_schema("vector");
     format!(
