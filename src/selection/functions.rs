@@ -2,7 +2,7 @@
 //! `ask.select_tables()`, `ask.select_schemas()`.
 
 use super::{forget_dropped, memory_state, memory_version, rank_with, selection_catalog, store, Kind};
-use crate::pg::errors::{raise, Raised};
+use crate::pg::errors::raise;
 use pg_ask_core::ask::Question;
 use pg_ask_core::selection::{Catalog, Cosines, Fusion, SelectOptions};
 use pgrx::pg_sys;
@@ -88,14 +88,9 @@ fn ranked(question: &str, wanted: usize) -> Ranked {
     if state.exists && crate::pg::gucs::selection_index() && crate::pg::version::sql_at_least("0.2.0") {
         let usable = state.usable;
         if let Some(found) = super::indexed::find(&asked, wanted, &state, embedder.as_ref()) {
-            super::not_refreshed_notice(found.detail["not_refreshed"].as_u64().unwrap_or(0) as usize);
+            super::not_refreshed_notice(found.not_refreshed);
             if let Some((provider, model)) = embedder.filter(|_| !usable) {
-                Raised::new(
-                    PgSqlErrorCode::ERRCODE_WARNING,
-                    format!("pg_ask: the schema selection memory holds no embedding made by the current {provider} model {model}; tables are ranked by their words only"),
-                )
-                .hint("Rebuild the memory with ask.index_schema() under the current settings, or set ask.embedding_provider and ask.embedding_model back to the ones it was built with.")
-                .notice();
+                super::other_embedder_notice(format!("pg_ask: the schema selection memory holds no embedding made by the current {provider} model {model}; tables are ranked by their words only"));
             }
             return Ranked { catalog: found.catalog, tables: found.tables, schemas: found.schemas, from_index: true };
         }

@@ -315,12 +315,37 @@ fn values_of(tables: &[(pg_sys::Oid, Table)]) -> HashMap<String, Vec<ColumnValue
     catalog::frequent_values(Some(&keys))
 }
 
+/// The relations `oids` describe live, with the caller's privileges.
+fn describe(oids: Vec<pg_sys::Oid>) -> Vec<(pg_sys::Oid, Table)> {
+    crate::schema::describe_exactly_kept(oids).unwrap_or_else(|e| crate::pg::errors::from_host(&e).raise())
+}
+
+/// Of `oids`, in order, those not `seen` yet (now seen).
+fn unseen(seen: &mut HashSet<u32>, oids: impl IntoIterator<Item = pg_sys::Oid>) -> Vec<pg_sys::Oid> {
+    oids.into_iter().filter(|o| seen.insert(o.to_u32())).collect()
+}
+
+/// The join neighbours of the candidates `referring` ([`neighbours`]) not `seen` yet,
+/// described, in oid order.
+fn describe_joins(
+    referring: &[(pg_sys::Oid, Table)],
+    anchors: &[pg_sys::Oid],
+    known: &[pg_sys::Oid],
+    seen: &mut HashSet<u32>,
+) -> Vec<(pg_sys::Oid, Table)> {
+    let mut join = unseen(seen, neighbours(referring, anchors, known));
+    join.sort_by_key(|o| o.to_u32());
+    describe(join)
+}
+
 /// What the selection from the index found, for the shared picking in `selection_for`.
 pub(super) struct Found {
     pub(super) catalog: Rc<Catalog>,
     pub(super) tables: Cosines,
     pub(super) schemas: Cosines,
     pub(super) detail: serde_json::Value,
+    /// Changed candidates that could not be described in the memory again (read-only).
+    pub(super) not_refreshed: usize,
 }
 
 /// The candidates' catalog and cosines for `asked`, from the stored index; `None` when the
@@ -348,33 +373,17 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
     let touched = dirty();
     let order: Vec<pg_sys::Oid> = ranked.iter().map(|(o, _)| *o).collect();
     let mut seen: HashSet<u32> = HashSet::new();
-    let mut first: Vec<pg_sys::Oid> = Vec::new();
-    let mut push = |o: pg_sys::Oid, into: &mut Vec<pg_sys::Oid>| {
-        if seen.insert(o.to_u32()) {
-            into.push(o);
-        }
-    };
     // The best the caller may read: a few times more than taken are checked, in order.
     let checked = readable_first(&order[..order.len().min(8 * take)], 2 * take);
     let readable: HashSet<u32> = checked.iter().map(|o| o.to_u32()).collect();
     let ranked_readable: Vec<(pg_sys::Oid, f64)> = ranked.iter().filter(|(o, _)| readable.contains(&o.to_u32())).copied().collect();
     let chosen = candidates(&ranked_readable, take);
     let wanted = chosen.len().min(max_tables.max(1));
-    for &o in chosen.iter().chain(&touched) {
-        push(o, &mut first);
-    }
-    let describe =
-        |oids: Vec<pg_sys::Oid>| crate::schema::describe_exactly_kept(oids).unwrap_or_else(|e| crate::pg::errors::from_host(&e).raise());
-    let mut live = describe(first);
+    let mut live = describe(unseen(&mut seen, chosen.iter().chain(&touched).copied()));
     // The candidates' join neighbours, and the values of all of them, while the question's
     // vector is computed; those of the nearest are added once it is there.
     let mut anchors: Vec<pg_sys::Oid> = live.iter().map(|(o, _)| *o).collect();
-    let mut join: Vec<pg_sys::Oid> = Vec::new();
-    for o in neighbours(&live, &anchors, &anchors) {
-        push(o, &mut join);
-    }
-    join.sort_by_key(|o| o.to_u32());
-    let joined = describe(join);
+    let joined = describe_joins(&live, &anchors, &anchors, &mut seen);
     // (Join tables are not counted as candidates found below.)
     let join_described = joined.len();
     let mut joins = join_described;
@@ -402,12 +411,9 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
     let started = std::time::Instant::now();
     let before = live.len();
     if let (Some(qv), Some(e)) = (q, embedder) {
-        let mut nearest = Vec::new();
         // SAFETY: reads the backend's current user id.
         let user = unsafe { pg_sys::GetUserId() };
-        for o in super::nearest::nearest(qv, e, user, take) {
-            push(o, &mut nearest);
-        }
+        let nearest = unseen(&mut seen, super::nearest::nearest(qv, e, user, take));
         if !nearest.is_empty() {
             live.extend(describe(nearest));
         }
@@ -420,7 +426,7 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
             break;
         }
         let end = ranked_readable.len().min(next + take);
-        let more: Vec<pg_sys::Oid> = ranked_readable[next..end].iter().map(|(o, _)| *o).filter(|o| seen.insert(o.to_u32())).collect();
+        let more = unseen(&mut seen, ranked_readable[next..end].iter().map(|(o, _)| *o));
         next = end;
         live.extend(describe(more));
     }
@@ -428,10 +434,7 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
         // Junction tables between any two candidates, the first ones included.
         anchors.extend(live[before..].iter().map(|(o, _)| *o));
         let known: Vec<pg_sys::Oid> = live.iter().map(|(o, _)| *o).collect();
-        let mut join: Vec<pg_sys::Oid> =
-            neighbours(&live[before..], &anchors, &known).into_iter().filter(|o| seen.insert(o.to_u32())).collect();
-        join.sort_by_key(|o| o.to_u32());
-        let joined = describe(join);
+        let joined = describe_joins(&live[before..], &anchors, &known, &mut seen);
         joins += joined.len();
         live.extend(joined);
     }
@@ -519,6 +522,7 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
         }
     }
     let memory_ms = values_ms + started.elapsed().as_secs_f64() * 1000.0;
+    let not_refreshed = if read_only { stale.len() } else { 0 };
     let detail = serde_json::json!({
         "index": true,
         "index_tables": index.documents,
@@ -536,8 +540,8 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
         "embedding_ms": embed_ms,
         "embedding_wait_ms": wait_ms,
         "refreshed": refreshed,
-        "not_refreshed": if read_only { stale.len() } else { 0 },
+        "not_refreshed": not_refreshed,
         "other_embedder": 0,
     });
-    Some(Found { catalog, tables, schemas, detail })
+    Some(Found { catalog, tables, schemas, detail, not_refreshed })
 }

@@ -356,6 +356,14 @@ fn not_refreshed_notice(n: usize) {
     }
 }
 
+/// Say `message`: stored embeddings of another provider or model than the current one are not
+/// compared, and how to make them count again.
+fn other_embedder_notice(message: String) {
+    Raised::new(PgSqlErrorCode::ERRCODE_WARNING, message)
+        .hint("Rebuild the memory with ask.index_schema() under the current settings, or set ask.embedding_provider and ask.embedding_model back to the ones it was built with.")
+        .notice();
+}
+
 /// The whole readable catalog's ranking for `asked`: embed it (when embeddings are on and the
 /// memory holds embeddings of the same provider and model, or changed descriptions are about
 /// to be embedded), read the stored cosines, and describe again what changed in the indexed
@@ -500,12 +508,7 @@ fn rank_with<'q>(asked: &'q Question, state: MemoryState, embedder: Option<(Stri
     not_refreshed_notice(not_refreshed);
     if other_embedder > 0 {
         let (provider, model) = embedder.clone().unwrap_or_default();
-        Raised::new(
-            PgSqlErrorCode::ERRCODE_WARNING,
-            format!("pg_ask: {other_embedder} tables and schemas of the schema selection memory were embedded by another provider or model than the current {provider} model {model}; they are ranked by their words only"),
-        )
-        .hint("Rebuild the memory with ask.index_schema() under the current settings, or set ask.embedding_provider and ask.embedding_model back to the ones it was built with.")
-        .notice();
+        other_embedder_notice(format!("pg_ask: {other_embedder} tables and schemas of the schema selection memory were embedded by another provider or model than the current {provider} model {model}; they are ranked by their words only"));
     }
     let memory_ms = started.elapsed().as_secs_f64() * 1000.0;
     Ranking {

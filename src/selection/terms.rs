@@ -17,14 +17,17 @@ use crate::pg::spi::OrRaise;
 
 /// Forget the notes of touched relations that were described in the memory as they are now.
 pub(super) fn forget_noted(relids: &[pg_sys::Oid]) -> Result<(), pgrx::spi::SpiError> {
-    let args: [DatumWithOid; 1] = [relids.to_vec().into()];
-    crate::pg::spi::write_kept(
+    delete_relids(
         "forget relations described again",
         "DELETE FROM ask.schema_memory_dirty WHERE relid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[]) RETURNING relid",
-        &[BuiltIn(OIDARRAYOID)],
-        &args,
-        |_| Ok(Some(())),
-    )?;
+        relids,
+    )
+}
+
+/// Run `sql`, a DELETE of the rows of the relations `$1` (an oid array).
+fn delete_relids(what: &'static str, sql: &str, relids: &[pg_sys::Oid]) -> Result<(), pgrx::spi::SpiError> {
+    let args: [DatumWithOid; 1] = [relids.to_vec().into()];
+    crate::pg::spi::write_kept(what, sql, &[BuiltIn(OIDARRAYOID)], &args, |_| Ok(Some(())))?;
     Ok(())
 }
 
@@ -52,13 +55,10 @@ pub(super) fn store_terms(keys: &HashMap<String, pg_sys::Oid>, terms: &dyn Fn(&s
     let n = FIELDS as i32;
     let all: Vec<pg_sys::Oid> = keys.values().copied().collect();
     as_memory_owner(|| {
-        let args: [DatumWithOid; 1] = [all.clone().into()];
-        crate::pg::spi::write_kept(
+        delete_relids(
             "forget the stored words",
             "DELETE FROM ask.schema_memory_terms WHERE relid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[]) RETURNING relid",
-            &[BuiltIn(OIDARRAYOID)],
-            &args,
-            |_| Ok(Some(())),
+            &all,
         )?;
         // Described again: no longer behind the catalog.
         forget_noted(&all)?;

@@ -69,15 +69,14 @@ fn slowest_own_stage(t: &serde_json::Value) -> (String, f64) {
         .unwrap_or_default()
 }
 
+/// The select stage's detail `field` (milliseconds), if the trace has it.
+fn select_detail_if_any(t: &serde_json::Value, field: &str) -> Option<f64> {
+    t["stages"].as_array().unwrap().iter().find(|s| s["stage"] == "select").and_then(|s| s["output"][field].as_f64())
+}
+
 /// The select stage's detail `field` (milliseconds); the memory exists here, so it is there.
 fn select_detail(t: &serde_json::Value, field: &str) -> f64 {
-    t["stages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["stage"] == "select")
-        .and_then(|s| s["output"][field].as_f64())
-        .unwrap_or_else(|| panic!("the select stage shows no {field}: {t}"))
+    select_detail_if_any(t, field).unwrap_or_else(|| panic!("the select stage shows no {field}: {t}"))
 }
 
 /// A new backend, as a client that opens a connection per question gets one: pointed at the
@@ -152,14 +151,7 @@ fn fresh_backends(llm: &str, provider: &str, tables: usize) {
             if provider != "off" {
                 embedded.push(select_detail(&t, "embedding_ms"));
                 // (Not in the traces of versions that embedded the question after the reads.)
-                waited.extend(
-                    t["stages"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .find(|s| s["stage"] == "select")
-                        .and_then(|s| s["output"]["embedding_wait_ms"].as_f64()),
-                );
+                waited.extend(select_detail_if_any(&t, "embedding_wait_ms"));
             }
         }
     }
