@@ -79,6 +79,7 @@ pub extern "C-unwind" fn _PG_init() {
     pg::key::note_preloading();
     pg::gucs::init();
     pg::backend::init();
+    guard::trusted::init();
     if pg::key::preloaded() {
         llm::embeddings::preload_tokenizer();
     }

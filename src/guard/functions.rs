@@ -37,6 +37,9 @@ const RUNS_SQL_TEXT: &[&str] = &[
 /// What the walk found: the first function that is not allowed.
 struct Walk {
     allowed: Vec<(String, String)>,
+    /// Code an object brings in: held to [`super::trusted::refusal`], which also lets the
+    /// caller's own functions and those a superuser wired into PostgreSQL start.
+    brought_in: bool,
     refused: Option<String>,
 }
 
@@ -58,6 +61,11 @@ fn parse_allowed(entries: &[String]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// `ask.allowed_functions` as (schema, name) pairs, read now.
+pub(crate) fn allowed_entries() -> Vec<(String, String)> {
+    parse_allowed(&crate::pg::gucs::allowed_functions())
+}
+
 unsafe fn text(p: *mut std::ffi::c_char) -> String {
     if p.is_null() {
         String::new()
@@ -67,7 +75,7 @@ unsafe fn text(p: *mut std::ffi::c_char) -> String {
 }
 
 /// `Some(reason)` when `func_id` may not be called by generated SQL.
-unsafe fn refusal(func_id: pg_sys::Oid, allowed: &[(String, String)]) -> Option<String> {
+pub(crate) unsafe fn refusal(func_id: pg_sys::Oid, allowed: &[(String, String)]) -> Option<String> {
     let name = text(pg_sys::get_func_name(func_id));
     let schema = text(pg_sys::get_namespace_name(pg_sys::get_func_namespace(func_id)));
     if allowed.iter().any(|(s, n)| *s == schema && *n == name) {
@@ -88,7 +96,8 @@ unsafe fn refusal(func_id: pg_sys::Oid, allowed: &[(String, String)]) -> Option<
 #[pgrx::pg_guard]
 unsafe extern "C-unwind" fn check_function(func_id: pg_sys::Oid, context: *mut c_void) -> bool {
     let walk = &mut *(context as *mut Walk);
-    match refusal(func_id, &walk.allowed) {
+    let refused = if walk.brought_in { super::trusted::refusal(func_id) } else { refusal(func_id, &walk.allowed) };
+    match refused {
         Some(reason) => {
             walk.refused = Some(reason);
             true
@@ -124,7 +133,18 @@ pub(crate) unsafe fn first_refused(query: *mut pg_sys::Query) -> Option<String> 
 /// # Safety
 /// `node` is a valid node tree of the current memory context.
 pub(crate) unsafe fn first_refused_in(node: *mut pg_sys::Node) -> Option<String> {
-    let mut walk = Walk { allowed: parse_allowed(&crate::pg::gucs::allowed_functions()), refused: None };
+    let mut walk = Walk { allowed: allowed_entries(), brought_in: false, refused: None };
+    walker(node, &mut walk as *mut Walk as *mut c_void);
+    walk.refused
+}
+
+/// The same for code an object brings into a statement (an index expression, a domain's
+/// constraint), inside a [`super::trusted::only`] scope.
+///
+/// # Safety
+/// `node` is a valid node tree of the current memory context.
+pub(crate) unsafe fn first_refused_brought_in(node: *mut pg_sys::Node) -> Option<String> {
+    let mut walk = Walk { allowed: Vec::new(), brought_in: true, refused: None };
     walker(node, &mut walk as *mut Walk as *mut c_void);
     walk.refused
 }

@@ -13,8 +13,12 @@
 //! volatile functions, in a subtransaction that is kept on success.
 
 pub(crate) mod functions;
+pub(crate) mod reach;
+pub(crate) mod trusted;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
+#[cfg(any(test, feature = "pg_test"))]
+mod trusted_tests;
 
 use std::ffi::{CStr, CString};
 
@@ -49,6 +53,12 @@ pub struct Limits {
 
 /// Run `sql` under the rules above.
 pub fn execute(sql: &str, limits: &Limits) -> Result<ResultSet, ExecFailure> {
+    execute_reading(sql, limits).map(|(rows, _)| rows)
+}
+
+/// [`execute`], also telling which relations the statement read: those it names and the
+/// views and tables under them, at every level, as the guard's own analysis found them.
+pub fn execute_reading(sql: &str, limits: &Limits) -> Result<(ResultSet, Vec<pg_sys::Oid>), ExecFailure> {
     let Ok(csql) = CString::new(sql) else {
         return Err(ExecFailure::Refused { reason: "the statement contains a NUL character".into() });
     };
@@ -119,11 +129,10 @@ fn failure_from(caught: CaughtError, ours_fired: bool, limits: &Limits) -> ExecF
     }
 }
 
-/// Inside the subtransaction: analyse, check, execute, copy the rows out.
-unsafe fn run_in_subtransaction(sql: &CStr, limits: &Limits) -> Result<ResultSet, ExecFailure> {
-    if let Some(reason) = analyse(sql) {
-        return Err(ExecFailure::Refused { reason });
-    }
+/// Inside the subtransaction: read-only from the start (parse analysis can already run code a
+/// type brings in), then, with only trusted code allowed to start, analyse, check, execute,
+/// copy the rows out.
+unsafe fn run_in_subtransaction(sql: &CStr, limits: &Limits) -> Result<(ResultSet, Vec<pg_sys::Oid>), ExecFailure> {
     pg_sys::set_config_option(
         c"transaction_read_only".as_ptr(),
         c"on".as_ptr(),
@@ -134,11 +143,14 @@ unsafe fn run_in_subtransaction(sql: &CStr, limits: &Limits) -> Result<ResultSet
         0,
         false,
     );
-    match spi_execute(sql, true, limits.row_limit) {
-        Ok(out) if out.rc == pg_sys::SPI_OK_SELECT as i32 => Ok(out.rows),
-        Ok(out) => Err(ExecFailure::Refused { reason: format!("not a query (SPI result code {})", out.rc) }),
-        Err(reason) => Err(ExecFailure::Refused { reason }),
-    }
+    trusted::only(|| {
+        let relations = analyse(sql).map_err(|reason| ExecFailure::Refused { reason })?;
+        match spi_execute(sql, true, limits.row_limit) {
+            Ok(out) if out.rc == pg_sys::SPI_OK_SELECT as i32 => Ok((out.rows, relations)),
+            Ok(out) => Err(ExecFailure::Refused { reason: format!("not a query (SPI result code {})", out.rc) }),
+            Err(reason) => Err(ExecFailure::Refused { reason }),
+        }
+    })
 }
 
 /// What one statement run through SPI gave.
@@ -167,42 +179,50 @@ pub(crate) unsafe fn spi_execute(sql: &CStr, read_only: bool, limit: u32) -> Res
     Ok(SpiOutcome { rc, processed, rows })
 }
 
-/// Parse analysis of the statement; `Some(reason)` refuses it.
-unsafe fn analyse(sql: &CStr) -> Option<String> {
+/// Parse analysis of the statement: the relations it reads, or why it is refused.
+unsafe fn analyse(sql: &CStr) -> Result<Vec<pg_sys::Oid>, String> {
     let raw = pg_sys::pg_parse_query(sql.as_ptr());
     let n = list_len(raw);
     if n != 1 {
-        return Some(format!("expected exactly one statement, found {n}"));
+        return Err(format!("expected exactly one statement, found {n}"));
     }
     let raw_stmt = list_nth(raw, 0) as *mut pg_sys::RawStmt;
     let analysed = pg_sys::parse_analyze_fixedparams(raw_stmt, sql.as_ptr(), std::ptr::null(), 0, std::ptr::null_mut());
     if let Some(reason) = functions::first_refused(analysed) {
-        return Some(reason);
+        return Err(reason);
     }
+    // The relations as written (views among them), before the rewriter replaces views.
+    let mut reached = reach::Reached::default();
+    reach::collect(analysed, &mut reached);
     let queries = pg_sys::pg_rewrite_query(analysed);
     if list_len(queries) != 1 {
-        return Some("the statement rewrites to more than one query".into());
+        return Err("the statement rewrites to more than one query".into());
     }
     let q = list_nth(queries, 0) as *mut pg_sys::Query;
     // Again after the rewriter: the views the query reads and the row-level security policies
     // of its tables run their functions as the caller too.
     if let Some(reason) = functions::first_refused(q) {
-        return Some(format!("{reason} (through a view or a row-level security policy)"));
+        return Err(format!("{reason} (through a view or a row-level security policy)"));
+    }
+    // And what the tables under them bring into planning and execution.
+    reach::collect(q, &mut reached);
+    if let Some(reason) = reach::refusal(&reached) {
+        return Err(reason);
     }
     let q = &*q;
     if q.commandType != pg_sys::CmdType::CMD_SELECT || !q.utilityStmt.is_null() {
-        return Some("only SELECT queries may run".into());
+        return Err("only SELECT queries may run".into());
     }
     if q.hasModifyingCTE {
-        return Some("the query contains a data-modifying WITH clause".into());
+        return Err("the query contains a data-modifying WITH clause".into());
     }
     if !q.rowMarks.is_null() {
-        return Some("the query locks rows (FOR UPDATE/SHARE)".into());
+        return Err("the query locks rows (FOR UPDATE/SHARE)".into());
     }
     if pg_sys::contain_volatile_functions(q as *const pg_sys::Query as *mut pg_sys::Node) {
-        return Some("the query calls a volatile function (one that can change the database or give a different result each call)".into());
+        return Err("the query calls a volatile function (one that can change the database or give a different result each call)".into());
     }
-    None
+    Ok(reached.relations)
 }
 
 /// One step in a subtransaction that is kept on success, under `ask.statement_timeout`;
@@ -215,15 +235,17 @@ pub(crate) fn execute_step(sql: &str, limits: &Limits) -> Result<StepResult, Exe
     let limit = limits.row_limit;
     // SAFETY: one statement analysed, then run in its own SPI session; the rows are copied
     // out before it ends.
-    let out = run(limits, OnSuccess::Release, move || unsafe {
-        if let Some(reason) = write_step_refusal(&csql) {
-            return Err(ExecFailure::Refused { reason });
-        }
-        spi_execute(&csql, false, limit).map_err(|message| ExecFailure::Error {
-            sqlstate: "XX000".into(),
-            message,
-            detail: None,
-            hint: None,
+    let out = run(limits, OnSuccess::Release, move || {
+        trusted::only(|| unsafe {
+            if let Some(reason) = write_step_refusal(&csql) {
+                return Err(ExecFailure::Refused { reason });
+            }
+            spi_execute(&csql, false, limit).map_err(|message| ExecFailure::Error {
+                sqlstate: "XX000".into(),
+                message,
+                detail: None,
+                hint: None,
+            })
         })
     })?;
     Ok(StepResult { rows_affected: out.processed, columns: out.rows.columns, rows: out.rows.rows })
@@ -250,6 +272,12 @@ pub(crate) unsafe fn statement_refusal(sql: &std::ffi::CStr, allow_nextval: bool
     let raw_stmt = (*(*raw).elements).ptr_value as *mut pg_sys::RawStmt;
     let query = pg_sys::parse_analyze_fixedparams(raw_stmt, sql.as_ptr(), std::ptr::null(), 0, std::ptr::null_mut());
     if let Some(reason) = functions::first_refused(query) {
+        return Some(reason);
+    }
+    // What the statement's tables and types bring in (index expressions run on every write).
+    let mut reached = reach::Reached::default();
+    reach::collect(query, &mut reached);
+    if let Some(reason) = reach::refusal(&reached) {
         return Some(reason);
     }
     let node = query as *mut pg_sys::Node;

@@ -226,11 +226,13 @@ pub(crate) fn sample_truth(w: &Workload, sample: &Sample) -> Truth {
             // SAFETY: one statement in its own SPI session; rows copied out. Not SPI's
             // read-only mode: that would read with the statement's snapshot, from before the
             // sample's commands. It calls no function off the allow-list, and no volatile one.
-            match subxact::run(OnSuccess::Release, move || unsafe {
-                if guard::statement_refusal(&csql, false).is_some() {
-                    return Err("refused".to_string());
-                }
-                guard::spi_execute(&csql, false, TRUTH_ROW_LIMIT)
+            match subxact::run(OnSuccess::Release, move || {
+                guard::trusted::only(|| unsafe {
+                    if guard::statement_refusal(&csql, false).is_some() {
+                        return Err("refused".to_string());
+                    }
+                    guard::spi_execute(&csql, false, TRUTH_ROW_LIMIT)
+                })
             }) {
                 Ok(Ok(out)) => Answer::Rows(out.rows.rows),
                 Ok(Err(_)) => Answer::Fail,

@@ -64,11 +64,13 @@ pub(crate) fn store(question: &str, sql: &str, schema: Option<&str>, source: Sou
     })?;
     let limits = Limits { row_limit: gucs::row_limit(), timeout_ms: gucs::statement_timeout_ms() };
     let tables = in_schema(schema, || {
-        guard::execute(&checked.sql, &limits)?;
-        // The relations as written and as planned: a name the guard took for a common table
-        // expression, or a view's tables, are in the plan.
+        // The relations as written and as the guard's own analysis found them, inside its
+        // read-only, rolled-back subtransaction: a name the parse-level check took for a common
+        // table expression, a view's tables, the tables of a row-level security policy. Nothing
+        // of the statement is planned or run outside the guard.
+        let (_, read) = guard::execute_reading(&checked.sql, &limits)?;
         let mut tables = super::resolve_tables(&checked.tables);
-        for t in planned_relations(&checked.sql) {
+        for t in read {
             if !tables.contains(&t) {
                 tables.push(t);
             }
@@ -145,33 +147,6 @@ pub(crate) fn store(question: &str, sql: &str, schema: Option<&str>, source: Sou
         }
     });
     id.map_err(|e| crate::pg::errors::internal("a statement on pg_ask's tables failed", e))
-}
-
-/// The relations the plan of `sql` scans (views expanded, subqueries and common table
-/// expressions included), from `EXPLAIN (VERBOSE, FORMAT JSON)`, run as the caller.
-fn planned_relations(sql: &str) -> Vec<pgrx::pg_sys::Oid> {
-    let plan = Spi::get_one::<pgrx::Json>(&format!("EXPLAIN (VERBOSE, FORMAT JSON) {sql}")).ok().flatten();
-    let mut names: Vec<String> = Vec::new();
-    fn walk(v: &serde_json::Value, out: &mut Vec<String>) {
-        match v {
-            serde_json::Value::Object(m) => {
-                if let (Some(rel), Some(schema)) =
-                    (m.get("Relation Name").and_then(|r| r.as_str()), m.get("Schema").and_then(|s| s.as_str()))
-                {
-                    out.push(format!("{}.{}", pg_ask_core::sqltext::quote_ident(schema), pg_ask_core::sqltext::quote_ident(rel)));
-                }
-                m.values().for_each(|x| walk(x, out));
-            }
-            serde_json::Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
-            _ => {}
-        }
-    }
-    if let Some(pgrx::Json(p)) = plan {
-        walk(&p, &mut names);
-    }
-    names.sort();
-    names.dedup();
-    super::resolve_tables(&names)
 }
 
 /// Verify a query: `sql` answers `question`. The SQL must pass pg_ask's guard (one read-only

@@ -1,0 +1,111 @@
+//! What a statement reaches besides its own calls: the relations it reads (views and the tables
+//! under them, at every level of the query) and the code those relations and the statement's
+//! types bring into planning and execution — index expressions and predicates, extended
+//! statistics, check constraints, partition keys, domain constraints, range types'
+//! `subtype_diff` and `canonical` functions, for the relations' inheritance children and
+//! partitions too. Each is held to the function allow-list before the statement is planned,
+//! and a refusal names the object. [`super::trusted`] stops whatever this misses when it is
+//! about to start.
+
+use std::ffi::c_void;
+
+use pgrx::pg_sys;
+
+/// Relations and types found in a query tree.
+#[derive(Default)]
+pub(crate) struct Reached {
+    pub relations: Vec<pg_sys::Oid>,
+    pub types: Vec<pg_sys::Oid>,
+}
+
+impl Reached {
+    fn relation(&mut self, oid: pg_sys::Oid) {
+        if oid != pg_sys::InvalidOid && !self.relations.contains(&oid) {
+            self.relations.push(oid);
+        }
+    }
+
+    fn typ(&mut self, oid: pg_sys::Oid) {
+        if u32::from(oid) >= pg_sys::FirstNormalObjectId && !self.types.contains(&oid) {
+            self.types.push(oid);
+        }
+    }
+}
+
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn walker(node: *mut pg_sys::Node, context: *mut c_void) -> bool {
+    if node.is_null() {
+        return false;
+    }
+    let out = &mut *(context as *mut Reached);
+    use pg_sys::NodeTag::*;
+    match (*node).type_ {
+        T_Query => {
+            return pg_sys::query_tree_walker(node as *mut pg_sys::Query, Some(walker), context, pg_sys::QTW_EXAMINE_RTES_BEFORE as i32);
+        }
+        T_RangeTblEntry => {
+            let rte = &*(node as *mut pg_sys::RangeTblEntry);
+            if rte.rtekind == pg_sys::RTEKind::RTE_RELATION {
+                out.relation(rte.relid);
+            }
+            return false;
+        }
+        T_Const => out.typ((*(node as *mut pg_sys::Const)).consttype),
+        T_CoerceToDomain => out.typ((*(node as *mut pg_sys::CoerceToDomain)).resulttype),
+        T_CoerceViaIO => out.typ((*(node as *mut pg_sys::CoerceViaIO)).resulttype),
+        T_RelabelType => out.typ((*(node as *mut pg_sys::RelabelType)).resulttype),
+        T_ArrayCoerceExpr => out.typ((*(node as *mut pg_sys::ArrayCoerceExpr)).resulttype),
+        T_RowExpr => out.typ((*(node as *mut pg_sys::RowExpr)).row_typeid),
+        _ => {}
+    }
+    pg_sys::expression_tree_walker(node, Some(walker), context)
+}
+
+/// Adds the relations and types of `query` (every level: subqueries, common table
+/// expressions, sublinks) to `out`.
+///
+/// # Safety
+/// `query` is a valid Query of the current memory context.
+pub(crate) unsafe fn collect(query: *mut pg_sys::Query, out: &mut Reached) {
+    walker(query as *mut pg_sys::Node, out as *mut Reached as *mut c_void);
+}
+
+/// The first object `reached` brings in whose code is not on the allow-list, named.
+pub(crate) fn refusal(reached: &Reached) -> Option<String> {
+    use pgrx::prelude::*;
+    if reached.relations.is_empty() && reached.types.is_empty() {
+        return None;
+    }
+    let rels: Vec<pg_sys::Oid> = reached.relations.clone();
+    let types: Vec<pg_sys::Oid> = reached.types.clone();
+    let objects: Result<Vec<(String, Option<String>, Option<pg_sys::Oid>)>, pgrx::spi::Error> = super::trusted::paused(|| {
+        Spi::connect(|client| {
+            client
+                .select(include_str!("../../sql/guard_reach.sql"), None, &[rels.into(), types.into()])?
+                .map(|r| Ok((r.get::<String>(1)?.unwrap_or_default(), r.get::<String>(2)?, r.get::<pg_sys::Oid>(3)?)))
+                .collect()
+        })
+    });
+    let objects = match objects {
+        Ok(objects) => objects,
+        // A failed read refuses: nothing here may be taken for "nothing reached".
+        Err(e) => return Some(format!("the objects the statement reaches could not be read: {e}")),
+    };
+    for (what, tree, function) in objects {
+        let refused = match (tree, function) {
+            (Some(tree), _) => {
+                let Ok(tree) = std::ffi::CString::new(tree) else { continue };
+                // SAFETY: a node tree PostgreSQL itself stored, read back into the current context.
+                unsafe { super::functions::first_refused_brought_in(pg_sys::stringToNode(tree.as_ptr()) as *mut pg_sys::Node) }
+            }
+            // SAFETY: catalog lookups of one function, inside the transaction.
+            (None, Some(f)) => unsafe { super::trusted::refusal(f) },
+            (None, None) => None,
+        };
+        if let Some(reason) = refused {
+            let reason = reason.strip_prefix("the query calls ").unwrap_or(&reason).to_string();
+            return Some(format!("{what}, which the statement reaches, calls {reason}"));
+        }
+    }
+    None
+}
