@@ -171,7 +171,7 @@ Do not answer it and do not write SQL. Reply with the standalone question only, 
             user.push_str(&format!("SQL: {}\n", one_line(sql)));
         }
         if !t.columns.is_empty() {
-            user.push_str(&format!("Result: columns {}", t.columns.join(", ")));
+            user.push_str(&format!("Result: columns {}", crate::prompt::data(&t.columns.join(", "))));
             if let Some(n) = t.rows {
                 user.push_str(&format!(", {n} rows"));
             }
@@ -184,8 +184,10 @@ Do not answer it and do not write SQL. Reply with the standalone question only, 
     ChatRequest::new(system, user).limit(120)
 }
 
+/// A turn's text on one line, escaped ([`crate::prompt::data`]): a question, SQL or column
+/// name cannot close a turn or the conversation.
 fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    crate::prompt::data(&s.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
 /// The standalone question in the model's reply: its first line that is not empty, without a

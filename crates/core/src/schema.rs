@@ -51,15 +51,17 @@ pub fn from_json(v: serde_json::Value) -> Result<Vec<Table>, String> {
 }
 
 /// Comments are data written by users: keep them on one line and short, so that a comment
-/// cannot pose as part of the prompt's structure.
+/// cannot pose as part of the prompt's structure, and escaped ([`crate::prompt::data`]), so
+/// that it cannot close the `<schema>` tag or a fence. Cut before it is escaped: an escape is
+/// never cut in half.
 fn one_line(text: &str, max: usize) -> String {
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() > max {
         let mut s: String = flat.chars().take(max).collect();
         s.push('…');
-        s
+        crate::prompt::data(&s)
     } else {
-        flat
+        crate::prompt::data(&flat)
     }
 }
 
@@ -130,14 +132,10 @@ pub fn render_listing(tables: &[Table], listed: &Listed) -> String {
 }
 
 /// Values as SQL string literals on one line: `'F', 'M'`. A value is data anyone who may write
-/// the table chose: its whitespace is flattened, a long one cut and `</` written `&lt;/`, so
+/// the table chose: its whitespace is flattened, a long one cut and escaped ([`one_line`]), so
 /// that it cannot pose as part of the prompt's structure or close its `<schema>` tag.
 fn value_list(values: &[String]) -> String {
-    values
-        .iter()
-        .map(|v| format!("'{}'", one_line(v, LISTED_VALUE_CHARS).replace('\'', "''").replace("</", "&lt;/")))
-        .collect::<Vec<_>>()
-        .join(", ")
+    values.iter().map(|v| format!("'{}'", one_line(v, LISTED_VALUE_CHARS).replace('\'', "''"))).collect::<Vec<_>>().join(", ")
 }
 
 /// Tables in a rendered description (each starts an unindented line).

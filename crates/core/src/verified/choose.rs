@@ -30,6 +30,7 @@ use super::matching::{as_digits, class_tokens, content_words, signature_conflict
 use super::Candidate;
 use crate::constrain::Constraint;
 use crate::llm::ChatRequest;
+use crate::prompt::data;
 use crate::values::literals::{LiteralKind, LiteralRef, TextRange};
 use crate::values::rewrite::{is_plain_number, number_literals, rewrite, Replacement};
 
@@ -354,22 +355,22 @@ writes it. When none fits, choose 0. Reply with JSON only.";
         text.push_str(&format!(
             "{}. Question: {}\n   SQL: {}\n",
             i + 1,
-            o.question,
-            o.sql.split_whitespace().collect::<Vec<_>>().join(" ")
+            data(&o.question),
+            data(&o.sql.split_whitespace().collect::<Vec<_>>().join(" "))
         ));
         for s in &o.slots {
             let what = match (s.kind, &s.column) {
-                (SlotKind::Text, Some(c)) => format!("a value of {c}"),
-                (SlotKind::Pattern, Some(c)) => format!("words matched in {c}"),
+                (SlotKind::Text, Some(c)) => format!("a value of {}", data(c)),
+                (SlotKind::Pattern, Some(c)) => format!("words matched in {}", data(c)),
                 (SlotKind::Number, _) => "a number".to_string(),
                 (SlotKind::Date, _) => "a date, YYYY-MM-DD".to_string(),
                 _ => "a value".to_string(),
             };
-            text.push_str(&format!("   {{{}}}: {what} (verified with {:?})\n", s.name, s.original));
+            text.push_str(&format!("   {{{}}}: {what} (verified with {:?})\n", s.name, data(&s.original)));
         }
     }
     text.push_str("</templates>\n");
-    text.push_str(&format!("<question>{question}</question>\n"));
+    text.push_str(&format!("<question>{}</question>\n", data(question)));
     text.push_str("Reply {\"template\": N, \"slots\": {...}} with the number of the template that fits and its slots' values, or {\"template\": 0, \"slots\": {}} when none fits.");
     let req = ChatRequest::new(system, text).limit(120);
     if grammar {
