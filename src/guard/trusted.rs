@@ -15,39 +15,34 @@
 //! PostgreSQL itself — a type's input/output functions (only a superuser can create a base
 //! type), an operator class's support function or operator, an access method's handler, a
 //! planner support function. Anything else is refused before it runs, with its name, and the
-//! scope's statement fails. A statement run from inside the scope by code other than a
-//! function allowed that way (a nested query or utility command) is refused too, so code whose
-//! call was prepared before the scope began cannot read the caller's tables either.
+//! scope's statement fails.
+//!
+//! A call prepared before the scope began (a range type's `subtype_diff`, kept by PostgreSQL's
+//! type cache) does not pass through the hook: [`super::reach`] refuses the statements that
+//! reach such functions before they are planned.
 //!
 //! Session-level effects follow: no untrusted code runs, and the built-in functions that leave
 //! an effect past a rollback (advisory locks, `set_config` with `is_local` false is undone by
 //! the rollback anyway) are volatile, which the guard refuses in the statement.
 
 use std::cell::Cell;
-use std::ffi::c_int;
 
 use pgrx::pg_sys;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 
-/// The scope's state: whether it is active, whether the scope's own statement has started, and
-/// how many allowed non-internal functions (SQL-language built-ins, listed functions) are
-/// running, whose own statements may run.
+/// The scope's state: whether it is active.
 #[derive(Clone, Copy, Default)]
 struct Scope {
     active: bool,
-    own_started: bool,
-    allowed_depth: u32,
 }
 
 thread_local! {
-    static SCOPE: Cell<Scope> = const { Cell::new(Scope { active: false, own_started: false, allowed_depth: 0 }) };
+    static SCOPE: Cell<Scope> = const { Cell::new(Scope { active: false }) };
     static ALLOWED: std::cell::RefCell<Vec<(String, String)>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 static mut PREV_NEEDS: pg_sys::needs_fmgr_hook_type = None;
 static mut PREV_FMGR: pg_sys::fmgr_hook_type = None;
-static mut PREV_EXECUTOR_START: pg_sys::ExecutorStart_hook_type = None;
-static mut PREV_UTILITY: pg_sys::ProcessUtility_hook_type = None;
 
 /// Installs the hooks; called once from `_PG_init`. Outside a scope they only pass on to the
 /// hooks installed before them.
@@ -59,10 +54,6 @@ pub(crate) fn init() {
         pg_sys::needs_fmgr_hook = Some(needs_hook);
         PREV_FMGR = pg_sys::fmgr_hook;
         pg_sys::fmgr_hook = Some(fmgr_hook);
-        PREV_EXECUTOR_START = pg_sys::ExecutorStart_hook;
-        pg_sys::ExecutorStart_hook = Some(executor_start);
-        PREV_UTILITY = pg_sys::ProcessUtility_hook;
-        pg_sys::ProcessUtility_hook = Some(process_utility);
     }
 }
 
@@ -74,7 +65,7 @@ pub(crate) fn only<R>(f: impl FnOnce() -> R) -> R {
         return f();
     }
     ALLOWED.with(|a| *a.borrow_mut() = super::functions::allowed_entries());
-    SCOPE.with(|s| s.set(Scope { active: true, own_started: false, allowed_depth: 0 }));
+    SCOPE.with(|s| s.set(Scope { active: true }));
     // Reset on the way out, whether `f` returns or a PostgreSQL error unwinds through here.
     struct Reset;
     impl Drop for Reset {
@@ -95,7 +86,7 @@ pub(crate) fn active() -> bool {
 /// not the scope's statement, and start no function that is not an internal built-in.
 pub(crate) fn paused<R>(f: impl FnOnce() -> R) -> R {
     let was = SCOPE.with(Cell::get);
-    SCOPE.with(|s| s.set(Scope { active: false, ..was }));
+    SCOPE.with(|s| s.set(Scope { active: false }));
     let out = f();
     SCOPE.with(|s| s.set(was));
     out
@@ -142,73 +133,17 @@ unsafe extern "C-unwind" fn needs_hook(fn_oid: pg_sys::Oid) -> bool {
 
 #[pgrx::pg_guard]
 unsafe extern "C-unwind" fn fmgr_hook(event: pg_sys::FmgrHookEventType::Type, flinfo: *mut pg_sys::FmgrInfo, arg: *mut pg_sys::Datum) {
-    let scope = SCOPE.with(Cell::get);
-    if scope.active && !flinfo.is_null() {
-        match event {
-            pg_sys::FmgrHookEventType::FHET_START => {
-                if let Some(reason) = refusal((*flinfo).fn_oid) {
-                    crate::pg::errors::Raised::new(
-                        PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-                        format!("{reason}; it was reached through an object the statement uses (an index, a type, a domain, an operator, a policy, a view)"),
-                    )
-                    .hint("pg_ask runs only built-in functions and those in ask.allowed_functions while it plans and runs SQL it did not write itself.")
-                    .raise();
-                }
-                SCOPE.with(|s| s.set(Scope { allowed_depth: scope.allowed_depth + 1, ..scope }));
-            }
-            _ => SCOPE.with(|s| s.set(Scope { allowed_depth: scope.allowed_depth.saturating_sub(1), ..scope })),
+    if event == pg_sys::FmgrHookEventType::FHET_START && active() && !flinfo.is_null() {
+        if let Some(reason) = refusal((*flinfo).fn_oid) {
+            crate::pg::errors::Raised::new(
+                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                format!("{reason}; it was reached through an object the statement uses (an index, a type, a domain, an operator, a policy, a view)"),
+            )
+            .hint("pg_ask runs only built-in functions and those in ask.allowed_functions while it plans and runs SQL it did not write itself.")
+            .raise();
         }
     }
     if let Some(prev) = PREV_FMGR {
         prev(event, flinfo, arg);
-    }
-}
-
-/// A statement that starts inside a scope: the scope's own first one, or one run by an allowed
-/// function; any other is refused.
-unsafe fn statement_starts(what: &str) {
-    let scope = SCOPE.with(Cell::get);
-    if !scope.active {
-        return;
-    }
-    if !scope.own_started {
-        SCOPE.with(|s| s.set(Scope { own_started: true, ..scope }));
-        return;
-    }
-    if scope.allowed_depth == 0 {
-        crate::pg::errors::Raised::new(
-            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-            format!("code reached through an object the statement uses ran a {what} of its own"),
-        )
-        .hint("pg_ask runs only built-in functions and those in ask.allowed_functions while it plans and runs SQL it did not write itself.")
-        .raise();
-    }
-}
-
-#[pgrx::pg_guard]
-unsafe extern "C-unwind" fn executor_start(query_desc: *mut pg_sys::QueryDesc, eflags: c_int) {
-    statement_starts("query");
-    match PREV_EXECUTOR_START {
-        Some(prev) => prev(query_desc, eflags),
-        None => pg_sys::standard_ExecutorStart(query_desc, eflags),
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-#[pgrx::pg_guard]
-unsafe extern "C-unwind" fn process_utility(
-    pstmt: *mut pg_sys::PlannedStmt,
-    query_string: *const std::ffi::c_char,
-    read_only_tree: bool,
-    context: pg_sys::ProcessUtilityContext::Type,
-    params: pg_sys::ParamListInfo,
-    query_env: *mut pg_sys::QueryEnvironment,
-    dest: *mut pg_sys::DestReceiver,
-    qc: *mut pg_sys::QueryCompletion,
-) {
-    statement_starts("command");
-    match PREV_UTILITY {
-        Some(prev) => prev(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc),
-        None => pg_sys::standard_ProcessUtility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc),
     }
 }
