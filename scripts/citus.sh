@@ -155,6 +155,20 @@ if [ -f "$src" ] && [ "$version" = "$PINNED_VERSION" ] && [ "$sum" != "$PINNED_S
     exit 1
   fi
 fi
+# What Citus' configure flags build with: libcurl (statistics collection), lz4 and zstd
+# (columnar compression), and the PostgreSQL build's own needs (readline, zlib, ICU, OpenSSL),
+# from Debian's packages, installed unless present.
+BUILD_PKGS=(build-essential autoconf flex bison libcurl4-openssl-dev liblz4-dev libzstd-dev
+            libreadline-dev zlib1g-dev libicu-dev libssl-dev libkrb5-dev pkg-config)
+missing=()
+for p in "${BUILD_PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing Citus' build packages: ${missing[*]}"
+  need_root
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
 say "building Citus $version for $("$PG_CONFIG" --version) from $origin (several minutes on two cores)"
 cd "$tree"
 ./configure -q PG_CONFIG="$PG_CONFIG" "${CONFIGURE[@]}" >/dev/null

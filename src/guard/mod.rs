@@ -14,9 +14,9 @@
 
 pub(crate) mod functions;
 pub(crate) mod reach;
-pub(crate) mod trusted;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
+pub(crate) mod trusted;
 #[cfg(any(test, feature = "pg_test"))]
 mod trusted_tests;
 
