@@ -172,7 +172,7 @@ pub fn init() {
         );
     }
     // The key: only superusers may set it, SHOW never prints it, and it is refused where every
-    // role could read it (see `server_wide::check_api_key`).
+    // role could read it (see `check_api_key`).
     // SAFETY: called once from _PG_init; the name and descriptions are static, the variable is
     // a static owned by this module, and the hooks are plain functions of this module.
     unsafe {
@@ -184,7 +184,7 @@ pub fn init() {
             std::ptr::null(),
             pg_sys::GucContext::PGC_SUSET,
             (GucFlags::SUPERUSER_ONLY | GucFlags::NO_SHOW_ALL).bits(),
-            Some(sw::check_api_key),
+            Some(check_api_key),
             None,
             Some(show_masked),
         );
@@ -501,6 +501,18 @@ pub fn init() {
     );
     // SAFETY: plain call with a static C string, from _PG_init.
     unsafe { pg_sys::MarkGUCPrefixReserved(c"ask".as_ptr()) };
+}
+
+/// ask.api_key's check: refused where every role could read it, as stored per database, per
+/// role or in a function (`server_wide::check_api_key`), and while pg_ask was not preloaded
+/// (`key::refuse_unless_preloaded`).
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn check_api_key(
+    newval: *mut *mut std::ffi::c_char,
+    extra: *mut *mut std::ffi::c_void,
+    source: pg_sys::GucSource::Type,
+) -> bool {
+    sw::check_api_key(newval, extra, source) && crate::pg::key::refuse_unless_preloaded(newval)
 }
 
 /// SHOW ask.api_key: `********` when set, empty when not.

@@ -2,15 +2,19 @@
 //! `shared_preload_libraries`), is unreadable by a role without privileges from the first
 //! statement of every session, in a database with the extension and in one without; settings
 //! of the key that every role could read are refused; generated SQL never hands it out; and
-//! `ask()` still sends it, to the server configured server-wide only.
+//! `ask()` still sends it, to the server configured server-wide only. In a cluster of its own
+//! without pg_ask preloaded, a key is not stored (every role's next session could read it),
+//! and a stored one neither stops the server nor is taken.
 
+use std::path::PathBuf;
+use std::process::Command;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use llm_standin::{Reply, Rule, Script, StandIn};
-use pg_ask_it::{connect, connect_to, message, sqlstate};
-use postgres::Client;
+use pg_ask_it::{connect, connect_as_is, connect_to, message, sqlstate};
+use postgres::{Client, NoTls};
 
 const KEY: &str = "sk-it-7Hq2ZpLw9RkX4mVb";
 const NOBODY: &str = "it_key_nobody";
@@ -273,4 +277,134 @@ fn generated_sql_never_hands_the_key_out() {
         assert!(!r.body.to_string().contains(KEY), "a request body carried the key: {}", r.path);
     }
     su.batch_execute("DROP TABLE public.it_key_conf").unwrap();
+}
+
+/// A throwaway cluster of the test PostgreSQL's major (its binaries, pg_ask as installed for
+/// it), run as `postgres`, trusting local connections; stopped and removed when dropped.
+struct OwnCluster {
+    dir: PathBuf,
+    bindir: String,
+}
+
+/// Runs a PostgreSQL program as `postgres` (through runuser when the tests run as root).
+fn as_postgres(program: &str, args: &[&str]) -> std::process::Output {
+    let root = Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0").unwrap_or(false);
+    let mut cmd = if root {
+        let mut c = Command::new("runuser");
+        c.args(["-u", "postgres", "--", program]);
+        c
+    } else {
+        Command::new(program)
+    };
+    cmd.args(args).output().unwrap_or_else(|e| panic!("run {program}: {e}"))
+}
+
+impl OwnCluster {
+    fn init(name: &str) -> OwnCluster {
+        let bindir: String =
+            connect_as_is().query_one("SELECT setting FROM pg_catalog.pg_config WHERE name = 'BINDIR'", &[]).unwrap().get(0);
+        let dir = std::env::temp_dir().join(format!("pg_ask-it-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let _ = Command::new("chown").args(["postgres:", dir.to_str().unwrap()]).output();
+        let cluster = OwnCluster { dir, bindir };
+        let out = as_postgres(&cluster.program("initdb"), &["-D", &cluster.data(), "-A", "trust", "-U", "postgres", "--locale=C"]);
+        assert!(out.status.success(), "initdb: {}", String::from_utf8_lossy(&out.stderr));
+        cluster
+    }
+
+    fn program(&self, name: &str) -> String {
+        format!("{}/{name}", self.bindir)
+    }
+
+    fn data(&self) -> String {
+        self.dir.join("data").to_str().unwrap().to_string()
+    }
+
+    /// Starts it, with pg_ask in shared_preload_libraries or without; false when it did not
+    /// start.
+    fn start(&self, preload: bool) -> bool {
+        let mut options = format!("-p 5432 -k {} -c listen_addresses=''", self.dir.display());
+        if preload {
+            options.push_str(" -c shared_preload_libraries=pg_ask");
+        }
+        let log = self.dir.join("log");
+        as_postgres(&self.program("pg_ctl"), &["-D", &self.data(), "-l", log.to_str().unwrap(), "-w", "-o", &options, "start"])
+            .status
+            .success()
+    }
+
+    fn stop(&self) {
+        as_postgres(&self.program("pg_ctl"), &["-D", &self.data(), "-m", "fast", "-w", "stop"]);
+    }
+
+    fn connect(&self, user: &str) -> Client {
+        let info = format!("host={} port=5432 user={user} dbname=postgres", self.dir.display());
+        Client::connect(&info, NoTls).unwrap_or_else(|e| panic!("connect to the own cluster ({info}): {e}"))
+    }
+}
+
+impl Drop for OwnCluster {
+    fn drop(&mut self) {
+        as_postgres(&self.program("pg_ctl"), &["-D", &self.data(), "-m", "immediate", "-w", "stop"]);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+fn a_key_is_not_stored_while_pg_ask_is_not_preloaded() {
+    let cluster = OwnCluster::init("unpreloaded");
+    assert!(cluster.start(false), "the cluster did not start");
+    let mut su = cluster.connect("postgres");
+    su.batch_execute(&format!("CREATE ROLE {NOBODY} LOGIN")).unwrap();
+    su.batch_execute("LOAD 'pg_ask'").unwrap();
+    for sql in [format!("ALTER SYSTEM SET ask.api_key = '{KEY}'"), format!("SET ask.api_key = '{KEY}'")] {
+        let err = su.batch_execute(&sql).unwrap_err();
+        assert_eq!(sqlstate(&err), "55000", "{sql}: {}", message(&err));
+        assert!(message(&err).contains("shared_preload_libraries"), "{sql}: {}", message(&err));
+        assert!(!format!("{err:?}").contains(KEY), "the error repeats the key: {err:?}");
+        let hint = err.as_db_error().and_then(|d| d.hint()).unwrap_or_default().to_string();
+        assert!(hint.contains("shared_preload_libraries") && hint.contains("restart"), "{hint}");
+    }
+    let stored: String = su.query_one("SELECT pg_catalog.pg_read_file('postgresql.auto.conf')", &[]).unwrap().get(0);
+    assert!(!stored.contains(KEY), "the key was stored: {stored}");
+    // The first statement of every role's next session cannot print what was never stored.
+    su.batch_execute("SELECT pg_catalog.pg_reload_conf()").unwrap();
+    for probe in ["SHOW ask.api_key", "SELECT current_setting('ask.api_key', true)"] {
+        let out = run_probe(&mut cluster.connect(NOBODY), probe);
+        assert_no_key("a cluster without the preload", "first statement", probe, &out);
+    }
+    // Emptying it is harmless and allowed.
+    su.batch_execute("ALTER SYSTEM SET ask.api_key = ''").unwrap();
+    su.batch_execute("ALTER SYSTEM RESET ask.api_key").unwrap();
+}
+
+#[test]
+fn a_stored_key_is_taken_at_start_when_preloaded_and_refused_without() {
+    let cluster = OwnCluster::init("stored");
+    std::fs::write(
+        cluster.dir.join("data/postgresql.auto.conf"),
+        format!("# Do not edit this file manually!\n# It will be overwritten by the ALTER SYSTEM command.\nask.api_key = '{KEY}'\n"),
+    )
+    .unwrap();
+    // Preloaded: the key is taken at start and at every reload, and hidden from other roles.
+    assert!(cluster.start(true), "the preloaded cluster did not start with a stored key");
+    let mut su = cluster.connect("postgres");
+    su.batch_execute(&format!("CREATE ROLE {NOBODY} LOGIN")).unwrap();
+    let shown: String = su.query_one("SHOW ask.api_key", &[]).unwrap().get(0);
+    assert_eq!(shown, "********", "the stored key was not taken");
+    su.batch_execute("SELECT pg_catalog.pg_reload_conf()").unwrap();
+    thread::sleep(Duration::from_millis(300));
+    let shown: String = cluster.connect("postgres").query_one("SHOW ask.api_key", &[]).unwrap().get(0);
+    assert_eq!(shown, "********", "the stored key was dropped at a reload");
+    assert_eq!(run_probe(&mut cluster.connect(NOBODY), "SHOW ask.api_key"), "error 42501");
+    drop(su);
+    cluster.stop();
+    // Not preloaded: the server starts, and a session that loads pg_ask does not take the key
+    // (a WARNING, not an error).
+    assert!(cluster.start(false), "the cluster did not start without the preload");
+    let mut su = cluster.connect("postgres");
+    su.batch_execute("LOAD 'pg_ask'").unwrap();
+    let shown: String = su.query_one("SHOW ask.api_key", &[]).unwrap().get(0);
+    assert_eq!(shown, "", "a key stored while pg_ask is not preloaded was taken");
 }
