@@ -486,12 +486,20 @@ CREATE TABLE schema_memory_vocabulary (
 COMMENT ON TABLE schema_memory_vocabulary IS 'The words of the lexical index: in how many tables each occurs (df), of which in a name (name_df).';
 
 -- Relations that DDL created or changed in an indexed schema since the memory last described
--- them: every selection from the lexical index describes them live as candidates, and one
--- that may write describes them in the memory again and forgets them here.
+-- them, with their owner and their words (names and comments) as the DDL left them: a question
+-- from the lexical index takes as candidates only those that share a word with it (one role's
+-- DDL adds nothing to the work of other roles' questions), describes them live, and one that
+-- may write describes them in the memory again and forgets them here.
 CREATE TABLE schema_memory_dirty (
-    relid oid PRIMARY KEY
+    relid oid PRIMARY KEY,
+    owner oid NOT NULL,
+    words text[] NOT NULL
 );
-COMMENT ON TABLE schema_memory_dirty IS 'Relations of indexed schemas changed by DDL since the schema selection memory described them (an event trigger).';
+-- A question reads the notes that share a word with it, never the whole list (fastupdate off:
+-- no pending list for every reader to scan).
+CREATE INDEX schema_memory_dirty_words ON schema_memory_dirty USING gin (words) WITH (fastupdate = off);
+CREATE INDEX schema_memory_dirty_owner ON schema_memory_dirty (owner);
+COMMENT ON TABLE schema_memory_dirty IS 'Relations of indexed schemas changed by DDL since the schema selection memory described them (an event trigger), with their owner and words; at most 100 per owner.';
 
 REVOKE ALL ON schema_memory_terms, schema_memory_vocabulary, schema_memory_dirty FROM PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('schema_memory_terms', '');
@@ -548,24 +556,60 @@ CREATE TRIGGER schema_memory_terms_truncated AFTER TRUNCATE ON schema_memory_ter
 -- running the DDL may not write the memory), with the search path pinned and every operator
 -- qualified, skips temporary objects and partitions (never described), and never fails the
 -- command: on any error it warns and the memory is refreshed by ask.index_schema() or by the
--- full comparison of a backend that reads its whole catalog.
+-- full comparison of a backend that reads its whole catalog. A note keeps the relation's words
+-- split and lower-cased as the lexical index's are (plural -s taken off as well), for the
+-- questions' look-up; each owner has at most 100 notes (the DDL of one role cannot grow the
+-- list without bound: ask.index_schema() describes the relations past it). The words of a
+-- relation noted already are replaced.
 CREATE FUNCTION _schema_memory_touched() RETURNS event_trigger LANGUAGE plpgsql
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    INSERT INTO ask.schema_memory_dirty (relid)
-    SELECT DISTINCT c.oid
-      FROM pg_catalog.pg_event_trigger_ddl_commands() d
-      JOIN pg_catalog.pg_class c
-        ON (d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
-            AND c.oid OPERATOR(pg_catalog.=) d.objid)
-        OR (d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_namespace'::pg_catalog.regclass::pg_catalog.oid
-            AND c.relnamespace OPERATOR(pg_catalog.=) d.objid)
-     WHERE NOT d.in_extension
-       AND c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p,v,m,f}'::pg_catalog."char"[])
-       AND c.relpersistence OPERATOR(pg_catalog.<>) 't'
-       AND NOT c.relispartition
-       AND EXISTS (SELECT 1 FROM ask.schema_memory_schemas s WHERE s.nspid OPERATOR(pg_catalog.=) c.relnamespace)
-    ON CONFLICT DO NOTHING;
+    WITH touched AS (
+        SELECT DISTINCT c.oid, c.relowner
+          FROM pg_catalog.pg_event_trigger_ddl_commands() d
+          JOIN pg_catalog.pg_class c
+            ON (d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+                AND c.oid OPERATOR(pg_catalog.=) d.objid)
+            OR (d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_namespace'::pg_catalog.regclass::pg_catalog.oid
+                AND c.relnamespace OPERATOR(pg_catalog.=) d.objid)
+         WHERE NOT d.in_extension
+           AND c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p,v,m,f}'::pg_catalog."char"[])
+           AND c.relpersistence OPERATOR(pg_catalog.<>) 't'
+           AND NOT c.relispartition
+           AND EXISTS (SELECT 1 FROM ask.schema_memory_schemas s WHERE s.nspid OPERATOR(pg_catalog.=) c.relnamespace)),
+    ranked AS (
+        SELECT t.oid, t.relowner,
+               EXISTS (SELECT 1 FROM ask.schema_memory_dirty o WHERE o.relid OPERATOR(pg_catalog.=) t.oid) AS noted,
+               pg_catalog.row_number() OVER (PARTITION BY t.relowner ORDER BY t.oid) AS n
+          FROM touched t)
+    INSERT INTO ask.schema_memory_dirty (relid, owner, words)
+    SELECT r.oid, r.relowner, ARRAY(
+             SELECT DISTINCT pg_catalog.unnest(ARRAY[w, CASE
+                    WHEN pg_catalog.length(w) OPERATOR(pg_catalog.<=) 3 OR w OPERATOR(pg_catalog.~) '[^[:alpha:]]' THEN w
+                    WHEN w OPERATOR(pg_catalog.~) '^.{2,}ies$' THEN pg_catalog.regexp_replace(w, 'ies$', 'y')
+                    WHEN w OPERATOR(pg_catalog.~) '(sses|xes|ches|shes)$' THEN pg_catalog.regexp_replace(w, 'es$', '')
+                    WHEN w OPERATOR(pg_catalog.~) '[^uis]s$' THEN pg_catalog.regexp_replace(w, 's$', '')
+                    ELSE w END])
+               FROM pg_catalog.regexp_split_to_table(pg_catalog.lower(
+                        pg_catalog.regexp_replace(pg_catalog.regexp_replace(pg_catalog.regexp_replace(
+                            pg_catalog.concat_ws(' ', n.nspname, c.relname,
+                                (SELECT pg_catalog.string_agg(a.attname::pg_catalog.text, ' ') FROM pg_catalog.pg_attribute a
+                                  WHERE a.attrelid OPERATOR(pg_catalog.=) c.oid AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped),
+                                (SELECT pg_catalog.string_agg(e.description, ' ') FROM pg_catalog.pg_description e
+                                  WHERE e.objoid OPERATOR(pg_catalog.=) c.oid
+                                    AND e.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid)),
+                            '([[:lower:]])([[:upper:]])', '\1 \2', 'g'),
+                            '([[:alpha:]])([[:digit:]])', '\1 \2', 'g'),
+                            '([[:digit:]])([[:alpha:]])', '\1 \2', 'g')),
+                    '[^[:alnum:]]+') AS w
+              WHERE w OPERATOR(pg_catalog.<>) '')
+      FROM ranked r
+      JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) r.oid
+      JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+     WHERE r.noted
+        OR r.n OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM ask.schema_memory_dirty o
+                                        WHERE o.owner OPERATOR(pg_catalog.=) r.relowner) OPERATOR(pg_catalog.<=) 100
+    ON CONFLICT ON CONSTRAINT schema_memory_dirty_pkey DO UPDATE SET words = EXCLUDED.words;
 EXCEPTION WHEN OTHERS THEN
     RAISE WARNING 'pg_ask: could not note a change for the schema selection memory: %', SQLERRM
         USING HINT = 'ask.index_schema() describes the changed tables again.';

@@ -12,8 +12,11 @@
 //! * **Freshness.** Every candidate is described live, and its stored embedding is compared
 //!   with the question only while its stored description is the live one. Relations DDL
 //!   touched in an indexed schema since they were described (`ask.schema_memory_dirty`, kept
-//!   by an event trigger) are candidates of every question; in a read-write transaction they
-//!   and the stale candidates are described in the memory again.
+//!   by an event trigger with each relation's words, at most 100 per owner) are candidates of
+//!   a question that shares a word with them, read through the notes' index of words: never
+//!   because they were touched, so that one role's DDL adds nothing to other roles' questions
+//!   but the candidates their own words find. In a read-write transaction they and the stale
+//!   candidates are described in the memory again.
 //! * **Schemas.** The candidates' schemas are ranked by their live comments and the candidates'
 //!   words, and by their stored embeddings as they are: a schema's stored description is not
 //!   compared or refreshed here (it is made from all of the describer's tables of the schema,
@@ -32,7 +35,7 @@ use std::rc::Rc;
 use pg_ask_core::ask::Question;
 use pg_ask_core::schema::Table;
 use pg_ask_core::selection::lexical::FIELDS;
-use pg_ask_core::selection::retrieve::{candidates, fetch_terms, probe_terms, rank_stored};
+use pg_ask_core::selection::retrieve::{candidates, fetch_terms, probe_terms, rank_stored, COMMON_MIN, COMMON_SHARE};
 use pg_ask_core::selection::{unquote, Catalog, ColumnValues, Cosines, DocTerms, GlobalStats, TableProfile};
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
@@ -52,8 +55,6 @@ use crate::pg::spi::{ext_schema, vector_text, OrRaise};
 const CANDIDATES: usize = 20;
 /// At most this many rounds of candidates are described when too few of them are readable.
 const ROUNDS: usize = 3;
-/// At most this many relations touched by DDL are taken as candidates of one question.
-const MAX_DIRTY: i64 = 500;
 /// At most this many tables whose foreign keys reference a candidate are described with it.
 const MAX_REFERRERS: i64 = 50;
 
@@ -206,20 +207,43 @@ fn read_whole(oids: &[pg_sys::Oid]) -> HashSet<u32> {
     .collect()
 }
 
-/// Relations DDL touched in an indexed schema since the memory described them, those the
-/// caller may read (at most [`MAX_DIRTY`]).
-fn dirty() -> Vec<pg_sys::Oid> {
+/// Relations DDL touched in an indexed schema since the memory described them that share one
+/// of `terms` with the question, most shared words first, those the caller may read (at most
+/// `limit`): read through the notes' index of words, so that relations other roles touched
+/// cost a question nothing unless it asks for their words.
+fn touched_for(terms: &[String], limit: usize) -> Vec<pg_sys::Oid> {
+    if terms.is_empty() || limit == 0 {
+        return Vec::new();
+    }
+    let args: [DatumWithOid; 2] = [terms.to_vec().into(), ((8 * limit) as i64).into()];
     let noted = as_memory_owner(|| {
-        crate::pg::spi::select_kept(
-            "relations changed since they were indexed",
-            "SELECT relid FROM ask.schema_memory_dirty ORDER BY relid",
-            &[],
-            &[],
+        crate::pg::spi::select_generic(
+            "relations changed since they were indexed that share a word with the question",
+            "SELECT d.relid FROM ask.schema_memory_dirty d
+              WHERE d.words OPERATOR(pg_catalog.&&) $1::pg_catalog.text[]
+              ORDER BY (SELECT pg_catalog.count(*) FROM pg_catalog.unnest(d.words) AS w
+                         WHERE w OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.text[])) DESC, d.relid
+              LIMIT $2",
+            &[BuiltIn(TEXTARRAYOID), BuiltIn(INT8OID)],
+            &args,
             |r| r.get::<pg_sys::Oid>(1),
         )
     })
     .or_raise("could not read the schema selection memory's changed relations");
-    readable_first(&noted, MAX_DIRTY as usize)
+    readable_first(&noted, limit)
+}
+
+/// The probed terms a question looks the touched relations up by: those not common in the
+/// index (as [`fetch_terms`] reads postings), and those the index does not hold at all (words
+/// of relations created since); all of them when every one is common.
+fn touched_terms(probe: &[String], df: &HashMap<String, u32>, documents: usize) -> Vec<String> {
+    let common = ((documents as f64 * COMMON_SHARE) as u32).max(COMMON_MIN);
+    let rare: Vec<String> = probe.iter().filter(|t| df.get(*t).copied().unwrap_or(0) <= common).cloned().collect();
+    if rare.is_empty() {
+        probe.to_vec()
+    } else {
+        rare
+    }
 }
 
 /// What the memory holds for the candidate tables `keys`: the stored description, and the
@@ -367,10 +391,11 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
     let ranked = rank_stored(question, &read, &stats);
     let lexical_ms = started.elapsed().as_secs_f64() * 1000.0;
 
-    // Candidates, in order: the best by words, the touched ones, the nearest by embedding.
+    // Candidates, in order: the best by words, the touched ones that share a word with the
+    // question, the nearest by embedding.
     let started = std::time::Instant::now();
     let take = CANDIDATES.max(2 * max_tables);
-    let touched = dirty();
+    let touched = touched_for(&touched_terms(&probe, &df, index.documents), take);
     let order: Vec<pg_sys::Oid> = ranked.iter().map(|(o, _)| *o).collect();
     let mut seen: HashSet<u32> = HashSet::new();
     // The best the caller may read: a few times more than taken are checked, in order.

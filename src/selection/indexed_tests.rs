@@ -275,9 +275,19 @@ mod tests {
         let select = select_stage("which album titles are there?");
         assert_eq!(select["index"], true);
         assert!(tables(&select).contains(&"music.album".to_string()), "{select}");
-        // Described in the memory again, with its words; no longer noted.
+        // Described in the memory again, with its words; no longer noted. The gigs, which the
+        // question did not ask for, were not described: still noted, for a question about them.
         let stored: i64 = one("SELECT count(*) FROM ask.schema_memory_terms WHERE term = 'album' AND relid = 'music.album'::regclass");
         assert_eq!(stored, 1);
+        let left: Vec<String> = Spi::connect(|c| {
+            c.select("SELECT relid::regclass::text FROM ask.schema_memory_dirty", None, &[])
+                .unwrap()
+                .map(|r| r.get::<String>(1).unwrap().unwrap())
+                .collect()
+        });
+        assert_eq!(left, ["music.gig"]);
+        let select = select_stage("when were the gigs played?");
+        assert!(tables(&select).contains(&"music.gig".to_string()), "{select}");
         let left: i64 = one("SELECT count(*) FROM ask.schema_memory_dirty");
         assert_eq!(left, 0);
         // Its owner drops it: DROP works, and the memory forgets it at the next refresh.

@@ -61,6 +61,8 @@ use state::{forget_dropped, memory_state, memory_version, MemoryState};
 #[cfg(any(test, feature = "pg_test"))]
 mod indexed_tests;
 #[cfg(any(test, feature = "pg_test"))]
+mod isolation_tests;
+#[cfg(any(test, feature = "pg_test"))]
 mod tests;
 
 /// Which of the two memory tables.

@@ -9,10 +9,17 @@
 //! embedding (10 ms at 10,000 tables). Without the index (a memory built before it existed,
 //! or more dimensions than HNSW takes) the same read scans, as before.
 //!
-//! Only tables the caller may read a column of, in a schema it may use, are returned: the
-//! stored embeddings were made from whole descriptions (frequent values included), so which
-//! unreadable tables lie nearer a question than a readable one must not decide whether the
-//! readable one is listed. The filter is in the read, and pgvector's iterative scan in
+//! A vector index is shared by every role's questions and grows every write of the memory:
+//! only a superuser's `ask.index_schema()` adds one, for the dimension of the embedder in force
+//! (its own session's or the server's); another role's embedder of another dimension, which
+//! any role can point at a server of its own, gets none, and its reads compare without one.
+//!
+//! Only tables the caller may read whole (SELECT on the table), in a schema it may use, are
+//! returned: the stored embeddings were made from whole descriptions (frequent values of every
+//! column included), so a reader of some columns would learn from which tables come back what
+//! was written in columns it may not read, and which unreadable tables lie nearer a question
+//! than a readable one must not decide whether the readable one is listed. A reader of some
+//! columns finds such a table by its words (the lexical index holds names and comments only). The filter is in the read, and pgvector's iterative scan in
 //! distance order (pinned for the read with its limits, whatever the caller's session sets:
 //! [`scan_settings`]) goes on past the tables filtered out.
 
@@ -62,7 +69,7 @@ fn scan_settings() -> &'static [(&'static CStr, &'static CStr)] {
 }
 
 /// The tables the memory embedded (current provider and model) nearest to the question that
-/// `user` may read (a column of, in a schema it may use), at most `limit`.
+/// `user` may read whole (SELECT on the table, in a schema it may use), at most `limit`.
 pub(super) fn nearest(question: &[f32], embedder: &(String, String), user: pg_sys::Oid, limit: usize) -> Vec<pg_sys::Oid> {
     // The limit follows the tables wanted (`k` of ask.select_tables()): read up to the next
     // power of two, so that a caller's many `k`s keep a few dozen plans at most, not one each.
@@ -94,7 +101,7 @@ pub(super) fn nearest_sql(d: usize, limit: usize) -> String {
         "SELECT relid FROM ask.schema_memory_tables
           WHERE embedding IS NOT NULL AND {vector}.vector_dims(embedding) OPERATOR(pg_catalog.=) {d}
             AND embedding_provider OPERATOR(pg_catalog.=) $2 AND embedding_model IS NOT DISTINCT FROM $3
-            AND pg_catalog.has_any_column_privilege($4, relid, 'SELECT')
+            AND pg_catalog.has_table_privilege($4, relid, 'SELECT')
             AND pg_catalog.has_schema_privilege($4, (SELECT c.relnamespace FROM pg_catalog.pg_class c
                                                       WHERE c.oid OPERATOR(pg_catalog.=) relid), 'USAGE')
           ORDER BY (embedding::{vector}.halfvec({d})) OPERATOR({vector}.<=>) (SELECT $1::{vector}.vector::{vector}.halfvec({d}))
@@ -103,9 +110,16 @@ pub(super) fn nearest_sql(d: usize, limit: usize) -> String {
 }
 
 /// Give each dimension of the stored table embeddings of `embedder` its HNSW index, if it has
-/// none. Run by `ask.index_schema()` (creating an index locks the memory against writes while
-/// it is built; a question's refresh never does it).
+/// none, when the caller is a superuser. Run by `ask.index_schema()` (creating an index locks
+/// the memory against writes while it is built; a question's refresh never does it). Any other
+/// role's call adds none (an embedding server of its own may answer in any dimension, and each
+/// index slows every role's writes and plans): its dimension is read without an index.
 pub(super) fn index_embeddings(embedder: &(String, String)) {
+    // SAFETY: a catalog lookup of the backend's current user id, from its thread, before any
+    // switch to the memory's owner.
+    if !unsafe { pg_sys::superuser() } {
+        return;
+    }
     let vector = ext_schema("vector");
     let args: [DatumWithOid; 2] = [embedder.0.clone().into(), embedder.1.clone().into()];
     let dims = as_memory_owner(|| {
