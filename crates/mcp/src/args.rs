@@ -24,12 +24,16 @@ database role, under a statement timeout.
                              loopback names are always accepted)
   --max-sessions N           HTTP: most sessions at once; more get HTTP 503 (default 16)
   --max-request-bytes N      HTTP: largest request body; larger get HTTP 413 (default 65536)
+  --body-timeout T           HTTP: how long a request's body may take to arrive; slower get
+                             HTTP 408 (default 10s; as --statement-timeout, at most 10min)
   --session-idle SECONDS     HTTP: a session unused this long is closed (default 300)
   --statement-timeout T      each tool call's statement_timeout: 120, 120s, 2min, 500ms
                              (default 120s)
   --max-rows N               most rows the `rows` and `run_sql` tools return (default 200)
   --allow-sql                list and serve the `run_sql` tool (ask.query: read-only SQL
-                             through pg_ask's guard, as the session's role)
+                             through pg_ask's guard, as the session's role) and take the
+                             `sql` of `feedback` (a corrected query kept as verified);
+                             without it no tool accepts SQL from the client
   -h, --help                 this text
   -V, --version              the version";
 
@@ -55,6 +59,8 @@ pub struct Options {
 pub struct Limits {
     pub max_sessions: usize,
     pub max_request_bytes: usize,
+    /// How long a request's body may take to arrive, from the end of its headers.
+    pub body_timeout: Duration,
     pub session_idle: Duration,
     pub statement_timeout: Duration,
     pub max_rows: usize,
@@ -66,6 +72,7 @@ impl Default for Limits {
         Limits {
             max_sessions: 16,
             max_request_bytes: 64 * 1024,
+            body_timeout: Duration::from_secs(10),
             session_idle: Duration::from_secs(300),
             statement_timeout: Duration::from_secs(120),
             max_rows: 200,
@@ -120,7 +127,13 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Parsed, String> {
             "--max-request-bytes" => limits.max_request_bytes = positive(&name, &value()?)?,
             "--max-rows" => limits.max_rows = positive(&name, &value()?)?,
             "--session-idle" => limits.session_idle = Duration::from_secs(positive(&name, &value()?)? as u64),
-            "--statement-timeout" => limits.statement_timeout = parse_duration(&value()?)?,
+            "--statement-timeout" => limits.statement_timeout = parse_duration(&name, &value()?)?,
+            "--body-timeout" => {
+                limits.body_timeout = parse_duration(&name, &value()?)?;
+                if limits.body_timeout > Duration::from_secs(600) {
+                    return Err(format!("{name}: at most 10min (a body that takes longer is not a client's)"));
+                }
+            }
             other => return Err(format!("unknown option {other} (see --help)")),
         }
     }
@@ -162,8 +175,8 @@ fn parse_addr(value: &str) -> Result<SocketAddr, String> {
     value.parse().map_err(|_| format!("--http {value}: expected ADDR:PORT such as 127.0.0.1:8808"))
 }
 
-/// `120`, `120s`, `2min`, `500ms`: a statement timeout between 1 ms and one day.
-pub fn parse_duration(value: &str) -> Result<Duration, String> {
+/// `120`, `120s`, `2min`, `500ms`: a timeout between 1 ms and one day, for option `name`.
+pub fn parse_duration(name: &str, value: &str) -> Result<Duration, String> {
     let v = value.trim();
     let (digits, unit_ms) = if let Some(n) = v.strip_suffix("ms") {
         (n, 1)
@@ -174,10 +187,10 @@ pub fn parse_duration(value: &str) -> Result<Duration, String> {
     } else {
         (v, 1000)
     };
-    let n: u64 = digits.trim().parse().map_err(|_| format!("--statement-timeout {value}: expected 120, 120s, 2min or 500ms"))?;
+    let n: u64 = digits.trim().parse().map_err(|_| format!("{name} {value}: expected 120, 120s, 2min or 500ms"))?;
     let ms = n.saturating_mul(unit_ms);
     if ms == 0 || ms > 86_400_000 {
-        return Err(format!("--statement-timeout {value}: must be between 1 ms and one day"));
+        return Err(format!("{name} {value}: must be between 1 ms and one day"));
     }
     Ok(Duration::from_millis(ms))
 }
@@ -244,10 +257,13 @@ mod tests {
         assert!(run(&["--max-sessions", "0"]).unwrap_err().contains("above 0"));
         assert!(run(&["--max-rows"]).unwrap_err().contains("needs a value"));
         assert!(run(&["--bogus"]).unwrap_err().contains("unknown option"));
-        assert_eq!(parse_duration("2min").unwrap(), Duration::from_secs(120));
-        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        assert!(parse_duration("0").is_err());
-        assert!(parse_duration("soon").is_err());
+        assert_eq!(parse_duration("--statement-timeout", "2min").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("--statement-timeout", "500ms").unwrap(), Duration::from_millis(500));
+        assert!(parse_duration("--statement-timeout", "0").is_err());
+        assert!(parse_duration("--body-timeout", "soon").unwrap_err().starts_with("--body-timeout"));
+        assert_eq!(Limits::default().body_timeout, Duration::from_secs(10));
+        assert_eq!(run(&["--body-timeout", "3s"]).unwrap().limits.body_timeout, Duration::from_secs(3));
+        assert!(run(&["--body-timeout", "1h"]).is_err() && run(&["--body-timeout=11min"]).is_err());
     }
 
     #[test]

@@ -1,21 +1,28 @@
-//! The streamable HTTP transport: bearer tokens in front of the MCP service, the session
-//! limit, and the listener.
+//! The streamable HTTP transport: bearer tokens in front of the MCP service, sessions bound
+//! to the token that opened them, the session limit, request bodies' deadline and size, and
+//! the listener.
 //!
 //! Every request needs `Authorization: Bearer <token>` of the token file; any other gets 401
-//! before the MCP layer sees it, so it never causes a database connection. A request that
-//! would open a session when `--max-sessions` are open gets 503. Bodies over
-//! `--max-request-bytes` get 413 (the MCP layer enforces it while reading the body).
+//! before the MCP layer sees it, so it never causes a database connection. A request naming a
+//! session (`Mcp-Session-Id`: POST, GET, DELETE, notifications and cancellations alike) is
+//! served only with the token that opened that session; with any other it gets the 404 of an
+//! unknown session, so a session's existence is not told either. Bodies are read here, whole,
+//! before anything else: over `--max-request-bytes` get 413, slower than `--body-timeout` 408.
+//! A request that would open a session when `--max-sessions` are open or opening gets 503. No
+//! lock is held while a body is read or a request is served: one client's slow requests do
+//! not hold up another's.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::{header, Method, Request, Response, StatusCode};
 use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -32,19 +39,23 @@ type Mcp = StreamableHttpService<Handler, LocalSessionManager>;
 
 /// The header a session's requests carry once `initialize` gave them an id.
 const SESSION_HEADER: &str = "mcp-session-id";
-/// How long a request that opens a session may take to arrive and be answered.
-const OPENING_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a connection may take to send a request's headers.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// What an unknown session and another token's session are both answered (the MCP layer's
+/// words for an unknown one).
+const NO_SESSION: &str = "Not Found: Session not found";
 
 /// What every request passes through before the MCP service.
 struct Gate {
     tokens: Tokens,
     live: Arc<AtomicUsize>,
     max_sessions: usize,
-    /// Held while a request that may open a session is served, so the count it checked is
-    /// the count it leaves (sessions open one at a time; calls in sessions are not held).
-    opening: tokio::sync::Mutex<()>,
+    /// Each session's id and the token-file line of the token that opened it. The lock is
+    /// held for a map operation only, never across an await.
+    owners: Mutex<HashMap<String, usize>>,
+    max_request_bytes: usize,
+    body_timeout: Duration,
+    sessions: Arc<LocalSessionManager>,
     mcp: Mcp,
 }
 
@@ -55,51 +66,144 @@ fn plain(status: StatusCode, text: &str) -> Response<Body> {
     r
 }
 
+tokio::task_local! {
+    /// The place `admit` counted among the live sessions for the request being served: the
+    /// session the request opens takes it over (the service factory runs in the request's task).
+    static PLACE: Arc<AtomicBool>;
+}
+
+/// A place among `max_sessions`, counted as live from admission: given back when the request
+/// is answered (or dropped) without opening a session.
+struct Place {
+    live: Arc<AtomicUsize>,
+    held: Arc<AtomicBool>,
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        if self.held.swap(false, Ordering::SeqCst) {
+            self.live.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// A new session's count among the live ones: the place its opening request was admitted
+/// with, or (opened outside the gate's admission, which does not happen) a new one.
+fn session_slot(live: &Arc<AtomicUsize>) -> SessionSlot {
+    let taken = PLACE.try_with(|held| held.swap(false, Ordering::SeqCst)).unwrap_or(false);
+    if taken {
+        SessionSlot::admitted(live.clone())
+    } else {
+        SessionSlot::new(live.clone())
+    }
+}
+
 impl Gate {
-    async fn handle(self: Arc<Self>, mut req: Request<Incoming>) -> Response<Body> {
+    async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Response<Body> {
         let presented = bearer(req.headers().get(header::AUTHORIZATION).map(|v| v.as_bytes()));
         let Some(entry) = presented.and_then(|t| self.tokens.find(t)) else {
             let mut r = plain(StatusCode::UNAUTHORIZED, "pg_ask-mcp: a valid `Authorization: Bearer <token>` is required");
             r.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer realm=\"pg_ask-mcp\""));
             return r;
         };
-        req.extensions_mut().insert(Principal { line: entry.line, config: entry.config.clone() });
-        if req.method() == Method::DELETE {
-            // A session ended: rmcp answers 202, which clients that expect 200 or 204 log as a
-            // failure; nothing is left to accept, so say 204.
-            let mut r = self.forward(req).await;
-            if r.status() == StatusCode::ACCEPTED {
-                *r.status_mut() = StatusCode::NO_CONTENT;
-                *r.body_mut() = Full::new(Bytes::new()).boxed();
+        let line = entry.line;
+        let session = match req.headers().get(SESSION_HEADER) {
+            None => None,
+            Some(v) => match v.to_str().ok().filter(|id| self.owner(id) == Some(line)) {
+                Some(id) => Some(id.to_owned()),
+                None => {
+                    if v.to_str().is_ok_and(|id| self.owner(id).is_some()) {
+                        eprintln!("pg_ask-mcp: refused a {} with token line {line} on another token's session", req.method());
+                    }
+                    return plain(StatusCode::NOT_FOUND, NO_SESSION);
+                }
+            },
+        };
+        let (mut parts, body) = req.into_parts();
+        let body = match self.read_body(&parts.headers, body).await {
+            Ok(b) => b,
+            Err(r) => return r,
+        };
+        parts.extensions.insert(Principal { line, config: entry.config.clone() });
+        let req = Request::from_parts(parts, Full::new(body));
+        if let Some(id) = session {
+            let delete = req.method() == Method::DELETE;
+            let mut r = self.mcp.handle(req).await;
+            if delete && r.status().is_success() {
+                self.owners.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+                // rmcp answers 202, which clients that expect 200 or 204 log as a failure;
+                // nothing is left to accept, so say 204.
+                if r.status() == StatusCode::ACCEPTED {
+                    *r.status_mut() = StatusCode::NO_CONTENT;
+                    *r.body_mut() = Full::new(Bytes::new()).boxed();
+                }
             }
             return r;
         }
-        let opens_session = req.method() == Method::POST && !req.headers().contains_key(SESSION_HEADER);
-        if !opens_session {
-            return self.forward(req).await;
+        if req.method() != Method::POST {
+            return self.mcp.handle(req).await;
         }
-        let _opening = self.opening.lock().await;
-        let live = self.live.load(Ordering::SeqCst);
-        if live >= self.max_sessions {
+        let Some(place) = self.admit() else {
+            let live = self.live.load(Ordering::SeqCst);
             let mut r = plain(
                 StatusCode::SERVICE_UNAVAILABLE,
                 &format!("pg_ask-mcp: {live} sessions are open, the most --max-sessions allows; close one or retry later"),
             );
             r.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
             return r;
+        };
+        let r = PLACE.scope(place.held.clone(), self.mcp.handle(req)).await;
+        drop(place);
+        if let Some(id) = r.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
+            self.opened(id.to_owned(), line).await;
         }
-        // A client that sends its body slowly would hold every other session's opening.
-        match tokio::time::timeout(OPENING_TIMEOUT, self.forward(req)).await {
-            Ok(r) => r,
-            Err(_) => plain(StatusCode::REQUEST_TIMEOUT, "pg_ask-mcp: the request that opens a session took too long to arrive"),
-        }
+        r
     }
 
-    async fn forward(&self, req: Request<Incoming>) -> Response<Body> {
-        use hyper::service::Service as _;
-        match hyper_util::service::TowerToHyperService::new(self.mcp.clone()).call(req).await {
-            Ok(r) => r,
-            Err(never) => match never {},
+    /// The token line that opened session `id`, if it is known.
+    fn owner(&self, id: &str) -> Option<usize> {
+        self.owners.lock().unwrap_or_else(|p| p.into_inner()).get(id).copied()
+    }
+
+    /// Notes who opened session `id`, and forgets sessions the MCP layer closed since (idle
+    /// ones), so the map holds at most the open sessions.
+    async fn opened(&self, id: String, line: usize) {
+        eprintln!("pg_ask-mcp: token line {line} opened a session");
+        let alive = self.sessions.sessions.read().await;
+        let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
+        owners.insert(id, line);
+        owners.retain(|id, _| alive.contains_key(id.as_str()));
+    }
+
+    /// A place among `max_sessions` for a request that may open a session, counted as live
+    /// at once (so openings that arrive together cannot pass the limit), or None when all are
+    /// taken.
+    fn admit(&self) -> Option<Place> {
+        let max = self.max_sessions;
+        self.live.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1)).ok()?;
+        Some(Place { live: self.live.clone(), held: Arc::new(AtomicBool::new(true)) })
+    }
+
+    /// The whole body, within `--max-request-bytes` (413) and `--body-timeout` (408).
+    async fn read_body(&self, headers: &http::HeaderMap, body: Incoming) -> Result<Bytes, Response<Body>> {
+        let too_large = || {
+            plain(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!("pg_ask-mcp: the request body is over --max-request-bytes ({} bytes)", self.max_request_bytes),
+            )
+        };
+        let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > self.max_request_bytes as u64) {
+            return Err(too_large());
+        }
+        match tokio::time::timeout(self.body_timeout, Limited::new(body, self.max_request_bytes).collect()).await {
+            Ok(Ok(collected)) => Ok(collected.to_bytes()),
+            Ok(Err(e)) if e.is::<LengthLimitError>() => Err(too_large()),
+            Ok(Err(_)) => Err(plain(StatusCode::BAD_REQUEST, "pg_ask-mcp: the request body could not be read")),
+            Err(_) => Err(plain(
+                StatusCode::REQUEST_TIMEOUT,
+                &format!("pg_ask-mcp: the request body took over --body-timeout ({} ms) to arrive", self.body_timeout.as_millis()),
+            )),
         }
     }
 }
@@ -132,12 +236,22 @@ pub async fn serve(
         .with_cancellation_token(shutdown.child_token());
     let mut manager = LocalSessionManager::default();
     manager.session_config.keep_alive = Some(limits.session_idle);
+    let sessions = Arc::new(manager);
     let factory = {
         let (live, limits) = (live.clone(), limits.clone());
-        move || Ok(Handler::http(limits.clone(), SessionSlot::new(live.clone())))
+        move || Ok(Handler::http(limits.clone(), session_slot(&live)))
     };
-    let mcp = StreamableHttpService::new(factory, Arc::new(manager), config);
-    let gate = Arc::new(Gate { tokens, live, max_sessions: limits.max_sessions, opening: tokio::sync::Mutex::new(()), mcp });
+    let mcp = StreamableHttpService::new(factory, sessions.clone(), config);
+    let gate = Arc::new(Gate {
+        tokens,
+        live,
+        max_sessions: limits.max_sessions,
+        owners: Mutex::new(HashMap::new()),
+        max_request_bytes: limits.max_request_bytes,
+        body_timeout: limits.body_timeout,
+        sessions,
+        mcp,
+    });
     loop {
         let (stream, _) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -172,6 +286,10 @@ pub async fn serve(
         });
     }
 }
+
+#[cfg(test)]
+#[path = "http_tests.rs"]
+mod gate_tests;
 
 #[cfg(test)]
 mod tests {

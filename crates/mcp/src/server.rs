@@ -37,6 +37,12 @@ impl SessionSlot {
         live.fetch_add(1, Ordering::SeqCst);
         SessionSlot(live)
     }
+
+    /// The slot of a session whose place the HTTP gate already counted when it admitted the
+    /// request that opens it.
+    pub fn admitted(live: Arc<AtomicUsize>) -> SessionSlot {
+        SessionSlot(live)
+    }
 }
 
 impl Drop for SessionSlot {
@@ -139,6 +145,9 @@ impl Handler {
             }
             Name::Feedback => {
                 let f: tools::Feedback = tools::parse(name, args).map_err(Failure::Args)?;
+                if let Some(message) = tools::sql_refused(&f, self.limits.allow_sql) {
+                    return Err(Failure::Refused(message));
+                }
                 let rows = session.call(tools::FEEDBACK_SQL, &[&f.call_id, &f.correct, &f.sql], ct).await?;
                 let id = one::<Option<i64>>(&rows)?;
                 let note = if id.is_some() { "kept as a verified query" } else { "recorded; nothing was verified" };
@@ -172,6 +181,8 @@ impl Handler {
 /// Why a call gave no result.
 enum Failure {
     Args(String),
+    /// What the server's options forbid (SQL from the client without `--allow-sql`).
+    Refused(String),
     Db(DbError),
 }
 
@@ -259,7 +270,7 @@ impl ServerHandler for Handler {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        Name::find(name, self.limits.allow_sql).map(Name::tool)
+        Name::find(name, self.limits.allow_sql).map(|n| n.tool(self.limits.allow_sql))
     }
 
     async fn call_tool(&self, request: CallToolRequestParams, ctx: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
@@ -275,8 +286,40 @@ impl ServerHandler for Handler {
             Ok((value, false)) => CallToolResult::structured(value),
             Ok((value, true)) => trace_error_result(value),
             Err(Failure::Args(message)) => error_result(json!({ "error": message, "sqlstate": "22023" })),
+            Err(Failure::Refused(message)) => error_result(json!({ "error": message, "sqlstate": "42501" })),
             Err(Failure::Db(e)) => error_result(e.to_json()),
         };
         Ok(result.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nowhere() -> tokio_postgres::Config {
+        let mut config = tokio_postgres::Config::new();
+        config.host("/nonexistent/pg_ask-mcp-test").port(1).user("mcp_reader").dbname("shop");
+        config
+    }
+
+    async fn feedback_with_sql(allow_sql: bool) -> Result<(Value, bool), Failure> {
+        let handler = Handler::stdio(nowhere(), Limits { allow_sql, ..Limits::default() });
+        let session = Session::new(nowhere(), Limits::default().statement_timeout);
+        let args = json!({"call_id": 7, "correct": false, "sql": "SELECT * FROM hr.vault"}).as_object().cloned();
+        handler.run(Name::Feedback, args, &session, &CancellationToken::new()).await
+    }
+
+    /// Without --allow-sql, feedback's corrected SQL is refused before anything reaches the
+    /// database (it would be kept as a verified query and run as the answer to the question).
+    #[tokio::test]
+    async fn feedback_sql_is_refused_without_allow_sql() {
+        match feedback_with_sql(false).await {
+            Err(Failure::Refused(message)) => assert!(message.contains("--allow-sql"), "{message}"),
+            Err(Failure::Db(e)) => panic!("the corrected SQL went to the database: {e}"),
+            _ => panic!("the corrected SQL was not refused"),
+        }
+        // With --allow-sql it goes on to ask.feedback (here: no database to reach).
+        assert!(matches!(feedback_with_sql(true).await, Err(Failure::Db(DbError::Connect(_)))));
     }
 }

@@ -29,7 +29,8 @@ pub struct Feedback {
     pub call_id: i64,
     /// Whether that call's SQL answered the question right.
     pub correct: bool,
-    /// The corrected SQL, when it was wrong: verified as this role before it is kept.
+    /// The corrected SQL, when it was wrong: verified as this role before it is kept. Taken
+    /// only when the server runs with `--allow-sql` (and listed only then).
     #[serde(default)]
     pub sql: Option<String>,
 }
@@ -91,8 +92,9 @@ impl Name {
         Name::ALL.into_iter().find(|n| n.as_str() == name && (allow_sql || *n != Name::RunSql))
     }
 
-    fn description(self) -> &'static str {
+    fn description(self, allow_sql: bool) -> &'static str {
         match self {
+            Name::Feedback if !allow_sql => "Say whether an earlier call's SQL was right (it becomes a verified query pg_ask reuses) or wrong.",
             Name::Ask => "Ask the database a question in plain language. pg_ask writes SQL over the tables your role may read, checks that it only reads, runs it as your role and answers from the rows. Returns the answer, the SQL that ran, the source of the answer (llm, verified, context, clarify) and a call_id to give feedback on.",
             Name::Sql => "The SQL pg_ask writes (checked, corrected, run once as your role) for a question, without an answer.",
             Name::Rows => "The result rows of the SQL pg_ask writes for a question, as JSON objects (capped; `truncated` says when rows were cut).",
@@ -104,28 +106,48 @@ impl Name {
         }
     }
 
-    fn schema(self) -> Arc<JsonObject> {
+    fn schema(self, allow_sql: bool) -> Arc<JsonObject> {
         use rmcp::handler::server::common::schema_for_type;
         match self {
             Name::Ask | Name::Sql | Name::Rows | Name::Explain => schema_for_type::<Question>(),
-            Name::Feedback => schema_for_type::<Feedback>(),
+            Name::Feedback if allow_sql => schema_for_type::<Feedback>(),
+            Name::Feedback => {
+                // Without --allow-sql no argument carries SQL: the corrected query is not offered.
+                let mut schema = (*schema_for_type::<Feedback>()).clone();
+                if let Some(Value::Object(props)) = schema.get_mut("properties") {
+                    props.remove("sql");
+                }
+                Arc::new(schema)
+            }
             Name::ConversationStart => schema_for_type::<ConversationStart>(),
             Name::Tables => schema_for_type::<Nothing>(),
             Name::RunSql => schema_for_type::<RunSql>(),
         }
     }
 
-    /// The tool's listing.
-    pub fn tool(self) -> Tool {
+    /// The tool's listing, as a server with or without `--allow-sql` offers it.
+    pub fn tool(self, allow_sql: bool) -> Tool {
         let mut annotations = ToolAnnotations::new().read_only(!matches!(self, Name::Feedback | Name::ConversationStart));
         annotations = annotations.destructive(false).open_world(false);
-        Tool::new(Cow::Borrowed(self.as_str()), Cow::Borrowed(self.description()), self.schema()).with_annotations(annotations)
+        Tool::new(Cow::Borrowed(self.as_str()), Cow::Borrowed(self.description(allow_sql)), self.schema(allow_sql))
+            .with_annotations(annotations)
     }
 }
 
 /// The tools listed: all but `run_sql`, which only `--allow-sql` lists.
 pub fn listed(allow_sql: bool) -> Vec<Tool> {
-    Name::ALL.into_iter().filter(|n| allow_sql || *n != Name::RunSql).map(Name::tool).collect()
+    Name::ALL.into_iter().filter(|n| allow_sql || *n != Name::RunSql).map(|n| n.tool(allow_sql)).collect()
+}
+
+/// Why a call that carries SQL is refused when the server runs without `--allow-sql`, or
+/// None: `run_sql` is not served at all then, and `feedback`'s corrected `sql` would be kept
+/// as a verified query and run as the answer to the same question (the client's own SQL).
+pub fn sql_refused(feedback: &Feedback, allow_sql: bool) -> Option<String> {
+    (feedback.sql.is_some() && !allow_sql).then(|| {
+        "feedback: `sql` (a corrected query) is taken only when pg_ask-mcp runs with --allow-sql; \
+         give `correct` alone, or ask the operator"
+            .to_owned()
+    })
 }
 
 /// Parses a call's arguments into the tool's parameters, with a message naming the tool.
@@ -201,10 +223,23 @@ mod tests {
 
     #[test]
     fn schemas_name_their_fields() {
-        let t = Name::Ask.tool();
+        let t = Name::Ask.tool(false);
         let props = t.input_schema.get("properties").unwrap();
         assert!(props.get("question").is_some() && props.get("conversation").is_some(), "{props}");
         assert_eq!(t.input_schema.get("required").unwrap(), &json!(["question"]));
+    }
+
+    #[test]
+    fn feedback_takes_sql_only_with_allow_sql() {
+        let props = |allow| Name::Feedback.tool(allow).input_schema.get("properties").unwrap().clone();
+        assert!(props(true).get("sql").is_some() && props(false).get("sql").is_none());
+        assert!(props(false).get("call_id").is_some());
+        let args = |v: Value| v.as_object().cloned();
+        let f: Feedback = parse(Name::Feedback, args(json!({"call_id": 1, "correct": false, "sql": "SELECT * FROM hr.vault"}))).unwrap();
+        assert!(sql_refused(&f, false).unwrap().contains("--allow-sql"));
+        assert!(sql_refused(&f, true).is_none());
+        let f: Feedback = parse(Name::Feedback, args(json!({"call_id": 1, "correct": true}))).unwrap();
+        assert!(sql_refused(&f, false).is_none());
     }
 
     #[test]
