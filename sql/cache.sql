@@ -4,11 +4,13 @@
 -- request: a role finds a reply only for a request it sends itself, and nobody can store a
 -- reply that did not come from the server the request names.
 CREATE TABLE llm_cache (
-    key        bytea PRIMARY KEY,
+    role       regrole NOT NULL,
+    key        bytea NOT NULL,
     provider   text NOT NULL,
     model      text NOT NULL,
     reply      jsonb NOT NULL,
-    created_at timestamptz NOT NULL DEFAULT clock_timestamp()
+    created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (role, key)
 );
-COMMENT ON TABLE llm_cache IS 'Replies of LLM requests for ask.cache, keyed by the SHA-256 of the whole request (provider, base URL, body). Read and written by pg_ask only.';
+COMMENT ON TABLE llm_cache IS 'Replies of LLM requests for ask.cache, per role (by OID) and keyed by the SHA-256 of the whole request (provider, base URL, body): a role is answered only from replies to its own requests. Read and written by pg_ask only.';
 REVOKE ALL ON llm_cache FROM PUBLIC;

@@ -2,7 +2,7 @@
 CREATE TABLE llm_calls (
     id                bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     called_at         timestamptz NOT NULL DEFAULT clock_timestamp(),
-    role              name NOT NULL DEFAULT current_user,
+    role              regrole NOT NULL DEFAULT pg_catalog.to_regrole(pg_catalog.quote_ident(current_user)),
     stage             text NOT NULL,
     provider          text NOT NULL,
     model             text NOT NULL,
@@ -18,6 +18,7 @@ CREATE TABLE llm_calls (
     CONSTRAINT llm_calls_tokens_not_negative CHECK (prompt_tokens >= 0 AND completion_tokens >= 0 AND tokens_saved >= 0)
 );
 COMMENT ON TABLE llm_calls IS 'One row per LLM call made by pg_ask: who, which stage, which model, tokens, milliseconds, outcome. Rows are written in the caller''s transaction; each role sees its own rows.';
+COMMENT ON COLUMN llm_calls.role IS 'the role that made the call, by OID (shown by name): a role created later with a dropped role''s name sees none of its rows';
 COMMENT ON COLUMN llm_calls.stage IS 'pipeline stage: generate, repair, answer, ...';
 COMMENT ON COLUMN llm_calls.outcome IS 'ok, or the failure kind: connect_error, timeout, rate_limited, context_overflow, http_error, malformed, truncated, empty';
 COMMENT ON COLUMN llm_calls.http_attempts IS 'HTTP requests made for the call, retries included';
@@ -28,8 +29,8 @@ CREATE INDEX llm_calls_called_at ON llm_calls (called_at);
 CREATE INDEX llm_calls_call_id ON llm_calls (call_id);
 
 ALTER TABLE llm_calls ENABLE ROW LEVEL SECURITY;
-CREATE POLICY llm_calls_own_read ON llm_calls FOR SELECT USING (role = current_user);
-CREATE POLICY llm_calls_own_write ON llm_calls FOR INSERT WITH CHECK (role = current_user);
+CREATE POLICY llm_calls_own_read ON llm_calls FOR SELECT USING (role = pg_catalog.to_regrole(pg_catalog.quote_ident(current_user)));
+CREATE POLICY llm_calls_own_write ON llm_calls FOR INSERT WITH CHECK (role = pg_catalog.to_regrole(pg_catalog.quote_ident(current_user)));
 
 GRANT USAGE ON SCHEMA ask TO PUBLIC;
 GRANT SELECT, INSERT ON llm_calls TO PUBLIC;

@@ -81,6 +81,7 @@ pub extern "C-unwind" fn _PG_init() {
     pg::backend::init();
     guard::trusted::init();
     if pg::key::preloaded() {
+        llm::budget::init();
         llm::embeddings::preload_tokenizer();
     }
 }

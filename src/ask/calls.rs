@@ -61,7 +61,7 @@ impl Call {
         as_memory_owner(|| {
             Spi::run_with_args(
                 "INSERT INTO ask.questions (id, role, question, sql, source, verified_id)
-                 VALUES ($1, pg_catalog.pg_get_userbyid($2), $3, $4, $5, $6)",
+                 VALUES ($1, $2::pg_catalog.regrole, $3, $4, $5, $6)",
                 &args,
             )
         })

@@ -36,7 +36,7 @@ mod tests {
         // The answer prompt carries the real rows.
         assert!(reqs[1].prompt.contains("[\"Roma\"]") && reqs[1].prompt.contains("[\"Trattoria\"]"), "{}", reqs[1].prompt);
 
-        let ledger: i64 = one("SELECT count(*) FROM ask.llm_calls WHERE outcome = 'ok' AND stage IN ('generate','answer') AND role = current_user AND prompt_tokens > 0");
+        let ledger: i64 = one("SELECT count(*) FROM ask.llm_calls WHERE outcome = 'ok' AND stage IN ('generate','answer') AND role = current_user::regrole AND prompt_tokens > 0");
         assert_eq!(ledger, 2);
     }
 

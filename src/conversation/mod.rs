@@ -48,7 +48,7 @@ fn refuse_read_only(what: &str) {
 pub(crate) fn history(id: i64) -> Vec<Turn> {
     refuse_read_only("a question asked with conversation => id");
     let ended: Vec<Option<pgrx::datum::TimestampWithTimeZone>> = select_rows(
-        "SELECT ended_at FROM ask.conversations WHERE id OPERATOR(pg_catalog.=) $1 AND role OPERATOR(pg_catalog.=) current_user",
+        "SELECT ended_at FROM ask.conversations WHERE id OPERATOR(pg_catalog.=) $1 AND role OPERATOR(pg_catalog.=) pg_catalog.to_regrole(pg_catalog.quote_ident(current_user))",
         &[id.into()],
         |r| Ok(Some(r.get::<pgrx::datum::TimestampWithTimeZone>(1)?)),
     )
@@ -64,7 +64,7 @@ pub(crate) fn history(id: i64) -> Vec<Turn> {
     }
     select_rows(
         "SELECT turn, question, standalone, sql, columns, row_count FROM ask.conversation_turns
-          WHERE conversation_id OPERATOR(pg_catalog.=) $1 AND role OPERATOR(pg_catalog.=) current_user
+          WHERE conversation_id OPERATOR(pg_catalog.=) $1 AND role OPERATOR(pg_catalog.=) pg_catalog.to_regrole(pg_catalog.quote_ident(current_user))
           ORDER BY turn",
         &[id.into()],
         |r| {
@@ -112,7 +112,7 @@ pub(crate) fn record(id: i64, question: &str, trace: &Trace, sql: &str, result: 
                   t AS (UPDATE ask.conversations SET last_at = pg_catalog.clock_timestamp() WHERE id IN (SELECT id FROM c))
              INSERT INTO ask.conversation_turns (conversation_id, turn, role, question, standalone, reading, sql, columns, row_count, call_id)
              SELECT c.id, coalesce((SELECT pg_catalog.max(turn) FROM ask.conversation_turns WHERE conversation_id OPERATOR(pg_catalog.=) c.id), 0) OPERATOR(pg_catalog.+) 1,
-                    pg_catalog.pg_get_userbyid($2), $3, $4, $5, $6, $7, $8, $9
+                    $2::pg_catalog.regrole, $3, $4, $5, $6, $7, $8, $9
                FROM c",
             &args,
         )
@@ -134,10 +134,7 @@ fn conversation_start(title: default!(Option<&str>, "NULL")) -> i64 {
     }
     let args: [pgrx::datum::DatumWithOid; 2] = [caller().into(), title.into()];
     as_memory_owner(|| {
-        Spi::get_one_with_args::<i64>(
-            "INSERT INTO ask.conversations (role, title) VALUES (pg_catalog.pg_get_userbyid($1), $2) RETURNING id",
-            &args,
-        )
+        Spi::get_one_with_args::<i64>("INSERT INTO ask.conversations (role, title) VALUES ($1::pg_catalog.regrole, $2) RETURNING id", &args)
     })
     .or_raise("could not write to ask.conversations")
     .unwrap_or_else(|| crate::pg::errors::internal("could not start a conversation", "no id returned").raise())
@@ -151,7 +148,7 @@ fn conversation_end(conversation: i64) -> bool {
     let args: [pgrx::datum::DatumWithOid; 2] = [conversation.into(), caller().into()];
     let exists = as_memory_owner(|| {
         Spi::get_one_with_args::<bool>(
-            "SELECT EXISTS (SELECT FROM ask.conversations WHERE id OPERATOR(pg_catalog.=) $1 AND role OPERATOR(pg_catalog.=) pg_catalog.pg_get_userbyid($2))",
+            "SELECT EXISTS (SELECT FROM ask.conversations WHERE id OPERATOR(pg_catalog.=) $1 AND role OPERATOR(pg_catalog.=) $2::pg_catalog.regrole)",
             &args,
         )
     })
@@ -181,7 +178,7 @@ fn conversation_forget(conversation: i64) -> bool {
     let args: [pgrx::datum::DatumWithOid; 2] = [conversation.into(), caller().into()];
     as_memory_owner(|| {
         Spi::get_one_with_args::<bool>(
-            "WITH d AS (DELETE FROM ask.conversations WHERE id OPERATOR(pg_catalog.=) $1 AND role OPERATOR(pg_catalog.=) pg_catalog.pg_get_userbyid($2) RETURNING id)
+            "WITH d AS (DELETE FROM ask.conversations WHERE id OPERATOR(pg_catalog.=) $1 AND role OPERATOR(pg_catalog.=) $2::pg_catalog.regrole RETURNING id)
              SELECT EXISTS (SELECT FROM d)",
             &args,
         )
@@ -206,7 +203,7 @@ fn conversation_purge(older_than: default!(pgrx::datum::Interval, "'30 days'"), 
         Spi::get_one_with_args::<i64>(
             "WITH d AS (DELETE FROM ask.conversations
                          WHERE last_at OPERATOR(pg_catalog.<) (pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) $1)
-                           AND ($3 OR role OPERATOR(pg_catalog.=) pg_catalog.pg_get_userbyid($2))
+                           AND ($3 OR role OPERATOR(pg_catalog.=) $2::pg_catalog.regrole)
                         RETURNING id)
              SELECT pg_catalog.count(*) FROM d",
             &args,

@@ -180,4 +180,37 @@ mod tests {
         Spi::run("RESET ROLE").unwrap();
         Spi::run("DROP POLICY ask_conv_la ON public.cities; ALTER TABLE public.cities DISABLE ROW LEVEL SECURITY").unwrap();
     }
+
+    /// pg_ask keeps a role's rows by OID: a role dropped, and another created later with its
+    /// name, sees none of the first one's conversations, turns, questions, ledger rows, cached
+    /// replies or counts of verified queries, and cannot continue its conversation.
+    #[pg_test]
+    fn a_role_created_with_a_dropped_roles_name_inherits_nothing() {
+        setup();
+        let _s = llm(script());
+        let grant = "CREATE ROLE ask_conv_heir; GRANT SELECT ON public.restaurants, public.cities TO ask_conv_heir";
+        Spi::run(grant).unwrap();
+        Spi::run("SET ask.cache = on").unwrap();
+        Spi::run("SELECT ask.add_verified('How many cities are there?', 'SELECT count(*) FROM public.cities')").unwrap();
+        Spi::run("SET ROLE ask_conv_heir").unwrap();
+        let id: i64 = one("SELECT ask.conversation_start('mine')");
+        one::<String>(&format!("SELECT ask.sql('{LA}', conversation => {id})"));
+        one::<String>("SELECT ask.sql('How many cities are there?')");
+        let seen = "SELECT (SELECT count(*) FROM ask.conversations) + (SELECT count(*) FROM ask.conversation_turns)
+                         + (SELECT count(*) FROM ask.questions) + (SELECT count(*) FROM ask.llm_calls)
+                         + (SELECT count(*) FROM ask.verified_uses)";
+        assert!(one::<i64>(seen) >= 6, "the first role sees its own rows");
+        Spi::run("RESET ROLE").unwrap();
+        let cached = "SELECT count(*) FROM ask.llm_cache WHERE role::text = 'ask_conv_heir'";
+        assert!(one::<i64>(cached) > 0);
+        Spi::run("REVOKE ALL ON public.restaurants, public.cities FROM ask_conv_heir; DROP ROLE ask_conv_heir").unwrap();
+        Spi::run(grant).unwrap();
+        Spi::run("SET ROLE ask_conv_heir").unwrap();
+        assert_eq!(one::<i64>(seen), 0, "the new role with the old name sees nothing of the old one's");
+        let (code, _, _) = error_of(&format!("SELECT ask.sql('{SF}', conversation => {id})"));
+        assert_eq!(code, "42704", "the old role's conversation is not the new one's");
+        assert!(!one::<bool>(&format!("SELECT ask.conversation_forget({id})")), "nothing of the new role's to forget");
+        Spi::run("RESET ROLE").unwrap();
+        assert_eq!(one::<i64>(cached), 0, "no cached reply is the new role's");
+    }
 }

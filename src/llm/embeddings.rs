@@ -175,7 +175,8 @@ pub fn embed_texts(texts: &[&str]) -> Vec<Vec<f32>> {
             for chunk in texts.chunks(CHUNK) {
                 // A server's embeddings cost tokens: within the role's budget, and in the ledger.
                 let tokens: u64 = chunk.iter().map(|t| (t.len() as u64).div_ceil(4).max(1)).sum();
-                crate::llm::reuse::require_budget(tokens, "embedding request", "this request");
+                // Reserved and spent: the estimate is what the ledger counts for it too.
+                let _spent = crate::llm::reuse::require_budget(tokens, "embedding request", "this request");
                 let started = std::time::Instant::now();
                 let result = with_runner_interruptible(|r| r.block_on(embed::embed(r.http(), &cfg, chunk), &crate::llm::cancel_pending));
                 crate::llm::ledger::record_embedding(p_name(p), &cfg.model, tokens, &result, started.elapsed());

@@ -2,6 +2,7 @@
 //! against PostgreSQL's interrupt flags, every call written to the ledger.
 
 pub(crate) mod batch;
+pub(crate) mod budget;
 pub(crate) mod embeddings;
 pub(crate) mod ledger;
 pub(crate) mod reuse;
@@ -102,8 +103,9 @@ pub fn chat_many(
         .collect();
     let (to_send, sent_at): (Vec<ChatRequest>, Vec<usize>) =
         reqs.into_iter().enumerate().filter(|(i, _)| out[*i].is_none()).map(|(i, r)| (r, i)).unzip();
-    reuse::check_budget(cfg, &to_send.iter().collect::<Vec<_>>());
     if !to_send.is_empty() {
+        let reserved = reuse::check_budget(cfg, &to_send.iter().collect::<Vec<_>>());
+        let most: Vec<u64> = to_send.iter().map(|r| pg_ask_core::llm::reuse::most_tokens(cfg, r)).collect();
         let n = to_send.len();
         let sent =
             with_runner_interruptible(|r| r.block_on(llm::chat_all(r.http(), cfg, to_send, concurrency.max(1)), &cancel_pending).map(Ok));
@@ -111,6 +113,10 @@ pub fn chat_many(
             Ok(results) => results,
             Err(e) => (0..n).map(|_| (Err(e.clone()), std::time::Duration::ZERO)).collect(),
         };
+        // What the replies say they spent; a reply without counts, or a failure after the
+        // request went out, keeps its whole reservation.
+        let spent: u64 = results.iter().zip(&most).map(|((result, _), most)| spent_by(result, *most)).sum();
+        reserved.settle(spent);
         for (i, result) in sent_at.into_iter().zip(results) {
             if let (Some(key), Ok(r)) = (&keys[i], &result.0) {
                 reuse::store(key, cfg, r);
@@ -123,4 +129,17 @@ pub fn chat_many(
         ledger::record(cfg, stage, result, *took);
     }
     out
+}
+
+/// The tokens a call spent, for the budget: as its reply counts them, `most` (its
+/// reservation) when the reply does not say, nothing when it never reached the server.
+fn spent_by(result: &Result<ChatResponse, LlmError>, most: u64) -> u64 {
+    match result {
+        Ok(r) => match (r.prompt_tokens, r.completion_tokens) {
+            (None, None) => most,
+            (p, c) => p.unwrap_or(0) + c.unwrap_or(0),
+        },
+        Err(e) if e.outcome() == "connect_error" => 0,
+        Err(_) => most,
+    }
 }

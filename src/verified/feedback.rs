@@ -22,7 +22,7 @@ fn feedback(call_id: i64, correct: bool, sql: default!(Option<&str>, "NULL")) ->
     // One read of the call, as the caller (row-level security: its own calls only).
     let row: Option<(String, Option<String>, String, Option<i64>)> = crate::pg::spi::select_rows(
         "SELECT question, sql, source, verified_id FROM ask.questions
-         WHERE id OPERATOR(pg_catalog.=) $1 AND role OPERATOR(pg_catalog.=) current_user",
+         WHERE id OPERATOR(pg_catalog.=) $1 AND role OPERATOR(pg_catalog.=) pg_catalog.to_regrole(pg_catalog.quote_ident(current_user))",
         &[call_id.into()],
         |r| {
             let (Some(question), sql, Some(source), verified) =

@@ -45,7 +45,7 @@ pub(crate) fn candidates(asked: &pg_ask_core::ask::Question) -> Result<Vec<Candi
         "WITH scored AS (
              SELECT v.id, v.question, v.sql, v.schema::text, v.verified_by::text,
                     EXISTS (SELECT 1 FROM pg_catalog.pg_roles r
-                            WHERE r.rolname OPERATOR(pg_catalog.=) v.verified_by
+                            WHERE r.oid OPERATOR(pg_catalog.=) v.verified_by_role
                               AND (r.rolsuper OR pg_catalog.pg_has_role(r.oid, 'MEMBER')
                                    OR r.oid OPERATOR(pg_catalog.=) (SELECT extowner FROM pg_catalog.pg_extension
                                                                     WHERE extname OPERATOR(pg_catalog.=) 'pg_ask'))) AS trusted,
@@ -83,19 +83,32 @@ pub(crate) fn candidates(asked: &pg_ask_core::ask::Question) -> Result<Vec<Candi
     rows.map_err(|e| e.to_string())
 }
 
-/// Count a use of each verified query in `ids` (answered from, or shown as an example). A
-/// row another session's open transaction holds is not waited for: that use goes uncounted.
+/// Count a use of each verified query in `ids` (answered from, or shown as an example) for
+/// the calling role only (`ask.verified_uses`, one row per query and role, by OID): no role
+/// learns from the counts what another asked. A row another session of the same role holds
+/// in an open transaction is not waited for: that use goes uncounted.
 pub(crate) fn count_uses(ids: &[i64]) {
     // SAFETY: reads a backend-local flag.
     if ids.is_empty() || unsafe { pgrx::pg_sys::XactReadOnly } {
         return;
     }
-    let ids = ids.to_vec();
+    // SAFETY: reads the backend's current user id.
+    let role = unsafe { pgrx::pg_sys::GetUserId() };
+    let args: [DatumWithOid; 2] = [ids.to_vec().into(), role.into()];
     as_memory_owner(|| {
         Spi::run_with_args(
-            "UPDATE ask.verified_queries SET uses = uses + 1, last_used = pg_catalog.now()
-             WHERE id IN (SELECT id FROM ask.verified_queries WHERE id OPERATOR(pg_catalog.=) ANY ($1) FOR UPDATE SKIP LOCKED)",
-            &[ids.into()],
+            "WITH mine AS (SELECT verified_id FROM ask.verified_uses
+                            WHERE verified_id OPERATOR(pg_catalog.=) ANY ($1) AND role OPERATOR(pg_catalog.=) $2::pg_catalog.regrole
+                              FOR UPDATE SKIP LOCKED),
+                  counted AS (UPDATE ask.verified_uses u SET uses = u.uses OPERATOR(pg_catalog.+) 1, last_used = pg_catalog.now()
+                               WHERE u.verified_id IN (SELECT verified_id FROM mine) AND u.role OPERATOR(pg_catalog.=) $2::pg_catalog.regrole)
+             INSERT INTO ask.verified_uses (verified_id, role, uses, last_used)
+             SELECT v.id, $2::pg_catalog.regrole, 1, pg_catalog.now() FROM ask.verified_queries v
+              WHERE v.id OPERATOR(pg_catalog.=) ANY ($1)
+                AND NOT EXISTS (SELECT FROM ask.verified_uses u
+                                 WHERE u.verified_id OPERATOR(pg_catalog.=) v.id AND u.role OPERATOR(pg_catalog.=) $2::pg_catalog.regrole)
+             ON CONFLICT (verified_id, role) DO NOTHING",
+            &args,
         )
     })
     .unwrap_or_else(|e| warning!("pg_ask: could not count the uses of verified queries: {e}"));

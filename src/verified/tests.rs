@@ -69,8 +69,8 @@ mod tests {
         let call_id = trace["call_id"].as_i64().expect("explain shows the call id");
         let src: String = one(&format!("SELECT source FROM ask.questions WHERE id = {call_id}"));
         assert_eq!(src, "verified");
-        assert_eq!(one::<i64>(&format!("SELECT uses FROM ask.verified_queries WHERE id = {id}")), 2);
-        assert_eq!(one::<i64>("SELECT verified_answers FROM ask.usage WHERE role = current_user"), 2);
+        assert_eq!(one::<i64>(&format!("SELECT uses FROM ask.verified_uses WHERE verified_id = {id}")), 2);
+        assert_eq!(one::<i64>("SELECT verified_answers FROM ask.usage WHERE role = current_user::regrole"), 2);
         // Switched off, or examples only: the LLM is asked.
         Spi::run("SET ask.verified = examples").unwrap();
         let s2 = llm(Script::default()
@@ -150,6 +150,39 @@ mod tests {
         // Nor may it remove a verified query it cannot see.
         assert_eq!(code, "42704");
         Spi::run("REVOKE ALL ON public.cities FROM ask_test_cities; DROP ROLE ask_test_cities").unwrap();
+    }
+
+    /// Another role that reads the same tables cannot tell from the store that a role asked
+    /// a question: the counts of uses are kept per role, and the verified query's row shows
+    /// none.
+    #[pg_test]
+    fn a_role_cannot_tell_from_the_counts_that_another_asked() {
+        setup();
+        let _s = llm(Script::default());
+        let id: i64 = one(&format!("SELECT ask.add_verified('How many restaurants are there?', '{COUNT_SQL}')"));
+        Spi::run(
+            "CREATE ROLE ask_uses_a; CREATE ROLE ask_uses_b;
+             GRANT SELECT ON public.restaurants TO ask_uses_a, ask_uses_b",
+        )
+        .unwrap();
+        let row = format!("SELECT to_jsonb(v)::text FROM ask.verified_queries v WHERE id = {id}");
+        let counts = format!("SELECT coalesce(sum(uses), 0)::bigint FROM ask.verified_uses WHERE verified_id = {id}");
+        Spi::run("SET ROLE ask_uses_b").unwrap();
+        let before: String = one(&row);
+        Spi::run("RESET ROLE; SET ROLE ask_uses_a").unwrap();
+        let answer: String = one("SELECT ask('how many restaurants are there')");
+        assert!(answer.contains('3'), "{answer}");
+        let a_counts: i64 = one(&counts);
+        Spi::run("RESET ROLE; SET ROLE ask_uses_b").unwrap();
+        let after: String = one(&row);
+        let b_counts: i64 = one(&counts);
+        let b_rows: i64 = one("SELECT count(*) FROM ask.verified_uses");
+        Spi::run("RESET ROLE").unwrap();
+        assert_eq!(a_counts, 1, "the asking role sees its own use");
+        assert_eq!((b_counts, b_rows), (0, 0), "the other role sees no count of it");
+        assert_eq!(before, after, "the verified query's row is the same before and after the other role's question");
+        assert!(!after.contains("\"uses\"") && !after.contains("last_used"), "{after}");
+        Spi::run("REVOKE ALL ON public.restaurants FROM ask_uses_a, ask_uses_b; DROP ROLE ask_uses_a, ask_uses_b").unwrap();
     }
 
     #[pg_test]

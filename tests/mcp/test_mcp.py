@@ -293,7 +293,7 @@ async def check_env_and_row_cap(_connect):
         r = await call(c, "rows", {"question": "list the cities"})
         out = r.structured_content
         assert out["rows"] == [{"name": "Los Angeles"}] and out["truncated"] is True and out["row_count"] == 1, whole(r)
-    who = psql("SELECT count(*) FROM ask.questions WHERE role = 'mcp_reader' AND question = 'list the cities'")
+    who = psql("SELECT count(*) FROM ask.questions WHERE role = 'mcp_reader'::regrole AND question = 'list the cities'")
     assert int(who) >= 1, who
 
 

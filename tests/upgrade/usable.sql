@@ -20,6 +20,8 @@ FROM ask.similar_values('app.cities', 'name', 'Los Angeles', 3);
 -- ask() answers, and the ledger keeps counting.
 SELECT pg_temp.check(ask('which Italian restaurants are in LA?') LIKE '%Roma%', 'ask() answers');
 SELECT pg_temp.check(count(*) >= 4, 'the ledger has the calls of before and after') FROM ask.llm_calls;
+-- The ledger's rows of before name their role by OID now: the role that made them.
+SELECT pg_temp.check(bool_and(role = current_user::regrole), 'the ledger rows keep their role, by OID') FROM ask.llm_calls;
 -- Capture goes on into the same log, and a replay reads it.
 INSERT INTO app.orchard VALUES (4, 'pear', 2);
 SELECT pg_temp.check(count(*) = 1, 'the shadow log records an insert after the upgrade') FROM ask.shadow_commands WHERE command LIKE '%pear%';

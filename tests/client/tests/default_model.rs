@@ -100,7 +100,7 @@ fn the_default_model_follows_up_in_a_conversation() {
     let logged: i64 = c
         .query_one(
             "SELECT count(*) FROM ask.conversation_turns t JOIN ask.questions q ON q.id = t.call_id
-              WHERE t.conversation_id = $1 AND q.question = t.standalone AND t.role = current_user",
+              WHERE t.conversation_id = $1 AND q.question = t.standalone AND t.role = current_user::regrole",
             &[&id],
         )
         .unwrap()

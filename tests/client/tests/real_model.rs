@@ -221,7 +221,7 @@ fn trace_ledger_and_attempts(protocol: Protocol) {
 
     let rows = c
         .query(
-            "SELECT stage, provider, outcome, prompt_tokens, completion_tokens FROM ask.llm_calls WHERE id > $1 AND role = current_user ORDER BY id",
+            "SELECT stage, provider, outcome, prompt_tokens, completion_tokens FROM ask.llm_calls WHERE id > $1 AND role = current_user::regrole ORDER BY id",
             &[&since],
         )
         .unwrap();

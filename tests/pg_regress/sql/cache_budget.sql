@@ -20,7 +20,7 @@ FROM ask.llm_calls WHERE id > :before;
 RESET ask.max_tokens;
 -- The usage view: calls, tokens and hits per role and day.
 SELECT role, calls >= 4 AS calls, tokens > 0 AS tokens, cache_hits >= 4 AS cache_hits, tokens_saved > 0 AS saved
-FROM ask.usage WHERE role = current_user AND day = (now() AT TIME ZONE 'UTC')::date;
+FROM ask.usage WHERE role = current_user::regrole AND day = (now() AT TIME ZONE 'UTC')::date;
 -- Nobody reads the cache but pg_ask.
 CREATE ROLE ask_budget_user;
 GRANT SELECT ON cities, restaurants TO ask_budget_user;
@@ -44,6 +44,6 @@ SELECT ask.sql('list the restaurants in San Francisco');
 SELECT calls, tokens > 0 AS tokens FROM ask.usage;
 RESET ROLE;
 RESET ask.max_tokens_per_day;
-DELETE FROM ask.llm_calls WHERE role = 'ask_budget_user';
+DELETE FROM ask.llm_calls WHERE role = 'ask_budget_user'::regrole;
 REVOKE ALL ON cities, restaurants FROM ask_budget_user;
 DROP ROLE ask_budget_user;

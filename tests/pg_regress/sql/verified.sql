@@ -8,7 +8,7 @@ SELECT ask.add_verified('Which restaurants serve Italian food?',
                         'SELECT name FROM restaurants WHERE cuisine = ''Italian'' ORDER BY name') AS italian \gset
 SELECT * FROM error_of($$SELECT ask.add_verified('remove the closed ones', 'DELETE FROM restaurants')$$);
 SELECT * FROM error_of($$SELECT ask.add_verified('list them', 'SELECT nme FROM restaurants')$$);
-SELECT question, sql, schema, tables, verified_by = current_user AS mine, source, uses FROM ask.verified_queries;
+SELECT question, sql, schema, tables, verified_by_role = current_user::regrole AS mine, source FROM ask.verified_queries;
 -- The same question, and the same words with another value the value memory resolves: answered
 -- from the verified query, without an LLM call.
 SELECT ask('which restaurants serve italian food');
@@ -18,7 +18,8 @@ SELECT t->>'source' AS source, (t->>'verified_id')::bigint = :italian AS from_it
        t->'stages'->0->'output'->>'rule' AS rule, t->'stages'->0->'output'->'substituted' AS substituted,
        t->>'final_sql' AS final_sql
 FROM ask.explain('Which restaurants serve French food?') t;
-SELECT uses, last_used IS NOT NULL AS used FROM ask.verified_queries WHERE id = :italian;
+-- Its uses are counted for the role that asked (ask.verified_uses), not on the shared row.
+SELECT uses, last_used IS NOT NULL AS used FROM ask.verified_uses WHERE verified_id = :italian AND role = current_user::regrole;
 -- Off, the LLM is asked.
 SET ask.verified = off;
 SELECT * FROM error_of($$SELECT ask('Which restaurants serve Italian food?')$$);
@@ -44,7 +45,7 @@ SELECT sql FROM ask.verified_queries WHERE question = 'how many restaurants per 
 SELECT * FROM error_of('SELECT ask.feedback(999999, true)');
 SELECT * FROM error_of(format('SELECT ask.feedback(%s, true, %L)', :call, 'SELECT 1'));
 SELECT question, source, feedback FROM ask.questions WHERE id > :first_call ORDER BY id;
-SELECT verified_answers FROM ask.usage WHERE role = current_user;
+SELECT verified_answers FROM ask.usage WHERE role = current_user::regrole;
 -- An evaluation suite's questions, verified with their gold SQL.
 SELECT ask.load_suite('verified_suite', '[{"question": "How many cities are there?", "gold_sql": "SELECT count(*) FROM cities"},
                                           {"question": "Broken", "gold_sql": "SELECT nothing FROM cities"}]');
