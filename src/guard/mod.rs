@@ -233,9 +233,9 @@ pub(crate) fn execute_step(sql: &str, limits: &Limits) -> Result<StepResult, Exe
         return Err(ExecFailure::Refused { reason: "the statement contains a NUL character".into() });
     };
     let limit = limits.row_limit;
-    // SAFETY: one statement analysed, then run in its own SPI session; the rows are copied
-    // out before it ends.
     let out = run(limits, OnSuccess::Release, move || {
+        // SAFETY: one statement analysed, then run in its own SPI session; the rows are copied
+        // out before it ends.
         trusted::only(|| unsafe {
             if let Some(reason) = write_step_refusal(&csql) {
                 return Err(ExecFailure::Refused { reason });

@@ -11,6 +11,9 @@ use std::ffi::c_void;
 
 use pgrx::pg_sys;
 
+/// One object a relation or type brings in: what it is, and its node tree or its function.
+type Object = (String, Option<String>, Option<pg_sys::Oid>);
+
 /// Relations and types found in a query tree.
 #[derive(Default)]
 pub(crate) struct Reached {
@@ -78,7 +81,7 @@ pub(crate) fn refusal(reached: &Reached) -> Option<String> {
     }
     let rels: Vec<pg_sys::Oid> = reached.relations.clone();
     let types: Vec<pg_sys::Oid> = reached.types.clone();
-    let objects: Result<Vec<(String, Option<String>, Option<pg_sys::Oid>)>, pgrx::spi::Error> = super::trusted::paused(|| {
+    let objects: Result<Vec<Object>, pgrx::spi::Error> = super::trusted::paused(|| {
         Spi::connect(|client| {
             client
                 .select(include_str!("../../sql/guard_reach.sql"), None, &[rels.into(), types.into()])?

@@ -112,10 +112,10 @@ pub(crate) enum Checked {
 /// [`outcome_of`], with a statement refused (Fail) as `checked` says.
 pub(crate) fn run_outcome(sql: &str, on_success: OnSuccess, checked: Checked) -> Answer {
     let Ok(csql) = std::ffi::CString::new(sql) else { return Answer::Fail };
-    // SAFETY: one statement analysed, then run in its own SPI session.
     // Only trusted code may start while it runs: the statement may write to a table whose
     // triggers, index expressions or types another role wrote.
     match subxact::run(on_success, move || {
+        // SAFETY: one statement analysed, then run in its own SPI session.
         guard::trusted::only(|| unsafe {
             if checked == Checked::NoVolatile && guard::statement_refusal(&csql, false).is_some() {
                 return Err("refused".to_string());

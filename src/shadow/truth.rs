@@ -223,10 +223,11 @@ pub(crate) fn sample_truth(w: &Workload, sample: &Sample) -> Truth {
     let sql = query_cmd.sql().unwrap_or_default();
     let query = match (scratch_safe(query_cmd, &own), query_kind, CString::new(sql)) {
         (true, QueryKind::Select, Ok(csql)) => {
-            // SAFETY: one statement in its own SPI session; rows copied out. Not SPI's
-            // read-only mode: that would read with the statement's snapshot, from before the
-            // sample's commands. It calls no function off the allow-list, and no volatile one.
+            // Not SPI's read-only mode: that would read with the statement's snapshot, from
+            // before the sample's commands. It calls no function off the allow-list, and no
+            // volatile one.
             match subxact::run(OnSuccess::Release, move || {
+                // SAFETY: one statement in its own SPI session; rows copied out.
                 guard::trusted::only(|| unsafe {
                     if guard::statement_refusal(&csql, false).is_some() {
                         return Err("refused".to_string());
