@@ -341,7 +341,8 @@ async def check_http_session_limit(server, limit):
 
 
 async def check_http_token_binds_session(server):
-    """A session opened with one token cannot be used with another."""
+    """A session answers only the token that opened it: another valid token's call, GET, DELETE
+    or cancellation on its Mcp-Session-Id gets the 404 of an unknown session and ends nothing."""
     async with httpx2.AsyncClient() as http:
         reader = dict(HEADERS, Authorization=f"Bearer {TOKENS['mcp_reader']}")
         r = await http.post(server.url, json=INIT, headers=reader)
@@ -354,9 +355,102 @@ async def check_http_token_binds_session(server):
         r = await http.post(server.url, json=sql, headers=dict(reader, **common))
         assert "FROM public.cities" in r.text, r.text
         other = dict(HEADERS, Authorization=f"Bearer {TOKENS['mcp_other']}", **common)
-        r = await http.post(server.url, json=dict(sql, id=3), headers=other)
-        assert "another token" in r.text and "cities" not in r.text, r.text
-        await http.delete(server.url, headers=dict(reader, **common))
+        unknown = await http.delete(server.url, headers=dict(other, **{"mcp-session-id": "no-such-session"}))
+        assert unknown.status_code == 404, (unknown.status_code, unknown.text)
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
+        for what, send in [
+            ("call", http.post(server.url, json=dict(sql, id=3), headers=other)),
+            ("cancellation", http.post(server.url, json=cancel, headers=other)),
+            ("GET", http.get(server.url, headers=other)),
+            ("DELETE", http.delete(server.url, headers=other)),
+        ]:
+            r = await send
+            assert (r.status_code, r.text) == (404, unknown.text), (what, r.status_code, r.text)
+        r = await http.post(server.url, json=dict(sql, id=4), headers=dict(reader, **common))
+        assert "FROM public.cities" in r.text, f"the other token's requests ended the session: {r.text}"
+        r = await http.delete(server.url, headers=dict(reader, **common))
+        assert r.status_code == 204, (r.status_code, r.text)
+
+
+async def trickle_opening(port, token, every, for_at_most):
+    """Opens a session by sending the headers, then the body one byte at a time `every` seconds
+    apart: loopback only, at most the body's bytes, for at most `for_at_most` seconds. Returns
+    the status line's code (None when nothing came back) and the seconds it took."""
+    body = json.dumps(INIT).encode()
+    head = (f"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n"
+            f"Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode()
+    started = time.monotonic()
+    status = None
+    with anyio.move_on_after(for_at_most):
+        async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+            await stream.send(head)
+
+            async def drip():
+                for i in range(len(body)):
+                    await stream.send(body[i:i + 1])
+                    await anyio.sleep(every)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(drip)
+                try:
+                    first = await stream.receive()
+                    status = int(first.split()[1])
+                except (anyio.EndOfStream, anyio.BrokenResourceError, IndexError, ValueError):
+                    pass
+                tg.cancel_scope.cancel()
+    return status, time.monotonic() - started
+
+
+async def check_http_slow_openings(server):
+    """Three session openings of one token holder that trickle their bodies (for longer than
+    the 10 s body deadline) do not hold up another client's initialize."""
+    async with anyio.create_task_group() as tg:
+        for _ in range(3):
+            tg.start_soon(trickle_opening, server.port, TOKENS["mcp_other"], 0.5, 12)
+        await anyio.sleep(0.5)
+        async with httpx2.AsyncClient() as http:
+            reader = dict(HEADERS, Authorization=f"Bearer {TOKENS['mcp_reader']}")
+            started = time.monotonic()
+            r = await http.post(server.url, json=INIT, headers=reader)
+            took = time.monotonic() - started
+            assert r.status_code == 200, (r.status_code, r.text)
+            print(f"    initialize beside three trickling openings: {took * 1000:.0f} ms")
+            assert took < 2, f"another client's initialize took {took:.1f} s"
+            await http.delete(server.url, headers=dict(reader, **{"mcp-session-id": r.headers["mcp-session-id"],
+                                                                  "mcp-protocol-version": "2025-06-18"}))
+        tg.cancel_scope.cancel()
+
+
+async def check_http_body_deadline(_server):
+    """A body that trickles gets 408 after --body-timeout, and opens no session."""
+    server = HttpServer("--body-timeout", "2s")
+    try:
+        status, took = await trickle_opening(server.port, TOKENS["mcp_other"], 0.2, 15)
+        assert status == 408, (status, took)
+        assert 1.8 <= took < 5, f"408 after {took:.1f} s"
+    finally:
+        server.stop()
+
+
+def verified_count():
+    return int(psql("SELECT count(*) FROM ask.verified_queries"))
+
+
+async def check_feedback_sql_needs_allow_sql(connect):
+    """Without --allow-sql no tool takes SQL from the client: feedback's corrected `sql` is
+    refused (it would be kept as verified and answer the same question) and not listed."""
+    async with connect("mcp_reader") as c:
+        tools = {t.name: t for t in (await c.list_tools()).tools}
+        assert "sql" not in tools["feedback"].input_schema["properties"], tools["feedback"].input_schema
+        asked = await call(c, "ask", {"question": "how many cities are there?"})
+        call_id = asked.structured_content["call_id"]
+        before = verified_count()
+        r = await call(c, "feedback", {"call_id": call_id, "correct": False,
+                                       "sql": "SELECT secret AS cities FROM public.secrets"})
+        assert r.is_error and "42501" in text(r) and "--allow-sql" in text(r), whole(r)
+        assert verified_count() == before, "a verified query was kept"
+        again = await call(c, "ask", {"question": "how many cities are there?"})
+        assert again.structured_content["sql"] == "SELECT count(*) AS cities FROM public.cities", whole(again)
 
 
 async def check_run_sql(connect, listed):
@@ -415,6 +509,10 @@ async def main():
         await run("http: wrong or missing tokens get 401, oversized bodies 413", check_http_refusals, server)
         await run("http: more sessions than --max-sessions get 503", check_http_session_limit, server, 4)
         await run("http: a session belongs to the token that opened it", check_http_token_binds_session, server)
+        await run("http: slow openings do not hold up another client's", check_http_slow_openings, server)
+        await run("http: a trickling body gets 408 after --body-timeout", check_http_body_deadline, server)
+        await run("stdio: feedback takes no SQL without --allow-sql", check_feedback_sql_needs_allow_sql, over_stdio)
+        await run("http: feedback takes no SQL without --allow-sql", check_feedback_sql_needs_allow_sql, server.client)
     finally:
         server.stop()
         server.log.seek(0)
