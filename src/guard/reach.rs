@@ -75,19 +75,22 @@ pub(crate) unsafe fn collect(query: *mut pg_sys::Query, out: &mut Reached) {
 
 /// The first object `reached` brings in whose code is not on the allow-list, named.
 pub(crate) fn refusal(reached: &Reached) -> Option<String> {
-    use pgrx::prelude::*;
     if reached.relations.is_empty() && reached.types.is_empty() {
         return None;
     }
     let rels: Vec<pg_sys::Oid> = reached.relations.clone();
     let types: Vec<pg_sys::Oid> = reached.types.clone();
-    let objects: Result<Vec<Object>, pgrx::spi::Error> = super::trusted::paused(|| {
-        Spi::connect(|client| {
-            client
-                .select(include_str!("../../sql/guard_reach.sql"), None, &[rels.into(), types.into()])?
-                .map(|r| Ok((r.get::<String>(1)?.unwrap_or_default(), r.get::<String>(2)?, r.get::<pg_sys::Oid>(3)?)))
-                .collect()
-        })
+    // A generic plan kept for the backend: the read is the same whatever the oids, and
+    // planning it costs several times what running it does.
+    let oids = pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::OIDARRAYOID);
+    let objects: Result<Vec<Object>, pgrx::spi::SpiError> = super::trusted::paused(|| {
+        crate::pg::spi::select_generic(
+            "guard_reach",
+            include_str!("../../sql/guard_reach.sql"),
+            &[oids, oids],
+            &[rels.into(), types.into()],
+            |r| Ok(Some((r.get::<String>(1)?.unwrap_or_default(), r.get::<String>(2)?, r.get::<pg_sys::Oid>(3)?))),
+        )
     });
     let objects = match objects {
         Ok(objects) => objects,
