@@ -59,6 +59,7 @@ impl Default for Spending {
 // SAFETY: plain old data without pointers, the same in every process.
 unsafe impl PGRXSharedMemory for Spending {}
 
+// SAFETY: the lock's name is pg_ask's own; no other shared memory of the server uses it.
 static SPENDING: PgLwLock<Spending> = unsafe { PgLwLock::new(c"pg_ask token budget") };
 
 /// Ask for the shared memory; only from `_PG_init` while `shared_preload_libraries` loads.
