@@ -266,6 +266,34 @@ mod tests {
         Spi::run("DELETE FROM ask.verified_queries; REVOKE ALL ON public.restaurants FROM ask_test_a, ask_test_b; DROP ROLE ask_test_b; DROP ROLE ask_test_a").unwrap();
     }
 
+    /// A verifier is known by OID: a role created with a dropped verifier's name does not take
+    /// answers from the dropped one's queries as its own.
+    #[pg_test]
+    fn a_role_with_a_dropped_verifiers_name_is_not_its_verifier() {
+        setup();
+        let grant = "CREATE ROLE ask_test_heir; GRANT SELECT ON public.restaurants TO ask_test_heir";
+        Spi::run(grant).unwrap();
+        let _s = llm(Script::default()
+            .rule(Rule::new(&["<schema>"], Reply::text(COUNT_SQL)))
+            .rule(Rule::new(&["<result"], Reply::text("ROWS"))));
+        let explain = || -> JsonB {
+            Spi::run("SET ROLE ask_test_heir").unwrap();
+            let trace = one::<JsonB>("SELECT ask.explain('How many restaurants are there?')");
+            Spi::run("RESET ROLE").unwrap();
+            trace
+        };
+        Spi::run("SET ROLE ask_test_heir").unwrap();
+        one::<i64>(&format!("SELECT ask.add_verified('How many restaurants are there?', '{COUNT_SQL}')"));
+        Spi::run("RESET ROLE").unwrap();
+        let JsonB(own) = explain();
+        assert_eq!(own["source"], "verified", "its own query answers it: {own}");
+        Spi::run("REVOKE ALL ON public.restaurants FROM ask_test_heir; DROP ROLE ask_test_heir").unwrap();
+        Spi::run(grant).unwrap();
+        let JsonB(heir) = explain();
+        assert_eq!(heir["source"], "llm", "the dropped role's query is another's: {heir}");
+        Spi::run("DELETE FROM ask.verified_queries; REVOKE ALL ON public.restaurants FROM ask_test_heir; DROP ROLE ask_test_heir").unwrap();
+    }
+
     #[pg_test]
     fn only_the_verifier_the_owner_or_a_superuser_removes() {
         setup();
