@@ -3,8 +3,12 @@
 -- reads them: index expressions and predicates, extended statistics' expressions, check
 -- constraints, partition keys, and, for the types of their columns (and of types within
 -- them: domains' base types, arrays' elements, ranges' subtypes, composites' columns),
--- domain constraints and range types' subtype_diff and canonical functions. One row per
--- object: what it is, and its node tree or its function. Read by src/guard/reach.rs.
+-- domain constraints and range types' subtype_diff and canonical functions. For a statement
+-- that writes ($3, the writing role, not 0): the column defaults and generated columns of the
+-- relations another role owns, which the write computes. One row per object: what it is, its
+-- node tree or its function, and whether it is a relation's (evaluated row by row only when
+-- the statement writes; a read's planner folds only its constant parts). Read by
+-- src/guard/reach.rs.
 WITH RECURSIVE rels(oid) AS (
     SELECT r FROM pg_catalog.unnest($1::pg_catalog.oid[]) r
     UNION
@@ -26,26 +30,32 @@ WITH RECURSIVE rels(oid) AS (
      ) x(oid)
      WHERE x.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
 )
-SELECT pg_catalog.format('the index %s', i.indexrelid::pg_catalog.regclass), i.indexprs::pg_catalog.text, NULL::pg_catalog.oid
+SELECT pg_catalog.format('the index %s', i.indexrelid::pg_catalog.regclass), i.indexprs::pg_catalog.text, NULL::pg_catalog.oid, true
   FROM pg_catalog.pg_index i JOIN rels ON i.indrelid OPERATOR(pg_catalog.=) rels.oid WHERE i.indexprs IS NOT NULL
 UNION ALL
-SELECT pg_catalog.format('the predicate of index %s', i.indexrelid::pg_catalog.regclass), i.indpred::pg_catalog.text, NULL
+SELECT pg_catalog.format('the predicate of index %s', i.indexrelid::pg_catalog.regclass), i.indpred::pg_catalog.text, NULL, true
   FROM pg_catalog.pg_index i JOIN rels ON i.indrelid OPERATOR(pg_catalog.=) rels.oid WHERE i.indpred IS NOT NULL
 UNION ALL
-SELECT pg_catalog.format('the statistics object %I.%I', s.stxnamespace::pg_catalog.regnamespace, s.stxname), s.stxexprs::pg_catalog.text, NULL
+SELECT pg_catalog.format('the statistics object %I.%I', s.stxnamespace::pg_catalog.regnamespace, s.stxname), s.stxexprs::pg_catalog.text, NULL, true
   FROM pg_catalog.pg_statistic_ext s JOIN rels ON s.stxrelid OPERATOR(pg_catalog.=) rels.oid WHERE s.stxexprs IS NOT NULL
 UNION ALL
-SELECT pg_catalog.format('the constraint %I of %s', c.conname, c.conrelid::pg_catalog.regclass), c.conbin::pg_catalog.text, NULL
+SELECT pg_catalog.format('the constraint %I of %s', c.conname, c.conrelid::pg_catalog.regclass), c.conbin::pg_catalog.text, NULL, true
   FROM pg_catalog.pg_constraint c JOIN rels ON c.conrelid OPERATOR(pg_catalog.=) rels.oid WHERE c.conbin IS NOT NULL
 UNION ALL
-SELECT pg_catalog.format('the partition key of %s', p.partrelid::pg_catalog.regclass), p.partexprs::pg_catalog.text, NULL
+SELECT pg_catalog.format('the default of %s.%I', d.adrelid::pg_catalog.regclass, a.attname), d.adbin::pg_catalog.text, NULL, true
+  FROM pg_catalog.pg_attrdef d JOIN rels ON d.adrelid OPERATOR(pg_catalog.=) rels.oid
+  JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) d.adrelid AND a.attnum OPERATOR(pg_catalog.=) d.adnum
+  JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) d.adrelid
+ WHERE $3 OPERATOR(pg_catalog.<>) 0::pg_catalog.oid AND c.relowner OPERATOR(pg_catalog.<>) $3
+UNION ALL
+SELECT pg_catalog.format('the partition key of %s', p.partrelid::pg_catalog.regclass), p.partexprs::pg_catalog.text, NULL, true
   FROM pg_catalog.pg_partitioned_table p JOIN rels ON p.partrelid OPERATOR(pg_catalog.=) rels.oid WHERE p.partexprs IS NOT NULL
 UNION ALL
-SELECT pg_catalog.format('the constraint %I of domain %s', c.conname, c.contypid::pg_catalog.regtype), c.conbin::pg_catalog.text, NULL
+SELECT pg_catalog.format('the constraint %I of domain %s', c.conname, c.contypid::pg_catalog.regtype), c.conbin::pg_catalog.text, NULL, false
   FROM pg_catalog.pg_constraint c JOIN types ON c.contypid OPERATOR(pg_catalog.=) types.oid WHERE c.conbin IS NOT NULL
 UNION ALL
-SELECT pg_catalog.format('the subtype_diff function of range type %s', r.rngtypid::pg_catalog.regtype), NULL, r.rngsubdiff::pg_catalog.oid
+SELECT pg_catalog.format('the subtype_diff function of range type %s', r.rngtypid::pg_catalog.regtype), NULL, r.rngsubdiff::pg_catalog.oid, false
   FROM pg_catalog.pg_range r JOIN types ON r.rngtypid OPERATOR(pg_catalog.=) types.oid WHERE r.rngsubdiff::pg_catalog.oid OPERATOR(pg_catalog.<>) 0::pg_catalog.oid
 UNION ALL
-SELECT pg_catalog.format('the canonical function of range type %s', r.rngtypid::pg_catalog.regtype), NULL, r.rngcanonical::pg_catalog.oid
+SELECT pg_catalog.format('the canonical function of range type %s', r.rngtypid::pg_catalog.regtype), NULL, r.rngcanonical::pg_catalog.oid, false
   FROM pg_catalog.pg_range r JOIN types ON r.rngtypid OPERATOR(pg_catalog.=) types.oid WHERE r.rngcanonical::pg_catalog.oid OPERATOR(pg_catalog.<>) 0::pg_catalog.oid

@@ -23,6 +23,7 @@ const RUNS_SQL_TEXT: &[&str] = &[
     "cursor_to_xml",
     "cursor_to_xmlschema",
     "ts_stat",
+    "ts_rewrite",
     "table_to_xml",
     "table_to_xmlschema",
     "table_to_xml_and_xmlschema",
@@ -40,6 +41,9 @@ struct Walk {
     /// Code an object brings in: held to [`super::trusted::refusal`], which also lets the
     /// caller's own functions and those a superuser wired into PostgreSQL start.
     brought_in: bool,
+    /// Only the parts a read's planner may fold: calls over no column (an index expression's,
+    /// a check constraint's), which run with constants while a statement is planned.
+    constant_only: bool,
     refused: Option<String>,
 }
 
@@ -78,7 +82,9 @@ unsafe fn text(p: *mut std::ffi::c_char) -> String {
 pub(crate) unsafe fn refusal(func_id: pg_sys::Oid, allowed: &[(String, String)]) -> Option<String> {
     let name = text(pg_sys::get_func_name(func_id));
     let schema = text(pg_sys::get_namespace_name(pg_sys::get_func_namespace(func_id)));
-    if allowed.iter().any(|(s, n)| *s == schema && *n == name) {
+    // A listed name stands for a superuser's function or an extension's, not for an overload
+    // another role with CREATE on the schema added under the same name.
+    if allowed.iter().any(|(s, n)| *s == schema && *n == name) && listed_may_be(func_id) {
         return None;
     }
     let builtin = u32::from(func_id) < pg_sys::FirstNormalObjectId;
@@ -91,6 +97,18 @@ pub(crate) unsafe fn refusal(func_id: pg_sys::Oid, allowed: &[(String, String)])
     } else {
         format!("the query calls {qualified}, which is not a built-in function nor listed in ask.allowed_functions")
     })
+}
+
+/// Whether a function whose name is listed in `ask.allowed_functions` is one the list may
+/// stand for: owned by a superuser, or a member of an extension.
+unsafe fn listed_may_be(func_id: pg_sys::Oid) -> bool {
+    let tuple = pg_sys::SearchSysCache1(pg_sys::SysCacheIdentifier::PROCOID as _, pg_sys::Datum::from(func_id));
+    if tuple.is_null() {
+        return false;
+    }
+    let owner = (*(pg_sys::GETSTRUCT(tuple) as *mut pg_sys::FormData_pg_proc)).proowner;
+    pg_sys::ReleaseSysCache(tuple);
+    pg_sys::superuser_arg(owner) || pg_sys::getExtensionOfObject(pg_sys::ProcedureRelationId, func_id) != pg_sys::InvalidOid
 }
 
 #[pgrx::pg_guard]
@@ -111,7 +129,8 @@ unsafe extern "C-unwind" fn walker(node: *mut pg_sys::Node, context: *mut c_void
     if node.is_null() {
         return false;
     }
-    if pg_sys::check_functions_in_node(node, Some(check_function), context) {
+    let walk = &*(context as *mut Walk);
+    if !(walk.constant_only && pg_sys::contain_var_clause(node)) && pg_sys::check_functions_in_node(node, Some(check_function), context) {
         return true;
     }
     if (*node).type_ == pg_sys::NodeTag::T_Query {
@@ -133,20 +152,30 @@ pub(crate) unsafe fn first_refused(query: *mut pg_sys::Query) -> Option<String> 
 /// # Safety
 /// `node` is a valid node tree of the current memory context.
 pub(crate) unsafe fn first_refused_in(node: *mut pg_sys::Node) -> Option<String> {
-    let mut walk = Walk { allowed: allowed_entries(), brought_in: false, refused: None };
+    let mut walk = Walk { allowed: allowed_entries(), brought_in: false, constant_only: false, refused: None };
     walker(node, &mut walk as *mut Walk as *mut c_void);
     walk.refused
 }
 
 /// The same for code an object brings into a statement (an index expression, a domain's
-/// constraint), inside a [`super::trusted::only`] scope.
+/// constraint), inside a [`super::trusted::only`] scope. `constant_only`: a relation's
+/// expression reached by a read, whose planner folds only its calls over no column (a read
+/// evaluates none of it row by row).
 ///
 /// # Safety
 /// `node` is a valid node tree of the current memory context.
-pub(crate) unsafe fn first_refused_brought_in(node: *mut pg_sys::Node) -> Option<String> {
-    let mut walk = Walk { allowed: Vec::new(), brought_in: true, refused: None };
+pub(crate) unsafe fn first_refused_brought_in(node: *mut pg_sys::Node, constant_only: bool) -> Option<String> {
+    let mut walk = Walk { allowed: Vec::new(), brought_in: true, constant_only, refused: None };
     walker(node, &mut walk as *mut Walk as *mut c_void);
-    walk.refused
+    if walk.refused.is_some() || constant_only {
+        // The planner folds no volatile call.
+        return walk.refused;
+    }
+    // Built-in functions start without asking the function manager's hook: code an object
+    // brings in may call none that has an effect (an advisory lock, set_config, a file read).
+    // A sequence's nextval (a default) is the one effect a write may have.
+    pg_sys::contain_volatile_functions_not_nextval(node)
+        .then(|| "a volatile function (one that can change the database or the session, or give a different result each call)".into())
 }
 
 /// Why the tables `rels` may not hold a benchmark's scratch data, if they may not: a column of

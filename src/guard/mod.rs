@@ -12,6 +12,8 @@
 //! A step of `ask.do()` ([`execute_step`]) runs the same way, with PostgreSQL's own check for
 //! volatile functions, in a subtransaction that is kept on success.
 
+#[cfg(any(test, feature = "pg_test"))]
+mod attack_tests;
 pub(crate) mod functions;
 pub(crate) mod reach;
 #[cfg(any(test, feature = "pg_test"))]
@@ -78,6 +80,7 @@ pub(crate) fn run<T>(
     on_success: OnSuccess,
     statement: impl FnOnce() -> Result<T, ExecFailure> + std::panic::UnwindSafe,
 ) -> Result<T, ExecFailure> {
+    let locks_before = advisory_locks();
     // SAFETY: the timer calls are plain calls into PostgreSQL's timeout module from the
     // backend's thread; `restore` puts the caller's own statement timeout back.
     let timer = unsafe { StatementTimer::arm(limits.timeout_ms) };
@@ -86,10 +89,54 @@ pub(crate) fn run<T>(
     let ours_fired = unsafe { timer.fired() };
     // SAFETY: as for `arm`; puts back what `arm` replaced.
     unsafe { timer.restore() };
+    let left = release_new_advisory_locks(&locks_before);
     match outcome {
+        Ok(_) if left > 0 => {
+            Err(ExecFailure::Refused { reason: format!("the statement left {left} session-level advisory lock(s), which pg_ask released") })
+        }
         Ok(result) => result,
         Err(caught) => Err(failure_from(caught, ours_fired, limits)),
     }
+}
+
+/// An advisory lock this backend holds: (classid, objid, objsubid, shared).
+type AdvisoryLock = (i64, i64, i32, bool);
+
+/// The advisory locks this backend holds now.
+fn advisory_locks() -> Vec<AdvisoryLock> {
+    crate::pg::spi::select_generic("guard_advisory_locks", include_str!("../../sql/guard_advisory_locks.sql"), &[], &[], |r| {
+        Ok(Some((
+            r.get::<i64>(1)?.unwrap_or(0),
+            r.get::<i64>(2)?.unwrap_or(0),
+            r.get::<i32>(3)?.unwrap_or(0),
+            r.get::<bool>(4)?.unwrap_or(false),
+        )))
+    })
+    .unwrap_or_default()
+}
+
+/// Releases the session-level advisory locks taken since `before` (code a statement reached
+/// took them; they would outlive the rolled-back subtransaction and tell other sessions what
+/// it read), and says how many there were. Transaction-level ones end with the transaction.
+fn release_new_advisory_locks(before: &[AdvisoryLock]) -> usize {
+    use pgrx::prelude::*;
+    let mut released = 0;
+    for (classid, objid, objsubid, shared) in advisory_locks() {
+        if before.contains(&(classid, objid, objsubid, shared)) {
+            continue;
+        }
+        let unlock = if shared { "pg_catalog.pg_advisory_unlock_shared" } else { "pg_catalog.pg_advisory_unlock" };
+        // objsubid 1: one bigint key (high and low halves); 2: two int keys.
+        let sql = if objsubid == 1 {
+            format!("SELECT {unlock}((({classid}::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) {objid}::pg_catalog.int8))")
+        } else {
+            format!("SELECT {unlock}({classid}::pg_catalog.int8::pg_catalog.int4, {objid}::pg_catalog.int8::pg_catalog.int4)")
+        };
+        if let Ok(Some(true)) = Spi::get_one::<bool>(&sql) {
+            released += 1;
+        }
+    }
+    released
 }
 
 /// Turn a caught error into a failure the LLM can repair from, or re-raise it when it is not
@@ -206,7 +253,7 @@ unsafe fn analyse(sql: &CStr) -> Result<Vec<pg_sys::Oid>, String> {
     }
     // And what the tables under them bring into planning and execution.
     reach::collect(q, &mut reached);
-    if let Some(reason) = reach::refusal(&reached) {
+    if let Some(reason) = reach::refusal(&reached, None) {
         return Err(reason);
     }
     let q = &*q;
@@ -274,14 +321,48 @@ pub(crate) unsafe fn statement_refusal(sql: &std::ffi::CStr, allow_nextval: bool
     if let Some(reason) = functions::first_refused(query) {
         return Some(reason);
     }
-    // What the statement's tables and types bring in (index expressions run on every write).
-    let mut reached = reach::Reached::default();
-    reach::collect(query, &mut reached);
-    if let Some(reason) = reach::refusal(&reached) {
+    let command = (*query).commandType;
+    let insert = allow_nextval && command == pg_sys::CmdType::CMD_INSERT;
+    if let Some(reason) = volatile_refusal(query, insert) {
         return Some(reason);
     }
+    // The columns the statement sets itself; the rewriter adds the others' defaults, which
+    // `reach` holds to the list when another role's table has them.
+    let own_columns: Vec<i16> = pgrx::PgList::<pg_sys::TargetEntry>::from_pg((*query).targetList).iter_ptr().map(|t| (*t).resno).collect();
+    let mut reached = reach::Reached::default();
+    reach::collect(query, &mut reached);
+    // What the rewriter makes of it: the rules of the tables it writes, the views and the
+    // row-level security policies it reads through, run as the caller too.
+    let queries = pg_sys::pg_rewrite_query(query);
+    if list_len(queries) != 1 {
+        return Some("a rule of a table it writes adds or replaces statements".into());
+    }
+    let q = list_nth(queries, 0) as *mut pg_sys::Query;
+    if (*q).commandType != command {
+        return Some("a rule of a table it writes turns it into another kind of statement".into());
+    }
+    if matches!(command, pg_sys::CmdType::CMD_INSERT | pg_sys::CmdType::CMD_UPDATE) {
+        let mut kept = pgrx::PgList::<pg_sys::TargetEntry>::new();
+        for t in pgrx::PgList::<pg_sys::TargetEntry>::from_pg((*q).targetList).iter_ptr() {
+            if own_columns.contains(&(*t).resno) {
+                kept.push(t);
+            }
+        }
+        // Only checked, never run: SPI analyses the text again.
+        (*q).targetList = kept.into_pg();
+    }
+    if let Some(reason) = functions::first_refused(q) {
+        return Some(format!("{reason} (through a view, a rule or a row-level security policy)"));
+    }
+    if let Some(reason) = volatile_refusal(q, insert) {
+        return Some(format!("{reason} (through a view, a rule or a row-level security policy)"));
+    }
+    reach::collect(q, &mut reached);
+    reach::refusal(&reached, Some(pg_sys::GetUserId()))
+}
+
+unsafe fn volatile_refusal(query: *mut pg_sys::Query, insert: bool) -> Option<String> {
     let node = query as *mut pg_sys::Node;
-    let insert = allow_nextval && (*query).commandType == pg_sys::CmdType::CMD_INSERT;
     let volatile = if insert { pg_sys::contain_volatile_functions_not_nextval(node) } else { pg_sys::contain_volatile_functions(node) };
     volatile.then(|| {
         format!(

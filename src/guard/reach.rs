@@ -11,8 +11,9 @@ use std::ffi::c_void;
 
 use pgrx::pg_sys;
 
-/// One object a relation or type brings in: what it is, and its node tree or its function.
-type Object = (String, Option<String>, Option<pg_sys::Oid>);
+/// One object a relation or type brings in: what it is, its node tree or its function, and
+/// whether it is a relation's (evaluated row by row only by a write).
+type Object = (String, Option<String>, Option<pg_sys::Oid>, bool);
 
 /// Relations and types found in a query tree.
 #[derive(Default)]
@@ -73,8 +74,10 @@ pub(crate) unsafe fn collect(query: *mut pg_sys::Query, out: &mut Reached) {
     walker(query as *mut pg_sys::Node, out as *mut Reached as *mut c_void);
 }
 
-/// The first object `reached` brings in whose code is not on the allow-list, named.
-pub(crate) fn refusal(reached: &Reached) -> Option<String> {
+/// The first object `reached` brings in whose code is not on the allow-list or has an effect,
+/// named. `writer`: the role a writing statement runs as (whose own tables' defaults are its
+/// own), `None` for a read.
+pub(crate) fn refusal(reached: &Reached, writer: Option<pg_sys::Oid>) -> Option<String> {
     if reached.relations.is_empty() && reached.types.is_empty() {
         return None;
     }
@@ -83,13 +86,22 @@ pub(crate) fn refusal(reached: &Reached) -> Option<String> {
     // A generic plan kept for the backend: the read is the same whatever the oids, and
     // planning it costs several times what running it does.
     let oids = pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::OIDARRAYOID);
+    let oid = pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::OIDOID);
+    let writer_oid = writer.unwrap_or(pg_sys::InvalidOid);
     let objects: Result<Vec<Object>, pgrx::spi::SpiError> = super::trusted::paused(|| {
         crate::pg::spi::select_generic(
             "guard_reach",
             include_str!("../../sql/guard_reach.sql"),
-            &[oids, oids],
-            &[rels.into(), types.into()],
-            |r| Ok(Some((r.get::<String>(1)?.unwrap_or_default(), r.get::<String>(2)?, r.get::<pg_sys::Oid>(3)?))),
+            &[oids, oids, oid],
+            &[rels.into(), types.into(), writer_oid.into()],
+            |r| {
+                Ok(Some((
+                    r.get::<String>(1)?.unwrap_or_default(),
+                    r.get::<String>(2)?,
+                    r.get::<pg_sys::Oid>(3)?,
+                    r.get::<bool>(4)?.unwrap_or(false),
+                )))
+            },
         )
     });
     let objects = match objects {
@@ -97,12 +109,17 @@ pub(crate) fn refusal(reached: &Reached) -> Option<String> {
         // A failed read refuses: nothing here may be taken for "nothing reached".
         Err(e) => return Some(format!("the objects the statement reaches could not be read: {e}")),
     };
-    for (what, tree, function) in objects {
+    for (what, tree, function, per_row) in objects {
         let refused = match (tree, function) {
             (Some(tree), _) => {
                 let Ok(tree) = std::ffi::CString::new(tree) else { continue };
                 // SAFETY: a node tree PostgreSQL itself stored, read back into the current context.
-                unsafe { super::functions::first_refused_brought_in(pg_sys::stringToNode(tree.as_ptr()) as *mut pg_sys::Node) }
+                unsafe {
+                    super::functions::first_refused_brought_in(
+                        pg_sys::stringToNode(tree.as_ptr()) as *mut pg_sys::Node,
+                        per_row && writer.is_none(),
+                    )
+                }
             }
             // SAFETY: catalog lookups of one function, inside the transaction.
             (None, Some(f)) => unsafe { super::trusted::refusal(f) },

@@ -40,8 +40,9 @@ mod tests {
 
     /// Declared volatility is not a boundary: a user's function declared STABLE that takes an
     /// advisory lock (which would outlive the rolled-back subtransaction and tell other
-    /// sessions what it read) is refused unless a superuser lists it; built-in functions,
-    /// operators and aggregates run; a built-in that runs SQL given as text is refused.
+    /// sessions what it read) is refused unless a superuser lists it, and a listed one's lock is
+    /// released and its statement refused; built-in functions, operators and aggregates run; a
+    /// built-in that runs SQL given as text is refused.
     #[pg_test]
     fn only_functions_on_the_allow_list_run() {
         setup();
@@ -70,10 +71,26 @@ mod tests {
         }
         s.set_script(Script::reply_always("SELECT count(*), max(upper(secret)) FROM public.lock_secret WHERE id + 0 = 1"));
         assert!(Spi::get_one::<String>("SELECT ask.sql('how many?')").unwrap().is_some(), "built-ins run");
-        Spi::run("SET ask.allowed_functions = 'public.leaky'").unwrap();
-        s.set_script(Script::reply_always("SELECT id FROM public.lock_secret WHERE public.leaky(secret)"));
+        Spi::run(
+            "CREATE FUNCTION public.shout(t text) RETURNS text LANGUAGE plpgsql STABLE AS $$ BEGIN RETURN upper(t); END $$;
+             SET ask.allowed_functions = 'public.leaky, public.shout'",
+        )
+        .unwrap();
+        s.set_script(Script::reply_always("SELECT id, public.shout(secret) FROM public.lock_secret"));
         assert!(Spi::get_one::<String>("SELECT ask.sql('which rows?')").unwrap().is_some(), "a listed function runs");
-        Spi::run("RESET ask.allowed_functions").unwrap();
+        // A listed function that leaves a session-level advisory lock: the lock is released
+        // and the statement refused, whoever wrote the function.
+        s.set_script(Script::reply_always("SELECT id FROM public.lock_secret WHERE public.leaky(secret)"));
+        let (code, msg, _) = error_of("SELECT ask.sql('which rows?')");
+        assert_eq!(code, "2F003", "{msg}");
+        assert!(msg.contains("advisory lock"), "{msg}");
+        assert_eq!(one::<i64>(locks), 0, "the listed function's lock was released");
+        // A lock the session held before is the caller's own, and stays.
+        Spi::run("SELECT pg_advisory_lock(4242)").unwrap();
+        s.set_script(Script::reply_always("SELECT id, public.shout(secret) FROM public.lock_secret"));
+        assert!(Spi::get_one::<String>("SELECT ask.sql('which rows?')").unwrap().is_some());
+        assert_eq!(one::<i64>(locks), 1, "the caller's own lock stays");
+        Spi::run("SELECT pg_advisory_unlock(4242); RESET ask.allowed_functions").unwrap();
     }
 
     /// The canary schema of the hostile corpus, and the corpus itself.

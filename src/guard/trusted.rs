@@ -30,14 +30,16 @@ use std::cell::Cell;
 use pgrx::pg_sys;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 
-/// The scope's state: whether it is active.
+/// The scope's state: whether it is active, and the role that entered it (whose own functions
+/// may start, unless it is a superuser).
 #[derive(Clone, Copy, Default)]
 struct Scope {
     active: bool,
+    role: u32,
 }
 
 thread_local! {
-    static SCOPE: Cell<Scope> = const { Cell::new(Scope { active: false }) };
+    static SCOPE: Cell<Scope> = const { Cell::new(Scope { active: false, role: 0 }) };
     static ALLOWED: std::cell::RefCell<Vec<(String, String)>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -65,7 +67,9 @@ pub(crate) fn only<R>(f: impl FnOnce() -> R) -> R {
         return f();
     }
     ALLOWED.with(|a| *a.borrow_mut() = super::functions::allowed_entries());
-    SCOPE.with(|s| s.set(Scope { active: true }));
+    // SAFETY: reads the backend's current user id.
+    let role = u32::from(unsafe { pg_sys::GetUserId() });
+    SCOPE.with(|s| s.set(Scope { active: true, role }));
     // Reset on the way out, whether `f` returns or a PostgreSQL error unwinds through here.
     struct Reset;
     impl Drop for Reset {
@@ -86,7 +90,7 @@ pub(crate) fn active() -> bool {
 /// not the scope's statement, and start no function that is not an internal built-in.
 pub(crate) fn paused<R>(f: impl FnOnce() -> R) -> R {
     let was = SCOPE.with(Cell::get);
-    SCOPE.with(|s| s.set(Scope { active: false }));
+    SCOPE.with(|s| s.set(Scope { active: false, ..was }));
     let out = f();
     SCOPE.with(|s| s.set(was));
     out
@@ -108,14 +112,19 @@ pub(crate) unsafe fn refusal(func_id: pg_sys::Oid) -> Option<String> {
     Some(by_list)
 }
 
-/// Whether `func_id` may start though it is neither built in nor listed: the calling role's
-/// own function (its owner's code runs as its owner anyway), or one a superuser wired into
-/// PostgreSQL — a type's I/O function, an operator class's support function or operator, an
-/// access method's handler, a planner support function. Only a superuser can create a base
-/// type, an operator class or family, an access method, or set a support function.
+/// Whether `func_id` may start though it is neither built in nor listed: a function of the
+/// role that entered the scope when that role is not a superuser (the role's own code, as it
+/// would run anyway; not a superuser's, which owns every extension's functions, nor the user
+/// a foreign key's cascade switches to), or one a superuser wired into PostgreSQL — a type's
+/// I/O function, an operator class's support function or operator, an access method's, a
+/// foreign-data wrapper's or a text search template's or parser's function, a planner support
+/// function. Only a superuser can create those.
 unsafe fn trusted_anyway(func_id: pg_sys::Oid) -> bool {
     use pgrx::prelude::*;
-    let trusted = paused(|| Spi::get_one_with_args::<bool>(include_str!("../../sql/guard_trusted_function.sql"), &[func_id.into()]));
+    let role = pg_sys::Oid::from(SCOPE.with(Cell::get).role);
+    let own = if role != pg_sys::InvalidOid && !pg_sys::superuser_arg(role) { role } else { pg_sys::InvalidOid };
+    let trusted =
+        paused(|| Spi::get_one_with_args::<bool>(include_str!("../../sql/guard_trusted_function.sql"), &[func_id.into(), own.into()]));
     matches!(trusted, Ok(Some(true)))
 }
 
