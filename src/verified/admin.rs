@@ -226,12 +226,15 @@ fn remove_verified(id: i64) -> bool {
         "SELECT v.verified_by::text,
                 pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c
                                         WHERE c.oid OPERATOR(pg_catalog.=) 'ask.verified_queries'::pg_catalog.regclass), 'MEMBER')
+                OR v.verified_by_role::pg_catalog.oid OPERATOR(pg_catalog.=) (SELECT r.oid FROM pg_catalog.pg_roles r
+                                                                              WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER)
          FROM ask.verified_queries v WHERE v.id OPERATOR(pg_catalog.=) $1",
         &[id.into()],
     );
-    let me = crate::pg::spi::current_user();
     match found {
-        Ok((Some(by), Some(owner))) if owner || by == me => {}
+        // By the verifier's role (its oid), not its name: a role created later with a dropped
+        // verifier's name is not that verifier.
+        Ok((Some(_), Some(allowed))) if allowed => {}
         Ok((Some(by), _)) => Raised::new(
             PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
             format!("verified query {id} was verified by {by}; only its verifier, the extension's owner or a superuser may remove it"),

@@ -291,6 +291,12 @@ mod tests {
         Spi::run(grant).unwrap();
         let JsonB(heir) = explain();
         assert_eq!(heir["source"], "llm", "the dropped role's query is another's: {heir}");
+        // Nor may the heir remove it.
+        let id: i64 = one("SELECT id FROM ask.verified_queries ORDER BY id LIMIT 1");
+        Spi::run("SET ROLE ask_test_heir").unwrap();
+        let (code, message, _) = error_of(&format!("SELECT ask.remove_verified({id})"));
+        Spi::run("RESET ROLE").unwrap();
+        assert_eq!(code, "42501", "{message}");
         Spi::run("DELETE FROM ask.verified_queries; REVOKE ALL ON public.restaurants FROM ask_test_heir; DROP ROLE ask_test_heir").unwrap();
     }
 
