@@ -298,9 +298,9 @@ mod tests {
                 refused.push(format!("{sql} => {code} {msg}"));
             }
         }
-        let out = do_as_victim(&format!(
-            "Step 1: add\n```sql\nINSERT INTO vic.c VALUES (1, 1);\n```\nStep 2: add\n```sql\nINSERT INTO vic.vecs VALUES (3, '[0,0,1]');\n```"
-        ));
+        let out = do_as_victim(
+            "Step 1: add\n```sql\nINSERT INTO vic.c VALUES (1, 1);\n```\nStep 2: add\n```sql\nINSERT INTO vic.vecs VALUES (3, '[0,0,1]');\n```",
+        );
         if let Some(e) = out {
             refused.push(format!("ask.do insert into FK table / vector => {e}"));
         }
