@@ -278,7 +278,7 @@ mod tests {
         let contrib_reads = [
             "SELECT count(*) FROM vic.ft",
             "SELECT to_tsvector('public.fr_unaccent', 'Hôtel crème') AS t",
-            "SELECT count(*) FROM vic.ci WHERE c = 'abc'",
+            "SELECT count(*) FROM vic.ci WHERE c::text = 'Abc'",
         ];
         for sql in [
             "SELECT id, v FROM vic.vecs ORDER BY id".to_string(),
