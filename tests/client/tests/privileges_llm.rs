@@ -83,9 +83,22 @@ fn allowed_functions_lets_a_superuser_add_a_function() {
     must(&mut admin, "one attempt", "SET ask.max_attempts = 1");
     let refused = attempt(&mut admin, "SELECT ask.sql('which rows are allowed?')");
     assert!(refused.is_err(), "without ask.allowed_functions, generated SQL called pv_leaky(): {refused:?}");
-    must(&mut admin, "the superuser allowing pv_leaky", "SET ask.allowed_functions = 'public.pv_leaky'");
-    let sql = must(&mut admin, "ask.sql with pv_leaky allowed", "SELECT ask.sql('which rows are allowed?')");
-    assert!(sql.concat().contains("pv_leaky"), "ask.sql returned {sql:?}");
+    // Listed, pv_leaky runs, but the session-level advisory lock it leaves is released and the
+    // statement refused: no listed function's lock outlives the guard.
+    must(&mut admin, "the superuser allowing pv_leaky", "SET ask.allowed_functions = 'public.pv_leaky, public.pv_plain'");
+    let left = attempt(&mut admin, "SELECT ask.sql('which rows are allowed?')");
+    assert!(format!("{left:?}").contains("advisory lock"), "ask.sql with pv_leaky listed: {left:?}");
+    let locks = must(&mut admin, "the locks", "SELECT count(*)::text FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()");
+    assert_eq!(locks.concat(), "0", "pv_leaky's lock was released");
+    // A listed function without effects runs.
+    must(
+        &mut su,
+        "pv_plain",
+        "CREATE OR REPLACE FUNCTION public.pv_plain(t text) RETURNS boolean LANGUAGE plpgsql STABLE AS $$ BEGIN RETURN t IS NOT NULL; END $$",
+    );
+    llm.set_script(Script::reply_always(&fenced("SELECT id FROM pv_allow_secret WHERE pv_plain(secret)")));
+    let sql = must(&mut admin, "ask.sql with pv_plain allowed", "SELECT ask.sql('which rows are allowed?')");
+    assert!(sql.concat().contains("pv_plain"), "ask.sql returned {sql:?}");
 }
 
 // ---------------------------------------------------------------------------------------------
