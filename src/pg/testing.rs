@@ -87,3 +87,15 @@ pub(crate) fn closed_url() -> String {
 pub(crate) fn one<T: pgrx::FromDatum + pgrx::IntoDatum>(sql: &str) -> T {
     Spi::get_one::<T>(sql).unwrap().expect("a non-null value")
 }
+
+/// The select stage of `ask.explain(question)`, the stand-in answering every prompt (a plan
+/// over several schemas gets no plan, so the best schema is asked).
+pub(crate) fn select_stage(question: &str) -> serde_json::Value {
+    let _s = llm(Script::default()
+        .rule(Rule::new(&["retrieval steps"], Reply::text("no plan")))
+        .rule(Rule::new(&["<schema>"], Reply::text("SELECT 1 AS one")))
+        .rule(Rule::new(&["<result"], Reply::text("one"))));
+    let trace: pgrx::JsonB = one(&format!("SELECT ask.explain('{question}')"));
+    let stages = trace.0["stages"].as_array().unwrap();
+    stages.iter().find(|s| s["stage"] == "select").map(|s| s["output"].clone()).unwrap_or_else(|| panic!("no select stage: {}", trace.0))
+}

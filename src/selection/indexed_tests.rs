@@ -8,7 +8,7 @@ mod tests {
     use pgrx::prelude::*;
     use pgrx::JsonB;
 
-    use crate::pg::testing::{error_of, llm, one};
+    use crate::pg::testing::{error_of, llm, one, select_stage};
 
     /// Two schemas of the memory and one it does not describe; a role that owns a table in one
     /// of them without being superuser, and a reader with grants on a few tables and columns.
@@ -38,22 +38,6 @@ mod tests {
         Spi::run(SETUP).unwrap();
         let n: i64 = one("SELECT ask.index_schema(ARRAY['music', 'staff'])");
         assert_eq!(n, 4);
-    }
-
-    /// The select stage of `ask.explain(question)` (the stand-in answers any SQL prompt; a plan
-    /// over several schemas gets no plan, so the best schema is asked).
-    fn select_stage(question: &str) -> serde_json::Value {
-        let _s = llm(Script::default()
-            .rule(Rule::new(&["retrieval steps"], Reply::text("no plan")))
-            .rule(Rule::new(&["<schema>"], Reply::text("SELECT 1 AS one")))
-            .rule(Rule::new(&["<result"], Reply::text("one"))));
-        let trace: JsonB = one(&format!("SELECT ask.explain('{question}')"));
-        let stages = trace.0["stages"].as_array().unwrap();
-        stages
-            .iter()
-            .find(|s| s["stage"] == "select")
-            .map(|s| s["output"].clone())
-            .unwrap_or_else(|| panic!("no select stage: {}", trace.0))
     }
 
     fn tables(select: &serde_json::Value) -> Vec<String> {

@@ -4,12 +4,10 @@
 
 #[pgrx::pg_schema]
 mod tests {
-    use llm_standin::{Reply, Rule, Script};
     use pgrx::pg_sys;
     use pgrx::prelude::*;
-    use pgrx::JsonB;
 
-    use crate::pg::testing::{llm, one};
+    use crate::pg::testing::{one, select_stage};
 
     /// A schema of the memory the victim reads; the attacker's own schema, in the memory by the
     /// attacker's own `ask.index_schema()`; a table with a secret column the column reader may
@@ -40,21 +38,6 @@ mod tests {
 
     fn listed(sql: &str) -> Vec<String> {
         Spi::connect(|c| c.select(sql, None, &[]).unwrap().map(|r| r.get::<String>(1).unwrap().unwrap()).collect())
-    }
-
-    /// The select stage of `ask.explain(question)`, the stand-in answering every prompt.
-    fn select_stage(question: &str) -> serde_json::Value {
-        let _s = llm(Script::default()
-            .rule(Rule::new(&["retrieval steps"], Reply::text("no plan")))
-            .rule(Rule::new(&["<schema>"], Reply::text("SELECT 1 AS one")))
-            .rule(Rule::new(&["<result"], Reply::text("one"))));
-        let trace: JsonB = one(&format!("SELECT ask.explain('{question}')"));
-        let stages = trace.0["stages"].as_array().unwrap();
-        stages
-            .iter()
-            .find(|s| s["stage"] == "select")
-            .map(|s| s["output"].clone())
-            .unwrap_or_else(|| panic!("no select stage: {}", trace.0))
     }
 
     #[pg_test]
