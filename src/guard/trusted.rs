@@ -41,6 +41,10 @@ struct Scope {
 thread_local! {
     static SCOPE: Cell<Scope> = const { Cell::new(Scope { active: false, role: 0 }) };
     static ALLOWED: std::cell::RefCell<Vec<(String, String)>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The scope's decisions so far, by function: the hook is asked at every call (a type's
+    /// output function, once per row), the catalogs once per function and scope.
+    static DECIDED: std::cell::RefCell<std::collections::HashMap<u32, Option<String>>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
 }
 
 static mut PREV_NEEDS: pg_sys::needs_fmgr_hook_type = None;
@@ -67,6 +71,7 @@ pub(crate) fn only<R>(f: impl FnOnce() -> R) -> R {
         return f();
     }
     ALLOWED.with(|a| *a.borrow_mut() = super::functions::allowed_entries());
+    DECIDED.with(|d| d.borrow_mut().clear());
     // SAFETY: reads the backend's current user id.
     let role = u32::from(unsafe { pg_sys::GetUserId() });
     SCOPE.with(|s| s.set(Scope { active: true, role }));
@@ -101,6 +106,19 @@ pub(crate) fn paused<R>(f: impl FnOnce() -> R) -> R {
 /// # Safety
 /// Catalog lookups: inside a transaction, on the backend's thread.
 pub(crate) unsafe fn refusal(func_id: pg_sys::Oid) -> Option<String> {
+    if !active() {
+        return decide(func_id);
+    }
+    if let Some(known) = DECIDED.with(|d| d.borrow().get(&u32::from(func_id)).cloned()) {
+        return known;
+    }
+    let decided = decide(func_id);
+    DECIDED.with(|d| d.borrow_mut().insert(u32::from(func_id), decided.clone()));
+    decided
+}
+
+/// [`refusal`], read from the list and the catalogs.
+unsafe fn decide(func_id: pg_sys::Oid) -> Option<String> {
     let by_list = if active() {
         ALLOWED.with(|a| super::functions::refusal(func_id, &a.borrow()))?
     } else {
