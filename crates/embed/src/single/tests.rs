@@ -1,3 +1,4 @@
+use super::kernels::dots;
 use super::*;
 
 extern "C" {
@@ -11,7 +12,7 @@ fn erf_matches_the_c_library() {
         let x = i as f32 / 10_000.0;
         // SAFETY: the C library's erf is a pure function of a double.
         let want = unsafe { erf(f64::from(x)) };
-        worst = worst.max((f64::from(super::erf(x)) - want).abs());
+        worst = worst.max((f64::from(super::kernels::erf(x)) - want).abs());
     }
     assert!(worst < 1e-6, "worst absolute error {worst:e}");
 }
@@ -53,10 +54,10 @@ fn linear_matches_a_plain_product_for_every_shape_and_split() {
             for i in 0..m {
                 for j in 0..n {
                     let want: f32 = (0..k).map(|c| x[i * k + c] * w[j * k + c]).sum::<f32>() + b[j];
-                    let want = if gelu { super::gelu(want) } else { want };
+                    let want = if gelu { super::kernels::gelu(want) } else { want };
                     let got = out[i * n + j];
                     assert!((got - want).abs() <= 1e-4 * want.abs().max(1.0), "({m},{k},{n}) [{i},{j}]: {got} vs {want}");
-                    let p = if gelu { super::gelu(plain[i * n + j]) } else { plain[i * n + j] };
+                    let p = if gelu { super::kernels::gelu(plain[i * n + j]) } else { plain[i * n + j] };
                     assert!((p - got).abs() <= 1e-4 * got.abs().max(1.0), "without FMA: {p} vs {got}");
                 }
             }

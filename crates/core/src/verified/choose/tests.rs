@@ -1,4 +1,5 @@
 use super::*;
+use crate::constrain::Constraint;
 use crate::values::literals::{find_literals, Catalog, CatalogColumn};
 
 fn catalog() -> Catalog {
