@@ -80,7 +80,7 @@ pub(crate) struct Backend {
     pub(crate) fresh: RefCell<Option<FreshMemo>>,
     /// The memory's lexical index statistics and name words (`crate::selection::indexed`),
     /// kept while the memory's version stays the one they were read at.
-    pub(crate) stored_index: RefCell<Option<Rc<StoredIndex>>>,
+    pub(crate) stored_index: RefCell<Option<Rc<pg_ask_core::selection::find::IndexStats>>>,
 
     // ---- settings ----
     /// The local embedding model, with the directory it was loaded from (about 90 MB of
@@ -134,17 +134,6 @@ pub(crate) struct Described {
 
 /// A relation of the session's temporary schema: (oid, name, kind).
 pub(crate) type TempRelation = (pg_sys::Oid, String, String);
-
-/// The schema selection memory's lexical index as read at one version of the memory: its
-/// statistics and its name words (`crate::selection::indexed`).
-pub(crate) struct StoredIndex {
-    pub(crate) version: i64,
-    /// Tables in the index; 0 when the memory holds a table stored without its words.
-    pub(crate) documents: usize,
-    pub(crate) avg_len: [Option<f64>; pg_ask_core::selection::lexical::FIELDS],
-    /// The words that occur in a name, with how many tables have them there.
-    pub(crate) names: std::collections::BTreeMap<String, u32>,
-}
 
 /// What this backend found the memory to hold for its catalog: per kind, the names whose
 /// description the memory holds as the catalog gives it, and those among them embedded by

@@ -34,9 +34,9 @@ use std::rc::Rc;
 
 use pg_ask_core::ask::Question;
 use pg_ask_core::schema::Table;
+use pg_ask_core::selection::find::{self, IndexStats, SelectionStore};
 use pg_ask_core::selection::lexical::FIELDS;
-use pg_ask_core::selection::retrieve::{candidates, fetch_terms, probe_terms, rank_stored, COMMON_MIN, COMMON_SHARE};
-use pg_ask_core::selection::{unquote, Catalog, ColumnValues, Cosines, DocTerms, GlobalStats, TableProfile};
+use pg_ask_core::selection::{Catalog, ColumnValues, Cosines, DocTerms, SchemaProfile};
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
 use pgrx::pg_sys::PgOid::BuiltIn;
@@ -45,22 +45,13 @@ use pg_sys::BuiltinOid::{INT8OID, OIDARRAYOID, TEXTARRAYOID, TEXTOID};
 
 use super::state::MemoryState;
 use super::{catalog, store, Kind};
-use crate::pg::backend::{self, StoredIndex};
+use crate::pg::backend;
 use crate::pg::identity::as_memory_owner;
 use crate::pg::spi::{ext_schema, vector_text, OrRaise};
 
-/// At least this many of the best tables by the stored index are described per question (and
-/// twice `ask.max_tables` when that is more): recall as `ask()` selects is the same with 20
-/// and 30 on defog with 10,000 generated tables beside it (`selection_recall --scale`).
-const CANDIDATES: usize = 20;
-/// At most this many rounds of candidates are described when too few of them are readable.
-const ROUNDS: usize = 3;
-/// At most this many tables whose foreign keys reference a candidate are described with it.
-const MAX_REFERRERS: i64 = 50;
-
 /// The index as of the memory's `version`, read once per version; `None` when the memory
 /// has no complete lexical index.
-fn stored_index(version: i64) -> Option<Rc<StoredIndex>> {
+fn stored_index(version: i64) -> Option<Rc<IndexStats>> {
     if let Some(s) = backend::with(|b| b.stored_index.borrow().clone()).filter(|s| s.version == version && version >= 0) {
         return (s.documents > 0).then_some(s);
     }
@@ -93,7 +84,7 @@ fn stored_index(version: i64) -> Option<Rc<StoredIndex>> {
     for (slot, v) in avg_len.iter_mut().zip(avg) {
         *slot = v;
     }
-    let index = Rc::new(StoredIndex {
+    let index = Rc::new(IndexStats {
         version,
         documents: if missing > 0 { 0 } else { documents as usize },
         avg_len,
@@ -208,15 +199,15 @@ fn read_whole(oids: &[pg_sys::Oid]) -> HashSet<u32> {
 }
 
 /// Relations DDL touched in an indexed schema since the memory described them that share one
-/// of `terms` with the question, most shared words first, those the caller may read (at most
-/// `limit`): read through the notes' index of words, so that relations other roles touched
-/// cost a question nothing unless it asks for their words.
-fn touched_for(terms: &[String], limit: usize) -> Vec<pg_sys::Oid> {
+/// of `terms` with the question, most shared words first (at most `limit`): read through the
+/// notes' index of words, so that relations other roles touched cost a question nothing
+/// unless it asks for their words.
+fn touched_notes(terms: &[String], limit: usize) -> Vec<pg_sys::Oid> {
     if terms.is_empty() || limit == 0 {
         return Vec::new();
     }
-    let args: [DatumWithOid; 2] = [terms.to_vec().into(), ((8 * limit) as i64).into()];
-    let noted = as_memory_owner(|| {
+    let args: [DatumWithOid; 2] = [terms.to_vec().into(), (limit as i64).into()];
+    as_memory_owner(|| {
         crate::pg::spi::select_generic(
             "relations changed since they were indexed that share a word with the question",
             "SELECT d.relid FROM ask.schema_memory_dirty d
@@ -229,21 +220,7 @@ fn touched_for(terms: &[String], limit: usize) -> Vec<pg_sys::Oid> {
             |r| r.get::<pg_sys::Oid>(1),
         )
     })
-    .or_raise("could not read the schema selection memory's changed relations");
-    readable_first(&noted, limit)
-}
-
-/// The probed terms a question looks the touched relations up by: those not common in the
-/// index (as [`fetch_terms`] reads postings), and those the index does not hold at all (words
-/// of relations created since); all of them when every one is common.
-fn touched_terms(probe: &[String], df: &HashMap<String, u32>, documents: usize) -> Vec<String> {
-    let common = ((documents as f64 * COMMON_SHARE) as u32).max(COMMON_MIN);
-    let rare: Vec<String> = probe.iter().filter(|t| df.get(*t).copied().unwrap_or(0) <= common).cloned().collect();
-    if rare.is_empty() {
-        probe.to_vec()
-    } else {
-        rare
-    }
+    .or_raise("could not read the schema selection memory's changed relations")
 }
 
 /// What the memory holds for the candidate tables `keys`: the stored description, and the
@@ -307,12 +284,12 @@ fn schema_cosines(question: &[f32], embedder: &(String, String)) -> Cosines {
 }
 
 /// The relations the candidates' joins may need: those the foreign keys of `tables` reference,
-/// and (at most [`MAX_REFERRERS`]) those with foreign keys to two of the candidates `anchors`
+/// and (at most `max_referrers`) those with foreign keys to two of the candidates `anchors`
 /// (junction tables) that are not `known` already, found through `pg_depend`'s index on the
 /// referenced object (`pg_constraint` has none on the referenced table).
-fn neighbours(tables: &[(pg_sys::Oid, Table)], anchors: &[pg_sys::Oid], known: &[pg_sys::Oid]) -> Vec<pg_sys::Oid> {
+fn neighbours(tables: &[(u32, Table)], anchors: &[pg_sys::Oid], known: &[pg_sys::Oid], max_referrers: usize) -> Vec<pg_sys::Oid> {
     let referenced: Vec<String> = tables.iter().flat_map(|(_, t)| t.foreign_keys.iter().map(|fk| fk.references.clone())).collect();
-    let args: [DatumWithOid; 4] = [referenced.into(), anchors.to_vec().into(), MAX_REFERRERS.into(), known.to_vec().into()];
+    let args: [DatumWithOid; 4] = [referenced.into(), anchors.to_vec().into(), (max_referrers as i64).into(), known.to_vec().into()];
     crate::pg::spi::select_generic(
         "the candidates' join neighbours",
         "SELECT pg_catalog.to_regclass(n)::pg_catalog.oid FROM pg_catalog.unnest($1::pg_catalog.text[]) AS n
@@ -333,33 +310,65 @@ fn neighbours(tables: &[(pg_sys::Oid, Table)], anchors: &[pg_sys::Oid], known: &
     .or_raise("could not read the candidates' foreign keys")
 }
 
-/// The frequent values of the candidates' readable columns, by qualified name.
-fn values_of(tables: &[(pg_sys::Oid, Table)]) -> HashMap<String, Vec<ColumnValues>> {
-    let keys: Vec<pg_sys::Oid> = tables.iter().map(|(o, _)| *o).collect();
-    catalog::frequent_values(Some(&keys))
-}
-
 /// The relations `oids` describe live, with the caller's privileges.
 fn describe(oids: Vec<pg_sys::Oid>) -> Vec<(pg_sys::Oid, Table)> {
     crate::schema::describe_exactly_kept(oids).unwrap_or_else(|e| crate::pg::errors::from_host(&e).raise())
 }
 
-/// Of `oids`, in order, those not `seen` yet (now seen).
-fn unseen(seen: &mut HashSet<u32>, oids: impl IntoIterator<Item = pg_sys::Oid>) -> Vec<pg_sys::Oid> {
-    oids.into_iter().filter(|o| seen.insert(o.to_u32())).collect()
+/// The selection's reads, with the caller's privileges (the memory's as its owner).
+struct Store<'e> {
+    embedder: Option<&'e (String, String)>,
+    user: pg_sys::Oid,
 }
 
-/// The join neighbours of the candidates `referring` ([`neighbours`]) not `seen` yet,
-/// described, in oid order.
-fn describe_joins(
-    referring: &[(pg_sys::Oid, Table)],
-    anchors: &[pg_sys::Oid],
-    known: &[pg_sys::Oid],
-    seen: &mut HashSet<u32>,
-) -> Vec<(pg_sys::Oid, Table)> {
-    let mut join = unseen(seen, neighbours(referring, anchors, known));
-    join.sort_by_key(|o| o.to_u32());
-    describe(join)
+/// Keys as the core sorts them: oids' numbers.
+fn oids(keys: &[u32]) -> Vec<pg_sys::Oid> {
+    keys.iter().map(|k| pg_sys::Oid::from(*k)).collect()
+}
+
+fn keys(oids: Vec<pg_sys::Oid>) -> Vec<u32> {
+    oids.into_iter().map(|o| o.to_u32()).collect()
+}
+
+fn keyed<T>(rows: Vec<(pg_sys::Oid, T)>) -> Vec<(u32, T)> {
+    rows.into_iter().map(|(o, t)| (o.to_u32(), t)).collect()
+}
+
+impl SelectionStore for Store<'_> {
+    type Key = u32;
+    fn document_frequencies(&mut self, terms: &[String]) -> HashMap<String, u32> {
+        document_frequencies(terms)
+    }
+    fn postings(&mut self, terms: &[String]) -> Vec<(u32, DocTerms)> {
+        keyed(postings(terms))
+    }
+    fn touched(&mut self, terms: &[String], limit: usize) -> Vec<u32> {
+        keys(touched_notes(terms, limit))
+    }
+    fn readable_first(&mut self, keys_: &[u32], limit: usize) -> Vec<u32> {
+        keys(readable_first(&oids(keys_), limit))
+    }
+    fn describe(&mut self, keys_: Vec<u32>) -> Vec<(u32, Table)> {
+        if keys_.is_empty() {
+            return Vec::new();
+        }
+        keyed(describe(oids(&keys_)))
+    }
+    fn neighbours(&mut self, tables: &[(u32, Table)], anchors: &[u32], known: &[u32], max_referrers: usize) -> Vec<u32> {
+        keys(neighbours(tables, &oids(anchors), &oids(known), max_referrers))
+    }
+    fn nearest(&mut self, question: &[f32], limit: usize) -> Vec<u32> {
+        match self.embedder {
+            Some(e) => keys(super::nearest::nearest(question, e, self.user, limit)),
+            None => Vec::new(),
+        }
+    }
+    fn values(&mut self, tables: &[(u32, Table)]) -> HashMap<String, Vec<ColumnValues>> {
+        catalog::frequent_values(Some(&tables.iter().map(|(k, _)| pg_sys::Oid::from(*k)).collect::<Vec<_>>()))
+    }
+    fn schema_profiles(&mut self) -> Vec<SchemaProfile> {
+        catalog::schema_profiles()
+    }
 }
 
 /// What the selection from the index found, for the shared picking in `selection_for`.
@@ -376,117 +385,35 @@ pub(super) struct Found {
 /// memory has no complete lexical index (then the whole catalog is read).
 pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, embedder: Option<&(String, String)>) -> Option<Found> {
     let question = asked.text();
-    let started = std::time::Instant::now();
     let index = stored_index(state.version)?;
     // The question's embedding, when the memory holds embeddings of the current embedder:
     // begun now, on the local model's threads, while this backend reads the index and
     // describes the candidates found by words; waited for when the nearest are looked up.
     let wants_embedding = embedder.is_some() && state.usable;
     let mut begun = (wants_embedding && asked.embedded().is_none()).then(|| crate::llm::embeddings::begin_one(question));
-    let probe = probe_terms(question, &index.names);
-    let df = document_frequencies(&probe);
-    let stats = GlobalStats { documents: index.documents, df: df.clone(), avg_len: index.avg_len };
-    let fetch = fetch_terms(&df, index.documents);
-    let read = postings(&fetch);
-    let ranked = rank_stored(question, &read, &stats);
-    let lexical_ms = started.elapsed().as_secs_f64() * 1000.0;
-
-    // Candidates, in order: the best by words, the touched ones that share a word with the
-    // question, the nearest by embedding.
-    let started = std::time::Instant::now();
-    let take = CANDIDATES.max(2 * max_tables);
-    let touched = touched_for(&touched_terms(&probe, &df, index.documents), take);
-    let order: Vec<pg_sys::Oid> = ranked.iter().map(|(o, _)| *o).collect();
-    let mut seen: HashSet<u32> = HashSet::new();
-    // The best the caller may read: a few times more than taken are checked, in order.
-    let checked = readable_first(&order[..order.len().min(8 * take)], 2 * take);
-    let readable: HashSet<u32> = checked.iter().map(|o| o.to_u32()).collect();
-    let ranked_readable: Vec<(pg_sys::Oid, f64)> = ranked.iter().filter(|(o, _)| readable.contains(&o.to_u32())).copied().collect();
-    let chosen = candidates(&ranked_readable, take);
-    let wanted = chosen.len().min(max_tables.max(1));
-    let mut live = describe(unseen(&mut seen, chosen.iter().chain(&touched).copied()));
-    // The candidates' join neighbours, and the values of all of them, while the question's
-    // vector is computed; those of the nearest are added once it is there.
-    let mut anchors: Vec<pg_sys::Oid> = live.iter().map(|(o, _)| *o).collect();
-    let joined = describe_joins(&live, &anchors, &anchors, &mut seen);
-    // (Join tables are not counted as candidates found below.)
-    let join_described = joined.len();
-    let mut joins = join_described;
-    live.extend(joined);
-    let words_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let values_started = std::time::Instant::now();
-    let mut values = values_of(&live);
-    let schema_profiles = catalog::schema_profiles();
-    let mut values_ms = values_started.elapsed().as_secs_f64() * 1000.0;
-    let valued = live.len();
-    let waited = std::time::Instant::now();
-    let (q, embed_ms): (Option<&[f32]>, Option<f64>) = if wants_embedding {
-        let mut took = None;
-        let q = asked.embedding(|t| {
-            let (v, ms) = begun.take().unwrap_or_else(|| crate::llm::embeddings::begin_one(t)).wait();
-            took = Some(ms);
-            v
-        });
-        // (Already embedded before the stage, for the verified queries: nothing to wait for.)
-        (Some(q), took.or(Some(0.0)))
-    } else {
-        (None, None)
-    };
-    let wait_ms = q.map(|_| waited.elapsed().as_secs_f64() * 1000.0);
-    let started = std::time::Instant::now();
-    let before = live.len();
-    if let (Some(qv), Some(e)) = (q, embedder) {
-        // SAFETY: reads the backend's current user id.
-        let user = unsafe { pg_sys::GetUserId() };
-        let nearest = unseen(&mut seen, super::nearest::nearest(qv, e, user, take));
-        if !nearest.is_empty() {
-            live.extend(describe(nearest));
-        }
-    }
-    // Too few described (a readable candidate may still be left out: a partition, a member
-    // of an extension): the next readable ones by words.
-    let mut next = chosen.len();
-    for _ in 0..ROUNDS {
-        if live.len() - join_described >= wanted || next >= ranked_readable.len() {
-            break;
-        }
-        let end = ranked_readable.len().min(next + take);
-        let more = unseen(&mut seen, ranked_readable[next..end].iter().map(|(o, _)| *o));
-        next = end;
-        live.extend(describe(more));
-    }
-    if live.len() > before {
-        // Junction tables between any two candidates, the first ones included.
-        anchors.extend(live[before..].iter().map(|(o, _)| *o));
-        let known: Vec<pg_sys::Oid> = live.iter().map(|(o, _)| *o).collect();
-        let joined = describe_joins(&live[before..], &anchors, &known, &mut seen);
-        joins += joined.len();
-        live.extend(joined);
-    }
-    let describe_ms = words_ms + started.elapsed().as_secs_f64() * 1000.0;
-    let started = std::time::Instant::now();
-    if live.len() > valued {
-        values.extend(values_of(&live[valued..]));
-    }
-    values_ms += started.elapsed().as_secs_f64() * 1000.0;
-    // In the catalog's order (schema, then name, unquoted), as the whole catalog has them.
-    let key = |t: &Table| (unquote(&t.schema), unquote(&t.name));
-    live.sort_by_cached_key(|(_, t)| key(t));
-
-    let started = std::time::Instant::now();
-    let profiles: Vec<TableProfile> = live
-        .iter()
-        .map(|(_, t)| {
-            let v = values
-                .remove(&t.qualified())
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|cv| t.columns.iter().any(|c| c.name == cv.column))
-                .collect();
-            TableProfile { table: t.clone(), values: v }
+    let mut embed_ms = None;
+    let embedding = || {
+        wants_embedding.then(|| {
+            let mut took = None;
+            let q = asked.embedding(|t| {
+                let (v, ms) = begun.take().unwrap_or_else(|| crate::llm::embeddings::begin_one(t)).wait();
+                took = Some(ms);
+                v
+            });
+            // (Already embedded before the stage, for the verified queries: nothing to wait for.)
+            embed_ms = took.or(Some(0.0));
+            q
         })
-        .collect();
-    let catalog = Rc::new(Catalog::new(profiles, &schema_profiles).with_table_stats(stats));
+    };
+    // SAFETY: reads the backend's current user id.
+    let user = unsafe { pg_sys::GetUserId() };
+    let found = find::find(&mut Store { embedder, user }, &index, question, max_tables, embedding);
+    let q = found.question;
+    let live: Vec<(pg_sys::Oid, Table)> = found.described.into_iter().map(|(k, t)| (pg_sys::Oid::from(k), t)).collect();
+    let touched = oids(&found.touched);
+    let started = std::time::Instant::now();
+    let catalog = Rc::new(found.catalog);
+
     let stored = stored_rows(&live.iter().map(|(o, _)| *o).collect::<Vec<_>>(), q, embedder);
     let mut tables = Cosines::new();
     let mut stale: Vec<(String, String)> = Vec::new();
@@ -546,24 +473,25 @@ pub(super) fn find(asked: &Question, max_tables: usize, state: &MemoryState, emb
                 .or_raise("could not update the schema selection memory's changed relations");
         }
     }
-    let memory_ms = values_ms + started.elapsed().as_secs_f64() * 1000.0;
+    let (counts, times) = (found.counts, found.times);
+    let memory_ms = times.values_ms + started.elapsed().as_secs_f64() * 1000.0;
     let not_refreshed = if read_only { stale.len() } else { 0 };
     let detail = serde_json::json!({
         "index": true,
         "index_tables": index.documents,
-        "words_probed": probe.len(),
-        "words_read": fetch.len(),
-        "postings_tables": read.len(),
-        "lexical_ms": lexical_ms,
+        "words_probed": counts.words_probed,
+        "words_read": counts.words_read,
+        "postings_tables": counts.postings_tables,
+        "lexical_ms": times.lexical_ms,
         "changed_relations": touched.len(),
         "candidates_described": live.len(),
-        "join_tables_described": joins,
-        "describe_ms": describe_ms,
-        "catalog_ms": lexical_ms + describe_ms,
+        "join_tables_described": counts.join_tables_described,
+        "describe_ms": times.describe_ms,
+        "catalog_ms": times.lexical_ms + times.describe_ms,
         "memory_ms": memory_ms,
         "embedding": q.is_some(),
         "embedding_ms": embed_ms,
-        "embedding_wait_ms": wait_ms,
+        "embedding_wait_ms": times.embedding_wait_ms,
         "refreshed": refreshed,
         "not_refreshed": not_refreshed,
         "other_embedder": 0,

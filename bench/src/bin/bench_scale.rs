@@ -10,6 +10,10 @@
 //! `ask.select_tables()`), and a pool of 8 backends reused round-robin; then the first `ask()`
 //! after each kind of catalog change (`ALTER TABLE ... ADD COLUMN`, `COMMENT ON`, a new table):
 //! pg_ask's own time (total less the LLM calls) and the stages that read the catalog.
+//! Then (`SCALE_LOOKALIKE=0` skips it) a schema-per-tenant catalog of look-alikes: 50 schemas
+//! of 200 tables with the same five columns (`s1.t1_1` … `s50.t50_200`), embeddings off:
+//! `ask.select_tables()` warm and from new backends, and whether a question that names a table
+//! by its identifier (`how many rows in t3_9?`) finds it first.
 //! `SCALE_FRESH_ONLY=1` stops after the new backends. `SCALE_KEEP=1` leaves the catalog and
 //! the memory; `SCALE_REUSE=1` then measures only the new backends on them, on that cluster
 //! started again by hand and named by `PG_ASK_IT_HOST` / `PG_ASK_IT_PORT`.
@@ -213,6 +217,73 @@ fn main() {
     for n in sizes {
         println!("\n==== {n} tables in 50 schemas");
         run(n, &providers);
+    }
+    if std::env::var("SCALE_LOOKALIKE").map_or(true, |v| v != "0") {
+        lookalike();
+    }
+}
+
+/// Questions over the look-alike catalog, each with the table it names.
+const LOOKALIKE_QUESTIONS: [(&str, &str); 5] = [
+    ("how many rows in t3_9?", "s3.t3_9"),
+    ("total amount by status in t42_117", "s42.t42_117"),
+    ("names created last week in t7_200", "s7.t7_200"),
+    ("average amount of t50_1", "s50.t50_1"),
+    ("which statuses does t12_34 have", "s12.t12_34"),
+];
+
+/// The schema-per-tenant catalog: 50 schemas of 200 tables with the same five columns.
+fn lookalike() {
+    println!("\n==== look-alike tables: 50 schemas x 200 tables (s1.t1_1 ... s50.t50_200), the same five columns, embeddings off");
+    let mut c = connect();
+    let t = Instant::now();
+    for s in 1..=50 {
+        let mut ddl = format!("CREATE SCHEMA s{s};");
+        for n in 1..=200 {
+            ddl.push_str(&format!(
+                "CREATE TABLE s{s}.t{s}_{n} (id int PRIMARY KEY, name text, amount numeric, created_at timestamptz, status text);"
+            ));
+        }
+        c.batch_execute(&ddl).expect("create the look-alike catalog");
+    }
+    println!("created 10000 tables in {:.0} s", t.elapsed().as_secs_f64());
+    let llm = pg_ask_bench::selection_standin();
+    use_llm(&mut c, &llm.url());
+    c.batch_execute("SET ask.embedding_provider = 'off'").unwrap();
+    let t = Instant::now();
+    let described: i64 = c.query_one("SELECT ask.index_schema()", &[]).unwrap().get(0);
+    println!("ask.index_schema() described {described} tables in {:.1} s", t.elapsed().as_secs_f64());
+    let mut found = 0;
+    for (q, want) in LOOKALIKE_QUESTIONS {
+        let first: Option<String> = c.query("SELECT rel FROM ask.select_tables($1, 5)", &[&q]).unwrap().first().map(|r| r.get(0));
+        let ok = first.as_deref() == Some(want);
+        found += usize::from(ok);
+        println!("  {q:45} first: {:20} {}", first.as_deref().unwrap_or("(none)"), if ok { "right" } else { "WRONG" });
+    }
+    println!("questions naming a table found it first: {found} of {}", LOOKALIKE_QUESTIONS.len());
+    let mut warm = Vec::new();
+    for _ in 0..5 {
+        for (q, _) in LOOKALIKE_QUESTIONS.iter().chain(QUESTIONS.iter().map(|q| (*q, "")).collect::<Vec<_>>().iter()) {
+            let t = Instant::now();
+            c.query("SELECT * FROM ask.select_tables($1, 10)", &[q]).unwrap();
+            warm.push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+    }
+    report("look-alikes: ask.select_tables(q, 10), warm session", warm);
+    let mut fresh = Vec::new();
+    for (q, _) in LOOKALIKE_QUESTIONS.iter().cycle().take(20) {
+        let mut n = new_backend(&llm.url(), "off");
+        let t = Instant::now();
+        n.query("SELECT * FROM ask.select_tables($1, 10)", &[q]).unwrap();
+        fresh.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    report("look-alikes: first ask.select_tables() of a new backend", fresh);
+    if std::env::var("SCALE_KEEP").is_ok() {
+        return;
+    }
+    c.batch_execute("DELETE FROM ask.schema_memory_tables; DELETE FROM ask.schema_memory_schemas").unwrap();
+    for s in 1..=50 {
+        c.batch_execute(&format!("DROP SCHEMA s{s} CASCADE")).unwrap();
     }
 }
 

@@ -11,7 +11,7 @@
 
 use serde::Serialize;
 
-use crate::verified::matching::words;
+use crate::text::question_words as words;
 
 /// One reading of an ambiguous word: a value stored in a column.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -106,7 +106,7 @@ fn reading_words(r: &Reading) -> Vec<String> {
 const GENERIC: &[&str] = &["name", "id", "code", "value", "label", "title", "type", "description", "the", "of"];
 
 fn singular(w: &str) -> String {
-    crate::selection::lexical::stem(w)
+    crate::text::stem(w)
 }
 
 /// Which reading the user meant: the one whose value, table or column words the `context`

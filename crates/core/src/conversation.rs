@@ -10,7 +10,7 @@
 use serde::Serialize;
 
 use crate::llm::ChatRequest;
-use crate::verified::matching::words;
+use crate::text::question_words as words;
 
 /// Earlier turns shown to the model when it rewrites a follow-up: the turn it follows, whose
 /// standalone question already holds what the turns before it said. (Shown more, the default

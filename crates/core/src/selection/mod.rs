@@ -33,6 +33,7 @@
 
 pub mod context;
 pub mod describe;
+pub mod find;
 pub mod fuse;
 pub mod lexical;
 pub mod plan;

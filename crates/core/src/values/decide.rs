@@ -32,6 +32,7 @@
 //! column's values ('spain': France 0.70, Italy 0.68, Mexico 0.68). The runner-up is the rest
 //! of the column speaking. No synonym or demonym table is used anywhere.
 
+use crate::text::plain_words;
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
@@ -444,29 +445,6 @@ fn max_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
-/// The words of a text: lower-cased runs of letters and digits.
-pub fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
-}
-
-/// A word without a regular English plural ending (`cities`→`city`, `boxes`→`box`, `cats`→`cat`).
-fn singular(word: &str) -> &str {
-    if word.len() > 4 && word.ends_with("ies") {
-        // Not an exact singular ("city" → "cit"), but equal for both forms compared.
-        return &word[..word.len() - 3];
-    }
-    if word.len() > 3 && (word.ends_with("ses") || word.ends_with("xes") || word.ends_with("ches") || word.ends_with("shes")) {
-        return &word[..word.len() - 2];
-    }
-    if word.len() > 3 && word.ends_with('s') && !word.ends_with("ss") {
-        return &word[..word.len() - 1];
-    }
-    if word.len() > 3 && word.ends_with('y') {
-        return &word[..word.len() - 1];
-    }
-    word
-}
-
 /// Initials of words, skipping short all-lower-case function words when `skip_minor`
 /// ('United States of America' → 'usa').
 /// Words are split at anything but letters, digits and apostrophes ('O’Hare' is one word).
@@ -534,7 +512,7 @@ fn word_prefixes(short: &[String], long: &[String]) -> bool {
 
 /// The strongest lexical evidence that `value` is `literal` written differently, if any.
 pub fn lexical_evidence(literal: &str, value: &str) -> Option<Lexical> {
-    let (lw, vw) = (words(literal), words(value));
+    let (lw, vw) = (plain_words(literal), plain_words(value));
     if lw.is_empty() || vw.is_empty() {
         return None;
     }
@@ -542,7 +520,7 @@ pub fn lexical_evidence(literal: &str, value: &str) -> Option<Lexical> {
     if lc == vc {
         return Some(Lexical::SameLettersAndDigits);
     }
-    if lw.len() == vw.len() && lw.iter().zip(&vw).all(|(a, b)| singular(a) == singular(b)) {
+    if lw.len() == vw.len() && lw.iter().zip(&vw).all(|(a, b)| crate::text::stem(a) == crate::text::stem(b)) {
         return Some(Lexical::SingularPlural);
     }
     let initialism = |short: &[String], short_c: &str, long: &str| {

@@ -19,65 +19,14 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
+pub use crate::text::{question_words as words, word_stem, Word};
+
 /// Most words one slot may take ("San Francisco Bay Area" is four).
 pub const MAX_SLOT_WORDS: usize = 4;
 /// Least cosine between two questions' embeddings for a paraphrase (all-MiniLM-L6-v2): the
 /// highest threshold whose recall on the tuning part of the twin-question fixtures is within
 /// 0.02 of the best (BENCHMARKS.md, "Verified queries").
 pub const PARAPHRASE_MIN_COSINE: f64 = 0.92;
-
-/// A word of a question with where it stands in the text.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Word {
-    /// Lower case.
-    pub norm: String,
-    /// Byte offsets in the question.
-    pub start: usize,
-    pub end: usize,
-}
-
-impl Word {
-    /// The word as `text` (the text it was read from) writes it.
-    pub fn text_in<'t>(&self, text: &'t str) -> &'t str {
-        &text[self.start..self.end]
-    }
-}
-
-/// The words of `text`: runs of letters and digits (an apostrophe inside a word stays in it,
-/// "editors'" loses its trailing one), lower-cased, with their byte offsets.
-pub fn words(text: &str) -> Vec<Word> {
-    let mut out = Vec::new();
-    let mut start: Option<usize> = None;
-    let chars: Vec<(usize, char)> = text.char_indices().collect();
-    for (k, &(i, c)) in chars.iter().enumerate() {
-        let inner_apostrophe = (c == '\'' || c == '’') && start.is_some() && chars.get(k + 1).is_some_and(|(_, n)| n.is_alphanumeric());
-        let part = c.is_alphanumeric() || inner_apostrophe || (c == '.' && start.is_some() && is_decimal_point(&chars, k));
-        match (part, start) {
-            (true, None) => start = Some(i),
-            (false, Some(s)) => {
-                out.push(Word { norm: text[s..i].to_lowercase(), start: s, end: i });
-                start = None;
-            }
-            _ => {}
-        }
-        // A comparison or a sign says what is asked: each is a word of its own.
-        if SYMBOLS.contains(&c) {
-            out.push(Word { norm: c.to_string(), start: i, end: i + c.len_utf8() });
-        }
-    }
-    if let Some(s) = start {
-        out.push(Word { norm: text[s..].to_lowercase(), start: s, end: text.len() });
-    }
-    out
-}
-
-/// Characters that are words of their own: comparisons, signs, units.
-const SYMBOLS: &[char] = &['<', '>', '=', '!', '+', '-', '*', '/', '%', '$', '€', '£', '#', '&', '|', '^', '~'];
-
-/// A '.' between two digits ("4.7").
-fn is_decimal_point(chars: &[(usize, char)], k: usize) -> bool {
-    k > 0 && chars[k - 1].1.is_ascii_digit() && chars.get(k + 1).is_some_and(|(_, c)| c.is_ascii_digit())
-}
 
 /// Words that change what a question asks; a slot filler may hold none of them.
 #[rustfmt::skip]
@@ -325,22 +274,6 @@ const PHRASING: &[&str] = &[
 const COUNTING: &[&str] = &["count", "many", "number"];
 /// Ways of asking for each group, which say the same (the class compares them).
 const GROUPING: &[&str] = &["each", "per"];
-
-/// A word's stem for comparing content words: a plural, past or gerund ending and a final 'e'
-/// off ("rated", "rating", "rate"; "graded", "grade"; "reviews", "reviewed"), so that the
-/// forms of one word meet; never shorter than three letters.
-pub(crate) fn word_stem(w: &str) -> String {
-    let w = w.trim_end_matches("'s").trim_end_matches('\'');
-    let base = crate::selection::lexical::stem(w);
-    for suffix in ["ing", "ed", "es", "e"] {
-        if let Some(b) = base.strip_suffix(suffix) {
-            if b.chars().count() >= 3 {
-                return b.to_string();
-            }
-        }
-    }
-    base
-}
 
 /// The words of `question` that say what it is about: neither phrasing nor a way of asking
 /// for a count or a group nor a number (those are compared apart), stemmed. The words of the
