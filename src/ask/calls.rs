@@ -50,9 +50,8 @@ impl Call {
         let Some(id) = self.id else { return };
         let source = match trace.source {
             _ if trace.error.is_some() => "failed",
-            // The call log's sources: a verified template's answer is a verified query's.
-            Some("verified_template") => "verified",
-            other => other.unwrap_or("llm"),
+            Some(source) => source.logged(),
+            None => pg_ask_core::trace::Source::Llm.logged(),
         };
         // SAFETY: reads the backend's current user id.
         let role = unsafe { pg_sys::GetUserId() };

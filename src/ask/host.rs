@@ -1,13 +1,12 @@
 //! The backend's host: one implementation of every host trait the core defines (the four
-//! capabilities of `ask()`'s pipeline, [`Llm`], [`Catalog`], [`Memory`] and [`Executor`];
-//! [`ChainHost`] for `ask.do()`, [`EvalHost`] for judging):
+//! capabilities of `ask()`'s pipeline, [`Llm`], [`Catalog`], [`Memory`] and [`Executor`],
+//! which judging uses too; [`ChainHost`] adds `ask.do()`'s steps):
 //! the catalog through SPI, LLM calls through the backend's runner, generated SQL through
 //! guarded execution, table selection through the schema selection memory.
 
 use pg_ask_core::ask::{Catalog, ExecFailure, Executor, HostError, Llm, Memory, Question, Selection};
 use pg_ask_core::chain::{ChainHost, StepResult};
 use pg_ask_core::config::LlmConfig;
-use pg_ask_core::evaluate::EvalHost;
 use pg_ask_core::llm::{ChatRequest, ChatResponse, LlmError};
 use pg_ask_core::rows::ResultSet;
 use pg_ask_core::values::correct::Looked;
@@ -104,23 +103,7 @@ impl Executor for BackendHost {
 }
 
 impl ChainHost for BackendHost {
-    fn schema_text(&mut self) -> Result<String, HostError> {
-        self.describe_readable()
-    }
-
-    fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        llm::chat(&self.llm, stage, req)
-    }
-
     fn execute_step(&mut self, sql: &str) -> Result<StepResult, ExecFailure> {
         guard::execute_step(sql, &self.limits)
-    }
-}
-
-/// Judging runs the prediction and the gold SQL through guarded execution, under the host's
-/// limits (the evaluation gives the judge a generous row limit).
-impl EvalHost for BackendHost {
-    fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
-        guard::execute(sql, &self.limits)
     }
 }

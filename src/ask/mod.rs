@@ -12,6 +12,7 @@ use pgrx::prelude::*;
 use pgrx::JsonB;
 
 use pg_ask_core::ask::{self as pipeline, Goal, Outcome};
+use pg_ask_core::trace::Source;
 
 use crate::ask::host::BackendHost;
 use crate::pg::errors::{self, Raised};
@@ -53,15 +54,14 @@ fn run(question: &str, context: Option<&str>, conversation: Option<i64>, args: &
                 notice!("{n}");
             }
             match (outcome.trace.source, outcome.trace.verified_id) {
-                (Some("verified"), Some(id)) => notice!("pg_ask: answered from verified query {id} without an LLM call"),
-                (Some("verified_template"), Some(id)) => {
+                (Some(Source::Verified), Some(id)) => notice!("pg_ask: answered from verified query {id} without an LLM call"),
+                (Some(Source::VerifiedTemplate), Some(id)) => {
                     notice!("pg_ask: answered from verified query {id} as a template, its values chosen by the LLM")
                 }
                 _ => {
                     // Why no template answered, for a DBA who asks (client_min_messages = debug1).
                     if let Some(st) = outcome.trace.stages.iter().find(|s| s.stage == pipeline::stage::TEMPLATE) {
-                        let offered: Vec<_> = st.input["offered"].as_array().into_iter().flatten().map(|o| o["id"].clone()).collect();
-                        debug1!("pg_ask: no verified template answered: offered {offered:?}, {}", st.output);
+                        debug1!("pg_ask: no verified template answered: offered {:?}, {}", outcome.trace.templates_offered, st.output);
                     }
                 }
             }
@@ -85,17 +85,7 @@ fn answered(call: &calls::Call, question: &str, conversation: Option<i64>, outco
 /// was answered as), and a use of each verified query that answered it or was shown to the LLM.
 fn finish(call: &calls::Call, question: &str, trace: &pg_ask_core::trace::Trace, sql: Option<&str>) {
     call.record(trace.reading.as_ref().map_or(question, |r| r.question(question)), trace, sql);
-    let used: Vec<i64> = trace
-        .stages
-        .iter()
-        .filter(|s| s.stage == pipeline::stage::VERIFIED)
-        .flat_map(|s| {
-            let answered = s.output.get("id").and_then(serde_json::Value::as_i64);
-            let shown = s.output.get("examples").and_then(serde_json::Value::as_array).cloned().unwrap_or_default();
-            answered.into_iter().chain(shown.iter().filter_map(serde_json::Value::as_i64).collect::<Vec<_>>())
-        })
-        .collect();
-    crate::verified::count_uses(&used);
+    crate::verified::count_uses(&trace.verified_used);
 }
 
 fn args(
@@ -139,7 +129,7 @@ fn correct_sql(sql: &str, use_llm: default!(bool, true)) -> String {
     match corrected {
         Ok(c) => c.sql,
         Err(e) => crate::pg::errors::Raised::new(
-            crate::pg::errors::sqlstate_code(&e.sqlstate).unwrap_or(pgrx::pg_sys::errcodes::PgSqlErrorCode::ERRCODE_INTERNAL_ERROR),
+            crate::pg::errors::sqlstate_code(e.sqlstate).unwrap_or(pgrx::pg_sys::errcodes::PgSqlErrorCode::ERRCODE_INTERNAL_ERROR),
             format!("could not correct the statement: {e}"),
         )
         .raise(),
@@ -171,7 +161,7 @@ mod public {
     ) -> String {
         let a = args(model, provider, base_url, temperature, max_attempts);
         let out = run(question, context, conversation, &a, Goal::Answer);
-        if out.trace.source == Some("clarify") {
+        if out.trace.source == Some(Source::Clarify) {
             notice!("pg_ask: the question is ambiguous (ask.clarify is on): it is asked back; no SQL ran");
         } else if out.sql.is_empty() {
             notice!("pg_ask: answered from the context; no SQL ran");

@@ -40,7 +40,7 @@ fn query(sql: &str) -> SetOfIterator<'static, JsonB> {
         .hint("ask.query() runs one read-only query without volatile functions, as the current role.")
         .raise(),
         Err(ExecFailure::Error { sqlstate, message, detail, hint }) => {
-            let mut r = Raised::new(sqlstate_code(&sqlstate).unwrap_or(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION), message);
+            let mut r = Raised::new(sqlstate_code(sqlstate).unwrap_or(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION), message);
             if let Some(d) = detail {
                 r = r.detail(d);
             }

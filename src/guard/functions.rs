@@ -10,30 +10,11 @@
 //! carry a function past the list. A function used in a view or a policy is listed like any
 //! other (`ask.allowed_functions`).
 
-use std::ffi::{c_void, CStr};
+use std::ffi::c_void;
 
 use pgrx::pg_sys;
 
-/// Built-in functions that run SQL passed to them as text, which would escape every check made
-/// on the statement itself.
-const RUNS_SQL_TEXT: &[&str] = &[
-    "query_to_xml",
-    "query_to_xmlschema",
-    "query_to_xml_and_xmlschema",
-    "cursor_to_xml",
-    "cursor_to_xmlschema",
-    "ts_stat",
-    "ts_rewrite",
-    "table_to_xml",
-    "table_to_xmlschema",
-    "table_to_xml_and_xmlschema",
-    "schema_to_xml",
-    "schema_to_xmlschema",
-    "schema_to_xml_and_xmlschema",
-    "database_to_xml",
-    "database_to_xmlschema",
-    "database_to_xml_and_xmlschema",
-];
+use super::allowed::{allowed_entries, refusal};
 
 /// What the walk found: the first function that is not allowed.
 struct Walk {
@@ -45,70 +26,6 @@ struct Walk {
     /// a check constraint's), which run with constants while a statement is planned.
     constant_only: bool,
     refused: Option<String>,
-}
-
-/// `ask.allowed_functions` entries as (schema, name), folded as PostgreSQL folds unquoted names.
-fn parse_allowed(entries: &[String]) -> Vec<(String, String)> {
-    let fold = |part: &str| {
-        let part = part.trim();
-        match part.strip_prefix('"').and_then(|p| p.strip_suffix('"')) {
-            Some(quoted) => quoted.replace("\"\"", "\""),
-            None => part.to_lowercase(),
-        }
-    };
-    entries
-        .iter()
-        .filter_map(|e| {
-            let (schema, name) = e.split_once('.')?;
-            Some((fold(schema), fold(name)))
-        })
-        .collect()
-}
-
-/// `ask.allowed_functions` as (schema, name) pairs, read now.
-pub(crate) fn allowed_entries() -> Vec<(String, String)> {
-    parse_allowed(&crate::pg::gucs::allowed_functions())
-}
-
-unsafe fn text(p: *mut std::ffi::c_char) -> String {
-    if p.is_null() {
-        String::new()
-    } else {
-        CStr::from_ptr(p).to_string_lossy().into_owned()
-    }
-}
-
-/// `Some(reason)` when `func_id` may not be called by generated SQL.
-pub(crate) unsafe fn refusal(func_id: pg_sys::Oid, allowed: &[(String, String)]) -> Option<String> {
-    let name = text(pg_sys::get_func_name(func_id));
-    let schema = text(pg_sys::get_namespace_name(pg_sys::get_func_namespace(func_id)));
-    // A listed name stands for a superuser's function or an extension's, not for an overload
-    // another role with CREATE on the schema added under the same name.
-    if allowed.iter().any(|(s, n)| *s == schema && *n == name) && listed_may_be(func_id) {
-        return None;
-    }
-    let builtin = u32::from(func_id) < pg_sys::FirstNormalObjectId;
-    if builtin && !RUNS_SQL_TEXT.contains(&name.as_str()) {
-        return None;
-    }
-    let qualified = format!("{}.{}", pg_ask_core::sqltext::quote_ident(&schema), pg_ask_core::sqltext::quote_ident(&name));
-    Some(if builtin {
-        format!("the query calls {qualified}, which runs SQL given as text")
-    } else {
-        format!("the query calls {qualified}, which is not a built-in function nor listed in ask.allowed_functions")
-    })
-}
-
-/// Whether a function whose name is listed in `ask.allowed_functions` is one the list may
-/// stand for: owned by a superuser, or a member of an extension.
-unsafe fn listed_may_be(func_id: pg_sys::Oid) -> bool {
-    let tuple = pg_sys::SearchSysCache1(pg_sys::SysCacheIdentifier::PROCOID as _, pg_sys::Datum::from(func_id));
-    if tuple.is_null() {
-        return false;
-    }
-    let owner = (*(pg_sys::GETSTRUCT(tuple) as *mut pg_sys::FormData_pg_proc)).proowner;
-    pg_sys::ReleaseSysCache(tuple);
-    pg_sys::superuser_arg(owner) || pg_sys::getExtensionOfObject(pg_sys::ProcedureRelationId, func_id) != pg_sys::InvalidOid
 }
 
 #[pgrx::pg_guard]
@@ -221,13 +138,4 @@ pub(crate) fn scratch_refusal(rels: &[pg_sys::Oid]) -> Option<String> {
         // SAFETY: a node tree PostgreSQL itself stored, read back into the current context.
         unsafe { first_refused_in(pg_sys::stringToNode(tree.as_ptr()) as *mut pg_sys::Node) }
     })
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn allowed_entries_fold_like_postgres() {
-        let got = super::parse_allowed(&["public.Similarity".into(), " \"My Schema\".\"F\" ".into(), "nodot".into()]);
-        assert_eq!(got, vec![("public".into(), "similarity".into()), ("My Schema".into(), "F".into())]);
-    }
 }

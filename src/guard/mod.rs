@@ -12,6 +12,7 @@
 //! A step of `ask.do()` ([`execute_step`]) runs the same way, with PostgreSQL's own check for
 //! volatile functions, in a subtransaction that is kept on success.
 
+pub(crate) mod allowed;
 #[cfg(any(test, feature = "pg_test"))]
 mod attack_tests;
 pub(crate) mod functions;
@@ -33,7 +34,7 @@ use pg_ask_core::ask::ExecFailure;
 use pg_ask_core::chain::StepResult;
 use pg_ask_core::rows::ResultSet;
 
-use crate::pg::errors::sqlstate_text;
+use crate::pg::errors::sqlstate_of;
 use crate::pg::subxact::{self, OnSuccess};
 
 /// utils/timeout.h: the statement-timeout slot (the same number in PostgreSQL 15, 16 and 17).
@@ -169,7 +170,7 @@ fn failure_from(caught: CaughtError, ours_fired: bool, limits: &Limits) -> ExecF
         caught.rethrow();
     }
     ExecFailure::Error {
-        sqlstate: sqlstate_text(code),
+        sqlstate: sqlstate_of(code),
         message: report.message().to_string(),
         detail: report.detail().map(str::to_string),
         hint: report.hint().map(str::to_string),

@@ -70,7 +70,7 @@ pub(crate) fn only<R>(f: impl FnOnce() -> R) -> R {
     if outer.active {
         return f();
     }
-    ALLOWED.with(|a| *a.borrow_mut() = super::functions::allowed_entries());
+    ALLOWED.with(|a| *a.borrow_mut() = super::allowed::allowed_entries());
     DECIDED.with(|d| d.borrow_mut().clear());
     // SAFETY: reads the backend's current user id.
     let role = u32::from(unsafe { pg_sys::GetUserId() });
@@ -120,9 +120,9 @@ pub(crate) unsafe fn refusal(func_id: pg_sys::Oid) -> Option<String> {
 /// [`refusal`], read from the list and the catalogs.
 unsafe fn decide(func_id: pg_sys::Oid) -> Option<String> {
     let by_list = if active() {
-        ALLOWED.with(|a| super::functions::refusal(func_id, &a.borrow()))?
+        ALLOWED.with(|a| super::allowed::refusal(func_id, &a.borrow()))?
     } else {
-        super::functions::refusal(func_id, &super::functions::allowed_entries())?
+        super::allowed::refusal(func_id, &super::allowed::allowed_entries())?
     };
     if trusted_anyway(func_id) {
         return None;

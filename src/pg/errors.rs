@@ -147,7 +147,7 @@ pub fn from_ask(e: &AskError) -> Raised {
 /// PostgreSQL knows) and the hint for pg_ask's own tables.
 pub fn from_host(e: &HostError) -> Raised {
     let mut r = internal("the database could not be read for the question", &e.message);
-    if let Some(code) = sqlstate_code(&e.sqlstate) {
+    if let Some(code) = sqlstate_code(e.sqlstate) {
         r.code = code;
     }
     r
@@ -213,7 +213,8 @@ pub fn config(message: impl Into<String>) -> Raised {
 }
 
 /// The PgSqlErrorCode for a five-character SQLSTATE, if PostgreSQL knows it.
-pub fn sqlstate_code(s: &str) -> Option<PgSqlErrorCode> {
+pub fn sqlstate_code(s: impl AsRef<str>) -> Option<PgSqlErrorCode> {
+    let s = s.as_ref();
     let b = s.as_bytes();
     if b.len() != 5 {
         return None;
@@ -223,6 +224,11 @@ pub fn sqlstate_code(s: &str) -> Option<PgSqlErrorCode> {
     let code = PgSqlErrorCode::from(packed);
     // Unknown codes come back as XX000.
     (code as isize != PgSqlErrorCode::ERRCODE_INTERNAL_ERROR as isize || s == "XX000").then_some(code)
+}
+
+/// The SQLSTATE of an error code, as the core takes it.
+pub fn sqlstate_of(code: PgSqlErrorCode) -> pg_ask_core::sqlstate::SqlState {
+    pg_ask_core::sqlstate::SqlState::or_internal(&sqlstate_text(code))
 }
 
 /// The five-character SQLSTATE of an error code.

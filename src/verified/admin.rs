@@ -82,8 +82,7 @@ pub(crate) fn store(question: &str, sql: &str, schema: Option<&str>, source: Sou
             Raised::new(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED, format!("a verified query must pass pg_ask's guard: {reason}"))
         }
         ExecFailure::Error { sqlstate, message, detail, hint } => {
-            let r =
-                Raised::new(sqlstate_code(&sqlstate).unwrap_or(ERRCODE_DATA_EXCEPTION), format!("the verified query failed: {message}"));
+            let r = Raised::new(sqlstate_code(sqlstate).unwrap_or(ERRCODE_DATA_EXCEPTION), format!("the verified query failed: {message}"));
             let r = match detail {
                 Some(d) => r.detail(d),
                 None => r,

@@ -32,10 +32,16 @@ pub struct Trace {
     /// glue recorded it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub call_id: Option<i64>,
-    /// Where the answer came from: `llm` (generated SQL), `verified` (a verified query, no
-    /// LLM call), `context` (the context given), `clarify` (a question back to the user).
+    /// Where the answer came from.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub source: Option<&'static str>,
+    pub source: Option<Source>,
+    /// The verified queries this call used: the one that answered, and those shown to the LLM
+    /// as examples (each counted as a use in `ask.verified_uses`).
+    #[serde(skip)]
+    pub verified_used: Vec<i64>,
+    /// The verified queries offered as templates when none answered (for a DBA who asks why).
+    #[serde(skip)]
+    pub templates_offered: Vec<i64>,
     /// How the question was read in its conversation (asked in one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reading: Option<crate::conversation::Reading>,
@@ -48,6 +54,51 @@ pub struct Trace {
     /// Set when the run failed: what went wrong, as the error raised would say.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<Value>,
+}
+
+/// Where an answer came from (`source` in `ask.explain()` and `ask.questions`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// SQL the LLM wrote.
+    Llm,
+    /// A verified query, as stored, without an LLM call.
+    Verified,
+    /// A verified query as a template, its values chosen by the LLM.
+    VerifiedTemplate,
+    /// The context given with the question; no SQL ran.
+    Context,
+    /// A question back to the user; no SQL ran.
+    Clarify,
+}
+
+impl Source {
+    /// As `ask.explain()` writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Llm => "llm",
+            Source::Verified => "verified",
+            Source::VerifiedTemplate => "verified_template",
+            Source::Context => "context",
+            Source::Clarify => "clarify",
+        }
+    }
+
+    /// As the call log (`ask.questions.source`) keeps it: a template's answer is a verified
+    /// query's.
+    pub fn logged(self) -> &'static str {
+        match self {
+            Source::VerifiedTemplate => "verified",
+            other => other.as_str(),
+        }
+    }
+}
+
+/// Comparisons with the names `ask.explain()` writes (`trace.source == Some("llm")`).
+impl PartialEq<&str> for Source {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]

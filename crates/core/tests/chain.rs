@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use pg_ask_core::ask::ExecFailure;
+use pg_ask_core::ask::{Catalog, ExecFailure, Llm};
 use pg_ask_core::chain::{run_chain, stage, ChainConfig, ChainError, ChainHost, Filled, StepKind, StepResult};
 use pg_ask_core::guard::Refusal;
 use pg_ask_core::llm::{ChatRequest, ChatResponse, LlmError};
@@ -76,11 +76,26 @@ fn affected(n: u64) -> Result<StepResult, ExecFailure> {
     Ok(StepResult { columns: vec![], rows: vec![], rows_affected: n })
 }
 
-impl ChainHost for Shop {
+impl Catalog for Shop {
     fn schema_text(&mut self) -> Result<String, pg_ask_core::ask::HostError> {
         Ok(SCHEMA.to_string())
     }
+    fn select_tables(
+        &mut self,
+        _: &pg_ask_core::ask::Question,
+    ) -> Result<Option<pg_ask_core::ask::Selection>, pg_ask_core::ask::HostError> {
+        Ok(None)
+    }
+    fn literals_of(
+        &mut self,
+        _: &str,
+        _: Option<&str>,
+    ) -> Result<Vec<pg_ask_core::values::literals::LiteralRef>, pg_ask_core::ask::HostError> {
+        Ok(Vec::new())
+    }
+}
 
+impl Llm for Shop {
     fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
         self.requests.push((stage, req.clone()));
         let content = self.replies.pop_front().unwrap_or_else(|| panic!("no scripted reply for {stage}"));
@@ -93,7 +108,9 @@ impl ChainHost for Shop {
             ..Default::default()
         })
     }
+}
 
+impl ChainHost for Shop {
     fn execute_step(&mut self, sql: &str) -> Result<StepResult, ExecFailure> {
         self.executed.push(sql.to_string());
         self.results

@@ -119,6 +119,9 @@ impl EvalHost for HashDb {
         let v = h.finish() % 1_000_000;
         Ok(rs(&["value", "half"], json!([[v, v as f64 / 2.0], [v + 1, "x"]])))
     }
+    fn execute_verified(&mut self, sql: &str, _: Option<&str>) -> Result<ResultSet, ExecFailure> {
+        self.execute(sql)
+    }
 }
 
 #[test]
@@ -158,6 +161,9 @@ impl EvalHost for OrderedDb {
         } else {
             Ok(rs(&["x"], json!([[3], [2], [1]])))
         }
+    }
+    fn execute_verified(&mut self, sql: &str, _: Option<&str>) -> Result<ResultSet, ExecFailure> {
+        self.execute(sql)
     }
 }
 

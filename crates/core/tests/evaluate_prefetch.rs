@@ -8,7 +8,7 @@ use std::time::Duration;
 use pg_ask_core::ask::{self as pipeline, AskError, Catalog, ExecFailure, Executor, Goal, HostError, Llm, Memory, Question, Selection};
 use pg_ask_core::config::AskConfig;
 use pg_ask_core::evaluate::prefetch::{Capture, Prefetched, Replay};
-use pg_ask_core::evaluate::{check_gold, EvalHost, JudgeError};
+use pg_ask_core::evaluate::{check_gold, JudgeError};
 use pg_ask_core::llm::{ChatRequest, ChatResponse, LlmError};
 use pg_ask_core::rows::ResultSet;
 use pg_ask_core::values::literals::LiteralRef;
@@ -69,12 +69,6 @@ impl Executor for Fake {
         }
     }
     fn execute_verified(&mut self, sql: &str, _: Option<&str>) -> Result<ResultSet, ExecFailure> {
-        Executor::execute(self, sql)
-    }
-}
-
-impl EvalHost for Fake {
-    fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
         Executor::execute(self, sql)
     }
 }

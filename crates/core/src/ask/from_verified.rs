@@ -14,7 +14,7 @@ use crate::config::{AskConfig, TemplateChoice, VerifiedUse};
 use crate::guard::check_read_only;
 use crate::llm::LlmError;
 use crate::prompt::AnswerDecision;
-use crate::trace::{ms_since, StageTrace, Trace};
+use crate::trace::{ms_since, Source, StageTrace, Trace};
 use crate::verified::choose::{self, Choice, Offer, SlotKind};
 use crate::verified::{self, Candidate, Decision};
 
@@ -93,8 +93,9 @@ pub(super) fn from_verified(
     }
     trace.push(st);
     let (id, sql, rs) = found?;
-    trace.source = Some("verified");
+    trace.source = Some(Source::Verified);
     trace.verified_id = Some(id);
+    trace.verified_used.push(id);
     let answer = (goal == Goal::Answer).then_some(AnswerDecision::Rows);
     Some((sql, rs, answer))
 }
@@ -175,7 +176,7 @@ pub(super) fn from_template(
     match ran {
         Ok((sql, rs)) => {
             note(trace, json!({"choice": chosen, "taken": true, "sql": sql, "rows": rs.rows.len(), "verified_by": cand.verified_by}));
-            trace.source = Some("verified_template");
+            trace.source = Some(Source::VerifiedTemplate);
             trace.verified_id = Some(cand.id);
             let answer = (goal == Goal::Answer).then_some(AnswerDecision::Rows);
             Ok(Some((sql, rs, answer)))
@@ -242,6 +243,7 @@ fn confirmed_alias(
 /// Writes into the template call's own stage what was offered, under which constraint, and
 /// `output` (the choice, whether it was taken, why not, or the SQL that ran).
 fn note(trace: &mut Trace, offers: &[Offer], constraint: TemplateChoice, t: Instant, output: serde_json::Value) {
+    trace.templates_offered = offers.iter().map(|o| o.id).collect();
     if let Some(st) = trace.stages.iter_mut().rev().find(|s| s.stage == stage::TEMPLATE) {
         st.input["offered"] = json!(offers);
         st.input["constraint"] = json!(match constraint {

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::call::call;
 use super::execute::{guarded_execute, with_step};
-use super::host::{ExecFailure, Host};
+use super::host::{ExecFailure, Host, SqlState};
 use super::outcome::AskError;
 use super::stage;
 use crate::config::{AskConfig, GrammarUse};
@@ -157,7 +157,8 @@ pub fn grammar_rules_out(e: &AskError) -> bool {
     match e {
         AskError::NoSql { .. } | AskError::Refused { .. } => true,
         AskError::Failed { sqlstate, .. } => {
-            (sqlstate.starts_with("42") && sqlstate != "42501") || matches!(sqlstate.as_str(), "22P02" | "22007" | "22008" | "21000")
+            (sqlstate.class() == "42" && *sqlstate != SqlState::INSUFFICIENT_PRIVILEGE)
+                || matches!(sqlstate.as_str(), "22P02" | "22007" | "22008" | "21000")
         }
         _ => false,
     }

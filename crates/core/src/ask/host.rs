@@ -6,6 +6,7 @@ use serde_json::Value;
 use crate::clarify::Ambiguity;
 use crate::llm::{ChatRequest, ChatResponse, LlmError};
 use crate::rows::ResultSet;
+pub use crate::sqlstate::SqlState;
 use crate::values::correct::Looked;
 use crate::values::literals::LiteralRef;
 use crate::verified::Candidate;
@@ -16,7 +17,7 @@ pub enum ExecFailure {
     /// The database-level check refused it (not a plain read-only query, volatile function).
     Refused { reason: String },
     /// PostgreSQL raised an error while planning or running it.
-    Error { sqlstate: String, message: String, detail: Option<String>, hint: Option<String> },
+    Error { sqlstate: SqlState, message: String, detail: Option<String>, hint: Option<String> },
 }
 
 impl ExecFailure {
@@ -74,14 +75,14 @@ pub struct Selection {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{message}")]
 pub struct HostError {
-    pub sqlstate: String,
+    pub sqlstate: SqlState,
     pub message: String,
 }
 
 impl HostError {
     /// A failure no user action causes (XX000).
     pub fn internal(message: impl std::fmt::Display) -> HostError {
-        HostError { sqlstate: "XX000".into(), message: message.to_string() }
+        HostError { sqlstate: SqlState::INTERNAL_ERROR, message: message.to_string() }
     }
 }
 

@@ -29,7 +29,7 @@ use crate::prompt::AnswerDecision;
 use crate::rows::ResultSet;
 use crate::schema::count_rendered_tables;
 use crate::selection::context::{context_request, parse_context, ContextDecision};
-use crate::trace::{ms_since, StageTrace, Trace};
+use crate::trace::{ms_since, Source, StageTrace, Trace};
 use crate::verified::{self, Candidate};
 
 use answer::answer;
@@ -162,7 +162,7 @@ fn run_inner(
         st.output = serde_json::to_value(&decision).unwrap_or_default();
         trace.push(st);
         if let ContextDecision::Answered { answer } = decision {
-            trace.source = Some("context");
+            trace.source = Some(Source::Context);
             return Ok((String::new(), ResultSet::default(), Some(AnswerDecision::Text(answer))));
         }
     }
@@ -186,9 +186,10 @@ fn run_inner(
     let shown: Vec<&Candidate> = candidates.iter().filter(|c| c.worth_showing()).take(verified::MAX_EXAMPLES).collect();
     if let Some(st) = trace.stages.iter_mut().rev().find(|s| s.stage == stage::VERIFIED) {
         st.output["examples"] = json!(shown.iter().map(|c| c.id).collect::<Vec<_>>());
+        trace.verified_used.extend(shown.iter().map(|c| c.id));
     }
     let examples = Examples { verified: shown.iter().map(|c| (c.question.clone(), c.sql.clone())).collect(), previous };
-    trace.source = Some("llm");
+    trace.source = Some(Source::Llm);
 
     let t = Instant::now();
     let selection = host.select_tables(&asked).map_err(AskError::Host)?;
@@ -226,7 +227,7 @@ fn run_inner(
                 clarified.as_str()
             }
             Clarified::AskBack(text) => {
-                trace.source = Some("clarify");
+                trace.source = Some(Source::Clarify);
                 return match goal {
                     Goal::Answer => Ok((String::new(), ResultSet::default(), Some(AnswerDecision::Text(text)))),
                     _ => Err(AskError::Ambiguous { question: text }),

@@ -55,7 +55,7 @@ pub enum AskError {
     #[error("the generated SQL was refused after {attempts} attempt(s): {reason}")]
     Refused { attempts: u32, reason: String, sql: String },
     #[error("the generated SQL failed after {attempts} attempt(s): {message}")]
-    Failed { attempts: u32, sqlstate: String, message: String, sql: String },
+    Failed { attempts: u32, sqlstate: crate::sqlstate::SqlState, message: String, sql: String },
     /// `ask.clarify` is on and the question is ambiguous: the question back.
     #[error("{question}")]
     Ambiguous { question: String },

@@ -38,10 +38,10 @@ use sqlparser::ast::Statement;
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
-use crate::ask::{ExecFailure, HostError};
+use crate::ask::{Catalog, ExecFailure, HostError, Llm};
 use crate::extract::extract_sql;
 use crate::guard::{check_write_step, Refusal};
-use crate::llm::{ChatRequest, ChatResponse, LlmError};
+use crate::llm::{ChatRequest, LlmError};
 use crate::trace::{ms_since, StageTrace, Trace};
 use placeholder::{find_placeholders, sql_literal, substitute, Placeholder};
 use plan::{parse_chain, PlannedStep};
@@ -84,12 +84,9 @@ pub struct StepResult {
     pub rows_affected: u64,
 }
 
-/// What a chain needs from its surroundings.
-pub trait ChainHost {
-    /// The description of the tables the caller may use, as prompt text (empty: none).
-    fn schema_text(&mut self) -> Result<String, HostError>;
-    /// One LLM call, on behalf of `stage`.
-    fn chat(&mut self, stage: &'static str, req: &ChatRequest) -> Result<ChatResponse, LlmError>;
+/// What a chain needs from its surroundings: `ask()`'s LLM and catalog capabilities (the
+/// schema as prompt text, [`Catalog::schema_text`]), and one more.
+pub trait ChainHost: Llm + Catalog {
     /// Runs one statement that passed [`check_write_step`], as the calling role, in the
     /// caller's transaction, under the statement timeout.
     fn execute_step(&mut self, sql: &str) -> Result<StepResult, ExecFailure>;

@@ -20,7 +20,6 @@ pub mod suite;
 
 use serde::Serialize;
 
-use crate::ask::ExecFailure;
 use crate::guard::check_read_only;
 use crate::rows::ResultSet;
 
@@ -31,13 +30,11 @@ pub use gold::{gold_alternatives, GoldError};
 pub use report::{summarize, GroupBy, GroupStats, QuestionRecord, RecordOutcome, SuiteReport};
 pub use suite::{parse_suite_rows, SuiteError, SuiteQuestion};
 
-/// What judging needs from its surroundings.
-pub trait EvalHost {
-    /// Runs a statement that passed [`check_read_only`], read-only, as the calling role, under
-    /// the statement timeout and a row limit (a result cut by it cannot be judged, so the
-    /// limit should be generous).
-    fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure>;
-}
+/// What judging needs from its surroundings: `ask()`'s executor ([`crate::ask::Executor::execute`]: a
+/// statement that passed [`check_read_only`], read-only, as the calling role, under the
+/// statement timeout and a row limit; a result cut by it cannot be judged, so the limit
+/// should be generous).
+pub use crate::ask::Executor as EvalHost;
 
 /// The verdict on one prediction.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -5,6 +5,7 @@ mod embedding;
 mod plan;
 mod verified;
 
+use crate::trace::Source;
 use std::collections::VecDeque;
 
 use super::*;
@@ -507,14 +508,14 @@ fn an_ambiguous_question_is_asked_back_when_clarify_is_on() {
         "{}",
         out.answer_text()
     );
-    assert_eq!((out.trace.llm_calls, out.trace.source), (0, Some("clarify")));
+    assert_eq!((out.trace.llm_calls, out.trace.source), (0, Some(Source::Clarify)));
     assert!(h.0.executed.is_empty());
     let (err, _) = run(&mut h, "restaurants in LA?", &on, Goal::Sql).unwrap_err();
     assert!(matches!(err, AskError::Ambiguous { .. }));
     // The context says which: the SQL is asked for with the reading written in.
     let mut h = Ambiguous(Scripted::new(&["{\"answerable\": false}", "SELECT name FROM public.restaurants", "ROWS"]));
     let out = run_with_context(&mut h, "restaurants in LA?", Some("the city"), &on, Goal::Answer).unwrap();
-    assert_eq!(out.trace.source, Some("llm"));
+    assert_eq!(out.trace.source, Some(Source::Llm));
     assert!(h.0.seen[1].1.messages[0].content.contains("restaurants in LA? (\"LA\" means 'Los Angeles' in public.cities.name)"));
     // Off: no check.
     let mut h = Ambiguous(Scripted::new(&["SELECT name FROM public.restaurants", "ROWS"]));

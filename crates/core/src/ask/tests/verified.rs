@@ -1,6 +1,7 @@
 //! The verified way: a question answered by a verified query, or shown it as an example.
 
 use super::*;
+use crate::trace::Source;
 
 /// A scripted host with a store of verified queries.
 struct Verifying(Scripted, Vec<Candidate>);
@@ -40,7 +41,7 @@ fn a_verified_question_is_answered_without_the_llm() {
     assert_eq!(out.trace.llm_calls, 0);
     assert_eq!(h.0.executed, ["SELECT count(*) FROM public.restaurants"]);
     assert_eq!(out.answer, Some(AnswerDecision::Rows));
-    assert_eq!((out.trace.source, out.trace.verified_id), (Some("verified"), Some(12)));
+    assert_eq!((out.trace.source, out.trace.verified_id), (Some(Source::Verified), Some(12)));
     let st = &out.trace.stages[0];
     assert_eq!(
         (st.stage, &st.output["source"], &st.output["id"], &st.output["rule"]),
@@ -54,7 +55,7 @@ fn another_question_gets_the_verified_one_as_an_example() {
         Verifying(Scripted::new(&["SELECT count(*) FROM public.restaurants WHERE closed_on IS NULL", "ROWS"]), vec![verified_count(0.8)]);
     let out = run(&mut h, "How many restaurants are still open?", &cfg(), Goal::Answer).unwrap();
     assert_eq!(out.trace.llm_calls, 2);
-    assert_eq!(out.trace.source, Some("llm"));
+    assert_eq!(out.trace.source, Some(Source::Llm));
     let prompt = &h.0.seen[0].1.messages[0].content;
     assert!(
         prompt.contains(
@@ -89,7 +90,7 @@ fn a_verified_query_that_no_longer_runs_falls_back_to_the_llm() {
         }
     });
     let out = run(&mut h, "How many restaurants are there?", &cfg(), Goal::Answer).unwrap();
-    assert_eq!(out.trace.source, Some("llm"));
+    assert_eq!(out.trace.source, Some(Source::Llm));
     assert_eq!(out.trace.stages[0].output["candidates"][0]["decision"], "failed");
 }
 
@@ -116,7 +117,7 @@ fn the_model_chooses_a_template_and_fills_its_slot() {
     let out = run(&mut h, "List the restaurants rated above 4", &with_templates(), Goal::Answer).unwrap();
     assert_eq!(out.trace.llm_calls, 1, "one call: the choice");
     assert_eq!(h.0.executed, ["SELECT name FROM public.restaurants WHERE rating > 4"]);
-    assert_eq!((out.trace.source, out.trace.verified_id), (Some("verified_template"), Some(21)));
+    assert_eq!((out.trace.source, out.trace.verified_id), (Some(Source::VerifiedTemplate), Some(21)));
     assert_eq!(out.answer, Some(AnswerDecision::Rows));
     let (stage, req) = &h.0.seen[0];
     assert_eq!(*stage, "template");
@@ -137,7 +138,7 @@ fn none_or_a_doubted_choice_goes_on_to_generation() {
         vec![verified_rating()],
     );
     let out = run(&mut h, "Which restaurants have a rating below 3?", &with_templates(), Goal::Answer).unwrap();
-    assert_eq!((out.trace.llm_calls, out.trace.source), (3, Some("llm")));
+    assert_eq!((out.trace.llm_calls, out.trace.source), (3, Some(Source::Llm)));
     assert!(h.0.seen[1].1.messages[0].content.contains("<example>"));
     // A choice whose value the question does not write, or whose comparison differs: not taken.
     for (asked, reply) in [
@@ -146,7 +147,7 @@ fn none_or_a_doubted_choice_goes_on_to_generation() {
     ] {
         let mut h = Verifying(Scripted::new(&[reply, "SELECT name FROM public.restaurants", "ROWS"]), vec![verified_rating()]);
         let out = run(&mut h, asked, &with_templates(), Goal::Answer).unwrap();
-        assert_eq!(out.trace.source, Some("llm"), "{asked}");
+        assert_eq!(out.trace.source, Some(Source::Llm), "{asked}");
         let st = out.trace.stages.iter().find(|s| s.stage == "template").unwrap();
         assert_eq!(st.output["taken"], json!(false), "{asked}");
         assert!(st.output["why"].as_str().is_some_and(|w| !w.is_empty()));
@@ -158,7 +159,7 @@ fn none_or_a_doubted_choice_goes_on_to_generation() {
     s.replies.push_front(Err(LlmError::EmptyContent));
     let mut h = Verifying(s, vec![verified_rating()]);
     let out = run(&mut h, "List the restaurants rated above 4", &with_templates(), Goal::Answer).unwrap();
-    assert_eq!(out.trace.source, Some("llm"));
+    assert_eq!(out.trace.source, Some(Source::Llm));
     let mut s = Scripted::new(&["SELECT name FROM public.restaurants", "ROWS"]);
     s.replies.push_front(Err(LlmError::Http { url: "u".into(), status: 503, message: "down".into(), retry_after_s: None }));
     let mut h = Verifying(s, vec![verified_rating()]);
