@@ -6,7 +6,7 @@
 
 use pg_ask_core::ask::{Catalog, ExecFailure, Executor, HostError, Llm, Memory, Question, Selection};
 use pg_ask_core::chain::{ChainHost, StepResult};
-use pg_ask_core::config::LlmConfig;
+use pg_ask_core::config::{AskConfig, LlmConfig};
 use pg_ask_core::llm::{ChatRequest, ChatResponse, LlmError};
 use pg_ask_core::rows::ResultSet;
 use pg_ask_core::values::correct::Looked;
@@ -19,21 +19,30 @@ use pg_ask_core::values::literals::LiteralRef;
 pub struct BackendHost {
     pub llm: LlmConfig,
     pub limits: guard::Limits,
+    /// The call's settings, read once: what selection and the verified queries read too.
+    pub cfg: AskConfig,
 }
 
 impl BackendHost {
     /// The host under the settings in force, with a call's overrides; a bad setting is raised.
     pub fn new(overrides: &LlmOverrides) -> BackendHost {
+        BackendHost::configured(overrides, gucs::ask_config(None, overrides))
+    }
+
+    /// The host of one call whose settings `cfg` were read (with `overrides`) at its start.
+    pub fn configured(overrides: &LlmOverrides, cfg: AskConfig) -> BackendHost {
         let llm = gucs::llm_config(overrides).unwrap_or_else(|m| errors::config(m).raise());
-        BackendHost { llm, limits: guard::Limits { row_limit: gucs::row_limit(), timeout_ms: gucs::statement_timeout_ms() } }
+        BackendHost { llm, limits: guard::Limits { row_limit: cfg.row_limit, timeout_ms: gucs::statement_timeout_ms() }, cfg }
     }
 
     /// A host that only looks things up and makes no LLM call (`ask.correct_sql(use_llm =>
     /// false)`): the LLM settings are not read, so a malformed one is no error here.
     pub fn for_lookups() -> BackendHost {
+        let cfg = gucs::ask_config(None, &LlmOverrides::default());
         BackendHost {
             llm: LlmConfig::unused(),
-            limits: guard::Limits { row_limit: gucs::row_limit(), timeout_ms: gucs::statement_timeout_ms() },
+            limits: guard::Limits { row_limit: cfg.row_limit, timeout_ms: gucs::statement_timeout_ms() },
+            cfg,
         }
     }
 
@@ -64,7 +73,7 @@ impl Catalog for BackendHost {
     /// of the best schemas and the tables their joins need; without one, `None`: every
     /// readable table is described.
     fn select_tables(&mut self, question: &Question) -> Result<Option<Selection>, HostError> {
-        selection::selection_for(question, gucs::max_tables()).map_err(HostError::internal)
+        selection::selection_for(question, &self.cfg).map_err(HostError::internal)
     }
 
     fn literals_of(&mut self, sql: &str, schema: Option<&str>) -> Result<Vec<LiteralRef>, HostError> {
@@ -80,7 +89,7 @@ impl Memory for BackendHost {
     /// The verified queries most like the question among those over tables the caller may
     /// read (row-level security on ask.verified_queries).
     fn verified(&mut self, question: &Question) -> Result<Vec<pg_ask_core::verified::Candidate>, HostError> {
-        verified::candidates(question).map_err(HostError::internal)
+        verified::candidates(question, self.cfg.embedder.as_ref()).map_err(HostError::internal)
     }
 
     fn stored_value(&mut self, lit: &LiteralRef, text: &str) -> Result<Option<String>, HostError> {

@@ -24,8 +24,9 @@ struct CallArgs {
     max_attempts: Option<i32>,
 }
 
+/// The call's host, with its settings read once.
 fn host(args: &CallArgs) -> BackendHost {
-    BackendHost::new(&args.llm)
+    BackendHost::configured(&args.llm, gucs::ask_config(args.max_attempts, &args.llm))
 }
 
 /// Run the pipeline as one call of the call log (a turn of `conversation` when given),
@@ -33,7 +34,7 @@ fn host(args: &CallArgs) -> BackendHost {
 fn run(question: &str, context: Option<&str>, conversation: Option<i64>, args: &CallArgs, goal: Goal) -> Outcome {
     let history = conversation.map(crate::conversation::history).unwrap_or_default();
     let mut h = host(args);
-    let cfg = gucs::ask_config(args.max_attempts, &args.llm);
+    let cfg = h.cfg.clone();
     let call = calls::begin();
     match pipeline::run_in_conversation(&mut h, question, &history, context, &cfg, goal) {
         Ok(mut outcome) => {
@@ -47,7 +48,7 @@ fn run(question: &str, context: Option<&str>, conversation: Option<i64>, args: &
             if outcome.result.size_cut {
                 notice!(
                     "pg_ask: the result was cut at ask.max_result_size ({} kB): rows past it were not read, cells larger than it were cut",
-                    gucs::max_result_bytes() / 1024
+                    cfg.max_result_bytes / 1024
                 );
             }
             for n in &outcome.trace.notices {
@@ -96,10 +97,11 @@ fn args(
     max_attempts: Option<i32>,
 ) -> CallArgs {
     if let Some(n) = max_attempts {
-        if !(1..=20).contains(&n) {
+        let range = pg_ask_core::config::MAX_ATTEMPTS;
+        if !range.contains(&n) {
             Raised::new(
                 pgrx::pg_sys::errcodes::PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-                format!("max_attempts must be between 1 and 20, not {n}"),
+                format!("max_attempts must be between {} and {}, not {n}", range.start(), range.end()),
             )
             .raise();
         }

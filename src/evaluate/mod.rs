@@ -349,6 +349,7 @@ pub(crate) fn evaluate_step(suite: &str, run_label: &str, batch: default!(Option
         let mut judge_host = BackendHost {
             llm: backend.llm.clone(),
             limits: Limits { row_limit: JUDGE_ROW_LIMIT.max(gucs::row_limit()), timeout_ms: gucs::statement_timeout_ms() },
+            cfg: backend.cfg.clone(),
         };
         let alternatives = pg_ask_core::evaluate::gold_alternatives(&q.gold_sql).unwrap_or_default();
         let (record, matched) = in_schema(q.schema.as_deref(), || match &outcome {

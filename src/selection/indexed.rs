@@ -114,19 +114,33 @@ fn document_frequencies(terms: &[String]) -> HashMap<String, u32> {
 /// A word of a table with its occurrences per field.
 type Posting = (String, [u32; FIELDS]);
 
-/// The stored postings of `terms`, by table: each table's words among them and its lengths.
-fn postings(terms: &[String]) -> Vec<(pg_sys::Oid, DocTerms)> {
-    let args: [DatumWithOid; 1] = [terms.to_vec().into()];
+/// The stored postings of `terms`, by table: each table's words among them and its lengths;
+/// with `limit`, only the `limit` tables that hold them most often in their names (the
+/// ranking in the database: the postings of words most tables hold are not copied out).
+fn postings(terms: &[String], limit: Option<usize>) -> Vec<(pg_sys::Oid, DocTerms)> {
+    let args: [DatumWithOid; 2] = [terms.to_vec().into(), limit.map(|l| l as i64).into()];
+    // Each table's lengths by its key: a few hundred index lookups, never a scan of the whole
+    // memory (a join the planner may hash).
+    const ALL: &str = "SELECT t.relid, t.term, t.tf,
+                              (SELECT m.field_lengths FROM ask.schema_memory_tables m WHERE m.relid OPERATOR(pg_catalog.=) t.relid)
+                         FROM ask.schema_memory_terms t
+                        WHERE t.term OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.text[]) AND $2::pg_catalog.int8 IS NULL";
+    // The best tables ranked where the postings are, then only their postings read by key.
+    const BEST: &str = "SELECT t.relid, t.term, t.tf,
+                               (SELECT m.field_lengths FROM ask.schema_memory_tables m WHERE m.relid OPERATOR(pg_catalog.=) t.relid)
+                          FROM (SELECT b.relid FROM ask.schema_memory_terms b
+                                 WHERE b.term OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.text[])
+                                 GROUP BY b.relid
+                                 ORDER BY pg_catalog.sum(coalesce(b.tf[1], 0) OPERATOR(pg_catalog.+) coalesce(b.tf[2], 0)
+                                                         OPERATOR(pg_catalog.+) coalesce(b.tf[3], 0)) DESC, b.relid
+                                 LIMIT $2) best
+                          JOIN ask.schema_memory_terms t ON t.relid OPERATOR(pg_catalog.=) best.relid
+                                                        AND t.term OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.text[])";
     let rows = as_memory_owner(|| {
         crate::pg::spi::select_generic(
             "the postings of the question's words",
-            // Each table's lengths by its key: a few hundred index lookups, never a scan of
-            // the whole memory (a join the planner may hash).
-            "SELECT t.relid, t.term, t.tf,
-                    (SELECT m.field_lengths FROM ask.schema_memory_tables m WHERE m.relid OPERATOR(pg_catalog.=) t.relid)
-               FROM ask.schema_memory_terms t
-              WHERE t.term OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.text[])",
-            &[BuiltIn(TEXTARRAYOID)],
+            if limit.is_some() { BEST } else { ALL },
+            &[BuiltIn(TEXTARRAYOID), BuiltIn(INT8OID)],
             &args,
             |r| {
                 let (Some(relid), Some(term), Some(tf), Some(len)) =
@@ -339,8 +353,8 @@ impl SelectionStore for Store<'_> {
     fn document_frequencies(&mut self, terms: &[String]) -> HashMap<String, u32> {
         document_frequencies(terms)
     }
-    fn postings(&mut self, terms: &[String]) -> Vec<(u32, DocTerms)> {
-        keyed(postings(terms))
+    fn postings(&mut self, terms: &[String], limit: Option<usize>) -> Vec<(u32, DocTerms)> {
+        keyed(postings(terms, limit))
     }
     fn touched(&mut self, terms: &[String], limit: usize) -> Vec<u32> {
         keys(touched_notes(terms, limit))

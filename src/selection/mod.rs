@@ -36,6 +36,7 @@ use crate::pg::errors::Raised;
 use crate::pg::identity::as_memory_owner;
 use crate::pg::spi::{ext_schema, vector_text};
 use pg_ask_core::ask::Selection;
+use pg_ask_core::config::AskConfig;
 use pg_ask_core::selection::fuse::{unit, unit_dot};
 use pg_ask_core::selection::{Catalog, Cosines, DocTerms};
 use pgrx::datum::DatumWithOid;
@@ -528,18 +529,20 @@ fn rank_with<'q>(asked: &'q Question, state: MemoryState, embedder: Option<(Stri
     }
 }
 
-/// The tables `ask()` describes for `question`: `None` without a schema selection memory
+/// The tables `ask()` describes for `question`, under the call's settings `cfg` (`max_tables`,
+/// the stored index, the embedder): `None` without a schema selection memory
 /// (then every readable table is described). With one: the [`pg_ask_core::selection::PLAN_SCHEMAS`] best schemas,
 /// the `max_tables` best tables among them plus the tables their joins need, grouped by
 /// schema in schema order; schemas without a picked table, and schemas and tables with no
 /// evidence at all (no cosine, no matching word), are left out.
-pub fn selection_for(asked: &Question, max_tables: usize) -> Result<Option<Selection>, String> {
-    let embedder = crate::llm::embeddings::current_embedder();
+pub fn selection_for(asked: &Question, cfg: &AskConfig) -> Result<Option<Selection>, String> {
+    let max_tables = cfg.max_tables;
+    let embedder = cfg.embedder.clone();
     let state = memory_state(embedder.as_ref());
     if !state.exists {
         return Ok(None);
     }
-    if crate::pg::gucs::selection_index() && crate::pg::version::sql_at_least("0.2.0") {
+    if cfg.selection_index && crate::pg::version::sql_at_least("0.2.0") {
         if let Some(found) = indexed::find(asked, max_tables, &state, embedder.as_ref()) {
             return pick(asked.text(), &found.catalog, &found.tables, &found.schemas, max_tables, found.detail);
         }

@@ -25,7 +25,7 @@ const RETRIEVE: i64 = 8;
 /// stored one is of the same model) and the [`RETRIEVE`] most alike by trigrams, each with
 /// both scores. No query but one `EXISTS` when the caller sees none, and none before the
 /// extension's SQL objects are at 0.2.0 (an upgrade in progress).
-pub(crate) fn candidates(asked: &pg_ask_core::ask::Question) -> Result<Vec<Candidate>, String> {
+pub(crate) fn candidates(asked: &pg_ask_core::ask::Question, embedder: Option<&(String, String)>) -> Result<Vec<Candidate>, String> {
     let question = asked.text();
     // Between installing a new library and ALTER EXTENSION pg_ask UPDATE, there is no store.
     if !crate::pg::version::sql_at_least("0.2.0") {
@@ -37,9 +37,8 @@ pub(crate) fn candidates(asked: &pg_ask_core::ask::Question) -> Result<Vec<Candi
     }
     let vector = ext_schema("vector");
     let trgm = ext_schema("pg_trgm");
-    let embedder = crate::llm::embeddings::current_embedder();
-    let embedding = embedder.as_ref().map(|_| asked.embedding(embeddings::embed_one).to_vec());
-    let model = embedder.map(|(_, m)| m);
+    let embedding = embedder.map(|_| asked.embedding(embeddings::embed_one).to_vec());
+    let model = embedder.map(|(_, m)| m.clone());
     let dims = embedding.as_ref().map(|v| v.len() as i32);
     let sql = format!(
         "WITH scored AS (

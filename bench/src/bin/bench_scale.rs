@@ -10,7 +10,7 @@
 //! `ask.select_tables()`), and a pool of 8 backends reused round-robin; then the first `ask()`
 //! after each kind of catalog change (`ALTER TABLE ... ADD COLUMN`, `COMMENT ON`, a new table):
 //! pg_ask's own time (total less the LLM calls) and the stages that read the catalog.
-//! Then (`SCALE_LOOKALIKE=0` skips it) a schema-per-tenant catalog of look-alikes: 50 schemas
+//! Then (`SCALE_LOOKALIKE=0` skips it; `SCALE_TABLES=` with no size runs it alone) a schema-per-tenant catalog of look-alikes: 50 schemas
 //! of 200 tables with the same five columns (`s1.t1_1` … `s50.t50_200`), embeddings off:
 //! `ask.select_tables()` warm and from new backends, and whether a question that names a table
 //! by its identifier (`how many rows in t3_9?`) finds it first.
@@ -210,6 +210,7 @@ fn main() {
     let sizes: Vec<usize> = std::env::var("SCALE_TABLES")
         .unwrap_or_else(|_| "200,10000".into())
         .split(',')
+        .filter(|n| !n.trim().is_empty())
         .map(|n| n.trim().parse().expect("SCALE_TABLES: numbers of tables, comma-separated"))
         .collect();
     let providers: Vec<String> =
@@ -255,7 +256,7 @@ fn lookalike() {
     println!("ask.index_schema() described {described} tables in {:.1} s", t.elapsed().as_secs_f64());
     let mut found = 0;
     for (q, want) in LOOKALIKE_QUESTIONS {
-        let first: Option<String> = c.query("SELECT rel FROM ask.select_tables($1, 5)", &[&q]).unwrap().first().map(|r| r.get(0));
+        let first: Option<String> = c.query("SELECT rel::text FROM ask.select_tables($1, 5)", &[&q]).unwrap().first().map(|r| r.get(0));
         let ok = first.as_deref() == Some(want);
         found += usize::from(ok);
         println!("  {q:45} first: {:20} {}", first.as_deref().unwrap_or("(none)"), if ok { "right" } else { "WRONG" });

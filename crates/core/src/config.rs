@@ -1,5 +1,6 @@
 //! Plain configuration structs. The pgrx layer fills them from GUCs (and per-call arguments)
-//! once per call; nothing in the core reads settings on its own.
+//! once per call ([`AskConfig`] holds every setting `ask()` reads, selection and embeddings
+//! included); nothing in the core reads settings on its own.
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -143,6 +144,10 @@ impl LlmConfig {
 /// characters a token.
 pub const DEFAULT_MAX_PROMPT_TOKENS: usize = 6_000;
 
+/// The SQL attempts per question a caller may ask for (`ask.max_attempts` and the per-call
+/// `max_attempts`): the first one plus repairs.
+pub const MAX_ATTEMPTS: std::ops::RangeInclusive<i32> = 1..=20;
+
 /// Settings of the text-to-SQL pipeline.
 #[derive(Debug, Clone)]
 pub struct AskConfig {
@@ -174,6 +179,18 @@ pub struct AskConfig {
     /// `ask.sql_grammar` is not off, otherwise a JSON schema where `ask.structured_output` is
     /// not off. An unconstrained choice is not asked for.
     pub template_choice: Option<TemplateChoice>,
+    /// Tables described to the LLM at most, besides those their joins need
+    /// (`ask.max_tables`).
+    pub max_tables: usize,
+    /// Whether tables are selected from the schema selection memory's stored lexical index
+    /// (`ask.selection_index`) rather than the whole readable catalog.
+    pub selection_index: bool,
+    /// The embedder in force, (provider, model), or `None` with embeddings off
+    /// (`ask.embedding_provider`, `ask.embedding_model`): what questions are embedded with and
+    /// which stored embeddings may be compared with them.
+    pub embedder: Option<(String, String)>,
+    /// Bytes of a result read at most (`ask.max_result_size`).
+    pub max_result_bytes: usize,
 }
 
 /// How the choice among verified templates is constrained.
@@ -227,6 +244,10 @@ impl Default for AskConfig {
             max_prompt_tokens: DEFAULT_MAX_PROMPT_TOKENS,
             record_prompts: false,
             template_choice: None,
+            max_tables: 10,
+            selection_index: true,
+            embedder: None,
+            max_result_bytes: 1024 * 1024,
         }
     }
 }

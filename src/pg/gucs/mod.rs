@@ -252,8 +252,8 @@ pub fn init() {
         c"SQL attempts per question: the first one plus repairs from error messages.",
         c"",
         &MAX_ATTEMPTS,
-        1,
-        20,
+        *pg_ask_core::config::MAX_ATTEMPTS.start(),
+        *pg_ask_core::config::MAX_ATTEMPTS.end(),
         GucContext::Userset,
         GucFlags::default(),
     );

@@ -195,7 +195,8 @@ pub fn ask_config(max_attempts: Option<i32>, llm: &LlmOverrides) -> AskConfig {
     let provider = llm.provider.as_deref().and_then(|p| p.parse::<Provider>().ok()).unwrap_or_else(provider);
     let modes = Modes { structured_output: STRUCTURED_OUTPUT.get().into(), sql_grammar: SQL_GRAMMAR.get().into() };
     AskConfig {
-        max_attempts: max_attempts.unwrap_or_else(|| MAX_ATTEMPTS.get()).clamp(1, 20) as u32,
+        // (The setting's range is the same; a per-call value was checked by the caller.)
+        max_attempts: max_attempts.unwrap_or_else(|| MAX_ATTEMPTS.get()) as u32,
         row_limit: row_limit(),
         sql_grammar: match SQL_GRAMMAR.get() {
             GucMode::Off => GrammarUse::Off,
@@ -211,6 +212,10 @@ pub fn ask_config(max_attempts: Option<i32>, llm: &LlmOverrides) -> AskConfig {
         clarify: CLARIFY.get(),
         max_prompt_tokens: max_prompt_tokens(),
         template_choice: pg_ask_core::constrain::template_choice(provider, modes),
+        max_tables: max_tables(),
+        selection_index: selection_index(),
+        embedder: crate::llm::embeddings::current_embedder(),
+        max_result_bytes: max_result_bytes(),
         ..AskConfig::default()
     }
 }

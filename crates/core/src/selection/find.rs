@@ -44,6 +44,11 @@ pub const MAX_REFERRERS: usize = 50;
 /// Of the ranked tables, this many times the candidates taken are checked for the caller's
 /// privileges (in order), and twice as many kept.
 pub const READABLE_CHECKED: usize = 8;
+/// When every word of a question is common in the index (tables that look alike: the same
+/// columns in every tenant's schema), at most this many tables' postings are read, those with
+/// the question's words most often in their names: reading every posting of words that most
+/// tables hold costs a scan of the index and tells the tables apart no better.
+pub const COMMON_ONLY_READ: usize = 400;
 /// Of the relations DDL touched, this many times the candidates taken are read from the notes
 /// before the caller's privileges are checked.
 pub const TOUCHED_READ: usize = 8;
@@ -71,8 +76,9 @@ pub trait SelectionStore {
     /// The document frequencies of `terms` in the index (terms it does not hold are left out).
     fn document_frequencies(&mut self, terms: &[String]) -> HashMap<String, u32>;
     /// The stored postings of `terms`, by table: each table's words among them, and its
-    /// lengths.
-    fn postings(&mut self, terms: &[String]) -> Vec<(Self::Key, DocTerms)>;
+    /// lengths; with `limit`, only those of the `limit` tables that hold `terms` most often in
+    /// their names (schema, table and column names), ties by key.
+    fn postings(&mut self, terms: &[String], limit: Option<usize>) -> Vec<(Self::Key, DocTerms)>;
     /// Relations DDL touched since they were indexed that share one of `terms`, most shared
     /// words first, at most `limit`, whoever may read them.
     fn touched(&mut self, terms: &[String], limit: usize) -> Vec<Self::Key>;
@@ -183,7 +189,9 @@ pub fn find<'q, S: SelectionStore>(
     let df = store.document_frequencies(&probe);
     let stats = GlobalStats { documents: index.documents, df: df.clone(), avg_len: index.avg_len };
     let fetch = fetch_terms(&df, index.documents);
-    let read = store.postings(&fetch);
+    let common = ((index.documents as f64 * COMMON_SHARE) as u32).max(COMMON_MIN);
+    let common_only = fetch.iter().all(|t| df.get(t).copied().unwrap_or(0) > common);
+    let read = store.postings(&fetch, common_only.then_some(COMMON_ONLY_READ));
     let ranked = rank_stored(question, &read, &stats);
     let lexical_ms = ms(started);
 

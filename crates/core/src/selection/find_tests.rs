@@ -5,6 +5,9 @@ use super::*;
 use crate::schema::{Column, ForeignKey};
 use crate::selection::{Cosines, SelectOptions};
 
+/// A word of a table with its occurrences per field.
+type Posting = (String, [u32; FIELDS]);
+
 fn table(schema: &str, name: &str, columns: &[&str], comment: Option<&str>) -> Table {
     Table {
         schema: schema.into(),
@@ -43,6 +46,7 @@ struct Fake {
     described: Vec<u32>,
     describe_calls: usize,
     checked: usize,
+    postings_read: usize,
 }
 
 impl Fake {
@@ -90,14 +94,22 @@ impl SelectionStore for Fake {
     fn document_frequencies(&mut self, terms: &[String]) -> HashMap<String, u32> {
         terms.iter().filter_map(|t| Some((t.clone(), self.postings.get(t)?.len() as u32))).collect()
     }
-    fn postings(&mut self, terms: &[String]) -> Vec<(u32, DocTerms)> {
+    fn postings(&mut self, terms: &[String], limit: Option<usize>) -> Vec<(u32, DocTerms)> {
         let mut by: BTreeMap<u32, Vec<(String, [u32; FIELDS])>> = BTreeMap::new();
         for t in terms {
             for (k, tf) in self.postings.get(t).into_iter().flatten() {
                 by.entry(*k).or_default().push((t.clone(), *tf));
             }
         }
-        by.into_iter().map(|(k, terms)| (k, DocTerms::from_stored(terms, self.lengths[k as usize]))).collect()
+        let mut rows: Vec<(u32, Vec<Posting>)> = by.into_iter().collect();
+        if let Some(limit) = limit {
+            let in_names = |ts: &[Posting]| ts.iter().map(|(_, tf)| tf[..3].iter().sum::<u32>()).sum::<u32>();
+            rows.sort_by(|a, b| in_names(&b.1).cmp(&in_names(&a.1)).then(a.0.cmp(&b.0)));
+            rows.truncate(limit);
+            rows.sort_by_key(|(k, _)| *k);
+        }
+        self.postings_read += rows.len();
+        rows.into_iter().map(|(k, terms)| (k, DocTerms::from_stored(terms, self.lengths[k as usize]))).collect()
     }
     fn touched(&mut self, terms: &[String], limit: usize) -> Vec<u32> {
         let mut hits: Vec<(usize, u32)> =
@@ -278,4 +290,27 @@ fn a_table_named_by_an_identifier_with_digits_is_found() {
     let question = "total amount by status in t42_117";
     let found = find(&mut fake, &index, question, 5, no_embedding);
     assert_eq!(picked(&found, question, 1), ["s42.t42_117"]);
+}
+
+/// Look-alike tables and a question whose words every table holds: at most COMMON_ONLY_READ
+/// tables' postings are read, and the tables picked are still ones that hold its words.
+#[test]
+fn words_every_table_holds_read_a_bounded_part_of_the_index() {
+    let mut tables = Vec::new();
+    for s in 1..=20 {
+        for t in 1..=100 {
+            tables.push(table(&format!("s{s}"), &format!("t{s}_{t}"), &["id", "name", "amount", "created_at", "status"], None));
+        }
+    }
+    let mut fake = Fake::new(tables);
+    let index = fake.index();
+    let question = "total amount by status";
+    let found = find(&mut fake, &index, question, 5, no_embedding);
+    assert!(fake.postings_read <= COMMON_ONLY_READ, "{}", fake.postings_read);
+    assert_eq!(found.counts.postings_tables, fake.postings_read);
+    assert_eq!(picked(&found, question, 5).len(), 5);
+    // A rare word still reads all of its postings.
+    let mut fake = Fake { postings_read: 0, described: Vec::new(), ..fake };
+    let found = find(&mut fake, &index, "total amount in t7_42", 5, no_embedding);
+    assert_eq!(picked(&found, "total amount in t7_42", 1), ["s7.t7_42"]);
 }
