@@ -298,7 +298,8 @@ pub(crate) fn evaluate_step(suite: &str, run_label: &str, batch: default!(Option
         .unwrap_or_else(|e| crate::pg::errors::internal("a statement on pg_ask\'s tables failed", e).raise());
         return 0;
     }
-    let cfg = gucs::ask_config(None, &Default::default());
+    // The step's settings, read once with its host.
+    let cfg = backend.cfg.clone();
 
     // 1. Each question's first LLM request, captured without sending it.
     let mut captured: Vec<Option<(&'static str, ChatRequest)>> = Vec::with_capacity(pending.len());

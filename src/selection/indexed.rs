@@ -118,13 +118,12 @@ type Posting = (String, [u32; FIELDS]);
 /// with `limit`, only the `limit` tables that hold them most often in their names (the
 /// ranking in the database: the postings of words most tables hold are not copied out).
 fn postings(terms: &[String], limit: Option<usize>) -> Vec<(pg_sys::Oid, DocTerms)> {
-    let args: [DatumWithOid; 2] = [terms.to_vec().into(), limit.map(|l| l as i64).into()];
     // Each table's lengths by its key: a few hundred index lookups, never a scan of the whole
     // memory (a join the planner may hash).
     const ALL: &str = "SELECT t.relid, t.term, t.tf,
                               (SELECT m.field_lengths FROM ask.schema_memory_tables m WHERE m.relid OPERATOR(pg_catalog.=) t.relid)
                          FROM ask.schema_memory_terms t
-                        WHERE t.term OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.text[]) AND $2::pg_catalog.int8 IS NULL";
+                        WHERE t.term OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.text[])";
     // The best tables ranked where the postings are, then only their postings read by key.
     const BEST: &str = "SELECT t.relid, t.term, t.tf,
                                (SELECT m.field_lengths FROM ask.schema_memory_tables m WHERE m.relid OPERATOR(pg_catalog.=) t.relid)
@@ -136,11 +135,13 @@ fn postings(terms: &[String], limit: Option<usize>) -> Vec<(pg_sys::Oid, DocTerm
                                  LIMIT $2) best
                           JOIN ask.schema_memory_terms t ON t.relid OPERATOR(pg_catalog.=) best.relid
                                                         AND t.term OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.text[])";
+    let mut args: Vec<DatumWithOid> = vec![terms.to_vec().into()];
+    args.extend(limit.map(|l| DatumWithOid::from(l as i64)));
     let rows = as_memory_owner(|| {
         crate::pg::spi::select_generic(
             "the postings of the question's words",
             if limit.is_some() { BEST } else { ALL },
-            &[BuiltIn(TEXTARRAYOID), BuiltIn(INT8OID)],
+            &[BuiltIn(TEXTARRAYOID), BuiltIn(INT8OID)][..args.len()],
             &args,
             |r| {
                 let (Some(relid), Some(term), Some(tf), Some(len)) =

@@ -11,7 +11,7 @@
 
 use serde::Serialize;
 
-use crate::text::question_words as words;
+use crate::text::{question_words as words, stem};
 
 /// One reading of an ambiguous word: a value stored in a column.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -93,7 +93,7 @@ fn reading_words(r: &Reading) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for text in [r.value.as_str(), r.table.rsplit('.').next().unwrap_or(&r.table), r.column.as_str()] {
         for w in words(&text.replace('_', " ")) {
-            out.push(singular(&w.norm));
+            out.push(stem(&w.norm));
         }
     }
     out.retain(|w| w.len() > 1 && !GENERIC.contains(&w.as_str()));
@@ -105,18 +105,14 @@ fn reading_words(r: &Reading) -> Vec<String> {
 /// Column and table words that tell nothing apart.
 const GENERIC: &[&str] = &["name", "id", "code", "value", "label", "title", "type", "description", "the", "of"];
 
-fn singular(w: &str) -> String {
-    crate::text::stem(w)
-}
-
 /// Which reading the user meant: the one whose value, table or column words the `context`
 /// (all of it) or the question right around the phrase ("the city of LA", "LA state") names,
 /// when no other reading's are named. `None`: no hint, or hints for several. (The question's
 /// other words are no hint: "which cities are in LA?" asks about a state.)
 pub fn resolve(amb: &Ambiguity, context: &str, question: &str) -> Option<usize> {
-    let phrase: Vec<String> = words(&amb.phrase).into_iter().map(|w| singular(&w.norm)).collect();
-    let mut said: Vec<String> = words(context).into_iter().map(|w| singular(&w.norm)).collect();
-    let q: Vec<String> = words(question).into_iter().map(|w| singular(&w.norm)).collect();
+    let phrase: Vec<String> = words(&amb.phrase).into_iter().map(|w| stem(&w.norm)).collect();
+    let mut said: Vec<String> = words(context).into_iter().map(|w| stem(&w.norm)).collect();
+    let q: Vec<String> = words(question).into_iter().map(|w| stem(&w.norm)).collect();
     if let Some(at) = (0..q.len()).find(|&i| !phrase.is_empty() && q[i..].starts_with(&phrase)) {
         if let Some(next) = q.get(at + phrase.len()) {
             said.push(next.clone());
@@ -134,7 +130,7 @@ pub fn resolve(amb: &Ambiguity, context: &str, question: &str) -> Option<usize> 
         .enumerate()
         .filter(|(_, r)| {
             r.table_columns.iter().any(|c| {
-                let cw: Vec<String> = words(&c.replace('_', " ")).into_iter().map(|w| singular(&w.norm)).collect();
+                let cw: Vec<String> = words(&c.replace('_', " ")).into_iter().map(|w| stem(&w.norm)).collect();
                 !cw.is_empty() && cw.iter().all(|w| !GENERIC.contains(&w.as_str())) && asked.windows(cw.len()).any(|win| win == &cw[..])
             })
         })

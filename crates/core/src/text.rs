@@ -64,7 +64,7 @@ pub fn question_words(text: &str) -> Vec<Word> {
 }
 
 /// Characters that are words of their own: comparisons, signs, units.
-pub const SYMBOLS: &[char] = &['<', '>', '=', '!', '+', '-', '*', '/', '%', '$', '€', '£', '#', '&', '|', '^', '~'];
+const SYMBOLS: &[char] = &['<', '>', '=', '!', '+', '-', '*', '/', '%', '$', '€', '£', '#', '&', '|', '^', '~'];
 
 /// The words of a text: lower-cased runs of letters and digits.
 pub fn plain_words(text: &str) -> Vec<String> {

@@ -94,13 +94,6 @@ impl Source {
     }
 }
 
-/// Comparisons with the names `ask.explain()` writes (`trace.source == Some("llm")`).
-impl PartialEq<&str> for Source {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
 #[derive(Debug, Clone, Serialize)]
 pub struct StageTrace {
     pub stage: &'static str,

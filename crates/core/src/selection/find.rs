@@ -28,7 +28,7 @@ use std::hash::Hash;
 use std::time::Instant;
 
 use super::lexical::{DocTerms, GlobalStats, FIELDS};
-use super::retrieve::{candidates, fetch_terms, probe_terms, rank_stored, COMMON_MIN, COMMON_SHARE};
+use super::retrieve::{candidates, common_limit, fetch_terms, probe_terms, rank_stored};
 use super::{unquote, Catalog, ColumnValues, SchemaProfile, TableProfile};
 use crate::schema::Table;
 
@@ -110,7 +110,7 @@ pub trait SelectionStore {
 /// index (as [`fetch_terms`] reads postings), and those the index does not hold at all (words
 /// of relations created since); all of them when every one is common.
 pub fn touched_terms(probe: &[String], df: &HashMap<String, u32>, documents: usize) -> Vec<String> {
-    let common = ((documents as f64 * COMMON_SHARE) as u32).max(COMMON_MIN);
+    let common = common_limit(documents);
     let rare: Vec<String> = probe.iter().filter(|t| df.get(*t).copied().unwrap_or(0) <= common).cloned().collect();
     if rare.is_empty() {
         probe.to_vec()
@@ -189,7 +189,7 @@ pub fn find<'q, S: SelectionStore>(
     let df = store.document_frequencies(&probe);
     let stats = GlobalStats { documents: index.documents, df: df.clone(), avg_len: index.avg_len };
     let fetch = fetch_terms(&df, index.documents);
-    let common = ((index.documents as f64 * COMMON_SHARE) as u32).max(COMMON_MIN);
+    let common = common_limit(index.documents);
     let common_only = fetch.iter().all(|t| df.get(t).copied().unwrap_or(0) > common);
     let read = store.postings(&fetch, common_only.then_some(COMMON_ONLY_READ));
     let ranked = rank_stored(question, &read, &stats);

@@ -237,20 +237,37 @@ fn referenced_and_junction_tables_come_with_the_candidates() {
     assert_eq!(order, sorted);
 }
 
-#[test]
-fn candidates_left_out_when_described_are_replaced_in_rounds() {
-    // 100 partitions of a measurements table rank first by words, and are left out when
-    // described (as a partition is); the parent ranks lower.
-    let mut tables: Vec<Table> =
-        (0..100).map(|i| table("metrics", &format!("measurements_p{i}"), &["measurement", "measured_at"], Some("measurements"))).collect();
+/// `partitions` tables that rank first by words and are left out when described (as a
+/// partition is), and their parent, which ranks after them.
+fn partitioned(partitions: usize) -> Fake {
+    let mut tables: Vec<Table> = (0..partitions)
+        .map(|i| table("metrics", &format!("measurements_p{i}"), &["measurement", "measured_at"], Some("measurements")))
+        .collect();
     tables.push(table("metrics", "measurement_log", &["id", "note"], None));
     let mut fake = Fake::new(tables);
-    fake.left_out = (0..100).collect();
+    fake.left_out = (0..partitions as u32).collect();
+    fake
+}
+
+#[test]
+fn candidates_left_out_when_described_are_replaced_in_rounds() {
+    // 30 partitions: the first candidates (20) are all left out, the next round reaches the
+    // parent.
+    let mut fake = partitioned(30);
+    let parent = fake.key("metrics.measurement_log");
     let index = fake.index();
     let found = find(&mut fake, &index, "latest measurements", 2, no_embedding);
-    // The first candidates and at most ROUNDS more rounds (and joins) were described.
-    assert!(fake.describe_calls <= 2 + ROUNDS + 1, "{}", fake.describe_calls);
-    assert!(found.described.iter().all(|(k, _)| !fake.left_out.contains(k)));
+    assert!(found.described.iter().any(|(k, _)| *k == parent), "{:?}", fake.names(&fake.described));
+    // 300 partitions: the rounds end within the readable tables checked (twice the candidates
+    // taken; ROUNDS bounds them besides), and the parent, past them, is not reached.
+    let mut fake = partitioned(300);
+    let parent = fake.key("metrics.measurement_log");
+    let index = fake.index();
+    let found = find(&mut fake, &index, "latest measurements", 2, no_embedding);
+    // The first candidates, their joins, and at most ROUNDS rounds.
+    assert!(fake.describe_calls <= 2 + ROUNDS, "{}", fake.describe_calls);
+    assert!(fake.checked <= READABLE_CHECKED * CANDIDATES, "{}", fake.checked);
+    assert!(found.described.iter().all(|(k, _)| *k != parent));
 }
 
 #[test]
@@ -272,17 +289,23 @@ fn the_nearest_by_embedding_are_described_once_the_embedding_is_there() {
     assert_eq!(found.question, Some(&v[..]));
 }
 
-/// Tables named alike in many schemas (`s1.t1_1` … `s50_200`, the same five columns): a
-/// question that names one by its identifier finds it.
-#[test]
-fn a_table_named_by_an_identifier_with_digits_is_found() {
+/// Tables named alike in `schemas` schemas of `per` tables each (`s1.t1_1` …), with the same
+/// five columns.
+fn lookalikes(schemas: usize, per: usize) -> Vec<Table> {
     let mut tables = Vec::new();
-    for s in 1..=50 {
-        for t in 1..=200 {
+    for s in 1..=schemas {
+        for t in 1..=per {
             tables.push(table(&format!("s{s}"), &format!("t{s}_{t}"), &["id", "name", "amount", "created_at", "status"], None));
         }
     }
-    let mut fake = Fake::new(tables);
+    tables
+}
+
+/// Look-alike tables (`s1.t1_1` … `s50.t50_200`): a question that names one by its identifier
+/// finds it.
+#[test]
+fn a_table_named_by_an_identifier_with_digits_is_found() {
+    let mut fake = Fake::new(lookalikes(50, 200));
     let index = fake.index();
     let question = "how many rows in t3_9?";
     let found = find(&mut fake, &index, question, 5, no_embedding);
@@ -296,21 +319,17 @@ fn a_table_named_by_an_identifier_with_digits_is_found() {
 /// tables' postings are read, and the tables picked are still ones that hold its words.
 #[test]
 fn words_every_table_holds_read_a_bounded_part_of_the_index() {
-    let mut tables = Vec::new();
-    for s in 1..=20 {
-        for t in 1..=100 {
-            tables.push(table(&format!("s{s}"), &format!("t{s}_{t}"), &["id", "name", "amount", "created_at", "status"], None));
-        }
-    }
-    let mut fake = Fake::new(tables);
+    let mut fake = Fake::new(lookalikes(20, 100));
     let index = fake.index();
     let question = "total amount by status";
     let found = find(&mut fake, &index, question, 5, no_embedding);
     assert!(fake.postings_read <= COMMON_ONLY_READ, "{}", fake.postings_read);
     assert_eq!(found.counts.postings_tables, fake.postings_read);
     assert_eq!(picked(&found, question, 5).len(), 5);
-    // A rare word still reads all of its postings.
+    // A rare word: only its postings are read (the common ones count through the candidates'
+    // whole descriptions), with no limit.
     let mut fake = Fake { postings_read: 0, described: Vec::new(), ..fake };
     let found = find(&mut fake, &index, "total amount in t7_42", 5, no_embedding);
+    assert_eq!(fake.postings_read, 1);
     assert_eq!(picked(&found, "total amount in t7_42", 1), ["s7.t7_42"]);
 }

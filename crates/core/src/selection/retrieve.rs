@@ -40,11 +40,16 @@ pub const COMMON_SHARE: f64 = 0.02;
 /// Terms of at most this many tables are never common.
 pub const COMMON_MIN: u32 = 200;
 
+/// The most tables a term may be held by, among `documents`, and not be common.
+pub fn common_limit(documents: usize) -> u32 {
+    ((documents as f64 * COMMON_SHARE) as u32).max(COMMON_MIN)
+}
+
 /// The terms whose postings to read, of the probed terms that occur (`df`, their document
 /// frequencies, among `documents` tables): all but the common ones, or, when every one is
 /// common, all of them.
 pub fn fetch_terms(df: &HashMap<String, u32>, documents: usize) -> Vec<String> {
-    let limit = ((documents as f64 * COMMON_SHARE) as u32).max(COMMON_MIN);
+    let limit = common_limit(documents);
     let mut present: Vec<(&String, u32)> = df.iter().filter(|(_, &n)| n > 0).map(|(t, &n)| (t, n)).collect();
     present.sort();
     let rare: Vec<String> = present.iter().filter(|(_, n)| *n <= limit).map(|(t, _)| (*t).clone()).collect();
