@@ -1,19 +1,21 @@
 -- Text-to-SQL evaluation on the user's own schema: suites of questions with gold SQL
 -- (ask.load_suite) and runs of them through ask.sql() (CALL ask.evaluate). Each role owns its
 -- suites and runs and sees only its own rows (row-level security, as for ask.llm_calls);
--- superusers see all.
+-- superusers see all. The owner is kept by OID (regrole, shown by name): a renamed role keeps its
+-- suites, and a role created later with a dropped role's name neither sees nor extends them.
 
 CREATE TABLE eval_suites (
-    owner      name NOT NULL DEFAULT current_user,
+    owner      regrole NOT NULL DEFAULT pg_catalog.to_regrole(pg_catalog.quote_ident(current_user)),
     suite      text NOT NULL CHECK (suite <> ''),
     questions  integer NOT NULL,
     loaded_at  timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (owner, suite)
 );
 COMMENT ON TABLE eval_suites IS 'Evaluation suites loaded with ask.load_suite(name, rows), one per owner and name.';
+COMMENT ON COLUMN eval_suites.owner IS 'the role that loaded the suite, by OID (shown by name): a role created later with a dropped role''s name sees none of its suites and runs';
 
 CREATE TABLE eval_questions (
-    owner        name NOT NULL DEFAULT current_user,
+    owner        regrole NOT NULL DEFAULT pg_catalog.to_regrole(pg_catalog.quote_ident(current_user)),
     suite        text NOT NULL,
     qno          integer NOT NULL,
     question     text NOT NULL,
@@ -30,7 +32,7 @@ COMMENT ON COLUMN eval_questions.gold_sql IS 'as given: {a.x, a.y} column choice
 COMMENT ON COLUMN eval_questions.schema IS 'the schema the question is about: only its tables are described, and the SQL runs with search_path set to it';
 
 CREATE TABLE eval_runs (
-    owner       name NOT NULL DEFAULT current_user,
+    owner       regrole NOT NULL DEFAULT pg_catalog.to_regrole(pg_catalog.quote_ident(current_user)),
     suite       text NOT NULL,
     run_label   text NOT NULL CHECK (run_label <> ''),
     provider    text NOT NULL,
@@ -43,7 +45,7 @@ CREATE TABLE eval_runs (
 COMMENT ON TABLE eval_runs IS 'Runs of a suite (CALL ask.evaluate(suite, run_label)); a run is finished when every question has a result.';
 
 CREATE TABLE eval_results (
-    owner               name NOT NULL DEFAULT current_user,
+    owner               regrole NOT NULL DEFAULT pg_catalog.to_regrole(pg_catalog.quote_ident(current_user)),
     suite               text NOT NULL,
     run_label           text NOT NULL,
     qno                 integer NOT NULL,
@@ -75,7 +77,7 @@ DECLARE t text;
 BEGIN
     FOREACH t IN ARRAY ARRAY['eval_suites', 'eval_questions', 'eval_runs', 'eval_results'] LOOP
         EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
-        EXECUTE format('CREATE POLICY %I ON %I USING (owner = current_user) WITH CHECK (owner = current_user)', t || '_own', t);
+        EXECUTE format('CREATE POLICY %I ON %I USING (owner = pg_catalog.to_regrole(pg_catalog.quote_ident(current_user))) WITH CHECK (owner = pg_catalog.to_regrole(pg_catalog.quote_ident(current_user)))', t || '_own', t);
         EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON %I TO PUBLIC', t);
         PERFORM pg_catalog.pg_extension_config_dump(t, '');
     END LOOP;

@@ -19,6 +19,117 @@ CREATE POLICY llm_calls_own_read ON llm_calls FOR SELECT USING (role = pg_catalo
 CREATE POLICY llm_calls_own_write ON llm_calls FOR INSERT WITH CHECK (role = pg_catalog.to_regrole(pg_catalog.quote_ident(current_user)));
 COMMENT ON COLUMN llm_calls.role IS 'the role that made the call, by OID (shown by name): a role created later with a dropped role''s name sees none of its rows';
 
+-- The evaluation tables, shadow replays, shadowed tables, workloads, benchmark runs and the
+-- value memory's columns keep their role by OID too (as in sql/evaluate.sql, sql/shadow.sql and
+-- sql/values.sql): a renamed role keeps its rows, and a role created later with a dropped
+-- role's name neither sees nor extends them. A row of a role that no longer exists is left
+-- with OID 0 (shown as -), which no role is; such a role's evaluation suite is renamed
+-- <role>.<suite> (each quoted where it needs to be), as two dropped roles may have had suites
+-- of one name. The policies, foreign keys and views over these columns are made again.
+DROP VIEW eval_report, eval_summary, shadow_status;
+DROP POLICY eval_suites_own ON eval_suites;
+DROP POLICY eval_questions_own ON eval_questions;
+DROP POLICY eval_runs_own ON eval_runs;
+DROP POLICY eval_results_own ON eval_results;
+ALTER TABLE eval_questions DROP CONSTRAINT eval_questions_owner_suite_fkey;
+ALTER TABLE eval_runs DROP CONSTRAINT eval_runs_owner_suite_fkey;
+ALTER TABLE eval_results DROP CONSTRAINT eval_results_owner_suite_run_label_fkey,
+    DROP CONSTRAINT eval_results_owner_suite_qno_fkey;
+DO $$
+DECLARE t text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['eval_suites', 'eval_questions', 'eval_runs', 'eval_results'] LOOP
+        EXECUTE format('UPDATE %I SET suite = pg_catalog.quote_ident(owner) || ''.'' || pg_catalog.quote_ident(suite)
+                         WHERE pg_catalog.to_regrole(pg_catalog.quote_ident(owner)) IS NULL', t);
+        EXECUTE format('ALTER TABLE %I ALTER COLUMN owner DROP DEFAULT,
+                            ALTER COLUMN owner TYPE regrole
+                                USING coalesce(pg_catalog.to_regrole(pg_catalog.quote_ident(owner)), 0::pg_catalog.oid::pg_catalog.regrole),
+                            ALTER COLUMN owner SET DEFAULT pg_catalog.to_regrole(pg_catalog.quote_ident(current_user))', t);
+        EXECUTE format('CREATE POLICY %I ON %I USING (owner = pg_catalog.to_regrole(pg_catalog.quote_ident(current_user))) WITH CHECK (owner = pg_catalog.to_regrole(pg_catalog.quote_ident(current_user)))', t || '_own', t);
+    END LOOP;
+END $$;
+ALTER TABLE eval_questions ADD CONSTRAINT eval_questions_owner_suite_fkey
+    FOREIGN KEY (owner, suite) REFERENCES eval_suites ON DELETE CASCADE;
+ALTER TABLE eval_runs ADD CONSTRAINT eval_runs_owner_suite_fkey
+    FOREIGN KEY (owner, suite) REFERENCES eval_suites ON DELETE CASCADE;
+ALTER TABLE eval_results ADD CONSTRAINT eval_results_owner_suite_run_label_fkey
+    FOREIGN KEY (owner, suite, run_label) REFERENCES eval_runs ON DELETE CASCADE;
+ALTER TABLE eval_results ADD CONSTRAINT eval_results_owner_suite_qno_fkey
+    FOREIGN KEY (owner, suite, qno) REFERENCES eval_questions ON DELETE CASCADE;
+COMMENT ON COLUMN eval_suites.owner IS 'the role that loaded the suite, by OID (shown by name): a role created later with a dropped role''s name sees none of its suites and runs';
+
+-- Per question, what the report views aggregate.
+CREATE VIEW eval_report WITH (security_invoker = true) AS
+WITH graded AS (
+    SELECT r.owner, r.suite, r.run_label, g.grouped_by, g.grp, r.ex, r.outcome, r.tokens, r.ms
+    FROM eval_results r
+    JOIN eval_questions q USING (owner, suite, qno)
+    CROSS JOIN LATERAL (VALUES ('category', q.category), ('difficulty', q.difficulty)) AS g(grouped_by, grp)
+)
+SELECT owner, suite, run_label, grouped_by, coalesce(grp, '(none)') AS "group",
+       count(*) AS questions,
+       count(*) FILTER (WHERE outcome = 'gold_failed') AS gold_failed,
+       count(*) FILTER (WHERE outcome <> 'gold_failed') AS judged,
+       count(*) FILTER (WHERE ex) AS correct,
+       count(*) FILTER (WHERE outcome = 'prediction_error') AS errors,
+       round(coalesce(count(*) FILTER (WHERE ex)::numeric
+                      / nullif(count(*) FILTER (WHERE outcome <> 'gold_failed'), 0), 0), 4) AS ex,
+       sum(tokens) AS tokens,
+       round(avg(ms)::numeric, 1) AS ms_mean
+FROM graded g
+WHERE EXISTS (SELECT 1 FROM eval_questions q2
+              WHERE q2.owner = g.owner AND q2.suite = g.suite
+                AND CASE g.grouped_by WHEN 'category' THEN q2.category ELSE q2.difficulty END IS NOT NULL)
+GROUP BY owner, suite, run_label, grouped_by, grp;
+COMMENT ON VIEW eval_report IS 'Execution accuracy of each run by category and by difficulty (for suites that give them); EX = correct / judged, questions whose gold SQL could not run left out.';
+
+CREATE VIEW eval_summary WITH (security_invoker = true) AS
+SELECT u.owner, u.suite, u.run_label, u.provider, u.model, u.started_at, u.finished_at,
+       s.questions,
+       count(r.qno) AS evaluated,
+       s.questions - count(r.qno) AS pending,
+       count(*) FILTER (WHERE r.outcome = 'gold_failed') AS gold_failed,
+       count(*) FILTER (WHERE r.outcome <> 'gold_failed') AS judged,
+       count(*) FILTER (WHERE r.ex) AS correct,
+       count(*) FILTER (WHERE r.outcome = 'prediction_error') AS errors,
+       round(coalesce(count(*) FILTER (WHERE r.ex)::numeric
+                      / nullif(count(*) FILTER (WHERE r.outcome <> 'gold_failed'), 0), 0), 4) AS ex,
+       coalesce(sum(r.tokens), 0) AS tokens,
+       round(avg(r.ms)::numeric, 1) AS ms_mean,
+       round(coalesce(sum(r.ms), 0)::numeric, 1) AS ms_total
+FROM eval_runs u
+JOIN eval_suites s USING (owner, suite)
+LEFT JOIN eval_results r USING (owner, suite, run_label)
+GROUP BY u.owner, u.suite, u.run_label, u.provider, u.model, u.started_at, u.finished_at, s.questions;
+COMMENT ON VIEW eval_summary IS 'One row per evaluation run: questions evaluated and pending, execution accuracy overall, tokens and milliseconds.';
+
+GRANT SELECT ON eval_report, eval_summary TO PUBLIC;
+
+DROP POLICY shadow_replays_own ON shadow_replays;
+ALTER TABLE shadow_replays ALTER COLUMN role_name DROP DEFAULT,
+    ALTER COLUMN role_name TYPE regrole
+        USING coalesce(pg_catalog.to_regrole(pg_catalog.quote_ident(role_name)), 0::pg_catalog.oid::pg_catalog.regrole),
+    ALTER COLUMN role_name SET DEFAULT pg_catalog.to_regrole(pg_catalog.quote_ident(current_user));
+CREATE POLICY shadow_replays_own ON shadow_replays USING (role_name = pg_catalog.to_regrole(pg_catalog.quote_ident(current_user)))
+    WITH CHECK (role_name = pg_catalog.to_regrole(pg_catalog.quote_ident(current_user)));
+ALTER TABLE shadow_tables ALTER COLUMN enabled_by DROP DEFAULT,
+    ALTER COLUMN enabled_by TYPE regrole
+        USING coalesce(pg_catalog.to_regrole(pg_catalog.quote_ident(enabled_by)), 0::pg_catalog.oid::pg_catalog.regrole),
+    ALTER COLUMN enabled_by SET DEFAULT pg_catalog.to_regrole(pg_catalog.quote_ident(current_user));
+ALTER TABLE workloads ALTER COLUMN loaded_by DROP DEFAULT,
+    ALTER COLUMN loaded_by TYPE regrole
+        USING coalesce(pg_catalog.to_regrole(pg_catalog.quote_ident(loaded_by)), 0::pg_catalog.oid::pg_catalog.regrole),
+    ALTER COLUMN loaded_by SET DEFAULT pg_catalog.to_regrole(pg_catalog.quote_ident(current_user));
+ALTER TABLE benchmark_runs ALTER COLUMN started_by DROP DEFAULT,
+    ALTER COLUMN started_by TYPE regrole
+        USING coalesce(pg_catalog.to_regrole(pg_catalog.quote_ident(started_by)), 0::pg_catalog.oid::pg_catalog.regrole),
+    ALTER COLUMN started_by SET DEFAULT pg_catalog.to_regrole(pg_catalog.quote_ident(current_user));
+ALTER TABLE value_columns ALTER COLUMN indexed_by DROP DEFAULT,
+    ALTER COLUMN indexed_by TYPE regrole
+        USING coalesce(pg_catalog.to_regrole(pg_catalog.quote_ident(indexed_by)), 0::pg_catalog.oid::pg_catalog.regrole),
+    ALTER COLUMN indexed_by SET DEFAULT pg_catalog.to_regrole(pg_catalog.quote_ident(current_user));
+COMMENT ON COLUMN value_columns.indexed_by IS 'The role whose rights last read the values (the caller of ask.index_values or ask.refresh_values, or the table''s owner for a refresh it opted in to), by OID (shown by name).';
+
 -- The ledger marks calls answered from the response cache.
 ALTER TABLE llm_calls ADD COLUMN cached boolean NOT NULL DEFAULT false, ADD COLUMN tokens_saved integer;
 -- Token counts are never negative (a role writes its own ledger rows; budgets sum them).
@@ -319,14 +430,17 @@ SELECT l.seq,
        l.new_row
   FROM ask.shadow_log l
  WHERE pg_catalog.has_table_privilege(l.relid, 'SELECT') AND NOT pg_catalog.row_security_active(l.relid);
-CREATE OR REPLACE VIEW shadow_status WITH (security_barrier) AS
+CREATE VIEW shadow_status WITH (security_barrier) AS
 SELECT t.relid::regclass AS rel, t.key_columns, t.complete, t.enabled_at, t.enabled_by,
        (SELECT count(*) FROM ask.shadow_log l WHERE l.relid = t.relid) AS entries
   FROM ask.shadow_tables t
  WHERE pg_catalog.has_table_privilege(t.relid, 'SELECT') AND NOT pg_catalog.row_security_active(t.relid);
+COMMENT ON VIEW shadow_status IS 'Shadowed tables and the size of their captured log.';
+GRANT SELECT ON shadow_status TO PUBLIC;
 ALTER TABLE benchmark_runs ENABLE ROW LEVEL SECURITY;
 CREATE POLICY benchmark_runs_own ON benchmark_runs FOR SELECT
-    USING (started_by = session_user OR started_by = current_user);
+    USING (started_by = pg_catalog.to_regrole(pg_catalog.quote_ident(session_user))
+           OR started_by = pg_catalog.to_regrole(pg_catalog.quote_ident(current_user)));
 ALTER TABLE benchmark_samples ENABLE ROW LEVEL SECURITY;
 CREATE POLICY benchmark_samples_own ON benchmark_samples FOR SELECT
     USING (EXISTS (SELECT FROM ask.benchmark_runs r WHERE r.id = run_id));

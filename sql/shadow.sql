@@ -1,4 +1,7 @@
 -- Shadow tables: the row changes of tables under ask.shadow_enable(), replayed to the LLM.
+-- The roles that enabled a table, replayed, loaded a workload or started a run are kept by OID
+-- (regrole, shown by name): a renamed role keeps its rows, and a role created later with a
+-- dropped role's name neither sees nor changes them.
 
 CREATE TABLE shadow_tables (
     relid       oid PRIMARY KEY,
@@ -7,7 +10,7 @@ CREATE TABLE shadow_tables (
     -- table was empty, or it was truncated since): replays may say so to the LLM.
     complete    boolean NOT NULL,
     enabled_at  timestamptz NOT NULL DEFAULT now(),
-    enabled_by  name NOT NULL DEFAULT current_user
+    enabled_by  regrole NOT NULL DEFAULT pg_catalog.to_regrole(pg_catalog.quote_ident(current_user))
 );
 COMMENT ON TABLE shadow_tables IS 'Tables whose row changes pg_ask captures (ask.shadow_enable).';
 
@@ -28,7 +31,7 @@ COMMENT ON TABLE shadow_log IS 'Captured INSERT/UPDATE/DELETE row images of shad
 CREATE TABLE shadow_replays (
     id                bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     at                timestamptz NOT NULL DEFAULT now(),
-    role_name         name NOT NULL DEFAULT current_user,
+    role_name         regrole NOT NULL DEFAULT pg_catalog.to_regrole(pg_catalog.quote_ident(current_user)),
     query             text NOT NULL,
     encoding          text NOT NULL,
     prompting         text NOT NULL,
@@ -45,7 +48,8 @@ CREATE TABLE shadow_replays (
 );
 COMMENT ON TABLE shadow_replays IS 'Every ask.shadow_replay() call: the LLM''s answer, the real one and the score.';
 ALTER TABLE shadow_replays ENABLE ROW LEVEL SECURITY;
-CREATE POLICY shadow_replays_own ON shadow_replays USING (role_name = current_user) WITH CHECK (role_name = current_user);
+CREATE POLICY shadow_replays_own ON shadow_replays USING (role_name = pg_catalog.to_regrole(pg_catalog.quote_ident(current_user)))
+    WITH CHECK (role_name = pg_catalog.to_regrole(pg_catalog.quote_ident(current_user)));
 GRANT SELECT, INSERT ON shadow_replays TO PUBLIC;
 
 -- In-database benchmarks (InConDB workloads).
@@ -57,7 +61,7 @@ CREATE TABLE workloads (
     translated integer NOT NULL,
     skipped    integer NOT NULL,
     loaded_at  timestamptz NOT NULL DEFAULT now(),
-    loaded_by  name NOT NULL DEFAULT current_user
+    loaded_by  regrole NOT NULL DEFAULT pg_catalog.to_regrole(pg_catalog.quote_ident(current_user))
 );
 COMMENT ON TABLE workloads IS 'Benchmark workloads in InConDB''s JSON format (ask.load_workload).';
 
@@ -77,7 +81,7 @@ CREATE TABLE benchmark_runs (
     status       text NOT NULL DEFAULT 'running' CHECK (status IN ('running', 'done')),
     started_at   timestamptz NOT NULL DEFAULT now(),
     finished_at  timestamptz,
-    started_by   name NOT NULL DEFAULT current_user
+    started_by   regrole NOT NULL DEFAULT pg_catalog.to_regrole(pg_catalog.quote_ident(current_user))
 );
 COMMENT ON TABLE benchmark_runs IS 'One CALL ask.benchmark(...) each; a CALL with the same parameters and model resumes an unfinished run.';
 
@@ -109,7 +113,8 @@ COMMENT ON TABLE benchmark_samples IS 'One scored LLM answer per (sample, encodi
 -- the role's: other roles do not see them (superusers do).
 ALTER TABLE benchmark_runs ENABLE ROW LEVEL SECURITY;
 CREATE POLICY benchmark_runs_own ON benchmark_runs FOR SELECT
-    USING (started_by = session_user OR started_by = current_user);
+    USING (started_by = pg_catalog.to_regrole(pg_catalog.quote_ident(session_user))
+           OR started_by = pg_catalog.to_regrole(pg_catalog.quote_ident(current_user)));
 ALTER TABLE benchmark_samples ENABLE ROW LEVEL SECURITY;
 CREATE POLICY benchmark_samples_own ON benchmark_samples FOR SELECT
     USING (EXISTS (SELECT FROM ask.benchmark_runs r WHERE r.id = run_id));

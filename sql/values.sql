@@ -48,13 +48,14 @@ CREATE TABLE value_columns (
     dims            integer,
     own_indexes     boolean NOT NULL DEFAULT false,
     indexed_at      timestamptz NOT NULL DEFAULT now(),
-    indexed_by      name NOT NULL DEFAULT current_user,
+    indexed_by      regrole NOT NULL DEFAULT pg_catalog.to_regrole(pg_catalog.quote_ident(current_user)),
     UNIQUE (relid, attnum)
 );
 COMMENT ON TABLE value_columns IS 'Columns whose distinct values pg_ask remembers (ask.index_values).';
 COMMENT ON COLUMN value_columns.embedding_provider IS 'ask.embedding_provider when the values were embedded (off: trigrams only).';
 COMMENT ON COLUMN value_columns.embedding_model IS 'The embedding model: the local model directory''s name, or ask.embedding_model.';
 COMMENT ON COLUMN value_columns.dims IS 'Dimension of the stored embeddings (NULL: none).';
+COMMENT ON COLUMN value_columns.indexed_by IS 'The role whose rights last read the values (the caller of ask.index_values or ask.refresh_values, or the table''s owner for a refresh it opted in to), by OID (shown by name).';
 COMMENT ON COLUMN value_columns.own_indexes IS 'The column has its own partial HNSW, trigram and reversed-value indexes (more than 500 values).';
 
 CREATE TABLE value_memory (

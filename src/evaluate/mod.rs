@@ -8,6 +8,8 @@
 //! the pipeline: see `pg_ask_core::evaluate::prefetch`.
 
 #[cfg(any(test, feature = "pg_test"))]
+mod roles_tests;
+#[cfg(any(test, feature = "pg_test"))]
 mod tests;
 
 use crate::llm::batch;
@@ -33,6 +35,7 @@ use crate::guard::Limits;
 use crate::pg::errors::Raised;
 use crate::pg::errors::{self, raise};
 use crate::pg::gucs::{self, LlmOverrides};
+use crate::pg::identity::mine;
 use crate::pg::spi::in_schema;
 
 /// Rows a judged result may have at most (the prediction and the gold SQL run again with this
@@ -57,12 +60,11 @@ pub(crate) fn load_suite(name: &str, rows: JsonB) -> i32 {
         r.message = format!("suite \"{name}\" cannot be loaded: {}", r.message);
         r.raise()
     });
-    let runs =
-        Spi::get_one_with_args::<i64>("SELECT count(*) FROM ask.eval_runs WHERE owner = current_user AND suite = $1", &[name.into()])
-            .ok()
-            .flatten()
-            .unwrap_or(0);
-    Spi::run_with_args("DELETE FROM ask.eval_suites WHERE owner = current_user AND suite = $1", &[name.into()])
+    let runs = Spi::get_one_with_args::<i64>(&mine("SELECT count(*) FROM ask.eval_runs WHERE owner = {me} AND suite = $1"), &[name.into()])
+        .ok()
+        .flatten()
+        .unwrap_or(0);
+    Spi::run_with_args(&mine("DELETE FROM ask.eval_suites WHERE owner = {me} AND suite = $1"), &[name.into()])
         .unwrap_or_else(|e| crate::pg::errors::internal("a statement on pg_ask\'s tables failed", e).raise());
     if runs > 0 {
         notice!("pg_ask: suite \"{name}\" replaced; its {runs} earlier run(s) were dropped");
@@ -193,8 +195,7 @@ fn backend_host() -> BackendHost {
 }
 
 fn suite_size(suite: &str) -> i32 {
-    match Spi::get_one_with_args::<i32>("SELECT questions FROM ask.eval_suites WHERE owner = current_user AND suite = $1", &[suite.into()])
-    {
+    match Spi::get_one_with_args::<i32>(&mine("SELECT questions FROM ask.eval_suites WHERE owner = {me} AND suite = $1"), &[suite.into()]) {
         Ok(Some(n)) => n,
         _ => raise(
             PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
@@ -214,7 +215,7 @@ fn ensure_run(suite: &str, run_label: &str, cfg: &pg_ask_core::config::LlmConfig
         );
     }
     let before = Spi::get_two_with_args::<String, String>(
-        "SELECT provider, model FROM ask.eval_runs WHERE owner = current_user AND suite = $1 AND run_label = $2",
+        &mine("SELECT provider, model FROM ask.eval_runs WHERE owner = {me} AND suite = $1 AND run_label = $2"),
         &[suite.into(), run_label.into()],
     );
     match before {
@@ -240,8 +241,10 @@ fn ensure_run(suite: &str, run_label: &str, cfg: &pg_ask_core::config::LlmConfig
 /// (evaluated, correct, judged) of a run so far.
 fn progress(suite: &str, run_label: &str) -> (i64, i64, i64) {
     Spi::get_three_with_args::<i64, i64, i64>(
-        "SELECT count(*), count(*) FILTER (WHERE ex), count(*) FILTER (WHERE outcome <> 'gold_failed')
-         FROM ask.eval_results WHERE owner = current_user AND suite = $1 AND run_label = $2",
+        &mine(
+            "SELECT count(*), count(*) FILTER (WHERE ex), count(*) FILTER (WHERE outcome <> 'gold_failed')
+         FROM ask.eval_results WHERE owner = {me} AND suite = $1 AND run_label = $2",
+        ),
         &[suite.into(), run_label.into()],
     )
     .map(|(a, b, c)| (a.unwrap_or(0), b.unwrap_or(0), c.unwrap_or(0)))
@@ -291,8 +294,10 @@ pub(crate) fn evaluate_step(suite: &str, run_label: &str, batch: default!(Option
     let pending = pending_questions(suite, run_label, batch);
     if pending.is_empty() {
         Spi::run_with_args(
-            "UPDATE ask.eval_runs SET finished_at = clock_timestamp()
-             WHERE owner = current_user AND suite = $1 AND run_label = $2 AND finished_at IS NULL",
+            &mine(
+                "UPDATE ask.eval_runs SET finished_at = clock_timestamp()
+             WHERE owner = {me} AND suite = $1 AND run_label = $2 AND finished_at IS NULL",
+            ),
             &[suite.into(), run_label.into()],
         )
         .unwrap_or_else(|e| crate::pg::errors::internal("a statement on pg_ask\'s tables failed", e).raise());
@@ -433,12 +438,14 @@ fn pending_questions(suite: &str, run_label: &str, batch: i32) -> Vec<Pending> {
     Spi::connect(|client| {
         client
             .select(
-                "SELECT q.qno, q.question, q.gold_sql, q.schema, q.category, q.difficulty, q.instructions
+                &mine(
+                    "SELECT q.qno, q.question, q.gold_sql, q.schema, q.category, q.difficulty, q.instructions
                  FROM ask.eval_questions q
-                 WHERE q.owner = current_user AND q.suite = $1
+                 WHERE q.owner = {me} AND q.suite = $1
                    AND NOT EXISTS (SELECT 1 FROM ask.eval_results r
                                    WHERE r.owner = q.owner AND r.suite = q.suite AND r.run_label = $2 AND r.qno = q.qno)
                  ORDER BY q.qno LIMIT $3",
+                ),
                 None,
                 &[suite.into(), run_label.into(), batch.into()],
             )

@@ -89,18 +89,52 @@ fn as_user_with<R>(owner: pg_sys::Oid, settings: &[(&CStr, &CStr)], f: impl FnOn
 }
 
 /// Whether the calling role may change an object pg_ask recorded as belonging to `recorded`
-/// (a workload, a benchmark run, a suite): a superuser, or the role itself (as session user or
-/// as current user after SET ROLE). Call it as the caller, before any switch.
-pub(crate) fn owned_by_caller(recorded: &str) -> bool {
-    // SAFETY: catalog lookups of the backend's own user ids, from its thread.
-    unsafe {
-        if pg_sys::superuser() {
-            return true;
-        }
-        let name = |id: pg_sys::Oid| {
-            let p = pg_sys::GetUserNameFromId(id, true);
-            (!p.is_null()).then(|| std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned())
-        };
-        [pg_sys::GetSessionUserId(), pg_sys::GetUserId()].into_iter().any(|id| name(id).as_deref() == Some(recorded))
+/// (a workload, a benchmark run, a suite), by OID: a superuser, or the role itself (as session
+/// user or as current user after SET ROLE). A role created with a dropped role's name is another
+/// OID. Call it as the caller, before any switch.
+pub(crate) fn owned_by_caller(recorded: pg_sys::Oid) -> bool {
+    // SAFETY: catalog lookup and the backend's own user ids, from its thread.
+    unsafe { pg_sys::superuser() || recorded == pg_sys::GetSessionUserId() || recorded == pg_sys::GetUserId() }
+}
+
+/// The role pg_ask records as a row's (a shadowed table's, a workload's, a run's, a column's
+/// indexer): the current user, read as the caller, before any switch to the extension's owner.
+pub(crate) fn caller() -> pg_sys::Oid {
+    // SAFETY: reads the backend's current user id, from its thread.
+    unsafe { pg_sys::GetUserId() }
+}
+
+/// The columns that name a row's role (suites, replays, workloads, runs, shadowed tables, the
+/// value memory's columns) keep it by OID (`regrole`) since 0.2.0; 0.1.0's tables, which the
+/// library writes until `ALTER EXTENSION pg_ask UPDATE`, kept the name. SQL for the role whose
+/// OID is parameter `$n`, in such a column's type.
+pub(crate) fn role_sql(n: usize) -> String {
+    if crate::pg::version::sql_at_least("0.2.0") {
+        format!("${n}::pg_catalog.regrole")
+    } else {
+        format!("pg_catalog.pg_get_userbyid(${n})")
     }
+}
+
+/// SQL for the current role in such a column's type, to compare with it (as the caller).
+pub(crate) fn current_role_sql() -> &'static str {
+    if crate::pg::version::sql_at_least("0.2.0") {
+        "pg_catalog.to_regrole(pg_catalog.quote_ident(current_user))"
+    } else {
+        "current_user"
+    }
+}
+
+/// SQL reading such a column as its role's OID (NULL for a name that no role has now).
+pub(crate) fn role_oid_sql(column: &str) -> String {
+    if crate::pg::version::sql_at_least("0.2.0") {
+        format!("{column}::pg_catalog.oid")
+    } else {
+        format!("pg_catalog.to_regrole(pg_catalog.quote_ident({column}))::pg_catalog.oid")
+    }
+}
+
+/// `sql` with every `{me}` standing for the current role, as [`current_role_sql`] writes it.
+pub(crate) fn mine(sql: &str) -> String {
+    sql.replace("{me}", current_role_sql())
 }

@@ -2,7 +2,7 @@
 
 use super::catalog::{entry, key_columns, parse_encoding, table_name};
 use crate::pg::errors::raise;
-use crate::pg::identity::as_memory_owner;
+use crate::pg::identity::{as_memory_owner, role_sql};
 use crate::pg::spi::relname;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use pgrx::prelude::*;
@@ -72,12 +72,11 @@ pub(crate) fn _shadow_enable(rel: pg_sys::Oid, snapshot: bool) -> i64 {
     let rows = Spi::get_one::<i64>(&format!("SELECT count(*) FROM {name}")).ok().flatten().unwrap_or(0);
     let complete = rows == 0 || snapshot;
     let qualified = crate::pg::spi::qualified_relname(rel);
+    let caller = crate::pg::identity::caller();
+    let record = format!("INSERT INTO ask.shadow_tables (relid, key_columns, complete, enabled_by) VALUES ($1, $2, $3, {})", role_sql(4));
     as_memory_owner(|| {
-        Spi::run_with_args(
-            "INSERT INTO ask.shadow_tables (relid, key_columns, complete, enabled_by) VALUES ($1, $2, $3, session_user)",
-            &[rel.into(), keys.clone().into(), complete.into()],
-        )
-        .unwrap_or_else(|e| crate::pg::errors::internal("could not record the shadowed table", e).raise());
+        Spi::run_with_args(&record, &[rel.into(), keys.clone().into(), complete.into(), caller.into()])
+            .unwrap_or_else(|e| crate::pg::errors::internal("could not record the shadowed table", e).raise());
         if snapshot && rows > 0 {
             Spi::run_with_args(
                 &format!(

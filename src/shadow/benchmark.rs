@@ -14,7 +14,7 @@ use super::workload::{internal, require_create_on_database, workload};
 use crate::llm::batch;
 use crate::pg::errors::raise;
 use crate::pg::gucs::{self, LlmOverrides};
-use crate::pg::identity::as_memory_owner;
+use crate::pg::identity::{as_memory_owner, owned_by_caller, role_oid_sql, role_sql};
 use crate::pg::spi::{select_rows, OrRaise};
 use pg_ask_core::shadow::delta::Encoding;
 use pg_ask_core::shadow::prompting::Prompting;
@@ -70,20 +70,19 @@ pub(crate) fn sampler_config(length: i32, insert_ratio: f64, overlap: f64, sampl
 /// Refuses unless the caller started run `id` (or is a superuser): a run's samples, scores and
 /// status are its role's.
 pub(crate) fn require_own_run(id: i64) {
-    let owner = as_memory_owner(|| {
-        Spi::get_one_with_args::<String>(
-            "SELECT started_by::pg_catalog.text FROM ask.benchmark_runs WHERE id OPERATOR(pg_catalog.=) $1",
-            &[id.into()],
-        )
-    });
+    let read = format!(
+        "SELECT {}, started_by::pg_catalog.text FROM ask.benchmark_runs WHERE id OPERATOR(pg_catalog.=) $1",
+        role_oid_sql("started_by")
+    );
+    let owner = as_memory_owner(|| Spi::get_two_with_args::<pg_sys::Oid, String>(&read, &[id.into()]));
     match owner {
-        Ok(Some(owner)) if crate::pg::identity::owned_by_caller(&owner) => {}
-        Ok(Some(owner)) => raise(
+        Ok((owner, Some(_))) if owned_by_caller(owner.unwrap_or(pg_sys::Oid::INVALID)) => {}
+        Ok((_, Some(name))) => raise(
             PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-            format!("benchmark run {id} belongs to role {owner}"),
+            format!("benchmark run {id} belongs to role {name}"),
             "A run is continued and finished only by the role that started it (CALL ask.benchmark), or a superuser.",
         ),
-        Ok(None) | Err(pgrx::spi::Error::InvalidPosition) => {
+        Ok((_, None)) | Err(pgrx::spi::Error::InvalidPosition) => {
             raise(PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT, format!("benchmark run {id} does not exist"), "")
         }
         Err(e) => internal("could not read the run", e),
@@ -190,14 +189,18 @@ pub(crate) fn _benchmark_start(
         provider.clone().into(),
         cfg.model.clone().into(),
         cfg.base_url.clone().into(),
+        crate::pg::identity::caller().into(),
     ];
+    let caller = role_sql(12);
     let (id, resumed) = as_memory_owner(|| {
         let existing = Spi::get_one_with_args::<i64>(
-            "SELECT id FROM ask.benchmark_runs
-              WHERE workload = $1 AND length = $2 AND insert_ratio = $3 AND overlap = $4 AND samples = $5
-                AND encodings = $6 AND promptings = $7 AND seed = $8 AND provider = $9 AND model = $10 AND base_url = $11
-                AND status = 'running' AND started_by = session_user
-              ORDER BY id DESC LIMIT 1",
+            &format!(
+                "SELECT id FROM ask.benchmark_runs
+                  WHERE workload = $1 AND length = $2 AND insert_ratio = $3 AND overlap = $4 AND samples = $5
+                    AND encodings = $6 AND promptings = $7 AND seed = $8 AND provider = $9 AND model = $10 AND base_url = $11
+                    AND status = 'running' AND started_by = {caller}
+                  ORDER BY id DESC LIMIT 1"
+            ),
             &args,
         )
         .ok()
@@ -206,8 +209,10 @@ pub(crate) fn _benchmark_start(
             Some(id) => (id, true),
             None => (
                 Spi::get_one_with_args::<i64>(
-                    "INSERT INTO ask.benchmark_runs (workload, length, insert_ratio, overlap, samples, encodings, promptings, seed, provider, model, base_url, started_by)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, session_user) RETURNING id",
+                    &format!(
+                        "INSERT INTO ask.benchmark_runs (workload, length, insert_ratio, overlap, samples, encodings, promptings, seed, provider, model, base_url, started_by)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, {caller}) RETURNING id"
+                    ),
                     &args,
                 )
                 .ok()

@@ -16,6 +16,8 @@ pub(crate) mod catalog;
 pub(crate) mod replay;
 pub(crate) mod report;
 #[cfg(any(test, feature = "pg_test"))]
+mod roles_tests;
+#[cfg(any(test, feature = "pg_test"))]
 mod tests;
 pub(crate) mod truth;
 pub(crate) mod workload;

@@ -2,7 +2,7 @@
 //! parsed workloads.
 
 use crate::pg::errors::raise;
-use crate::pg::identity::as_memory_owner;
+use crate::pg::identity::{as_memory_owner, owned_by_caller, role_oid_sql, role_sql};
 use pg_ask_core::shadow::workload::Workload;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use pgrx::prelude::*;
@@ -84,29 +84,32 @@ pub(crate) fn load_workload(name: &str, spec: JsonB, nl: default!(Option<JsonB>,
         "nl": nl.is_some(),
     });
     // A workload belongs to the role that loaded it: only that role (or a superuser) replaces it.
-    let owner = as_memory_owner(|| {
-        Spi::get_one_with_args::<String>(
-            "SELECT loaded_by::pg_catalog.text FROM ask.workloads WHERE name OPERATOR(pg_catalog.=) $1",
-            &[name.into()],
-        )
-    });
+    let read =
+        format!("SELECT {}, loaded_by::pg_catalog.text FROM ask.workloads WHERE name OPERATOR(pg_catalog.=) $1", role_oid_sql("loaded_by"));
+    let owner = as_memory_owner(|| Spi::get_two_with_args::<pgrx::pg_sys::Oid, String>(&read, &[name.into()]));
     match owner {
-        Ok(Some(owner)) if !crate::pg::identity::owned_by_caller(&owner) => raise(
+        Ok((owner, Some(by))) if !owned_by_caller(owner.unwrap_or(pgrx::pg_sys::Oid::INVALID)) => raise(
             PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-            format!("workload {name:?} belongs to role {owner}"),
+            format!("workload {name:?} belongs to role {by}"),
             "Load yours under another name; a workload is replaced only by the role that loaded it, or a superuser.",
         ),
         Ok(_) | Err(pgrx::spi::Error::InvalidPosition) => {}
         Err(e) => internal("could not read the workload", e),
     }
-    // SAFETY: a catalog lookup for the current user.
-    let superuser = unsafe { pgrx::pg_sys::superuser() };
+    // SAFETY: a catalog lookup for the current user, and the backend's session user id.
+    let (superuser, session) = unsafe { (pgrx::pg_sys::superuser(), pgrx::pg_sys::GetSessionUserId()) };
+    let caller = crate::pg::identity::caller();
+    let store = format!(
+        "INSERT INTO ask.workloads (name, spec, nl, statements, translated, skipped, loaded_by) VALUES ($1, $2, $3, $4, $5, $6, {caller})
+         ON CONFLICT (name) DO UPDATE SET spec = EXCLUDED.spec, nl = EXCLUDED.nl, statements = EXCLUDED.statements,
+             translated = EXCLUDED.translated, skipped = EXCLUDED.skipped, loaded_at = now(), loaded_by = EXCLUDED.loaded_by
+         WHERE $7 OR workloads.loaded_by OPERATOR(pg_catalog.=) {caller} OR workloads.loaded_by OPERATOR(pg_catalog.=) {session}",
+        caller = role_sql(8),
+        session = role_sql(9)
+    );
     as_memory_owner(|| {
         Spi::run_with_args(
-            "INSERT INTO ask.workloads (name, spec, nl, statements, translated, skipped, loaded_by) VALUES ($1, $2, $3, $4, $5, $6, session_user)
-             ON CONFLICT (name) DO UPDATE SET spec = EXCLUDED.spec, nl = EXCLUDED.nl, statements = EXCLUDED.statements,
-                 translated = EXCLUDED.translated, skipped = EXCLUDED.skipped, loaded_at = now(), loaded_by = EXCLUDED.loaded_by
-             WHERE $7 OR workloads.loaded_by OPERATOR(pg_catalog.=) EXCLUDED.loaded_by",
+            &store,
             &[
                 name.into(),
                 JsonB(sql).into(),
@@ -115,6 +118,8 @@ pub(crate) fn load_workload(name: &str, spec: JsonB, nl: default!(Option<JsonB>,
                 (translated as i32).into(),
                 (skipped as i32).into(),
                 superuser.into(),
+                caller.into(),
+                session.into(),
             ],
         )
         .unwrap_or_else(|e| internal("could not store the workload", e))

@@ -5,7 +5,7 @@ use super::{BATCH, EXACT_SCAN_MAX, MAX_INDEX_DIMS};
 use crate::llm::embeddings;
 use crate::llm::embeddings::current_embedder;
 use crate::pg::errors::raise;
-use crate::pg::identity::{as_memory_owner, as_user};
+use crate::pg::identity::{as_memory_owner, as_user, role_sql};
 use crate::pg::spi::{ext_schema, vector_text};
 use crate::pg::spi::{relname, select_rows, OrRaise};
 use pg_ask_core::values::diff::ValueDiff;
@@ -202,15 +202,20 @@ pub(crate) fn remember_column(rel: pg_sys::Oid, name: &str, allow_rls: bool, inc
             as_memory_owner(|| drop_own_indexes(old_id));
         }
     }
+    let indexer = crate::pg::identity::caller();
+    let record = format!(
+        "INSERT INTO ask.value_columns (relid, attnum, distinct_values, capped, allow_rls, embedding_provider, embedding_model, indexed_by)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, {})
+         ON CONFLICT (relid, attnum) DO UPDATE SET distinct_values = EXCLUDED.distinct_values,
+            capped = EXCLUDED.capped, allow_rls = EXCLUDED.allow_rls,
+            embedding_provider = EXCLUDED.embedding_provider, embedding_model = EXCLUDED.embedding_model,
+            indexed_at = now(), indexed_by = EXCLUDED.indexed_by
+         RETURNING id",
+        role_sql(8)
+    );
     let column_id = as_memory_owner(|| {
         Spi::get_one_with_args::<i64>(
-            "INSERT INTO ask.value_columns (relid, attnum, distinct_values, capped, allow_rls, embedding_provider, embedding_model)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)
-             ON CONFLICT (relid, attnum) DO UPDATE SET distinct_values = EXCLUDED.distinct_values,
-                capped = EXCLUDED.capped, allow_rls = EXCLUDED.allow_rls,
-                embedding_provider = EXCLUDED.embedding_provider, embedding_model = EXCLUDED.embedding_model,
-                indexed_at = now(), indexed_by = session_user
-             RETURNING id",
+            &record,
             &[
                 rel.into(),
                 attnum.into(),
@@ -219,6 +224,7 @@ pub(crate) fn remember_column(rel: pg_sys::Oid, name: &str, allow_rls: bool, inc
                 allow_rls.into(),
                 provider.as_str().into(),
                 model.clone().into(),
+                indexer.into(),
             ],
         )
         .ok()

@@ -12,6 +12,8 @@ use pgrx::prelude::*;
 pub(crate) mod build;
 pub(crate) mod correct;
 pub(crate) mod listed;
+#[cfg(any(test, feature = "pg_test"))]
+mod roles_tests;
 pub(crate) mod search;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;

@@ -165,7 +165,9 @@ fn add_verified(question: &str, sql: &str, schema: default!(Option<&str>, "NULL"
 #[pg_extern(name = "verify_suite", volatile, strict, parallel_unsafe)]
 fn verify_suite(suite: &str) -> i32 {
     let rows: Vec<(i32, String, String, Option<String>)> = crate::pg::spi::select_rows(
-        "SELECT qno, question, gold_sql, schema FROM ask.eval_questions WHERE owner = current_user AND suite = $1 ORDER BY qno",
+        &crate::pg::identity::mine(
+            "SELECT qno, question, gold_sql, schema FROM ask.eval_questions WHERE owner = {me} AND suite = $1 ORDER BY qno",
+        ),
         &[suite.into()],
         |r| {
             let (Some(qno), Some(question), Some(gold), schema) =

@@ -37,6 +37,17 @@ SELECT ask.load_suite('upgrade_quiz', $$[
   {"question": "Which restaurant is rated best?", "gold_sql": "SELECT name FROM app.restaurants ORDER BY rating DESC LIMIT 1", "schema": "app"}
 ]$$);
 SELECT ask.evaluate_step('upgrade_quiz', 'before', 5);
+-- Suites of one name loaded by two roles dropped since: after the upgrade, no role's.
+DROP ROLE IF EXISTS upgrade_gone1;
+DROP ROLE IF EXISTS upgrade_gone2;
+CREATE ROLE upgrade_gone1;
+CREATE ROLE upgrade_gone2;
+SET ROLE upgrade_gone1;
+SELECT ask.load_suite('upgrade_quiz', '[{"question": "How many cities are there?", "gold_sql": "SELECT count(*) FROM app.cities"}]');
+SET ROLE upgrade_gone2;
+SELECT ask.load_suite('upgrade_quiz', '[{"question": "How many cities are there?", "gold_sql": "SELECT count(*) FROM app.cities"}]');
+RESET ROLE;
+DROP ROLE upgrade_gone1, upgrade_gone2;
 -- A benchmark run on an InConDB workload.
 SELECT ask.load_workload('w1', :'w1_sql'::jsonb, :'w1_nl'::jsonb);
 CALL ask.benchmark('w1', 5, 0.5, 0.5, 2, ARRAY['sql', 'nl'], ARRAY['few_shot']);

@@ -22,6 +22,18 @@ SELECT pg_temp.check(ask('which Italian restaurants are in LA?') LIKE '%Roma%', 
 SELECT pg_temp.check(count(*) >= 4, 'the ledger has the calls of before and after') FROM ask.llm_calls;
 -- The ledger's rows of before name their role by OID now: the role that made them.
 SELECT pg_temp.check(bool_and(role = current_user::regrole), 'the ledger rows keep their role, by OID') FROM ask.llm_calls;
+-- So do the other tables that name a role: the role of before, by OID.
+SELECT pg_temp.check(bool_and(coalesce(r = current_user::regrole, false)) AND count(*) = 7, 'every converted row keeps its role, by OID')
+FROM (SELECT (SELECT owner FROM ask.eval_suites WHERE suite = 'upgrade_quiz'), (SELECT owner FROM ask.eval_results LIMIT 1),
+             (SELECT role_name FROM ask.shadow_replays LIMIT 1), (SELECT enabled_by FROM ask.shadow_tables LIMIT 1),
+             (SELECT loaded_by FROM ask.workloads LIMIT 1), (SELECT started_by FROM ask.benchmark_runs LIMIT 1),
+             (SELECT indexed_by FROM ask.value_columns LIMIT 1)) AS t(a, b, c, d, e, f, g)
+CROSS JOIN LATERAL unnest(ARRAY[a, b, c, d, e, f, g]) AS u(r);
+-- The suites of the dropped roles are no role's (OID 0), renamed apart, their questions kept.
+SELECT pg_temp.check(count(*) = 2 AND bool_and(s.owner = 0::oid::regrole AND s.owner::text = '-'), 'the dropped roles'' suites are no role''s')
+FROM ask.eval_suites s WHERE s.suite IN ('upgrade_gone1.upgrade_quiz', 'upgrade_gone2.upgrade_quiz');
+SELECT pg_temp.check(count(*) = 2, 'their questions follow them') FROM ask.eval_questions q
+WHERE q.owner = 0::oid::regrole AND q.suite LIKE 'upgrade_gone_.upgrade_quiz';
 -- Capture goes on into the same log, and a replay reads it.
 INSERT INTO app.orchard VALUES (4, 'pear', 2);
 SELECT pg_temp.check(count(*) = 1, 'the shadow log records an insert after the upgrade') FROM ask.shadow_commands WHERE command LIKE '%pear%';

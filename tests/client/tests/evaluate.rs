@@ -35,7 +35,7 @@ fn load(c: &mut Client, suite: &str, dbs: &[&str]) -> Vec<(String, String)> {
         csv.display()
     ))
     .unwrap();
-    c.query("SELECT question, gold_sql FROM ask.eval_questions WHERE owner = current_user AND suite = $1 ORDER BY qno", &[&suite])
+    c.query("SELECT question, gold_sql FROM ask.eval_questions WHERE owner = current_user::regrole AND suite = $1 ORDER BY qno", &[&suite])
         .unwrap()
         .iter()
         .map(|r| (r.get(0), r.get::<_, String>(1).trim().trim_end_matches(';').to_string()))
