@@ -52,8 +52,10 @@
 #           minutes per model; default: smollm2 gemma3)
 #   real [MODEL...]  real models on llama-server (scripts/llm.sh; default: smollm2 gemma3) answer
 #           the sample's question suite and 4 defog questions per database through CALL
-#           ask.evaluate: EX, SQL read from replies, tokens, time split, tokens/s (not in `all`;
-#           tens of minutes per model). PG_ASK_REAL_CORPUS=DIR also keeps every reply; PG_ASK_REAL_EACH=1 prints each question's outcome.
+#           ask.evaluate: EX, SQL read from replies, tokens, time split, tokens/s; beside them the
+#           bare model's EX and seconds on the same questions and server (the schema's CREATE
+#           TABLE statements and the question in one message), and for the sample ask() itself
+#           from new connections, answer included (not in `all`; tens of minutes per model). PG_ASK_REAL_CORPUS=DIR also keeps every reply; PG_ASK_REAL_EACH=1 prints each question's outcome.
 #           Built in debug unless PG_ASK_RELEASE=1: the model's time dwarfs pg_ask's.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,7 +1,11 @@
 //! What the benchmark programs share: the repository's path and a database with the sample
-//! and the defog databases loaded.
+//! and the defog databases loaded; the bare model as the accuracy baseline ([`bare`]) and
+//! `ask()` timed as a user meets it ([`asked`]).
 
 use std::path::Path;
+
+pub mod asked;
+pub mod bare;
 
 use pg_ask_it::{connect_as_is, connect_to};
 use postgres::Client;

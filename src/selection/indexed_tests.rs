@@ -167,9 +167,7 @@ mod tests {
         // its salary column.
         assert!(!picked.iter().any(|t| t.contains("payroll_secret")), "{select}");
         assert_eq!(picked, ["staff.employee"], "{select}");
-        let _s = llm(Script::default()
-            .rule(Rule::new(&["<schema>"], Reply::text("SELECT count(*) AS n FROM staff.employee")))
-            .rule(Rule::new(&["<result"], Reply::text("none"))));
+        let _s = llm(Script::default().rule(Rule::new(&["<schema>"], Reply::text("SELECT count(*) AS n FROM staff.employee"))));
         let _: String = one("SELECT ask('salary and bonus payments of employees')");
         let prompt = &_s.requests()[0].prompt;
         assert!(prompt.contains("TABLE staff.employee") && !prompt.contains("salary numeric") && !prompt.contains("payroll"), "{prompt}");
@@ -177,7 +175,7 @@ mod tests {
         // only until PostgreSQL announces a change of the table).
         Spi::run("RESET ROLE; GRANT SELECT (salary) ON staff.employee TO ask_ix_reader; SET ROLE ask_ix_reader").unwrap();
         let _: String = one("SELECT ask('salary and bonus payments of employees')");
-        let prompt = &_s.requests()[2].prompt;
+        let prompt = &_s.requests()[1].prompt;
         assert!(prompt.contains("salary numeric"), "{prompt}");
         Spi::run("RESET ROLE; REVOKE SELECT ON music.singer, music.concert FROM ask_ix_reader; SET ROLE ask_ix_reader").unwrap();
         let trace: JsonB = one("SELECT ask.explain('in which venues did the singers perform concerts?')");

@@ -57,7 +57,7 @@ mod tests {
         let s = llm(Script::default());
         let id: i64 = one(&format!("SELECT ask.add_verified('How many restaurants are there?', '{COUNT_SQL}')"));
         let answer: String = one("SELECT ask('how many restaurants are there')");
-        assert_eq!(answer, " restaurants\n-------------\n 3\n(1 row)");
+        assert_eq!(answer, "restaurants: 3");
         assert!(s.requests().is_empty(), "no LLM call: {:?}", s.requests().len());
         let JsonB(trace) = one::<JsonB>("SELECT ask.explain('How many restaurants are there?')");
         assert_eq!(trace["source"], "verified");
@@ -73,12 +73,10 @@ mod tests {
         assert_eq!(one::<i64>("SELECT verified_answers FROM ask.usage WHERE role = current_user::regrole"), 2);
         // Switched off, or examples only: the LLM is asked.
         Spi::run("SET ask.verified = examples").unwrap();
-        let s2 = llm(Script::default()
-            .rule(Rule::new(&["<schema>"], Reply::text(COUNT_SQL)))
-            .rule(Rule::new(&["<result"], Reply::text("ROWS"))));
+        let s2 = llm(Script::default().rule(Rule::new(&["<schema>"], Reply::text(COUNT_SQL))));
         one::<String>("SELECT ask('how many restaurants are there')");
         let reqs = s2.requests();
-        assert_eq!(reqs.len(), 2);
+        assert_eq!(reqs.len(), 1);
         assert!(reqs[0].prompt.contains("<example>\n<question>How many restaurants are there?</question>"), "{}", reqs[0].prompt);
     }
 
@@ -99,8 +97,7 @@ mod tests {
         let s = llm(Script::default()
             .rule(Rule::new(&["<templates>"], Reply::text(r#"{"template": 1, "slots": {"s1": "Korean"}}"#)))
             .rule(Rule::new(&["<schema>"], Reply::text("SELECT name FROM public.restaurants WHERE cuisine = 'Korean'")))
-            .rule(Rule::new(&["<literal>Korean</literal>"], Reply::text(r#"{"1": "Korean"}"#)))
-            .rule(Rule::new(&["<result"], Reply::text("None."))));
+            .rule(Rule::new(&["<literal>Korean</literal>"], Reply::text(r#"{"1": "Korean"}"#))));
         let JsonB(trace) = one::<JsonB>("SELECT ask.explain('Which restaurants serve Korean food?')");
         assert_eq!(trace["final_sql"], "SELECT name FROM public.restaurants WHERE cuisine = 'Korean'", "the LLM kept it");
         assert_eq!(trace["source"], "llm", "{trace}");
@@ -109,10 +106,11 @@ mod tests {
         let st = trace["stages"].as_array().unwrap().iter().find(|s| s["stage"] == "template").expect("a template stage").clone();
         assert_eq!(st["output"]["taken"], false, "{st}");
         assert!(st["output"]["why"].as_str().unwrap().contains("not a value the memory knows"), "{st}");
-        // The choice, generation, the answer, and between them the value choice: 'Korean' is
-        // none of the column's few cuisines, which the LLM is shown all of (it may keep it).
+        // The choice, generation, and between them the value choice: 'Korean' is none of the
+        // column's few cuisines, which the LLM is shown all of (it may keep it). No rows: the
+        // answer is said without a call.
         let reqs = s.requests();
-        assert_eq!(reqs.len(), 4, "{reqs:?}");
+        assert_eq!(reqs.len(), 3, "{reqs:?}");
         assert!(reqs[0].prompt.contains("<templates>"));
         assert!(
             reqs[2].prompt.contains("<literal>Korean</literal>") && reqs[2].prompt.contains("<value>Italian</value>"),
@@ -189,13 +187,11 @@ mod tests {
     fn feedback_turns_a_call_into_a_verified_query() {
         setup();
         let q = "how many Italian restaurants are there?";
-        let _s = llm(Script::default()
-            .rule(Rule::new(&["<schema>", q], Reply::text("SELECT count(*) FROM public.restaurants")))
-            .rule(Rule::new(&["<result", q], Reply::text("There are 3."))));
+        let _s = llm(Script::default().rule(Rule::new(&["<schema>", q], Reply::text("SELECT count(*) FROM public.restaurants"))));
         let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{q}')"));
         let call = trace["call_id"].as_i64().expect("a call id");
         // The ledger names the call too.
-        assert_eq!(one::<i64>(&format!("SELECT count(*) FROM ask.llm_calls WHERE call_id = {call}")), 2);
+        assert_eq!(one::<i64>(&format!("SELECT count(*) FROM ask.llm_calls WHERE call_id = {call}")), 1);
         // Wrong, with the corrected query: that one is verified.
         let fixed = "SELECT count(*) FROM public.restaurants WHERE cuisine = 'Italian'";
         let vid: i64 = Spi::get_one_with_args("SELECT ask.feedback($1, false, $2)", &[call.into(), fixed.into()]).unwrap().unwrap();

@@ -152,7 +152,7 @@ async def check_lists_and_answers(connect):
         r = await call(c, "ask", {"question": "how many cities are there?"})
         assert not r.is_error, text(r)
         out = r.structured_content
-        assert out["answer"] == "There are 2 cities.", out
+        assert out["answer"] == "cities: 2", out
         assert out["sql"] == "SELECT count(*) AS cities FROM public.cities", out
         assert out["source"] == "llm" and isinstance(out["call_id"], int), out
         r = await call(c, "sql", {"question": "list the cities"})

@@ -8,9 +8,17 @@
 //! failures end. With `PG_ASK_REAL_CORPUS=DIR` every reply is also written to
 //! `DIR/<model>.jsonl` (stage, question, reply), for the parser fixture corpus.
 //!
+//! Beside pg_ask, on the same questions and server, the bare model (`pg_ask_bench::bare`): the
+//! schema's `CREATE TABLE` statements and the question in one message, judged alike; its EX,
+//! its median seconds (SQL only) and the questions only one of the two got right
+//! (`PG_ASK_REAL_BARE=0` leaves it out). For the sample, `ask()` itself as a user meets it
+//! (`pg_ask_bench::asked`): the first `PG_ASK_REAL_ASK` questions (default 48) through
+//! `ask.explain()` from new connections, answer stage included.
+//!
 //! Environment: `PG_ASK_LLM_URL` (the server's OpenAI base URL), `PG_ASK_LLM_MODEL`,
 //! `PG_ASK_REAL_DEFOG_PER_DB` (defog questions per database, default 4), `PG_ASK_REAL_SUITES`
-//! (`sample,defog`), `PG_ASK_REAL_LABEL` (added to the run label), `PG_ASK_REAL_MAX_TOKENS`,
+//! (`sample,defog`; also `ask`: only `ask()` from new connections over the sample, `answers`,
+//! `incondb`), `PG_ASK_REAL_LABEL` (added to the run label), `PG_ASK_REAL_MAX_TOKENS`,
 //! `PG_ASK_REAL_EACH=1` (print each question's number and outcome), `PG_ASK_REAL_VALUES=1`
 //! (the value memory first, as a DBA would set it up: defog's short text columns, the sample's
 //! columns that `scripts/run.sh` indexes).
@@ -157,14 +165,14 @@ fn main() {
     let label = format!("{model}{}", env("PG_ASK_REAL_LABEL", ""));
     let suites = env("PG_ASK_REAL_SUITES", "sample,defog");
     let mut c = database();
-    c.batch_execute(&format!(
+    let server = format!(
         "SET ask.provider = 'openai'; SET ask.base_url = '{url}'; SET ask.model = '{model}';
          SET ask.concurrency = {}; SET ask.request_timeout = 300000; SET ask.max_tokens = {};
          SET client_min_messages = warning",
         concurrency(),
         env("PG_ASK_REAL_MAX_TOKENS", "1024")
-    ))
-    .unwrap();
+    );
+    c.batch_execute(&server).unwrap();
     let mut corpus = std::env::var("PG_ASK_REAL_CORPUS").ok().map(|dir| {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::OpenOptions::new().create(true).append(true).open(Path::new(&dir).join(format!("{model}.jsonl"))).unwrap()
@@ -180,16 +188,27 @@ fn main() {
             "grammar" => ("on", "on"),
             other => panic!("unknown constraint mode {other} (off, auto, json, grammar)"),
         };
-        c.batch_execute(&format!("SET ask.structured_output = {structured}; SET ask.sql_grammar = {grammar}")).unwrap();
+        let constraints = format!("SET ask.structured_output = {structured}; SET ask.sql_grammar = {grammar}");
+        c.batch_execute(&constraints).unwrap();
+        let settings = format!("{server}; {constraints}");
         let label = if modes.contains(',') || mode != "off" { format!("{label}-{mode}") } else { label.clone() };
         println!("\n#### constraints: {mode} (ask.structured_output = {structured}, ask.sql_grammar = {grammar})");
         for suite in suites.split(',') {
-            run_suite(&mut c, suite, &label, &model, corpus.as_mut());
+            run_suite(&mut c, suite, &label, &Baseline { url: &url, model: &model, settings: &settings }, corpus.as_mut());
         }
     }
 }
 
-fn run_suite(c: &mut Client, suite: &str, label: &str, model: &str, mut corpus: Option<&mut std::fs::File>) {
+/// The server and settings a suite runs with, for the bare model beside pg_ask and for
+/// `ask()` from new connections.
+struct Baseline<'a> {
+    url: &'a str,
+    model: &'a str,
+    settings: &'a str,
+}
+
+fn run_suite(c: &mut Client, suite: &str, label: &str, base: &Baseline<'_>, mut corpus: Option<&mut std::fs::File>) {
+    let model = base.model;
     let _n = match suite {
         // The answer stage alone, over the sample database.
         "answers" => {
@@ -199,6 +218,11 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, model: &str, mut corpus: 
         }
         // InConDB's Table 1 with the real model: a few workloads through CALL ask.benchmark.
         "incondb" => return incondb(c, model),
+        // ask() alone, answer included, over the sample's questions from new connections.
+        "ask" => {
+            load_sample(c);
+            return ask_from_new_connections(c, base, env("PG_ASK_REAL_EACH", "0") == "1");
+        }
         "sample" => {
             let n = load_sample(c);
             // As run.sh sets the sample up: its categorical columns in the value memory.
@@ -239,7 +263,7 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, model: &str, mut corpus: 
             }
             n
         }
-        other => panic!("unknown suite {other} (sample, defog, answers, incondb)"),
+        other => panic!("unknown suite {other} (sample, defog, answers, incondb, ask)"),
     };
     let first_call: i64 = ledger_mark(c);
     let started = std::time::Instant::now();
@@ -264,6 +288,7 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, model: &str, mut corpus: 
     let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
     let each = env("PG_ASK_REAL_EACH", "0") == "1";
     let mut states: BTreeMap<String, usize> = BTreeMap::new();
+    let mut verdicts: BTreeMap<i32, bool> = BTreeMap::new();
     for r in &rows {
         let (question, outcome, ex): (String, String, bool) = (r.get(0), r.get(1), r.get(2));
         let trace: Value = serde_json::from_str(&r.get::<_, Option<String>>(6).unwrap_or_else(|| "{}".into())).unwrap();
@@ -291,6 +316,7 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, model: &str, mut corpus: 
         if outcome != "gold_failed" {
             judged += 1;
             correct += usize::from(ex);
+            verdicts.insert(r.get(7), ex);
         }
         let kind = match (outcome.as_str(), r.get::<_, Option<String>>(5)) {
             ("prediction_error", Some(e)) => format!("prediction_error: {}", error_kind(&e)),
@@ -350,8 +376,35 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, model: &str, mut corpus: 
     for (k, v) in outcomes {
         println!("  {v:>4}  {k}");
     }
+    // The bare model on the same questions and server (DESIGN.md §4.2).
+    if env("PG_ASK_REAL_BARE", "1") == "1" {
+        let bare = pg_ask_bench::bare::Bare {
+            url: base.url.to_string(),
+            model: model.to_string(),
+            max_tokens: env("PG_ASK_REAL_MAX_TOKENS", "1024").parse().unwrap(),
+            concurrency: concurrency(),
+        };
+        let run = pg_ask_bench::bare::run(c, suite, &bare);
+        pg_ask_bench::bare::report(&run, &verdicts, each);
+    }
     if suite == "sample" {
+        ask_from_new_connections(c, base, each);
         answer_stage(c);
+    }
+}
+
+/// `ask()` itself, answer included: the first `PG_ASK_REAL_ASK` sample questions (default 48)
+/// through `ask.explain()`, each from a new connection.
+fn ask_from_new_connections(c: &mut Client, base: &Baseline<'_>, each: bool) {
+    let n: i64 = env("PG_ASK_REAL_ASK", "48").parse().unwrap();
+    let questions: Vec<String> = c
+        .query("SELECT question FROM ask.eval_questions WHERE suite = 'sample' ORDER BY qno LIMIT $1", &[&n])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    if !questions.is_empty() {
+        pg_ask_bench::asked::report(&pg_ask_bench::asked::ask_each(DB, base.settings, &questions), each);
     }
 }
 

@@ -9,9 +9,11 @@
 //! LA). An answer over a single value must say that value (in digits, or as a word up to
 //! twenty).
 //!
-//! When the check fails, [`from_rows`] answers without the model: a single value is said with
-//! its column's meaning, a few short rows become a short list, and more rows are returned as
-//! rows.
+//! When the rows say the answer by themselves, no model writes it: [`said_by_rows`] says
+//! nothing found, one value or one row with each value's column meaning (`count: 7`), and a few
+//! short rows as a short list; answers of one kind come in one shape whatever the model would
+//! have written. When the model wrote an answer and the check fails, [`from_rows`] answers in
+//! the same shapes, and more rows are returned as rows.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -22,8 +24,10 @@ use crate::rows::ResultSet;
 pub const LIST_ROWS: usize = 5;
 /// Columns at most of a row in such a list.
 pub const LIST_COLUMNS: usize = 3;
-/// Characters at most of one cell in such a list.
-const LIST_CELL_CHARS: usize = 80;
+/// Columns at most of a result of one row that is said as `name: value, name: value`.
+pub const ROW_COLUMNS: usize = 6;
+/// Characters at most of one cell said without the model.
+pub const LIST_CELL_CHARS: usize = 80;
 
 /// Why a written answer is not grounded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -285,21 +289,36 @@ impl FromRows {
     }
 }
 
-/// An answer written from the rows alone (see the module's text).
+/// An answer written from the rows alone, for a written answer that does not hold: what
+/// [`said_by_rows`] says, a single value of any length with its column's meaning, and otherwise
+/// the rows.
 pub fn from_rows(result: &ResultSet) -> FromRows {
-    if result.rows.is_empty() {
-        return FromRows::Value("Nothing was found.".to_string());
-    }
     if let Some(v) = single_value(result) {
-        let label = meaning(&result.columns[0]);
-        return FromRows::Value(if label.is_empty() { cell_text(v) } else { format!("{label}: {}", cell_text(v)) });
+        return FromRows::Value(labelled(&result.columns[..1], std::slice::from_ref(v)));
     }
-    let short = result.rows.len() <= LIST_ROWS
-        && !result.truncated
-        && result.columns.len() <= LIST_COLUMNS
-        && result.rows.iter().flatten().all(|v| cell_text(v).chars().count() <= LIST_CELL_CHARS);
-    if !short {
-        return FromRows::Rows;
+    said_by_rows(result).unwrap_or(FromRows::Rows)
+}
+
+/// The answer when the rows say it by themselves, with no model to write it: nothing found
+/// (no rows), one row of at most [`ROW_COLUMNS`] short values (`count: 7`, `avg rating: 4.3,
+/// reviews: 12`), or at most [`LIST_ROWS`] rows of at most [`LIST_COLUMNS`] short values as a
+/// short list. `None` when a model should read them: a long value, more or wider rows, a result
+/// cut at the row or size limit.
+pub fn said_by_rows(result: &ResultSet) -> Option<FromRows> {
+    if result.truncated || result.size_cut {
+        return None;
+    }
+    if result.rows.is_empty() {
+        return Some(FromRows::Value("Nothing was found.".to_string()));
+    }
+    let short = |width: usize| {
+        result.columns.len() <= width && result.rows.iter().flatten().all(|v| cell_text(v).chars().count() <= LIST_CELL_CHARS)
+    };
+    if let [row] = result.rows.as_slice() {
+        return short(ROW_COLUMNS).then(|| FromRows::Value(labelled(&result.columns, row)));
+    }
+    if result.rows.len() > LIST_ROWS || !short(LIST_COLUMNS) {
+        return None;
     }
     let labels: Vec<String> = result.columns.iter().map(|c| meaning(c)).collect();
     let lines: Vec<String> = result
@@ -318,7 +337,25 @@ pub fn from_rows(result: &ResultSet) -> FromRows {
             }
         })
         .collect();
-    FromRows::List(lines.join("\n"))
+    Some(FromRows::List(lines.join("\n")))
+}
+
+/// One row's values, each after its column's meaning: `count: 7`, `avg rating: 4.3, reviews:
+/// 12`; a value of an unnamed column (`?column?`) alone.
+fn labelled(columns: &[String], row: &[Value]) -> String {
+    let parts: Vec<String> = columns
+        .iter()
+        .zip(row)
+        .map(|(c, v)| {
+            let label = meaning(c);
+            if label.is_empty() {
+                cell_text(v)
+            } else {
+                format!("{label}: {}", cell_text(v))
+            }
+        })
+        .collect();
+    parts.join(", ")
 }
 
 /// A column name as words: `num_restaurants` is "num restaurants"; PostgreSQL's names for
@@ -411,10 +448,37 @@ mod tests {
         assert_eq!(from_rows(&one_col), FromRows::List("- Roma\n- Nizza".into()));
         let many = rs(&["name"], (0..6).map(|i| vec![json!(format!("r{i}"))]).collect());
         assert_eq!(from_rows(&many), FromRows::Rows);
-        let wide = rs(&["a", "b", "c", "d"], vec![vec![json!(1), json!(2), json!(3), json!(4)]]);
+        let wide = rs(&["a", "b", "c", "d"], vec![vec![json!(1), json!(2), json!(3), json!(4)]; 2]);
         assert_eq!(from_rows(&wide), FromRows::Rows);
         assert_eq!(from_rows(&rs(&["n"], vec![])), FromRows::Value("Nothing was found.".into()));
         assert_eq!(from_rows(&rs(&["?column?"], vec![vec![json!(true)]])), FromRows::Value("true".into()));
+    }
+
+    #[test]
+    fn one_row_is_said_as_named_values() {
+        let row = rs(&["avg_rating", "reviews", "?column?"], vec![vec![json!(4.3), json!(12), json!("x")]]);
+        assert_eq!(said_by_rows(&row), Some(FromRows::Value("avg rating: 4.3, reviews: 12, x".into())));
+        let null = rs(&["avg_rating"], vec![vec![Value::Null]]);
+        assert_eq!(said_by_rows(&null), Some(FromRows::Value("avg rating: null".into())));
+        let seven = rs(&["a", "b", "c", "d", "e", "f", "g"], vec![(0..7).map(|i| json!(i)).collect()]);
+        assert_eq!(said_by_rows(&seven), None);
+    }
+
+    #[test]
+    fn what_the_rows_say_without_a_model() {
+        // A long value, more or wider rows, a cut result: a model reads them.
+        let long = rs(&["names"], vec![vec![json!("Kabul, ".repeat(20))]]);
+        assert_eq!(said_by_rows(&long), None);
+        assert_eq!(from_rows(&long), FromRows::Value(format!("names: {}", "Kabul, ".repeat(20))));
+        assert_eq!(said_by_rows(&rs(&["n"], (0..6).map(|i| vec![json!(i)]).collect())), None);
+        assert_eq!(said_by_rows(&rs(&["a", "b", "c", "d"], vec![vec![json!(1), json!(2), json!(3), json!(4)]; 2])), None);
+        let mut cut = rs(&["n"], vec![vec![json!(1)], vec![json!(2)]]);
+        cut.truncated = true;
+        assert_eq!(said_by_rows(&cut), None);
+        // What they say, they say as from_rows does.
+        let few = rs(&["name"], vec![vec![json!("Roma")], vec![json!("Nizza")]]);
+        assert_eq!(said_by_rows(&few), Some(from_rows(&few)));
+        assert_eq!(said_by_rows(&rs(&["count"], vec![vec![json!(7)]])), Some(FromRows::Value("count: 7".into())));
     }
 
     #[test]

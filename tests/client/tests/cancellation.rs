@@ -19,7 +19,6 @@ fn hanging_llm() -> StandIn {
     StandIn::start(
         Script::default()
             .rule(Rule::new(&["<schema>", "count cities"], Reply::text("SELECT count(*) AS n FROM public.it_cities")))
-            .rule(Rule::new(&["<result", "count cities"], Reply::text("There are 2 cities.")))
             .or_else(Reply::Hang),
     )
     .unwrap()
@@ -30,7 +29,7 @@ fn still_works(c: &mut postgres::Client) {
     let one: i32 = c.query_one("SELECT 1", &[]).unwrap().get(0);
     assert_eq!(one, 1);
     let answer: String = c.query_one("SELECT ask('count cities')", &[]).unwrap().get(0);
-    assert_eq!(answer, "There are 2 cities.");
+    assert_eq!(answer, "n: 2");
 }
 
 /// Wait until `pid` is running a statement, so that a cancel hits the LLM request.

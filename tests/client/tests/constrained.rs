@@ -8,6 +8,9 @@ use pg_ask_it::{connect, sqlstate, use_llm};
 use serde_json::Value;
 
 const SQL: &str = "```sql\nSELECT name FROM public.it_cities\n```";
+/// A query whose rows (two, of four columns) the answer stage asks the model about: fewer or
+/// narrower rows are said without a call.
+const WIDE: &str = "```sql\nSELECT id, name, name AS city, id AS code FROM public.it_cities\n```";
 /// A query naming a column that does not exist (42703).
 const MISSING: &str = "```sql\nSELECT nme FROM public.it_cities\n```";
 
@@ -28,7 +31,7 @@ fn refusing(field: &str) -> StandIn {
             .rule(refuse)
             .rule(Rule::new(&["You answer a question"], Reply::text("ROWS")))
             .rule(Rule::new(&[], Reply::text(MISSING)).last(&["missing first"]))
-            .or_else(Reply::text(SQL)),
+            .or_else(Reply::text(WIDE)),
     )
     .unwrap()
 }
@@ -44,7 +47,7 @@ fn stage<'a>(trace: &'a Value, name: &str) -> &'a Value {
 #[test]
 fn each_request_carries_its_constraint_and_the_trace_says_so() {
     let llm = StandIn::start(
-        Script::default().rule(Rule::new(&["You answer a question"], Reply::text("{\"answer\": \"ROWS\"}"))).or_else(Reply::text(SQL)),
+        Script::default().rule(Rule::new(&["You answer a question"], Reply::text("{\"answer\": \"ROWS\"}"))).or_else(Reply::text(WIDE)),
     )
     .unwrap();
     let mut c = connect();

@@ -17,18 +17,19 @@ FROM ask.explain('average rating of Italian restaurants') t;
 -- Constrained output: in auto (above) the model writes its first query itself; on, SQL
 -- generation is under a grammar of the described tables from the first call (its size in the
 -- trace), the answer stage under its JSON schema; the stand-in answers free text, which the
--- stage's parser reads.
+-- stage's parser reads. (A question whose one value is too long to be said as it is: the
+-- model is asked for the answer.)
 SET ask.sql_grammar = on;
 SELECT jsonb_path_query_array(t, '$.stages[*] ? (@.stage == "grammar").output') #- '{0,bytes}' AS grammar,
        jsonb_path_query_array(t, '$.stages[*] ? (@.output.reply != null).output.constrained') AS constrained,
        jsonb_path_query_array(t, '$.stages[*] ? (@.stage == "answer").output.read') AS answer_read
-FROM ask.explain('how many restaurants per cuisine?') t;
+FROM ask.explain('one long value') t;
 RESET ask.sql_grammar;
 SET ask.sql_grammar = off;
 SET ask.structured_output = off;
 SELECT jsonb_path_query_array(t, '$.stages[*].stage') AS stages,
        jsonb_path_query_array(t, '$.stages[*] ? (@.output.reply != null).output.unconstrained') AS unconstrained
-FROM ask.explain('how many restaurants per cuisine?') t;
+FROM ask.explain('one long value') t;
 RESET ask.sql_grammar;
 RESET ask.structured_output;
 -- With ask.explain_prompts on, each call's stage shows the prompt it sent.

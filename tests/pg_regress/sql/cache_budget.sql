@@ -19,7 +19,7 @@ SELECT count(*) FILTER (WHERE cached) AS hits, count(*) FILTER (WHERE NOT cached
 FROM ask.llm_calls WHERE id > :before;
 RESET ask.max_tokens;
 -- The usage view: calls, tokens and hits per role and day.
-SELECT role, calls >= 4 AS calls, tokens > 0 AS tokens, cache_hits >= 4 AS cache_hits, tokens_saved > 0 AS saved
+SELECT role, calls >= 4 AS calls, tokens > 0 AS tokens, cache_hits >= 2 AS cache_hits, tokens_saved > 0 AS saved
 FROM ask.usage WHERE role = current_user::regrole AND day = (now() AT TIME ZONE 'UTC')::date;
 -- Nobody reads the cache but pg_ask.
 CREATE ROLE ask_budget_user;

@@ -1,5 +1,7 @@
-//! The answer stage: the rows of the final SQL written up as an answer, checked against them,
-//! or the rows themselves when no written answer fits or holds.
+//! The answer stage: the rows of the final SQL said as they are when they say the answer by
+//! themselves (nothing found, one value, one row, a few short rows: no model call, one shape
+//! for answers of one kind); otherwise written up by the model as an answer, checked against
+//! them, or the rows themselves when no written answer fits or holds.
 
 use std::time::Instant;
 
@@ -29,6 +31,9 @@ pub(super) fn answer(
     if goal != Goal::Answer {
         return Ok(None);
     }
+    if let Some(said) = grounded::said_by_rows(result) {
+        return Ok(Some(said_by_rows(trace, result, said)));
+    }
     let Some((req, shown)) = prompt::answer_request_within(question, sql, result, cfg.answer_rows as usize, cfg.max_prompt_tokens) else {
         return Ok(Some(rows_unwritten(trace, "not one row of the result fits in ask.max_prompt_tokens", cfg.max_prompt_tokens)));
     };
@@ -43,6 +48,30 @@ pub(super) fn answer(
     };
     let decision = prompt::parse_answer(&trace.read_shaped(Shape::Answer, &reply));
     Ok(Some(grounded_or_rows(trace, question, sql, std::slice::from_ref(result), decision)))
+}
+
+/// The answer for [`Goal::Answer`] to rows that no model is to read (a verified query's): what
+/// they say by themselves, in the shape the answer stage gives it, or else the rows.
+pub(super) fn without_model(trace: &mut Trace, result: &ResultSet, goal: Goal) -> Option<AnswerDecision> {
+    if goal != Goal::Answer {
+        return None;
+    }
+    Some(match grounded::said_by_rows(result) {
+        Some(said) => said_by_rows(trace, result, said),
+        None => AnswerDecision::Rows,
+    })
+}
+
+/// The answer the rows say by themselves ([`grounded::said_by_rows`]), without a model call;
+/// recorded as the `answer` stage with what it was said from.
+fn said_by_rows(trace: &mut Trace, result: &ResultSet, said: grounded::FromRows) -> AnswerDecision {
+    let mut st = StageTrace::new(stage::ANSWER, json!({"rows": result.rows.len(), "columns": result.columns.len()}));
+    st.output = json!({"answer_from": said.as_str(), "llm": false});
+    trace.push(st);
+    match said {
+        grounded::FromRows::Value(s) | grounded::FromRows::List(s) => AnswerDecision::Text(s),
+        grounded::FromRows::Rows => AnswerDecision::Rows,
+    }
 }
 
 /// Why an answer call failed when the server refused its prompt as larger than its context: a

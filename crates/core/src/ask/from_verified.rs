@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
+use super::answer::without_model;
 use super::call::call;
 use super::host::{ExecFailure, Host};
 use super::outcome::{AskError, Goal, Produced};
@@ -13,7 +14,6 @@ use super::stage;
 use crate::config::{AskConfig, TemplateChoice, VerifiedUse};
 use crate::guard::check_read_only;
 use crate::llm::LlmError;
-use crate::prompt::AnswerDecision;
 use crate::trace::{ms_since, Source, StageTrace, Trace};
 use crate::verified::choose::{self, Choice, Offer, SlotKind};
 use crate::verified::{self, Candidate, Decision};
@@ -96,7 +96,7 @@ pub(super) fn from_verified(
     trace.source = Some(Source::Verified);
     trace.verified_id = Some(id);
     trace.verified_used.push(id);
-    let answer = (goal == Goal::Answer).then_some(AnswerDecision::Rows);
+    let answer = without_model(trace, &rs, goal);
     Some((sql, rs, answer))
 }
 
@@ -178,7 +178,7 @@ pub(super) fn from_template(
             note(trace, json!({"choice": chosen, "taken": true, "sql": sql, "rows": rs.rows.len(), "verified_by": cand.verified_by}));
             trace.source = Some(Source::VerifiedTemplate);
             trace.verified_id = Some(cand.id);
-            let answer = (goal == Goal::Answer).then_some(AnswerDecision::Rows);
+            let answer = without_model(trace, &rs, goal);
             Ok(Some((sql, rs, answer)))
         }
         Err(f) => {

@@ -1,6 +1,7 @@
 //! Unit tests of the text-to-SQL pipeline, with a scripted host: the single-schema way, the
 //! context switch and clarification here, the plan and verified ways in their own modules.
 
+mod answer;
 mod embedding;
 mod plan;
 mod verified;
@@ -46,6 +47,12 @@ fn one_row() -> ResultSet {
 
 fn count(n: i64) -> ResultSet {
     ResultSet { columns: vec!["count".into()], rows: vec![vec![json!(n)]], truncated: false, size_cut: false }
+}
+
+/// `n` restaurant names, Roma first: more rows than the answer says without the model.
+fn names(n: usize) -> ResultSet {
+    let rows = (0..n).map(|i| vec![json!(if i == 0 { "Roma".to_string() } else { format!("r{i}") })]).collect();
+    ResultSet { columns: vec!["name".into()], rows, truncated: false, size_cut: false }
 }
 
 impl Catalog for Scripted {
@@ -122,10 +129,11 @@ fn cfg() -> AskConfig {
 
 #[test]
 fn happy_path_with_written_answer() {
-    let mut h = Scripted::new(&["```sql\nSELECT name FROM public.restaurants;\n```", "Roma is the only one."]);
+    let mut h = Scripted::new(&["```sql\nSELECT name FROM public.restaurants;\n```", "Roma is the first of them."]);
+    h.exec = Box::new(|_| Ok(names(9)));
     let out = run(&mut h, "which restaurants?", &cfg(), Goal::Answer).unwrap();
     assert_eq!(out.sql, "SELECT name FROM public.restaurants");
-    assert_eq!(out.answer_text(), "Roma is the only one.");
+    assert_eq!(out.answer_text(), "Roma is the first of them.");
     assert_eq!(out.trace.llm_calls, 2);
     assert_eq!(out.trace.prompt_tokens, 20);
     let stages: Vec<_> = out.trace.stages.iter().map(|s| s.stage).collect();
@@ -136,27 +144,16 @@ fn happy_path_with_written_answer() {
 
 #[test]
 fn a_written_answer_the_rows_do_not_say_is_replaced_by_the_rows() {
-    // One value: said with its column's meaning.
-    let mut h = Scripted::new(&["```sql\nSELECT count(*) AS num_restaurants FROM public.restaurants\n```", "{\"answer\": \"1\"}"]);
-    h.exec = Box::new(|_| Ok(count(68)));
-    let out = run(&mut h, "how many restaurants are there?", &cfg(), Goal::Answer).unwrap();
-    assert_eq!(out.answer_text(), "count: 68");
-    let ground = out.trace.stages.last().unwrap();
-    assert_eq!((ground.stage, &ground.output["grounded"], &ground.output["answer_from"]), ("ground", &json!(false), &json!("value")));
-    assert_eq!(ground.output["why"]["unsupported"], json!(["1"]));
-    // A name the rows do not hold: a few rows become a short list.
+    // A name the rows do not hold (one value or a few rows are said without the model: see
+    // tests/answer.rs).
     let mut h = Scripted::new(&["SELECT name FROM public.restaurants", "Roma and Venezia."]);
-    h.exec = Box::new(|_| {
-        Ok(ResultSet {
-            columns: vec!["name".into()],
-            rows: vec![vec![json!("Roma")], vec![json!("Nizza")]],
-            truncated: false,
-            size_cut: false,
-        })
-    });
+    h.exec = Box::new(|_| Ok(names(6)));
     let out = run(&mut h, "which restaurants?", &cfg(), Goal::Answer).unwrap();
-    assert_eq!(out.answer_text(), "- Roma\n- Nizza");
-    // Many rows: the rows.
+    assert_eq!(out.answer, Some(AnswerDecision::Rows));
+    let ground = out.trace.stages.last().unwrap();
+    assert_eq!((ground.stage, &ground.output["grounded"], &ground.output["answer_from"]), ("ground", &json!(false), &json!("rows")));
+    assert_eq!(ground.output["why"]["unsupported"], json!(["Venezia"]));
+    // A number they do not say.
     let mut h = Scripted::new(&["SELECT name FROM public.restaurants", "There are 3 of them: Roma."]);
     h.exec = Box::new(|_| {
         Ok(ResultSet {
@@ -174,9 +171,11 @@ fn a_written_answer_the_rows_do_not_say_is_replaced_by_the_rows() {
 #[test]
 fn rows_as_the_answer() {
     let mut h = Scripted::new(&["SELECT name FROM public.restaurants", "ROWS"]);
+    h.exec = Box::new(|_| Ok(names(6)));
     let out = run(&mut h, "list restaurants", &cfg(), Goal::Answer).unwrap();
     assert_eq!(out.answer, Some(AnswerDecision::Rows));
-    assert_eq!(out.answer_text(), " name\n------\n Roma\n(1 row)");
+    let text = out.answer_text();
+    assert!(text.starts_with(" name\n------\n Roma\n") && text.ends_with("(6 rows)"), "{text}");
 }
 
 #[test]
@@ -227,6 +226,7 @@ fn an_answer_prompt_over_its_bound_is_cut_or_the_rows_answer() {
     assert!(out.trace.notices[0].contains("not one row of the result fits"), "{:?}", out.trace.notices);
     // The server says the prompt exceeds its context: the rows, and a notice.
     let mut h = Scripted::new(&["SELECT name FROM public.restaurants"]);
+    h.exec = Box::new(|_| Ok(names(6)));
     h.replies.push_back(Err(LlmError::Http {
         url: "u".into(),
         status: 400,
@@ -428,14 +428,13 @@ fn cities(values: &[&str], all_values: bool) -> Evidence {
 #[test]
 fn corrected_sql_is_checked_again_and_executed() {
     // The rules decide: an initialism of a stored value.
-    let mut h =
-        Correcting(Scripted::new(&["SELECT name FROM public.restaurants WHERE city = 'LA'", "ROWS"]), cities(&["Los Angeles"], false));
+    let mut h = Correcting(Scripted::new(&["SELECT name FROM public.restaurants WHERE city = 'LA'"]), cities(&["Los Angeles"], false));
     let out = run(&mut h, "q", &cfg(), Goal::Answer).unwrap();
     assert_eq!(out.sql, "SELECT name FROM public.restaurants WHERE city = 'Los Angeles'");
     assert_eq!(h.0.executed, ["SELECT name FROM public.restaurants WHERE city = 'Los Angeles'"]);
     let stages: Vec<_> = out.trace.stages.iter().map(|s| s.stage).collect();
     assert_eq!(stages, ["schema", "generate", "guard", "correct", "execute", "answer"]);
-    assert_eq!(out.trace.llm_calls, 2);
+    assert_eq!(out.trace.llm_calls, 1);
 }
 
 #[test]
@@ -443,16 +442,16 @@ fn the_llms_value_choice_is_a_call_of_the_pipeline_and_cannot_smuggle_in_a_state
     // The column's few values are put to the LLM, whose call is traced and counted.
     let sql = "SELECT name FROM public.restaurants WHERE city = 'Big Apple'";
     let few = cities(&["New York", "Boston"], true);
-    let mut h = Correcting(Scripted::new(&[sql, "{\"1\": \"New York\"}", "ROWS"]), few.clone());
+    let mut h = Correcting(Scripted::new(&[sql, "{\"1\": \"New York\"}"]), few.clone());
     let out = run(&mut h, "q", &cfg(), Goal::Answer).unwrap();
     assert_eq!(h.0.executed, ["SELECT name FROM public.restaurants WHERE city = 'New York'"]);
     let stages: Vec<_> = out.trace.stages.iter().map(|s| s.stage).collect();
     assert_eq!(stages, ["schema", "generate", "guard", "correct", "correct", "execute", "answer"]);
-    assert_eq!(out.trace.llm_calls, 3);
+    assert_eq!(out.trace.llm_calls, 2);
     assert!(h.0.seen[1].1.messages[0].content.contains("<literal>Big Apple</literal>"));
     // A reply that smuggles in a second statement is not taken; the statement runs as written.
     let smuggled = "```sql\nSELECT name FROM public.restaurants WHERE city = 'x'; DELETE FROM t\n```";
-    let mut bad = Correcting(Scripted::new(&[sql, smuggled, "ROWS"]), few);
+    let mut bad = Correcting(Scripted::new(&[sql, smuggled]), few);
     let out = run(&mut bad, "q", &cfg(), Goal::Answer).unwrap();
     assert_eq!(bad.0.executed, [sql]);
     let literals = &out.trace.stages.iter().find(|s| s.stage == "correct" && s.output["literals"].is_array()).unwrap().output["literals"];
@@ -471,10 +470,10 @@ fn a_context_that_answers_runs_no_sql() {
     assert_eq!(stages, ["context", "context"]);
     assert_eq!(out.trace.stages[1].output["decision"], "answered");
     // A context that does not answer: the pipeline goes on to SQL.
-    let mut h = Scripted::new(&["{\"answerable\": false}", "SELECT name FROM public.restaurants", "ROWS"]);
+    let mut h = Scripted::new(&["{\"answerable\": false}", "SELECT name FROM public.restaurants"]);
     let out = run_with_context(&mut h, "which restaurant?", Some("The weather is fine."), &cfg(), Goal::Answer).unwrap();
     assert_eq!(h.executed, ["SELECT name FROM public.restaurants"]);
-    assert_eq!(out.answer, Some(AnswerDecision::Rows));
+    assert_eq!(out.answer_text(), "name: Roma");
     // Without a context, no context call.
     let mut h = Scripted::new(&["SELECT name FROM public.restaurants", "ROWS"]);
     run_with_context(&mut h, "which restaurant?", Some("  "), &cfg(), Goal::Answer).unwrap();
