@@ -239,7 +239,7 @@ fn benchmark_truth_never_reads_user_tables() {
     let samples = count(
         &mut su,
         "SELECT count(*) FROM ask.benchmark_samples s JOIN ask.benchmark_runs r ON r.id = s.run_id
-          WHERE r.workload = 'pv_evil' AND r.started_by = 'pv_victim'",
+          WHERE r.workload = 'pv_evil' AND r.started_by = 'pv_victim'::regrole",
     )
     .unwrap();
     assert_eq!(samples, 4, "pv_victim's run of pv_evil finished without its four answers");
@@ -342,7 +342,7 @@ fn benchmark_runs_are_private() {
     let running: i64 = loop {
         let id = su
             .query_opt(
-                "SELECT id FROM ask.benchmark_runs WHERE started_by = 'pv_victim' AND workload = 'pv_w' AND seed = 2 AND status = 'running'
+                "SELECT id FROM ask.benchmark_runs WHERE started_by = 'pv_victim'::regrole AND workload = 'pv_w' AND seed = 2 AND status = 'running'
                   ORDER BY id DESC LIMIT 1",
                 &[],
             )
@@ -360,7 +360,7 @@ fn benchmark_runs_are_private() {
     hang.set_script(Script::reply_always("[]"));
 
     let ids: Vec<i64> =
-        su.query("SELECT id FROM ask.benchmark_runs WHERE started_by = 'pv_victim'", &[]).unwrap().iter().map(|r| r.get(0)).collect();
+        su.query("SELECT id FROM ask.benchmark_runs WHERE started_by = 'pv_victim'::regrole", &[]).unwrap().iter().map(|r| r.get(0)).collect();
     let ids = format!("'{{{}}}'::bigint[]", ids.iter().map(i64::to_string).collect::<Vec<_>>().join(","));
     let answers = count(&mut su, &format!("SELECT count(*) FROM ask.benchmark_samples WHERE run_id = ANY({ids})")).unwrap();
     assert!(answers > 0, "pv_victim's runs have no answers: nothing to hide");
@@ -379,12 +379,12 @@ fn benchmark_runs_are_private() {
     let mut thief = connect_to("pv_thief", "postgres");
     must(&mut thief, "bounding pv_thief's statements", "SET statement_timeout = '30s'");
     for (what, sql) in [
-        ("runs", "SELECT count(*) FROM ask.benchmark_runs WHERE started_by = 'pv_victim'".to_string()),
+        ("runs", "SELECT count(*) FROM ask.benchmark_runs WHERE started_by = 'pv_victim'::regrole".to_string()),
         ("runs", format!("SELECT count(*) FROM ask.benchmark_runs WHERE id = ANY({ids})")),
         ("answers", format!("SELECT count(*) FROM ask.benchmark_samples WHERE run_id = ANY({ids})")),
         (
             "answers",
-            "SELECT count(*) FROM ask.benchmark_samples s JOIN ask.benchmark_runs r ON r.id = s.run_id WHERE r.started_by = 'pv_victim'"
+            "SELECT count(*) FROM ask.benchmark_samples s JOIN ask.benchmark_runs r ON r.id = s.run_id WHERE r.started_by = 'pv_victim'::regrole"
                 .to_string(),
         ),
         ("results", format!("SELECT count(*) FROM ask.benchmark_results WHERE run = ANY({ids})")),
