@@ -359,8 +359,12 @@ fn benchmark_runs_are_private() {
     assert!(r.is_err(), "the hung run finished");
     hang.set_script(Script::reply_always("[]"));
 
-    let ids: Vec<i64> =
-        su.query("SELECT id FROM ask.benchmark_runs WHERE started_by = 'pv_victim'::regrole", &[]).unwrap().iter().map(|r| r.get(0)).collect();
+    let ids: Vec<i64> = su
+        .query("SELECT id FROM ask.benchmark_runs WHERE started_by = 'pv_victim'::regrole", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
     let ids = format!("'{{{}}}'::bigint[]", ids.iter().map(i64::to_string).collect::<Vec<_>>().join(","));
     let answers = count(&mut su, &format!("SELECT count(*) FROM ask.benchmark_samples WHERE run_id = ANY({ids})")).unwrap();
     assert!(answers > 0, "pv_victim's runs have no answers: nothing to hide");
