@@ -15,6 +15,7 @@ pub mod extract;
 pub mod grounded;
 pub mod guard;
 pub mod json;
+pub mod knowledge;
 pub mod llm;
 pub mod prompt;
 pub mod rows;

@@ -55,7 +55,20 @@ pub fn sql_request_with_examples(question: &str, schema: &str, examples: &[(&str
 /// [`sql_request_with_examples`] for a follow-up in a conversation: `previous` is the earlier
 /// turn's question and the SQL that answered it, shown as the query to edit.
 pub fn sql_request_in_conversation(question: &str, schema: &str, examples: &[(&str, &str)], previous: Option<(&str, &str)>) -> ChatRequest {
+    sql_request_with_knowledge(question, schema, "", examples, previous)
+}
+
+/// [`sql_request_in_conversation`] with the knowledge block `knowledge`
+/// ([`crate::knowledge::render`]: data already) after the schema.
+pub fn sql_request_with_knowledge(
+    question: &str,
+    schema: &str,
+    knowledge: &str,
+    examples: &[(&str, &str)],
+    previous: Option<(&str, &str)>,
+) -> ChatRequest {
     let mut user = format!("<schema>\n{}</schema>\n\n", data(schema));
+    user.push_str(knowledge);
     if !examples.is_empty() {
         user.push_str("Queries that users verified for similar questions on this database (examples, not the answer):\n<examples>\n");
         for (q, sql) in examples {

@@ -123,7 +123,8 @@ const STOP_WORDS: &[&str] = &[
     "your", "yours", "display", "find", "known", "use", "used", "using", "s", "t",
 ];
 
-fn is_stop_word(w: &str) -> bool {
+/// Whether `w` (lower case) is a stop word: it says nothing about which data a question means.
+pub fn is_stop_word(w: &str) -> bool {
     static SET: std::sync::OnceLock<std::collections::HashSet<&'static str>> = std::sync::OnceLock::new();
     SET.get_or_init(|| STOP_WORDS.iter().copied().collect()).contains(w)
 }

@@ -42,6 +42,16 @@ pub struct Trace {
     /// The verified queries offered as templates when none answered (for a DBA who asks why).
     #[serde(skip)]
     pub templates_offered: Vec<i64>,
+    /// The knowledge items shown to the model for this question (ids in `ask.knowledge`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub knowledge_offered: Vec<i64>,
+    /// The knowledge items the final SQL used: written in by name, or written as their
+    /// expression, value or table ([`crate::knowledge::used_by`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub knowledge_used: Vec<i64>,
+    /// The knowledge items some attempt named and pg_ask wrote in as their expression.
+    #[serde(skip)]
+    pub knowledge_expanded: Vec<i64>,
     /// How the question was read in its conversation (asked in one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reading: Option<crate::conversation::Reading>,

@@ -19,11 +19,14 @@ use crate::rows::ResultSet;
 use crate::trace::{ms_since, StageTrace, Trace};
 
 /// What generation is shown beside the question: verified queries of similar questions
-/// (question, SQL), and in a conversation the earlier turn's question and SQL, to edit.
+/// (question, SQL), in a conversation the earlier turn's question and SQL, to edit, and the
+/// knowledge the database's owners wrote that bears on it.
 #[derive(Debug, Default)]
 pub(super) struct Examples {
     pub verified: Vec<(String, String)>,
     pub previous: Option<(String, String)>,
+    /// The knowledge items relevant to the question ([`crate::knowledge::relevant`]).
+    pub knowledge: Vec<crate::knowledge::Item>,
 }
 
 /// Generate SQL for `question` over `schema`, check, correct and execute it, and repair it
@@ -43,7 +46,15 @@ pub(super) fn generate_and_run(
 ) -> Result<(String, ResultSet), AskError> {
     let shown: Vec<(&str, &str)> = examples.verified.iter().map(|(q, s)| (q.as_str(), s.as_str())).collect();
     let previous = examples.previous.as_ref().map(|(q, s)| (q.as_str(), s.as_str()));
-    let mut req = prompt::sql_request_in_conversation(question, schema, &shown, previous);
+    let offered: Vec<&crate::knowledge::Item> = examples.knowledge.iter().collect();
+    let mut req = prompt::sql_request_with_knowledge(question, schema, &crate::knowledge::render(&offered), &shown, previous);
+    // The described tables' columns: a name the model writes that is one of them is that
+    // column, not a metric's, filter's or dimension's name.
+    let columns: Vec<String> = if offered.is_empty() {
+        Vec::new()
+    } else {
+        crate::schema::parse_rendered(schema).into_iter().flat_map(|t| t.columns).map(|c| c.name.to_lowercase()).collect()
+    };
     let first = req.clone();
     let mut constraint: Option<Constraint> = None;
     // The grammar is built before the first call that needs it (a plan's draft needs none):
@@ -91,7 +102,16 @@ pub(super) fn generate_and_run(
                 reply
             }
         };
-        let extracted = extract_sql(&reply);
+        let extracted = extract_sql(&reply).map(|sql| {
+            // A metric, filter or dimension written by its name: its checked expression in.
+            let e = crate::knowledge::expand(&sql, &offered, &columns);
+            for id in e.expanded {
+                if !trace.knowledge_expanded.contains(&id) {
+                    trace.knowledge_expanded.push(id);
+                }
+            }
+            e.sql
+        });
         let folded = fold_space(extracted.as_deref().unwrap_or(&reply));
         if let Some((_, _, first, ended)) = tried.iter().find(|(had_sql, text, ..)| *had_sql == extracted.is_some() && *text == folded) {
             let (reason, what) =

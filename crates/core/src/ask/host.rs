@@ -146,6 +146,13 @@ pub trait Memory {
     /// among the columns of `tables` (the described tables, qualified as the description
     /// writes them).
     fn ambiguities(&mut self, question: &str, tables: &[String]) -> Result<Vec<Ambiguity>, HostError>;
+    /// The knowledge items the caller may see that bear on `tables` (the described tables,
+    /// qualified as the description writes them): instructions on the database, their schemas
+    /// or them, synonyms, metrics, filters and dimensions over them. None by default.
+    fn knowledge(&mut self, question: &Question, tables: &[String]) -> Result<Vec<crate::knowledge::Item>, HostError> {
+        let _ = (question, tables);
+        Ok(Vec::new())
+    }
 }
 
 /// Guarded execution with the caller's privileges.

@@ -188,7 +188,8 @@ fn run_inner(
         st.output["examples"] = json!(shown.iter().map(|c| c.id).collect::<Vec<_>>());
         trace.verified_used.extend(shown.iter().map(|c| c.id));
     }
-    let examples = Examples { verified: shown.iter().map(|c| (c.question.clone(), c.sql.clone())).collect(), previous };
+    let mut examples =
+        Examples { verified: shown.iter().map(|c| (c.question.clone(), c.sql.clone())).collect(), previous, knowledge: Vec::new() };
     trace.source = Some(Source::Llm);
 
     let t = Instant::now();
@@ -213,13 +214,13 @@ fn run_inner(
 
     // Ambiguities the value memory shows among the described tables: resolved from the
     // context (or the words around them), or put back to the user as a question.
+    let described: Vec<String> = if selection.len() > 1 {
+        selection.iter().flat_map(|c| described_tables(&c.tables)).collect()
+    } else {
+        described_tables(&schema)
+    };
     let clarified;
     let question = if cfg.clarify {
-        let described: Vec<String> = if selection.len() > 1 {
-            selection.iter().flat_map(|c| described_tables(&c.tables)).collect()
-        } else {
-            described_tables(&schema)
-        };
         match clarify_question(host, trace, question, context, &described)? {
             Clarified::Unchanged => question,
             Clarified::Chosen(q) => {
@@ -238,8 +239,12 @@ fn run_inner(
         question
     };
 
+    examples.knowledge = offer_knowledge(host, trace, &asked, &described, cfg)?;
+
     if selection.len() > 1 {
-        return run_plan(host, question, &selection, cfg, goal, trace, &examples);
+        let done = run_plan(host, question, &selection, cfg, goal, trace, &examples)?;
+        note_knowledge_used(trace, &examples, &done.0);
+        return Ok(done);
     }
     let mut st = StageTrace::new(stage::SCHEMA, Value::Null);
     st.output = json!({"chars": schema.len(), "tables": count_rendered_tables(&schema)});
@@ -249,8 +254,44 @@ fn run_inner(
         return Err(AskError::NoTables);
     }
     let (sql, result) = generate_and_run(host, trace, question, &schema, cfg, None, None, &examples)?;
+    note_knowledge_used(trace, &examples, &sql);
     let answer = answer(host, trace, question, &sql, &result, cfg, goal)?;
     Ok((sql, result, answer))
+}
+
+/// The knowledge items the caller may see over the described tables, those relevant to the
+/// question kept within an eighth of the prompt's budget ([`crate::knowledge::relevant`]);
+/// recorded as the `knowledge` stage when there are any.
+fn offer_knowledge(
+    host: &mut dyn Host,
+    trace: &mut Trace,
+    asked: &Question,
+    described: &[String],
+    cfg: &AskConfig,
+) -> Result<Vec<crate::knowledge::Item>, AskError> {
+    let t = Instant::now();
+    let items = host.knowledge(asked, described).map_err(AskError::Host)?;
+    if items.is_empty() {
+        return Ok(items);
+    }
+    let budget = (cfg.max_prompt_tokens / 2).max(400);
+    let kept: Vec<crate::knowledge::Item> =
+        crate::knowledge::relevant(asked.text(), &items, described, budget).into_iter().cloned().collect();
+    let mut st = StageTrace::new(stage::KNOWLEDGE, json!({"visible": items.len()}));
+    st.output = json!({"offered": kept.iter().map(|i| json!({"id": i.id, "kind": i.kind, "name": i.name})).collect::<Vec<_>>()});
+    st.ms = ms_since(t);
+    trace.push(st);
+    trace.knowledge_offered = kept.iter().map(|i| i.id).collect();
+    Ok(kept)
+}
+
+/// Which of the offered knowledge items the statement that answered used.
+fn note_knowledge_used(trace: &mut Trace, examples: &Examples, sql: &str) {
+    if examples.knowledge.is_empty() {
+        return;
+    }
+    let offered: Vec<&crate::knowledge::Item> = examples.knowledge.iter().collect();
+    trace.knowledge_used = crate::knowledge::used_by(sql, &offered, &trace.knowledge_expanded);
 }
 
 /// What the clarification check made of a question.

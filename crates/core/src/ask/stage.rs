@@ -25,3 +25,5 @@ pub const CLARIFY: &str = "clarify";
 pub const FOLLOW_UP: &str = "follow_up";
 /// The written answer checked against the rows (no LLM call).
 pub const GROUND: &str = "ground";
+/// The knowledge items offered with the question.
+pub const KNOWLEDGE: &str = "knowledge";

@@ -3,6 +3,7 @@
 
 mod answer;
 mod embedding;
+mod knowledge;
 mod plan;
 mod verified;
 
