@@ -11,6 +11,7 @@ mod clarify;
 mod conversation;
 mod evaluate;
 mod guard;
+mod knowledge;
 mod llm;
 mod pg;
 mod schema;
@@ -33,6 +34,12 @@ pgrx::extension_sql_file!("../sql/schema_memory.sql", name = "schema_memory_tabl
 pgrx::extension_sql_file!("../sql/schema_memory_index.sql", name = "schema_memory_index", requires = ["schema_memory_tables"]);
 pgrx::extension_sql_file!("../sql/verified.sql", name = "verified_tables", requires = ["llm_cache"]);
 pgrx::extension_sql_file!("../sql/conversations.sql", name = "conversation_tables", requires = ["verified_tables"]);
+pgrx::extension_sql_file!("../sql/knowledge.sql", name = "knowledge_tables", requires = ["verified_tables"]);
+pgrx::extension_sql_file!(
+    "../sql/knowledge_functions.sql",
+    name = "knowledge_functions",
+    requires = ["knowledge_tables", knowledge::add_knowledge]
+);
 pgrx::extension_sql_file!("../sql/tables.sql", name = "tables_function", requires = ["ledger"]);
 pgrx::extension_sql_file!("../sql/comment_invalidation.sql", name = "comment_invalidation", requires = [schema::invalidate_relation]);
 pgrx::extension_sql_file!("../sql/embed_vector.sql", name = "embed_vector", requires = [llm::embeddings::embed_real]);

@@ -99,6 +99,10 @@ impl Memory for BackendHost {
     fn ambiguities(&mut self, question: &str, tables: &[String]) -> Result<Vec<pg_ask_core::clarify::Ambiguity>, HostError> {
         crate::clarify::ambiguities(question, tables).map_err(HostError::internal)
     }
+
+    fn knowledge(&mut self, _: &Question, tables: &[String]) -> Result<Vec<pg_ask_core::knowledge::Item>, HostError> {
+        crate::knowledge::read::for_question(tables).map_err(HostError::internal)
+    }
 }
 
 impl Executor for BackendHost {

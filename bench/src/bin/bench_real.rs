@@ -21,7 +21,8 @@
 //! `incondb`), `PG_ASK_REAL_LABEL` (added to the run label), `PG_ASK_REAL_MAX_TOKENS`,
 //! `PG_ASK_REAL_EACH=1` (print each question's number and outcome), `PG_ASK_REAL_VALUES=1`
 //! (the value memory first, as a DBA would set it up: defog's short text columns, the sample's
-//! columns that `scripts/run.sh` indexes).
+//! columns that `scripts/run.sh` indexes), `PG_ASK_REAL_KNOWLEDGE=1` (defog's instructions and
+//! glossaries registered once per database as knowledge, none passed with a question).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -71,6 +72,48 @@ fn load_defog(c: &mut Client, per_db: i64) -> i32 {
     )
     .unwrap()
     .get(0)
+}
+
+/// defog's knowledge as a DBA would register it once, not with each question: every distinct
+/// line of the instructions its questions carry, and of each database's glossary, as an
+/// instruction on the database's schema (`ask.add_instruction`); the questions lose their
+/// own instructions. Returns the number of items.
+fn defog_knowledge(c: &mut Client) -> i64 {
+    c.batch_execute("UPDATE ask.eval_questions SET instructions = NULL WHERE suite = 'defog'").unwrap();
+    let dbs: Vec<(String, String)> = c
+        .query(
+            "SELECT DISTINCT q.db_name, e.schema FROM defog_q q JOIN ask.eval_questions e ON e.suite = 'defog' AND e.question = q.question",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let mut added = 0;
+    for (db, schema) in dbs {
+        let mut lines: Vec<String> = c
+            .query("SELECT DISTINCT instructions FROM defog_q WHERE db_name = $1 AND coalesce(instructions, '') <> ''", &[&db])
+            .unwrap()
+            .iter()
+            .flat_map(|r| r.get::<_, String>(0).lines().map(str::to_string).collect::<Vec<_>>())
+            .collect();
+        let glossary = std::fs::read_to_string(repo().join(format!("../shared/datasets/defog/{db}.json")))
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .and_then(|v| v["glossary"].as_str().map(str::to_string))
+            .unwrap_or_default();
+        lines.extend(glossary.lines().map(str::to_string));
+        let mut seen = std::collections::BTreeSet::new();
+        for line in lines {
+            let line = line.trim().trim_start_matches("- ").trim().to_string();
+            if line.is_empty() || !seen.insert(line.to_lowercase()) {
+                continue;
+            }
+            c.query_one("SELECT ask.add_instruction($1, about_schema => $2)", &[&line, &schema]).unwrap();
+            added += 1;
+        }
+    }
+    added
 }
 
 /// What one question's trace says: SQL-writing replies and how many were read as SQL, the
@@ -242,6 +285,10 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, base: &Baseline<'_>, mut 
         }
         "defog" => {
             let n = load_defog(c, env("PG_ASK_REAL_DEFOG_PER_DB", "4").parse().unwrap());
+            if env("PG_ASK_REAL_KNOWLEDGE", "0") == "1" {
+                let items = defog_knowledge(c);
+                println!("defog's instructions and glossaries registered once per database: {items} knowledge items; none per question");
+            }
             // As a DBA would set pg_ask up: the short text columns (names, codes, categories)
             // in the value memory, so that descriptions list their values and literals are
             // corrected against them. Once per run.

@@ -116,6 +116,7 @@ static SQL_GRAMMAR: GucSetting<GucMode> = GucSetting::<GucMode>::new(GucMode::Au
 static CACHE: GucSetting<bool> = GucSetting::<bool>::new(false);
 static VERIFIED: GucSetting<GucVerified> = GucSetting::<GucVerified>::new(GucVerified::On);
 static CLARIFY: GucSetting<bool> = GucSetting::<bool>::new(false);
+static USE_KNOWLEDGE: GucSetting<bool> = GucSetting::<bool>::new(true);
 static EXPLAIN_PROMPTS: GucSetting<bool> = GucSetting::<bool>::new(false);
 static SELECTION_INDEX: GucSetting<bool> = GucSetting::<bool>::new(true);
 static VERIFIED_MIN_COSINE: GucSetting<f64> = GucSetting::<f64>::new(pg_ask_core::verified::PARAPHRASE_MIN_COSINE);
@@ -342,6 +343,14 @@ pub fn init() {
         &VERIFIED_MIN_COSINE,
         0.5,
         1.0,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_bool_guc(
+        c"ask.use_knowledge",
+        c"Whether ask() uses the knowledge the database's owners taught (ask.knowledge).",
+        c"On: the instructions, metrics, filters, dimensions and synonyms over the tables described for a question that the caller may see go into the SQL prompt, and a metric, filter or dimension named in the SQL is written in as its checked expression. Off: none is used (to measure what they are worth).",
+        &USE_KNOWLEDGE,
         GucContext::Userset,
         GucFlags::default(),
     );

@@ -144,6 +144,11 @@ pub fn statement_timeout_ms() -> i32 {
     STATEMENT_TIMEOUT.get()
 }
 
+/// `ask.use_knowledge`.
+pub fn use_knowledge() -> bool {
+    USE_KNOWLEDGE.get()
+}
+
 pub fn row_limit() -> u32 {
     ROW_LIMIT.get().max(1) as u32
 }

@@ -214,11 +214,8 @@ fn run_inner(
 
     // Ambiguities the value memory shows among the described tables: resolved from the
     // context (or the words around them), or put back to the user as a question.
-    let described: Vec<String> = if selection.len() > 1 {
-        selection.iter().flat_map(|c| described_tables(&c.tables)).collect()
-    } else {
-        described_tables(&schema)
-    };
+    let described: Vec<String> =
+        if selection.len() > 1 { selection.iter().flat_map(|c| described_tables(&c.tables)).collect() } else { described_tables(&schema) };
     let clarified;
     let question = if cfg.clarify {
         match clarify_question(host, trace, question, context, &described)? {

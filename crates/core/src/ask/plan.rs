@@ -84,8 +84,7 @@ pub(super) fn run_plan(
     for (i, step) in plan.steps.iter().take(to_run).enumerate() {
         let tables = candidates.iter().find(|c| c.schema == step.schema).map(|c| c.tables.as_str()).unwrap_or_default();
         let goal_text = if step.goal.is_empty() { question } else { step.goal.as_str() };
-        let result =
-            generate_and_run(host, trace, goal_text, tables, cfg, step.sql.as_deref(), Some(i + 1), &step_examples);
+        let result = generate_and_run(host, trace, goal_text, tables, cfg, step.sql.as_deref(), Some(i + 1), &step_examples);
         let (sql, result) = match result {
             Ok((sql, rs)) => (sql, Ok(rs)),
             Err(e) => (failed_sql(&e).unwrap_or_default(), Err(e)),

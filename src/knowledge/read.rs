@@ -1,0 +1,72 @@
+//! The knowledge items ask() is offered for a question: those the caller may see (the policy of
+//! `ask.knowledge` decides) over the described tables, plus the database's and schemas'
+//! instructions and the synonyms of tables; an item whose tables changed since it was checked
+//! is checked again, as the caller, and left out when it no longer holds.
+
+use pgrx::pg_sys::panic::CaughtError;
+
+use pg_ask_core::knowledge::Item;
+
+use super::check::{holds_for_caller, stored};
+use crate::pg::gucs;
+
+/// At most this many items are read for one question.
+const MAX_READ: usize = 500;
+
+/// The message of an error caught in a subtransaction (anything else is raised again).
+pub(crate) fn caught_message(caught: CaughtError) -> String {
+    match &caught {
+        CaughtError::PostgresError(r) | CaughtError::ErrorReport(r) => r.message().to_string(),
+        _ => caught.rethrow(),
+    }
+}
+
+/// The items for a question over `tables` (qualified as a description writes them); none
+/// with `ask.use_knowledge` off, or before `ALTER EXTENSION pg_ask UPDATE` made the table.
+pub(crate) fn for_question(tables: &[String]) -> Result<Vec<Item>, String> {
+    if !gucs::use_knowledge() || !crate::pg::version::sql_at_least("0.2.0") {
+        return Ok(Vec::new());
+    }
+    let wanted = WANTED.replace("$1", &array_literal(tables));
+    let stale: Vec<i64> = crate::pg::spi::select_rows(
+        &format!(
+            "SELECT k.id FROM ask.knowledge k
+             WHERE k.problem IS NULL AND k.checked_shape IS DISTINCT FROM ask._knowledge_shape(k.tables) AND {wanted} LIMIT {MAX_READ}"
+        ),
+        &[],
+        |r| r.get::<i64>(1),
+    )
+    .map_err(|e| e.to_string())?;
+    let mut items = Vec::new();
+    for (id, kind, it) in stored(&format!("WHERE k.problem IS NULL AND {wanted}")).into_iter().take(MAX_READ) {
+        if stale.contains(&id) && !holds_for_caller(kind, &it) {
+            continue;
+        }
+        let table = it.about.map(crate::pg::spi::qualified_relname);
+        items.push(Item {
+            id,
+            kind: Some(kind),
+            name: it.name,
+            table,
+            schema: it.about_schema,
+            column: it.column,
+            value: it.value,
+            body: it.body,
+            description: it.description,
+            synonyms: it.synonyms,
+        });
+    }
+    Ok(items)
+}
+
+/// The items a question over the tables `$1` (a text[] literal) may be offered: about one of them, about
+/// no table (the database's and schemas' instructions), or a table's synonym.
+const WANTED: &str = "(k.about IS NULL
+        OR k.about::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT pg_catalog.to_regclass(t)::pg_catalog.oid FROM pg_catalog.unnest($1::pg_catalog.text[]) t))
+        OR (k.kind OPERATOR(pg_catalog.=) 'synonym' AND k.column_name IS NULL))";
+
+/// `names` as a SQL text[] literal.
+fn array_literal(names: &[String]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| pg_ask_core::sqltext::quote_literal(n)).collect();
+    format!("ARRAY[{}]::pg_catalog.text[]", quoted.join(", "))
+}
