@@ -16,6 +16,7 @@ pub mod grounded;
 pub mod guard;
 pub mod json;
 pub mod llm;
+pub mod plain;
 pub mod prompt;
 pub mod rows;
 pub mod schema;
