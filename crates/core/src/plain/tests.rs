@@ -413,3 +413,19 @@ fn statements_that_are_not_one_query_are_refused() {
     assert_eq!(describe("  -- nothing\n"), Err(PlainError::NotSingleStatement(0)));
     assert!(matches!(describe("SELEC x FROM t"), Err(PlainError::Parse(_))));
 }
+
+#[test]
+fn long_in_list_count_of_a_column_and_negated_having() {
+    let sql = "SELECT city, count(phone) FROM restaurants WHERE id IN (1, 2, 3, 4, 5, 6, 7, 8, 9, 10) \
+               GROUP BY city HAVING NOT (count(*) < 3 OR max(price) IS NULL)";
+    let plain = described(sql, Fields { tables: &["restaurants"], filter: &["id", "price"], group: &["city"], ..NONE });
+    assert_eq!(
+        plain.lines,
+        [
+            "Reads restaurants.",
+            "Keeps rows whose id is one of 1, 2, 3, 4, 5, 6, 7, 8, … (10 values).",
+            "For each city, computes the number of non-empty phone.",
+            "Keeps only the groups whose number of rows is at least 3 and whose highest price is not empty.",
+        ]
+    );
+}
