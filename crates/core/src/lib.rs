@@ -17,6 +17,7 @@ pub mod guard;
 pub mod json;
 pub mod knowledge;
 pub mod llm;
+pub mod plain;
 pub mod prompt;
 pub mod rows;
 pub mod schema;

@@ -50,7 +50,8 @@ use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Location, Tokenizer};
 
 use tokens::{check_lexical, check_size, statement_bounds};
-use walk::{data_modifying_statement, normalized_parts, statement_kind, Walker};
+use walk::Walker;
+pub(crate) use walk::{data_modifying_statement, normalized_parts, statement_kind};
 
 pub use deny::{forbidden_function_reason, secret_setting, ForbiddenGroup, NamePattern, FORBIDDEN_FUNCTIONS, FORBIDDEN_RELATIONS};
 pub use refusal::{Refusal, MAX_SET_OPERATIONS, MAX_TOKENS};
@@ -130,6 +131,13 @@ pub fn check_write_step(sql: &str) -> Result<CheckedSql, Refusal> {
         other => return Err(Refusal::NotAWriteStep(statement_kind(other))),
     }
     walk_and_finish(sql, parsed, walker)
+}
+
+/// One statement, parsed after the same lexical and size checks as [`check_read_only`], but
+/// not refused for what it is or calls: for modules that read SQL rather than run it
+/// ([`crate::plain`]).
+pub(crate) fn parse_statement(sql: &str) -> Result<Statement, Refusal> {
+    parse_one(sql).map(|parsed| parsed.statement)
 }
 
 /// One statement, parsed, with the source locations of its first and last token.

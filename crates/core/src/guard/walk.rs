@@ -15,7 +15,7 @@ use super::refusal::Refusal;
 
 /// The data-modifying statement a query body consists of, looking through parentheses and
 /// set operations: `INSERT`, `UPDATE`, `DELETE` or `MERGE`.
-pub(super) fn data_modifying_statement(body: &SetExpr) -> Option<&Statement> {
+pub(crate) fn data_modifying_statement(body: &SetExpr) -> Option<&Statement> {
     match body {
         SetExpr::Insert(s) | SetExpr::Update(s) | SetExpr::Delete(s) | SetExpr::Merge(s) => Some(s),
         SetExpr::Query(q) => data_modifying_statement(&q.body),
@@ -26,7 +26,7 @@ pub(super) fn data_modifying_statement(body: &SetExpr) -> Option<&Statement> {
 
 /// The kind of a statement in SQL words (`DELETE`, `CREATE TABLE`, `START TRANSACTION`),
 /// derived from its `sqlparser` variant name.
-pub(super) fn statement_kind(statement: &Statement) -> String {
+pub(crate) fn statement_kind(statement: &Statement) -> String {
     let debug = format!("{statement:?}");
     let variant: String = debug.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
     let mut kind = String::with_capacity(variant.len() + 4);
@@ -50,7 +50,7 @@ fn normalized(ident: &Ident) -> String {
 }
 
 /// The parts of a (possibly qualified) name as PostgreSQL resolves them, for de-duplication.
-pub(super) fn normalized_parts(name: &ObjectName) -> Vec<String> {
+pub(crate) fn normalized_parts(name: &ObjectName) -> Vec<String> {
     name.0
         .iter()
         .map(|part| match part {

@@ -1,0 +1,234 @@
+//! The `FROM` clause of one query level: the relations it reads and how they are joined, in
+//! words, and the names (aliases) its columns are qualified with, resolved to table names.
+
+use sqlparser::ast::{Expr, Ident, Join, JoinConstraint, JoinOperator, ObjectName, TableFactor, TableWithJoins};
+
+use super::cond::{condition, equality_pairs};
+use super::text::{and_list, folded, subquery_phrase, written};
+use crate::guard::normalized_parts;
+
+/// A relation of the `FROM` clause and the names its columns may be qualified with.
+struct Entry {
+    /// The qualifier that names it: its alias, or its (folded) name parts.
+    key: Vec<String>,
+    /// For a table: its normalized name, to tell a self-join.
+    table: Option<Vec<String>>,
+    /// Whether it has an alias (then the alias is the only name it answers to).
+    aliased: bool,
+    /// What a qualified column shows in place of the qualifier.
+    shown: String,
+}
+
+/// The relations one query level reads, for resolving qualified column references.
+#[derive(Default)]
+pub(super) struct Scope {
+    entries: Vec<Entry>,
+}
+
+/// A table in `FROM` (`TableFactor::Table` without arguments): its name and alias.
+fn plain_table(factor: &TableFactor) -> Option<(&ObjectName, Option<&Ident>)> {
+    match factor {
+        TableFactor::Table { name, alias, args: None, .. } => Some((name, alias.as_ref().map(|a| &a.name))),
+        _ => None,
+    }
+}
+
+/// Every relation of a `FROM` list, looking into parenthesized joins.
+fn factors(from: &[TableWithJoins]) -> Vec<&TableFactor> {
+    let mut out = Vec::new();
+    for item in from {
+        for factor in std::iter::once(&item.relation).chain(item.joins.iter().map(|j| &j.relation)) {
+            match factor {
+                TableFactor::NestedJoin { table_with_joins, .. } => out.extend(factors(std::slice::from_ref(table_with_joins))),
+                other => out.push(other),
+            }
+        }
+    }
+    out
+}
+
+impl Scope {
+    /// The scope of a `FROM` list.
+    pub(super) fn of(from: &[TableWithJoins]) -> Scope {
+        let all = factors(from);
+        let table_count =
+            |key: &[String]| all.iter().filter(|f| plain_table(f).is_some_and(|(name, _)| normalized_parts(name) == key)).count();
+        let mut entries = Vec::new();
+        for factor in &all {
+            if let Some((name, alias)) = plain_table(factor) {
+                let table = normalized_parts(name);
+                let unique = table_count(&table) == 1;
+                let shown = match alias {
+                    Some(alias) if !unique => alias.to_string(),
+                    _ => name.to_string(),
+                };
+                let key = alias.map_or_else(|| table.clone(), |a| vec![folded(a)]);
+                entries.push(Entry { key, table: Some(table), aliased: alias.is_some(), shown });
+            } else if let Some(alias) = factor_alias(factor) {
+                entries.push(Entry { key: vec![folded(alias)], table: None, aliased: true, shown: alias.to_string() });
+            }
+        }
+        Scope { entries }
+    }
+
+    /// A column reference as it is shown: `city`, or `restaurants.city` for `r.city` when
+    /// several relations are in scope (the alias resolved to its table unless the table is
+    /// read twice). `None` when the expression is not a column reference.
+    pub(super) fn column(&self, expr: &Expr) -> Option<String> {
+        match expr {
+            Expr::Identifier(ident) => {
+                let special = ident.quote_style.is_none() && is_niladic(&ident.value);
+                (!special).then(|| ident.to_string())
+            }
+            Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
+                let (column, qualifier) = parts.split_last()?;
+                Some(match self.entry(qualifier) {
+                    Some(_) if self.entries.len() == 1 => column.to_string(),
+                    Some(entry) => format!("{}.{column}", entry.shown),
+                    None => parts.iter().map(Ident::to_string).collect::<Vec<_>>().join("."),
+                })
+            }
+            Expr::Nested(inner) => self.column(inner),
+            _ => None,
+        }
+    }
+
+    /// The relation a qualifier (`r` in `r.city`) names.
+    fn entry(&self, qualifier: &[Ident]) -> Option<&Entry> {
+        let qualifier: Vec<String> = qualifier.iter().map(folded).collect();
+        self.entries.iter().find(|e| {
+            e.key == qualifier || (!e.aliased && e.table.as_ref().is_some_and(|t| qualifier.len() == 1 && t.last() == qualifier.last()))
+        })
+    }
+
+    /// The relation a qualifier names as it is shown (`restaurants` for `r` in `r.*`), or the
+    /// qualifier as written.
+    pub(super) fn qualifier(&self, name: &ObjectName) -> String {
+        let parts: Option<Vec<Ident>> = name.0.iter().map(|p| p.as_ident().cloned()).collect();
+        match parts.as_deref().and_then(|parts| self.entry(parts)) {
+            Some(entry) => entry.shown.clone(),
+            None => name.to_string(),
+        }
+    }
+
+    /// How a relation is named in a line.
+    fn relation(&self, factor: &TableFactor) -> String {
+        match factor {
+            TableFactor::Table { name, alias, args: None, .. } => {
+                let key = normalized_parts(name);
+                let twice = self.entries.iter().filter(|e| e.table.as_ref() == Some(&key)).count() > 1;
+                match alias {
+                    Some(alias) if twice => format!("{name} (as {})", alias.name),
+                    _ => name.to_string(),
+                }
+            }
+            TableFactor::Derived { lateral, subquery, alias, .. } => {
+                let mut notes = Vec::new();
+                if let Some(alias) = alias {
+                    notes.push(format!("named {}", alias.name));
+                }
+                if *lateral {
+                    notes.push("run for each row".to_string());
+                }
+                match notes.is_empty() {
+                    true => subquery_phrase(subquery),
+                    false => format!("{} ({})", subquery_phrase(subquery), notes.join(", ")),
+                }
+            }
+            TableFactor::Table { alias: Some(alias), .. } | TableFactor::Function { alias: Some(alias), .. } => {
+                let mut unnamed = factor.clone();
+                if let TableFactor::Table { alias, .. } | TableFactor::Function { alias, .. } = &mut unnamed {
+                    *alias = None;
+                }
+                format!("the rows of {} (named {})", written(&unnamed), alias.name)
+            }
+            other => format!("the rows of {}", written(other)),
+        }
+    }
+
+    /// The lines for a `FROM` list: what is read, then one line per join.
+    pub(super) fn lines(&self, from: &[TableWithJoins], out: &mut Vec<String>) {
+        if from.is_empty() {
+            return;
+        }
+        let mut bases = Vec::new();
+        let mut joins = Vec::new();
+        for item in from {
+            self.item(item, &mut bases, &mut joins);
+        }
+        let reads = match bases.len() {
+            1 => format!("Reads {}.", bases[0]),
+            _ => format!("Reads {} (all combinations of their rows).", and_list(&bases)),
+        };
+        out.push(reads);
+        out.extend(joins);
+    }
+
+    fn item(&self, item: &TableWithJoins, bases: &mut Vec<String>, joins: &mut Vec<String>) {
+        let mut left = match &item.relation {
+            TableFactor::NestedJoin { table_with_joins, alias: None } => {
+                let before = bases.len();
+                self.item(table_with_joins, bases, joins);
+                bases[before..].join(" and ")
+            }
+            factor => {
+                let phrase = self.relation(factor);
+                bases.push(phrase.clone());
+                phrase
+            }
+        };
+        for (i, join) in item.joins.iter().enumerate() {
+            joins.push(self.join(join, if i == 0 { &left } else { "" }));
+            left.clear();
+        }
+    }
+
+    /// One join as a line; `left` names the relation joined to when it is a single one.
+    fn join(&self, join: &Join, left: &str) -> String {
+        let right = self.relation(&join.relation);
+        let (constraint, keeps) = match &join.join_operator {
+            JoinOperator::Join(c) | JoinOperator::Inner(c) => (c, None),
+            JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => {
+                let rows = if left.is_empty() { "earlier".to_string() } else { left.to_string() };
+                (c, Some(format!("keeps {rows} rows with no match")))
+            }
+            JoinOperator::Right(c) | JoinOperator::RightOuter(c) => (c, Some(format!("keeps {right} rows with no match"))),
+            JoinOperator::FullOuter(c) => (c, Some("keeps rows with no match on either side".to_string())),
+            JoinOperator::CrossJoin(JoinConstraint::None) => return format!("Pairs every row with every row of {right}."),
+            _ => return format!("Joins as written: {}.", written(join)),
+        };
+        let matching = match constraint {
+            JoinConstraint::On(expr) => match equality_pairs(expr, self) {
+                Some(pairs) => format!(", matching {}", and_list(&pairs.iter().map(|(a, b)| format!("{a} to {b}")).collect::<Vec<_>>())),
+                None => format!(", matching rows {}", condition(expr, self).render()),
+            },
+            JoinConstraint::Using(names) => {
+                format!(", matching on {}", and_list(&names.iter().map(ObjectName::to_string).collect::<Vec<_>>()))
+            }
+            JoinConstraint::Natural => ", matching on every column name they share".to_string(),
+            JoinConstraint::None => String::new(),
+        };
+        match keeps {
+            Some(keeps) => format!("Joins {right}{matching}, and {keeps}."),
+            None => format!("Joins {right}{matching}."),
+        }
+    }
+}
+
+fn factor_alias(factor: &TableFactor) -> Option<&Ident> {
+    match factor {
+        TableFactor::Table { alias, .. }
+        | TableFactor::Derived { alias, .. }
+        | TableFactor::Function { alias, .. }
+        | TableFactor::TableFunction { alias, .. }
+        | TableFactor::UNNEST { alias, .. } => alias.as_ref().map(|a| &a.name),
+        _ => None,
+    }
+}
+
+/// SQL's functions called without parentheses, which sqlparser may read as a column.
+pub(super) fn is_niladic(name: &str) -> bool {
+    const NILADIC: &[&str] =
+        &["current_date", "current_time", "current_timestamp", "localtime", "localtimestamp", "current_user", "session_user", "user"];
+    NILADIC.contains(&name.to_lowercase().as_str())
+}
