@@ -14,6 +14,7 @@ mod guard;
 mod knowledge;
 mod llm;
 mod pg;
+mod plain;
 mod schema;
 mod selection;
 mod shadow;

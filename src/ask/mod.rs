@@ -168,7 +168,7 @@ mod public {
         } else if out.sql.is_empty() {
             notice!("pg_ask: answered from the context; no SQL ran");
         } else {
-            notice!("pg_ask SQL: {}", out.sql);
+            crate::plain::sql_notice(&out.sql);
         }
         out.answer_text()
     }

@@ -117,6 +117,7 @@ static CACHE: GucSetting<bool> = GucSetting::<bool>::new(false);
 static VERIFIED: GucSetting<GucVerified> = GucSetting::<GucVerified>::new(GucVerified::On);
 static CLARIFY: GucSetting<bool> = GucSetting::<bool>::new(false);
 static USE_KNOWLEDGE: GucSetting<bool> = GucSetting::<bool>::new(true);
+static SQL_IN_WORDS: GucSetting<bool> = GucSetting::<bool>::new(false);
 static EXPLAIN_PROMPTS: GucSetting<bool> = GucSetting::<bool>::new(false);
 static SELECTION_INDEX: GucSetting<bool> = GucSetting::<bool>::new(true);
 static VERIFIED_MIN_COSINE: GucSetting<f64> = GucSetting::<f64>::new(pg_ask_core::verified::PARAPHRASE_MIN_COSINE);
@@ -343,6 +344,14 @@ pub fn init() {
         &VERIFIED_MIN_COSINE,
         0.5,
         1.0,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_bool_guc(
+        c"ask.sql_in_words",
+        c"Whether ask()'s NOTICE with the SQL also says what the SQL does, in plain words (its DETAIL).",
+        c"The words come from the statement's parse (ask.explain_sql), not from the model.",
+        &SQL_IN_WORDS,
         GucContext::Userset,
         GucFlags::default(),
     );

@@ -144,6 +144,11 @@ pub fn statement_timeout_ms() -> i32 {
     STATEMENT_TIMEOUT.get()
 }
 
+/// `ask.sql_in_words`.
+pub fn sql_in_words() -> bool {
+    SQL_IN_WORDS.get()
+}
+
 /// `ask.use_knowledge`.
 pub fn use_knowledge() -> bool {
     USE_KNOWLEDGE.get()

@@ -145,8 +145,19 @@ fn leaf(expr: &Expr, scope: &Scope, negate: bool) -> Option<String> {
             format!("{} {among} the results of {}", subject(expr, scope), subquery_phrase(subquery))
         }
         Expr::Exists { subquery, negated } => {
-            let finds = if negate != *negated { "finds no row" } else { "finds at least one row" };
-            format!("for which {} {finds}", subquery_phrase(subquery))
+            let none = negate != *negated;
+            match correlated(subquery, scope) {
+                // `EXISTS (SELECT 1 FROM chefs ch WHERE ch.restaurant_id = r.id)`: the rows it
+                // looks for, by the columns it matches.
+                Some((tables, pairs)) => {
+                    let matching = pairs.iter().map(|(a, b)| format!("{a} equal to {b}")).collect::<Vec<_>>().join(" and ");
+                    format!("for which {} row of {tables} has {matching}", if none { "no" } else { "some" })
+                }
+                None => {
+                    let finds = if none { "finds no row" } else { "finds at least one row" };
+                    format!("for which {} {finds}", subquery_phrase(subquery))
+                }
+            }
         }
         Expr::Between { expr, negated, low, high } => {
             let is = if negate != *negated { "is not between" } else { "is between" };
@@ -160,6 +171,19 @@ fn leaf(expr: &Expr, scope: &Scope, negate: bool) -> Option<String> {
         _ => return None,
     };
     Some(phrase)
+}
+
+/// A sub-query that reads one relation and keeps only rows whose columns equal columns (its
+/// own or the outer query's): the relation as shown and the pairs.
+fn correlated(query: &sqlparser::ast::Query, scope: &Scope) -> Option<(String, Vec<(String, String)>)> {
+    let sqlparser::ast::SetExpr::Select(select) = query.body.as_ref() else { return None };
+    if query.with.is_some() || select.from.len() != 1 || !select.from[0].joins.is_empty() || select.group_by != sqlparser::ast::GroupByExpr::Expressions(vec![], vec![]) {
+        return None;
+    }
+    let inner = scope.inside(&select.from);
+    let pairs = equality_pairs(select.selection.as_ref()?, &inner)?;
+    let sqlparser::ast::TableFactor::Table { name, .. } = &select.from[0].relation else { return None };
+    Some((name.to_string(), pairs))
 }
 
 /// `=`, `<>`, `<`, `<=`, `>`, `>=` with the constant on either side; dates compared with

@@ -71,6 +71,19 @@ impl Scope {
         Scope { entries }
     }
 
+    /// The scope of a sub-query's `FROM` list inside this one: its own relations first, then
+    /// the outer ones its correlated references name.
+    pub(super) fn inside(&self, from: &[TableWithJoins]) -> Scope {
+        let mut inner = Scope::of(from);
+        inner.entries.extend(self.entries.iter().map(|e| Entry {
+            key: e.key.clone(),
+            table: e.table.clone(),
+            aliased: e.aliased,
+            shown: e.shown.clone(),
+        }));
+        inner
+    }
+
     /// A column reference as it is shown: `city`, or `restaurants.city` for `r.city` when
     /// several relations are in scope (the alias resolved to its table unless the table is
     /// read twice). `None` when the expression is not a column reference.

@@ -126,8 +126,12 @@ fn exists_and_not_exists() {
     let plain = described(sql, Fields { tables: &["restaurants", "reviews", "closures"], filter: &["restaurant_id", "id", "rid"], ..NONE });
     has_line(
         &plain,
-        "Keeps rows for which a sub-query over reviews finds at least one row and for which a sub-query over closures finds no row.",
+        "Keeps rows for which some row of reviews has reviews.restaurant_id equal to restaurants.id and for which no row of closures has closures.rid equal to restaurants.id.",
     );
+    // A sub-query that is not one relation matched by columns is named only.
+    let sql = "SELECT name FROM restaurants r WHERE EXISTS (SELECT 1 FROM reviews v WHERE v.stars > 4)";
+    let plain = described(sql, Fields { tables: &["restaurants", "reviews"], filter: &["stars"], ..NONE });
+    has_line(&plain, "Keeps rows for which a sub-query over reviews finds at least one row.");
 }
 
 #[test]
