@@ -53,9 +53,8 @@ mod tests {
 
     #[pg_test]
     fn explain_sql_says_what_a_query_does_and_refuses_the_rest() {
-        let text: String = one(
-            "SELECT ask.explain_sql($$SELECT count(*) FROM restaurants WHERE city = 'San Francisco' AND closed_on IS NULL$$)",
-        );
+        let text: String =
+            one("SELECT ask.explain_sql($$SELECT count(*) FROM restaurants WHERE city = 'San Francisco' AND closed_on IS NULL$$)");
         assert!(text.contains("restaurants") && text.contains("'San Francisco'") && text.contains("empty"), "{text}");
         assert!(text.lines().all(|l| l.ends_with('.')), "{text}");
         let (code, _, _) = error_of("SELECT ask.explain_sql('DELETE FROM restaurants')");

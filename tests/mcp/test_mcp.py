@@ -32,7 +32,7 @@ PSQL = os.environ.get("PSQL", "psql")
 DB = "pg_ask_mcp_test"
 ROLES = ["mcp_owner", "mcp_reader", "mcp_other", "mcp_nopriv"]
 TOKENS = {role: f"{role}-token-{os.urandom(12).hex()}" for role in ["mcp_reader", "mcp_other", "mcp_nopriv"]}
-ALL_TOOLS = {"ask", "sql", "rows", "explain", "feedback", "conversation_start", "tables"}
+ALL_TOOLS = {"ask", "sql", "rows", "explain", "feedback", "conversation_start", "tables", "explain_sql"}
 
 
 def psql(sql, db=DB):
@@ -155,6 +155,14 @@ async def check_lists_and_answers(connect):
         assert out["answer"] == "cities: 2", out
         assert out["sql"] == "SELECT count(*) AS cities FROM public.cities", out
         assert out["source"] == "llm" and isinstance(out["call_id"], int), out
+        # The SQL in plain words beside it, and the tool that says any query's.
+        assert out["sql_in_words"] == ["Reads public.cities.", "Counts the rows."], out
+        r = await call(c, "explain_sql", {"sql": "SELECT name FROM public.cities WHERE name LIKE 'San%' ORDER BY name LIMIT 2"})
+        assert not r.is_error, text(r)
+        words = r.structured_content["sql_in_words"]
+        assert words[0] == "Reads public.cities." and any("starts with 'San'" in w for w in words), words
+        r = await call(c, "explain_sql", {"sql": "DELETE FROM public.canary"})
+        assert r.is_error and "only a query is described" in text(r), text(r)
         r = await call(c, "sql", {"question": "list the cities"})
         assert r.structured_content["sql"] == "SELECT name FROM public.cities ORDER BY name", text(r)
         r = await call(c, "rows", {"question": "list the cities"})

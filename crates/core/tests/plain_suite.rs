@@ -27,7 +27,10 @@ fn every_sample_question_is_said_in_words_that_match_its_sql() {
         }
         for c in &plain.filter_columns {
             assert!(
-                plain.lines.iter().any(|l| l.contains(c.as_str()) && (l.contains("Keeps") || l.contains("whose") || l.contains("matching"))),
+                plain
+                    .lines
+                    .iter()
+                    .any(|l| l.contains(c.as_str()) && (l.contains("Keeps") || l.contains("whose") || l.contains("matching"))),
                 "{sql}: filtered column {c} in no line that keeps rows\n{text}"
             );
         }

@@ -9,7 +9,7 @@ usage: pg_ask-mcp [--dsn CONNINFO] [options]                       (stdio)
        pg_ask-mcp --http ADDR:PORT --tokens FILE [options]          (streamable HTTP)
 
 Serves pg_ask's SQL functions (ask.explain, ask.sql, ask.rows, ask.feedback,
-ask.conversation_start, ask.tables, and with --allow-sql ask.query) as Model Context
+ask.conversation_start, ask.tables, ask.explain_sql, and with --allow-sql ask.query) as Model Context
 Protocol tools. Every tool call runs in a transaction of its own, as the session's
 database role, under a statement timeout.
 

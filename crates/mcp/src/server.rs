@@ -135,7 +135,19 @@ impl Handler {
                 match name {
                     Name::Rows => Ok((tools::capped(json_column(&rows)?, cap), false)),
                     Name::Sql => Ok((json!({ "sql": one::<Option<String>>(&rows)? }), false)),
-                    Name::Ask => Ok(tools::ask_result(&one::<Value>(&rows)?)),
+                    Name::Ask => {
+                        let (mut out, failed) = tools::ask_result(&one::<Value>(&rows)?);
+                        // The SQL in plain words beside it, for a reader who does not read SQL
+                        // (nothing when it cannot be said).
+                        if let Some(sql) = out.get("sql").and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string) {
+                            if let Ok(words) = session.call(tools::EXPLAIN_SQL_SQL, &[&sql], ct).await {
+                                if let Ok(Some(text)) = one::<Option<String>>(&words) {
+                                    out["sql_in_words"] = json!(text.lines().collect::<Vec<_>>());
+                                }
+                            }
+                        }
+                        Ok((out, failed))
+                    }
                     _ => {
                         let trace = one::<Value>(&rows)?;
                         let failed = trace.get("error").is_some_and(|e| !e.is_null());
@@ -168,6 +180,12 @@ impl Handler {
                     tables.push(json!({ "schema": schema, "table": table, "description": description }));
                 }
                 Ok((json!({ "tables": tables }), false))
+            }
+            Name::ExplainSql => {
+                let e: tools::ExplainSql = tools::parse(name, args).map_err(Failure::Args)?;
+                let rows = session.call(tools::EXPLAIN_SQL_SQL, &[&e.sql], ct).await?;
+                let text = one::<Option<String>>(&rows)?.unwrap_or_default();
+                Ok((json!({ "sql_in_words": text.lines().collect::<Vec<_>>() }), false))
             }
             Name::RunSql => {
                 let s: tools::RunSql = tools::parse(name, args).map_err(Failure::Args)?;
@@ -248,8 +266,8 @@ impl ServerHandler for Handler {
             .with_instructions(
                 "pg_ask answers questions about this PostgreSQL database as your database role: \
                  `tables` lists what you may read, `ask` answers a question with the SQL that ran, \
-                 `conversation_start` gives an id for follow-up questions, `feedback` marks an \
-                 answer right or wrong.",
+                 `explain_sql` says what a query does in plain words, `conversation_start` gives an \
+                 id for follow-up questions, `feedback` marks an answer right or wrong.",
             )
     }
 

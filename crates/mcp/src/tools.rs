@@ -52,6 +52,14 @@ pub struct RunSql {
     pub sql: String,
 }
 
+/// A query to say in plain words.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExplainSql {
+    /// One query (as the `sql` tool returns it); it is read, never run.
+    pub sql: String,
+}
+
 /// No parameters.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -68,11 +76,21 @@ pub enum Name {
     ConversationStart,
     Tables,
     RunSql,
+    ExplainSql,
 }
 
 impl Name {
-    pub const ALL: [Name; 8] =
-        [Name::Ask, Name::Sql, Name::Rows, Name::Explain, Name::Feedback, Name::ConversationStart, Name::Tables, Name::RunSql];
+    pub const ALL: [Name; 9] = [
+        Name::Ask,
+        Name::Sql,
+        Name::Rows,
+        Name::Explain,
+        Name::Feedback,
+        Name::ConversationStart,
+        Name::Tables,
+        Name::RunSql,
+        Name::ExplainSql,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -84,6 +102,7 @@ impl Name {
             Name::ConversationStart => "conversation_start",
             Name::Tables => "tables",
             Name::RunSql => "run_sql",
+            Name::ExplainSql => "explain_sql",
         }
     }
 
@@ -103,6 +122,7 @@ impl Name {
             Name::ConversationStart => "Start a conversation: pass the returned id as `conversation` to ask/sql/rows/explain, and follow-up questions are read after the earlier ones.",
             Name::Tables => "The tables and views your role may read, with their descriptions.",
             Name::RunSql => "Run one read-only SQL query through pg_ask's guard, as your role (no writes, no functions with effects); returns the rows as JSON objects (capped).",
+            Name::ExplainSql => "Say what one SQL query does, in short plain lines someone who does not read SQL can check against the question (tables, joins, filters, groups, order, limit). Read from the query's parse, never run.",
         }
     }
 
@@ -122,6 +142,7 @@ impl Name {
             Name::ConversationStart => schema_for_type::<ConversationStart>(),
             Name::Tables => schema_for_type::<Nothing>(),
             Name::RunSql => schema_for_type::<RunSql>(),
+            Name::ExplainSql => schema_for_type::<ExplainSql>(),
         }
     }
 
@@ -172,6 +193,7 @@ pub const FEEDBACK_SQL: &str = "SELECT ask.feedback($1, $2, $3)";
 pub const CONVERSATION_START_SQL: &str = "SELECT ask.conversation_start($1)";
 pub const TABLES_SQL: &str = "SELECT schema_name::text, table_name::text, description FROM ask.tables()";
 pub const RUN_SQL_SQL: &str = "SELECT r FROM ask.query($1) AS r LIMIT $2";
+pub const EXPLAIN_SQL_SQL: &str = "SELECT ask.explain_sql($1)";
 
 /// What the `ask` tool returns of a trace: the answer, the SQL that ran, the call id, the
 /// source, and the error when the run failed. Whether it is an error result is the second.
@@ -215,7 +237,8 @@ mod tests {
         let names = |allow| listed(allow).into_iter().map(|t| t.name.to_string()).collect::<Vec<_>>();
         assert!(!names(false).contains(&"run_sql".to_owned()));
         assert!(names(true).contains(&"run_sql".to_owned()));
-        assert_eq!(names(false).len(), 7);
+        assert_eq!(names(false).len(), 8);
+        assert!(names(false).contains(&"explain_sql".to_owned()));
         assert_eq!(Name::find("run_sql", false), None);
         assert_eq!(Name::find("run_sql", true), Some(Name::RunSql));
         assert_eq!(Name::find("drop_table", true), None);

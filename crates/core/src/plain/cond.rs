@@ -177,7 +177,11 @@ fn leaf(expr: &Expr, scope: &Scope, negate: bool) -> Option<String> {
 /// own or the outer query's): the relation as shown and the pairs.
 fn correlated(query: &sqlparser::ast::Query, scope: &Scope) -> Option<(String, Vec<(String, String)>)> {
     let sqlparser::ast::SetExpr::Select(select) = query.body.as_ref() else { return None };
-    if query.with.is_some() || select.from.len() != 1 || !select.from[0].joins.is_empty() || select.group_by != sqlparser::ast::GroupByExpr::Expressions(vec![], vec![]) {
+    if query.with.is_some()
+        || select.from.len() != 1
+        || !select.from[0].joins.is_empty()
+        || select.group_by != sqlparser::ast::GroupByExpr::Expressions(vec![], vec![])
+    {
         return None;
     }
     let inner = scope.inside(&select.from);

@@ -433,3 +433,12 @@ fn long_in_list_count_of_a_column_and_negated_having() {
         ]
     );
 }
+
+#[test]
+fn a_count_over_one_table_in_two_lines() {
+    let plain = describe("SELECT count(*) AS cities FROM public.cities").unwrap();
+    assert_eq!(plain.lines, vec!["Reads public.cities.", "Counts the rows."]);
+    let plain = describe("SELECT name FROM public.cities WHERE name LIKE 'San%' ORDER BY name LIMIT 2").unwrap();
+    assert_eq!(plain.lines[0], "Reads public.cities.");
+    assert!(plain.lines.iter().any(|l| l.contains("starts with 'San'")), "{:?}", plain.lines);
+}
