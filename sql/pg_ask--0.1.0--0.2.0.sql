@@ -871,6 +871,21 @@ REVOKE ALL ON knowledge FROM PUBLIC;
 GRANT SELECT ON knowledge TO PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('knowledge', '');
 
+-- Items about a dropped table or schema go with it (a table created later under the same name
+-- is another table, with none).
+CREATE FUNCTION _knowledge_forget_dropped() RETURNS event_trigger LANGUAGE plpgsql
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    DELETE FROM ask.knowledge k USING pg_catalog.pg_event_trigger_dropped_objects() d
+     WHERE d.objsubid OPERATOR(pg_catalog.=) 0
+       AND ((d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+             AND k.about::pg_catalog.oid OPERATOR(pg_catalog.=) d.objid)
+         OR (d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_namespace'::pg_catalog.regclass::pg_catalog.oid
+             AND k.about_schema::pg_catalog.oid OPERATOR(pg_catalog.=) d.objid));
+END $$;
+REVOKE ALL ON FUNCTION _knowledge_forget_dropped() FROM PUBLIC;
+CREATE EVENT TRIGGER ask_knowledge_forget_dropped ON sql_drop EXECUTE FUNCTION _knowledge_forget_dropped();
+
 CREATE  FUNCTION "_add_knowledge"(
 	"kind" TEXT, /* & str */
 	"name" TEXT, /* Option < & str > */

@@ -222,6 +222,12 @@ mod tests {
         // Off: nothing offered.
         Spi::run("SET ask.use_knowledge = off").unwrap();
         assert!(offered("kn_owner").is_empty());
+        // A dropped table's items go with it; a dropped schema's instructions too.
+        let before: i64 = one("SELECT count(*) FROM ask.knowledge");
+        as_role("kn_owner", || Spi::run("DROP TABLE kn.customers").unwrap());
+        assert_eq!(one::<i64>("SELECT count(*) FROM ask.knowledge"), before - 2);
+        Spi::run("DROP SCHEMA kn CASCADE").unwrap();
+        assert_eq!(one::<i64>("SELECT count(*) FROM ask.knowledge"), 0);
     }
 
     #[pg_test]
