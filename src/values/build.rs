@@ -92,12 +92,22 @@ pub(crate) struct Remembered {
     removed: i64,
 }
 
-/// Drop a column's own indexes, if it has any.
+/// Drop a column's own indexes, if it has any (those it has only: `IF EXISTS` would tell the
+/// caller in a NOTICE about every index a small column never had).
 pub(crate) fn drop_own_indexes(column_id: i64) {
-    Spi::run(&format!(
-        "DROP INDEX IF EXISTS ask.value_memory_c{column_id}_hnsw, ask.value_memory_c{column_id}_trgm, ask.value_memory_c{column_id}_rev"
-    ))
+    let names: Vec<String> = ["hnsw", "trgm", "rev"].iter().map(|k| format!("value_memory_c{column_id}_{k}")).collect();
+    let existing: Vec<String> = crate::pg::spi::select_rows(
+        "SELECT pg_catalog.format('ask.%I', c.relname) FROM pg_catalog.pg_class c
+           JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+          WHERE n.nspname OPERATOR(pg_catalog.=) 'ask' AND c.relname OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.name[])
+          ORDER BY c.relname",
+        &[names.into()],
+        |r| r.get::<String>(1),
+    )
     .unwrap();
+    if !existing.is_empty() {
+        Spi::run(&format!("DROP INDEX {}", existing.join(", "))).unwrap();
+    }
 }
 
 /// Give a large column its own partial indexes: HNSW over its embeddings (as halfvec of its
