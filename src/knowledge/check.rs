@@ -20,8 +20,8 @@ pub(super) fn may_write(it: &NewItem) -> Result<(), Raised> {
     let (allowed, what) = match (&it.about, &it.about_schema) {
         (Some(rel), _) => {
             let row = Spi::get_two_with_args::<bool, String>(
-                "SELECT pg_catalog.pg_has_role(c.relowner, 'USAGE'), pg_catalog.format('table %s', c.oid::pg_catalog.regclass)
-                 FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
+                "SELECT (SELECT pg_catalog.pg_has_role(c.relowner, 'USAGE') FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1),
+                        (SELECT pg_catalog.format('table %s', c.oid::pg_catalog.regclass) FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1)",
                 &[(*rel).into()],
             )
             .or_raise("could not read the table's owner");
@@ -32,7 +32,7 @@ pub(super) fn may_write(it: &NewItem) -> Result<(), Raised> {
         }
         (None, Some(schema)) => {
             let allowed = Spi::get_one_with_args::<bool>(
-                "SELECT pg_catalog.pg_has_role(n.nspowner, 'USAGE') FROM pg_catalog.pg_namespace n WHERE n.nspname OPERATOR(pg_catalog.=) $1",
+                "SELECT (SELECT pg_catalog.pg_has_role(n.nspowner, 'USAGE') FROM pg_catalog.pg_namespace n WHERE n.nspname OPERATOR(pg_catalog.=) $1)",
                 &[schema.as_str().into()],
             )
             .or_raise("could not read the schema's owner");

@@ -51,5 +51,9 @@ fn the_readme_transcript_is_the_samples_real_output() {
         Some(FromRows::List(text) | FromRows::Value(text)) => text,
         other => panic!("pg_ask would not say these rows by themselves ({other:?}); the README shows: {answer:?}"),
     };
-    assert_eq!(said.lines().map(str::to_string).collect::<Vec<_>>(), answer, "the README's answer is not what pg_ask says of its SQL's rows");
+    assert_eq!(
+        said.lines().map(str::to_string).collect::<Vec<_>>(),
+        answer,
+        "the README's answer is not what pg_ask says of its SQL's rows"
+    );
 }
