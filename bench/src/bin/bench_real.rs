@@ -22,7 +22,9 @@
 //! `PG_ASK_REAL_EACH=1` (print each question's number and outcome), `PG_ASK_REAL_VALUES=1`
 //! (the value memory first, as a DBA would set it up: defog's short text columns, the sample's
 //! columns that `scripts/run.sh` indexes), `PG_ASK_REAL_KNOWLEDGE=1` (defog's instructions and
-//! glossaries registered once per database as knowledge, none passed with a question).
+//! glossaries registered once per database as knowledge, none passed with a question; the
+//! sample's `sample/knowledge.json` imported; without it, `ask.use_knowledge` is off for the
+//! sample).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -268,6 +270,14 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, base: &Baseline<'_>, mut 
         }
         "sample" => {
             let n = load_sample(c);
+            // The knowledge the sample ships (sample/knowledge.json), as run.sh imports it.
+            if env("PG_ASK_REAL_KNOWLEDGE", "0") == "1" {
+                let doc = std::fs::read_to_string(repo().join("sample/knowledge.json")).unwrap();
+                let items: i32 = c.query_one("SELECT ask.import_knowledge($1::text::jsonb)", &[&doc]).unwrap().get(0);
+                println!("the sample's knowledge imported: {items} items");
+            } else {
+                c.batch_execute("SET ask.use_knowledge = off").unwrap();
+            }
             // As run.sh sets the sample up: its categorical columns in the value memory.
             if env("PG_ASK_REAL_VALUES", "0") == "1" {
                 let started = std::time::Instant::now();
@@ -285,6 +295,7 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, base: &Baseline<'_>, mut 
         }
         "defog" => {
             let n = load_defog(c, env("PG_ASK_REAL_DEFOG_PER_DB", "4").parse().unwrap());
+            c.batch_execute("SET ask.use_knowledge = on").unwrap();
             if env("PG_ASK_REAL_KNOWLEDGE", "0") == "1" {
                 let items = defog_knowledge(c);
                 println!("defog's instructions and glossaries registered once per database: {items} knowledge items; none per question");
