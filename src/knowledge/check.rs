@@ -99,13 +99,15 @@ pub(super) fn as_author(kind: Kind, it: &NewItem, author: bool) -> Result<Vec<pg
                 if found != Ok(Some(true)) {
                     return Err(Raised::new(ERRCODE_UNDEFINED_COLUMN, format!("column \"{column}\" of {table} does not exist")));
                 }
-                if let Some(value) = &it.value {
+                // The value, when the item is written (rows change; a caller's check after a
+                // schema change asks only whether the column is there).
+                if let Some(value) = it.value.as_ref().filter(|_| author) {
                     let sql = format!(
                         "SELECT 1 FROM {table} WHERE {}::text = {} LIMIT 1",
                         pg_ask_core::sqltext::quote_ident(column),
                         pg_ask_core::sqltext::quote_literal(value)
                     );
-                    let (rows, _) = guarded(&sql, "synonym", it)?;
+                    let (rows, _) = guarded(&sql, "synonym", it, true)?;
                     if rows.rows.is_empty() {
                         return Err(Raised::new(
                             ERRCODE_INVALID_PARAMETER_VALUE,
@@ -121,8 +123,8 @@ pub(super) fn as_author(kind: Kind, it: &NewItem, author: bool) -> Result<Vec<pg
             }
         }
         Kind::Metric | Kind::Filter | Kind::Dimension => {
-            let sql = check_statement(kind, &table, &it.body).expect("a named expression has a statement");
-            let (_, read) = guarded(&sql, kind.as_str(), it)?;
+            let sql = check_statement(kind, &table, &it.body, u32::from(author)).expect("a named expression has a statement");
+            let (_, read) = guarded(&sql, kind.as_str(), it, author)?;
             for rel in read {
                 if !tables.contains(&rel) {
                     tables.push(rel);
@@ -149,8 +151,9 @@ pub(super) fn as_author(kind: Kind, it: &NewItem, author: bool) -> Result<Vec<pg
     Ok(tables)
 }
 
-/// Run an item's check statement under pg_ask's guard, as the current role.
-fn guarded(sql: &str, what: &str, it: &NewItem) -> Result<(pg_ask_core::rows::ResultSet, Vec<pg_sys::Oid>), Raised> {
+/// Run an item's check statement under pg_ask's guard, as the current role: by its `author`
+/// under `ask.statement_timeout`; for a caller, within a second (it only plans).
+fn guarded(sql: &str, what: &str, it: &NewItem, author: bool) -> Result<(pg_ask_core::rows::ResultSet, Vec<pg_sys::Oid>), Raised> {
     let name = it.name.as_deref().unwrap_or("");
     let checked = pg_ask_core::guard::check_read_only(sql).map_err(|refusal| {
         Raised::new(
@@ -159,7 +162,12 @@ fn guarded(sql: &str, what: &str, it: &NewItem) -> Result<(pg_ask_core::rows::Re
         )
         .hint("A metric, filter or dimension is read as generated SQL is: no volatile functions, no writes.")
     })?;
-    let limits = Limits { row_limit: 1, timeout_ms: gucs::statement_timeout_ms() };
+    let timeout_ms = match (author, gucs::statement_timeout_ms()) {
+        (true, t) => t,
+        (false, 0) => 1_000,
+        (false, t) => t.min(1_000),
+    };
+    let limits = Limits { row_limit: 1, timeout_ms };
     guard::execute_reading(&checked.sql, &limits).map_err(|f| match f {
         ExecFailure::Refused { reason } => Raised::new(
             ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED,

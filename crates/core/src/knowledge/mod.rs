@@ -140,11 +140,13 @@ pub fn check_expression(text: &str) -> Result<(), String> {
 
 /// The statement that checks an item of `kind` over `table` (a quoted, qualified name) with
 /// the expression `body`: what the guard plans and runs, as the item's author, before the item
-/// is stored, and as the caller when the tables it reads changed since.
-pub fn check_statement(kind: Kind, table: &str, body: &str) -> Option<String> {
+/// is stored (`rows` 1: the expression is computed once), and as the caller when the tables it
+/// reads changed since (`rows` 0: planned, names and types resolved, nothing computed, so that
+/// an item's cost is never every caller's).
+pub fn check_statement(kind: Kind, table: &str, body: &str, rows: u32) -> Option<String> {
     Some(match kind {
-        Kind::Metric | Kind::Dimension => format!("SELECT ({body}) FROM {table} LIMIT 1"),
-        Kind::Filter => format!("SELECT 1 FROM {table} WHERE ({body}) LIMIT 1"),
+        Kind::Metric | Kind::Dimension => format!("SELECT ({body}) FROM {table} LIMIT {rows}"),
+        Kind::Filter => format!("SELECT 1 FROM {table} WHERE ({body}) LIMIT {rows}"),
         Kind::Instruction | Kind::Synonym => return None,
     })
 }

@@ -169,9 +169,9 @@ fn expressions_are_one_expression_alone() {
     for bad in ["", "  ", "1) FROM other --", "1; DROP TABLE t", "a /* x */", "sum(a) FROM t", "a b", "1)"] {
         assert!(check_expression(bad).is_err(), "{bad}");
     }
-    assert_eq!(check_statement(Kind::Filter, "public.t", "a > 1").as_deref(), Some("SELECT 1 FROM public.t WHERE (a > 1) LIMIT 1"));
-    assert_eq!(check_statement(Kind::Metric, "public.t", "sum(a)").as_deref(), Some("SELECT (sum(a)) FROM public.t LIMIT 1"));
-    assert_eq!(check_statement(Kind::Synonym, "public.t", ""), None);
+    assert_eq!(check_statement(Kind::Filter, "public.t", "a > 1", 1).as_deref(), Some("SELECT 1 FROM public.t WHERE (a > 1) LIMIT 1"));
+    assert_eq!(check_statement(Kind::Metric, "public.t", "sum(a)", 0).as_deref(), Some("SELECT (sum(a)) FROM public.t LIMIT 0"));
+    assert_eq!(check_statement(Kind::Synonym, "public.t", "", 1), None);
 }
 
 #[test]
