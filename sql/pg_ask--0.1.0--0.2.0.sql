@@ -960,3 +960,20 @@ CREATE FUNCTION add_synonym(synonym text, about regclass, column_name name DEFAU
     RETURN _add_knowledge('synonym', synonym, about::oid, NULL, column_name::text, value, NULL, NULL, NULL);
 COMMENT ON FUNCTION add_synonym(text, regclass, name, text) IS
     'Teach pg_ask another word for a table (clients: customers), one of its columns, or a value of a column (Big Apple: ''New York''). The table''s owner only; a value''s synonym needs the value in the column.';
+CREATE  FUNCTION "explain_sql"(
+	"sql" TEXT /* & str */
+) RETURNS TEXT /* String */
+STRICT STABLE PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'explain_sql_wrapper';
+
+CREATE  FUNCTION "suggest_questions"(
+	"n" INT DEFAULT 5 /* i32 */
+) RETURNS TABLE (
+	"question" TEXT,  /* String */
+	"verified_id" bigint,  /* i64 */
+	"tables" TEXT[]  /* Vec < String > */
+)
+STRICT VOLATILE PARALLEL UNSAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'suggest_questions_wrapper';

@@ -18,6 +18,7 @@ mod plain;
 mod schema;
 mod selection;
 mod shadow;
+mod suggest;
 mod values;
 mod verified;
 

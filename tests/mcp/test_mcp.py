@@ -32,7 +32,7 @@ PSQL = os.environ.get("PSQL", "psql")
 DB = "pg_ask_mcp_test"
 ROLES = ["mcp_owner", "mcp_reader", "mcp_other", "mcp_nopriv"]
 TOKENS = {role: f"{role}-token-{os.urandom(12).hex()}" for role in ["mcp_reader", "mcp_other", "mcp_nopriv"]}
-ALL_TOOLS = {"ask", "sql", "rows", "explain", "feedback", "conversation_start", "tables", "explain_sql"}
+ALL_TOOLS = {"ask", "sql", "rows", "explain", "feedback", "conversation_start", "tables", "explain_sql", "suggest_questions"}
 
 
 def psql(sql, db=DB):
@@ -161,6 +161,9 @@ async def check_lists_and_answers(connect):
         assert not r.is_error, text(r)
         words = r.structured_content["sql_in_words"]
         assert words[0] == "Reads public.cities." and any("starts with 'San'" in w for w in words), words
+        r = await call(c, "suggest_questions", {"n": 3})
+        assert not r.is_error and isinstance(r.structured_content["questions"], list), text(r)
+        assert all("secrets" not in " ".join(q["tables"]) for q in r.structured_content["questions"]), text(r)
         r = await call(c, "explain_sql", {"sql": "DELETE FROM public.canary"})
         assert r.is_error and "only a query is described" in text(r), text(r)
         r = await call(c, "sql", {"question": "list the cities"})

@@ -26,6 +26,7 @@ pub mod selection;
 pub mod shadow;
 pub mod sqlstate;
 pub mod sqltext;
+pub mod suggest;
 pub mod text;
 pub mod trace;
 pub mod values;

@@ -9,9 +9,9 @@ usage: pg_ask-mcp [--dsn CONNINFO] [options]                       (stdio)
        pg_ask-mcp --http ADDR:PORT --tokens FILE [options]          (streamable HTTP)
 
 Serves pg_ask's SQL functions (ask.explain, ask.sql, ask.rows, ask.feedback,
-ask.conversation_start, ask.tables, ask.explain_sql, and with --allow-sql ask.query) as Model Context
-Protocol tools. Every tool call runs in a transaction of its own, as the session's
-database role, under a statement timeout.
+ask.conversation_start, ask.tables, ask.explain_sql, ask.suggest_questions, and with --allow-sql
+ask.query) as Model Context Protocol tools. Every tool call runs in a transaction of its own,
+as the session's database role, under a statement timeout.
 
   --dsn CONNINFO             stdio: the connection string (libpq key=value or postgresql:// URL);
                              without it, PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD,

@@ -181,6 +181,17 @@ impl Handler {
                 }
                 Ok((json!({ "tables": tables }), false))
             }
+            Name::SuggestQuestions => {
+                let q: tools::SuggestQuestions = tools::parse(name, args).map_err(Failure::Args)?;
+                let rows = session.call(tools::SUGGEST_SQL, &[&q.n.unwrap_or(5)], ct).await?;
+                let mut questions = Vec::with_capacity(rows.len());
+                for r in &rows {
+                    let (question, id, tables): (String, i64, Vec<String>) =
+                        (r.try_get(0).map_err(bad_row)?, r.try_get(1).map_err(bad_row)?, r.try_get(2).map_err(bad_row)?);
+                    questions.push(json!({ "question": question, "verified_id": id, "tables": tables }));
+                }
+                Ok((json!({ "questions": questions }), false))
+            }
             Name::ExplainSql => {
                 let e: tools::ExplainSql = tools::parse(name, args).map_err(Failure::Args)?;
                 let rows = session.call(tools::EXPLAIN_SQL_SQL, &[&e.sql], ct).await?;
@@ -266,7 +277,8 @@ impl ServerHandler for Handler {
             .with_instructions(
                 "pg_ask answers questions about this PostgreSQL database as your database role: \
                  `tables` lists what you may read, `ask` answers a question with the SQL that ran, \
-                 `explain_sql` says what a query does in plain words, `conversation_start` gives an \
+                 `suggest_questions` offers questions to start from, `explain_sql` says what a query \
+                 does in plain words, `conversation_start` gives an \
                  id for follow-up questions, `feedback` marks an answer right or wrong.",
             )
     }

@@ -60,6 +60,15 @@ pub struct ExplainSql {
     pub sql: String,
 }
 
+/// How many questions to offer.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SuggestQuestions {
+    /// At most this many (1 to 50; default 5).
+    #[serde(default)]
+    pub n: Option<i32>,
+}
+
 /// No parameters.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -77,10 +86,11 @@ pub enum Name {
     Tables,
     RunSql,
     ExplainSql,
+    SuggestQuestions,
 }
 
 impl Name {
-    pub const ALL: [Name; 9] = [
+    pub const ALL: [Name; 10] = [
         Name::Ask,
         Name::Sql,
         Name::Rows,
@@ -90,6 +100,7 @@ impl Name {
         Name::Tables,
         Name::RunSql,
         Name::ExplainSql,
+        Name::SuggestQuestions,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -103,6 +114,7 @@ impl Name {
             Name::Tables => "tables",
             Name::RunSql => "run_sql",
             Name::ExplainSql => "explain_sql",
+            Name::SuggestQuestions => "suggest_questions",
         }
     }
 
@@ -122,6 +134,7 @@ impl Name {
             Name::ConversationStart => "Start a conversation: pass the returned id as `conversation` to ask/sql/rows/explain, and follow-up questions are read after the earlier ones.",
             Name::Tables => "The tables and views your role may read, with their descriptions.",
             Name::RunSql => "Run one read-only SQL query through pg_ask's guard, as your role (no writes, no functions with effects); returns the rows as JSON objects (capped).",
+            Name::SuggestQuestions => "A few questions your role can ask now that pg_ask answers right: verified queries of verifiers you trust over tables you may read, each checked to run for you first. Returns each question with its verified query's id and tables.",
             Name::ExplainSql => "Say what one SQL query does, in short plain lines someone who does not read SQL can check against the question (tables, joins, filters, groups, order, limit). Read from the query's parse, never run.",
         }
     }
@@ -143,6 +156,7 @@ impl Name {
             Name::Tables => schema_for_type::<Nothing>(),
             Name::RunSql => schema_for_type::<RunSql>(),
             Name::ExplainSql => schema_for_type::<ExplainSql>(),
+            Name::SuggestQuestions => schema_for_type::<SuggestQuestions>(),
         }
     }
 
@@ -194,6 +208,7 @@ pub const CONVERSATION_START_SQL: &str = "SELECT ask.conversation_start($1)";
 pub const TABLES_SQL: &str = "SELECT schema_name::text, table_name::text, description FROM ask.tables()";
 pub const RUN_SQL_SQL: &str = "SELECT r FROM ask.query($1) AS r LIMIT $2";
 pub const EXPLAIN_SQL_SQL: &str = "SELECT ask.explain_sql($1)";
+pub const SUGGEST_SQL: &str = "SELECT question, verified_id, tables FROM ask.suggest_questions($1)";
 
 /// What the `ask` tool returns of a trace: the answer, the SQL that ran, the call id, the
 /// source, and the error when the run failed. Whether it is an error result is the second.
@@ -237,7 +252,7 @@ mod tests {
         let names = |allow| listed(allow).into_iter().map(|t| t.name.to_string()).collect::<Vec<_>>();
         assert!(!names(false).contains(&"run_sql".to_owned()));
         assert!(names(true).contains(&"run_sql".to_owned()));
-        assert_eq!(names(false).len(), 8);
+        assert_eq!(names(false).len(), 9);
         assert!(names(false).contains(&"explain_sql".to_owned()));
         assert_eq!(Name::find("run_sql", false), None);
         assert_eq!(Name::find("run_sql", true), Some(Name::RunSql));
