@@ -80,11 +80,15 @@ pub(super) fn as_author(kind: Kind, it: &NewItem, author: bool) -> Result<Vec<pg
     let table = qualified_relname(about);
     let exists = Spi::get_one_with_args::<bool>(
         "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1
-                          AND c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p,v,m,f}'::pg_catalog.\"char\"[]))",
+                          AND c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p,v,m,f}'::pg_catalog.\"char\"[])
+                          AND c.relpersistence OPERATOR(pg_catalog.<>) 't')",
         &[about.into()],
     );
     if exists != Ok(Some(true)) {
-        return Err(Raised::new(ERRCODE_UNDEFINED_TABLE, format!("{table} is not a table, view or materialized view that exists")));
+        return Err(Raised::new(
+            ERRCODE_UNDEFINED_TABLE,
+            format!("{table} is not a table, view or materialized view that exists (and is not temporary)"),
+        ));
     }
     let mut tables = vec![about];
     match kind {
@@ -168,7 +172,10 @@ fn guarded(sql: &str, what: &str, it: &NewItem, author: bool) -> Result<(pg_ask_
         (false, t) => t.min(1_000),
     };
     let limits = Limits { row_limit: 1, timeout_ms };
-    guard::execute_reading(&checked.sql, &limits).map_err(|f| match f {
+    // Names resolve as they do for every role: with the search path pg_catalog alone, so that
+    // an item's relations are those its schema-qualified names say (a role's own search path
+    // cannot make `pg_authid` or `secrets` its own table while the item is checked).
+    crate::pg::spi::in_schema(Some("pg_catalog"), || guard::execute_reading(&checked.sql, &limits)).map_err(|f| match f {
         ExecFailure::Refused { reason } => Raised::new(
             ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED,
             format!("the {what} \"{name}\" does not pass pg_ask's guard: {reason}"),

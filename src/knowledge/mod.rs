@@ -26,6 +26,8 @@ const MAX_BODY: usize = 4_000;
 const MAX_NAME: usize = 200;
 const MAX_DESCRIPTION: usize = 1_000;
 const MAX_SYNONYMS: usize = 20;
+/// Items one role may have written at most.
+const MAX_ITEMS_PER_ROLE: i64 = 10_000;
 
 /// An item as its author gives it.
 #[derive(Debug, Clone, Default)]
@@ -96,8 +98,13 @@ fn shaped(mut it: NewItem) -> Result<(Kind, NewItem), Raised> {
             it.body = String::new();
         }
         Kind::Metric | Kind::Filter | Kind::Dimension => {
-            if it.name.as_deref().map(identifier_of).unwrap_or_default().is_empty() {
+            let ident = it.name.as_deref().map(identifier_of).unwrap_or_default();
+            if ident.is_empty() {
                 return Err(invalid(format!("a {}'s name must hold a letter or a digit", kind.as_str())));
+            }
+            if pg_ask_core::knowledge::is_sql_word(&ident) {
+                return Err(invalid(format!("a {} may not be named \"{ident}\", a word PostgreSQL reserves", kind.as_str()))
+                    .hint("A name the model writes in SQL must not be read as SQL: choose another word."));
             }
             if it.about.is_none() {
                 return Err(invalid(format!("a {} names the table it is computed over", kind.as_str())));
@@ -134,6 +141,20 @@ pub(crate) fn add(it: NewItem) -> Result<i64, Raised> {
     let (kind, it) = shaped(it)?;
     check::may_write(&it)?;
     let tables = check::as_author(kind, &it, true)?;
+    // Each role's items are bounded: one role's many items cost every role's questions.
+    let mine = Spi::get_one::<i64>(
+        "SELECT count(*) FROM ask.knowledge k WHERE k.created_by::pg_catalog.oid OPERATOR(pg_catalog.=) pg_catalog.to_regrole(pg_catalog.quote_ident(current_user))::pg_catalog.oid",
+    )
+    .ok()
+    .flatten()
+    .unwrap_or(0);
+    if mine >= MAX_ITEMS_PER_ROLE {
+        return Err(Raised::new(
+            ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+            format!("a role writes at most {MAX_ITEMS_PER_ROLE} knowledge items"),
+        )
+        .hint("Remove items you no longer need (ask.remove_knowledge)."));
+    }
     let args = [
         kind.as_str().into(),
         it.name.as_deref().into(),
@@ -157,6 +178,7 @@ pub(crate) fn add(it: NewItem) -> Result<i64, Raised> {
                    AND coalesce(column_name, '') = coalesce($5, '') AND coalesce(value, '') = coalesce($6, '')),
              changed AS (
                  UPDATE ask.knowledge k SET name = $2, body = $7, description = $8, synonyms = $9, tables = $10::oid[]::regclass[],
+                        created_by = $11::regrole,
                         checked_at = pg_catalog.clock_timestamp(), checked_shape = ask._knowledge_shape($10::oid[]::regclass[]), problem = NULL
                  FROM found WHERE k.id = found.id RETURNING k.id),
              added AS (

@@ -171,6 +171,24 @@ mod tests {
                 let (code, message, _) = error_of(sql);
                 assert_eq!(code, want, "{sql}: {message}");
             }
+            // Names PostgreSQL reserves would be read as SQL where the model writes them.
+            for sql in
+                ["SELECT ask.add_filter('and', 'kn.orders', 'true')", "SELECT ask.add_dimension('current date', 'kn.orders', 'ordered_at')"]
+            {
+                let (code, message, _) = error_of(sql);
+                assert_eq!(code, "22023", "{sql}: {message}");
+            }
+            // Not about a temporary table (its items would outlive it, its OID be reused).
+            Spi::run("CREATE TEMP TABLE kn_scratch (a int)").unwrap();
+            let (code, message, _) = error_of("SELECT ask.add_synonym('scratch', 'kn_scratch')");
+            assert_eq!(code, "42P01", "{message}");
+            // The author's search path does not decide what its names mean: with its own schema
+            // first, `pg_authid` is still the catalog's, which it neither owns nor may read.
+            Spi::run("SET LOCAL search_path = kn, public").unwrap();
+            Spi::run("CREATE TABLE kn.pg_authid (rolpassword text)").unwrap();
+            let (code, message, _) = error_of("SELECT ask.add_metric('pw', 'kn.orders', '(SELECT max(rolpassword) FROM pg_authid)')");
+            assert!(code == "2F003" || code == "42501", "{code}: {message}");
+            Spi::run("RESET search_path").unwrap();
             // A function that does not exist: refused by the allow-list or unknown to PostgreSQL.
             let (code, message, _) = error_of("SELECT ask.add_filter('f', 'kn.orders', 'no_such_fn(status)')");
             assert!(code == "42883" || code == "2F003", "{code}: {message}");

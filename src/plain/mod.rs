@@ -9,11 +9,17 @@ use pg_ask_core::plain::{describe, PlainError};
 
 use crate::pg::errors::Raised;
 
+/// Bytes of a query `ask.explain_sql()` reads at most (what it says grows with what it reads).
+const MAX_SQL_BYTES: usize = 100_000;
+
 /// What `sql` (one query) does, in short lines a reader who does not write SQL can check
 /// against the question: the tables it reads and how they are joined, the rows it keeps, the
 /// groups and what it computes for each, the order and how many rows.
 #[pg_extern(name = "explain_sql", stable, strict, parallel_safe)]
 fn explain_sql(sql: &str) -> String {
+    if sql.len() > MAX_SQL_BYTES {
+        Raised::new(ERRCODE_PROGRAM_LIMIT_EXCEEDED, format!("ask.explain_sql() reads a query of at most {MAX_SQL_BYTES} bytes")).raise();
+    }
     match describe(sql) {
         Ok(plain) => plain.text(),
         Err(e) => raised(&e).raise(),

@@ -58,7 +58,22 @@ pub fn expand(sql: &str, items: &[&Item], columns: &[String]) -> Expanded {
     let mut expanded = Vec::new();
     for k in 0..significant.len() {
         let Some(w) = word(k) else { continue };
-        if w.quote_style.is_some() {
+        // A quoted name, or a word PostgreSQL reserves (`and`, `distinct`, `current_date`), is
+        // never an item's.
+        if w.quote_style.is_some() || super::is_sql_word(&w.value) {
+            continue;
+        }
+        // A relation's name (after FROM or JOIN, qualified or not) or a common table
+        // expression's (before AS).
+        let previous = k.checked_sub(1).and_then(&word);
+        let dotted = matches!(significant.get(k.wrapping_sub(1)).map(|&i| &tokens[i].token), Some(Token::Period));
+        let before_qualifier = if dotted { k.checked_sub(3).and_then(&word) } else { None };
+        if previous.or(before_qualifier).is_some_and(|p| matches!(p.keyword, Keyword::FROM | Keyword::JOIN))
+            || word(k + 1).is_some_and(|n| n.keyword == Keyword::AS) && previous.is_some_and(|p| matches!(p.keyword, Keyword::WITH))
+            || matches!(significant.get(k.wrapping_sub(1)).map(|&i| &tokens[i].token), Some(Token::Comma))
+                && word(k + 1).is_some_and(|n| n.keyword == Keyword::AS)
+                && word(k + 2).is_none()
+        {
             continue;
         }
         let name = w.value.to_lowercase();

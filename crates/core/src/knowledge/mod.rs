@@ -97,6 +97,159 @@ impl Item {
     }
 }
 
+/// PostgreSQL's reserved words and those it reserves for types, functions and column names
+/// (its keyword list's reserved, type_func_name and col_name categories).
+const SQL_WORDS: &[&str] = &[
+    "all",
+    "analyse",
+    "analyze",
+    "and",
+    "any",
+    "array",
+    "as",
+    "asc",
+    "asymmetric",
+    "authorization",
+    "between",
+    "bigint",
+    "binary",
+    "bit",
+    "boolean",
+    "both",
+    "case",
+    "cast",
+    "char",
+    "character",
+    "check",
+    "coalesce",
+    "collate",
+    "collation",
+    "column",
+    "concurrently",
+    "constraint",
+    "create",
+    "cross",
+    "current_catalog",
+    "current_date",
+    "current_role",
+    "current_schema",
+    "current_time",
+    "current_timestamp",
+    "current_user",
+    "dec",
+    "decimal",
+    "default",
+    "deferrable",
+    "desc",
+    "distinct",
+    "do",
+    "else",
+    "end",
+    "except",
+    "exists",
+    "extract",
+    "false",
+    "fetch",
+    "float",
+    "for",
+    "foreign",
+    "freeze",
+    "from",
+    "full",
+    "grant",
+    "greatest",
+    "group",
+    "grouping",
+    "having",
+    "ilike",
+    "in",
+    "initially",
+    "inner",
+    "inout",
+    "int",
+    "integer",
+    "intersect",
+    "interval",
+    "into",
+    "is",
+    "isnull",
+    "join",
+    "lateral",
+    "leading",
+    "least",
+    "left",
+    "like",
+    "limit",
+    "localtime",
+    "localtimestamp",
+    "national",
+    "natural",
+    "nchar",
+    "none",
+    "normalize",
+    "not",
+    "notnull",
+    "null",
+    "nullif",
+    "numeric",
+    "offset",
+    "on",
+    "only",
+    "or",
+    "order",
+    "out",
+    "outer",
+    "overlaps",
+    "overlay",
+    "placing",
+    "position",
+    "precision",
+    "primary",
+    "real",
+    "references",
+    "returning",
+    "right",
+    "row",
+    "select",
+    "session_user",
+    "setof",
+    "similar",
+    "smallint",
+    "some",
+    "substring",
+    "symmetric",
+    "system_user",
+    "table",
+    "tablesample",
+    "then",
+    "time",
+    "timestamp",
+    "to",
+    "trailing",
+    "treat",
+    "trim",
+    "true",
+    "union",
+    "unique",
+    "user",
+    "using",
+    "values",
+    "varchar",
+    "variadic",
+    "verbose",
+    "when",
+    "where",
+    "window",
+    "with",
+];
+
+/// Whether `identifier` is a word PostgreSQL reserves (`and`, `distinct`, `current_date`): a
+/// metric, filter or dimension may not be named so, and such a word in a statement is never
+/// taken for an item's name.
+pub fn is_sql_word(identifier: &str) -> bool {
+    SQL_WORDS.contains(&identifier.to_lowercase().as_str())
+}
+
 /// `name` as an identifier: lower case, letters, digits and single `_` between them.
 pub fn identifier_of(name: &str) -> String {
     let mut out = String::new();
@@ -168,8 +321,7 @@ fn stems(text: &str) -> Vec<String> {
 /// (schema-qualified, as a description writes them), most useful first, within `max_chars`
 /// of rendered text and [`MAX_ITEMS`]:
 /// - instructions on the database, on a schema of a described table, or on a described table;
-/// - synonyms whose every word is in the question, of a described table (or, for a table, of
-///   any table: the word tells which table the question means);
+/// - synonyms whose every word is in the question, of a described table;
 /// - metrics, filters and dimensions of described tables whose name or a synonym shares a word
 ///   with the question, or whose description shares two.
 pub fn relevant<'a>(question: &str, items: &'a [Item], described: &[String], max_chars: usize) -> Vec<&'a Item> {
@@ -191,8 +343,9 @@ pub fn relevant<'a>(question: &str, items: &'a [Item], described: &[String], max
             Kind::Synonym => {
                 let words = stems(it.name.as_deref().unwrap_or(""));
                 let all_in = !words.is_empty() && words.iter().all(|w| asked.contains(w));
-                let table_synonym = it.column.is_none() && it.value.is_none();
-                if !all_in || !(on_described(it) || (table_synonym && it.table.is_some())) {
+                // Only of a described table: another role's table, not described, does not
+                // get a line in this question's prompt by sharing a word with it.
+                if !all_in || !on_described(it) {
                     continue;
                 }
                 80
