@@ -52,6 +52,17 @@ unsafe extern "C-unwind" fn walker(node: *mut pg_sys::Node, context: *mut c_void
             if rte.rtekind == pg_sys::RTEKind::RTE_RELATION {
                 out.relation(rte.relid);
             }
+            // Column definition lists (`jsonb_to_record(..) AS r(a some_domain)`, ROWS FROM,
+            // XMLTABLE, JSON_TABLE) name types as OID lists, which the expression walk does not
+            // see: their input functions and domain checks run all the same.
+            if rte.rtekind == pg_sys::RTEKind::RTE_FUNCTION {
+                for f in list_ptrs(rte.functions) {
+                    oid_list((*(f as *mut pg_sys::RangeTblFunction)).funccoltypes, out);
+                }
+            }
+            if rte.rtekind == pg_sys::RTEKind::RTE_TABLEFUNC && !rte.tablefunc.is_null() {
+                oid_list((*rte.tablefunc).coltypes, out);
+            }
             return false;
         }
         T_Const => out.typ((*(node as *mut pg_sys::Const)).consttype),
@@ -63,6 +74,30 @@ unsafe extern "C-unwind" fn walker(node: *mut pg_sys::Node, context: *mut c_void
         _ => {}
     }
     pg_sys::expression_tree_walker(node, Some(walker), context)
+}
+
+/// The pointers of a `List` of nodes (none for NIL).
+///
+/// # Safety
+/// `list` is NIL or a valid pointer list.
+unsafe fn list_ptrs(list: *mut pg_sys::List) -> Vec<*mut std::ffi::c_void> {
+    if list.is_null() {
+        return Vec::new();
+    }
+    (0..(*list).length as usize).map(|i| (*(*list).elements.add(i)).ptr_value).collect()
+}
+
+/// Adds each type of an OID `List` (NIL: none) to `out`.
+///
+/// # Safety
+/// `list` is NIL or a valid OID list.
+unsafe fn oid_list(list: *mut pg_sys::List, out: &mut Reached) {
+    if list.is_null() {
+        return;
+    }
+    for i in 0..(*list).length as usize {
+        out.typ((*(*list).elements.add(i)).oid_value);
+    }
 }
 
 /// Adds the relations and types of `query` (every level: subqueries, common table

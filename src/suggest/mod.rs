@@ -42,7 +42,9 @@ fn suggest_questions(
              WHERE ask._verified_readable(v.tables)
                AND EXISTS (SELECT 1 FROM pg_catalog.pg_roles r
                            WHERE r.oid OPERATOR(pg_catalog.=) v.verified_by_role
-                             AND (r.rolsuper OR pg_catalog.pg_has_role(r.oid, 'MEMBER')
+                             AND (r.rolsuper OR r.oid OPERATOR(pg_catalog.=) (SELECT me.oid FROM pg_catalog.pg_roles me WHERE me.rolname OPERATOR(pg_catalog.=) CURRENT_USER)
+                                   OR (pg_catalog.pg_has_role(r.oid, 'MEMBER')
+                                       AND NOT (SELECT me.rolsuper FROM pg_catalog.pg_roles me WHERE me.rolname OPERATOR(pg_catalog.=) CURRENT_USER))
                                   OR r.oid OPERATOR(pg_catalog.=) (SELECT extowner FROM pg_catalog.pg_extension
                                                                    WHERE extname OPERATOR(pg_catalog.=) 'pg_ask')))
              ORDER BY v.id LIMIT {READ}"

@@ -45,7 +45,9 @@ pub(crate) fn candidates(asked: &pg_ask_core::ask::Question, embedder: Option<&(
              SELECT v.id, v.question, v.sql, v.schema::text, v.verified_by::text,
                     EXISTS (SELECT 1 FROM pg_catalog.pg_roles r
                             WHERE r.oid OPERATOR(pg_catalog.=) v.verified_by_role
-                              AND (r.rolsuper OR pg_catalog.pg_has_role(r.oid, 'MEMBER')
+                              AND (r.rolsuper OR r.oid OPERATOR(pg_catalog.=) (SELECT me.oid FROM pg_catalog.pg_roles me WHERE me.rolname OPERATOR(pg_catalog.=) CURRENT_USER)
+                                   OR (pg_catalog.pg_has_role(r.oid, 'MEMBER')
+                                       AND NOT (SELECT me.rolsuper FROM pg_catalog.pg_roles me WHERE me.rolname OPERATOR(pg_catalog.=) CURRENT_USER))
                                    OR r.oid OPERATOR(pg_catalog.=) (SELECT extowner FROM pg_catalog.pg_extension
                                                                     WHERE extname OPERATOR(pg_catalog.=) 'pg_ask'))) AS trusted,
                     CASE WHEN $2::text IS NOT NULL AND v.embedding_model = $2 AND {vector}.vector_dims(v.embedding) = $3

@@ -259,6 +259,10 @@ mod tests {
         let JsonB(trace) = one::<JsonB>("SELECT ask.explain('How many restaurants are there?')");
         Spi::run("RESET ROLE").unwrap();
         assert_eq!(trace["source"], "verified", "{trace}");
+        // A superuser is a member of every role to PostgreSQL, but takes answers only from
+        // superusers, the extension's owner and itself: a's query is only an example for it.
+        let JsonB(trace) = one::<JsonB>("SELECT ask.explain('How many restaurants are there?')");
+        assert_eq!(trace["source"], "llm", "{trace}");
         Spi::run("DELETE FROM ask.verified_queries; REVOKE ALL ON public.restaurants FROM ask_test_a, ask_test_b; DROP ROLE ask_test_b; DROP ROLE ask_test_a").unwrap();
     }
 

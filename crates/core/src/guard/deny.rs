@@ -59,6 +59,10 @@ pub const FORBIDDEN_FUNCTIONS: &[ForbiddenGroup] = &[
         reason: "it acts on other sessions or on the server itself",
     },
     ForbiddenGroup { names: &[Exact("set_config")], reason: "it changes settings of the session (for instance its read-only mode)" },
+    ForbiddenGroup {
+        names: &[Exact("pg_input_is_valid"), Exact("pg_input_error_info")],
+        reason: "it runs the input function and checks of a type named in a string, which the guard cannot see",
+    },
     ForbiddenGroup { names: &[Exact("nextval"), Exact("setval")], reason: "it changes a sequence, which no rollback undoes" },
     ForbiddenGroup {
         names: &[Exact("txid_current"), Exact("pg_current_xact_id")],
