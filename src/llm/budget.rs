@@ -169,13 +169,14 @@ pub(crate) fn reserve(need: u64, limit: Option<u64>) -> Result<Reservation, Over
                 i
             }
             None => {
+                // Every slot holds another role's day (one role could create thousands of roles
+                // and spend once as each): this role is judged by its committed ledger alone,
+                // without a counter for calls in flight, rather than refused.
                 drop(table);
-                Raised::new(
-                    PgSqlErrorCode::ERRCODE_INSUFFICIENT_RESOURCES,
-                    format!("the token budgets of {SLOTS} roles are kept today: no room for one more"),
-                )
-                .hint("Budgets are kept per role and database for the day (UTC); fewer roles with ask.max_tokens_per_day, or wait until midnight UTC.")
-                .raise()
+                if seed.saturating_add(need) > limit {
+                    return Err(Over { used: seed });
+                }
+                return Ok(none);
             }
         },
     };
