@@ -16,6 +16,8 @@ pub(crate) mod allowed;
 #[cfg(any(test, feature = "pg_test"))]
 mod attack_tests;
 pub(crate) mod functions;
+#[cfg(any(test, feature = "pg_test"))]
+mod hidden_types_tests;
 pub(crate) mod reach;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
