@@ -26,8 +26,9 @@ mod tests {
             "SELECT pg_catalog.pg_input_is_valid('x', 'ask_ht.probe')",
         ] {
             let (code, message, _) = error_of(&format!("SELECT * FROM ask.query($q${sql}$q$)"));
-            // Refused by the guard; on PostgreSQL 15 pg_input_is_valid does not exist.
-            assert!(code == "2F003" || code == "42883", "{sql}: {code} {message}");
+            // Refused by the guard (XMLTABLE already by its parser); on PostgreSQL 15
+            // pg_input_is_valid does not exist.
+            assert!(matches!(code.as_str(), "2F003" | "42883" | "42601"), "{sql}: {code} {message}");
             assert_eq!(one::<String>("SELECT current_setting('application_name')"), "clean", "{sql}");
         }
         // The same domain named by a cast is refused as before.
