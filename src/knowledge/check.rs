@@ -200,13 +200,13 @@ pub(super) fn recheck_mine() -> Vec<(i64, String, Option<String>, Option<String>
                          WHERE c.oid OPERATOR(pg_catalog.=) k.about::pg_catalog.oid), false)",
     );
     let mut out = Vec::new();
-    for (id, kind, it) in items {
+    for Stored { id, kind, item: it, .. } in items {
         pgrx::check_for_interrupts!();
         let result = crate::pg::subxact::run(crate::pg::subxact::OnSuccess::Release, || as_author(kind, &it, false).map_err(|r| r.message));
         let (tables, problem) = match result {
             Ok(Ok(tables)) => (tables, None),
             Ok(Err(message)) => (Vec::new(), Some(message)),
-            Err(caught) => (Vec::new(), Some(super::read::caught_message(caught))),
+            Err(caught) => (Vec::new(), Some(crate::pg::subxact::caught_message(caught))),
         };
         record(id, &tables, problem.as_deref());
         out.push((id, kind.as_str().to_string(), it.name.clone(), problem));
@@ -234,13 +234,29 @@ fn record(id: i64, tables: &[pg_sys::Oid], problem: Option<&str>) {
     .or_raise("could not record a knowledge item's check");
 }
 
+/// A stored item as [`stored`] reads it.
+pub(super) struct Stored {
+    pub id: i64,
+    pub kind: Kind,
+    pub item: NewItem,
+    /// Its table, schema-qualified and quoted (`None`: about a schema or the database).
+    pub table: Option<String>,
+    /// The columns of its relations are as they were when it was last checked.
+    pub fresh: bool,
+}
+
 /// The stored items that `filter` (a WHERE clause over `ask.knowledge k`) keeps and the caller
-/// may see, as their authors gave them.
-pub(super) fn stored(filter: &str) -> Vec<(i64, Kind, NewItem)> {
+/// may see, as their authors gave them, in one read: with their table's name and whether its
+/// relations changed since the item was checked (no query per item).
+pub(super) fn stored(filter: &str) -> Vec<Stored> {
     crate::pg::spi::select_rows(
         &format!(
             "SELECT k.id, k.kind, k.name, k.about::pg_catalog.oid, (SELECT n.nspname::pg_catalog.text FROM pg_catalog.pg_namespace n WHERE n.oid OPERATOR(pg_catalog.=) k.about_schema::pg_catalog.oid), k.column_name::pg_catalog.text,
-                    k.value, k.body, k.description, k.synonyms
+                    k.value, k.body, k.description, k.synonyms,
+                    (SELECT pg_catalog.format('%I.%I', n.nspname, c.relname) FROM pg_catalog.pg_class c
+                       JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+                      WHERE c.oid OPERATOR(pg_catalog.=) k.about::pg_catalog.oid),
+                    k.checked_shape IS NOT DISTINCT FROM ask._knowledge_shape(k.tables)
              FROM ask.knowledge k {filter} ORDER BY k.id LIMIT 1000"
         ),
         &[],
@@ -248,7 +264,7 @@ pub(super) fn stored(filter: &str) -> Vec<(i64, Kind, NewItem)> {
             let (Some(id), Some(kind)) = (r.get::<i64>(1)?, r.get::<String>(2)?.as_deref().and_then(Kind::parse)) else {
                 return Ok(None);
             };
-            let it = NewItem {
+            let item = NewItem {
                 kind: Some(kind),
                 name: r.get::<String>(3)?,
                 about: r.get::<pg_sys::Oid>(4)?,
@@ -259,7 +275,7 @@ pub(super) fn stored(filter: &str) -> Vec<(i64, Kind, NewItem)> {
                 description: r.get::<String>(9)?,
                 synonyms: r.get::<Vec<String>>(10)?.unwrap_or_default(),
             };
-            Ok(Some((id, kind, it)))
+            Ok(Some(Stored { id, kind, item, table: r.get::<String>(11)?, fresh: r.get::<bool>(12)?.unwrap_or(false) }))
         },
     )
     .or_raise("could not read ask.knowledge")

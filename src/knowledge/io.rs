@@ -30,15 +30,15 @@ fn export_knowledge(in_schema: default!(Option<&str>, "NULL")) -> pgrx::JsonB {
         ),
         None => String::new(),
     };
-    let items: Vec<Value> = stored(&filter).into_iter().map(|(_, kind, it)| item_json(kind, &it)).collect();
+    let items: Vec<Value> = stored(&filter).iter().map(|s| item_json(s.kind, &s.item, s.table.as_deref())).collect();
     pgrx::JsonB(json!({"pg_ask_knowledge": FORMAT, "items": items}))
 }
 
-fn item_json(kind: Kind, it: &NewItem) -> Value {
+fn item_json(kind: Kind, it: &NewItem, table: Option<&str>) -> Value {
     let mut o = Map::new();
     o.insert("kind".into(), json!(kind.as_str()));
-    if let Some(rel) = it.about {
-        o.insert("table".into(), json!(crate::pg::spi::qualified_relname(rel)));
+    if let Some(t) = table {
+        o.insert("table".into(), json!(t));
     }
     if let Some(s) = &it.about_schema {
         o.insert("schema".into(), json!(s));
@@ -154,7 +154,7 @@ fn import_knowledge(document: pgrx::JsonB) -> i32 {
         match crate::pg::subxact::run(crate::pg::subxact::OnSuccess::Release, || super::add(item).map_err(|r| (r.message, r.code))) {
             Ok(Ok(_)) => {}
             Ok(Err((message, code))) => failures.push((i + 1, message, code)),
-            Err(caught) => failures.push((i + 1, super::read::caught_message(caught), ERRCODE_INVALID_PARAMETER_VALUE)),
+            Err(caught) => failures.push((i + 1, crate::pg::subxact::caught_message(caught), ERRCODE_INVALID_PARAMETER_VALUE)),
         }
     }
     if let Some((_, _, code)) = failures.first() {

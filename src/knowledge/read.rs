@@ -1,9 +1,7 @@
 //! The knowledge items ask() is offered for a question: those the caller may see (the policy of
 //! `ask.knowledge` decides) over the described tables, plus the database's and schemas'
-//! instructions and the synonyms of tables; an item whose tables changed since it was checked
-//! is checked again, as the caller, and left out when it no longer holds.
-
-use pgrx::pg_sys::panic::CaughtError;
+//! instructions; an item whose tables changed since it was checked is checked again, as the
+//! caller, and left out when it no longer holds.
 
 use pg_ask_core::knowledge::Item;
 
@@ -15,14 +13,6 @@ const MAX_READ: usize = 500;
 /// Time one question spends checking again items whose tables changed, at most.
 const RECHECK_BUDGET: std::time::Duration = std::time::Duration::from_millis(200);
 
-/// The message of an error caught in a subtransaction (anything else is raised again).
-pub(crate) fn caught_message(caught: CaughtError) -> String {
-    match &caught {
-        CaughtError::PostgresError(r) | CaughtError::ErrorReport(r) => r.message().to_string(),
-        _ => caught.rethrow(),
-    }
-}
-
 /// The items for a question over `tables` (qualified as a description writes them); none
 /// with `ask.use_knowledge` off, or before `ALTER EXTENSION pg_ask UPDATE` made the table.
 pub(crate) fn for_question(tables: &[String]) -> Result<Vec<Item>, String> {
@@ -30,29 +20,20 @@ pub(crate) fn for_question(tables: &[String]) -> Result<Vec<Item>, String> {
         return Ok(Vec::new());
     }
     let wanted = WANTED.replace("$1", &array_literal(tables));
-    let stale: Vec<i64> = crate::pg::spi::select_rows(
-        &format!(
-            "SELECT k.id FROM ask.knowledge k
-             WHERE k.problem IS NULL AND k.checked_shape IS DISTINCT FROM ask._knowledge_shape(k.tables) AND {wanted} LIMIT {MAX_READ}"
-        ),
-        &[],
-        |r| r.get::<i64>(1),
-    )
-    .map_err(|e| e.to_string())?;
     let mut items = Vec::new();
     // Items whose tables changed are checked again within one budget per question; past it they
     // are left out (another role's many stale items do not cost this role's question more).
     let started = std::time::Instant::now();
-    for (id, kind, it) in stored(&format!("WHERE k.problem IS NULL AND {wanted}")).into_iter().take(MAX_READ) {
-        if stale.contains(&id) && (started.elapsed() > RECHECK_BUDGET || !holds_for_caller(kind, &it)) {
+    for s in stored(&format!("WHERE k.problem IS NULL AND {wanted}")).into_iter().take(MAX_READ) {
+        if !s.fresh && (started.elapsed() > RECHECK_BUDGET || !holds_for_caller(s.kind, &s.item)) {
             continue;
         }
-        let table = it.about.map(crate::pg::spi::qualified_relname);
+        let it = s.item;
         items.push(Item {
-            id,
-            kind: Some(kind),
+            id: s.id,
+            kind: Some(s.kind),
             name: it.name,
-            table,
+            table: s.table,
             schema: it.about_schema,
             column: it.column,
             value: it.value,

@@ -45,6 +45,15 @@ pub fn run<R>(on_success: OnSuccess, f: impl FnOnce() -> R + UnwindSafe) -> Resu
 /// Refuse to start `procedure` (a procedure that commits between batches) where it cannot
 /// commit: inside a transaction block (`BEGIN`, or several statements sent as one, as `psql -c
 /// "SET ...; CALL ..."` sends them) or an atomic context (a CALL from a function). Called first
+/// The message of an error [`run`] caught; anything that is not a PostgreSQL error (a Rust
+/// panic) is raised again.
+pub fn caught_message(caught: CaughtError) -> String {
+    match &caught {
+        CaughtError::PostgresError(r) | CaughtError::ErrorReport(r) => r.message().to_string(),
+        _ => caught.rethrow(),
+    }
+}
+
 /// thing by the procedure's first step, while the procedure's own SPI connection is current.
 pub fn require_nonatomic(procedure: &str) {
     // SAFETY: both read backend-local state of the current transaction and SPI connection.

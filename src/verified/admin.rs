@@ -205,12 +205,7 @@ fn verify_suite(suite: &str) -> i32 {
             Ok(Ok(_)) => stored += 1,
             Ok(Err(message)) => warning!("pg_ask: question {qno} of suite \"{suite}\" left out: {message}"),
             Err(caught) => {
-                let message = match &caught {
-                    pgrx::pg_sys::panic::CaughtError::PostgresError(r) | pgrx::pg_sys::panic::CaughtError::ErrorReport(r) => {
-                        r.message().to_string()
-                    }
-                    _ => caught.rethrow(),
-                };
+                let message = crate::pg::subxact::caught_message(caught);
                 warning!("pg_ask: question {qno} of suite \"{suite}\" left out: {message}");
             }
         }

@@ -182,7 +182,9 @@ const QUOTED_KEYWORDS: &[&str] = &[
     "xmltable",
 ];
 
-fn is_quoted_keyword(ident: &str) -> bool {
+/// Whether `ident` (lower case) is a keyword PostgreSQL reserves: quoted as an identifier, and
+/// read as SQL where a name was meant.
+pub fn is_quoted_keyword(ident: &str) -> bool {
     QUOTED_KEYWORDS.binary_search(&ident).is_ok()
 }
 

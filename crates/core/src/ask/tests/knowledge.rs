@@ -9,18 +9,7 @@ use crate::knowledge::{Item, Kind};
 struct Knowing(Scripted, Vec<Item>, Vec<Vec<String>>);
 
 scripted_host!(Knowing {
-    fn literal_evidence(&mut self, sql: &str) -> Result<Vec<Looked>, HostError> {
-        self.0.literal_evidence(sql)
-    }
-    fn verified(&mut self, question: &Question) -> Result<Vec<Candidate>, HostError> {
-        self.0.verified(question)
-    }
-    fn stored_value(&mut self, lit: &LiteralRef, text: &str) -> Result<Option<String>, HostError> {
-        self.0.stored_value(lit, text)
-    }
-    fn ambiguities(&mut self, question: &str, tables: &[String]) -> Result<Vec<Ambiguity>, HostError> {
-        self.0.ambiguities(question, tables)
-    }
+    crate::no_memory!();
     fn knowledge(&mut self, _: &Question, tables: &[String]) -> Result<Vec<Item>, HostError> {
         self.2.push(tables.to_vec());
         Ok(self.1.clone())
