@@ -977,3 +977,11 @@ CREATE  FUNCTION "suggest_questions"(
 STRICT VOLATILE PARALLEL UNSAFE 
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'suggest_questions_wrapper';
+
+CREATE  FUNCTION "chart"(
+	"sql" TEXT, /* Option < & str > */
+	"title" TEXT DEFAULT NULL /* Option < & str > */
+) RETURNS TEXT /* Option < String > */
+VOLATILE PARALLEL UNSAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'chart_wrapper';

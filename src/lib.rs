@@ -7,6 +7,7 @@ use pgrx::prelude::*;
 
 mod ask;
 mod chain;
+mod chart;
 mod clarify;
 mod conversation;
 mod evaluate;

@@ -4,7 +4,7 @@
 pub(crate) mod calls;
 mod earlier;
 pub(crate) mod host;
-mod query;
+pub(crate) mod query;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
 

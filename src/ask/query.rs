@@ -9,6 +9,7 @@ use pgrx::JsonB;
 
 use pg_ask_core::ask::{ExecFailure, Executor};
 use pg_ask_core::guard::check_read_only;
+use pg_ask_core::rows::ResultSet;
 
 use crate::ask::host::BackendHost;
 use crate::pg::errors::{sqlstate_code, Raised};
@@ -17,12 +18,20 @@ use crate::pg::errors::{sqlstate_code, Raised};
 /// query, with no function outside the allow-list, as the current role.
 #[pg_extern(name = "query", volatile, parallel_unsafe)]
 fn query(sql: &str) -> SetOfIterator<'static, JsonB> {
+    let rs = run_checked(sql, "ask.query()");
+    SetOfIterator::new(rs.to_objects().into_iter().map(JsonB))
+}
+
+/// The result of `sql` run as `ask.query()` runs it, or the error raised as it raises it;
+/// `function` names the caller in the hint.
+pub(crate) fn run_checked(sql: &str, function: &str) -> ResultSet {
+    let hint = format!("{function} runs one read-only query without volatile functions, as the current role.");
     let checked = check_read_only(sql).unwrap_or_else(|refusal| {
         Raised::new(
             PgSqlErrorCode::ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED,
             format!("pg_ask's guard refused the statement: {refusal}"),
         )
-        .hint("ask.query() runs one read-only query without volatile functions, as the current role.")
+        .hint(hint.clone())
         .raise()
     });
     let mut host = BackendHost::for_lookups();
@@ -31,13 +40,13 @@ fn query(sql: &str) -> SetOfIterator<'static, JsonB> {
             if rs.truncated {
                 notice!("pg_ask: the result was cut at ask.row_limit ({} rows)", crate::pg::gucs::row_limit());
             }
-            SetOfIterator::new(rs.to_objects().into_iter().map(JsonB))
+            rs
         }
         Err(ExecFailure::Refused { reason }) => Raised::new(
             PgSqlErrorCode::ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED,
             format!("pg_ask's guard refused the statement: {reason}"),
         )
-        .hint("ask.query() runs one read-only query without volatile functions, as the current role.")
+        .hint(hint)
         .raise(),
         Err(ExecFailure::Error { sqlstate, message, detail, hint }) => {
             let mut r = Raised::new(sqlstate_code(sqlstate).unwrap_or(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION), message);

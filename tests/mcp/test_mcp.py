@@ -8,6 +8,7 @@ Run by tests/mcp/run.sh, which builds the server, starts the stand-in LLM and se
 The test creates its own database, roles and tables as the superuser.
 """
 
+import base64
 import json
 import os
 import socket
@@ -157,6 +158,15 @@ async def check_lists_and_answers(connect):
         assert out["source"] == "llm" and isinstance(out["call_id"], int), out
         # The SQL in plain words beside it, and the tool that says any query's.
         assert out["sql_in_words"] == ["Reads public.cities.", "Counts the rows."], out
+        # One count is no chart; a number per city is, sent as an SVG image block.
+        assert not [b for b in r.content if b.type == "image"], r.content
+        r = await call(c, "ask", {"question": "how long is each city's name?"})
+        assert not r.is_error, text(r)
+        images = [b for b in r.content if b.type == "image"]
+        assert len(images) == 1 and images[0].mimeType == "image/svg+xml", r.content
+        svg = base64.b64decode(images[0].data).decode()
+        assert svg.startswith("<svg") and ">San Francisco<" in svg and "letters" in svg, svg[:300]
+        assert "chart_svg" not in r.structured_content, r.structured_content
         r = await call(c, "explain_sql", {"sql": "SELECT name FROM public.cities WHERE name LIKE 'San%' ORDER BY name LIMIT 2"})
         assert not r.is_error, text(r)
         words = r.structured_content["sql_in_words"]

@@ -6,6 +6,7 @@
 
 pub mod ask;
 pub mod chain;
+pub mod chart;
 pub mod clarify;
 pub mod config;
 pub mod constrain;

@@ -145,6 +145,16 @@ impl Handler {
                                     out["sql_in_words"] = json!(text.lines().collect::<Vec<_>>());
                                 }
                             }
+                            // A chart of the result when it suits one (sent as an image block;
+                            // none when ask.chart() draws nothing or fails).
+                            let few = out.get("rows").and_then(Value::as_array).is_some_and(|r| r.len() < 2);
+                            if !failed && !few {
+                                if let Ok(drawn) = session.call(tools::CHART_SQL, &[&sql], ct).await {
+                                    if let Ok(Some(svg)) = one::<Option<String>>(&drawn) {
+                                        out[tools::CHART_KEY] = json!(svg);
+                                    }
+                                }
+                            }
                         }
                         Ok((out, failed))
                     }
@@ -313,7 +323,14 @@ impl ServerHandler for Handler {
             Err(message) => return Ok(error_result(json!({ "error": message, "sqlstate": "28000" })).into()),
         };
         let result = match self.run(name, request.arguments, &session, &ctx.ct).await {
-            Ok((value, false)) => CallToolResult::structured(value),
+            Ok((mut value, false)) => {
+                let chart = value.as_object_mut().and_then(|o| o.remove(tools::CHART_KEY));
+                let mut result = CallToolResult::structured(value);
+                if let Some(svg) = chart.as_ref().and_then(Value::as_str) {
+                    result.content.push(ContentBlock::image(tools::base64(svg.as_bytes()), "image/svg+xml"));
+                }
+                result
+            }
             Ok((value, true)) => trace_error_result(value),
             Err(Failure::Args(message)) => error_result(json!({ "error": message, "sqlstate": "22023" })),
             Err(Failure::Refused(message)) => error_result(json!({ "error": message, "sqlstate": "42501" })),

@@ -208,6 +208,27 @@ pub const CONVERSATION_START_SQL: &str = "SELECT ask.conversation_start($1)";
 pub const TABLES_SQL: &str = "SELECT schema_name::text, table_name::text, description FROM ask.tables()";
 pub const RUN_SQL_SQL: &str = "SELECT r FROM ask.query($1) AS r LIMIT $2";
 pub const EXPLAIN_SQL_SQL: &str = "SELECT ask.explain_sql($1)";
+pub const CHART_SQL: &str = "SELECT ask.chart($1)";
+/// Where a tool's value carries a chart (SVG) until it becomes an image block of the result.
+pub const CHART_KEY: &str = "chart_svg";
+
+/// Standard base64 with padding, as MCP's image blocks carry their data.
+pub fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk.iter().enumerate().fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
 pub const SUGGEST_SQL: &str = "SELECT question, verified_id, tables FROM ask.suggest_questions($1)";
 
 /// What the `ask` tool returns of a trace: the answer, the SQL that ran, the call id, the
@@ -246,6 +267,15 @@ pub fn capped(mut rows: Vec<Value>, cap: usize) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn base64_pads_as_the_standard_says() {
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foo"), "Zm9v");
+        assert_eq!(base64(b"<svg>\xff"), "PHN2Zz7/");
+    }
 
     #[test]
     fn run_sql_only_when_allowed() {

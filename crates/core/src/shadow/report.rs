@@ -54,7 +54,6 @@ pub struct ReportOptions {
 }
 
 const OPERATIONS: [&str; 4] = ["select", "insert", "update", "delete"];
-const COLORS: [&str; 10] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"];
 
 /// Escape text for HTML element content and attribute values.
 pub fn escape(text: &str) -> String {
@@ -224,108 +223,10 @@ th{background:#f3f3f3}td:nth-child(-n+3){text-align:left}.na{color:#999}\
 .charts{display:flex;flex-wrap:wrap;gap:1.5em}.note{color:#555;font-size:.85em;max-width:60em}\
 svg text{font-family:inherit}";
 
-/// An SVG line chart with y in [0, 1].
+/// An SVG line chart with y in [0, 1], drawn by the chart module that draws answers' charts,
+/// with the id the page's links and tests find it by.
 fn line_chart(id: &str, title: &str, x_label: &str, series: &[(String, Vec<(f64, f64)>)]) -> String {
-    const W: f64 = 560.0;
-    const PLOT_H: f64 = 260.0;
-    const LEFT: f64 = 50.0;
-    const RIGHT: f64 = 20.0;
-    const TOP: f64 = 30.0;
-    let legend_h = 18.0 * series.len() as f64;
-    let h = TOP + PLOT_H + 50.0 + legend_h;
-    let plot_w = W - LEFT - RIGHT;
-
-    let xs: BTreeSet<u64> = series.iter().flat_map(|(_, p)| p.iter().map(|(x, _)| x.to_bits())).collect();
-    let xs: Vec<f64> = xs.into_iter().map(f64::from_bits).collect();
-    let (mut x_min, mut x_max) = (xs.first().copied().unwrap_or(0.0), xs.last().copied().unwrap_or(1.0));
-    if x_max <= x_min {
-        x_min -= 0.5;
-        x_max += 0.5;
-    }
-    let sx = |x: f64| LEFT + (x - x_min) / (x_max - x_min) * plot_w;
-    let sy = |y: f64| TOP + (1.0 - y.clamp(0.0, 1.0)) * PLOT_H;
-
-    let mut svg = String::new();
-    let _ = write!(
-        svg,
-        "<figure><svg id=\"{id}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{h}\" viewBox=\"0 0 {W} {h}\" role=\"img\" aria-label=\"{t}\">\
-         <title>{t}</title><text x=\"{cx}\" y=\"18\" text-anchor=\"middle\" font-size=\"14\">{t}</text>",
-        t = escape(title),
-        cx = W / 2.0
-    );
-    for i in 0..=4 {
-        let y = i as f64 / 4.0;
-        let py = sy(y);
-        let _ = write!(
-            svg,
-            "<line x1=\"{LEFT}\" y1=\"{py:.1}\" x2=\"{:.1}\" y2=\"{py:.1}\" stroke=\"#e5e5e5\"/>\
-             <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" font-size=\"11\">{y:.2}</text>",
-            LEFT + plot_w,
-            LEFT - 6.0,
-            py + 4.0
-        );
-    }
-    let _ = write!(
-        svg,
-        "<line x1=\"{LEFT}\" y1=\"{b:.1}\" x2=\"{:.1}\" y2=\"{b:.1}\" stroke=\"#333\"/><line x1=\"{LEFT}\" y1=\"{TOP}\" x2=\"{LEFT}\" y2=\"{b:.1}\" stroke=\"#333\"/>",
-        LEFT + plot_w,
-        b = TOP + PLOT_H
-    );
-    let step = xs.len().div_ceil(10).max(1);
-    for x in xs.iter().step_by(step) {
-        let px = sx(*x);
-        let _ = write!(
-            svg,
-            "<line x1=\"{px:.1}\" y1=\"{b:.1}\" x2=\"{px:.1}\" y2=\"{:.1}\" stroke=\"#333\"/><text x=\"{px:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"11\">{}</text>",
-            TOP + PLOT_H + 5.0,
-            TOP + PLOT_H + 18.0,
-            escape(&format_number(*x)),
-            b = TOP + PLOT_H
-        );
-    }
-    let _ = write!(
-        svg,
-        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"12\">{}</text>",
-        LEFT + plot_w / 2.0,
-        TOP + PLOT_H + 36.0,
-        escape(x_label)
-    );
-    for (i, (label, points)) in series.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        let path: Vec<String> = points.iter().map(|(x, y)| format!("{:.1},{:.1}", sx(*x), sy(*y))).collect();
-        if points.len() > 1 {
-            let _ = write!(svg, "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" points=\"{}\"/>", path.join(" "));
-        }
-        for (x, y) in points {
-            let _ = write!(
-                svg,
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3.5\" fill=\"{color}\"><title>{}: {} = {}, score {y:.3}</title></circle>",
-                sx(*x),
-                sy(*y),
-                escape(label),
-                escape(x_label),
-                escape(&format_number(*x))
-            );
-        }
-        let ly = TOP + PLOT_H + 52.0 + 18.0 * i as f64;
-        let _ = write!(
-            svg,
-            "<rect x=\"{LEFT}\" y=\"{:.1}\" width=\"12\" height=\"12\" fill=\"{color}\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\">{}</text>",
-            ly - 10.0,
-            LEFT + 18.0,
-            ly,
-            escape(label)
-        );
-    }
-    svg.push_str("</svg></figure>\n");
-    svg
-}
-
-fn format_number(x: f64) -> String {
-    if x.fract() == 0.0 && x.abs() < 1e15 {
-        format!("{}", x as i64)
-    } else {
-        let s = format!("{x:.3}");
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    }
+    let svg = crate::chart::line_svg(title, x_label, series, Some((0.0, 1.0)));
+    let named = svg.replacen("<svg", &format!("<svg id=\"{id}\" role=\"img\" aria-label=\"{}\"", escape(title)), 1);
+    format!("<figure>{named}</figure>\n")
 }
