@@ -57,3 +57,38 @@ fn the_readme_transcript_is_the_samples_real_output() {
         "the README's answer is not what pg_ask says of its SQL's rows"
     );
 }
+
+/// The README's chart examples draw on the sample: a line of reviews by year, bars of the
+/// average rating per cuisine. With `PG_ASK_CHART_OUT` set to a directory, the SVGs are written
+/// there (to look at them in a browser).
+#[test]
+fn the_readme_charts_draw_on_the_sample() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
+    let text = std::fs::read_to_string(path).unwrap();
+    let block = text.split("```sql").find(|b| b.contains("-- On the sample database")).expect("the README's chart examples");
+    let block = block.split("```").next().unwrap();
+    let statements: Vec<String> = block
+        .split(';')
+        .map(|s| s.lines().filter(|l| !l.trim_start().starts_with("--")).collect::<Vec<_>>().join("\n"))
+        .filter(|s| s.contains("ask.chart("))
+        .collect();
+    assert_eq!(statements.len(), 2, "{block}");
+    let mut c = sample_database("pg_ask_readme_charts");
+    let cuisines: Vec<String> = c.query("SELECT DISTINCT cuisine FROM restaurants", &[]).unwrap().iter().map(|r| r.get(0)).collect();
+    for (i, sql) in statements.iter().enumerate() {
+        let svg: Option<String> = c.query_one(sql.as_str(), &[]).unwrap().get(0);
+        let svg = svg.unwrap_or_else(|| panic!("no chart for the README's {sql}"));
+        assert!(svg.starts_with("<svg") && !svg.contains("<script"), "{}", &svg[..200.min(svg.len())]);
+        if i == 0 {
+            assert!(svg.contains("reviews by year") && svg.contains("<polyline"), "a line of reviews by year");
+        } else {
+            assert!(svg.contains("average rating per cuisine"), "the title");
+            for cuisine in &cuisines {
+                assert!(svg.contains(&format!(">{cuisine}<")), "a bar labelled {cuisine}");
+            }
+        }
+        if let Ok(dir) = std::env::var("PG_ASK_CHART_OUT") {
+            std::fs::write(std::path::Path::new(&dir).join(format!("readme_chart_{}.svg", i + 1)), &svg).unwrap();
+        }
+    }
+}

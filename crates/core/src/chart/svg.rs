@@ -9,6 +9,8 @@ use super::{civil_from_days, Chart, TimeUnit, XAxis};
 
 const WIDTH: u32 = 720;
 const HEIGHT: u32 = 420;
+/// Characters of a category's label written beside its bar (longer ones end in `…`).
+const LABEL_CHARS: usize = 32;
 /// The report's and the answers' series colors, in order.
 const COLORS: [RGBColor; 6] = [
     RGBColor(0x1f, 0x77, 0xb4),
@@ -24,13 +26,16 @@ type Failure = String;
 /// The chart as an SVG document.
 pub fn svg(chart: &Chart) -> String {
     let mut out = String::new();
-    let drawn = {
-        let root = SVGBackend::with_string(&mut out, (WIDTH, HEIGHT)).into_drawing_area();
-        match &chart.x {
-            XAxis::Categories(names) => bars(&root, chart, names),
-            XAxis::Time { unit, points } => lines(&root, chart, *unit, points),
+    let drawn = match &chart.x {
+        XAxis::Categories(names) => {
+            let (height, draw) = bars(chart, names);
+            let root = SVGBackend::with_string(&mut out, (WIDTH, height)).into_drawing_area();
+            draw(&root).and_then(|()| root.present().map_err(|e| e.to_string()))
         }
-        .and_then(|()| root.present().map_err(|e| e.to_string()))
+        XAxis::Time { unit, points } => {
+            let root = SVGBackend::with_string(&mut out, (WIDTH, HEIGHT)).into_drawing_area();
+            lines(&root, chart, *unit, points).and_then(|()| root.present().map_err(|e| e.to_string()))
+        }
     };
     match drawn {
         Ok(()) => out,
@@ -162,65 +167,71 @@ fn draw_lines(
     Ok(())
 }
 
-fn bars(root: &DrawingArea<SVGBackend, Shift>, chart: &Chart, names: &[String]) -> Result<(), Failure> {
-    let e = |e: DrawingAreaErrorKind<_>| e.to_string();
-    root.fill(&WHITE).map_err(e)?;
+/// Bars lie across, one row per category, first row on top: every category's label is
+/// written in full beside its bar, however many there are.
+fn bars<'a>(chart: &'a Chart, names: &'a [String]) -> (u32, impl Fn(&DrawingArea<SVGBackend, Shift>) -> Result<(), Failure> + 'a) {
     let n = names.len();
-    let ys = chart.series.iter().flat_map(|s| s.values.iter().flatten().copied());
-    let (y0, y1) = y_bounds(ys);
-    let mut plot = ChartBuilder::on(root)
-        .caption(chart.title.as_str(), ("sans-serif", 18))
-        .margin(14)
-        .x_label_area_size(44)
-        .y_label_area_size(64)
-        .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), y0..y1)
-        .map_err(e)?;
-    // Labels as long as the space under a bar holds (about 6.5 px a character at 11 px).
-    let room = ((f64::from(WIDTH) - 100.0) / n as f64 / 6.5).floor().max(3.0) as usize;
-    let label = |x: &f64| {
-        let i = x.round();
-        if (x - i).abs() > 1e-6 || i < 0.0 || i as usize >= n {
-            return String::new();
-        }
-        shorten(&names[i as usize], room)
-    };
-    let y_desc = if chart.series.len() == 1 { chart.series[0].name.as_str() } else { "" };
-    plot.configure_mesh()
-        .disable_x_mesh()
-        .x_labels(n.min(40))
-        .y_labels(6)
-        .x_desc(chart.x_label.as_str())
-        .y_desc(y_desc)
-        .x_label_formatter(&label)
-        .y_label_formatter(&|y| number(*y))
-        .light_line_style(RGBColor(0xee, 0xee, 0xee))
-        .draw()
-        .map_err(e)?;
-    let k = chart.series.len() as f64;
-    let width = 0.8 / k;
-    for (j, s) in chart.series.iter().enumerate() {
-        let color = COLORS[j % COLORS.len()];
-        let left = |i: usize| i as f64 - 0.4 + j as f64 * width;
-        plot.draw_series(
-            s.values
-                .iter()
-                .enumerate()
-                .filter_map(|(i, v)| v.map(|v| (i, v)))
-                .map(|(i, v)| Rectangle::new([(left(i), 0.0f64.clamp(y0, y1)), (left(i) + width * 0.92, v)], color.filled())),
-        )
-        .map_err(e)?
-        .label(s.name.as_str())
-        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
-    }
-    if chart.series.len() > 1 {
-        plot.configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(0xbb, 0xbb, 0xbb))
+    let height = (90 + 26 * n as u32 * chart.series.len().max(1) as u32).max(240);
+    let draw = move |root: &DrawingArea<SVGBackend, Shift>| {
+        let e = |e: DrawingAreaErrorKind<_>| e.to_string();
+        root.fill(&WHITE).map_err(e)?;
+        let xs = chart.series.iter().flat_map(|s| s.values.iter().flatten().copied());
+        let (x0, x1) = y_bounds(xs);
+        let longest = names.iter().map(|s| s.chars().count().min(LABEL_CHARS)).max().unwrap_or(4);
+        let mut plot = ChartBuilder::on(root)
+            .caption(chart.title.as_str(), ("sans-serif", 18))
+            .margin(14)
+            .x_label_area_size(44)
+            .y_label_area_size((longest as f64 * 6.5 + 16.0).clamp(40.0, 240.0) as u32)
+            .build_cartesian_2d(x0..x1, -0.5f64..(n as f64 - 0.5))
+            .map_err(e)?;
+        // Row i (0 on top) sits at y = n - 1 - i.
+        let label = |y: &f64| {
+            let r = y.round();
+            if (y - r).abs() > 1e-6 || r < 0.0 || r as usize >= n {
+                return String::new();
+            }
+            shorten(&names[n - 1 - r as usize], LABEL_CHARS)
+        };
+        let x_desc = if chart.series.len() == 1 { chart.series[0].name.as_str() } else { "" };
+        plot.configure_mesh()
+            .disable_y_mesh()
+            .y_labels(n)
+            .x_labels(6)
+            .y_desc(chart.x_label.as_str())
+            .x_desc(x_desc)
+            .y_label_formatter(&label)
+            .x_label_formatter(&|x| number(*x))
+            .light_line_style(RGBColor(0xee, 0xee, 0xee))
             .draw()
             .map_err(e)?;
-    }
-    Ok(())
+        let k = chart.series.len() as f64;
+        let band = 0.8 / k;
+        for (j, s) in chart.series.iter().enumerate() {
+            let color = COLORS[j % COLORS.len()];
+            let top = |i: usize| (n - 1 - i) as f64 + 0.4 - j as f64 * band;
+            plot.draw_series(
+                s.values
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, v)| v.map(|v| (i, v)))
+                    .map(|(i, v)| Rectangle::new([(0.0f64.clamp(x0, x1), top(i)), (v, top(i) - band * 0.92)], color.filled())),
+            )
+            .map_err(e)?
+            .label(s.name.as_str())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
+        }
+        if chart.series.len() > 1 {
+            plot.configure_series_labels()
+                .position(SeriesLabelPosition::LowerRight)
+                .background_style(WHITE.mix(0.85))
+                .border_style(RGBColor(0xbb, 0xbb, 0xbb))
+                .draw()
+                .map_err(e)?;
+        }
+        Ok(())
+    };
+    (height, draw)
 }
 
 /// The y axis: from 0 (or the lowest value, when below 0) to a little above the highest.
