@@ -41,12 +41,41 @@ unsafe extern "C-unwind" fn check_function(func_id: pg_sys::Oid, context: *mut c
     }
 }
 
+/// A function that reads a value's text as some type's input (`domain_in`, `record_in`,
+/// `array_in`, `range_in`, any `*_in` taking `cstring`): called by a statement, the type is a
+/// value chosen at run time (`'h.d'::regtype`), which no check of the statement's types sees.
+/// PostgreSQL calls these itself for casts and literals; a statement has no need to.
+unsafe fn type_input_refusal(func_id: pg_sys::Oid) -> Option<String> {
+    let tuple = pg_sys::SearchSysCache1(pg_sys::SysCacheIdentifier::PROCOID as _, pg_sys::Datum::from(func_id));
+    if tuple.is_null() {
+        return None;
+    }
+    let form = pg_sys::GETSTRUCT(tuple) as *mut pg_sys::FormData_pg_proc;
+    let args = &(*form).proargtypes;
+    let takes_cstring = args.values.as_slice(args.dim1.max(0) as usize).contains(&pg_sys::CSTRINGOID);
+    pg_sys::ReleaseSysCache(tuple);
+    takes_cstring.then(|| {
+        let name = std::ffi::CStr::from_ptr(pg_sys::get_func_name(func_id)).to_string_lossy().into_owned();
+        format!("the query calls {name}(), which reads text as the input of a type chosen when it runs (a cast says the type)")
+    })
+}
+
 #[pgrx::pg_guard]
 unsafe extern "C-unwind" fn walker(node: *mut pg_sys::Node, context: *mut c_void) -> bool {
     if node.is_null() {
         return false;
     }
-    let walk = &*(context as *mut Walk);
+    let walk = &mut *(context as *mut Walk);
+    // A type's input function called by name (not a cast PostgreSQL wrote as a call).
+    if !walk.brought_in && (*node).type_ == pg_sys::NodeTag::T_FuncExpr {
+        let call = node as *mut pg_sys::FuncExpr;
+        if (*call).funcformat == pg_sys::CoercionForm::COERCE_EXPLICIT_CALL {
+            if let Some(reason) = type_input_refusal((*call).funcid) {
+                walk.refused = Some(reason);
+                return true;
+            }
+        }
+    }
     if !(walk.constant_only && pg_sys::contain_var_clause(node)) && pg_sys::check_functions_in_node(node, Some(check_function), context) {
         return true;
     }

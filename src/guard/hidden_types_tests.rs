@@ -35,4 +35,42 @@ mod tests {
         let (code, _, _) = error_of("SELECT * FROM ask.query($q$SELECT 'x'::ask_ht.probe$q$)");
         assert_eq!(code, "2F003");
     }
+
+    /// A domain's CHECK that PostgreSQL evaluates before any check of the statement: while
+    /// parse analysis reads an array or composite literal of a column's type, or through a type
+    /// input function the statement calls with a type chosen at run time. Its call of an
+    /// effectful built-in is refused as it is about to start (42501, naming it), or the
+    /// statement before it runs (2F003); on main before this test, parse analysis ran it and
+    /// the guard refused the statement only afterwards.
+    #[pg_test]
+    fn a_domain_check_never_runs_before_the_guard_looks() {
+        Spi::run(
+            "CREATE ROLE ask_pa_att; CREATE ROLE ask_pa_victim; CREATE SCHEMA ask_pa AUTHORIZATION ask_pa_att;
+             GRANT USAGE ON SCHEMA ask_pa TO PUBLIC;
+             SET ROLE ask_pa_att;
+             CREATE DOMAIN ask_pa.d AS int CHECK (pg_catalog.set_config('application_name', 'leak:' || VALUE, false) IS NOT NULL);
+             CREATE TYPE ask_pa.comp AS (x ask_pa.d);
+             CREATE TABLE ask_pa.events (id int, tags ask_pa.d[], c ask_pa.comp);
+             GRANT SELECT ON ask_pa.events TO PUBLIC;
+             RESET ROLE",
+        )
+        .unwrap();
+        Spi::run("SET ROLE ask_pa_victim").unwrap();
+        for (sql, expected) in [
+            ("SELECT id FROM ask_pa.events WHERE tags @> '{7}'", "42501"),
+            ("SELECT id FROM ask_pa.events WHERE c = '(1)'::ask_pa.comp", "42501"),
+            ("SELECT '{1}'::ask_pa.d[]", "42501"),
+            ("SELECT pg_catalog.domain_in('5', 'ask_pa.d'::regtype, -1)::text", "2F003"),
+            ("SELECT pg_catalog.record_in('(5)', 'ask_pa.comp'::regtype, -1)::text", "2F003"),
+            ("SELECT pg_catalog.array_in('{5}', 'ask_pa.d'::regtype, -1)::text", "2F003"),
+            ("SELECT pg_catalog.int4in('5')", "2F003"),
+        ] {
+            let (code, message, _) = error_of(&format!("SELECT * FROM ask.query($q${sql}$q$)"));
+            assert_eq!(code, expected, "{sql}: {message}");
+            if expected == "42501" {
+                assert!(message.contains("set_config"), "{sql}: {message}");
+            }
+        }
+        Spi::run("RESET ROLE").unwrap();
+    }
 }

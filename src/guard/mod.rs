@@ -194,12 +194,14 @@ unsafe fn run_in_subtransaction(sql: &CStr, limits: &Limits) -> Result<(ResultSe
         false,
     );
     trusted::only(|| {
-        let relations = analyse(sql).map_err(|reason| ExecFailure::Refused { reason })?;
-        match spi_execute(sql, true, limits.row_limit) {
-            Ok(out) if out.rc == pg_sys::SPI_OK_SELECT as i32 => Ok((out.rows, relations)),
-            Ok(out) => Err(ExecFailure::Refused { reason: format!("not a query (SPI result code {})", out.rc) }),
-            Err(reason) => Err(ExecFailure::Refused { reason }),
-        }
+        trusted::strictly(|| {
+            let relations = analyse(sql).map_err(|reason| ExecFailure::Refused { reason })?;
+            match spi_execute(sql, true, limits.row_limit) {
+                Ok(out) if out.rc == pg_sys::SPI_OK_SELECT as i32 => Ok((out.rows, relations)),
+                Ok(out) => Err(ExecFailure::Refused { reason: format!("not a query (SPI result code {})", out.rc) }),
+                Err(reason) => Err(ExecFailure::Refused { reason }),
+            }
+        })
     })
 }
 
@@ -314,6 +316,12 @@ pub(crate) unsafe fn write_step_refusal(sql: &std::ffi::CStr) -> Option<String> 
 /// The same check, with `nextval` in an INSERT allowed or not (a benchmark's workload statements
 /// may not name a sequence, whose advance no rollback undoes).
 pub(crate) unsafe fn statement_refusal(sql: &std::ffi::CStr, allow_nextval: bool) -> Option<String> {
+    // Parse analysis already runs code a type brings in (a domain's CHECK on a literal): no
+    // volatile function may start while the statement is analysed.
+    trusted::strictly(|| statement_refusal_now(sql, allow_nextval))
+}
+
+unsafe fn statement_refusal_now(sql: &std::ffi::CStr, allow_nextval: bool) -> Option<String> {
     use pgrx::pg_sys;
     let raw = pg_sys::pg_parse_query(sql.as_ptr());
     if raw.is_null() || (*raw).length != 1 {

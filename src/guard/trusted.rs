@@ -21,9 +21,19 @@
 //! type cache) does not pass through the hook: [`super::reach`] refuses the statements that
 //! reach such functions before they are planned.
 //!
+//! Built-in functions start without asking that hook. While a read is analysed, planned and
+//! run, and while a write is analysed ([`strictly`]), PostgreSQL's object-access hook is asked
+//! instead each time it prepares a call for execution (`OAT_FUNCTION_EXECUTE`, built-ins
+//! included): a volatile function or one that runs SQL given as text is refused there. That
+//! covers the code PostgreSQL runs before any check of the statement can: a domain's CHECK
+//! evaluated while parse analysis reads an array or composite literal (`'{7}'` compared with a
+//! column of another role's domain array), or through a type's input function called with a
+//! type chosen at run time.
+//!
 //! Session-level effects follow: no untrusted code runs, and the built-in functions that leave
-//! an effect past a rollback (advisory locks, `set_config` with `is_local` false is undone by
-//! the rollback anyway) are volatile, which the guard refuses in the statement.
+//! an effect past a rollback (advisory locks, `set_config`, `pg_notify`, a sequence) are
+//! volatile, which the guard refuses in the statement and the object-access hook wherever else
+//! they would start.
 
 use std::cell::Cell;
 
@@ -40,6 +50,8 @@ struct Scope {
 
 thread_local! {
     static SCOPE: Cell<Scope> = const { Cell::new(Scope { active: false, role: 0 }) };
+    /// Inside a scope, whether the object-access hook refuses volatile functions too.
+    static STRICT: Cell<bool> = const { Cell::new(false) };
     static ALLOWED: std::cell::RefCell<Vec<(String, String)>> = const { std::cell::RefCell::new(Vec::new()) };
     /// The scope's decisions so far, by function: the hook is asked at every call (a type's
     /// output function, once per row), the catalogs once per function and scope.
@@ -49,6 +61,7 @@ thread_local! {
 
 static mut PREV_NEEDS: pg_sys::needs_fmgr_hook_type = None;
 static mut PREV_FMGR: pg_sys::fmgr_hook_type = None;
+static mut PREV_OBJECT_ACCESS: pg_sys::object_access_hook_type = None;
 
 /// Installs the hooks; called once from `_PG_init`. Outside a scope they only pass on to the
 /// hooks installed before them.
@@ -60,7 +73,24 @@ pub(crate) fn init() {
         pg_sys::needs_fmgr_hook = Some(needs_hook);
         PREV_FMGR = pg_sys::fmgr_hook;
         pg_sys::fmgr_hook = Some(fmgr_hook);
+        PREV_OBJECT_ACCESS = pg_sys::object_access_hook;
+        pg_sys::object_access_hook = Some(object_access_hook);
     }
+}
+
+/// Run `f` (inside a scope) with no volatile function allowed to start, built-ins included:
+/// a read from its parse analysis to its last row, a write while it is analysed.
+pub(crate) fn strictly<R>(f: impl FnOnce() -> R) -> R {
+    let was = STRICT.with(Cell::get);
+    STRICT.with(|s| s.set(true));
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            STRICT.with(|s| s.set(self.0));
+        }
+    }
+    let _restore = Restore(was);
+    f()
 }
 
 /// Run `f` with only trusted code allowed to start (see the module's documentation). Scopes
@@ -172,5 +202,51 @@ unsafe extern "C-unwind" fn fmgr_hook(event: pg_sys::FmgrHookEventType::Type, fl
     }
     if let Some(prev) = PREV_FMGR {
         prev(event, flinfo, arg);
+    }
+}
+
+/// Why a function PostgreSQL prepares for execution may not start in a strict scope: it is
+/// volatile, or a built-in that runs SQL given as text. (Whether it is trusted at all is the
+/// function manager hook's question, asked when it starts.)
+///
+/// # Safety
+/// Catalog lookups: inside a transaction, on the backend's thread.
+unsafe fn strict_refusal(func_id: pg_sys::Oid) -> Option<String> {
+    if u32::from(func_id) < pg_sys::FirstNormalObjectId {
+        if let Some(reason) = super::allowed::refusal(func_id, &[]) {
+            return Some(reason);
+        }
+    }
+    (pg_sys::func_volatile(func_id) as u8 == pg_sys::PROVOLATILE_VOLATILE).then(|| {
+        let name = pgrx::pg_sys::get_func_name(func_id);
+        let name = if name.is_null() {
+            format!("function {}", u32::from(func_id))
+        } else {
+            std::ffi::CStr::from_ptr(name).to_string_lossy().into_owned()
+        };
+        format!("{name}() would run, a volatile function (one that can change the database or the session)")
+    })
+}
+
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn object_access_hook(
+    access: pg_sys::ObjectAccessType::Type,
+    class_id: pg_sys::Oid,
+    object_id: pg_sys::Oid,
+    sub_id: std::ffi::c_int,
+    arg: *mut std::ffi::c_void,
+) {
+    if access == pg_sys::ObjectAccessType::OAT_FUNCTION_EXECUTE && active() && STRICT.with(Cell::get) {
+        if let Some(reason) = strict_refusal(object_id) {
+            crate::pg::errors::Raised::new(
+                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                format!("{reason}; it was reached through an object the statement uses (a type, a domain, an index, a policy)"),
+            )
+            .hint("pg_ask runs no volatile function while it reads with SQL it did not write itself.")
+            .raise();
+        }
+    }
+    if let Some(prev) = PREV_OBJECT_ACCESS {
+        prev(access, class_id, object_id, sub_id, arg);
     }
 }
