@@ -30,6 +30,7 @@ fn suggest_questions(
     if !crate::pg::version::sql_at_least("0.2.0") {
         return TableIterator::new(Vec::new());
     }
+    let trusted = crate::verified::trusted_verifier("v.verified_by_role");
     let rows: Vec<(Candidate, String, Option<String>)> = crate::pg::spi::select_rows(
         &format!(
             "SELECT v.id, v.question, v.sql, v.schema::pg_catalog.text,
@@ -40,13 +41,7 @@ fn suggest_questions(
                     ARRAY(SELECT t::pg_catalog.regclass::pg_catalog.text FROM pg_catalog.unnest(v.tables) t ORDER BY 1)
              FROM ask.verified_queries v
              WHERE ask._verified_readable(v.tables)
-               AND EXISTS (SELECT 1 FROM pg_catalog.pg_roles r
-                           WHERE r.oid OPERATOR(pg_catalog.=) v.verified_by_role
-                             AND (r.rolsuper OR r.oid OPERATOR(pg_catalog.=) (SELECT me.oid FROM pg_catalog.pg_roles me WHERE me.rolname OPERATOR(pg_catalog.=) CURRENT_USER)
-                                   OR (pg_catalog.pg_has_role(r.oid, 'MEMBER')
-                                       AND NOT (SELECT me.rolsuper FROM pg_catalog.pg_roles me WHERE me.rolname OPERATOR(pg_catalog.=) CURRENT_USER))
-                                  OR r.oid OPERATOR(pg_catalog.=) (SELECT extowner FROM pg_catalog.pg_extension
-                                                                   WHERE extname OPERATOR(pg_catalog.=) 'pg_ask')))
+               AND {trusted}
              ORDER BY v.id LIMIT {READ}"
         ),
         &[],

@@ -25,6 +25,33 @@ const RETRIEVE: i64 = 8;
 /// stored one is of the same model) and the [`RETRIEVE`] most alike by trigrams, each with
 /// both scores. No query but one `EXISTS` when the caller sees none, and none before the
 /// extension's SQL objects are at 0.2.0 (an upgrade in progress).
+/// SQL that is true when the verifier `verifier` (an expression of its role's OID) is one the
+/// current role trusts to answer its questions without the model: itself, a superuser, the
+/// extension's owner, or — for a role that is not a superuser — a role it was made a member
+/// of by a superuser (every grant on the way recorded with a superuser as its grantor). A
+/// membership another role granted (a role with CREATEROLE making the caller a member of a
+/// role it created) is not trust. One rule for answers, templates and suggestions.
+pub(crate) fn trusted_verifier(verifier: &str) -> String {
+    format!(
+        "EXISTS (SELECT 1 FROM pg_catalog.pg_roles r
+                  WHERE r.oid OPERATOR(pg_catalog.=) {verifier}
+                    AND (r.rolsuper
+                         OR r.oid OPERATOR(pg_catalog.=) (SELECT me.oid FROM pg_catalog.pg_roles me WHERE me.rolname OPERATOR(pg_catalog.=) CURRENT_USER)
+                         OR r.oid OPERATOR(pg_catalog.=) (SELECT extowner FROM pg_catalog.pg_extension WHERE extname OPERATOR(pg_catalog.=) 'pg_ask')
+                         OR (NOT (SELECT me.rolsuper FROM pg_catalog.pg_roles me WHERE me.rolname OPERATOR(pg_catalog.=) CURRENT_USER)
+                             AND r.oid OPERATOR(pg_catalog.=) ANY (ARRAY(
+                                 WITH RECURSIVE granted(role) AS (
+                                     SELECT m.roleid FROM pg_catalog.pg_auth_members m
+                                       JOIN pg_catalog.pg_roles g ON g.oid OPERATOR(pg_catalog.=) m.grantor AND g.rolsuper
+                                      WHERE m.member OPERATOR(pg_catalog.=) (SELECT me.oid FROM pg_catalog.pg_roles me WHERE me.rolname OPERATOR(pg_catalog.=) CURRENT_USER)
+                                     UNION
+                                     SELECT m.roleid FROM pg_catalog.pg_auth_members m
+                                       JOIN granted ON m.member OPERATOR(pg_catalog.=) granted.role
+                                       JOIN pg_catalog.pg_roles g ON g.oid OPERATOR(pg_catalog.=) m.grantor AND g.rolsuper)
+                                 SELECT role FROM granted)))))"
+    )
+}
+
 pub(crate) fn candidates(asked: &pg_ask_core::ask::Question, embedder: Option<&(String, String)>) -> Result<Vec<Candidate>, String> {
     let question = asked.text();
     // Between installing a new library and ALTER EXTENSION pg_ask UPDATE, there is no store.
@@ -40,16 +67,11 @@ pub(crate) fn candidates(asked: &pg_ask_core::ask::Question, embedder: Option<&(
     let embedding = embedder.map(|_| asked.embedding(embeddings::embed_one).to_vec());
     let model = embedder.map(|(_, m)| m.clone());
     let dims = embedding.as_ref().map(|v| v.len() as i32);
+    let trusted = trusted_verifier("v.verified_by_role");
     let sql = format!(
         "WITH scored AS (
              SELECT v.id, v.question, v.sql, v.schema::text, v.verified_by::text,
-                    EXISTS (SELECT 1 FROM pg_catalog.pg_roles r
-                            WHERE r.oid OPERATOR(pg_catalog.=) v.verified_by_role
-                              AND (r.rolsuper OR r.oid OPERATOR(pg_catalog.=) (SELECT me.oid FROM pg_catalog.pg_roles me WHERE me.rolname OPERATOR(pg_catalog.=) CURRENT_USER)
-                                   OR (pg_catalog.pg_has_role(r.oid, 'MEMBER')
-                                       AND NOT (SELECT me.rolsuper FROM pg_catalog.pg_roles me WHERE me.rolname OPERATOR(pg_catalog.=) CURRENT_USER))
-                                   OR r.oid OPERATOR(pg_catalog.=) (SELECT extowner FROM pg_catalog.pg_extension
-                                                                    WHERE extname OPERATOR(pg_catalog.=) 'pg_ask'))) AS trusted,
+{trusted} AS trusted,
                     CASE WHEN $2::text IS NOT NULL AND v.embedding_model = $2 AND {vector}.vector_dims(v.embedding) = $3
                          THEN (1 - (v.embedding OPERATOR({vector}.<=>) $1::{vector}.vector))::float8 END AS cosine,
                     {trgm}.similarity(v.question, $4)::float8 AS trigram

@@ -263,7 +263,31 @@ mod tests {
         // superusers, the extension's owner and itself: a's query is only an example for it.
         let JsonB(trace) = one::<JsonB>("SELECT ask.explain('How many restaurants are there?')");
         assert_eq!(trace["source"], "llm", "{trace}");
-        Spi::run("DELETE FROM ask.verified_queries; REVOKE ALL ON public.restaurants FROM ask_test_a, ask_test_b; DROP ROLE ask_test_b; DROP ROLE ask_test_a").unwrap();
+        // A membership a role with CREATEROLE granted is not trust: it made b a member of a role
+        // it created and verified a query as that role.
+        Spi::run(
+            "DELETE FROM ask.verified_queries; REVOKE ask_test_a FROM ask_test_b;
+             CREATE ROLE ask_test_creator CREATEROLE;
+             SET ROLE ask_test_creator;
+             CREATE ROLE ask_test_sneaky; GRANT ask_test_sneaky TO ask_test_b; GRANT ask_test_sneaky TO ask_test_creator;
+             RESET ROLE;
+             GRANT SELECT ON public.restaurants TO ask_test_sneaky;
+             SET ROLE ask_test_sneaky",
+        )
+        .unwrap();
+        one::<i64>(&format!("SELECT ask.add_verified('How many restaurants are there?', '{COUNT_SQL}')"));
+        Spi::run("SET ROLE ask_test_b").unwrap();
+        assert!(one::<bool>("SELECT pg_has_role('ask_test_sneaky', 'MEMBER')"));
+        let JsonB(trace) = one::<JsonB>("SELECT ask.explain('How many restaurants are there?')");
+        let suggested = one::<i64>("SELECT count(*) FROM ask.suggest_questions(5)");
+        Spi::run("RESET ROLE").unwrap();
+        assert_eq!(trace["source"], "llm", "{trace}");
+        assert_eq!(suggested, 0, "nor is its query suggested");
+        Spi::run(
+            "DELETE FROM ask.verified_queries; REVOKE ALL ON public.restaurants FROM ask_test_a, ask_test_b, ask_test_sneaky;
+             DROP ROLE ask_test_sneaky; DROP ROLE ask_test_creator; DROP ROLE ask_test_b; DROP ROLE ask_test_a",
+        )
+        .unwrap();
     }
 
     /// A verifier is known by OID: a role created with a dropped verifier's name does not take
