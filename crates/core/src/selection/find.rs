@@ -44,6 +44,10 @@ pub const MAX_REFERRERS: usize = 50;
 /// Of the ranked tables, this many times the candidates taken are checked for the caller's
 /// privileges (in order), and twice as many kept.
 pub const READABLE_CHECKED: usize = 8;
+/// When a window of ranked tables holds too few the caller may read (another role's tables,
+/// made to hold the question's words, crowd it), the next window is checked, up to this many
+/// windows in all.
+pub const READABLE_WINDOWS: usize = 8;
 /// When every word of a question is common in the index (tables that look alike: the same
 /// columns in every tenant's schema), at most this many tables' postings are read, those with
 /// the question's words most often in their names: reading every posting of words that most
@@ -173,6 +177,25 @@ fn describe_joins<S: SelectionStore>(
     store.describe(join)
 }
 
+/// Of the ranked tables, in order, up to twice `take` the caller may read: checked window by
+/// window ([`READABLE_CHECKED`] times `take` each, at most [`READABLE_WINDOWS`]), so that tables
+/// it cannot read take no place that a readable one would have.
+fn readable_ranked<S: SelectionStore>(store: &mut S, ranked: &[(S::Key, f64)], take: usize) -> HashSet<S::Key> {
+    let order: Vec<S::Key> = ranked.iter().map(|(k, _)| *k).collect();
+    let (want, window) = (2 * take, READABLE_CHECKED * take);
+    let mut readable = HashSet::new();
+    let mut from = 0;
+    for _ in 0..READABLE_WINDOWS {
+        if from >= order.len() || readable.len() >= want {
+            break;
+        }
+        let end = order.len().min(from + window);
+        readable.extend(store.readable_first(&order[from..end], want - readable.len()));
+        from = end;
+    }
+    readable
+}
+
 /// The candidates of `question` in the stored index `index` (see the [module
 /// documentation](self)), for a selection of `max_tables`. `embedding`, called once after the
 /// words' candidates are described, gives the question's embedding when it is wanted (the glue
@@ -191,9 +214,9 @@ pub fn find<'q, S: SelectionStore>(
     let fetch = fetch_terms(&df, index.documents);
     let common = common_limit(index.documents);
     let common_only = fetch.iter().all(|t| df.get(t).copied().unwrap_or(0) > common);
-    let read = store.postings(&fetch, common_only.then_some(COMMON_ONLY_READ));
-    let ranked = rank_stored(question, &read, &stats);
-    let lexical_ms = ms(started);
+    let mut read = store.postings(&fetch, common_only.then_some(COMMON_ONLY_READ));
+    let mut ranked = rank_stored(question, &read, &stats);
+    let mut lexical_ms = ms(started);
 
     // Candidates, in order: the best by words, the touched ones that share a word with the
     // question, the nearest by embedding.
@@ -201,10 +224,24 @@ pub fn find<'q, S: SelectionStore>(
     let take = CANDIDATES.max(2 * max_tables);
     let noted = store.touched(&touched_terms(&probe, &df, index.documents), TOUCHED_READ * take);
     let touched = store.readable_first(&noted, take);
-    let order: Vec<S::Key> = ranked.iter().map(|(k, _)| *k).collect();
+    let mut readable = readable_ranked(store, &ranked, take);
+    let every: Vec<String> = {
+        let mut t: Vec<String> = df.iter().filter(|(_, &n)| n > 0).map(|(t, _)| t.clone()).collect();
+        t.sort();
+        t
+    };
+    let crowded = readable.len() < take && ranked.len() > readable.len();
+    if crowded && (every.len() > fetch.len() || (common_only && read.len() >= COMMON_ONLY_READ)) {
+        // The tables read for the question's rarer words, or the first of those holding its
+        // common ones, were mostly ones the caller cannot read (another role's look-alikes
+        // made to hold its words): every posting of every word, once.
+        let again = Instant::now();
+        read = store.postings(&every, None);
+        ranked = rank_stored(question, &read, &stats);
+        readable = readable_ranked(store, &ranked, take);
+        lexical_ms += ms(again);
+    }
     let mut seen: HashSet<S::Key> = HashSet::new();
-    let checked = store.readable_first(&order[..order.len().min(READABLE_CHECKED * take)], 2 * take);
-    let readable: HashSet<S::Key> = checked.into_iter().collect();
     let ranked_readable: Vec<(S::Key, f64)> = ranked.iter().filter(|(k, _)| readable.contains(k)).copied().collect();
     let chosen = candidates(&ranked_readable, take);
     let wanted = chosen.len().min(max_tables.max(1));

@@ -194,6 +194,35 @@ fn tables_the_caller_cannot_read_take_no_candidate_place() {
     assert!(fake.checked <= READABLE_CHECKED * CANDIDATES + 1, "{}", fake.checked);
 }
 
+/// Another role floods the index with tables the caller cannot read that hold the question's
+/// words more often than the caller's own (each word common, so only the tables with them most
+/// often in their names are read at first): the caller's tables are still found.
+#[test]
+fn a_flood_of_unreadable_look_alikes_does_not_hide_the_caller_s_tables() {
+    let mut tables = filler(50);
+    for i in 0..500 {
+        tables.push(table(
+            "att",
+            &format!("singers_concerts_performed_{i}"),
+            &["singer", "concert", "performed", "singers_performed", "concert_singer"],
+            Some("singers performed in concerts"),
+        ));
+    }
+    tables.push(table("music", "singer", &["id", "name", "country"], None));
+    tables.push(references(table("music", "concert", &["id", "singer_id", "performed_on"], None), &["music.singer"]));
+    let mut fake = Fake::new(tables);
+    fake.unreadable = (50..550).collect();
+    let index = fake.index();
+    let question = "which singers performed in concerts?";
+    let found = find(&mut fake, &index, question, 5, no_embedding);
+    let described = fake.names(&fake.described);
+    assert!(described.contains(&"music.singer".to_string()) && described.contains(&"music.concert".to_string()), "{described:?}");
+    assert!(described.iter().all(|n| !n.starts_with("att.")), "{described:?}");
+    assert!(!picked(&found, question, 2).is_empty());
+    // Privileges of at most READABLE_WINDOWS windows per read were checked.
+    assert!(fake.checked <= 2 * READABLE_WINDOWS * READABLE_CHECKED * CANDIDATES, "{}", fake.checked);
+}
+
 #[test]
 fn touched_relations_are_candidates_only_by_the_question_s_words() {
     let mut tables = filler(100);
