@@ -22,11 +22,21 @@ pub struct Expanded {
 /// expression, in parentheses; a metric or dimension that stands alone as an item of the
 /// select list keeps its name as the column's (`AS name`). A name is left as it is where it is
 /// a column of a described table (`columns`, lower case), a function's name (followed by
-/// `(`), a name two items give, an alias the statement gives (after `AS`, or a qualifier of columns), or quoted. A statement the tokenizer cannot
-/// read comes back unchanged (the guard refuses it later).
+/// `(`), a name two items give, an alias the statement gives (after `AS`, or a qualifier of
+/// columns), a type after `::`, a field of `extract`, or quoted; and only the items of tables
+/// the statement reads are written in. A statement the tokenizer cannot read comes back
+/// unchanged (the guard refuses it later).
 pub fn expand(sql: &str, items: &[&Item], columns: &[String]) -> Expanded {
-    let named: Vec<(String, &Item)> =
-        items.iter().filter(|it| it.kind.is_some_and(|k| k.is_named_expression())).filter_map(|it| Some((it.identifier()?, *it))).collect();
+    // Only the items of the tables the statement reads: another table's `revenue` (another
+    // role's, made to share a name) neither writes itself into this statement nor takes the
+    // name from this table's own.
+    let reads = crate::values::literals::relation_names(sql);
+    let named: Vec<(String, &Item)> = items
+        .iter()
+        .filter(|it| it.kind.is_some_and(|k| k.is_named_expression()))
+        .filter(|it| it.table.as_deref().is_some_and(|t| reads.contains(&last_name(t))))
+        .filter_map(|it| Some((it.identifier()?, *it)))
+        .collect();
     // A name two items give (tables of two owners may both define `revenue`) is written in
     // by neither: which one the model meant cannot be told.
     let named: Vec<(String, &Item)> =
@@ -61,6 +71,15 @@ pub fn expand(sql: &str, items: &[&Item], columns: &[String]) -> Expanded {
         // A quoted name, or a word PostgreSQL reserves (`and`, `distinct`, `current_date`), is
         // never an item's.
         if w.quote_style.is_some() || super::is_sql_word(&w.value) {
+            continue;
+        }
+        // A type's name after `::`, a field of `extract(year FROM ...)`, a unit after a string
+        // (`interval '1' month`).
+        let token_before = |back: usize| k.checked_sub(back).and_then(|j| significant.get(j)).map(|&i| &tokens[i].token);
+        if matches!(token_before(1), Some(Token::DoubleColon | Token::SingleQuotedString(_)))
+            || matches!(token_before(1), Some(Token::LParen))
+                && matches!(token_before(2), Some(Token::Word(f)) if f.keyword == Keyword::EXTRACT)
+        {
             continue;
         }
         // A relation's name (after FROM or JOIN, qualified or not) or a common table
@@ -130,6 +149,16 @@ pub fn expand(sql: &str, items: &[&Item], columns: &[String]) -> Expanded {
     }
     out.push_str(&sql[at..]);
     Expanded { sql: out, expanded }
+}
+
+/// The last part of a qualified name as PostgreSQL folds it (`public."Orders"` → `Orders`,
+/// `public.Orders` → `orders`).
+fn last_name(qualified: &str) -> String {
+    let last = qualified.rsplit('.').next().unwrap_or(qualified).trim();
+    match last.strip_prefix('"').and_then(|l| l.strip_suffix('"')) {
+        Some(quoted) => quoted.replace("\"\"", "\""),
+        None => last.to_lowercase(),
+    }
 }
 
 /// Whether the significant token `k` stands in a select list: the nearest SELECT or FROM

@@ -211,3 +211,28 @@ fn sql_words_tables_and_ctes_are_never_taken_for_names() {
         assert!(e.expanded.is_empty(), "{sql}");
     }
 }
+
+#[test]
+fn types_fields_and_other_tables_items_stay_as_written() {
+    let mut items = Vec::new();
+    for (id, name, table) in
+        [(1, "date", "public.orders"), (2, "year", "public.orders"), (3, "month", "public.orders"), (4, "revenue", "att.sales")]
+    {
+        items.push(item(id, Kind::Dimension, Some(name), Some(table), "(SELECT 1)"));
+    }
+    let shown: Vec<&Item> = items.iter().collect();
+    for sql in [
+        "SELECT ordered_at::date, count(*) FROM orders GROUP BY 1",
+        "SELECT extract(year FROM ordered_at) AS y FROM orders",
+        "SELECT count(*) FROM orders WHERE ordered_at > now() - interval '1' month",
+        // An item of a table the statement does not read.
+        "SELECT revenue FROM orders",
+    ] {
+        let e = expand(sql, &shown, &[]);
+        assert_eq!(e.sql, sql);
+        assert!(e.expanded.is_empty(), "{sql}");
+    }
+    // Of the table it reads, the name is written in.
+    let e = expand("SELECT month, count(*) FROM public.orders GROUP BY 1", &shown, &[]);
+    assert_eq!(e.expanded, vec![3]);
+}
