@@ -165,7 +165,7 @@ async def check_lists_and_answers(connect):
         images = [b for b in r.content if b.type == "image"]
         assert len(images) == 1 and images[0].mimeType == "image/svg+xml", r.content
         svg = base64.b64decode(images[0].data).decode()
-        assert svg.startswith("<svg") and ">San Francisco<" in svg and "letters" in svg, svg[:300]
+        assert svg.startswith("<svg") and "\nSan Francisco\n" in svg and "letters" in svg, svg[:300]
         assert "chart_svg" not in r.structured_content, r.structured_content
         r = await call(c, "explain_sql", {"sql": "SELECT name FROM public.cities WHERE name LIKE 'San%' ORDER BY name LIMIT 2"})
         assert not r.is_error, text(r)

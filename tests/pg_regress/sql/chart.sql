@@ -10,13 +10,13 @@ INSERT INTO chart.reviews VALUES
 WITH c AS (SELECT ask.chart($$SELECT extract(year FROM written_on)::int AS year, count(*) AS reviews
                               FROM chart.reviews GROUP BY 1$$) AS svg)
 SELECT svg LIKE '<svg%' AS svg, svg LIKE '%reviews by year%' AS default_title,
-       svg LIKE '%>2023<%' AS year_label, svg LIKE '%<polyline%' OR svg LIKE '%<path%' AS line
+       svg LIKE E'%\n2023\n%' AS year_label, svg LIKE '%<polyline%' OR svg LIKE '%<path%' AS line
 FROM c;
 -- Average rating per cuisine: bars over a text column, in the result's order, with a title.
 WITH c AS (SELECT ask.chart($$SELECT cuisine, avg(stars) AS avg_stars FROM chart.reviews GROUP BY 1 ORDER BY 2 DESC$$,
                             title => 'average stars per cuisine') AS svg)
-SELECT svg LIKE '%average stars per cuisine%' AS title, svg LIKE '%>Italian<%' AS italian,
-       svg LIKE '%>French<%' AS french, svg LIKE '%avg_stars%' AS y_axis
+SELECT svg LIKE '%average stars per cuisine%' AS title, svg LIKE E'%\nItalian\n%' AS italian,
+       svg LIKE E'%\nFrench\n%' AS french, svg LIKE '%avg_stars%' AS y_axis
 FROM c;
 -- Dates are times: a line in date order.
 SELECT ask.chart('SELECT written_on, stars FROM chart.reviews') LIKE '%2024-01-15%' AS dates;
@@ -45,7 +45,7 @@ ALTER TABLE chart.reviews ENABLE ROW LEVEL SECURITY;
 CREATE POLICY chart_not_french ON chart.reviews FOR SELECT USING (cuisine <> 'French');
 SET ROLE chart_nobody;
 WITH c AS (SELECT ask.chart('SELECT cuisine, max(stars) AS best FROM chart.reviews GROUP BY 1 ORDER BY 1') AS svg)
-SELECT svg LIKE '%>Italian<%' AS italian, svg NOT LIKE '%French%' AS french_hidden FROM c;
+SELECT svg LIKE E'%\nItalian\n%' AS italian, svg NOT LIKE '%French%' AS french_hidden FROM c;
 RESET ROLE;
 -- A hostile role's domain in the path: its CHECK would run as the caller; the guard refuses it.
 CREATE ROLE chart_hostile;
