@@ -13,7 +13,8 @@
 # Environment:
 #   PG_ASK_RUN_DIR=/var/lib/pg_ask/run  where the cluster lives: data/ and postgresql.log
 #   PG_ASK_PORT=5433                    port; the socket is in /tmp, TCP listens on localhost only
-#   PG_ASK_RELEASE=1                    build the extension with --release
+#   PG_ASK_RELEASE=0                    build the extension's debug profile (quicker to build the
+#                                       first time, slower to run; the release build is the default)
 #   PG_ASK_RELOAD_SAMPLE=1              drop and reload the sample tables even if present
 #   PG_ASK_LLM=qwen-coder               the local model to start: qwen-coder, smollm2, gemma3, or none (leave
 #                                       the LLM settings alone, e.g. for Ollama or a hosted API)
@@ -75,7 +76,7 @@ install_extension() {
   cargo pgrx --version >/dev/null 2>&1 || die "cargo-pgrx is not installed; run: bash scripts/setup.sh"
   [ -s "${PGRX_HOME:-$HOME/.pgrx}/config.toml" ] || die "cargo pgrx init has not run; run: bash scripts/setup.sh"
   local profile=() mode=debug
-  if [ "${PG_ASK_RELEASE:-0}" = 1 ]; then profile=(--release); mode=release; fi
+  if [ "${PG_ASK_RELEASE:-1}" = 1 ]; then profile=(--release); mode=release; fi
   say "building pg_ask ($mode) and installing it into $($PG_CONFIG --sharedir) and $($PG_CONFIG --pkglibdir)"
   (cd "$REPO" && cargo pgrx install --package pg_ask --pg-config "$PG_CONFIG" "${profile[@]}")
 }
