@@ -50,11 +50,9 @@ pub(super) fn generate_and_run(
     let mut req = prompt::sql_request_with_knowledge(question, schema, &crate::knowledge::render(&offered), &shown, previous);
     // The described tables' columns: a name the model writes that is one of them is that
     // column, not a metric's, filter's or dimension's name.
-    let columns: Vec<String> = if offered.is_empty() {
-        Vec::new()
-    } else {
-        crate::schema::parse_rendered(schema).into_iter().flat_map(|t| t.columns).map(|c| c.name.to_lowercase()).collect()
-    };
+    let described = crate::schema::parse_rendered(schema);
+    let columns: Vec<String> =
+        if offered.is_empty() { Vec::new() } else { described.iter().flat_map(|t| &t.columns).map(|c| c.name.to_lowercase()).collect() };
     let first = req.clone();
     let mut constraint: Option<Constraint> = None;
     // The grammar is built before the first call that needs it (a plan's draft needs none):
@@ -129,6 +127,9 @@ pub(super) fn generate_and_run(
             // that the question does not end on what the grammar rules out.
             if cfg.sql_grammar == GrammarUse::Repair && !grammar_built && attempt < max_attempts && grammar_rules_out(ended) {
                 ruled_out = ruled_out.max(2);
+                if let Some(last) = req.messages.iter_mut().rev().find(|m| matches!(m.role, crate::llm::Role::User)) {
+                    last.content.push_str("\nThe query just written is one that failed before: write a different one.");
+                }
                 continue;
             }
             return Err(with_attempts(ended.clone(), attempt));
@@ -139,9 +140,27 @@ pub(super) fn generate_and_run(
                 AskError::NoSql { attempts: attempt, reply: reply.chars().take(300).collect() },
             ),
             Some(sql) => match guarded_execute(host, trace, attempt, step, &sql, cfg.max_prompt_tokens) {
+                Ok(done) if done.1.rows.is_empty() && attempt < max_attempts => match super::repair_hint::impossible_condition(&done.0) {
+                    // No rows, from a condition no row can meet: asked once more.
+                    Some(why) => {
+                        if let Some(st) = trace.stages.last_mut() {
+                            st.output["impossible_condition"] = json!(why);
+                        }
+                        let message = format!("the query returned no rows: {why}");
+                        (
+                            message.clone(),
+                            AskError::Failed { attempts: attempt, sqlstate: SqlState::or_internal("02000"), message, sql: done.0 },
+                        )
+                    }
+                    None => return Ok(done),
+                },
                 Ok(done) => return Ok(done),
                 Err(failure) => {
-                    let text = failure.for_llm();
+                    let mut text = failure.for_llm();
+                    if let Some(note) = super::repair_hint::hint(&failure, &described) {
+                        text.push_str("\nNOTE: ");
+                        text.push_str(&note);
+                    }
                     let ended = match failure {
                         ExecFailure::Refused { reason } => AskError::Refused { attempts: attempt, reason, sql },
                         ExecFailure::Error { sqlstate, message, .. } => AskError::Failed { attempts: attempt, sqlstate, message, sql },

@@ -15,6 +15,7 @@ mod generate;
 mod host;
 mod outcome;
 mod plan;
+mod repair_hint;
 pub mod stage;
 
 use std::time::Instant;

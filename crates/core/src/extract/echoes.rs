@@ -45,8 +45,17 @@ pub(super) fn without_echoes(reply: &str) -> std::borrow::Cow<'_, str> {
 /// characters of one, as an echo cut at the fence).
 fn is_instruction_echo(line: &str) -> bool {
     let line = line.trim().trim_start_matches("```sql").trim_start_matches("```").trim();
-    line.len() >= 24 && crate::prompt::SQL_SYSTEM.lines().any(|i| i.contains(line) || (i.trim().len() >= 24 && line.contains(i.trim())))
+    line.len() >= 24
+        && crate::prompt::SQL_SYSTEM
+            .lines()
+            .chain(FORMER_RULES.iter().copied())
+            .any(|i| i.contains(line) || (i.trim().len() >= 24 && line.contains(i.trim())))
 }
+
+/// Lines of earlier versions of the instructions, which a model may still echo from a cached
+/// prompt (and which recorded replies hold): one that begins with `Select` reads as SQL.
+const FORMER_RULES: &[&str] = &["- Select only the columns the question needs, with readable names; join only the tables it \
+     needs, and add no condition it does not ask for."];
 
 /// Byte offset of `needle` (ASCII) in `hay`, ignoring ASCII case.
 fn find_ci(hay: &str, needle: &str) -> Option<usize> {
