@@ -85,14 +85,18 @@ pub fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// The `CREATE TABLE` statements of the tables of `schema`, in the order they were created,
-/// each with its columns (type, `NOT NULL`), primary key, unique and foreign keys, written as
-/// they read with the search path set to the schema (names unqualified).
+/// each with its columns (type, `NOT NULL`, the comment as a `--` line before it), primary key,
+/// unique and foreign keys, after the table's comment, written as they read with the search
+/// path set to the schema (names unqualified): the documentation pg_ask reads from the
+/// catalog, given to the bare model too.
 pub fn create_tables(c: &mut Client, schema: &str) -> String {
     c.batch_execute(&format!("SET search_path = {}", quote_ident(schema))).unwrap();
     let rows = c
         .query(
-            "SELECT format(E'CREATE TABLE %I (\\n%s\\n);', c.relname, array_to_string(
-                 array(SELECT format('  %I %s%s', a.attname, format_type(a.atttypid, a.atttypmod),
+            "SELECT coalesce('-- ' || replace(obj_description(c.oid, 'pg_class'), E'\\n', ' ') || E'\\n', '')
+                    || format(E'CREATE TABLE %I (\\n%s\\n);', c.relname, array_to_string(
+                 array(SELECT format('%s  %I %s%s', coalesce('  -- ' || replace(col_description(c.oid, a.attnum), E'\\n', ' ') || E'\\n', ''),
+                                     a.attname, format_type(a.atttypid, a.atttypmod),
                                      CASE WHEN a.attnotnull THEN ' NOT NULL' ELSE '' END)
                        FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum)
                  || array(SELECT '  ' || pg_get_constraintdef(k.oid) FROM pg_constraint k

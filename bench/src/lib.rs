@@ -7,6 +7,7 @@ use std::path::Path;
 pub mod asked;
 pub mod bare;
 
+use pg_ask_core::sqltext::quote_ident;
 use pg_ask_it::{connect_as_is, connect_to};
 use postgres::Client;
 
@@ -17,6 +18,13 @@ pub fn repo() -> &'static Path {
 /// A fresh database `db` with the sample in `public`, every defog database in a schema of its
 /// name, and pg_ask.
 pub fn database(db: &str) -> Client {
+    database_with(db, false)
+}
+
+/// [`database`], with defog's column descriptions (its `<db>.json` `table_metadata`) as the
+/// columns' comments when `described`: a documented database, as pg_ask reads comments and
+/// the bare model's `CREATE TABLE` statements carry them ([`bare::create_tables`]).
+pub fn database_with(db: &str, described: bool) -> Client {
     let mut admin = connect_as_is();
     // Two statements, not one batch: DROP DATABASE cannot run in a transaction block.
     admin.batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)")).unwrap();
@@ -36,10 +44,44 @@ pub fn database(db: &str) -> Client {
         // ewallet's file creates its tables in consumer_div; the questions name the database.
         let text = text.replace("public.", &format!("{schema}.")).replace("consumer_div.", &format!("{schema}."));
         c.batch_execute(&text).unwrap_or_else(|e| panic!("load defog {schema}: {e}"));
+        if described {
+            describe_columns(&mut c, &schema, &defog.join(format!("{schema}.json")));
+        }
         c.batch_execute("RESET search_path").unwrap();
     }
     c.batch_execute("CREATE EXTENSION pg_ask CASCADE").unwrap();
     c
+}
+
+/// `COMMENT ON COLUMN` for each column defog describes in `metadata` that exists in `schema`.
+fn describe_columns(c: &mut Client, schema: &str, metadata: &std::path::Path) {
+    let Ok(text) = std::fs::read_to_string(metadata) else { return };
+    let Ok(doc) = serde_json::from_str::<serde_json::Value>(&text) else { return };
+    let Some(tables) = doc.get("table_metadata").and_then(|t| t.as_object()) else { return };
+    for (table, columns) in tables {
+        for col in columns.as_array().into_iter().flatten() {
+            let (Some(name), Some(about)) = (col["column_name"].as_str(), col["column_description"].as_str()) else { continue };
+            let exists = c
+                .query_one(
+                    "SELECT EXISTS (SELECT 1 FROM pg_attribute a JOIN pg_class t ON t.oid = a.attrelid
+                                     JOIN pg_namespace n ON n.oid = t.relnamespace
+                                    WHERE n.nspname = $1 AND t.relname = $2 AND a.attname = $3 AND a.attnum > 0)",
+                    &[&schema, &table.as_str(), &name],
+                )
+                .map(|r| r.get::<_, bool>(0))
+                .unwrap_or(false);
+            if exists && !about.trim().is_empty() {
+                c.batch_execute(&format!(
+                    "COMMENT ON COLUMN {}.{}.{} IS {}",
+                    quote_ident(schema),
+                    quote_ident(table),
+                    quote_ident(name),
+                    pg_ask_core::sqltext::quote_literal(about.trim())
+                ))
+                .unwrap();
+            }
+        }
+    }
 }
 
 /// The stand-in the selection benchmarks talk to: its plan reply cannot be read, so `ask()`

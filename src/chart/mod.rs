@@ -17,7 +17,25 @@ use crate::ask::query::run_checked;
 #[pg_extern(name = "chart", volatile, parallel_unsafe)]
 fn chart(sql: Option<&str>, title: default!(Option<&str>, "NULL")) -> Option<String> {
     let sql = sql?;
-    let rs = run_checked(sql, "ask.chart()");
+    // Dates as ISO writes them, whatever the session's DateStyle: a chart reads them as times.
+    // SAFETY: a GUC nest level opened and closed here, as a function's SET clause does; an
+    // error in between is unwound by the transaction's abort, which closes it.
+    let rs = unsafe {
+        let nest = pgrx::pg_sys::NewGUCNestLevel();
+        pgrx::pg_sys::set_config_option(
+            c"datestyle".as_ptr(),
+            c"ISO, YMD".as_ptr(),
+            pgrx::pg_sys::GucContext::PGC_USERSET,
+            pgrx::pg_sys::GucSource::PGC_S_SESSION,
+            pgrx::pg_sys::GucAction::GUC_ACTION_SAVE,
+            true,
+            0,
+            false,
+        );
+        let rs = run_checked(sql, "ask.chart()");
+        pgrx::pg_sys::AtEOXact_GUC(true, nest);
+        rs
+    };
     match chart::plan(title.unwrap_or(""), &rs.columns, &rs.rows) {
         Ok(planned) => Some(chart::svg(&planned)),
         Err(why) => {

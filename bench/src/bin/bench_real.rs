@@ -19,7 +19,8 @@
 //! `PG_ASK_REAL_DEFOG_PER_DB` (defog questions per database, default 4), `PG_ASK_REAL_SUITES`
 //! (`sample,defog`; also `ask`: only `ask()` from new connections over the sample, `answers`,
 //! `incondb`), `PG_ASK_REAL_LABEL` (added to the run label), `PG_ASK_REAL_MAX_TOKENS`,
-//! `PG_ASK_REAL_EACH=1` (print each question's number and outcome), `PG_ASK_REAL_VALUES=1`
+//! `PG_ASK_REAL_COMMENTS=0` (defog's column descriptions not loaded as comments; both sides
+//! read them by default), `PG_ASK_REAL_EACH=1` (print each question's number and outcome), `PG_ASK_REAL_VALUES=1`
 //! (the value memory first, as a DBA would set it up: defog's short text columns, the sample's
 //! columns that `scripts/run.sh` indexes), `PG_ASK_REAL_KNOWLEDGE=1` (defog's instructions and
 //! glossaries registered once per database as knowledge, none passed with a question; the
@@ -47,7 +48,9 @@ fn env(name: &str, default: &str) -> String {
 }
 
 fn database() -> Client {
-    pg_ask_bench::database(DB)
+    // Defog's column descriptions as comments unless PG_ASK_REAL_COMMENTS=0: pg_ask reads
+    // them from the catalog, the bare model in its CREATE TABLE statements.
+    pg_ask_bench::database_with(DB, env("PG_ASK_REAL_COMMENTS", "1") != "0")
 }
 
 fn load_sample(c: &mut Client) -> i32 {
