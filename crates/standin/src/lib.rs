@@ -50,7 +50,8 @@
 //!
 //! A chat request is answered by the first rule, in order, whose `contains` strings all occur
 //! in the request's prompt text (system prompt and all messages' texts joined by newlines),
-//! whose `last_contains` strings all occur in the last message's text, whose `has_field` names
+//! whose `last_contains` strings all occur in the last message's text and none of whose
+//! `last_lacks` strings does, whose `has_field` names
 //! are all top-level fields of the request body (so a rule can refuse requests that carry a
 //! `grammar` or a `response_format`), and which has uses left (`times`). Matching is case-sensitive substring search. If no rule answers, `default` does;
 //! without a default the request gets a 500 whose message quotes the start of the last

@@ -30,6 +30,10 @@ pub struct Rule {
     /// Every string must occur (case-sensitively) in the text of the request's last message.
     #[serde(default)]
     pub last_contains: Vec<String>,
+    /// No string may occur in the text of the request's last message (a first request, not
+    /// the repair that repeats it with an error).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub last_lacks: Vec<String>,
     /// Every name must be a top-level field of the request body (`grammar`,
     /// `response_format`, `tools`, ...): a rule that refuses a constraint answers only
     /// requests that carry it.
@@ -124,6 +128,7 @@ impl Rule {
         Rule {
             contains: contains.iter().map(|s| (*s).to_owned()).collect(),
             last_contains: Vec::new(),
+            last_lacks: Vec::new(),
             has_field: Vec::new(),
             reply,
             delay_ms: 0,
@@ -135,6 +140,13 @@ impl Rule {
     #[must_use]
     pub fn last(mut self, last_contains: &[&str]) -> Rule {
         self.last_contains = last_contains.iter().map(|s| (*s).to_owned()).collect();
+        self
+    }
+
+    /// Also requires none of `last_lacks` in the last message.
+    #[must_use]
+    pub fn unless(mut self, last_lacks: &[&str]) -> Rule {
+        self.last_lacks = last_lacks.iter().map(|s| (*s).to_owned()).collect();
         self
     }
 
@@ -155,6 +167,7 @@ impl Rule {
     fn matches(&self, prompt: &str, last: &str, fields: &[&str]) -> bool {
         self.contains.iter().all(|s| prompt.contains(s.as_str()))
             && self.last_contains.iter().all(|s| last.contains(s.as_str()))
+            && !self.last_lacks.iter().any(|s| last.contains(s.as_str()))
             && self.has_field.iter().all(|f| fields.contains(&f.as_str()))
     }
 }

@@ -30,7 +30,7 @@ fn refusing(field: &str) -> StandIn {
         Script::default()
             .rule(refuse)
             .rule(Rule::new(&["You answer a question"], Reply::text("ROWS")))
-            .rule(Rule::new(&[], Reply::text(MISSING)).last(&["missing first"]).times(1))
+            .rule(Rule::new(&[], Reply::text(MISSING)).last(&["missing first"]).unless(&["cannot be used"]))
             .or_else(Reply::text(WIDE)),
     )
     .unwrap()
@@ -95,7 +95,7 @@ fn in_auto_a_query_naming_what_does_not_exist_is_repaired_under_the_grammar() {
     let llm = StandIn::start(
         Script::default()
             .rule(Rule::new(&["You answer a question"], Reply::text("ROWS")))
-            .rule(Rule::new(&[], Reply::text(MISSING)).last(&["missing first"]).times(1))
+            .rule(Rule::new(&[], Reply::text(MISSING)).last(&["missing first"]).unless(&["cannot be used"]))
             .or_else(Reply::text(SQL)),
     )
     .unwrap();
