@@ -163,7 +163,8 @@ async def check_lists_and_answers(connect):
         r = await call(c, "ask", {"question": "how long is each city's name?"})
         assert not r.is_error, text(r)
         images = [b for b in r.content if b.type == "image"]
-        assert len(images) == 1 and images[0].mimeType == "image/svg+xml", r.content
+        mime = getattr(images[0], "mime_type", None) or getattr(images[0], "mimeType", None) if images else None
+        assert len(images) == 1 and mime == "image/svg+xml", r.content
         svg = base64.b64decode(images[0].data).decode()
         assert svg.startswith("<svg") and "\nSan Francisco\n" in svg and "letters" in svg, svg[:300]
         assert "chart_svg" not in r.structured_content, r.structured_content
