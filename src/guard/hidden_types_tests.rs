@@ -71,6 +71,24 @@ mod tests {
                 assert!(message.contains("set_config"), "{sql}: {message}");
             }
         }
+        // A stable built-in in the CHECK (one that opens a relation, which other sessions see
+        // in pg_locks): refused while the statement is analysed, and wherever else the domain
+        // is reached.
+        Spi::run(
+            "SET ROLE ask_pa_att;
+             CREATE VIEW ask_pa.v AS SELECT 1 AS x;
+             CREATE DOMAIN ask_pa.s AS int CHECK (pg_catalog.pg_get_viewdef('ask_pa.v'::regclass) IS NOT NULL);
+             CREATE TABLE ask_pa.marks (id int, tags ask_pa.s[]);
+             GRANT SELECT ON ask_pa.marks TO PUBLIC;
+             SET ROLE ask_pa_victim",
+        )
+        .unwrap();
+        let (code, message, _) = error_of("SELECT * FROM ask.query($q$SELECT id FROM ask_pa.marks WHERE tags @> '{7}'$q$)");
+        assert_eq!(code, "42501", "{message}");
+        assert!(message.contains("pg_get_viewdef") && message.contains("analysed"), "{message}");
+        let (code, message, _) = error_of("SELECT * FROM ask.query($q$SELECT 5::ask_pa.s$q$)");
+        assert_eq!(code, "2F003", "{message}");
+        assert!(message.contains("not immutable"), "{message}");
         Spi::run("RESET ROLE").unwrap();
     }
 }

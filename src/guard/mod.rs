@@ -239,7 +239,8 @@ unsafe fn analyse(sql: &CStr) -> Result<Vec<pg_sys::Oid>, String> {
         return Err(format!("expected exactly one statement, found {n}"));
     }
     let raw_stmt = list_nth(raw, 0) as *mut pg_sys::RawStmt;
-    let analysed = pg_sys::parse_analyze_fixedparams(raw_stmt, sql.as_ptr(), std::ptr::null(), 0, std::ptr::null_mut());
+    let analysed =
+        trusted::analysing(|| pg_sys::parse_analyze_fixedparams(raw_stmt, sql.as_ptr(), std::ptr::null(), 0, std::ptr::null_mut()));
     if let Some(reason) = functions::first_refused(analysed) {
         return Err(reason);
     }
@@ -328,7 +329,7 @@ unsafe fn statement_refusal_now(sql: &std::ffi::CStr, allow_nextval: bool) -> Op
         return Some("expected exactly one statement".into());
     }
     let raw_stmt = (*(*raw).elements).ptr_value as *mut pg_sys::RawStmt;
-    let query = pg_sys::parse_analyze_fixedparams(raw_stmt, sql.as_ptr(), std::ptr::null(), 0, std::ptr::null_mut());
+    let query = trusted::analysing(|| pg_sys::parse_analyze_fixedparams(raw_stmt, sql.as_ptr(), std::ptr::null(), 0, std::ptr::null_mut()));
     if let Some(reason) = functions::first_refused(query) {
         return Some(reason);
     }

@@ -150,10 +150,14 @@ pub(crate) fn refusal(reached: &Reached, writer: Option<pg_sys::Oid>) -> Option<
                 let Ok(tree) = std::ffi::CString::new(tree) else { continue };
                 // SAFETY: a node tree PostgreSQL itself stored, read back into the current context.
                 unsafe {
-                    super::functions::first_refused_brought_in(
-                        pg_sys::stringToNode(tree.as_ptr()) as *mut pg_sys::Node,
-                        per_row && writer.is_none(),
-                    )
+                    let node = pg_sys::stringToNode(tree.as_ptr()) as *mut pg_sys::Node;
+                    super::functions::first_refused_brought_in(node, per_row && writer.is_none()).or_else(|| {
+                        // A domain's CHECK runs wherever a value of it is read, parse analysis
+                        // included: only immutable code (a stable built-in can open a relation
+                        // or assign a transaction id that other sessions see).
+                        (what.contains(" of domain ") && pg_sys::contain_mutable_functions(node))
+                            .then(|| "a function that is not immutable".to_string())
+                    })
                 }
             }
             // SAFETY: catalog lookups of one function, inside the transaction.

@@ -52,6 +52,9 @@ thread_local! {
     static SCOPE: Cell<Scope> = const { Cell::new(Scope { active: false, role: 0 }) };
     /// Inside a scope, whether the object-access hook refuses volatile functions too.
     static STRICT: Cell<bool> = const { Cell::new(false) };
+    /// Inside a scope, whether a statement is being parsed and analysed: then only immutable
+    /// functions may start (what runs then is a type's code, a domain's CHECK).
+    static ANALYSING: Cell<bool> = const { Cell::new(false) };
     static ALLOWED: std::cell::RefCell<Vec<(String, String)>> = const { std::cell::RefCell::new(Vec::new()) };
     /// The scope's decisions so far, by function: the hook is asked at every call (a type's
     /// output function, once per row), the catalogs once per function and scope.
@@ -205,6 +208,23 @@ unsafe extern "C-unwind" fn fmgr_hook(event: pg_sys::FmgrHookEventType::Type, fl
     }
 }
 
+/// Run `f` (parse analysis of a statement, inside a scope) with only immutable functions
+/// allowed to start: parse analysis runs a domain's CHECK on a literal before any check of the
+/// statement, and a stable built-in there can still open a relation or take a transaction id
+/// that other sessions see.
+pub(crate) fn analysing<R>(f: impl FnOnce() -> R) -> R {
+    let was = ANALYSING.with(Cell::get);
+    ANALYSING.with(|s| s.set(true));
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            ANALYSING.with(|s| s.set(self.0));
+        }
+    }
+    let _restore = Restore(was);
+    f()
+}
+
 /// Why a function PostgreSQL prepares for execution may not start in a strict scope: it is
 /// volatile, or a built-in that runs SQL given as text. (Whether it is trusted at all is the
 /// function manager hook's question, asked when it starts.)
@@ -217,14 +237,20 @@ unsafe fn strict_refusal(func_id: pg_sys::Oid) -> Option<String> {
             return Some(reason);
         }
     }
-    (pg_sys::func_volatile(func_id) as u8 == pg_sys::PROVOLATILE_VOLATILE).then(|| {
+    let volatility = pg_sys::func_volatile(func_id) as u8;
+    let analysing = ANALYSING.with(Cell::get);
+    (volatility == pg_sys::PROVOLATILE_VOLATILE || (analysing && volatility != pg_sys::PROVOLATILE_IMMUTABLE)).then(|| {
         let name = pgrx::pg_sys::get_func_name(func_id);
         let name = if name.is_null() {
             format!("function {}", u32::from(func_id))
         } else {
             std::ffi::CStr::from_ptr(name).to_string_lossy().into_owned()
         };
-        format!("{name}() would run, a volatile function (one that can change the database or the session)")
+        if volatility == pg_sys::PROVOLATILE_VOLATILE {
+            format!("{name}() would run, a volatile function (one that can change the database or the session)")
+        } else {
+            format!("{name}() would run while the statement is analysed, and only immutable functions may")
+        }
     })
 }
 

@@ -21,6 +21,8 @@ pub const MAX_POINTS: usize = 1000;
 pub const MAX_BARS: usize = 40;
 /// Most numeric series drawn together.
 pub const MAX_SERIES: usize = 6;
+/// The largest magnitude drawn: an axis over larger numbers overflows as it is laid out.
+pub const LARGEST: f64 = 1e300;
 
 /// A chart planned from a result: what goes along x, and the series drawn against it.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,6 +68,7 @@ pub enum NoChart {
     TwoAxes(String, String),
     NoNumbers,
     Repeated(String),
+    OutOfRange,
 }
 
 impl std::fmt::Display for NoChart {
@@ -79,6 +82,7 @@ impl std::fmt::Display for NoChart {
             }
             NoChart::NoNumbers => f.write_str("no numeric column to draw"),
             NoChart::Repeated(v) => write!(f, "the value {v:?} appears twice along the x axis; aggregate the rows first"),
+            NoChart::OutOfRange => write!(f, "a number is too large to draw (beyond ±{LARGEST:e})"),
         }
     }
 }
@@ -150,10 +154,18 @@ pub fn plan(title: &str, columns: &[String], rows: &[Vec<Value>]) -> Result<Char
             XAxis::Time { unit, points }
         }
     };
-    let series = numbers
+    let series: Vec<Series> = numbers
         .iter()
         .map(|&c| Series { name: columns[c].clone(), values: order.iter().map(|&i| cell(&rows[i], c).as_f64()).collect() })
         .collect();
+    let xs: &[f64] = match &axis {
+        XAxis::Time { points, .. } => points,
+        XAxis::Categories(_) => &[],
+    };
+    let too_large = |v: f64| !v.is_finite() || v.abs() > LARGEST;
+    if xs.iter().copied().any(too_large) || series.iter().flat_map(|s| s.values.iter().flatten()).copied().any(too_large) {
+        return Err(NoChart::OutOfRange);
+    }
     let title = match title.trim() {
         "" => format!("{} by {}", numbers.iter().map(|&c| columns[c].as_str()).collect::<Vec<_>>().join(" and "), columns[x]),
         given => given.to_owned(),

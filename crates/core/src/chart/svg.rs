@@ -57,7 +57,7 @@ pub fn line_svg(title: &str, x_label: &str, series: &[(String, Vec<(f64, f64)>)]
     let drawn = {
         let root = SVGBackend::with_string(&mut out, (WIDTH * 4 / 5, HEIGHT * 4 / 5)).into_drawing_area();
         let ys = series.iter().flat_map(|(_, p)| p.iter().map(|(_, y)| *y));
-        let (y0, y1) = y_range.unwrap_or_else(|| y_bounds(ys));
+        let (y0, y1) = y_range.map_or_else(|| y_bounds(ys), |(lo, hi)| drawable(lo, hi));
         draw_lines(&root, title, x_label, "", &xs, (y0, y1), series, &|x: &f64| number(*x))
             .and_then(|()| root.present().map_err(|e| e.to_string()))
     };
@@ -121,11 +121,7 @@ fn draw_lines(
 ) -> Result<(), Failure> {
     let e = |e: DrawingAreaErrorKind<_>| e.to_string();
     root.fill(&WHITE).map_err(e)?;
-    let (mut x0, mut x1) = (xs.first().copied().unwrap_or(0.0), xs.last().copied().unwrap_or(1.0));
-    if x1 <= x0 {
-        x0 -= 0.5;
-        x1 += 0.5;
-    }
+    let (x0, x1) = drawable(xs.first().copied().unwrap_or(0.0), xs.last().copied().unwrap_or(1.0));
     let mut chart = ChartBuilder::on(root)
         .caption(title, ("sans-serif", 18))
         .margin(14)
@@ -237,11 +233,26 @@ fn bars<'a>(chart: &'a Chart, names: &'a [String]) -> (u32, impl Fn(&DrawingArea
 /// The y axis: from 0 (or the lowest value, when below 0) to a little above the highest.
 fn y_bounds(ys: impl Iterator<Item = f64>) -> (f64, f64) {
     let (lo, hi) = ys.filter(|y| y.is_finite()).fold((0.0f64, 0.0f64), |(lo, hi), y| (lo.min(y), hi.max(y)));
-    if hi - lo == 0.0 {
-        return (lo, lo + 1.0);
-    }
     let pad = (hi - lo) * 0.08;
-    (if lo < 0.0 { lo - pad } else { lo }, if hi > 0.0 { hi + pad } else { hi })
+    drawable(if lo < 0.0 { lo - pad } else { lo }, if hi > 0.0 { hi + pad } else { hi })
+}
+
+/// A range plotters can lay ticks on: finite, wider than the precision of its numbers (a range
+/// narrower than that, or infinite, makes its tick loop run forever), widened around a single
+/// value; (0, 1) when the numbers cannot be drawn at all ([`super::plan`] refuses those).
+pub(super) fn drawable(lo: f64, hi: f64) -> (f64, f64) {
+    let magnitude = lo.abs().max(hi.abs());
+    let (lo, hi) = if hi - lo <= magnitude * 1e-9 {
+        let w = magnitude * 0.1 + 0.5;
+        (lo - w, hi + w)
+    } else {
+        (lo, hi)
+    };
+    if lo.is_finite() && hi.is_finite() && (hi - lo).is_finite() && hi > lo {
+        (lo, hi)
+    } else {
+        (0.0, 1.0)
+    }
 }
 
 /// A number as an axis label: whole numbers plainly, large ones with k/M, others with up to

@@ -102,3 +102,20 @@ fn an_empty_title_says_what_is_drawn() {
     assert_eq!(plan("", &cols(&["year", "reviews", "stars"]), &r).unwrap().title, "reviews and stars by year");
     assert_eq!(plan(" mine ", &cols(&["year", "reviews"]), &r).unwrap().title, "mine");
 }
+
+/// Numbers at the edge of f64 never reach plotters' tick loop, which runs forever on an
+/// infinite or too narrow range: a chart of them is refused, a flat series of large ones drawn.
+#[test]
+fn numbers_plotters_cannot_lay_out_are_refused_and_flat_large_ones_drawn() {
+    for r in [json!([["a", 1e308], ["b", -1e308]]), json!([["a", 1.7e308], ["b", 1]])] {
+        assert_eq!(plan("t", &cols(&["x", "v"]), &rows(r)), Err(NoChart::OutOfRange));
+    }
+    assert_eq!(plan("t", &cols(&["year", "v"]), &rows(json!([[2020, 1.7e308], [2021, 1]]))), Err(NoChart::OutOfRange));
+    let flat = plan("t", &cols(&["year", "v"]), &rows(json!([[2020, 1e20], [2021, 1e20]]))).unwrap();
+    assert!(svg(&flat).starts_with("<svg"));
+    let near = plan("t", &cols(&["year", "v"]), &rows(json!([[1e15, 1], [1e15 + 1.0, 2]]))).unwrap();
+    assert!(svg(&near).starts_with("<svg"));
+    assert_eq!(svg::drawable(f64::MAX, f64::INFINITY), (0.0, 1.0));
+    assert_eq!(svg::drawable(5.0, 5.0), (4.0, 6.0));
+    let _ = line_svg("t", "x", &[("a".into(), vec![(1e300, 0.5), (1e300, 0.6)])], Some((0.0, 1.0)));
+}
