@@ -28,6 +28,7 @@ SELECT ask.chart('SELECT cuisine, stars FROM chart.reviews') IS NULL AS repeated
 SELECT ask.chart(NULL) IS NULL AS null_in_null_out;
 -- Data cannot break out of the picture.
 SELECT ask.chart($$VALUES ('<script>alert(1)</script>', 1), ('a&b', 2)$$) NOT LIKE '%<script%' AS escaped;
+SELECT ask.chart($$VALUES ('a', 1e308::float8), ('b', -1e308::float8)$$) IS NULL AS too_large;
 -- Refused as ask.query() refuses (2F003), errors of the statement with their own SQLSTATE.
 SELECT * FROM error_of($$SELECT ask.chart('DELETE FROM chart.reviews')$$);
 SELECT * FROM error_of($$SELECT ask.chart('SELECT ''a'' AS k, pg_advisory_lock(1) AS n')$$);
