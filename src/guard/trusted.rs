@@ -84,15 +84,19 @@ pub(crate) fn init() {
 /// Run `f` (inside a scope) with no volatile function allowed to start, built-ins included:
 /// a read from its parse analysis to its last row, a write while it is analysed.
 pub(crate) fn strictly<R>(f: impl FnOnce() -> R) -> R {
-    let was = STRICT.with(Cell::get);
-    STRICT.with(|s| s.set(true));
-    struct Restore(bool);
+    with_flag(&STRICT, f)
+}
+
+/// Run `f` with the thread's `flag` set, and put it back as it was however `f` ends (a
+/// PostgreSQL error unwinds through here too).
+fn with_flag<R>(flag: &'static std::thread::LocalKey<Cell<bool>>, f: impl FnOnce() -> R) -> R {
+    struct Restore(&'static std::thread::LocalKey<Cell<bool>>, bool);
     impl Drop for Restore {
         fn drop(&mut self) {
-            STRICT.with(|s| s.set(self.0));
+            self.0.with(|s| s.set(self.1));
         }
     }
-    let _restore = Restore(was);
+    let _restore = Restore(flag, flag.with(|s| s.replace(true)));
     f()
 }
 
@@ -213,16 +217,7 @@ unsafe extern "C-unwind" fn fmgr_hook(event: pg_sys::FmgrHookEventType::Type, fl
 /// statement, and a stable built-in there can still open a relation or take a transaction id
 /// that other sessions see.
 pub(crate) fn analysing<R>(f: impl FnOnce() -> R) -> R {
-    let was = ANALYSING.with(Cell::get);
-    ANALYSING.with(|s| s.set(true));
-    struct Restore(bool);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            ANALYSING.with(|s| s.set(self.0));
-        }
-    }
-    let _restore = Restore(was);
-    f()
+    with_flag(&ANALYSING, f)
 }
 
 /// Why a function PostgreSQL prepares for execution may not start in a strict scope: it is

@@ -50,9 +50,12 @@ pub(super) fn generate_and_run(
     let mut req = prompt::sql_request_with_knowledge(question, schema, &crate::knowledge::render(&offered), &shown, previous);
     // The described tables' columns: a name the model writes that is one of them is that
     // column, not a metric's, filter's or dimension's name.
-    let described = crate::schema::parse_rendered(schema);
+    // The described tables, read from the rendered schema when something needs them (the
+    // knowledge's names, a failure's hint): most questions need neither.
+    let described = std::cell::OnceCell::new();
+    let tables = || described.get_or_init(|| crate::schema::parse_rendered(schema));
     let columns: Vec<String> =
-        if offered.is_empty() { Vec::new() } else { described.iter().flat_map(|t| &t.columns).map(|c| c.name.to_lowercase()).collect() };
+        if offered.is_empty() { Vec::new() } else { tables().iter().flat_map(|t| &t.columns).map(|c| c.name.to_lowercase()).collect() };
     let first = req.clone();
     let mut constraint: Option<Constraint> = None;
     // The grammar is built before the first call that needs it (a plan's draft needs none):
@@ -157,7 +160,7 @@ pub(super) fn generate_and_run(
                 Ok(done) => return Ok(done),
                 Err(failure) => {
                     let mut text = failure.for_llm();
-                    if let Some(note) = super::repair_hint::hint(&failure, &described) {
+                    if let Some(note) = super::repair_hint::hint(&failure, tables()) {
                         text.push_str("\nNOTE: ");
                         text.push_str(&note);
                     }

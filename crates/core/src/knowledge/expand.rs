@@ -30,6 +30,10 @@ pub fn expand(sql: &str, items: &[&Item], columns: &[String]) -> Expanded {
     // Only the items of the tables the statement reads: another table's `revenue` (another
     // role's, made to share a name) neither writes itself into this statement nor takes the
     // name from this table's own.
+    let unchanged = Expanded { sql: sql.to_string(), expanded: Vec::new() };
+    if !items.iter().any(|it| it.kind.is_some_and(|k| k.is_named_expression())) {
+        return unchanged;
+    }
     let reads = crate::values::literals::relation_names(sql);
     let named: Vec<(String, &Item)> = items
         .iter()
@@ -41,7 +45,6 @@ pub fn expand(sql: &str, items: &[&Item], columns: &[String]) -> Expanded {
     // by neither: which one the model meant cannot be told.
     let named: Vec<(String, &Item)> =
         named.iter().filter(|(id, _)| named.iter().filter(|(other, _)| other == id).count() == 1).cloned().collect();
-    let unchanged = Expanded { sql: sql.to_string(), expanded: Vec::new() };
     if named.is_empty() {
         return unchanged;
     }
