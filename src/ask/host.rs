@@ -82,7 +82,7 @@ impl Catalog for BackendHost {
 }
 
 impl Memory for BackendHost {
-    fn literal_evidence(&mut self, sql: &str) -> Result<Vec<Looked>, HostError> {
+    fn literal_evidence(&mut self, sql: &pg_ask_core::guard::CheckedSql) -> Result<Vec<Looked>, HostError> {
         values::correct::literal_evidence(sql)
     }
 
@@ -106,12 +106,12 @@ impl Memory for BackendHost {
 }
 
 impl Executor for BackendHost {
-    fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
-        guard::execute(sql, &self.limits)
+    fn execute(&mut self, sql: &pg_ask_core::guard::CheckedSql) -> Result<ResultSet, ExecFailure> {
+        guard::execute(&sql.sql, &self.limits)
     }
 
-    fn execute_verified(&mut self, sql: &str, schema: Option<&str>) -> Result<ResultSet, ExecFailure> {
-        crate::pg::spi::in_schema(schema, || guard::execute(sql, &self.limits))
+    fn execute_verified(&mut self, sql: &pg_ask_core::guard::CheckedSql, schema: Option<&str>) -> Result<ResultSet, ExecFailure> {
+        crate::pg::spi::in_schema(schema, || guard::execute(&sql.sql, &self.limits))
     }
 }
 

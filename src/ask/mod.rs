@@ -124,12 +124,16 @@ fn correct_sql(sql: &str, use_llm: default!(bool, true)) -> String {
         if use_llm { crate::ask::host::BackendHost::new(&Default::default()) } else { crate::ask::host::BackendHost::for_lookups() };
     let mut trace = pg_ask_core::trace::Trace::default();
     let max_prompt_tokens = crate::pg::gucs::max_prompt_tokens();
-    let corrected = pg_ask_core::ask::correct_statement(&mut host, &mut trace, None, sql, use_llm, max_prompt_tokens);
+    // A statement the guard refuses (a write, several statements, text that does not parse)
+    // is returned as written: pg_ask would not run it, so it corrects nothing in it.
+    let Ok(checked) = pg_ask_core::guard::check_read_only(sql) else { return sql.to_string() };
+    let corrected = pg_ask_core::ask::correct_statement(&mut host, &mut trace, None, &checked, use_llm, max_prompt_tokens);
     for n in &trace.notices {
         notice!("{n}");
     }
     match corrected {
-        Ok(c) => c.sql,
+        Ok(c) if c.changed => c.statement.sql,
+        Ok(_) => sql.to_string(),
         Err(e) => crate::pg::errors::Raised::new(
             crate::pg::errors::sqlstate_code(e.sqlstate).unwrap_or(pgrx::pg_sys::errcodes::PgSqlErrorCode::ERRCODE_INTERNAL_ERROR),
             format!("could not correct the statement: {e}"),

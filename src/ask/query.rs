@@ -35,7 +35,7 @@ pub(crate) fn run_checked(sql: &str, function: &str) -> ResultSet {
         .raise()
     });
     let mut host = BackendHost::for_lookups();
-    match host.execute(&checked.sql) {
+    match host.execute(&checked) {
         Ok(rs) => {
             if rs.truncated {
                 notice!("pg_ask: the result was cut at ask.row_limit ({} rows)", crate::pg::gucs::row_limit());

@@ -164,10 +164,10 @@ impl Llm for SuiteHost<'_> {
 }
 
 impl Executor for SuiteHost<'_> {
-    fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
+    fn execute(&mut self, sql: &pg_ask_core::guard::CheckedSql) -> Result<ResultSet, ExecFailure> {
         Executor::execute(self.backend, sql)
     }
-    fn execute_verified(&mut self, sql: &str, _schema: Option<&str>) -> Result<ResultSet, ExecFailure> {
+    fn execute_verified(&mut self, sql: &pg_ask_core::guard::CheckedSql, _schema: Option<&str>) -> Result<ResultSet, ExecFailure> {
         Executor::execute(self.backend, sql)
     }
 }
@@ -176,7 +176,7 @@ impl Executor for SuiteHost<'_> {
 /// is, but no verified query answers for it (a suite's gold SQL may have been verified) and
 /// no question is asked back.
 impl Memory for SuiteHost<'_> {
-    fn literal_evidence(&mut self, sql: &str) -> Result<Vec<Looked>, HostError> {
+    fn literal_evidence(&mut self, sql: &pg_ask_core::guard::CheckedSql) -> Result<Vec<Looked>, HostError> {
         self.backend.literal_evidence(sql)
     }
     fn verified(&mut self, question: &Question) -> Result<Vec<pg_ask_core::verified::Candidate>, HostError> {

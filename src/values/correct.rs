@@ -11,7 +11,10 @@ use pg_ask_core::schema::Table;
 use pg_ask_core::selection::unquote;
 use pg_ask_core::values::correct::{ColumnEvidence, Looked};
 use pg_ask_core::values::decide::{Candidate, Evidence};
-use pg_ask_core::values::literals::{find_literals, Catalog, CatalogColumn, LiteralKind, LiteralRef};
+use pg_ask_core::guard::CheckedSql;
+use pg_ask_core::values::literals::{
+    find_literals, find_literals_in, relation_names, relation_names_in, Catalog, CatalogColumn, LiteralKind, LiteralRef,
+};
 
 use crate::pg::backend;
 use crate::pg::spi::OrRaise;
@@ -53,9 +56,8 @@ fn text_like_types(names: &[String]) -> HashMap<String, bool> {
 /// relation it reads from, with the session's search path. Only those: a statement names a
 /// few tables, and a catalog of every readable table cost a backend tens of milliseconds at
 /// 10,000 tables the first time a statement had a literal.
-fn literal_catalog(sql: &str) -> Result<Catalog, String> {
-    let names = pg_ask_core::values::literals::relation_names(sql);
-    let tables = schema::tables_named(&names).map_err(|e| e.message)?;
+fn literal_catalog(names: &[String]) -> Result<Catalog, String> {
+    let tables = schema::tables_named(names).map_err(|e| e.message)?;
     let named: Vec<&Table> = tables.iter().collect();
     let mut cat = Catalog::new(crate::pg::spi::search_path(false));
     add_tables(&mut cat, &named);
@@ -232,10 +234,10 @@ fn memory_evidence(col: &MemoryColumn, lit: &LiteralRef) -> (Evidence, Option<St
 /// The string literals of `sql` compared with columns, each with what its column holds like
 /// it: the enum's labels, or the value memory's candidates (a column the caller may not read,
 /// or whose table's policies hide rows from it, holds none). Lookups only: the core decides.
-/// A statement that does not parse is an error with SQLSTATE 42601.
-pub(crate) fn literal_evidence(sql: &str) -> Result<Vec<Looked>, HostError> {
-    let cat = literal_catalog(sql).map_err(HostError::internal)?;
-    let literals = find_literals(sql, &cat).map_err(|e| HostError { sqlstate: "42601".into(), message: e.to_string() })?;
+/// The statement's tree is read, not its text parsed again.
+pub(crate) fn literal_evidence(sql: &CheckedSql) -> Result<Vec<Looked>, HostError> {
+    let cat = literal_catalog(&relation_names_in(sql)).map_err(HostError::internal)?;
+    let literals = find_literals_in(sql, &cat).map_err(|e| HostError { sqlstate: "42601".into(), message: e.to_string() })?;
     if literals.is_empty() {
         return Ok(Vec::new());
     }
@@ -263,7 +265,7 @@ pub(crate) fn literal_evidence(sql: &str) -> Result<Vec<Looked>, HostError> {
 /// The string literals of `sql` compared with text columns of readable tables, resolved to
 /// their columns under the session's search path.
 pub(crate) fn literals(sql: &str) -> Result<Vec<LiteralRef>, String> {
-    let cat = literal_catalog(sql)?;
+    let cat = literal_catalog(&relation_names(sql))?;
     find_literals(sql, &cat).map_err(|e| e.to_string())
 }
 

@@ -211,6 +211,23 @@ pub fn sql_literal(value: &Value) -> String {
     }
 }
 
+/// How many times SQL text was parsed on this thread: the pipeline's tests hold it to one
+/// parse per candidate statement.
+#[cfg(test)]
+pub(crate) mod parses {
+    use std::cell::Cell;
+
+    thread_local!(static COUNT: Cell<usize> = const { Cell::new(0) });
+
+    pub(crate) fn add() {
+        COUNT.with(|c| c.set(c.get() + 1));
+    }
+
+    pub(crate) fn count() -> usize {
+        COUNT.with(Cell::get)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

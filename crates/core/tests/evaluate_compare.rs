@@ -104,9 +104,9 @@ struct HashDb {
 }
 
 impl EvalHost for HashDb {
-    fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
+    fn execute(&mut self, sql: &pg_ask_core::guard::CheckedSql) -> Result<ResultSet, ExecFailure> {
         self.executed.push(sql.to_string());
-        if sql.contains("broken") {
+        if sql.sql.contains("broken") {
             return Err(ExecFailure::Error {
                 sqlstate: "42P01".into(),
                 message: "relation \"broken\" does not exist".into(),
@@ -115,11 +115,11 @@ impl EvalHost for HashDb {
             });
         }
         let mut h = DefaultHasher::new();
-        sql.split_whitespace().collect::<Vec<_>>().join(" ").hash(&mut h);
+        sql.sql.split_whitespace().collect::<Vec<_>>().join(" ").hash(&mut h);
         let v = h.finish() % 1_000_000;
         Ok(rs(&["value", "half"], json!([[v, v as f64 / 2.0], [v + 1, "x"]])))
     }
-    fn execute_verified(&mut self, sql: &str, _: Option<&str>) -> Result<ResultSet, ExecFailure> {
+    fn execute_verified(&mut self, sql: &pg_ask_core::guard::CheckedSql, _: Option<&str>) -> Result<ResultSet, ExecFailure> {
         self.execute(sql)
     }
 }
@@ -155,14 +155,14 @@ fn judging_through_a_host() {
 struct OrderedDb;
 
 impl EvalHost for OrderedDb {
-    fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
-        if sql.to_lowercase().contains("order by") {
+    fn execute(&mut self, sql: &pg_ask_core::guard::CheckedSql) -> Result<ResultSet, ExecFailure> {
+        if sql.sql.to_lowercase().contains("order by") {
             Ok(rs(&["x"], json!([[1], [2], [3]])))
         } else {
             Ok(rs(&["x"], json!([[3], [2], [1]])))
         }
     }
-    fn execute_verified(&mut self, sql: &str, _: Option<&str>) -> Result<ResultSet, ExecFailure> {
+    fn execute_verified(&mut self, sql: &pg_ask_core::guard::CheckedSql, _: Option<&str>) -> Result<ResultSet, ExecFailure> {
         self.execute(sql)
     }
 }

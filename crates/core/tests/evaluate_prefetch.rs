@@ -60,15 +60,15 @@ impl Llm for Fake {
 }
 
 impl Executor for Fake {
-    fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
+    fn execute(&mut self, sql: &pg_ask_core::guard::CheckedSql) -> Result<ResultSet, ExecFailure> {
         self.executed.push(sql.to_string());
-        if sql.contains("s.t") {
+        if sql.sql.contains("s.t") {
             Ok(one_row())
         } else {
             Err(ExecFailure::Error { sqlstate: "42P01".into(), message: "relation does not exist".into(), detail: None, hint: None })
         }
     }
-    fn execute_verified(&mut self, sql: &str, _: Option<&str>) -> Result<ResultSet, ExecFailure> {
+    fn execute_verified(&mut self, sql: &pg_ask_core::guard::CheckedSql, _: Option<&str>) -> Result<ResultSet, ExecFailure> {
         Executor::execute(self, sql)
     }
 }

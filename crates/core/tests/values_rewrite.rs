@@ -62,3 +62,38 @@ fn masked_structure_accepts_value_changes_only() {
     assert_eq!(mask_literals(original).unwrap(), mask_literals("SELECT name FROM restaurant WHERE city_name = 'x' AND id > 3").unwrap());
     assert!(mask_literals(original).unwrap().contains("city_name = '?'"));
 }
+
+#[test]
+fn a_checked_statement_is_rewritten_with_its_tree_and_no_parse() {
+    use pg_ask_core::guard::check_read_only;
+    use pg_ask_core::values::literals::find_literals_in;
+    use pg_ask_core::values::rewrite::rewrite_checked;
+    let sql = "SELECT name -- the 'LA' ones\nFROM restaurant r\nWHERE r.city_name = 'LA'\n  AND name LIKE '%pasta%' AND name <> 'zürich'";
+    let checked = check_read_only(sql).unwrap();
+    assert!(checked.located().is_some());
+    let lits = find_literals_in(&checked, &catalog()).unwrap();
+    assert_eq!(lits, find_literals(sql, &catalog()).unwrap(), "the tree gives what a parse of the text gives");
+    let replacements = [
+        Replacement::for_literal(&lits[0], "Los Angeles"),
+        // A backslash is written in escape quotes, a quote doubled: both stay one literal.
+        Replacement::for_literal(&lits[1], "Pasta \\ Co's"),
+        Replacement::for_literal(&lits[2], "Zürich"),
+    ];
+    let out = rewrite_checked(&checked, &replacements).unwrap();
+    assert_eq!(
+        out.sql,
+        // (the pattern escapes its backslash for LIKE, the literal both for escape quotes)
+        "SELECT name -- the 'LA' ones\nFROM restaurant r\nWHERE r.city_name = 'Los Angeles'\n  AND name LIKE E'%Pasta \\\\\\\\ Co''s%' AND name <> 'Zürich'"
+    );
+    // The carried tree is the tree of the new text, and it no longer points into that text.
+    assert_eq!(out.statement(), check_read_only(&out.sql).unwrap().statement());
+    assert!(out.located().is_none());
+    assert_eq!(out.tables, checked.tables);
+    // Its literals are still found (from a parse of its own text).
+    assert_eq!(find_literals_in(&out, &catalog()).unwrap()[0].value, "Los Angeles");
+    // A range that is not one literal token is refused; so is a rewrite of a rewritten tree
+    // at the old ranges.
+    let not_a_literal = Replacement { range: pg_ask_core::values::literals::TextRange { start: 0, end: 6 }, text: "x".into() };
+    assert!(matches!(rewrite_checked(&checked, &[not_a_literal]), Err(RewriteError::NotALiteral(_))));
+    assert!(rewrite_checked(&checked, &[]).unwrap() == checked);
+}

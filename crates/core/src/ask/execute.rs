@@ -8,26 +8,45 @@ use serde_json::{json, Value};
 use super::call::call;
 use super::host::{Correction, ExecFailure, Host, HostError};
 use super::stage;
-use crate::guard::check_read_only;
+use crate::guard::{check_read_only, CheckedSql, Refusal};
 use crate::rows::ResultSet;
 use crate::trace::{ms_since, StageTrace, Trace};
 
-/// Parse-level guard, then the host's execution; both recorded in the trace.
-/// On success, the statement as executed (trimmed of surrounding comments) and its rows.
+/// The parse-level guard's verdict on a statement: its one parse, and how long it took.
+pub(super) struct Verdict {
+    checked: Result<CheckedSql, Refusal>,
+    ms: f64,
+}
+
+impl Verdict {
+    pub(super) fn of(sql: &str) -> Verdict {
+        let t = Instant::now();
+        let checked = check_read_only(sql);
+        Verdict { checked, ms: ms_since(t) }
+    }
+
+    /// The relations the statement reads (none when the guard refused it).
+    pub(super) fn reads(&self) -> Vec<String> {
+        self.checked.as_ref().map(crate::values::literals::relation_names_in).unwrap_or_default()
+    }
+}
+
+/// The parse-level guard's verdict on `sql`, then value correction and the host's execution;
+/// all recorded in the trace. On success, the statement as executed (trimmed of surrounding
+/// comments, with the tree the guard parsed) and its rows.
 pub(super) fn guarded_execute(
     host: &mut dyn Host,
     trace: &mut Trace,
     attempt: u32,
     step: Option<usize>,
     sql: &str,
+    verdict: Verdict,
     max_prompt_tokens: usize,
-) -> Result<(String, ResultSet), ExecFailure> {
-    let t = Instant::now();
+) -> Result<(CheckedSql, ResultSet), ExecFailure> {
     let mut st = StageTrace::new(stage::GUARD, with_step(json!({"sql": sql}), step));
     st.attempt = Some(attempt);
-    let checked = check_read_only(sql);
-    st.ms = ms_since(t);
-    let checked = match checked {
+    st.ms = verdict.ms;
+    let checked = match verdict.checked {
         Ok(c) => {
             st.output = json!({"allowed": true, "tables": c.tables});
             trace.push(st);
@@ -41,20 +60,14 @@ pub(super) fn guarded_execute(
         }
     };
 
-    // Value correction; a corrected statement passes the guard again.
-    let checked = if let Some(c) = correct(host, trace, attempt, step, &checked.sql, max_prompt_tokens) {
-        match check_read_only(&c) {
-            Ok(again) => again,
-            Err(refusal) => return Err(ExecFailure::Refused { reason: refusal.to_string() }),
-        }
-    } else {
-        checked
-    };
+    // Value correction; a corrected statement has passed the guard's checks again (on the
+    // tree parsed above, with the new values).
+    let checked = correct(host, trace, attempt, step, &checked, max_prompt_tokens).unwrap_or(checked);
 
     let t = Instant::now();
     let mut st = StageTrace::new(stage::EXECUTE, with_step(json!({"sql": checked.sql}), step));
     st.attempt = Some(attempt);
-    let result = host.execute(&checked.sql);
+    let result = host.execute(&checked);
     st.ms = ms_since(t);
     match &result {
         Ok(rs) => st.output = json!({"rows": rs.rows.len(), "columns": rs.columns, "truncated": rs.truncated}),
@@ -67,7 +80,7 @@ pub(super) fn guarded_execute(
         }
     }
     trace.push(st);
-    result.map(|rs| (checked.sql, rs))
+    result.map(|rs| (checked, rs))
 }
 
 /// A stage's input with the plan step it belongs to, when there is one.
@@ -78,26 +91,26 @@ pub(super) fn with_step(mut input: Value, step: Option<usize>) -> Value {
     input
 }
 
-/// Value correction, recording it; `Some(sql)` when a literal changed. A failing lookup is
-/// recorded and the statement runs as written.
+/// Value correction, recording it; `Some(statement)` when a literal changed. A failing
+/// lookup (or a correction the guard refuses) is recorded and the statement runs as written.
 fn correct(
     host: &mut dyn Host,
     trace: &mut Trace,
     attempt: u32,
     step: Option<usize>,
-    sql: &str,
+    checked: &CheckedSql,
     max_prompt_tokens: usize,
-) -> Option<String> {
+) -> Option<CheckedSql> {
     let t = Instant::now();
-    let result = correct_statement(host, trace, Some(attempt), sql, true, max_prompt_tokens);
-    let mut st = StageTrace::new(stage::CORRECT, with_step(json!({"sql": sql}), step));
+    let result = correct_statement(host, trace, Some(attempt), checked, true, max_prompt_tokens);
+    let mut st = StageTrace::new(stage::CORRECT, with_step(json!({"sql": checked.sql}), step));
     st.attempt = Some(attempt);
     st.ms = ms_since(t);
     let out = match result {
         Ok(c) if c.trace.is_null() && !c.changed => return None,
         Ok(c) => {
-            st.output = json!({"sql": c.sql, "changed": c.changed, "literals": c.trace});
-            c.changed.then_some(c.sql)
+            st.output = json!({"sql": c.statement.sql, "changed": c.changed, "literals": c.trace});
+            c.changed.then_some(c.statement)
         }
         Err(e) => {
             st.error = Some(e.to_string());
@@ -108,29 +121,31 @@ fn correct(
     out
 }
 
-/// Correct the literals of `sql`: the host looks up each literal's column, the rules decide,
-/// and with `use_llm` the literals they leave open go to the LLM in one call (recorded in
-/// `trace`; a failed call or a reply that does not fit leaves the rules' replacements).
+/// Correct the literals of a checked statement: the host looks up each literal's column, the
+/// rules decide, and with `use_llm` the literals they leave open go to the LLM in one call
+/// (recorded in `trace`; a failed call or a reply that does not fit leaves the rules'
+/// replacements). The corrected statement carries the checked one's tree, its new values
+/// re-checked by the guard.
 pub fn correct_statement(
     host: &mut dyn Host,
     trace: &mut Trace,
     attempt: Option<u32>,
-    sql: &str,
+    checked: &CheckedSql,
     use_llm: bool,
     max_prompt_tokens: usize,
 ) -> Result<Correction, HostError> {
-    let looked = host.literal_evidence(sql)?;
+    let looked = host.literal_evidence(checked)?;
     if looked.is_empty() {
-        return Ok(Correction { sql: sql.to_string(), changed: false, trace: Value::Null });
+        return Ok(Correction { statement: checked.clone(), changed: false, trace: Value::Null });
     }
-    let mut decided = crate::values::correct::decide_all(sql, &looked).map_err(HostError::internal)?;
+    let mut decided = crate::values::correct::decide_all(checked, &looked).map_err(HostError::internal)?;
     trace.notices.append(&mut decided.notices);
     if let Some(req) = use_llm.then(|| decided.request()).flatten() {
         match call(host, trace, stage::CORRECT, attempt, &req, max_prompt_tokens) {
-            Ok(reply) => decided.with_reply(sql, &reply),
+            Ok(reply) => decided.with_reply(checked, &reply),
             Err(e) => decided.with_failure(e),
         }
     }
-    let changed = decided.sql != sql;
-    Ok(Correction { sql: decided.sql, changed, trace: Value::Array(decided.traces) })
+    let changed = decided.statement.sql != checked.sql;
+    Ok(Correction { statement: decided.statement, changed, trace: Value::Array(decided.traces) })
 }

@@ -59,7 +59,7 @@ pub(super) fn from_verified(
             }
             Decision::Answer { rule, sql, substituted } => {
                 let ran = match check_read_only(&sql) {
-                    Ok(checked) => host.execute_verified(&checked.sql, cand.schema.as_deref()).map(|rs| (checked.sql, rs)),
+                    Ok(checked) => host.execute_verified(&checked, cand.schema.as_deref()).map(|rs| (checked.sql, rs)),
                     Err(refusal) => Err(ExecFailure::Refused { reason: refusal.to_string() }),
                 };
                 match ran {
@@ -170,7 +170,7 @@ pub(super) fn from_template(
     };
     let (cand, _) = &offered[index];
     let ran = match check_read_only(&sql) {
-        Ok(checked) => host.execute_verified(&checked.sql, cand.schema.as_deref()).map(|rs| (checked.sql, rs)),
+        Ok(checked) => host.execute_verified(&checked, cand.schema.as_deref()).map(|rs| (checked.sql, rs)),
         Err(refusal) => Err(ExecFailure::Refused { reason: refusal.to_string() }),
     };
     match ran {
@@ -233,7 +233,9 @@ fn confirmed_alias(
             quote_literal(&name),
             others.join(", ")
         );
-        if host.execute_verified(&sql, cand.schema.as_deref()).is_ok_and(|rs| !rs.rows.is_empty()) {
+        let found = check_read_only(&sql)
+            .is_ok_and(|probe| host.execute_verified(&probe, cand.schema.as_deref()).is_ok_and(|rs| !rs.rows.is_empty()));
+        if found {
             return Some((index, at));
         }
     }
@@ -349,6 +351,7 @@ fn stored_word<'t>(
                 .collect::<Vec<_>>()
                 .join(" OR ")
         );
+        let Ok(probe) = check_read_only(&probe) else { continue };
         for looked in host.literal_evidence(&probe).unwrap_or_default() {
             if let crate::values::correct::ColumnEvidence::Found { evidence, .. } = &looked.column {
                 let w = &looked.literal.value;

@@ -6,7 +6,7 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::call::call;
-use super::execute::{guarded_execute, with_step};
+use super::execute::{guarded_execute, with_step, Verdict};
 use super::host::{ExecFailure, Host, SqlState};
 use super::outcome::AskError;
 use super::stage;
@@ -103,16 +103,27 @@ pub(super) fn generate_and_run(
                 reply
             }
         };
-        let extracted = extract_sql(&reply).map(|sql| {
-            // A metric, filter or dimension written by its name: its checked expression in.
-            let e = crate::knowledge::expand(&sql, &offered, &columns);
-            for id in e.expanded {
-                if !trace.knowledge_expanded.contains(&id) {
-                    trace.knowledge_expanded.push(id);
+        // The statement, parsed once by the guard; a metric, filter or dimension written by
+        // its name is written in as its checked expression (only the items of the tables the
+        // tree reads), and the statement that makes is checked as a new one.
+        let (extracted, checked) = match extract_sql(&reply) {
+            None => (None, None),
+            Some(sql) => {
+                let verdict = Verdict::of(&sql);
+                let e = crate::knowledge::expand(&sql, &verdict.reads(), &offered, &columns);
+                if e.expanded.is_empty() {
+                    (Some(sql), Some(verdict))
+                } else {
+                    for id in e.expanded {
+                        if !trace.knowledge_expanded.contains(&id) {
+                            trace.knowledge_expanded.push(id);
+                        }
+                    }
+                    let again = Verdict::of(&e.sql);
+                    (Some(e.sql), Some(again))
                 }
             }
-            e.sql
-        });
+        };
         let folded = fold_space(extracted.as_deref().unwrap_or(&reply));
         if let Some((_, _, first, ended)) = tried.iter().find(|(had_sql, text, ..)| *had_sql == extracted.is_some() && *text == folded) {
             let (reason, what) =
@@ -137,12 +148,12 @@ pub(super) fn generate_and_run(
             }
             return Err(with_attempts(ended.clone(), attempt));
         }
-        let (failure, ended) = match extracted.clone() {
+        let (failure, ended) = match extracted.clone().zip(checked) {
             None => (
                 "the reply contained no SQL query".to_string(),
                 AskError::NoSql { attempts: attempt, reply: reply.chars().take(300).collect() },
             ),
-            Some(sql) => match guarded_execute(host, trace, attempt, step, &sql, cfg.max_prompt_tokens) {
+            Some((sql, checked)) => match guarded_execute(host, trace, attempt, step, &sql, checked, cfg.max_prompt_tokens) {
                 Ok(done) if done.1.rows.is_empty() && attempt < max_attempts => match super::repair_hint::impossible_condition(&done.0) {
                     // No rows, from a condition no row can meet: asked once more.
                     Some(why) => {
@@ -152,12 +163,12 @@ pub(super) fn generate_and_run(
                         let message = format!("the query returned no rows: {why}");
                         (
                             message.clone(),
-                            AskError::Failed { attempts: attempt, sqlstate: SqlState::or_internal("02000"), message, sql: done.0 },
+                            AskError::Failed { attempts: attempt, sqlstate: SqlState::or_internal("02000"), message, sql: done.0.sql },
                         )
                     }
-                    None => return Ok(done),
+                    None => return Ok((done.0.sql, done.1)),
                 },
-                Ok(done) => return Ok(done),
+                Ok(done) => return Ok((done.0.sql, done.1)),
                 Err(failure) => {
                     let mut text = failure.for_llm();
                     if let Some(note) = super::repair_hint::hint(&failure, tables()) {

@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use crate::clarify::Ambiguity;
+use crate::guard::CheckedSql;
 use crate::llm::{ChatRequest, ChatResponse, LlmError};
 use crate::rows::ResultSet;
 pub use crate::sqlstate::SqlState;
@@ -40,10 +41,10 @@ impl ExecFailure {
 }
 
 /// The outcome of value correction for one statement.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Correction {
-    /// The statement, with corrected literals where any were corrected.
-    pub sql: String,
+    /// The statement, with corrected literals where any were corrected, checked by the guard.
+    pub statement: CheckedSql,
     /// Whether any literal changed.
     pub changed: bool,
     /// Every literal looked at and the decision on it, for the trace.
@@ -134,7 +135,8 @@ pub trait Catalog {
 pub trait Memory {
     /// The string literals of a checked statement compared with columns, each with what the
     /// enum's labels or the value memory hold like it ([`crate::values::correct`] decides).
-    fn literal_evidence(&mut self, sql: &str) -> Result<Vec<Looked>, HostError>;
+    /// The statement's tree is read, not its text parsed again.
+    fn literal_evidence(&mut self, sql: &CheckedSql) -> Result<Vec<Looked>, HostError>;
     /// The verified queries most like `question` that the caller may use (over tables it may
     /// read), best first.
     fn verified(&mut self, question: &Question) -> Result<Vec<Candidate>, HostError>;
@@ -157,12 +159,12 @@ pub trait Memory {
 
 /// Guarded execution with the caller's privileges.
 pub trait Executor {
-    /// Run a statement that passed the parse-level guard, with the database-level checks,
-    /// read-only, under the statement timeout and row limit.
-    fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure>;
-    /// Run a verified query (already through the parse-level guard) as [`Executor::execute`]
-    /// does, with the search path set to `schema` when given.
-    fn execute_verified(&mut self, sql: &str, schema: Option<&str>) -> Result<ResultSet, ExecFailure>;
+    /// Run a statement that passed the parse-level guard (its type says so), with the
+    /// database-level checks, read-only, under the statement timeout and row limit.
+    fn execute(&mut self, sql: &CheckedSql) -> Result<ResultSet, ExecFailure>;
+    /// Run a verified query (through the parse-level guard) as [`Executor::execute`] does,
+    /// with the search path set to `schema` when given.
+    fn execute_verified(&mut self, sql: &CheckedSql, schema: Option<&str>) -> Result<ResultSet, ExecFailure>;
 }
 
 /// What the pipeline needs from its surroundings: the four capabilities, each implemented in
@@ -176,7 +178,7 @@ impl<T: Llm + Catalog + Memory + Executor + ?Sized> Host for T {}
 pub struct NoMemory;
 
 impl Memory for NoMemory {
-    fn literal_evidence(&mut self, _sql: &str) -> Result<Vec<Looked>, HostError> {
+    fn literal_evidence(&mut self, _sql: &CheckedSql) -> Result<Vec<Looked>, HostError> {
         Ok(Vec::new())
     }
     fn verified(&mut self, _question: &Question) -> Result<Vec<Candidate>, HostError> {
@@ -195,7 +197,10 @@ impl Memory for NoMemory {
 #[macro_export]
 macro_rules! no_memory {
     () => {
-        fn literal_evidence(&mut self, sql: &str) -> Result<Vec<$crate::values::correct::Looked>, $crate::ask::HostError> {
+        fn literal_evidence(
+            &mut self,
+            sql: &$crate::guard::CheckedSql,
+        ) -> Result<Vec<$crate::values::correct::Looked>, $crate::ask::HostError> {
             $crate::ask::Memory::literal_evidence(&mut $crate::ask::NoMemory, sql)
         }
         fn verified(&mut self, question: &$crate::ask::Question) -> Result<Vec<$crate::verified::Candidate>, $crate::ask::HostError> {

@@ -103,7 +103,7 @@ pub fn judge(host: &mut dyn EvalHost, gold: &str, predicted: &str, asks_order: b
         Err(e) => return failed(JudgeError::GoldFailed(e.to_string())),
     };
     let prediction = match check_read_only(predicted) {
-        Ok(checked) => host.execute(&checked.sql).map_err(|f| f.for_llm()),
+        Ok(checked) => host.execute(&checked).map_err(|f| f.for_llm()),
         Err(refusal) => return judge_gold_only(host, &alternatives, JudgeError::PredictionRefused(refusal.to_string())),
     };
     let prediction = match prediction {
@@ -164,7 +164,7 @@ fn judge_gold_only(host: &mut dyn EvalHost, alternatives: &[String], error: Judg
 
 fn run_gold(host: &mut dyn EvalHost, sql: &str) -> Result<ResultSet, String> {
     let checked = check_read_only(sql).map_err(|r| format!("refused: {r}"))?;
-    host.execute(&checked.sql).map_err(|f| f.for_llm())
+    host.execute(&checked).map_err(|f| f.for_llm())
 }
 
 fn failed(error: JudgeError) -> Judgement {

@@ -85,17 +85,17 @@ impl Llm for Capture<'_> {
 
 /// Never reached before the first call; refuses, so that nothing runs twice.
 impl Executor for Capture<'_> {
-    fn execute(&mut self, _sql: &str) -> Result<ResultSet, ExecFailure> {
+    fn execute(&mut self, _sql: &crate::guard::CheckedSql) -> Result<ResultSet, ExecFailure> {
         Err(ExecFailure::Refused { reason: "capturing the first LLM request only".into() })
     }
-    fn execute_verified(&mut self, sql: &str, _schema: Option<&str>) -> Result<ResultSet, ExecFailure> {
+    fn execute_verified(&mut self, sql: &crate::guard::CheckedSql, _schema: Option<&str>) -> Result<ResultSet, ExecFailure> {
         self.execute(sql)
     }
 }
 
 impl Memory for Capture<'_> {
     /// Correction follows a generated statement, after the first call: nothing to look up.
-    fn literal_evidence(&mut self, sql: &str) -> Result<Vec<Looked>, HostError> {
+    fn literal_evidence(&mut self, sql: &crate::guard::CheckedSql) -> Result<Vec<Looked>, HostError> {
         NoMemory.literal_evidence(sql)
     }
     fn verified(&mut self, question: &Question) -> Result<Vec<Candidate>, HostError> {
@@ -177,16 +177,16 @@ impl Llm for Replay<'_> {
 }
 
 impl Executor for Replay<'_> {
-    fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
+    fn execute(&mut self, sql: &crate::guard::CheckedSql) -> Result<ResultSet, ExecFailure> {
         self.inner.execute(sql)
     }
-    fn execute_verified(&mut self, sql: &str, schema: Option<&str>) -> Result<ResultSet, ExecFailure> {
+    fn execute_verified(&mut self, sql: &crate::guard::CheckedSql, schema: Option<&str>) -> Result<ResultSet, ExecFailure> {
         self.inner.execute_verified(sql, schema)
     }
 }
 
 impl Memory for Replay<'_> {
-    fn literal_evidence(&mut self, sql: &str) -> Result<Vec<Looked>, HostError> {
+    fn literal_evidence(&mut self, sql: &crate::guard::CheckedSql) -> Result<Vec<Looked>, HostError> {
         self.inner.literal_evidence(sql)
     }
     fn verified(&mut self, question: &Question) -> Result<Vec<Candidate>, HostError> {

@@ -47,7 +47,7 @@ use std::ops::ControlFlow;
 use sqlparser::ast::{Statement, TableObject, Visit};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
-use sqlparser::tokenizer::{Location, Tokenizer};
+use sqlparser::tokenizer::{Location, TokenWithSpan, Tokenizer};
 
 use tokens::{check_lexical, check_size, statement_bounds};
 use walk::Walker;
@@ -63,7 +63,9 @@ pub(crate) use tokens::OffsetCursor;
 #[cfg(feature = "corpus")]
 pub const HOSTILE_REPLIES: &str = include_str!("../../tests/fixtures/hostile_replies.json");
 
-/// A statement that passed the parse-level allowlist.
+/// A statement that passed the parse-level allowlist, with the syntax tree the guard parsed:
+/// what comes after (literal correction, its re-check) reads the tree instead of parsing the
+/// text again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckedSql {
     /// The statement as given: the source text from its first to its last token, so without
@@ -75,6 +77,33 @@ pub struct CheckedSql {
     /// Names of common table expressions and of set-returning functions in `FROM` are not
     /// included.
     pub tables: Vec<String>,
+    /// The statement's syntax tree.
+    statement: Statement,
+    /// Whether the tree's source locations are those of [`CheckedSql::sql`]: true for a
+    /// statement parsed from its own text, false once literals of other lengths were written
+    /// into the text ([`crate::values::rewrite::rewrite_checked`]) or the guard trimmed text
+    /// before the statement.
+    located: bool,
+}
+
+/// A checked statement shows as its text.
+impl std::fmt::Display for CheckedSql {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.sql)
+    }
+}
+
+impl CheckedSql {
+    /// The statement's syntax tree (values as in [`CheckedSql::sql`]).
+    pub fn statement(&self) -> &Statement {
+        &self.statement
+    }
+
+    /// The syntax tree when its source locations point into [`CheckedSql::sql`]; `None` when
+    /// they point into a text this statement was made from.
+    pub fn located(&self) -> Option<&Statement> {
+        self.located.then_some(&self.statement)
+    }
 }
 
 /// Checks that `sql` is exactly one read-only query that calls no forbidden function.
@@ -92,6 +121,24 @@ pub fn check_read_only(sql: &str) -> Result<CheckedSql, Refusal> {
         return Err(Refusal::NotAQuery(statement_kind(inner)));
     }
     walk_and_finish(sql, parsed, Walker::default())
+}
+
+/// [`check_read_only`] of a statement whose tree is already known: `statement` must be what
+/// `sql` parses to, and `tokens` its tokens (the caller proved both, as
+/// [`crate::values::rewrite::rewrite_checked`] does for a statement whose literals it
+/// replaced). The lexical checks and the whole walk run again; the text is not parsed.
+pub(crate) fn recheck_read_only(sql: &str, tokens: &[TokenWithSpan], statement: Statement) -> Result<CheckedSql, Refusal> {
+    let parsed = checked_tokens(tokens).map(|(start, end)| ParsedOne { statement, start, end })?;
+    let query = match &parsed.statement {
+        Statement::Query(query) => query,
+        other => return Err(Refusal::NotAQuery(statement_kind(other))),
+    };
+    if let Some(inner) = data_modifying_statement(&query.body) {
+        return Err(Refusal::NotAQuery(statement_kind(inner)));
+    }
+    let mut checked = walk_and_finish(sql, parsed, Walker::default())?;
+    checked.located = false;
+    Ok(checked)
 }
 
 /// Checks that `sql` may run as one step of a chain of memory (`ask.do()`).
@@ -149,21 +196,33 @@ struct ParsedOne {
 
 /// The checks every statement goes through before its kind is looked at: it tokenizes, is
 /// not empty, not too large, lexically unambiguous, parses, and is exactly one statement.
+/// The text is tokenized once; the parser reads those tokens.
 fn parse_one(sql: &str) -> Result<ParsedOne, Refusal> {
+    #[cfg(test)]
+    crate::sqltext::parses::add();
     let dialect = PostgreSqlDialect {};
     let tokens = Tokenizer::new(&dialect, sql).tokenize_with_location().map_err(|e| Refusal::Unparsable(e.to_string()))?;
-    let Some((start, end)) = statement_bounds(&tokens) else {
-        return Err(Refusal::Empty);
-    };
-    check_size(&tokens)?;
-    check_lexical(&tokens)?;
-
-    let mut statements = Parser::parse_sql(&dialect, sql).map_err(|e| Refusal::Unparsable(e.to_string()))?;
+    let (start, end) = checked_tokens(&tokens)?;
+    let mut statements = Parser::new(&dialect)
+        .with_tokens_with_locations(tokens)
+        .parse_statements()
+        .map_err(|e| Refusal::Unparsable(e.to_string()))?;
     match statements.len() {
         0 => Err(Refusal::Empty),
         1 => Ok(ParsedOne { statement: statements.remove(0), start, end }),
         many => Err(Refusal::MultipleStatements(many)),
     }
+}
+
+/// The checks on a statement's tokens: not empty, not too large, lexically unambiguous; the
+/// locations of its first and last token.
+fn checked_tokens(tokens: &[TokenWithSpan]) -> Result<(Location, Location), Refusal> {
+    let Some(bounds) = statement_bounds(tokens) else {
+        return Err(Refusal::Empty);
+    };
+    check_size(tokens)?;
+    check_lexical(tokens)?;
+    Ok(bounds)
 }
 
 /// Walks the whole statement with `walker` and returns the checked text and relations.
@@ -181,7 +240,10 @@ fn walk_and_finish(sql: &str, parsed: ParsedOne, mut walker: Walker) -> Result<C
     let mut cursor = OffsetCursor::new(sql);
     let (start, end) = (cursor.offset(parsed.start), cursor.offset(parsed.end));
     let text = &sql[start..end];
-    Ok(CheckedSql { sql: text.to_string(), tables: walker.into_tables() })
+    // The tree's locations count from the text's first character: they are the trimmed
+    // text's only when nothing was trimmed before the statement.
+    let located = start == 0;
+    Ok(CheckedSql { sql: text.to_string(), tables: walker.into_tables(), statement: parsed.statement, located })
 }
 
 #[cfg(test)]

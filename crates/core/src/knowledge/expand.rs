@@ -24,9 +24,11 @@ pub struct Expanded {
 /// a column of a described table (`columns`, lower case), a function's name (followed by
 /// `(`), a name two items give, an alias the statement gives (after `AS`, or a qualifier of
 /// columns), a type after `::`, a field of `extract`, or quoted; and only the items of tables
-/// the statement reads are written in. A statement the tokenizer cannot read comes back
-/// unchanged (the guard refuses it later).
-pub fn expand(sql: &str, items: &[&Item], columns: &[String]) -> Expanded {
+/// the statement reads (`reads`: the last part of each relation name, as
+/// [`crate::values::literals::relation_names_in`] gives them from the guard's tree) are
+/// written in. A statement the tokenizer cannot read comes back unchanged (the guard refuses
+/// it later).
+pub fn expand(sql: &str, reads: &[String], items: &[&Item], columns: &[String]) -> Expanded {
     // Only the items of the tables the statement reads: another table's `revenue` (another
     // role's, made to share a name) neither writes itself into this statement nor takes the
     // name from this table's own.
@@ -34,7 +36,6 @@ pub fn expand(sql: &str, items: &[&Item], columns: &[String]) -> Expanded {
     if !items.iter().any(|it| it.kind.is_some_and(|k| k.is_named_expression())) {
         return unchanged;
     }
-    let reads = crate::values::literals::relation_names(sql);
     let named: Vec<(String, &Item)> = items
         .iter()
         .filter(|it| it.kind.is_some_and(|k| k.is_named_expression()))

@@ -32,6 +32,11 @@ fn sample() -> Vec<Item> {
     vec![revenue, active, month, cents, fiscal, clients, big_apple, other, schema_note, other_schema]
 }
 
+/// [`expand`] with the relations a parse of `sql` names (`ask()` takes them from the guard's tree).
+fn expand_reading(sql: &str, items: &[&Item], columns: &[String]) -> Expanded {
+    expand(sql, &crate::values::literals::relation_names(sql), items, columns)
+}
+
 fn ids(items: &[&Item]) -> Vec<i64> {
     let mut v: Vec<i64> = items.iter().map(|i| i.id).collect();
     v.sort();
@@ -105,18 +110,18 @@ fn names_are_written_in_as_expressions() {
     let items = sample();
     let shown: Vec<&Item> = items.iter().collect();
     let cols = vec!["amount_cents".to_string(), "ordered_at".to_string(), "city".to_string()];
-    let e = expand("SELECT revenue FROM orders", &shown, &cols);
+    let e = expand_reading("SELECT revenue FROM orders", &shown, &cols);
     assert_eq!(e.sql, "SELECT (sum(amount_cents) / 100.0) AS revenue FROM orders");
     assert_eq!(e.expanded, vec![1]);
-    let e = expand("SELECT order_month, revenue FROM orders GROUP BY order_month ORDER BY 1", &shown, &cols);
+    let e = expand_reading("SELECT order_month, revenue FROM orders GROUP BY order_month ORDER BY 1", &shown, &cols);
     assert_eq!(
         e.sql,
         "SELECT (date_trunc('month', ordered_at)) AS order_month, (sum(amount_cents) / 100.0) AS revenue FROM orders GROUP BY (date_trunc('month', ordered_at)) ORDER BY 1"
     );
     assert_eq!(e.expanded, vec![3, 1]);
-    let e = expand("SELECT count(*) FROM customers c WHERE active_customer AND c.city = 'Boston'", &shown, &cols);
+    let e = expand_reading("SELECT count(*) FROM customers c WHERE active_customer AND c.city = 'Boston'", &shown, &cols);
     assert_eq!(e.sql, "SELECT count(*) FROM customers c WHERE (last_order_at > now() - interval '90 days') AND c.city = 'Boston'");
-    let e = expand("select o.revenue * 2 from orders o", &shown, &cols);
+    let e = expand_reading("select o.revenue * 2 from orders o", &shown, &cols);
     assert_eq!(e.sql, "select (sum(amount_cents) / 100.0) * 2 from orders o");
 }
 
@@ -135,13 +140,13 @@ fn names_that_mean_something_else_stay() {
         "SELECT revenue.x FROM orders revenue",
     ] {
         let cols: Vec<String> = if sql == "SELECT revenue FROM orders" { vec!["revenue".into()] } else { Vec::new() };
-        let e = expand(sql, &shown, &cols);
+        let e = expand_reading(sql, &shown, &cols);
         assert_eq!(e.sql, sql);
         assert!(e.expanded.is_empty(), "{sql}");
     }
     // Nothing to expand, or a statement that does not tokenize.
-    assert_eq!(expand("SELECT 'open", &shown, &[]).sql, "SELECT 'open");
-    assert_eq!(expand("SELECT revenue FROM orders", &[], &[]).sql, "SELECT revenue FROM orders");
+    assert_eq!(expand_reading("SELECT 'open", &shown, &[]).sql, "SELECT 'open");
+    assert_eq!(expand_reading("SELECT revenue FROM orders", &[], &[]).sql, "SELECT revenue FROM orders");
 }
 
 #[test]
@@ -183,7 +188,7 @@ fn a_name_two_items_give_is_not_expanded() {
     twin.body = "(SELECT 1)".into();
     items.push(twin);
     let shown: Vec<&Item> = items.iter().collect();
-    let e = expand("SELECT revenue FROM orders", &shown, &[]);
+    let e = expand_reading("SELECT revenue FROM orders", &shown, &[]);
     assert_eq!(e.sql, "SELECT revenue FROM orders");
     assert!(e.expanded.is_empty());
 }
@@ -206,7 +211,7 @@ fn sql_words_tables_and_ctes_are_never_taken_for_names() {
         "SELECT count(*) FROM public.orders o JOIN orders p ON p.id = o.id",
         "WITH revenue AS (SELECT 1) SELECT * FROM revenue",
     ] {
-        let e = expand(sql, &shown, &[]);
+        let e = expand_reading(sql, &shown, &[]);
         assert_eq!(e.sql, sql);
         assert!(e.expanded.is_empty(), "{sql}");
     }
@@ -228,11 +233,11 @@ fn types_fields_and_other_tables_items_stay_as_written() {
         // An item of a table the statement does not read.
         "SELECT revenue FROM orders",
     ] {
-        let e = expand(sql, &shown, &[]);
+        let e = expand_reading(sql, &shown, &[]);
         assert_eq!(e.sql, sql);
         assert!(e.expanded.is_empty(), "{sql}");
     }
     // Of the table it reads, the name is written in.
-    let e = expand("SELECT month, count(*) FROM public.orders GROUP BY 1", &shown, &[]);
+    let e = expand_reading("SELECT month, count(*) FROM public.orders GROUP BY 1", &shown, &[]);
     assert_eq!(e.expanded, vec![3]);
 }

@@ -2,7 +2,7 @@
 //! literal the evidence of its column (an enum's labels, the value memory's candidates), then
 //! the rules of [`decide`], the replacements they make, and for the literals the rules leave
 //! open one LLM call with the value-correction prompt, whose answer is taken only as stored
-//! values written in by [`rewrite`] or as SQL of the same structure ([`parse_correction`]).
+//! values written in by [`rewrite_checked`] or as SQL of the same structure ([`parse_correction_checked`]).
 //!
 //! The host ([`crate::ask::Memory::literal_evidence`]) only looks things up; the LLM call goes
 //! through [`crate::ask::Llm::chat`], so it is in the trace and its call count.
@@ -11,8 +11,9 @@ use serde_json::{json, Value};
 
 use super::decide::{decide, Comparison, Decision, Evidence};
 use super::literals::LiteralRef;
-use super::prompt::{correction_request, parse_correction, read_choices, LiteralQuestion};
-use super::rewrite::{rewrite, Replacement};
+use super::prompt::{correction_request, parse_correction_checked, read_choices, LiteralQuestion};
+use super::rewrite::{rewrite_checked, Replacement};
+use crate::guard::CheckedSql;
 use crate::llm::ChatRequest;
 
 /// What the host found for the column of one literal.
@@ -37,8 +38,8 @@ pub struct Looked {
 /// The rules' decisions on a statement's literals, before the LLM.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decided {
-    /// The statement with the rules' replacements made.
-    pub sql: String,
+    /// The statement with the rules' replacements made, checked by the guard.
+    pub statement: CheckedSql,
     /// The replacements the rules made, for writing the LLM's choices in beside them.
     replacements: Vec<Replacement>,
     /// The literals the rules leave to the LLM, and (in the same order) the question put for each.
@@ -53,28 +54,28 @@ pub struct Decided {
 impl Decided {
     /// The value-correction request for the literals left open, if any.
     pub fn request(&self) -> Option<ChatRequest> {
-        (!self.questions.is_empty()).then(|| correction_request(&self.sql, &self.questions))
+        (!self.questions.is_empty()).then(|| correction_request(&self.statement.sql, &self.questions))
     }
 
     /// Take the LLM's reply to [`Decided::request`]: stored values chosen per literal (a
     /// structured reply), written in with the rules' own replacements, or a corrected
     /// statement of the same structure. A reply that is neither is recorded and changes
     /// nothing.
-    pub fn with_reply(&mut self, original: &str, reply: &str) {
+    pub fn with_reply(&mut self, original: &CheckedSql, reply: &str) {
         match read_choices(reply, &self.questions) {
             Some(choices) => {
                 self.traces.push(json!({"llm_choices": choices, "read": "structured"}));
                 let chosen = self.asked.iter().zip(&choices).filter_map(|(lit, c)| c.as_deref().map(|v| Replacement::for_literal(lit, v)));
                 self.replacements.extend(chosen);
                 if !self.replacements.is_empty() {
-                    match rewrite(original, &self.replacements) {
-                        Ok(sql) => self.sql = sql,
+                    match rewrite_checked(original, &self.replacements) {
+                        Ok(statement) => self.statement = statement,
                         Err(e) => self.traces.push(json!({"llm_correction_rejected": e.to_string()})),
                     }
                 }
             }
-            None => match parse_correction(&self.sql, reply) {
-                Ok(fixed) => self.sql = fixed,
+            None => match parse_correction_checked(&self.statement, reply) {
+                Ok(fixed) => self.statement = fixed,
                 Err(e) => self.traces.push(json!({"llm_correction_rejected": e.to_string()})),
             },
         }
@@ -86,8 +87,9 @@ impl Decided {
     }
 }
 
-/// The rules' decision on every literal of `sql`, and the statement with their replacements.
-pub fn decide_all(sql: &str, looked: &[Looked]) -> Result<Decided, String> {
+/// The rules' decision on every literal of `checked`, and the statement with their
+/// replacements (checked again by the guard, without a parse).
+pub fn decide_all(checked: &CheckedSql, looked: &[Looked]) -> Result<Decided, String> {
     let mut replacements = Vec::new();
     let mut asked = Vec::new();
     let mut questions = Vec::new();
@@ -134,6 +136,6 @@ pub fn decide_all(sql: &str, looked: &[Looked]) -> Result<Decided, String> {
         }
         traces.push(tv);
     }
-    let sql = rewrite(sql, &replacements).map_err(|e| e.to_string())?;
-    Ok(Decided { sql, replacements, asked, questions, traces, notices })
+    let statement = rewrite_checked(checked, &replacements).map_err(|e| e.to_string())?;
+    Ok(Decided { statement, replacements, asked, questions, traces, notices })
 }

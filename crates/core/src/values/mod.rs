@@ -12,7 +12,7 @@
 //!    neighbours and pg_trgm similarity); [`decide::decide`] turns that evidence into a
 //!    [`decide::Decision`] with an explainable trace.
 //! 3. Clear decisions are applied with [`rewrite::rewrite`]; the rest go to the LLM with
-//!    [`prompt::correction_request`], whose reply is accepted by [`prompt::parse_correction`]
+//!    [`prompt::correction_request`], whose reply is accepted by [`prompt::parse_correction_checked`]
 //!    only if, literals masked, its syntax tree equals the original ([`rewrite::same_structure`]).
 //!
 //! [`diff::ValueDiff`] decides what an incremental refresh of a column's memory deletes and embeds.

@@ -9,7 +9,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::literals::QualifiedName;
-use super::rewrite::{same_structure, RewriteError};
+use super::rewrite::{same_structure_checked, RewriteError};
+use crate::guard::{check_read_only, CheckedSql};
 use crate::extract::extract_sql;
 use crate::llm::ChatRequest;
 use crate::prompt::data;
@@ -117,13 +118,14 @@ pub enum CorrectionError {
 }
 
 /// Extracts the corrected SQL from the model's reply and accepts it only if it differs from
-/// `original` in string literal values at most.
-pub fn parse_correction(original: &str, reply: &str) -> Result<String, CorrectionError> {
+/// `original` in string literal values at most: the reply's SQL is checked by the guard (its
+/// one parse) and its tree compared with the original's, both with their string values
+/// masked. SQL the guard refuses is a changed structure.
+pub fn parse_correction_checked(original: &CheckedSql, reply: &str) -> Result<CheckedSql, CorrectionError> {
     let sql = extract_sql(reply).ok_or(CorrectionError::NoSql)?;
-    if same_structure(original, &sql)? {
-        Ok(sql)
-    } else {
-        Err(CorrectionError::StructureChanged { sql })
+    match check_read_only(&sql) {
+        Ok(fixed) if same_structure_checked(original, &fixed) => Ok(fixed),
+        _ => Err(CorrectionError::StructureChanged { sql }),
     }
 }
 
@@ -171,9 +173,14 @@ mod tests {
     #[test]
     fn only_value_changes_are_accepted() {
         let ok = "```sql\nSELECT name FROM restaurant WHERE city_name = 'Los Angeles' AND rating > 4;\n```";
-        assert_eq!(parse_correction(SQL, ok).unwrap(), "SELECT name FROM restaurant WHERE city_name = 'Los Angeles' AND rating > 4");
+        let original = check_read_only(SQL).unwrap();
+        let fixed = parse_correction_checked(&original, ok).unwrap();
+        assert_eq!(fixed.sql, "SELECT name FROM restaurant WHERE city_name = 'Los Angeles' AND rating > 4");
         let changed = "```sql\nSELECT name FROM restaurant WHERE city_name = 'Los Angeles' AND rating >= 4\n```";
-        assert!(matches!(parse_correction(SQL, changed), Err(CorrectionError::StructureChanged { .. })));
-        assert_eq!(parse_correction(SQL, "I cannot help with that."), Err(CorrectionError::NoSql));
+        assert!(matches!(parse_correction_checked(&original, changed), Err(CorrectionError::StructureChanged { .. })));
+        assert_eq!(parse_correction_checked(&original, "I cannot help with that."), Err(CorrectionError::NoSql));
+        // SQL the guard refuses is not a correction, whatever its shape.
+        let refused = "```sql\nSELECT name FROM restaurant WHERE city_name = 'Los Angeles' AND rating > 4; SELECT 1\n```";
+        assert!(matches!(parse_correction_checked(&original, refused), Err(CorrectionError::StructureChanged { .. })));
     }
 }

@@ -2,10 +2,13 @@
 //! masked.
 //!
 //! [`rewrite`] splices new literals into the original text, so everything else (layout,
-//! comments, casing) is kept byte for byte, and then proves the edit: the output must parse to
-//! exactly the original syntax tree with the replaced literals' values changed, and nothing else.
-//! [`same_structure`] is the acceptance test for SQL an LLM corrected: with every string
-//! literal masked, both syntax trees must be equal.
+//! comments, casing) is kept byte for byte, and then proves the edit without parsing: the
+//! output must tokenize to exactly the original tokens with the replaced literals' values
+//! changed, and nothing else (the parser reads tokens alone, so the syntax tree is the
+//! original's with those values). [`rewrite_checked`] does the same to a statement the guard
+//! checked, and carries its syntax tree along with the values swapped in, re-checked by the
+//! guard's walk without a parse. [`same_structure`] is the acceptance test for SQL an LLM
+//! corrected: with every string literal masked, both syntax trees must be equal.
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -13,8 +16,10 @@ use std::ops::ControlFlow;
 use sqlparser::ast::{Statement, Value, ValueWithSpan, VisitMut, VisitorMut};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
+use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
 use super::literals::{LiteralRef, TextRange};
+use crate::guard::{CheckedSql, OffsetCursor};
 
 /// One literal to replace.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,12 +37,32 @@ impl Replacement {
     pub fn for_literal(literal: &LiteralRef, value: &str) -> Replacement {
         Replacement { range: literal.range, text: literal.replacement_text(value) }
     }
+
+    /// The token the new literal is written as: a string in standard quotes, or in escape
+    /// quotes when it holds a backslash ([`quote_literal`]); a number as written.
+    fn token(&self, string: bool) -> Token {
+        match (string, self.text.contains('\\')) {
+            (true, false) => Token::SingleQuotedString(self.text.clone()),
+            (true, true) => Token::EscapedStringLiteral(self.text.clone()),
+            (false, _) => Token::Number(self.text.clone(), false),
+        }
+    }
+
+    /// The tree's value for the new literal, as [`Replacement::token`].
+    fn value(&self, string: bool) -> Value {
+        match self.token(string) {
+            Token::SingleQuotedString(s) => Value::SingleQuotedString(s),
+            Token::EscapedStringLiteral(s) => Value::EscapedStringLiteral(s),
+            Token::Number(n, long) => Value::Number(n, long),
+            _ => unreachable!("a replacement is a string or a number"),
+        }
+    }
 }
 
 /// Errors of rewriting.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RewriteError {
-    /// The input SQL does not parse.
+    /// The input SQL does not tokenize (or, for [`number_literals`], parse).
     #[error("cannot parse the SQL: {0}")]
     Parse(String),
     /// A range is not a plain single-quoted literal of the SQL.
@@ -46,15 +71,20 @@ pub enum RewriteError {
     /// Two replacements overlap.
     #[error("replacements overlap at byte {0}")]
     Overlap(usize),
-    /// The rewritten SQL does not parse back to the expected tree (a bug; never returned
+    /// The rewritten SQL does not read back as the expected tokens (a bug; never returned
     /// SQL is wrong, it is refused).
     #[error("the rewritten SQL does not keep the query's structure: {0}")]
     StructureChanged(String),
+    /// The guard refuses the rewritten statement.
+    #[error("the corrected statement is refused: {0}")]
+    Refused(String),
 }
 
 pub use crate::sqltext::quote_literal;
 
 fn parse(sql: &str) -> Result<Vec<Statement>, RewriteError> {
+    #[cfg(test)]
+    crate::sqltext::parses::add();
     Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| RewriteError::Parse(e.to_string()))
 }
 
@@ -65,6 +95,42 @@ pub fn rewrite(sql: &str, replacements: &[Replacement]) -> Result<String, Rewrit
     if replacements.is_empty() {
         return Ok(sql.to_owned());
     }
+    splice(sql, replacements).map(|spliced| spliced.sql)
+}
+
+/// [`rewrite`] of a statement the guard checked: the new statement's tree is the checked one
+/// with the values swapped in, and the guard's checks run again on it (not its parse). A
+/// statement whose tree's locations are not its text's is rewritten as text and checked anew.
+pub fn rewrite_checked(checked: &CheckedSql, replacements: &[Replacement]) -> Result<CheckedSql, RewriteError> {
+    if replacements.is_empty() {
+        return Ok(checked.clone());
+    }
+    let spliced = splice(&checked.sql, replacements)?;
+    let refused = |r: crate::guard::Refusal| RewriteError::Refused(r.to_string());
+    let Some(tree) = checked.located() else {
+        return crate::guard::check_read_only(&spliced.sql).map_err(refused);
+    };
+    let mut tree = tree.clone();
+    let offsets = line_starts(&checked.sql);
+    let mut by_start: HashMap<usize, &Replacement> = replacements.iter().map(|r| (r.range.start, r)).collect();
+    let _ = tree.visit(&mut SwapValues { sql: &checked.sql, offsets: &offsets, by_start: &mut by_start });
+    if let Some(r) = by_start.values().next() {
+        return Err(RewriteError::NotALiteral(r.range));
+    }
+    crate::guard::recheck_read_only(&spliced.sql, &spliced.tokens, tree).map_err(refused)
+}
+
+/// A text with literals spliced in, and its tokens (proved as [`rewrite`] says).
+struct Spliced {
+    sql: String,
+    tokens: Vec<TokenWithSpan>,
+}
+
+fn tokens_of(sql: &str) -> Result<Vec<TokenWithSpan>, RewriteError> {
+    Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize_with_location().map_err(|e| RewriteError::Parse(e.to_string()))
+}
+
+fn splice(sql: &str, replacements: &[Replacement]) -> Result<Spliced, RewriteError> {
     let mut sorted: Vec<&Replacement> = replacements.iter().collect();
     sorted.sort_by_key(|r| r.range.start);
     for pair in sorted.windows(2) {
@@ -72,23 +138,21 @@ pub fn rewrite(sql: &str, replacements: &[Replacement]) -> Result<String, Rewrit
             return Err(RewriteError::Overlap(pair[1].range.start));
         }
     }
+    // Each range must be exactly one token: a string in standard quotes, or an unsigned
+    // number replaced by one.
+    let tokens = tokens_of(sql)?;
+    let mut cursor = OffsetCursor::new(sql);
+    let ranges: Vec<TextRange> =
+        tokens.iter().map(|t| TextRange { start: cursor.offset(t.span.start), end: cursor.offset(t.span.end) }).collect();
+    let mut expected: Vec<Token> = tokens.iter().map(|t| t.token.clone()).collect();
     for r in &sorted {
-        let text = sql.get(r.range.start..r.range.end).ok_or(RewriteError::NotALiteral(r.range))?;
-        let quoted = text.len() >= 2 && text.starts_with('\'') && text.ends_with('\'');
-        let number = is_plain_number(text) && is_plain_number(&r.text);
-        if !(quoted || number) {
-            return Err(RewriteError::NotALiteral(r.range));
-        }
-    }
-
-    // The expected tree: the original with the values swapped at the same places.
-    let mut expected = parse(sql)?;
-    let offsets = line_starts(sql);
-    let mut by_start: HashMap<usize, &str> = sorted.iter().map(|r| (r.range.start, r.text.as_str())).collect();
-    let _ = expected.visit(&mut SwapValues { sql, offsets: &offsets, by_start: &mut by_start });
-    if let Some((&start, _)) = by_start.iter().next() {
-        let r = sorted.iter().find(|r| r.range.start == start).expect("a requested range");
-        return Err(RewriteError::NotALiteral(r.range));
+        let at = ranges.iter().position(|t| *t == r.range).ok_or(RewriteError::NotALiteral(r.range))?;
+        let string = match &tokens[at].token {
+            Token::SingleQuotedString(_) if sql[r.range.start..].starts_with('\'') => true,
+            Token::Number(n, false) if is_plain_number(n) && is_plain_number(&r.text) => false,
+            _ => return Err(RewriteError::NotALiteral(r.range)),
+        };
+        expected[at] = r.token(string);
     }
 
     let mut out = String::with_capacity(sql.len() + 16);
@@ -104,29 +168,32 @@ pub fn rewrite(sql: &str, replacements: &[Replacement]) -> Result<String, Rewrit
     }
     out.push_str(&sql[at..]);
 
-    let actual = parse(&out).map_err(|e| RewriteError::StructureChanged(e.to_string()))?;
-    if actual != expected {
+    let actual = tokens_of(&out).map_err(|e| RewriteError::StructureChanged(e.to_string()))?;
+    if actual.len() != expected.len() || actual.iter().zip(&expected).any(|(a, e)| a.token != *e) {
         return Err(RewriteError::StructureChanged(out));
     }
-    Ok(out)
+    Ok(Spliced { sql: out, tokens: actual })
 }
 
-/// Sets the value of each single-quoted literal whose span starts at a requested byte offset.
+/// Sets the value of each literal whose span starts at a requested byte offset.
 struct SwapValues<'a, 'b> {
     sql: &'a str,
     offsets: &'a [usize],
-    by_start: &'b mut HashMap<usize, &'a str>,
+    by_start: &'b mut HashMap<usize, &'a Replacement>,
 }
 
 impl VisitorMut for SwapValues<'_, '_> {
     type Break = ();
 
     fn pre_visit_value(&mut self, value: &mut ValueWithSpan) -> ControlFlow<()> {
-        if let Value::SingleQuotedString(s) | Value::Number(s, _) = &mut value.value {
-            let start = byte_offset(self.sql, self.offsets, value.span.start);
-            if let Some(text) = start.and_then(|b| self.by_start.remove(&b)) {
-                *s = text.to_owned();
-            }
+        let string = match &value.value {
+            Value::SingleQuotedString(_) => true,
+            Value::Number(..) => false,
+            _ => return ControlFlow::Continue(()),
+        };
+        let start = byte_offset(self.sql, self.offsets, value.span.start);
+        if let Some(r) = start.and_then(|b| self.by_start.remove(&b)) {
+            value.value = r.value(string);
         }
         ControlFlow::Continue(())
     }
@@ -223,4 +290,14 @@ pub fn mask_literals(sql: &str) -> Result<String, RewriteError> {
 pub fn same_structure(original: &str, candidate: &str) -> Result<bool, RewriteError> {
     let original = masked_tree(original)?;
     Ok(masked_tree(candidate).is_ok_and(|c| c == original))
+}
+
+/// [`same_structure`] of two statements the guard checked, from their trees.
+pub fn same_structure_checked(original: &CheckedSql, candidate: &CheckedSql) -> bool {
+    let masked = |c: &CheckedSql| {
+        let mut tree = c.statement().clone();
+        let _ = tree.visit(&mut MaskStrings);
+        tree
+    };
+    masked(original) == masked(candidate)
 }

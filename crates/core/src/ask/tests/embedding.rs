@@ -35,16 +35,16 @@ impl Llm for Embedding {
 }
 
 impl Executor for Embedding {
-    fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
+    fn execute(&mut self, sql: &crate::guard::CheckedSql) -> Result<ResultSet, ExecFailure> {
         self.0.execute(sql)
     }
-    fn execute_verified(&mut self, sql: &str, schema: Option<&str>) -> Result<ResultSet, ExecFailure> {
+    fn execute_verified(&mut self, sql: &crate::guard::CheckedSql, schema: Option<&str>) -> Result<ResultSet, ExecFailure> {
         self.0.execute_verified(sql, schema)
     }
 }
 
 impl Memory for Embedding {
-    fn literal_evidence(&mut self, sql: &str) -> Result<Vec<Looked>, HostError> {
+    fn literal_evidence(&mut self, sql: &crate::guard::CheckedSql) -> Result<Vec<Looked>, HostError> {
         self.0.literal_evidence(sql)
     }
     fn verified(&mut self, question: &Question) -> Result<Vec<Candidate>, HostError> {

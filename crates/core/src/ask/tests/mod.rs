@@ -4,6 +4,7 @@
 mod answer;
 mod embedding;
 mod knowledge;
+mod one_parse;
 mod plan;
 mod verified;
 
@@ -18,7 +19,7 @@ use crate::llm::{ChatRequest, ChatResponse, LlmError};
 use crate::prompt;
 use crate::values::correct::{ColumnEvidence, Looked};
 use crate::values::decide::Evidence;
-use crate::values::literals::{find_literals, CatalogColumn, LiteralRef};
+use crate::values::literals::{find_literals_in, CatalogColumn, LiteralRef};
 use crate::verified::Candidate;
 
 type Exec = Box<dyn FnMut(&str) -> Result<ResultSet, ExecFailure>>;
@@ -77,11 +78,11 @@ impl Llm for Scripted {
 }
 
 impl Executor for Scripted {
-    fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
-        self.executed.push(sql.to_string());
-        (self.exec)(sql)
+    fn execute(&mut self, sql: &crate::guard::CheckedSql) -> Result<ResultSet, ExecFailure> {
+        self.executed.push(sql.sql.clone());
+        (self.exec)(&sql.sql)
     }
-    fn execute_verified(&mut self, sql: &str, _: Option<&str>) -> Result<ResultSet, ExecFailure> {
+    fn execute_verified(&mut self, sql: &crate::guard::CheckedSql, _: Option<&str>) -> Result<ResultSet, ExecFailure> {
         self.execute(sql)
     }
 }
@@ -110,10 +111,10 @@ macro_rules! scripted_host {
             }
         }
         impl Executor for $name {
-            fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
+            fn execute(&mut self, sql: &crate::guard::CheckedSql) -> Result<ResultSet, ExecFailure> {
                 self.0.execute(sql)
             }
-            fn execute_verified(&mut self, sql: &str, schema: Option<&str>) -> Result<ResultSet, ExecFailure> {
+            fn execute_verified(&mut self, sql: &crate::guard::CheckedSql, schema: Option<&str>) -> Result<ResultSet, ExecFailure> {
                 self.0.execute_verified(sql, schema)
             }
         }
@@ -389,11 +390,11 @@ fn llm_errors_stop_at_once() {
 /// gets the evidence given (its literal filled in).
 struct Correcting(Scripted, Evidence);
 scripted_host!(Correcting {
-    fn literal_evidence(&mut self, sql: &str) -> Result<Vec<Looked>, HostError> {
+    fn literal_evidence(&mut self, sql: &crate::guard::CheckedSql) -> Result<Vec<Looked>, HostError> {
         let mut cat = crate::values::literals::Catalog::new(["public"]);
         let text = |name: &str| CatalogColumn { name: name.into(), text_like: true };
         cat.add_table("public", "restaurants", vec![text("name"), text("city")]);
-        let found = find_literals(sql, &cat).map_err(HostError::internal)?;
+        let found = find_literals_in(sql, &cat).map_err(HostError::internal)?;
         Ok(found
             .into_iter()
             .map(|literal| {
@@ -489,7 +490,7 @@ scripted_host!(Ambiguous {
     fn ambiguities(&mut self, question: &str, _: &[String]) -> Result<Vec<Ambiguity>, HostError> {
         Ok(if question.contains("LA") { vec![crate::clarify::la()] } else { vec![] })
     }
-    fn literal_evidence(&mut self, sql: &str) -> Result<Vec<Looked>, HostError> {
+    fn literal_evidence(&mut self, sql: &crate::guard::CheckedSql) -> Result<Vec<Looked>, HostError> {
         self.0.literal_evidence(sql)
     }
     fn verified(&mut self, question: &Question) -> Result<Vec<Candidate>, HostError> {
@@ -547,10 +548,10 @@ fn empty_question_and_no_tables() {
         }
     }
     impl Executor for NoTables {
-        fn execute(&mut self, _: &str) -> Result<ResultSet, ExecFailure> {
+        fn execute(&mut self, _: &crate::guard::CheckedSql) -> Result<ResultSet, ExecFailure> {
             unreachable!()
         }
-        fn execute_verified(&mut self, _: &str, _: Option<&str>) -> Result<ResultSet, ExecFailure> {
+        fn execute_verified(&mut self, _: &crate::guard::CheckedSql, _: Option<&str>) -> Result<ResultSet, ExecFailure> {
             unreachable!()
         }
     }

@@ -21,10 +21,10 @@ impl Llm for Selecting {
     }
 }
 impl Executor for Selecting {
-    fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
+    fn execute(&mut self, sql: &crate::guard::CheckedSql) -> Result<ResultSet, ExecFailure> {
         self.0.execute(sql)
     }
-    fn execute_verified(&mut self, sql: &str, schema: Option<&str>) -> Result<ResultSet, ExecFailure> {
+    fn execute_verified(&mut self, sql: &crate::guard::CheckedSql, schema: Option<&str>) -> Result<ResultSet, ExecFailure> {
         self.0.execute_verified(sql, schema)
     }
 }

@@ -9,7 +9,7 @@ scripted_host!(Verifying {
     fn verified(&mut self, _: &Question) -> Result<Vec<Candidate>, HostError> {
         Ok(self.1.clone())
     }
-    fn literal_evidence(&mut self, sql: &str) -> Result<Vec<Looked>, HostError> {
+    fn literal_evidence(&mut self, sql: &crate::guard::CheckedSql) -> Result<Vec<Looked>, HostError> {
         self.0.literal_evidence(sql)
     }
     fn stored_value(&mut self, lit: &LiteralRef, text: &str) -> Result<Option<String>, HostError> {

@@ -35,6 +35,7 @@ use sqlparser::tokenizer::Location;
 use scan::{column_parts, ident_name, object_name_parts, RawKind, Scanner};
 
 pub use crate::sqltext::quote_ident;
+use crate::guard::CheckedSql;
 pub use catalog::{Catalog, CatalogColumn, CatalogTable, QualifiedName};
 pub use found::{LikePattern, LiteralKind, LiteralRef, TextRange};
 
@@ -49,9 +50,24 @@ pub enum LiteralError {
 /// Parses `sql` (PostgreSQL dialect, any number of statements) and lists every string literal
 /// compared with a text column, in text order. See the [module documentation](self).
 pub fn find_literals(sql: &str, catalog: &Catalog) -> Result<Vec<LiteralRef>, LiteralError> {
+    #[cfg(test)]
+    crate::sqltext::parses::add();
     let statements = Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| LiteralError::Parse(e.to_string()))?;
+    Ok(literals_of(&statements, sql, catalog))
+}
+
+/// [`find_literals`] of a statement the guard checked, from the tree it parsed (parsed again
+/// only when the tree's locations are not the text's).
+pub fn find_literals_in(checked: &CheckedSql, catalog: &Catalog) -> Result<Vec<LiteralRef>, LiteralError> {
+    match checked.located() {
+        Some(statement) => Ok(literals_of(std::slice::from_ref(statement), &checked.sql, catalog)),
+        None => find_literals(&checked.sql, catalog),
+    }
+}
+
+fn literals_of(statements: &[Statement], sql: &str, catalog: &Catalog) -> Vec<LiteralRef> {
     let mut analyzer = Analyzer { catalog, offsets: LineOffsets::new(sql), sql, found: Vec::new() };
-    for statement in &statements {
+    for statement in statements {
         if let Statement::Query(query) = statement {
             analyzer.query(query, None, &[]);
         }
@@ -59,7 +75,7 @@ pub fn find_literals(sql: &str, catalog: &Catalog) -> Result<Vec<LiteralRef>, Li
     let mut found = analyzer.found;
     found.sort_by_key(|l| l.range);
     found.dedup_by_key(|l| l.range);
-    Ok(found)
+    found
 }
 
 /// The last part of every relation name `sql` reads from (a table's, a view's or a CTE's),
@@ -67,9 +83,20 @@ pub fn find_literals(sql: &str, catalog: &Catalog) -> Result<Vec<LiteralRef>, Li
 /// [`find_literals`] needs are among those of these names. SQL that does not parse names none
 /// (`find_literals` reports it).
 pub fn relation_names(sql: &str) -> Vec<String> {
+    #[cfg(test)]
+    crate::sqltext::parses::add();
     let Ok(statements) = Parser::parse_sql(&PostgreSqlDialect {}, sql) else { return Vec::new() };
+    names_of(&statements)
+}
+
+/// [`relation_names`] of a statement the guard checked, from its tree.
+pub fn relation_names_in(checked: &CheckedSql) -> Vec<String> {
+    names_of(checked.statement())
+}
+
+fn names_of<V: Visit>(statements: &V) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    let _ = sqlparser::ast::visit_relations(&statements, |name| {
+    let _ = sqlparser::ast::visit_relations(statements, |name| {
         if let Some(last) = object_name_parts(name).and_then(|mut p| p.pop()) {
             if !out.contains(&last) {
                 out.push(last);
