@@ -234,7 +234,8 @@ struct ReadOnly<'a> {
 }
 
 impl Executor for ReadOnly<'_> {
-    fn execute(&mut self, sql: &str) -> Result<ResultSet, ExecFailure> {
+    fn execute(&mut self, sql: &pg_ask_core::guard::CheckedSql) -> Result<ResultSet, ExecFailure> {
+        let sql = sql.sql.as_str();
         let mut tx = self.c.build_transaction().read_only(true).start().unwrap();
         tx.batch_execute(&format!(
             "SET LOCAL statement_timeout = {STATEMENT_TIMEOUT_MS}; SET LOCAL search_path = {}",
@@ -270,7 +271,7 @@ impl Executor for ReadOnly<'_> {
         })
     }
 
-    fn execute_verified(&mut self, sql: &str, _schema: Option<&str>) -> Result<ResultSet, ExecFailure> {
+    fn execute_verified(&mut self, sql: &pg_ask_core::guard::CheckedSql, _schema: Option<&str>) -> Result<ResultSet, ExecFailure> {
         self.execute(sql)
     }
 }

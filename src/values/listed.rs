@@ -2,17 +2,17 @@
 //! (`ask.max_listed_values`): the model sees that `sex` holds 'F' and 'M' and writes 'F' for
 //! "female", which no embedding or trigram of 'female' would find.
 
-use pg_ask_core::schema::{render_listing, Listed, Table};
+use pg_ask_core::schema::{render_styled, Listed, Table};
 
 use crate::pg::gucs;
 use crate::pg::identity::as_memory_owner;
 use crate::pg::spi::{select_kept, OrRaise};
 use pgrx::pg_sys::{PgBuiltInOids, PgOid};
 
-/// The tables as prompt text, with the remembered values of their columns that hold at most
-/// `ask.max_listed_values` listed after the column.
+/// The tables as prompt text (in `ask.schema_style`), with the remembered values of their
+/// columns that hold at most `ask.max_listed_values` listed after the column.
 pub(crate) fn render(tables: &[Table]) -> String {
-    render_listing(tables, &listed(tables))
+    render_styled(tables, &listed(tables), gucs::schema_style())
 }
 
 /// The values to list for `tables`: of columns whose memory holds all of the column's values

@@ -25,7 +25,8 @@
 //! columns that `scripts/run.sh` indexes), `PG_ASK_REAL_KNOWLEDGE=1` (defog's instructions and
 //! glossaries registered once per database as knowledge, none passed with a question; the
 //! sample's `sample/knowledge.json` imported; without it, `ask.use_knowledge` is off for the
-//! sample).
+//! sample), `PG_ASK_REAL_SCHEMA_STYLE` (`ask.schema_style` for pg_ask: `listing`, the default,
+//! or `create_table`).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -214,9 +215,10 @@ fn main() {
     let suites = env("PG_ASK_REAL_SUITES", "sample,defog");
     let mut c = database();
     let server = format!(
-        "SET ask.provider = 'openai'; SET ask.base_url = '{url}'; SET ask.model = '{model}';
+        "SET ask.provider = 'openai'; SET ask.base_url = '{url}'; SET ask.model = '{model}'; SET ask.schema_style = {};
          SET ask.concurrency = {}; SET ask.request_timeout = 300000; SET ask.max_tokens = {};
          SET client_min_messages = warning",
+        env("PG_ASK_REAL_SCHEMA_STYLE", "listing"),
         concurrency(),
         env("PG_ASK_REAL_MAX_TOKENS", "1024")
     );

@@ -82,19 +82,55 @@ pub type Listed = std::collections::HashMap<(String, String), Vec<String>>;
 /// Longest value listed (in characters); a longer one is shown cut, with `…`.
 pub const LISTED_VALUE_CHARS: usize = 60;
 
+/// How a description writes each table: the same names, types, keys, comments and values
+/// either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Style {
+    /// `TABLE schema.name`, then one indented line per column (the default).
+    #[default]
+    Listing,
+    /// `CREATE TABLE schema.name (`, the same lines separated by commas, and `);`: the shape
+    /// of the statements a model read most of.
+    CreateTable,
+}
+
 /// [`render`], with the stored values of columns that hold few of them listed after the
 /// column (`-- values: 'F', 'M'`), as SQL string literals, so that the model writes a value as
 /// it is stored ('F', not 'female') and sees what the column can hold.
 pub fn render_listing(tables: &[Table], listed: &Listed) -> String {
+    render_styled(tables, listed, Style::Listing)
+}
+
+/// [`render_listing`] in the given [`Style`].
+pub fn render_styled(tables: &[Table], listed: &Listed, style: Style) -> String {
+    let statement = style == Style::CreateTable;
     let mut out = String::new();
     for t in tables {
         let kind = if t.kind.is_empty() { "table" } else { t.kind.as_str() };
+        if statement {
+            out.push_str("CREATE ");
+        }
         let _ = write!(out, "{} {}", kind.to_uppercase(), t.qualified());
+        if statement {
+            out.push_str(" (");
+        }
         if let Some(c) = t.comment.as_deref().filter(|c| !c.trim().is_empty()) {
             let _ = write!(out, "  -- {}", one_line(c, 200));
         }
         out.push('\n');
         let single_pk = (t.primary_key.len() == 1).then(|| t.primary_key[0].as_str());
+        let multi_fks = t.foreign_keys.iter().filter(|fk| fk.columns.len() > 1).count();
+        let lines = t.columns.len() + usize::from(t.primary_key.len() > 1) + multi_fks;
+        // A comma after every line of a statement but its last.
+        let mut line = 0;
+        let mut comma = || {
+            line += 1;
+            if statement && line < lines {
+                ","
+            } else {
+                ""
+            }
+        };
         for col in &t.columns {
             let _ = write!(out, "  {} {}", col.name, col.data_type);
             if single_pk == Some(col.name.as_str()) {
@@ -105,6 +141,7 @@ pub fn render_listing(tables: &[Table], listed: &Listed) -> String {
             if let Some(fk) = t.foreign_keys.iter().find(|fk| fk.columns.len() == 1 && fk.columns[0] == col.name) {
                 let _ = write!(out, " REFERENCES {}({})", fk.references, fk.ref_columns.join(", "));
             }
+            out.push_str(comma());
             let comment = col.comment.as_deref().filter(|c| !c.trim().is_empty());
             let values = listed.get(&(t.qualified(), col.name.clone())).filter(|v| !v.is_empty());
             match (comment, values) {
@@ -122,10 +159,14 @@ pub fn render_listing(tables: &[Table], listed: &Listed) -> String {
             out.push('\n');
         }
         if t.primary_key.len() > 1 {
-            let _ = writeln!(out, "  PRIMARY KEY ({})", t.primary_key.join(", "));
+            let _ = writeln!(out, "  PRIMARY KEY ({}){}", t.primary_key.join(", "), comma());
         }
         for fk in t.foreign_keys.iter().filter(|fk| fk.columns.len() > 1) {
-            let _ = writeln!(out, "  FOREIGN KEY ({}) REFERENCES {}({})", fk.columns.join(", "), fk.references, fk.ref_columns.join(", "));
+            let (cols, refs) = (fk.columns.join(", "), fk.ref_columns.join(", "));
+            let _ = writeln!(out, "  FOREIGN KEY ({cols}) REFERENCES {}({refs}){}", fk.references, comma());
+        }
+        if statement {
+            out.push_str(");\n");
         }
     }
     out
@@ -138,9 +179,10 @@ fn value_list(values: &[String]) -> String {
     values.iter().map(|v| format!("'{}'", one_line(v, LISTED_VALUE_CHARS).replace('\'', "''"))).collect::<Vec<_>>().join(", ")
 }
 
-/// Tables in a rendered description (each starts an unindented line).
+/// Tables in a rendered description (each starts an unindented line; a statement's `);`
+/// does not).
 pub(crate) fn count_rendered_tables(text: &str) -> usize {
-    text.lines().filter(|l| !l.is_empty() && !l.starts_with(' ')).count()
+    text.lines().filter(|l| !l.is_empty() && !l.starts_with(' ') && !l.starts_with(')')).count()
 }
 
 /// Read back what [`render`] wrote: the tables, columns and keys of a description (comments
@@ -161,7 +203,12 @@ pub fn parse_rendered(text: &str) -> Vec<Table> {
             continue;
         }
         let Some(table) = tables.last_mut() else { continue };
-        let body = line.trim_start();
+        // A statement's line ends in a comma, before its comment.
+        let trimmed = line.trim_start();
+        let body_end = trimmed.find("  -- ").unwrap_or(trimmed.len());
+        let uncommented = trimmed[..body_end].trim_end().trim_end_matches(',');
+        let body_owned = format!("{uncommented}{}", &trimmed[body_end..]);
+        let body = body_owned.as_str();
         if let Some(rest) = body.strip_prefix("PRIMARY KEY (") {
             table.primary_key = ident_list(rest.trim_end_matches(')'));
         } else if let Some(rest) = body.strip_prefix("FOREIGN KEY (") {
@@ -196,9 +243,14 @@ pub fn parse_rendered(text: &str) -> Vec<Table> {
     tables
 }
 
-/// `TABLE schema.name  -- comment` (any kind word(s) in capitals first).
+/// `TABLE schema.name  -- comment` (any kind word(s) in capitals first), or the same as a
+/// statement's first line: `CREATE TABLE schema.name (  -- comment`.
 fn table_header(line: &str) -> Option<Table> {
     let head = line.split_once("  -- ").map_or(line, |(h, _)| h);
+    let head = match head.strip_prefix("CREATE ") {
+        Some(statement) => statement.trim_end().strip_suffix(" (")?,
+        None => head,
+    };
     // The kind is one or two capitalised words (TABLE, VIEW, MATERIALIZED VIEW, ...); the name
     // follows and may itself contain spaces inside quotes.
     let mut kind_words = Vec::new();
@@ -340,6 +392,29 @@ mod tests {
     }
 
     #[test]
+    fn a_description_as_create_table_statements() {
+        let t = Table {
+            schema: "public".into(),
+            name: "orders".into(),
+            kind: "table".into(),
+            comment: Some("Customer orders".into()),
+            columns: vec![col("id", "integer", true, None), col("a", "integer", false, Some("first")), col("b", "text", false, None)],
+            primary_key: vec!["id".into(), "a".into()],
+            ..Default::default()
+        };
+        let listed: Listed = [(("public.orders".to_string(), "b".to_string()), vec!["F".to_string(), "M".to_string()])].into();
+        assert_eq!(
+            render_styled(&[t], &listed, Style::CreateTable),
+            "CREATE TABLE public.orders (  -- Customer orders\n\
+             \x20 id integer NOT NULL,\n\
+             \x20 a integer,  -- first\n\
+             \x20 b text,  -- values: 'F', 'M'\n\
+             \x20 PRIMARY KEY (id, a)\n\
+             );\n"
+        );
+    }
+
+    #[test]
     fn a_rendered_description_reads_back() {
         let orders = Table {
             schema: "public".into(),
@@ -374,13 +449,16 @@ mod tests {
             primary_key: vec!["x".into(), "y".into()],
             ..Default::default()
         };
-        let back = parse_rendered(&render(&[orders.clone(), plain.clone()]));
         let strip = |mut t: Table| {
             t.comment = None;
             t.columns.iter_mut().for_each(|c| c.comment = None);
             t
         };
-        assert_eq!(back, vec![strip(orders), plain]);
+        let both = [orders.clone(), plain.clone()];
+        assert_eq!(parse_rendered(&render(&both)), vec![strip(orders.clone()), plain.clone()]);
+        let statements = render_styled(&both, &Listed::new(), Style::CreateTable);
+        assert_eq!(parse_rendered(&statements), vec![strip(orders), plain]);
+        assert_eq!(count_rendered_tables(&statements), 2);
         assert!(parse_rendered("not a description\n  x int\n").is_empty());
     }
 

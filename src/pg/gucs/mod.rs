@@ -68,6 +68,15 @@ pub enum EmbeddingProvider {
     Off,
 }
 
+/// How the SQL prompt writes each described table (`ask.schema_style`).
+#[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub enum GucSchemaStyle {
+    #[name = c"listing"]
+    Listing,
+    #[name = c"create_table"]
+    CreateTable,
+}
+
 /// Wire protocol of the LLM server: openai (any OpenAI-compatible server), anthropic, ollama.
 static PROVIDER: GucSetting<GucProvider> = GucSetting::<GucProvider>::new(GucProvider::OpenAi);
 /// Base URL of the LLM server. The default is a local Ollama's OpenAI-compatible endpoint.
@@ -111,6 +120,7 @@ const MAX_VALUES_PER_COLUMN_DEFAULT: i32 = 100_000;
 /// Columns of the value memory with at most this many values have them listed in the prompt.
 static MAX_LISTED_VALUES: GucSetting<i32> = GucSetting::<i32>::new(20);
 static MAX_TABLES: GucSetting<i32> = GucSetting::<i32>::new(10);
+static SCHEMA_STYLE: GucSetting<GucSchemaStyle> = GucSetting::<GucSchemaStyle>::new(GucSchemaStyle::Listing);
 static STRUCTURED_OUTPUT: GucSetting<GucMode> = GucSetting::<GucMode>::new(GucMode::Auto);
 static SQL_GRAMMAR: GucSetting<GucMode> = GucSetting::<GucMode>::new(GucMode::Auto);
 static CACHE: GucSetting<bool> = GucSetting::<bool>::new(false);
@@ -222,6 +232,14 @@ pub fn init() {
         c"Constrain fixed-shape replies to their JSON schema.",
         c"auto: where the provider accepts it (openai response_format, ollama format, anthropic a forced tool); a server that refuses is asked again without, and remembered per base URL for the session; on: always, a refusal is an error; off: free text.",
         &STRUCTURED_OUTPUT,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_enum_guc(
+        c"ask.schema_style",
+        c"How the SQL prompt writes each described table: listing (TABLE name, one line per column) or create_table (CREATE TABLE statements).",
+        c"Both carry the same names, types, keys, comments and listed values; the SQL grammar is built from either.",
+        &SCHEMA_STYLE,
         GucContext::Userset,
         GucFlags::default(),
     );

@@ -85,6 +85,14 @@ pub fn max_values_per_column() -> i64 {
     sw::int(Int::MaxValuesPerColumn, MAX_VALUES_PER_COLUMN.get(), MAX_VALUES_PER_COLUMN_DEFAULT).max(1) as i64
 }
 
+/// `ask.schema_style`.
+pub fn schema_style() -> pg_ask_core::schema::Style {
+    match SCHEMA_STYLE.get() {
+        GucSchemaStyle::Listing => pg_ask_core::schema::Style::Listing,
+        GucSchemaStyle::CreateTable => pg_ask_core::schema::Style::CreateTable,
+    }
+}
+
 /// `ask.max_listed_values` (0: none listed).
 pub fn max_listed_values() -> i64 {
     MAX_LISTED_VALUES.get().max(0) as i64

@@ -31,6 +31,9 @@ pub(super) fn without_echoes(reply: &str) -> std::borrow::Cow<'_, str> {
         for (i, line) in lines.iter().enumerate() {
             if header(i) {
                 in_description = true;
+            } else if in_description && line.trim_end() == ");" {
+                // The end of a description written as a statement.
+                in_description = false;
             } else if !(in_description && indented(i)) {
                 in_description = false;
                 kept.push(line);
@@ -62,11 +65,19 @@ fn find_ci(hay: &str, needle: &str) -> Option<usize> {
     hay.as_bytes().windows(needle.len()).position(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
 }
 
-/// The first line of a table as pg_ask describes it for prompts: `TABLE schema.name`, maybe
-/// with `  -- comment`. (It is a description, not a `TABLE` statement, when it carries such a
+/// The first line of a table as pg_ask describes it for prompts: `TABLE schema.name` (or
+/// `CREATE TABLE schema.name (`), maybe with `  -- comment`. (It is a description, not a `TABLE` statement, when it carries such a
 /// comment or indented column lines follow it.)
 fn is_description_header(line: &str) -> bool {
-    let Some(rest) = line.strip_prefix("TABLE ") else { return false };
+    let Some(rest) = line.strip_prefix("TABLE ").or_else(|| line.strip_prefix("CREATE TABLE ")) else { return false };
     let name = rest.split("  -- ").next().unwrap_or_default().trim_end();
+    let name = if line.starts_with("CREATE ") {
+        match name.strip_suffix(" (") {
+            Some(n) => n,
+            None => return false,
+        }
+    } else {
+        name
+    };
     name.split('.').count() == 2 && !name.contains(char::is_whitespace) && !name.ends_with(';')
 }

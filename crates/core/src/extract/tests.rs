@@ -76,6 +76,10 @@ fn an_echoed_schema_is_not_sql() {
     assert_eq!(extract_sql(echo), None);
     assert_eq!(extracted(&format!("{echo}\n\nSELECT name FROM public.cities")), "SELECT name FROM public.cities");
     assert_eq!(extracted(&format!("<schema>\n{echo}\n</schema>\nSELECT 1")), "SELECT 1");
+    // The same description written as statements.
+    let statements = "CREATE TABLE public.cities (  -- Cities covered by the restaurant guide.\n  id integer PRIMARY KEY,\n  name text NOT NULL\n);";
+    assert_eq!(extract_sql(statements), None);
+    assert_eq!(extracted(&format!("{statements}\n\nSELECT name FROM public.cities")), "SELECT name FROM public.cities");
     // A TABLE statement stays one.
     assert_eq!(extracted("TABLE public.cities"), "TABLE public.cities");
     assert_eq!(extracted("TABLE public.cities;\n"), "TABLE public.cities");
