@@ -37,7 +37,9 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     }
-    let _ = values::prompt::parse_correction("SELECT * FROM cities WHERE name = 'LA'", &reply);
+    if let Ok(original) = pg_ask_core::guard::check_read_only("SELECT * FROM cities WHERE name = 'LA'") {
+        let _ = values::prompt::parse_correction_checked(&original, &reply);
+    }
     let _ = chain::plan::parse_chain(&reply);
     let _ = chain::step_impossible(&reply);
     let _ = shadow::prompting::parse_reply(&reply, QueryKind::Select);

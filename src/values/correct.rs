@@ -7,11 +7,11 @@ use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
 
 use pg_ask_core::ask::HostError;
+use pg_ask_core::guard::CheckedSql;
 use pg_ask_core::schema::Table;
 use pg_ask_core::selection::unquote;
 use pg_ask_core::values::correct::{ColumnEvidence, Looked};
 use pg_ask_core::values::decide::{Candidate, Evidence};
-use pg_ask_core::guard::CheckedSql;
 use pg_ask_core::values::literals::{
     find_literals, find_literals_in, relation_names, relation_names_in, Catalog, CatalogColumn, LiteralKind, LiteralRef,
 };

@@ -77,7 +77,8 @@ fn an_echoed_schema_is_not_sql() {
     assert_eq!(extracted(&format!("{echo}\n\nSELECT name FROM public.cities")), "SELECT name FROM public.cities");
     assert_eq!(extracted(&format!("<schema>\n{echo}\n</schema>\nSELECT 1")), "SELECT 1");
     // The same description written as statements.
-    let statements = "CREATE TABLE public.cities (  -- Cities covered by the restaurant guide.\n  id integer PRIMARY KEY,\n  name text NOT NULL\n);";
+    let statements =
+        "CREATE TABLE public.cities (  -- Cities covered by the restaurant guide.\n  id integer PRIMARY KEY,\n  name text NOT NULL\n);";
     assert_eq!(extract_sql(statements), None);
     assert_eq!(extracted(&format!("{statements}\n\nSELECT name FROM public.cities")), "SELECT name FROM public.cities");
     // A TABLE statement stays one.

@@ -203,10 +203,8 @@ fn parse_one(sql: &str) -> Result<ParsedOne, Refusal> {
     let dialect = PostgreSqlDialect {};
     let tokens = Tokenizer::new(&dialect, sql).tokenize_with_location().map_err(|e| Refusal::Unparsable(e.to_string()))?;
     let (start, end) = checked_tokens(&tokens)?;
-    let mut statements = Parser::new(&dialect)
-        .with_tokens_with_locations(tokens)
-        .parse_statements()
-        .map_err(|e| Refusal::Unparsable(e.to_string()))?;
+    let mut statements =
+        Parser::new(&dialect).with_tokens_with_locations(tokens).parse_statements().map_err(|e| Refusal::Unparsable(e.to_string()))?;
     match statements.len() {
         0 => Err(Refusal::Empty),
         1 => Ok(ParsedOne { statement: statements.remove(0), start, end }),

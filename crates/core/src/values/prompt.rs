@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use super::literals::QualifiedName;
 use super::rewrite::{same_structure_checked, RewriteError};
-use crate::guard::{check_read_only, CheckedSql};
 use crate::extract::extract_sql;
+use crate::guard::{check_read_only, CheckedSql};
 use crate::llm::ChatRequest;
 use crate::prompt::data;
 

@@ -34,8 +34,8 @@ use sqlparser::tokenizer::Location;
 
 use scan::{column_parts, ident_name, object_name_parts, RawKind, Scanner};
 
-pub use crate::sqltext::quote_ident;
 use crate::guard::CheckedSql;
+pub use crate::sqltext::quote_ident;
 pub use catalog::{Catalog, CatalogColumn, CatalogTable, QualifiedName};
 pub use found::{LikePattern, LiteralKind, LiteralRef, TextRange};
 
