@@ -39,6 +39,8 @@ CREATE UNIQUE INDEX knowledge_identity ON knowledge
     (kind, coalesce(about::oid, 0::oid), coalesce(about_schema::oid, 0::oid), lower(coalesce(name, body)),
      coalesce(column_name, ''), coalesce(value, ''));
 CREATE INDEX knowledge_about ON knowledge (about);
+-- A question's table synonyms are looked up by their first word (ask() and ask.select_tables()).
+CREATE INDEX knowledge_synonym_words ON knowledge (lower(split_part(name, ' ', 1))) WHERE kind = 'synonym' AND column_name IS NULL;
 
 -- Whether the current role may see an item: an instruction on the database, any role; on a
 -- schema, a role with USAGE on it; any other, a role with SELECT on every relation it reads

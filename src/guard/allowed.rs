@@ -28,6 +28,44 @@ const RUNS_SQL_TEXT: &[&str] = &[
     "database_to_xml_and_xmlschema",
 ];
 
+/// Stable built-ins whose call other sessions can observe while it runs: they open a relation
+/// named by their argument (its lock shows in `pg_locks`) or assign the transaction an id
+/// (`pg_stat_activity.backend_xid`). Code another role wrote (a view's body, a policy, a
+/// domain's CHECK) that calls one with a value it read could signal that value out, so none of
+/// them starts while pg_ask plans and runs SQL it did not write.
+const SEEN_BY_OTHER_SESSIONS: &[&str] = &[
+    "pg_get_viewdef",
+    "pg_get_ruledef",
+    "pg_get_triggerdef",
+    "pg_get_indexdef",
+    "pg_get_constraintdef",
+    "pg_get_expr",
+    "pg_get_partkeydef",
+    "pg_get_partition_constraintdef",
+    "pg_get_statisticsobjdef",
+    "pg_get_statisticsobjdef_columns",
+    "pg_get_statisticsobjdef_expressions",
+    "pg_get_serial_sequence",
+    "pg_get_replica_identity_index",
+    "txid_current",
+    "pg_current_xact_id",
+];
+
+/// Why a built-in may not start in a strict scope although it is stable: see
+/// [`SEEN_BY_OTHER_SESSIONS`].
+///
+/// # Safety
+/// Catalog lookups: inside a transaction, on the backend's thread.
+pub(crate) unsafe fn seen_by_other_sessions(func_id: pg_sys::Oid) -> Option<String> {
+    if u32::from(func_id) >= pg_sys::FirstNormalObjectId {
+        return None;
+    }
+    let name = text(pg_sys::get_func_name(func_id));
+    SEEN_BY_OTHER_SESSIONS
+        .contains(&name.as_str())
+        .then(|| format!("{name}() would run, a built-in whose call other sessions can see (a lock it takes, a transaction id)"))
+}
+
 /// `ask.allowed_functions` entries as (schema, name), folded as PostgreSQL folds unquoted names.
 fn parse_allowed(entries: &[String]) -> Vec<(String, String)> {
     let fold = |part: &str| {

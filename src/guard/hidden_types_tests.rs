@@ -91,4 +91,44 @@ mod tests {
         assert!(message.contains("not immutable"), "{message}");
         Spi::run("RESET ROLE").unwrap();
     }
+
+    /// Another role's row-level-security policy or view calling a stable built-in that other
+    /// sessions can observe (a lock on the relation it names, a transaction id): it runs as the
+    /// caller, after the statement passed every check, with a value the caller may read. It is
+    /// refused as it is about to start (42501, naming it); before this test it ran.
+    #[pg_test]
+    fn a_policy_or_view_never_signals_through_a_lock_or_a_transaction_id() {
+        Spi::run(
+            "CREATE ROLE ask_sc_att; CREATE ROLE ask_sc_victim; CREATE SCHEMA ask_sc AUTHORIZATION ask_sc_att;
+             GRANT USAGE ON SCHEMA ask_sc TO PUBLIC;
+             SET ROLE ask_sc_att;
+             CREATE VIEW ask_sc.v1 AS SELECT 1 AS x;
+             CREATE TABLE ask_sc.board (id int);
+             INSERT INTO ask_sc.board VALUES (1);
+             ALTER TABLE ask_sc.board ENABLE ROW LEVEL SECURITY;
+             CREATE POLICY look ON ask_sc.board USING (pg_catalog.pg_get_viewdef('ask_sc.v1'::regclass) IS NOT NULL);
+             CREATE TABLE ask_sc.ids (id int);
+             INSERT INTO ask_sc.ids VALUES (1);
+             ALTER TABLE ask_sc.ids ENABLE ROW LEVEL SECURITY;
+             CREATE POLICY look ON ask_sc.ids USING (pg_catalog.txid_current() IS NOT NULL);
+             CREATE VIEW ask_sc.invoker WITH (security_invoker = true) AS
+                 SELECT id, pg_catalog.pg_get_viewdef('ask_sc.v1'::regclass) IS NOT NULL AS seen FROM ask_sc.board;
+             GRANT SELECT ON ask_sc.board, ask_sc.ids, ask_sc.invoker TO PUBLIC;
+             RESET ROLE",
+        )
+        .unwrap();
+        Spi::run("SET ROLE ask_sc_victim").unwrap();
+        for (sql, name) in [
+            ("SELECT id FROM ask_sc.board", "pg_get_viewdef"),
+            ("SELECT id FROM ask_sc.ids", "txid_current"),
+            ("SELECT id FROM ask_sc.invoker", "pg_get_viewdef"),
+        ] {
+            let (code, message, _) = error_of(&format!("SELECT * FROM ask.query($q${sql}$q$)"));
+            assert_eq!(code, "42501", "{sql}: {message}");
+            assert!(message.contains(name), "{sql}: {message}");
+        }
+        // The caller's own reads of such tables outside pg_ask are PostgreSQL's business.
+        assert_eq!(one::<i64>("SELECT count(*) FROM ask_sc.board"), 1);
+        Spi::run("RESET ROLE").unwrap();
+    }
 }

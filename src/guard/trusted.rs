@@ -221,14 +221,14 @@ pub(crate) fn analysing<R>(f: impl FnOnce() -> R) -> R {
 }
 
 /// Why a function PostgreSQL prepares for execution may not start in a strict scope: it is
-/// volatile, or a built-in that runs SQL given as text. (Whether it is trusted at all is the
+/// volatile, a built-in that runs SQL given as text, or one whose call other sessions see. (Whether it is trusted at all is the
 /// function manager hook's question, asked when it starts.)
 ///
 /// # Safety
 /// Catalog lookups: inside a transaction, on the backend's thread.
 unsafe fn strict_refusal(func_id: pg_sys::Oid) -> Option<String> {
     if u32::from(func_id) < pg_sys::FirstNormalObjectId {
-        if let Some(reason) = super::allowed::refusal(func_id, &[]) {
+        if let Some(reason) = super::allowed::refusal(func_id, &[]).or_else(|| super::allowed::seen_by_other_sessions(func_id)) {
             return Some(reason);
         }
     }

@@ -55,3 +55,42 @@ fn array_literal(names: &[String]) -> String {
     let quoted: Vec<String> = names.iter().map(|n| pg_ask_core::sqltext::quote_literal(n)).collect();
     format!("ARRAY[{}]::pg_catalog.text[]", quoted.join(", "))
 }
+
+/// Synonyms read for one question, at most (those beginning with one of its words).
+const MAX_SYNONYMS_READ: i64 = 200;
+
+/// The tables `question` names by a table synonym the caller may see (the policy of
+/// `ask.knowledge` decides), qualified: table selection reads their names beside the
+/// question's words. None with `ask.use_knowledge` off or before the 0.2.0 tables exist.
+pub(crate) fn synonym_tables(question: &str) -> Vec<String> {
+    if !gucs::use_knowledge() || !crate::pg::version::sql_at_least("0.2.0") {
+        return Vec::new();
+    }
+    let words = pg_ask_core::knowledge::probe_words(question);
+    if words.is_empty() {
+        return Vec::new();
+    }
+    let args: [pgrx::datum::DatumWithOid; 1] = [words.into()];
+    let found = crate::pg::spi::select_kept(
+        "table synonyms of a question",
+        &format!(
+            "SELECT k.name, pg_catalog.format('%I.%I', n.nspname, c.relname)
+               FROM ask.knowledge k
+               JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) k.about::pg_catalog.oid
+               JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+              WHERE k.kind OPERATOR(pg_catalog.=) 'synonym' AND k.column_name IS NULL AND k.problem IS NULL
+                AND pg_catalog.lower(pg_catalog.split_part(k.name, ' ', 1)) OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.text[])
+              ORDER BY k.id LIMIT {MAX_SYNONYMS_READ}"
+        ),
+        &[pgrx::pg_sys::PgOid::BuiltIn(pgrx::pg_sys::PgBuiltInOids::TEXTARRAYOID)],
+        &args,
+        |r| Ok(Some((r.get::<String>(1)?.unwrap_or_default(), r.get::<String>(2)?.unwrap_or_default()))),
+    );
+    match found {
+        Ok(pairs) => pg_ask_core::knowledge::named_tables(question, &pairs),
+        Err(e) => {
+            pgrx::debug1!("pg_ask: table synonyms not read: {e}");
+            Vec::new()
+        }
+    }
+}

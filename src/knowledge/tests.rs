@@ -312,4 +312,40 @@ mod tests {
         let paid: i64 = one("SELECT id FROM ask.knowledge WHERE name = 'paid'");
         assert_eq!(used, format!("[{paid}]"));
     }
+
+    #[pg_test]
+    fn a_table_synonym_leads_selection_to_its_table_for_roles_that_may_read_it() {
+        Spi::run(ROLES).unwrap();
+        Spi::run("GRANT SELECT ON kn.customers TO kn_reader").unwrap();
+        let indexed: i64 = one("SELECT ask.index_schema(ARRAY['kn', 'att'])");
+        assert!(indexed >= 4, "{indexed}");
+        let q = "how many clients are there?";
+        let picked = |role: &str| {
+            as_role(role, || {
+                let rows: Vec<String> = Spi::connect(|c| {
+                    c.select(&format!("SELECT rel::text FROM ask.select_tables('{q}', 3)"), None, &[])
+                        .unwrap()
+                        .map(|r| r.get::<String>(1).unwrap().unwrap_or_default())
+                        .collect()
+                });
+                rows
+            })
+        };
+        // No word of the question is in kn.customers' description.
+        assert!(!picked("kn_reader").contains(&"kn.customers".to_string()), "{:?}", picked("kn_reader"));
+        as_role("kn_owner", || one::<i64>("SELECT ask.add_synonym('clients', 'kn.customers')"));
+        assert_eq!(picked("kn_reader").first().map(String::as_str), Some("kn.customers"));
+        // A role that may not read the table sees neither the synonym nor the table.
+        assert!(!picked("kn_nopriv").contains(&"kn.customers".to_string()));
+        // Another role's synonym over its own table brings that table in beside it (as a
+        // table named so would), never the first role's table to a role that may not read it.
+        as_role("kn_attacker", || one::<i64>("SELECT ask.add_synonym('clients', 'att.t')"));
+        let reader = picked("kn_reader");
+        assert!(reader.contains(&"kn.customers".to_string()) && reader.contains(&"att.t".to_string()), "{reader:?}");
+        assert!(!picked("kn_attacker").contains(&"kn.customers".to_string()));
+        // With ask.use_knowledge off, a synonym is not read.
+        Spi::run("SET ask.use_knowledge = off").unwrap();
+        assert!(!picked("kn_reader").contains(&"kn.customers".to_string()));
+        Spi::run("RESET ask.use_knowledge").unwrap();
+    }
 }

@@ -112,6 +112,8 @@ pub(crate) fn select_tables(question: &str, k: i32) -> TableIterator<'static, (n
     if k == 0 {
         return TableIterator::new(Vec::new());
     }
+    let with_names = super::with_synonym_tables(question);
+    let question = with_names.as_deref().unwrap_or(question);
     let r = ranked(question, k as usize);
     // The k retrieved tables only: join tables are for prompts, not for this ranking.
     let options = SelectOptions { k: k as usize, max_join_tables: 0, ..Default::default() };

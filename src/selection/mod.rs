@@ -529,6 +529,14 @@ fn rank_with<'q>(asked: &'q Question, state: MemoryState, embedder: Option<(Stri
     }
 }
 
+/// The question with the tables it names by a synonym (`ask.knowledge`) written after it, for
+/// selection to read as if it named them ("clients" finds `shop.customers`); `None` when it
+/// names none.
+pub(crate) fn with_synonym_tables(question: &str) -> Option<String> {
+    let named = crate::knowledge::read::synonym_tables(question);
+    (!named.is_empty()).then(|| format!("{question} ({})", named.join(", ")))
+}
+
 /// The tables `ask()` describes for `question`, under the call's settings `cfg` (`max_tables`,
 /// the stored index, the embedder): `None` without a schema selection memory
 /// (then every readable table is described). With one: the [`pg_ask_core::selection::PLAN_SCHEMAS`] best schemas,
@@ -536,6 +544,14 @@ fn rank_with<'q>(asked: &'q Question, state: MemoryState, embedder: Option<(Stri
 /// schema in schema order; schemas without a picked table, and schemas and tables with no
 /// evidence at all (no cosine, no matching word), are left out.
 pub fn selection_for(asked: &Question, cfg: &AskConfig) -> Result<Option<Selection>, String> {
+    let with_names;
+    let asked = match with_synonym_tables(asked.text()) {
+        Some(text) => {
+            with_names = Question::new(text);
+            &with_names
+        }
+        None => asked,
+    };
     let max_tables = cfg.max_tables;
     let embedder = cfg.embedder.clone();
     let state = memory_state(embedder.as_ref());

@@ -83,3 +83,59 @@ fn every_function_of_schema_ask_is_as_security_md_says() {
     }
     assert!(problems.is_empty(), "SECURITY.md and the installed functions differ:\n{}", problems.join("\n"));
 }
+
+/// The names the README's naming rule ("Names of the SQL surface") files under a kind: each
+/// `` `ask.name()` `` or `` `ask.name` ``, and a family's `` `_verb` `` after its first member
+/// (`ask.conversation_start()` / `_end` is `conversation_end`).
+fn named_by_the_readme() -> Vec<String> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
+    let text = std::fs::read_to_string(&path).expect("README.md at the repository's root");
+    let section = text.split("### Names of the SQL surface").nth(1).expect("README has a section 'Names of the SQL surface'");
+    let section = section.split("\n### ").next().unwrap_or_default();
+    let mut out = Vec::new();
+    for row in section.lines().filter(|l| l.starts_with("| ")) {
+        let mut family = String::new();
+        for item in row.split('`').skip(1).step_by(2) {
+            if let Some(name) = item.strip_prefix("ask.") {
+                let name = name.trim_end_matches("()").to_string();
+                family = name.rsplit_once('_').map_or(name.clone(), |(f, _)| f.to_string());
+                out.push(name);
+            } else if let Some(verb) = item.strip_prefix('_') {
+                out.push(format!("{family}_{verb}"));
+            }
+        }
+    }
+    out
+}
+
+/// One list of the public functions: SECURITY.md's table (which the test above holds the
+/// installed extension to). The README's naming rule files every one of them under a kind,
+/// and names none that is not there.
+#[test]
+fn the_readme_files_every_public_function_under_its_naming_rule() {
+    let public: Vec<String> = listed()
+        .into_keys()
+        .map(|signature| signature.trim_start_matches("ask.").split('(').next().unwrap_or_default().trim_matches('"').to_string())
+        .filter(|name| !name.starts_with('_'))
+        .collect();
+    let readme = named_by_the_readme();
+    let unfiled: Vec<&String> = public.iter().filter(|name| !readme.contains(name)).collect();
+    assert!(unfiled.is_empty(), "public functions the README's naming rule does not file: {unfiled:?}");
+    // What it names is a public function or a view (a view is not in SECURITY.md's function table).
+    let views = [
+        "usage",
+        "eval_summary",
+        "eval_report",
+        "shadow_status",
+        "shadow_commands",
+        "benchmark_results",
+        "benchmark_progress",
+        "benchmark_by_parameter",
+        "benchmark_table",
+    ];
+    // The settings' row names a pattern, not an object.
+    let patterns = ["<noun>", "max_<noun>"];
+    let unknown: Vec<&String> =
+        readme.iter().filter(|name| !public.contains(name) && !views.contains(&name.as_str()) && !patterns.contains(&name.as_str())).collect();
+    assert!(unknown.is_empty(), "the README's naming rule names what is neither a public function nor a view: {unknown:?}");
+}

@@ -6,8 +6,10 @@
 //! written in as its checked expression ([`expand`]).
 
 mod expand;
+mod synonyms;
 
 pub use expand::{expand, used_by, Expanded};
+pub use synonyms::{named_tables, probe_words, MAX_SYNONYM_TABLES};
 
 use serde::{Deserialize, Serialize};
 
