@@ -228,13 +228,16 @@ pub(crate) fn analysing<R>(f: impl FnOnce() -> R) -> R {
 /// Catalog lookups: inside a transaction, on the backend's thread.
 unsafe fn strict_refusal(func_id: pg_sys::Oid) -> Option<String> {
     if u32::from(func_id) < pg_sys::FirstNormalObjectId {
-        if let Some(reason) = super::allowed::refusal(func_id, &[]).or_else(|| super::allowed::seen_by_other_sessions(func_id)) {
+        if let Some(reason) = super::allowed::refusal(func_id, &[]) {
             return Some(reason);
         }
     }
     let volatility = pg_sys::func_volatile(func_id) as u8;
     let analysing = ANALYSING.with(Cell::get);
-    (volatility == pg_sys::PROVOLATILE_VOLATILE || (analysing && volatility != pg_sys::PROVOLATILE_IMMUTABLE)).then(|| {
+    if volatility != pg_sys::PROVOLATILE_VOLATILE && !(analysing && volatility != pg_sys::PROVOLATILE_IMMUTABLE) {
+        return super::allowed::seen_by_other_sessions(func_id);
+    }
+    Some({
         let name = pgrx::pg_sys::get_func_name(func_id);
         let name = if name.is_null() {
             format!("function {}", u32::from(func_id))
