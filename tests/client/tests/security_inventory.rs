@@ -135,7 +135,9 @@ fn the_readme_files_every_public_function_under_its_naming_rule() {
     ];
     // The settings' row names a pattern, not an object.
     let patterns = ["<noun>", "max_<noun>"];
-    let unknown: Vec<&String> =
-        readme.iter().filter(|name| !public.contains(name) && !views.contains(&name.as_str()) && !patterns.contains(&name.as_str())).collect();
+    let unknown: Vec<&String> = readme
+        .iter()
+        .filter(|name| !public.contains(name) && !views.contains(&name.as_str()) && !patterns.contains(&name.as_str()))
+        .collect();
     assert!(unknown.is_empty(), "the README's naming rule names what is neither a public function nor a view: {unknown:?}");
 }
