@@ -5,7 +5,9 @@
 -- them: domains' base types, arrays' elements, ranges' subtypes, composites' columns),
 -- domain constraints and range types' subtype_diff and canonical functions. For a statement
 -- that writes ($3, the writing role, not 0): the column defaults and generated columns of the
--- relations another role owns, which the write computes. One row per object: what it is, its
+-- relations another role owns and the defaults of domains another role owns, which the write
+-- computes, and the functions of deferrable triggers, which would fire at COMMIT, after every
+-- check pg_ask makes while the statement runs. One row per object: what it is, its
 -- node tree or its function, and whether it is a relation's (evaluated row by row only when
 -- the statement writes; a read's planner folds only its constant parts). Read by
 -- src/guard/reach.rs.
@@ -47,6 +49,14 @@ SELECT pg_catalog.format('the default of %s.%I', d.adrelid::pg_catalog.regclass,
   JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) d.adrelid AND a.attnum OPERATOR(pg_catalog.=) d.adnum
   JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) d.adrelid
  WHERE $3 OPERATOR(pg_catalog.<>) 0::pg_catalog.oid AND c.relowner OPERATOR(pg_catalog.<>) $3
+UNION ALL
+SELECT pg_catalog.format('the default of domain %s', ty.oid::pg_catalog.regtype), ty.typdefaultbin::pg_catalog.text, NULL, true
+  FROM pg_catalog.pg_type ty JOIN types ON ty.oid OPERATOR(pg_catalog.=) types.oid
+ WHERE ty.typdefaultbin IS NOT NULL AND $3 OPERATOR(pg_catalog.<>) 0::pg_catalog.oid AND ty.typowner OPERATOR(pg_catalog.<>) $3
+UNION ALL
+SELECT pg_catalog.format('the deferred trigger %I of %s', t.tgname, t.tgrelid::pg_catalog.regclass), NULL, t.tgfoid, true
+  FROM pg_catalog.pg_trigger t JOIN rels ON t.tgrelid OPERATOR(pg_catalog.=) rels.oid
+ WHERE $3 OPERATOR(pg_catalog.<>) 0::pg_catalog.oid AND t.tgdeferrable AND t.tgenabled OPERATOR(pg_catalog.<>) 'D'
 UNION ALL
 SELECT pg_catalog.format('the partition key of %s', p.partrelid::pg_catalog.regclass), p.partexprs::pg_catalog.text, NULL, true
   FROM pg_catalog.pg_partitioned_table p JOIN rels ON p.partrelid OPERATOR(pg_catalog.=) rels.oid WHERE p.partexprs IS NOT NULL

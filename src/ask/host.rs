@@ -103,6 +103,10 @@ impl Memory for BackendHost {
     fn knowledge(&mut self, _: &Question, tables: &[String]) -> Result<Vec<pg_ask_core::knowledge::Item>, HostError> {
         crate::knowledge::read::for_question(tables).map_err(HostError::internal)
     }
+
+    fn resolve_relations(&mut self, names: &[Vec<String>]) -> Vec<String> {
+        crate::knowledge::read::resolve(names)
+    }
 }
 
 impl Executor for BackendHost {

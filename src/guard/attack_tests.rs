@@ -91,6 +91,65 @@ mod tests {
         assert!(locks() == 0 && !sp.contains("att"), "BROKE defaults: locks [{ids}], search_path {sp}, do: {out:?}");
     }
 
+    /// 1b. A domain's DEFAULT on a column the step does not set: the rewriter adds it as it
+    ///     adds a column's, and it ran as the writer (a review found a superuser's `search_path`
+    ///     hijacked this way). Refused, the domain named; the writer's own domain still works.
+    #[pg_test]
+    fn a1b_do_insert_domain_default_is_held_to_the_list() {
+        roles();
+        Spi::run(
+            "SET ROLE ask_att;
+             CREATE DOMAIN att.stamp AS text DEFAULT pg_catalog.set_config('search_path', 'att, pg_catalog, public', false);
+             CREATE TABLE att.requests (msg text, stamp att.stamp);
+             GRANT INSERT, SELECT ON att.requests TO PUBLIC;
+             RESET ROLE;",
+        )
+        .unwrap();
+        let out = do_as_victim("Step 1: add\n```sql\nINSERT INTO att.requests (msg) VALUES ('hi');\n```");
+        let sp = search_path();
+        let rows = one::<i64>("SELECT count(*) FROM att.requests");
+        assert!(!sp.contains("att") && rows == 0, "BROKE domain default: search_path {sp}, rows {rows}, do: {out:?}");
+        let out = out.unwrap_or_default();
+        assert!(out.contains("att.stamp"), "the refusal names the domain: {out}");
+        // The victim's own domain with a volatile default is its own code.
+        Spi::run(
+            "SET ROLE ask_vic;
+             CREATE DOMAIN vic.tag AS text DEFAULT pg_catalog.md5(pg_catalog.random()::text);
+             CREATE TABLE vic.notes (msg text, tag vic.tag);
+             RESET ROLE;",
+        )
+        .unwrap();
+        let out = do_as_victim("Step 1: add\n```sql\nINSERT INTO vic.notes (msg) VALUES ('mine');\n```");
+        assert_eq!(out, None);
+        assert_eq!(one::<i64>("SELECT count(*) FROM vic.notes WHERE tag IS NOT NULL"), 1);
+    }
+
+    /// 1c. A deferrable constraint trigger on another role's table fires at COMMIT, after every
+    ///     check made while the step runs: its function is held to the list before the step.
+    #[pg_test]
+    fn a1c_do_insert_deferred_trigger_is_held_to_the_list() {
+        roles();
+        Spi::run(
+            "SET ROLE ask_att;
+             CREATE TABLE att.guestbook (msg text);
+             CREATE TABLE att.loot (who text);
+             GRANT INSERT, SELECT ON att.guestbook, att.loot TO PUBLIC;
+             CREATE FUNCTION att.later() RETURNS trigger LANGUAGE plpgsql AS
+                 $f$ BEGIN INSERT INTO att.loot VALUES (current_user); RETURN NULL; END $f$;
+             CREATE CONSTRAINT TRIGGER later AFTER INSERT ON att.guestbook
+                 DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION att.later();
+             RESET ROLE;",
+        )
+        .unwrap();
+        let out = do_as_victim("Step 1: sign\n```sql\nINSERT INTO att.guestbook VALUES ('hello');\n```");
+        // What COMMIT would fire, fired now.
+        Spi::run("SET CONSTRAINTS ALL IMMEDIATE").unwrap();
+        let loot = Spi::get_one::<String>("SELECT string_agg(who, ',') FROM att.loot").unwrap().unwrap_or_default();
+        assert!(loot.is_empty(), "BROKE deferred trigger: ran as {loot}, do: {out:?}");
+        let out = out.unwrap_or_default();
+        assert!(out.contains("deferred trigger later") && out.contains("att.later"), "the refusal names the trigger: {out}");
+    }
+
     /// 2. A DO ALSO rule (the rewriter is not run by write_step_refusal).
     #[pg_test]
     fn a2_do_insert_rule_action_runs() {

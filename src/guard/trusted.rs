@@ -131,11 +131,18 @@ pub(crate) fn active() -> bool {
 /// Run `f` (pg_ask's own reads of the catalogs) with the scope set aside: its statements are
 /// not the scope's statement, and start no function that is not an internal built-in.
 pub(crate) fn paused<R>(f: impl FnOnce() -> R) -> R {
+    /// Puts the scope back however `f` ends: returning, or unwinding with an error that code
+    /// still inside the scope may catch and go on from.
+    struct Restore(Scope);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            SCOPE.with(|s| s.set(self.0));
+        }
+    }
     let was = SCOPE.with(Cell::get);
+    let _restore = Restore(was);
     SCOPE.with(|s| s.set(Scope { active: false, ..was }));
-    let out = f();
-    SCOPE.with(|s| s.set(was));
-    out
+    f()
 }
 
 /// Why `func_id` may not start inside a scope, if it may not.

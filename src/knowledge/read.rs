@@ -94,3 +94,33 @@ pub(crate) fn synonym_tables(question: &str) -> Vec<String> {
         }
     }
 }
+
+/// The relations `names` (a statement's relation names, each as its folded parts) stand for
+/// under the caller's search path, as `format('%I.%I')` writes them (an item's table is
+/// written so); names of no relation are left out. A failed read resolves none (no item is
+/// then written in).
+pub(crate) fn resolve(names: &[Vec<String>]) -> Vec<String> {
+    use pg_ask_core::sqltext::quote_ident;
+    // A name of more parts (another database's) names nothing here, and to_regclass would
+    // raise an error for it.
+    let written: Vec<String> = names
+        .iter()
+        .filter(|parts| (1..=2).contains(&parts.len()))
+        .map(|parts| parts.iter().map(|p| quote_ident(p)).collect::<Vec<_>>().join("."))
+        .collect();
+    if written.is_empty() {
+        return Vec::new();
+    }
+    let args: [pgrx::datum::DatumWithOid; 1] = [written.into()];
+    crate::pg::spi::select_kept(
+        "relations a statement names",
+        "SELECT pg_catalog.format('%I.%I', n.nspname, c.relname)
+           FROM pg_catalog.unnest($1::pg_catalog.text[]) x
+           JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(x)
+           JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace",
+        &[pgrx::pg_sys::PgOid::BuiltIn(pgrx::pg_sys::PgBuiltInOids::TEXTARRAYOID)],
+        &args,
+        |r| r.get::<String>(1),
+    )
+    .unwrap_or_default()
+}

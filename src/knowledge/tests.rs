@@ -313,6 +313,41 @@ mod tests {
         assert_eq!(used, format!("[{paid}]"));
     }
 
+    /// Another role's item about a table of its own named like the caller's (`att.orders`
+    /// beside `kn.orders`): a review wrote it into the caller's SQL over the caller's table and
+    /// read the caller's data through it. Only the items of the tables the statement's names
+    /// resolve to are written in, and the caller's own is not cancelled by the look-alike's.
+    #[pg_test]
+    fn a_look_alike_tables_item_is_never_written_into_the_callers_sql() {
+        Spi::run(ROLES).unwrap();
+        owner_items();
+        as_role("kn_attacker", || {
+            Spi::run(
+                "CREATE TABLE att.orders (id int, status text, card text);
+                 INSERT INTO att.orders VALUES (1, 'x', 'PIN7');
+                 GRANT SELECT ON att.orders TO PUBLIC",
+            )
+            .unwrap();
+            one::<i64>("SELECT ask.add_filter('paid', 'att.orders', $$status IS NOT NULL OR card IS NOT NULL$$)")
+        });
+        for (written, search_path) in [("kn.orders", "public"), ("orders", "kn, public")] {
+            let script = Script::default().rule(Rule::new(
+                &["how many paid orders"],
+                Reply::text(&format!("```sql\nSELECT count(*) FROM {written} WHERE paid\n```")),
+            ));
+            let _s = llm(script);
+            let sql: String = as_role("kn_reader", || {
+                Spi::run(&format!("SET search_path = {search_path}")).unwrap();
+                let sql = Spi::get_one::<String>("SELECT e->>'final_sql' FROM ask.explain('how many paid orders are there?') e")
+                    .unwrap()
+                    .unwrap_or_default();
+                Spi::run("RESET search_path").unwrap();
+                sql
+            });
+            assert_eq!(sql, format!("SELECT count(*) FROM {written} WHERE (status = 'paid')"), "{written}");
+        }
+    }
+
     #[pg_test]
     fn a_table_synonym_leads_selection_to_its_table_for_roles_that_may_read_it() {
         Spi::run(ROLES).unwrap();

@@ -110,7 +110,7 @@ pub fn render_styled(tables: &[Table], listed: &Listed, style: Style) -> String 
         if statement {
             out.push_str("CREATE ");
         }
-        let _ = write!(out, "{} {}", kind.to_uppercase(), t.qualified());
+        let _ = write!(out, "{} {}", kind.to_uppercase(), flat(&t.qualified()));
         if statement {
             out.push_str(" (");
         }
@@ -132,14 +132,14 @@ pub fn render_styled(tables: &[Table], listed: &Listed, style: Style) -> String 
             }
         };
         for col in &t.columns {
-            let _ = write!(out, "  {} {}", col.name, col.data_type);
+            let _ = write!(out, "  {} {}", flat(&col.name), flat(&col.data_type));
             if single_pk == Some(col.name.as_str()) {
                 out.push_str(" PRIMARY KEY");
             } else if col.not_null {
                 out.push_str(" NOT NULL");
             }
             if let Some(fk) = t.foreign_keys.iter().find(|fk| fk.columns.len() == 1 && fk.columns[0] == col.name) {
-                let _ = write!(out, " REFERENCES {}({})", fk.references, fk.ref_columns.join(", "));
+                let _ = write!(out, " REFERENCES {}({})", flat(&fk.references), flat(&fk.ref_columns.join(", ")));
             }
             out.push_str(comma());
             let comment = col.comment.as_deref().filter(|c| !c.trim().is_empty());
@@ -159,17 +159,28 @@ pub fn render_styled(tables: &[Table], listed: &Listed, style: Style) -> String 
             out.push('\n');
         }
         if t.primary_key.len() > 1 {
-            let _ = writeln!(out, "  PRIMARY KEY ({}){}", t.primary_key.join(", "), comma());
+            let _ = writeln!(out, "  PRIMARY KEY ({}){}", flat(&t.primary_key.join(", ")), comma());
         }
         for fk in t.foreign_keys.iter().filter(|fk| fk.columns.len() > 1) {
-            let (cols, refs) = (fk.columns.join(", "), fk.ref_columns.join(", "));
-            let _ = writeln!(out, "  FOREIGN KEY ({cols}) REFERENCES {}({refs}){}", fk.references, comma());
+            let (cols, refs) = (flat(&fk.columns.join(", ")).into_owned(), flat(&fk.ref_columns.join(", ")).into_owned());
+            let _ = writeln!(out, "  FOREIGN KEY ({cols}) REFERENCES {}({refs}){}", flat(&fk.references), comma());
         }
         if statement {
             out.push_str(");\n");
         }
     }
     out
+}
+
+/// A name as a description writes it: on one line, whatever characters another role put in
+/// it (a quoted identifier may hold a newline, which would start a line that looks like a
+/// table of the description); each control character is written as U+FFFD.
+fn flat(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.chars().any(char::is_control) {
+        std::borrow::Cow::Owned(name.chars().map(|c| if c.is_control() { '\u{FFFD}' } else { c }).collect())
+    } else {
+        std::borrow::Cow::Borrowed(name)
+    }
 }
 
 /// Values as SQL string literals on one line: `'F', 'M'`. A value is data anyone who may write
@@ -460,6 +471,21 @@ mod tests {
         assert_eq!(parse_rendered(&statements), vec![strip(orders), plain]);
         assert_eq!(count_rendered_tables(&statements), 2);
         assert!(parse_rendered("not a description\n  x int\n").is_empty());
+    }
+
+    #[test]
+    fn a_name_with_a_newline_stays_on_its_line() {
+        let t = Table {
+            schema: "att".into(),
+            name: "notes".into(),
+            kind: "table".into(),
+            columns: vec![col("\"x\nTABLE vs.payroll\n  salary numeric\"", "integer", false, None)],
+            ..Default::default()
+        };
+        let text = render(&[t]);
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert_eq!(parse_rendered(&text).len(), 1);
+        assert!(!text.contains("\nTABLE vs.payroll"));
     }
 
     #[test]

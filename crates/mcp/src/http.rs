@@ -8,9 +8,11 @@
 //! served only with the token that opened that session; with any other it gets the 404 of an
 //! unknown session, so a session's existence is not told either. Bodies are read here, whole,
 //! before anything else: over `--max-request-bytes` get 413, slower than `--body-timeout` 408.
-//! A request that would open a session when `--max-sessions` are open or opening gets 503. No
-//! lock is held while a body is read or a request is served: one client's slow requests do
-//! not hold up another's.
+//! A request that would open a session when `--max-sessions` are open or opening gets 503, and
+//! so does one whose token already holds its share of them (`--max-sessions` divided among the
+//! tokens of the file, at least one each): one token holder cannot take every place. No lock is
+//! held while a body is read or a request is served: one client's slow requests do not hold up
+//! another's.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -50,13 +52,35 @@ struct Gate {
     tokens: Tokens,
     live: Arc<AtomicUsize>,
     max_sessions: usize,
-    /// Each session's id and the token-file line of the token that opened it. The lock is
-    /// held for a map operation only, never across an await.
-    owners: Mutex<HashMap<String, usize>>,
+    /// Each session's id and the token-file line of the token that opened it, and the openings
+    /// in flight per token line. The lock is held for a map operation only, never across an
+    /// await.
+    owners: Mutex<Owners>,
     max_request_bytes: usize,
     body_timeout: Duration,
     sessions: Arc<LocalSessionManager>,
     mcp: Mcp,
+}
+
+#[derive(Default)]
+struct Owners {
+    sessions: HashMap<String, usize>,
+    opening: HashMap<usize, usize>,
+}
+
+/// An opening counted against its token's share until the request is answered.
+struct Turn {
+    gate: Arc<Gate>,
+    line: usize,
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        let mut owners = self.gate.owners.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = owners.opening.get_mut(&self.line) {
+            *n = n.saturating_sub(1);
+        }
+    }
 }
 
 fn plain(status: StatusCode, text: &str) -> Response<Body> {
@@ -130,7 +154,7 @@ impl Gate {
             let delete = req.method() == Method::DELETE;
             let mut r = self.mcp.handle(req).await;
             if delete && r.status().is_success() {
-                self.owners.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+                self.owners.lock().unwrap_or_else(|p| p.into_inner()).sessions.remove(&id);
                 // rmcp answers 202, which clients that expect 200 or 204 log as a failure;
                 // nothing is left to accept, so say 204.
                 if r.status() == StatusCode::ACCEPTED {
@@ -143,6 +167,14 @@ impl Gate {
         if req.method() != Method::POST {
             return self.mcp.handle(req).await;
         }
+        let Some(turn) = self.clone().turn(line).await else {
+            let mut r = plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &format!("pg_ask-mcp: this token holds {} sessions, its share of --max-sessions; close one or retry later", self.share()),
+            );
+            r.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
+            return r;
+        };
         let Some(place) = self.admit() else {
             let live = self.live.load(Ordering::SeqCst);
             let mut r = plain(
@@ -157,12 +189,13 @@ impl Gate {
         if let Some(id) = r.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
             self.opened(id.to_owned(), line).await;
         }
+        drop(turn);
         r
     }
 
     /// The token line that opened session `id`, if it is known.
     fn owner(&self, id: &str) -> Option<usize> {
-        self.owners.lock().unwrap_or_else(|p| p.into_inner()).get(id).copied()
+        self.owners.lock().unwrap_or_else(|p| p.into_inner()).sessions.get(id).copied()
     }
 
     /// Notes who opened session `id`, and forgets sessions the MCP layer closed since (idle
@@ -171,8 +204,33 @@ impl Gate {
         eprintln!("pg_ask-mcp: token line {line} opened a session");
         let alive = self.sessions.sessions.read().await;
         let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
-        owners.insert(id, line);
-        owners.retain(|id, _| alive.contains_key(id.as_str()));
+        owners.sessions.insert(id, line);
+        owners.sessions.retain(|id, _| alive.contains_key(id.as_str()));
+    }
+
+    /// Sessions one token may hold open or opening: `--max-sessions` divided among the tokens,
+    /// at least one.
+    fn share(&self) -> usize {
+        (self.max_sessions / self.tokens.count().max(1)).max(1)
+    }
+
+    /// A turn to open a session for token `line`, counted at once (openings that arrive
+    /// together cannot pass the share), or None when the token holds its share: its open
+    /// sessions (the MCP layer's live ones) and its openings in flight.
+    async fn turn(self: Arc<Self>, line: usize) -> Option<Turn> {
+        let share = self.share();
+        {
+            let alive = self.sessions.sessions.read().await;
+            let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
+            owners.sessions.retain(|id, _| alive.contains_key(id.as_str()));
+            let open = owners.sessions.values().filter(|l| **l == line).count();
+            let opening = owners.opening.entry(line).or_insert(0);
+            if open + *opening >= share {
+                return None;
+            }
+            *opening += 1;
+        }
+        Some(Turn { gate: self, line })
     }
 
     /// A place among `max_sessions` for a request that may open a session, counted as live
@@ -246,7 +304,7 @@ pub async fn serve(
         tokens,
         live,
         max_sessions: limits.max_sessions,
-        owners: Mutex::new(HashMap::new()),
+        owners: Mutex::new(Owners::default()),
         max_request_bytes: limits.max_request_bytes,
         body_timeout: limits.body_timeout,
         sessions,

@@ -169,16 +169,24 @@ async fn bodies_have_a_deadline_and_a_size() {
     assert_eq!(send(server.addr, "POST", ALICE, None, INIT).await.status, 200);
 }
 
-/// Openings that arrive together do not pass --max-sessions.
+/// Openings that arrive together do not pass --max-sessions, nor a token's share of it.
 #[tokio::test]
 async fn concurrent_openings_keep_the_session_limit() {
-    let server = start(Limits { max_sessions: 2, ..Limits::default() }).await;
+    let server = start(Limits { max_sessions: 4, ..Limits::default() }).await;
     let a = server.addr;
-    let tries: Vec<_> = (0..6).map(|_| tokio::spawn(async move { send(a, "POST", ALICE, None, INIT).await.status })).collect();
-    let mut statuses = Vec::new();
-    for t in tries {
-        statuses.push(t.await.unwrap());
-    }
-    assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 2, "{statuses:?}");
-    assert!(statuses.iter().all(|s| *s == 200 || *s == 503), "{statuses:?}");
+    let opened = |token: &'static str| {
+        let tries: Vec<_> = (0..6).map(|_| tokio::spawn(async move { send(a, "POST", token, None, INIT).await.status })).collect();
+        async move {
+            let mut statuses = Vec::new();
+            for t in tries {
+                statuses.push(t.await.unwrap());
+            }
+            assert!(statuses.iter().all(|s| *s == 200 || *s == 503), "{statuses:?}");
+            statuses.iter().filter(|s| **s == 200).count()
+        }
+    };
+    // Two tokens in the file: each may hold two of the four places, however many it asks for.
+    assert_eq!(opened(MALLORY).await, 2);
+    assert_eq!(opened(MALLORY).await, 0, "a token holding its share opens no more");
+    assert_eq!(opened(ALICE).await, 2, "another token still finds its share free");
 }

@@ -25,9 +25,9 @@ impl Verdict {
         Verdict { checked, ms: ms_since(t) }
     }
 
-    /// The relations the statement reads (none when the guard refused it).
-    pub(super) fn reads(&self) -> Vec<String> {
-        self.checked.as_ref().map(crate::values::literals::relation_names_in).unwrap_or_default()
+    /// The relations the statement names, as name parts (none when the guard refused it).
+    pub(super) fn reads(&self) -> Vec<Vec<String>> {
+        self.checked.as_ref().map(crate::values::literals::relation_parts_in).unwrap_or_default()
     }
 }
 

@@ -110,7 +110,10 @@ pub(super) fn generate_and_run(
             None => (None, None),
             Some(sql) => {
                 let verdict = Verdict::of(&sql);
-                let e = crate::knowledge::expand(&sql, &verdict.reads(), &offered, &columns);
+                // What the statement's names stand for, asked only when an item could be written in.
+                let nameable = offered.iter().any(|it| it.kind.is_some_and(|k| k.is_named_expression()));
+                let reads = if nameable { host.resolve_relations(&verdict.reads()) } else { Vec::new() };
+                let e = crate::knowledge::expand(&sql, &reads, &offered, &columns);
                 if e.expanded.is_empty() {
                     (Some(sql), Some(verdict))
                 } else {

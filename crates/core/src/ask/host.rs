@@ -155,6 +155,21 @@ pub trait Memory {
         let _ = (question, tables);
         Ok(Vec::new())
     }
+    /// The relations a statement's relation names (`names`: each as its parts, folded) stand
+    /// for under the caller's search path, schema-qualified and quoted as a description
+    /// writes them (`public.orders`); a name that names no relation is left out. By default a
+    /// name with its schema stands for itself and one without for the `public` schema's.
+    fn resolve_relations(&mut self, names: &[Vec<String>]) -> Vec<String> {
+        use crate::sqltext::quote_ident;
+        names
+            .iter()
+            .filter_map(|parts| match parts.as_slice() {
+                [name] => Some(format!("public.{}", quote_ident(name))),
+                [.., schema, name] => Some(format!("{}.{}", quote_ident(schema), quote_ident(name))),
+                [] => None,
+            })
+            .collect()
+    }
 }
 
 /// Guarded execution with the caller's privileges.

@@ -24,14 +24,14 @@ pub struct Expanded {
 /// a column of a described table (`columns`, lower case), a function's name (followed by
 /// `(`), a name two items give, an alias the statement gives (after `AS`, or a qualifier of
 /// columns), a type after `::`, a field of `extract`, or quoted; and only the items of tables
-/// the statement reads (`reads`: the last part of each relation name, as
-/// [`crate::values::literals::relation_names_in`] gives them from the guard's tree) are
-/// written in. A statement the tokenizer cannot read comes back unchanged (the guard refuses
-/// it later).
+/// the statement reads are written in: `reads` are those relations as the caller's search
+/// path resolves the statement's names, schema-qualified and quoted as an item's table is
+/// ([`crate::ask::Memory::resolve_relations`]). A statement the tokenizer cannot read comes
+/// back unchanged (the guard refuses it later).
 pub fn expand(sql: &str, reads: &[String], items: &[&Item], columns: &[String]) -> Expanded {
-    // Only the items of the tables the statement reads: another table's `revenue` (another
-    // role's, made to share a name) neither writes itself into this statement nor takes the
-    // name from this table's own.
+    // Only the items of the tables the statement reads: another role's `revenue`, about a
+    // table of its own named like the caller's, neither writes itself into this statement
+    // nor takes the name from this table's own.
     let unchanged = Expanded { sql: sql.to_string(), expanded: Vec::new() };
     if !items.iter().any(|it| it.kind.is_some_and(|k| k.is_named_expression())) {
         return unchanged;
@@ -39,7 +39,7 @@ pub fn expand(sql: &str, reads: &[String], items: &[&Item], columns: &[String]) 
     let named: Vec<(String, &Item)> = items
         .iter()
         .filter(|it| it.kind.is_some_and(|k| k.is_named_expression()))
-        .filter(|it| it.table.as_deref().is_some_and(|t| reads.contains(&last_name(t))))
+        .filter(|it| it.table.as_ref().is_some_and(|t| reads.contains(t)))
         .filter_map(|it| Some((it.identifier()?, *it)))
         .collect();
     // A name two items give (tables of two owners may both define `revenue`) is written in
@@ -153,16 +153,6 @@ pub fn expand(sql: &str, reads: &[String], items: &[&Item], columns: &[String]) 
     }
     out.push_str(&sql[at..]);
     Expanded { sql: out, expanded }
-}
-
-/// The last part of a qualified name as PostgreSQL folds it (`public."Orders"` → `Orders`,
-/// `public.Orders` → `orders`).
-fn last_name(qualified: &str) -> String {
-    let last = qualified.rsplit('.').next().unwrap_or(qualified).trim();
-    match last.strip_prefix('"').and_then(|l| l.strip_suffix('"')) {
-        Some(quoted) => quoted.replace("\"\"", "\""),
-        None => last.to_lowercase(),
-    }
 }
 
 /// Whether the significant token `k` stands in a select list: the nearest SELECT or FROM

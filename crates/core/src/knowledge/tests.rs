@@ -32,9 +32,13 @@ fn sample() -> Vec<Item> {
     vec![revenue, active, month, cents, fiscal, clients, big_apple, other, schema_note, other_schema]
 }
 
-/// [`expand`] with the relations a parse of `sql` names (`ask()` takes them from the guard's tree).
+/// [`expand`] with the relations the guard's tree of `sql` names (none when it refuses it),
+/// resolved as a search path of `public` alone resolves them.
 fn expand_reading(sql: &str, items: &[&Item], columns: &[String]) -> Expanded {
-    expand(sql, &crate::values::literals::relation_names(sql), items, columns)
+    use crate::ask::Memory;
+    let parts = crate::guard::check_read_only(sql).map(|c| crate::values::literals::relation_parts_in(&c)).unwrap_or_default();
+    let reads = crate::ask::NoMemory.resolve_relations(&parts);
+    expand(sql, &reads, items, columns)
 }
 
 fn ids(items: &[&Item]) -> Vec<i64> {
@@ -188,9 +192,13 @@ fn a_name_two_items_give_is_not_expanded() {
     twin.body = "(SELECT 1)".into();
     items.push(twin);
     let shown: Vec<&Item> = items.iter().collect();
-    let e = expand_reading("SELECT revenue FROM orders", &shown, &[]);
-    assert_eq!(e.sql, "SELECT revenue FROM orders");
+    // Both tables read: which `revenue` the model meant cannot be told.
+    let e = expand_reading("SELECT revenue FROM orders JOIN attacker.orders a USING (id)", &shown, &[]);
+    assert_eq!(e.sql, "SELECT revenue FROM orders JOIN attacker.orders a USING (id)");
     assert!(e.expanded.is_empty());
+    // One read: the twin about a table the statement does not read changes nothing.
+    let e = expand_reading("SELECT revenue FROM orders", &shown, &[]);
+    assert_eq!(e.sql, "SELECT (sum(amount_cents) / 100.0) AS revenue FROM orders");
 }
 
 #[test]
@@ -240,4 +248,26 @@ fn types_fields_and_other_tables_items_stay_as_written() {
     // Of the table it reads, the name is written in.
     let e = expand_reading("SELECT month, count(*) FROM public.orders GROUP BY 1", &shown, &[]);
     assert_eq!(e.expanded, vec![3]);
+}
+
+#[test]
+fn only_the_items_of_the_tables_the_statement_reads_are_written_in() {
+    use crate::ask::Memory;
+    let theirs = item(1, Kind::Metric, Some("revenue"), Some("att.orders"), "sum(amount) + 0 * sum(ascii(card))");
+    let mine = item(2, Kind::Metric, Some("revenue"), Some("vs.orders"), "sum(amount)");
+    // Another role's item about a table named like the caller's: never written in, and it
+    // does not cancel the caller's own.
+    let e = expand_reading("SELECT revenue FROM vs.orders", &[&theirs, &mine], &[]);
+    assert_eq!(e.sql, "SELECT (sum(amount)) AS revenue FROM vs.orders");
+    assert_eq!(e.expanded, [2]);
+    // A name alone is the table the search path finds (here public's): neither.
+    let e = expand_reading("SELECT revenue FROM orders", &[&theirs, &mine], &[]);
+    assert!(e.expanded.is_empty(), "{}", e.sql);
+    let e = expand(
+        "SELECT revenue FROM orders",
+        &crate::ask::NoMemory.resolve_relations(&[vec!["vs".into(), "orders".into()]]),
+        &[&theirs, &mine],
+        &[],
+    );
+    assert_eq!(e.expanded, [2], "{}", e.sql);
 }

@@ -94,6 +94,19 @@ pub fn relation_names_in(checked: &CheckedSql) -> Vec<String> {
     names_of(checked.statement())
 }
 
+/// Every relation name of a statement the guard checked, as its parts (schema and name, or
+/// the name alone), folded as PostgreSQL folds identifiers, without repeats.
+pub fn relation_parts_in(checked: &CheckedSql) -> Vec<Vec<String>> {
+    let mut out: Vec<Vec<String>> = Vec::new();
+    let _ = sqlparser::ast::visit_relations(checked.statement(), |name| {
+        if let Some(parts) = object_name_parts(name).filter(|p| !out.contains(p)) {
+            out.push(parts);
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    out
+}
+
 fn names_of<V: Visit>(statements: &V) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let _ = sqlparser::ast::visit_relations(statements, |name| {
