@@ -331,10 +331,8 @@ mod tests {
             one::<i64>("SELECT ask.add_filter('paid', 'att.orders', $$status IS NOT NULL OR card IS NOT NULL$$)")
         });
         for (written, search_path) in [("kn.orders", "public"), ("orders", "kn, public")] {
-            let script = Script::default().rule(Rule::new(
-                &["how many paid orders"],
-                Reply::text(&format!("```sql\nSELECT count(*) FROM {written} WHERE paid\n```")),
-            ));
+            let script = Script::default()
+                .rule(Rule::new(&["how many paid orders"], Reply::text(format!("```sql\nSELECT count(*) FROM {written} WHERE paid\n```"))));
             let _s = llm(script);
             let sql: String = as_role("kn_reader", || {
                 Spi::run(&format!("SET search_path = {search_path}")).unwrap();
