@@ -1,5 +1,5 @@
 -- The code that relations $1 (with their inheritance children and partitions, which the
--- planner expands) and types $2 bring into the planning and execution of a statement that
+-- planner expands, and for a write the tables its foreign keys' actions change) and types $2 bring into the planning and execution of a statement that
 -- reads them: index expressions and predicates, extended statistics' expressions, check
 -- constraints, partition keys, and, for the types of their columns (and of types within
 -- them: domains' base types, arrays' elements, ranges' subtypes, composites' columns),
@@ -14,7 +14,16 @@
 WITH RECURSIVE rels(oid) AS (
     SELECT r FROM pg_catalog.unnest($1::pg_catalog.oid[]) r
     UNION
-    SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN rels ON i.inhparent OPERATOR(pg_catalog.=) rels.oid
+    -- Inheritance children and partitions; for a write, also the tables its foreign keys'
+    -- actions change (ON DELETE/UPDATE CASCADE, SET NULL, SET DEFAULT), at every remove.
+    SELECT x.oid FROM rels CROSS JOIN LATERAL (
+        SELECT i.inhrelid FROM pg_catalog.pg_inherits i WHERE i.inhparent OPERATOR(pg_catalog.=) rels.oid
+        UNION ALL
+        SELECT k.conrelid FROM pg_catalog.pg_constraint k
+         WHERE $3 OPERATOR(pg_catalog.<>) 0::pg_catalog.oid AND k.contype OPERATOR(pg_catalog.=) 'f'
+           AND k.confrelid OPERATOR(pg_catalog.=) rels.oid
+           AND (k.confdeltype OPERATOR(pg_catalog.=) ANY ('{c,n,d}'::"char"[]) OR k.confupdtype OPERATOR(pg_catalog.=) ANY ('{c,n,d}'::"char"[]))
+    ) x(oid)
 ), types(oid) AS (
     SELECT a.atttypid FROM pg_catalog.pg_attribute a JOIN rels ON a.attrelid OPERATOR(pg_catalog.=) rels.oid
      WHERE a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped AND a.atttypid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid

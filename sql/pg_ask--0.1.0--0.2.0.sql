@@ -805,6 +805,7 @@ CREATE TABLE knowledge (
     checked_at    timestamptz,
     checked_shape text,
     problem       text,
+    first_word    text GENERATED ALWAYS AS (lower(split_part(name, ' ', 1))) STORED,
     CHECK (kind = 'instruction' OR about IS NOT NULL),
     CHECK (about IS NULL OR about_schema IS NULL),
     CHECK ((kind IN ('instruction')) = (name IS NULL)),
@@ -818,6 +819,7 @@ COMMENT ON COLUMN knowledge.body IS 'an instruction''s text; a metric''s or dime
 COMMENT ON COLUMN knowledge.tables IS 'every relation the item reads, as checked: a role must have SELECT on all of them, and USAGE on their schemas, to see or be offered it';
 COMMENT ON COLUMN knowledge.created_by IS 'the role that wrote the item, by OID';
 COMMENT ON COLUMN knowledge.checked_shape IS 'the columns of the item''s relations when it was last checked: when they differ, the item is checked again before it is used';
+COMMENT ON COLUMN knowledge.first_word IS 'the first word of the name, lower case: a question''s table synonyms are looked up by it (a plain equality, which row-level security lets an index answer)';
 COMMENT ON COLUMN knowledge.problem IS 'why the last check failed (NULL: it passed); an item with a problem is not used';
 -- One item per kind, subject and name (an instruction: per text): adding it again replaces it.
 CREATE UNIQUE INDEX knowledge_identity ON knowledge
@@ -825,7 +827,7 @@ CREATE UNIQUE INDEX knowledge_identity ON knowledge
      coalesce(column_name, ''), coalesce(value, ''));
 CREATE INDEX knowledge_about ON knowledge (about);
 -- A question's table synonyms are looked up by their first word (ask() and ask.select_tables()).
-CREATE INDEX knowledge_synonym_words ON knowledge (lower(split_part(name, ' ', 1))) WHERE kind = 'synonym' AND column_name IS NULL;
+CREATE INDEX knowledge_synonym_words ON knowledge (first_word) WHERE kind = 'synonym' AND column_name IS NULL;
 
 -- Whether the current role may see an item: an instruction on the database, any role; on a
 -- schema, a role with USAGE on it; any other, a role with SELECT on every relation it reads

@@ -49,6 +49,9 @@ const SEEN_BY_OTHER_SESSIONS: &[&str] = &[
     "pg_get_replica_identity_index",
     "txid_current",
     "pg_current_xact_id",
+    "pg_relation_is_updatable",
+    "pg_column_is_updatable",
+    "pg_get_object_address",
 ];
 
 /// Why a built-in may not start in a strict scope although it is stable: see
@@ -64,6 +67,25 @@ pub(crate) unsafe fn seen_by_other_sessions(func_id: pg_sys::Oid) -> Option<Stri
     SEEN_BY_OTHER_SESSIONS
         .contains(&name.as_str())
         .then(|| format!("{name}() would run, a built-in whose call other sessions can see (a lock it takes, a transaction id)"))
+}
+
+/// Volatile built-ins a write of `ask.do()` may run whatever brings them in: a sequence's next
+/// value (identity and serial columns), random numbers and clocks (defaults such as
+/// `gen_random_uuid()`): none changes anything but the rows written.
+const HARMLESS_IN_WRITES: &[&str] =
+    &["nextval", "gen_random_uuid", "random", "random_normal", "clock_timestamp", "timeofday", "statement_timestamp"];
+
+/// Whether the built-in `func_id` may run in a write although it is volatile: one of
+/// [`HARMLESS_IN_WRITES`], or one of PostgreSQL's own trigger functions (foreign keys' checks
+/// and actions, a deferred unique check, `tsvector_update_trigger`).
+///
+/// # Safety
+/// Catalog lookups: inside a transaction, on the backend's thread.
+pub(crate) unsafe fn harmless_in_writes(func_id: pg_sys::Oid) -> bool {
+    if u32::from(func_id) >= pg_sys::FirstNormalObjectId {
+        return false;
+    }
+    pg_sys::get_func_rettype(func_id) == pg_sys::TRIGGEROID || HARMLESS_IN_WRITES.contains(&text(pg_sys::get_func_name(func_id)).as_str())
 }
 
 /// `ask.allowed_functions` entries as (schema, name), folded as PostgreSQL folds unquoted names.

@@ -8,7 +8,7 @@
 //! Each test asserts what the guard promises; a failing one is an attack that broke through.
 
 #[pgrx::pg_schema]
-mod tests {
+pub(super) mod tests {
     use llm_standin::Script;
     use pgrx::prelude::*;
 
@@ -27,7 +27,7 @@ mod tests {
         .unwrap_or_default()
     }
 
-    fn search_path() -> String {
+    pub(crate) fn search_path() -> String {
         one::<String>("SELECT current_setting('search_path')")
     }
 
@@ -43,7 +43,7 @@ mod tests {
         }
     }
 
-    fn roles() {
+    pub(crate) fn roles() {
         Spi::run(
             "CREATE ROLE ask_att; CREATE ROLE ask_vic;
              CREATE SCHEMA att AUTHORIZATION ask_att; GRANT USAGE ON SCHEMA att TO PUBLIC;
@@ -57,7 +57,7 @@ mod tests {
     }
 
     /// ask.do as the victim with one scripted reply; returns the error if any (effects kept).
-    fn do_as_victim(reply: &str) -> Option<String> {
+    pub(crate) fn do_as_victim(reply: &str) -> Option<String> {
         Spi::run("SET ROLE ask_vic; SET ask.max_attempts = 1; SET ask.allow_writes = on").unwrap();
         let _s = llm(Script::reply_always(reply));
         let sp0 = search_path();

@@ -20,6 +20,8 @@ pub(crate) mod functions;
 mod hidden_types_tests;
 pub(crate) mod reach;
 #[cfg(any(test, feature = "pg_test"))]
+mod step_attack_tests;
+#[cfg(any(test, feature = "pg_test"))]
 mod tests;
 pub(crate) mod trusted;
 #[cfg(any(test, feature = "pg_test"))]
@@ -293,7 +295,9 @@ pub(crate) fn execute_step(sql: &str, limits: &Limits) -> Result<StepResult, Exe
             if let Some(reason) = write_step_refusal(&csql) {
                 return Err(ExecFailure::Refused { reason });
             }
-            spi_execute(&csql, false, limit).map_err(|message| ExecFailure::Error {
+            // Run strictly too: what the checks before could not see (a trigger's WHEN clause,
+            // a rule's action, a cascade's CHECK) starts no volatile built-in with an effect.
+            trusted::writing(|| spi_execute(&csql, false, limit)).map_err(|message| ExecFailure::Error {
                 sqlstate: "XX000".into(),
                 message,
                 detail: None,

@@ -52,6 +52,10 @@ thread_local! {
     static SCOPE: Cell<Scope> = const { Cell::new(Scope { active: false, role: 0 }) };
     /// Inside a scope, whether the object-access hook refuses volatile functions too.
     static STRICT: Cell<bool> = const { Cell::new(false) };
+    /// Inside a strict scope, whether a write is being run: then volatile functions that are
+    /// not built in start when the function manager's hook trusts them (the writer's own
+    /// trigger), and of the volatile built-ins only those with no effect beyond the rows written.
+    static WRITING: Cell<bool> = const { Cell::new(false) };
     /// Inside a scope, whether a statement is being parsed and analysed: then only immutable
     /// functions may start (what runs then is a type's code, a domain's CHECK).
     static ANALYSING: Cell<bool> = const { Cell::new(false) };
@@ -85,6 +89,15 @@ pub(crate) fn init() {
 /// a read from its parse analysis to its last row, a write while it is analysed.
 pub(crate) fn strictly<R>(f: impl FnOnce() -> R) -> R {
     with_flag(&STRICT, f)
+}
+
+/// Run `f` (inside a scope: one write of `ask.do()` run) strictly, as a write: no volatile
+/// built-in starts but those of [`super::allowed::harmless_in_writes`] (a sequence's next
+/// value, a random number, a clock, PostgreSQL's own trigger functions), whatever object
+/// brings it in — a trigger's WHEN clause, a rule's action, a cascade's CHECK — and every
+/// other function is the function manager hook's to trust or refuse.
+pub(crate) fn writing<R>(f: impl FnOnce() -> R) -> R {
+    with_flag(&STRICT, || with_flag(&WRITING, f))
 }
 
 /// Run `f` with the thread's `flag` set, and put it back as it was however `f` ends (a
@@ -243,6 +256,12 @@ unsafe fn strict_refusal(func_id: pg_sys::Oid) -> Option<String> {
     let analysing = ANALYSING.with(Cell::get);
     if volatility != pg_sys::PROVOLATILE_VOLATILE && !(analysing && volatility != pg_sys::PROVOLATILE_IMMUTABLE) {
         return super::allowed::seen_by_other_sessions(func_id);
+    }
+    if volatility == pg_sys::PROVOLATILE_VOLATILE && !analysing && WRITING.with(Cell::get) {
+        let builtin = u32::from(func_id) < pg_sys::FirstNormalObjectId;
+        if !builtin || super::allowed::harmless_in_writes(func_id) {
+            return None;
+        }
     }
     Some({
         let name = pgrx::pg_sys::get_func_name(func_id);

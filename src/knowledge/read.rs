@@ -79,7 +79,7 @@ pub(crate) fn synonym_tables(question: &str) -> Vec<String> {
                JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) k.about::pg_catalog.oid
                JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
               WHERE k.kind OPERATOR(pg_catalog.=) 'synonym' AND k.column_name IS NULL AND k.problem IS NULL
-                AND pg_catalog.lower(pg_catalog.split_part(k.name, ' ', 1)) OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.text[])
+                AND k.first_word OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.text[])
               ORDER BY k.id LIMIT {MAX_SYNONYMS_READ}"
         ),
         &[pgrx::pg_sys::PgOid::BuiltIn(pgrx::pg_sys::PgBuiltInOids::TEXTARRAYOID)],

@@ -65,22 +65,9 @@ struct Gate {
 #[derive(Default)]
 struct Owners {
     sessions: HashMap<String, usize>,
-    opening: HashMap<usize, usize>,
-}
-
-/// An opening counted against its token's share until the request is answered.
-struct Turn {
-    gate: Arc<Gate>,
-    line: usize,
-}
-
-impl Drop for Turn {
-    fn drop(&mut self) {
-        let mut owners = self.gate.owners.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(n) = owners.opening.get_mut(&self.line) {
-            *n = n.saturating_sub(1);
-        }
-    }
+    /// Per token line, its sessions open or opening: counted from admission, like `live`, and
+    /// held by each session it opened until the session ends.
+    live: HashMap<usize, Arc<AtomicUsize>>,
 }
 
 fn plain(status: StatusCode, text: &str) -> Response<Body> {
@@ -91,15 +78,18 @@ fn plain(status: StatusCode, text: &str) -> Response<Body> {
 }
 
 tokio::task_local! {
-    /// The place `admit` counted among the live sessions for the request being served: the
-    /// session the request opens takes it over (the service factory runs in the request's task).
-    static PLACE: Arc<AtomicBool>;
+    /// The place `admit` counted among the live sessions (and its token's) for the request
+    /// being served: the session the request opens takes it over (the service factory runs in
+    /// the request's task), so a session counts against its token even when the client drops
+    /// the opening request before its answer.
+    static PLACE: (Arc<AtomicBool>, Arc<AtomicUsize>);
 }
 
-/// A place among `max_sessions`, counted as live from admission: given back when the request
-/// is answered (or dropped) without opening a session.
+/// A place among `max_sessions` and its token's share, counted as live from admission: given
+/// back when the request is answered (or dropped) without opening a session.
 struct Place {
     live: Arc<AtomicUsize>,
+    token: Arc<AtomicUsize>,
     held: Arc<AtomicBool>,
 }
 
@@ -107,6 +97,7 @@ impl Drop for Place {
     fn drop(&mut self) {
         if self.held.swap(false, Ordering::SeqCst) {
             self.live.fetch_sub(1, Ordering::SeqCst);
+            self.token.fetch_sub(1, Ordering::SeqCst);
         }
     }
 }
@@ -114,11 +105,10 @@ impl Drop for Place {
 /// A new session's count among the live ones: the place its opening request was admitted
 /// with, or (opened outside the gate's admission, which does not happen) a new one.
 fn session_slot(live: &Arc<AtomicUsize>) -> SessionSlot {
-    let taken = PLACE.try_with(|held| held.swap(false, Ordering::SeqCst)).unwrap_or(false);
-    if taken {
-        SessionSlot::admitted(live.clone())
-    } else {
-        SessionSlot::new(live.clone())
+    let taken = PLACE.try_with(|(held, token)| held.swap(false, Ordering::SeqCst).then(|| token.clone())).ok().flatten();
+    match taken {
+        Some(token) => SessionSlot::admitted(live.clone(), token),
+        None => SessionSlot::new(live.clone()),
     }
 }
 
@@ -167,29 +157,19 @@ impl Gate {
         if req.method() != Method::POST {
             return self.mcp.handle(req).await;
         }
-        let Some(turn) = self.clone().turn(line).await else {
-            let mut r = plain(
-                StatusCode::SERVICE_UNAVAILABLE,
-                &format!("pg_ask-mcp: this token holds {} sessions, its share of --max-sessions; close one or retry later", self.share()),
-            );
-            r.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
-            return r;
+        let place = match self.admit(line) {
+            Ok(place) => place,
+            Err(why) => {
+                let mut r = plain(StatusCode::SERVICE_UNAVAILABLE, &why);
+                r.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
+                return r;
+            }
         };
-        let Some(place) = self.admit() else {
-            let live = self.live.load(Ordering::SeqCst);
-            let mut r = plain(
-                StatusCode::SERVICE_UNAVAILABLE,
-                &format!("pg_ask-mcp: {live} sessions are open, the most --max-sessions allows; close one or retry later"),
-            );
-            r.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
-            return r;
-        };
-        let r = PLACE.scope(place.held.clone(), self.mcp.handle(req)).await;
+        let r = PLACE.scope((place.held.clone(), place.token.clone()), self.mcp.handle(req)).await;
         drop(place);
         if let Some(id) = r.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
             self.opened(id.to_owned(), line).await;
         }
-        drop(turn);
         r
     }
 
@@ -214,32 +194,22 @@ impl Gate {
         (self.max_sessions / self.tokens.count().max(1)).max(1)
     }
 
-    /// A turn to open a session for token `line`, counted at once (openings that arrive
-    /// together cannot pass the share), or None when the token holds its share: its open
-    /// sessions (the MCP layer's live ones) and its openings in flight.
-    async fn turn(self: Arc<Self>, line: usize) -> Option<Turn> {
+    /// A place among `max_sessions` and among token `line`'s share for a request that may open
+    /// a session, counted as live at once (so openings that arrive together cannot pass either
+    /// limit), or why not.
+    fn admit(&self, line: usize) -> Result<Place, String> {
+        let token = self.owners.lock().unwrap_or_else(|p| p.into_inner()).live.entry(line).or_default().clone();
         let share = self.share();
-        {
-            let alive = self.sessions.sessions.read().await;
-            let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
-            owners.sessions.retain(|id, _| alive.contains_key(id.as_str()));
-            let open = owners.sessions.values().filter(|l| **l == line).count();
-            let opening = owners.opening.entry(line).or_insert(0);
-            if open + *opening >= share {
-                return None;
-            }
-            *opening += 1;
+        if token.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < share).then_some(n + 1)).is_err() {
+            return Err(format!("pg_ask-mcp: this token holds {share} sessions, its share of --max-sessions; close one or retry later"));
         }
-        Some(Turn { gate: self, line })
-    }
-
-    /// A place among `max_sessions` for a request that may open a session, counted as live
-    /// at once (so openings that arrive together cannot pass the limit), or None when all are
-    /// taken.
-    fn admit(&self) -> Option<Place> {
         let max = self.max_sessions;
-        self.live.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1)).ok()?;
-        Some(Place { live: self.live.clone(), held: Arc::new(AtomicBool::new(true)) })
+        if self.live.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1)).is_err() {
+            token.fetch_sub(1, Ordering::SeqCst);
+            let live = self.live.load(Ordering::SeqCst);
+            return Err(format!("pg_ask-mcp: {live} sessions are open, the most --max-sessions allows; close one or retry later"));
+        }
+        Ok(Place { live: self.live.clone(), token, held: Arc::new(AtomicBool::new(true)) })
     }
 
     /// The whole body, within `--max-request-bytes` (413) and `--body-timeout` (408).

@@ -30,24 +30,27 @@ pub struct Principal {
 
 /// One live HTTP session, counted while any clone of its handler lives.
 #[derive(Debug)]
-pub struct SessionSlot(Arc<AtomicUsize>);
+pub struct SessionSlot(Arc<AtomicUsize>, Option<Arc<AtomicUsize>>);
 
 impl SessionSlot {
     pub fn new(live: Arc<AtomicUsize>) -> SessionSlot {
         live.fetch_add(1, Ordering::SeqCst);
-        SessionSlot(live)
+        SessionSlot(live, None)
     }
 
-    /// The slot of a session whose place the HTTP gate already counted when it admitted the
-    /// request that opens it.
-    pub fn admitted(live: Arc<AtomicUsize>) -> SessionSlot {
-        SessionSlot(live)
+    /// The slot of a session whose place the HTTP gate already counted, among all sessions and
+    /// among its token's (`token`), when it admitted the request that opens it.
+    pub fn admitted(live: Arc<AtomicUsize>, token: Arc<AtomicUsize>) -> SessionSlot {
+        SessionSlot(live, Some(token))
     }
 }
 
 impl Drop for SessionSlot {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
+        if let Some(token) = &self.1 {
+            token.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 }
 

@@ -270,4 +270,7 @@ fn only_the_items_of_the_tables_the_statement_reads_are_written_in() {
         &[],
     );
     assert_eq!(e.expanded, [2], "{}", e.sql);
+    // A common table expression named like the table is not the table.
+    let e = expand_reading("WITH orders AS (SELECT 1 AS amount) SELECT revenue FROM orders", &[&sample()[0]], &[]);
+    assert!(e.expanded.is_empty(), "{}", e.sql);
 }

@@ -95,12 +95,28 @@ pub fn relation_names_in(checked: &CheckedSql) -> Vec<String> {
 }
 
 /// Every relation name of a statement the guard checked, as its parts (schema and name, or
-/// the name alone), folded as PostgreSQL folds identifiers, without repeats.
+/// the name alone), folded as PostgreSQL folds identifiers, without repeats; a name alone that
+/// one of the statement's common table expressions has is that expression, not a relation,
+/// and is left out.
 pub fn relation_parts_in(checked: &CheckedSql) -> Vec<Vec<String>> {
+    struct CteNames(Vec<String>);
+    impl sqlparser::ast::Visitor for CteNames {
+        type Break = ();
+        fn pre_visit_query(&mut self, query: &Query) -> std::ops::ControlFlow<()> {
+            if let Some(with) = &query.with {
+                self.0.extend(with.cte_tables.iter().map(|cte| ident_name(&cte.alias.name)));
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let mut ctes = CteNames(Vec::new());
+    let _ = checked.statement().visit(&mut ctes);
     let mut out: Vec<Vec<String>> = Vec::new();
     let _ = sqlparser::ast::visit_relations(checked.statement(), |name| {
         if let Some(parts) = object_name_parts(name).filter(|p| !out.contains(p)) {
-            out.push(parts);
+            if !matches!(parts.as_slice(), [name] if ctes.0.contains(name)) {
+                out.push(parts);
+            }
         }
         std::ops::ControlFlow::<()>::Continue(())
     });

@@ -1,0 +1,85 @@
+//! In-backend tests of a second review's attacks on `ask.do()` write steps: code another role's
+//! objects bring into a write that no check before it sees — a trigger's WHEN clause, a DO
+//! INSTEAD rule's action, a foreign key's cascade into a table with a CHECK or a deferred
+//! trigger — and what must keep working (the writer's own trigger, PostgreSQL's own foreign
+//! key triggers). Each calls `set_config` on the writer's session or would run as the writer at
+//! COMMIT; a failing test is an attack that broke through.
+
+#[pgrx::pg_schema]
+mod tests {
+    use pgrx::prelude::*;
+
+    use super::super::attack_tests::tests::{do_as_victim, roles, search_path};
+    use crate::pg::testing::*;
+
+    const HIJACK: &str = "pg_catalog.set_config('search_path', 'att, pg_catalog, public', false)";
+
+    /// A trigger's WHEN clause and a DO INSTEAD rule's action on another role's table: both run
+    /// while the step runs, where built-ins start without the function manager's hook.
+    #[pg_test]
+    fn a_trigger_condition_or_a_rule_action_starts_no_effectful_built_in() {
+        roles();
+        Spi::run(&format!(
+            "SET ROLE ask_att;
+             CREATE FUNCTION att.never() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN RETURN NULL; END $f$;
+             CREATE TABLE att.guestbook (msg text);
+             CREATE TRIGGER w AFTER INSERT ON att.guestbook FOR EACH ROW WHEN ({HIJACK} IS NULL) EXECUTE FUNCTION att.never();
+             CREATE TABLE att.requests (msg text);
+             CREATE TABLE att.requests_log (msg text, sp text);
+             CREATE RULE r AS ON INSERT TO att.requests DO INSTEAD INSERT INTO att.requests_log VALUES (NEW.msg, {HIJACK});
+             GRANT INSERT, SELECT ON att.guestbook, att.requests, att.requests_log TO PUBLIC;
+             RESET ROLE;"
+        ))
+        .unwrap();
+        for table in ["att.guestbook", "att.requests"] {
+            let out = do_as_victim(&format!("Step 1: add\n```sql\nINSERT INTO {table} VALUES ('hello');\n```"));
+            let sp = search_path();
+            assert!(!sp.contains("att"), "BROKE {table}: search_path {sp}, do: {out:?}");
+            assert!(out.unwrap_or_default().contains("set_config"), "{table}: the refusal names set_config");
+        }
+        // The victim's own table with its own trigger and PostgreSQL's foreign-key triggers still work.
+        Spi::run(
+            "SET ROLE ask_vic;
+             CREATE TABLE vic.parent (id int PRIMARY KEY); INSERT INTO vic.parent VALUES (1);
+             CREATE TABLE vic.child (id int REFERENCES vic.parent ON DELETE CASCADE, at timestamptz DEFAULT pg_catalog.clock_timestamp(),
+                                     uid uuid DEFAULT pg_catalog.gen_random_uuid());
+             CREATE FUNCTION vic.stamp() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN NEW.at := pg_catalog.clock_timestamp(); RETURN NEW; END $f$;
+             CREATE TRIGGER s BEFORE INSERT ON vic.child FOR EACH ROW EXECUTE FUNCTION vic.stamp();
+             RESET ROLE;",
+        )
+        .unwrap();
+        let out = do_as_victim("Step 1: add\n```sql\nINSERT INTO vic.child (id) VALUES (1);\n```");
+        assert_eq!(out, None);
+        assert_eq!(one::<i64>("SELECT count(*) FROM vic.child WHERE at IS NOT NULL AND uid IS NOT NULL"), 1);
+    }
+
+    /// A foreign key's action carries a write into another role's table: its CHECK runs while the
+    /// step runs, its deferred trigger at COMMIT.
+    #[pg_test]
+    fn a_cascade_into_another_roles_table_is_held_like_the_table_written() {
+        roles();
+        Spi::run(&format!(
+            "SET ROLE ask_att;
+             CREATE TABLE att.queue (id int PRIMARY KEY); INSERT INTO att.queue VALUES (1), (2);
+             CREATE TABLE att.notes (q int REFERENCES att.queue ON DELETE CASCADE);
+             CREATE TABLE att.marks (q int REFERENCES att.queue ON DELETE SET NULL CHECK (q IS NOT NULL OR {HIJACK} IS NOT NULL));
+             INSERT INTO att.notes VALUES (1); INSERT INTO att.marks VALUES (2);
+             CREATE TABLE att.loot (who text);
+             CREATE FUNCTION att.later() RETURNS trigger LANGUAGE plpgsql AS
+                 $f$ BEGIN INSERT INTO att.loot VALUES (current_user); RETURN NULL; END $f$;
+             CREATE CONSTRAINT TRIGGER later AFTER DELETE ON att.notes DEFERRABLE INITIALLY DEFERRED
+                 FOR EACH ROW EXECUTE FUNCTION att.later();
+             GRANT SELECT, DELETE ON att.queue TO PUBLIC; GRANT SELECT ON att.loot TO PUBLIC;
+             RESET ROLE;"
+        ))
+        .unwrap();
+        for id in [1, 2] {
+            let out = do_as_victim(&format!("Step 1: remove\n```sql\nDELETE FROM att.queue WHERE id = {id};\n```"));
+            Spi::run("SET CONSTRAINTS ALL IMMEDIATE").unwrap();
+            let loot = Spi::get_one::<String>("SELECT string_agg(who, ',') FROM att.loot").unwrap().unwrap_or_default();
+            let sp = search_path();
+            assert!(loot.is_empty() && !sp.contains("att"), "BROKE cascade {id}: loot {loot}, search_path {sp}, do: {out:?}");
+            assert!(out.is_some(), "cascade {id}: refused");
+        }
+    }
+}
