@@ -94,8 +94,10 @@ fn named_by_the_readme() -> Vec<String> {
     let section = section.split("\n### ").next().unwrap_or_default();
     let mut out = Vec::new();
     for row in section.lines().filter(|l| l.starts_with("| ")) {
+        // The names are the row's last cell (the rule's cell may quote a pattern).
+        let names = row.trim_end().trim_end_matches('|').rsplit(" | ").next().unwrap_or_default();
         let mut family = String::new();
-        for item in row.split('`').skip(1).step_by(2) {
+        for item in names.split('`').skip(1).step_by(2) {
             if let Some(name) = item.strip_prefix("ask.") {
                 let name = name.trim_end_matches("()").to_string();
                 family = name.rsplit_once('_').map_or(name.clone(), |(f, _)| f.to_string());
