@@ -345,7 +345,11 @@ async def check_http_refusals(server):
 
 
 async def check_http_session_limit(server, limit):
-    clients = [server.client("mcp_reader") for _ in range(limit)]
+    """--max-sessions is shared out among the tokens: a token that holds its share gets 503 (one
+    token holder cannot take every place), another token still opens a session, and closed
+    sessions free their places."""
+    share = max(1, limit // len(TOKENS))
+    clients = [server.client("mcp_reader") for _ in range(share)]
     entered = []
     try:
         for c in clients:
@@ -353,7 +357,9 @@ async def check_http_session_limit(server, limit):
             entered.append(c)
         async with httpx2.AsyncClient() as http:
             r = await http.post(server.url, json=INIT, headers=dict(HEADERS, Authorization=f"Bearer {TOKENS['mcp_reader']}"))
-            assert r.status_code == 503, (r.status_code, r.text)
+            assert r.status_code == 503 and "share" in r.text, (r.status_code, r.text)
+        async with server.client("mcp_other"):  # another token's place is still free
+            pass
     finally:
         for c in reversed(entered):
             await c.__aexit__(None, None, None)
@@ -529,7 +535,7 @@ async def main():
         await run("stdio: run_sql is not served without --allow-sql", check_run_sql, over_stdio, False)
         await run("stdio: run_sql with --allow-sql", check_run_sql, lambda role: stdio_client(role, "--allow-sql"), True)
         await run("http: wrong or missing tokens get 401, oversized bodies 413", check_http_refusals, server)
-        await run("http: more sessions than --max-sessions get 503", check_http_session_limit, server, 4)
+        await run("http: a token beyond its share of --max-sessions gets 503", check_http_session_limit, server, 4)
         await run("http: a session belongs to the token that opened it", check_http_token_binds_session, server)
         await run("http: slow openings do not hold up another client's", check_http_slow_openings, server)
         await run("http: a trickling body gets 408 after --body-timeout", check_http_body_deadline, server)

@@ -22,7 +22,8 @@ as the session's database role, under a statement timeout.
   --allow-non-loopback       HTTP: allow binding an address other than loopback
   --allow-host NAME          HTTP: also accept requests whose Host header is NAME (repeatable;
                              loopback names are always accepted)
-  --max-sessions N           HTTP: most sessions at once; more get HTTP 503 (default 16)
+  --max-sessions N           HTTP: most sessions at once, shared out among the tokens (each
+                             at least one); more get HTTP 503 (default 16)
   --max-request-bytes N      HTTP: largest request body; larger get HTTP 413 (default 65536)
   --body-timeout T           HTTP: how long a request's body may take to arrive; slower get
                              HTTP 408 (default 10s; as --statement-timeout, at most 10min)
