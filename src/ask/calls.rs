@@ -11,11 +11,6 @@ use pg_ask_core::trace::Trace;
 use crate::pg::backend;
 use crate::pg::identity::as_memory_owner;
 
-/// The id of the `ask()` call in progress, if any.
-pub(crate) fn current() -> Option<i64> {
-    backend::with(|b| b.call.get())
-}
-
 /// A call in progress; its id is forgotten when it is dropped (also when an error unwinds).
 pub(crate) struct Call {
     pub id: Option<i64>,

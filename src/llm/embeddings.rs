@@ -6,7 +6,6 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use pgrx::pg_sys;
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
 use pgrx::prelude::*;
 
@@ -15,7 +14,7 @@ use pg_ask_embed::{Embedder, PreparedTokenizer};
 
 use crate::llm::with_runner_interruptible;
 use crate::pg::errors::{self, Raised};
-use crate::pg::gucs::{self, EmbeddingProvider};
+use crate::pg::gucs::{self, model_dir, EmbeddingProvider};
 
 /// Texts embedded per model call (and per HTTP request); interrupts are checked between.
 const CHUNK: usize = 64;
@@ -63,34 +62,6 @@ impl Begun {
             pgrx::check_for_interrupts!();
         }
     }
-}
-
-/// The embeddings in force: (provider, model), or None when `ask.embedding_provider = off`.
-/// The local model is named by its directory.
-pub(crate) fn current_embedder() -> Option<(String, String)> {
-    use EmbeddingProvider as P;
-    match gucs::embedding_provider() {
-        P::Off => None,
-        P::Local => Some(("local".into(), model_dir().file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default())),
-        P::OpenAi => Some(("openai".into(), gucs::embedding_model())),
-        P::Ollama => Some(("ollama".into(), gucs::embedding_model())),
-    }
-}
-
-/// The model directory: `ask.model_path`, or the one setup installs under the share directory.
-pub fn model_dir() -> PathBuf {
-    let configured = gucs::model_path();
-    if !configured.is_empty() {
-        return PathBuf::from(configured);
-    }
-    let mut buf = [0 as std::ffi::c_char; pg_sys::MAXPGPATH as usize];
-    // SAFETY: my_exec_path is set at backend start; get_share_path writes at most MAXPGPATH
-    // bytes into buf, NUL-terminated.
-    let share = unsafe {
-        pg_sys::get_share_path(std::ptr::addr_of!(pg_sys::my_exec_path).cast(), buf.as_mut_ptr());
-        std::ffi::CStr::from_ptr(buf.as_ptr()).to_string_lossy().into_owned()
-    };
-    PathBuf::from(share).join("extension/pg_ask/models/all-MiniLM-L6-v2")
 }
 
 /// The local model's tokenizer as the server read it at start, for the model directory its

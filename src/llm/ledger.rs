@@ -49,7 +49,7 @@ pub fn record(cfg: &LlmConfig, stage: &str, result: &Result<ChatResponse, LlmErr
         error.into(),
         saved.is_some().into(),
         saved.into(),
-        crate::ask::calls::current().into(),
+        crate::pg::backend::current_call().into(),
     ];
     let written = if crate::pg::version::sql_at_least("0.2.0") {
         Spi::run_with_args(INSERT, &args)
@@ -84,7 +84,7 @@ pub fn record_embedding(provider: &str, model: &str, tokens: u64, result: &Resul
         error.into(),
         false.into(),
         None::<i32>.into(),
-        crate::ask::calls::current().into(),
+        crate::pg::backend::current_call().into(),
     ];
     if let Err(e) = Spi::run_with_args(INSERT, &args) {
         warning!("pg_ask: could not write to ask.llm_calls: {e}");

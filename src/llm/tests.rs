@@ -28,7 +28,7 @@ mod tests {
         // pg_ask is preloaded here (as the README sets it up): the server read the tokenizer
         // before it forked this backend, and the vectors made with it are those of a model
         // that reads its own.
-        let dir = crate::llm::embeddings::model_dir();
+        let dir = crate::pg::gucs::model_dir();
         assert_eq!(crate::llm::embeddings::preloaded_tokenizer_dir(), Some(dir.clone()));
         let own = pg_ask_embed::Embedder::load(&dir).unwrap().embed_one("Los Angeles").unwrap();
         assert_eq!(own, la);

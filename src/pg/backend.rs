@@ -124,6 +124,12 @@ pub(crate) fn with<R>(f: impl FnOnce(&Backend) -> R) -> R {
     BACKEND.with(f)
 }
 
+/// The id of the `ask()` call in progress, if any (`ask::calls` draws it; the ledger writes it
+/// beside every LLM call).
+pub(crate) fn current_call() -> Option<i64> {
+    with(|b| b.call.get())
+}
+
 /// The description for one user: each relation's oid, sort key (schema and name unquoted) and
 /// table, in the order shown (by schema, then name).
 pub(crate) struct Described {

@@ -41,7 +41,7 @@ pub(crate) fn index_schema(schemas: Option<Vec<String>>) -> i64 {
         .collect();
     let schemas: Vec<(String, String)> =
         catalog.schema_descriptions().filter(|(n, _)| keep(n)).map(|(n, d)| (n.to_string(), d.to_string())).collect();
-    let embedder = crate::llm::embeddings::current_embedder();
+    let embedder = crate::pg::gucs::current_embedder();
     if embedder.is_none() {
         notice!("pg_ask: ask.embedding_provider is off: descriptions are stored without embeddings, and selection is lexical only");
     }
@@ -82,7 +82,7 @@ struct Ranked {
 /// neighbours), so that a new connection does not read its whole catalog; otherwise the
 /// caller's whole readable catalog, with the memory's lazy refresh.
 fn ranked(question: &str, wanted: usize) -> Ranked {
-    let embedder = crate::llm::embeddings::current_embedder();
+    let embedder = crate::pg::gucs::current_embedder();
     let state = memory_state(embedder.as_ref());
     let asked = Question::new(question);
     if state.exists && crate::pg::gucs::selection_index() && crate::pg::version::sql_at_least("0.2.0") {

@@ -3,8 +3,8 @@
 
 use super::{BATCH, EXACT_SCAN_MAX, MAX_INDEX_DIMS};
 use crate::llm::embeddings;
-use crate::llm::embeddings::current_embedder;
 use crate::pg::errors::raise;
+use crate::pg::gucs::current_embedder;
 use crate::pg::identity::{as_memory_owner, as_user, role_sql};
 use crate::pg::spi::{ext_schema, vector_text};
 use crate::pg::spi::{relname, select_rows, OrRaise};

@@ -160,13 +160,12 @@ fn enum_evidence(labels: &[String], literal: &str) -> Evidence {
             |r| Ok(Some(r.get::<f64>(1)?.unwrap_or(0.0))),
         )
         .or_raise("could not compare the enum's labels");
-        let cosines: Option<Vec<f64>> =
-            (crate::llm::embeddings::current_embedder().is_some() && labels.len() <= MAX_EMBEDDED_LABELS).then(|| {
-                let mut texts: Vec<&str> = vec![literal];
-                texts.extend(labels.iter().map(String::as_str));
-                let v = embeddings::embed_texts(&texts);
-                v[1..].iter().map(|l| pg_ask_core::selection::fuse::cosine(l, &v[0])).collect()
-            });
+        let cosines: Option<Vec<f64>> = (crate::pg::gucs::current_embedder().is_some() && labels.len() <= MAX_EMBEDDED_LABELS).then(|| {
+            let mut texts: Vec<&str> = vec![literal];
+            texts.extend(labels.iter().map(String::as_str));
+            let v = embeddings::embed_texts(&texts);
+            v[1..].iter().map(|l| pg_ask_core::selection::fuse::cosine(l, &v[0])).collect()
+        });
         candidates = labels
             .iter()
             .enumerate()

@@ -76,7 +76,7 @@ pub(crate) enum EmbeddingUse {
 }
 
 pub(crate) fn embedding_use(col: &MemoryColumn) -> EmbeddingUse {
-    let Some((provider, model)) = crate::llm::embeddings::current_embedder() else { return EmbeddingUse::Off };
+    let Some((provider, model)) = crate::pg::gucs::current_embedder() else { return EmbeddingUse::Off };
     if col.dims.is_none() {
         return EmbeddingUse::Off;
     }

@@ -113,7 +113,7 @@ pub(crate) fn store(question: &str, sql: &str, schema: Option<&str>, source: Sou
         )
         .hint("GRANT SELECT on the table, or let a role that has it verify the query."));
     }
-    let embedder = crate::llm::embeddings::current_embedder();
+    let embedder = crate::pg::gucs::current_embedder();
     let embedding = embedder.as_ref().map(|_| vector_text(&embeddings::embed_one(question)));
     let model = embedder.map(|(_, m)| m);
     let vector = ext_schema("vector");

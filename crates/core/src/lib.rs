@@ -11,6 +11,7 @@ pub mod clarify;
 pub mod config;
 pub mod constrain;
 pub mod conversation;
+pub mod escape;
 pub mod evaluate;
 pub mod extract;
 pub mod grounded;

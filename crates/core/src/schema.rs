@@ -51,7 +51,7 @@ pub fn from_json(v: serde_json::Value) -> Result<Vec<Table>, String> {
 }
 
 /// Comments are data written by users: keep them on one line and short, so that a comment
-/// cannot pose as part of the prompt's structure, and escaped ([`crate::prompt::data`]), so
+/// cannot pose as part of the prompt's structure, and escaped ([`crate::escape::data`]), so
 /// that it cannot close the `<schema>` tag or a fence. Cut before it is escaped: an escape is
 /// never cut in half.
 fn one_line(text: &str, max: usize) -> String {
@@ -59,9 +59,9 @@ fn one_line(text: &str, max: usize) -> String {
     if flat.chars().count() > max {
         let mut s: String = flat.chars().take(max).collect();
         s.push('…');
-        crate::prompt::data(&s)
+        crate::escape::data(&s)
     } else {
-        crate::prompt::data(&flat)
+        crate::escape::data(&flat)
     }
 }
 

@@ -3,8 +3,10 @@
 //! the key go are read from the server's configuration (`pg::server_wide`).
 
 use std::ffi::CString;
+use std::path::PathBuf;
 
 use pgrx::guc::{GucEnum, GucSetting};
+use pgrx::pg_sys;
 
 use pg_ask_core::config::{AskConfig, GrammarUse, LlmConfig, Provider, VerifiedUse};
 use pg_ask_core::constrain::Modes;
@@ -232,8 +234,36 @@ pub fn ask_config(max_attempts: Option<i32>, llm: &LlmOverrides) -> AskConfig {
         template_choice: pg_ask_core::constrain::template_choice(provider, modes),
         max_tables: max_tables(),
         selection_index: selection_index(),
-        embedder: crate::llm::embeddings::current_embedder(),
+        embedder: current_embedder(),
         max_result_bytes: max_result_bytes(),
         ..AskConfig::default()
     }
+}
+
+/// The embeddings in force: (provider, model), or None when `ask.embedding_provider = off`.
+/// The local model is named by its directory.
+pub fn current_embedder() -> Option<(String, String)> {
+    use EmbeddingProvider as P;
+    match embedding_provider() {
+        P::Off => None,
+        P::Local => Some(("local".into(), model_dir().file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default())),
+        P::OpenAi => Some(("openai".into(), embedding_model())),
+        P::Ollama => Some(("ollama".into(), embedding_model())),
+    }
+}
+
+/// The model directory: `ask.model_path`, or the one setup installs under the share directory.
+pub fn model_dir() -> PathBuf {
+    let configured = model_path();
+    if !configured.is_empty() {
+        return PathBuf::from(configured);
+    }
+    let mut buf = [0 as std::ffi::c_char; pg_sys::MAXPGPATH as usize];
+    // SAFETY: my_exec_path is set at backend start; get_share_path writes at most MAXPGPATH
+    // bytes into buf, NUL-terminated.
+    let share = unsafe {
+        pg_sys::get_share_path(std::ptr::addr_of!(pg_sys::my_exec_path).cast(), buf.as_mut_ptr());
+        std::ffi::CStr::from_ptr(buf.as_ptr()).to_string_lossy().into_owned()
+    };
+    PathBuf::from(share).join("extension/pg_ask/models/all-MiniLM-L6-v2")
 }

@@ -15,6 +15,7 @@ use crate::config::{AskConfig, TemplateChoice, VerifiedUse};
 use crate::guard::check_read_only;
 use crate::llm::LlmError;
 use crate::trace::{ms_since, Source, StageTrace, Trace};
+use crate::verified::asks;
 use crate::verified::choose::{self, Choice, Offer, SlotKind};
 use crate::verified::{self, Candidate, Decision};
 
@@ -106,7 +107,7 @@ type Offered<'a> = (&'a Candidate, Vec<crate::values::literals::LiteralRef>);
 
 /// The template step: the trusted verified queries near `question` are offered to the model as
 /// templates, under a constraint that allows exactly them and "none"; a choice that holds
-/// ([`choose::doubt`]) is filled in, guarded and run, and its rows are the answer. `Ok(None)`
+/// ([`asks::doubt`]) is filled in, guarded and run, and its rows are the answer. `Ok(None)`
 /// (generate as usual, the candidates as examples) when nothing is offered, the model chose
 /// none, the choice is doubted, or its SQL does not run. A call the server fails (unreachable,
 /// timed out, HTTP 429 or 5xx) or that is cancelled ends the question with its error, as
@@ -286,14 +287,14 @@ fn decide_choice(
         .iter()
         .flat_map(|t| std::iter::once(t.name.trim_matches('"').to_string()).chain(t.columns.iter().map(|c| c.name.clone())))
         .collect();
-    if let Some(why) = choose::doubt(question, &cand.question, offer, &values, &names) {
+    if let Some(why) = asks::doubt(question, &cand.question, offer, &values, &names) {
         return Err((chosen, why));
     }
     // A word the template does not hold that is a word of a value stored in a column of its
     // tables is another condition ("pastry chefs": 'pastry chef').
-    let extra = choose::new_words(question, &cand.question, offer, &values);
+    let extra = asks::new_words(question, &cand.question, offer, &values);
     if !extra.is_empty() {
-        let sql_words: Vec<String> = crate::verified::matching::words(&cand.sql).into_iter().map(|w| w.norm).collect();
+        let sql_words: Vec<String> = crate::text::question_words(&cand.sql).into_iter().map(|w| w.norm).collect();
         let own = tables.iter().filter(|t| sql_words.contains(&t.name.trim_matches('"').to_lowercase()));
         if let Some((w, table, column)) = stored_word(host, &extra, own) {
             return Err((chosen, format!("{w:?} is a word of a value of {table}.{column}, which the template does not name")));
@@ -318,8 +319,8 @@ fn decide_choice(
     let sql = choose::fill(&cand.sql, offer, literals, &values, &stored).map_err(|why| (chosen.clone(), why))?;
     // A name of the question that the filled SQL does not hold, stored in any readable table.
     // The values as the question writes them are held too ("LA" for 'Los Angeles').
-    let held: Vec<String> = values.iter().cloned().chain(choose::written_forms(question, offer, &values)).collect();
-    let names = choose::unheld_names(question, &held, &sql);
+    let held: Vec<String> = values.iter().cloned().chain(asks::written_forms(question, offer, &values)).collect();
+    let names = asks::unheld_names(question, &held, &sql);
     if let Some((w, table, column)) = stored_word(host, &names, tables.iter()) {
         return Err((chosen, format!("{w:?} is a value of {table}.{column}, which the template's SQL does not hold")));
     }
@@ -355,9 +356,8 @@ fn stored_word<'t>(
         for looked in host.literal_evidence(&probe).unwrap_or_default() {
             if let crate::values::correct::ColumnEvidence::Found { evidence, .. } = &looked.column {
                 let w = &looked.literal.value;
-                let in_value = |v: &str| {
-                    crate::verified::matching::words(v).iter().any(|x| x.norm == *w || crate::verified::matching::word_stem(&x.norm) == *w)
-                };
+                let in_value =
+                    |v: &str| crate::text::question_words(v).iter().any(|x| x.norm == *w || crate::text::word_stem(&x.norm) == *w);
                 if evidence.exact || evidence.case_insensitive.is_some() || evidence.candidates.iter().any(|k| in_value(&k.value)) {
                     return Some((w.clone(), t.name.trim_matches('"').to_string(), looked.literal.column.clone()));
                 }

@@ -9,8 +9,8 @@ use sqlparser::ast::{
     BinaryOperator, DuplicateTreatment, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, ObjectName, Value,
 };
 
-use super::scope::{is_niladic, Scope};
-use super::text::{quoted, subquery_phrase, written};
+use super::scope::Scope;
+use super::text::{is_niladic, quoted, subquery_phrase, written};
 use crate::values::literals::LikePattern;
 
 /// How deeply conditions nest (through parentheses, `NOT` and mixed `AND`/`OR`) before the

@@ -23,6 +23,7 @@
 //! lines prefixed with its name (`top_rated: `) or its part (`Part 2: `).
 
 mod cond;
+mod from;
 mod project;
 mod scope;
 mod text;

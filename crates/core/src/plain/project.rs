@@ -69,7 +69,7 @@ fn key_words(expr: &Expr, scope: &Scope) -> String {
 /// What the lines say about one `SELECT`.
 pub(super) fn select_lines(select: &Select, out: &mut Vec<String>) {
     let scope = Scope::of(&select.from);
-    scope.lines(&select.from, out);
+    super::from::lines(&scope, &select.from, out);
     if let Some(filter) = &select.selection {
         out.push(format!("Keeps rows {}.", condition(filter, &scope).render()));
     }

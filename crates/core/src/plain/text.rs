@@ -5,7 +5,6 @@ use std::ops::ControlFlow;
 
 use sqlparser::ast::{Expr, Ident, ObjectName, Query, SetExpr, TableFactor, Visit, Visitor};
 
-use super::scope::is_niladic;
 use crate::guard::normalized_parts;
 
 /// The most characters of SQL text (an expression, a literal) quoted in one line.
@@ -201,4 +200,11 @@ pub(super) fn over(query: &Query) -> String {
 /// `a sub-query over reviews and users` (or `a sub-query` when it reads no relation).
 pub(super) fn subquery_phrase(query: &Query) -> String {
     format!("a sub-query{}", over(query))
+}
+
+/// SQL's functions called without parentheses, which sqlparser may read as a column.
+pub(super) fn is_niladic(name: &str) -> bool {
+    const NILADIC: &[&str] =
+        &["current_date", "current_time", "current_timestamp", "localtime", "localtimestamp", "current_user", "session_user", "user"];
+    NILADIC.contains(&name.to_lowercase().as_str())
 }

@@ -5,16 +5,19 @@
 //! SQL answers without an LLM call, and otherwise the best few are shown to the LLM as
 //! examples ([`crate::prompt::sql_request_with_examples`]).
 
+pub mod asks;
 pub mod choose;
 pub mod matching;
+pub mod offer;
 
 use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::values::literals::{LiteralKind, LiteralRef};
 use crate::values::rewrite::{rewrite, Replacement};
-pub use matching::PARAPHRASE_MIN_COSINE;
-use matching::{paraphrase_conflict, Template};
+use asks::paraphrase_conflict;
+pub use asks::PARAPHRASE_MIN_COSINE;
+use matching::Template;
 
 /// Verified queries shown to the LLM as examples at most.
 pub const MAX_EXAMPLES: usize = 3;
@@ -69,7 +72,7 @@ pub enum Rule {
     SameQuestion,
     /// The same words but for values, each resolved to a value stored in its column.
     Template,
-    /// Other words, the same meaning ([`matching::paraphrase_conflict`]).
+    /// Other words, the same meaning ([`asks::paraphrase_conflict`]).
     Paraphrase,
 }
 

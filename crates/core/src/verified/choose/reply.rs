@@ -4,10 +4,11 @@
 
 use serde_json::{json, Value};
 
-use super::{Offer, SlotKind, MAX_TEXT_SLOT};
+use super::{Offer, SlotKind};
 use crate::constrain::Constraint;
 use crate::llm::ChatRequest;
 use crate::prompt::data;
+use crate::verified::asks::MAX_TEXT_SLOT;
 
 /// The request: the templates, the question, and the choice's constraint (`grammar`: a GBNF
 /// grammar, for servers that take one; otherwise the same choice as a JSON schema).

@@ -1,6 +1,7 @@
 use super::*;
 use crate::constrain::Constraint;
 use crate::values::literals::{find_literals, Catalog, CatalogColumn};
+use crate::verified::asks::*;
 
 fn catalog() -> Catalog {
     let mut c = Catalog::new(["public"]);

@@ -1,4 +1,5 @@
 //! Tests of matching a question to a verified one: words, templates, signatures, paraphrases.
+use crate::verified::asks::*;
 
 use super::*;
 
