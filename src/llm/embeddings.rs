@@ -3,7 +3,6 @@
 //! server reads the local model's tokenizer once, before it forks any backend
 //! ([`preload_tokenizer`]): a new backend's first question then does not parse it (about 14 ms).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use pgrx::pg_sys::errcodes::PgSqlErrorCode;
@@ -80,7 +79,7 @@ pub(crate) fn preload_tokenizer() {
 
 /// The model directory whose tokenizer the server read at start, if it read one (for the tests).
 #[cfg(any(test, feature = "pg_test"))]
-pub(crate) fn preloaded_tokenizer_dir() -> Option<PathBuf> {
+pub(crate) fn preloaded_tokenizer_dir() -> Option<std::path::PathBuf> {
     PRELOADED_TOKENIZER.get().map(|t| t.dir().to_path_buf())
 }
 
