@@ -83,6 +83,11 @@ WHERE EXISTS (SELECT 1 FROM eval_questions q2
 GROUP BY owner, suite, run_label, grouped_by, grp;
 COMMENT ON VIEW eval_report IS 'Execution accuracy of each run by category and by difficulty (for suites that give them); EX = correct / judged, questions whose gold SQL could not run left out.';
 
+-- Runs made before the knowledge layer existed offered none; a new run offers them by default.
+ALTER TABLE eval_runs ADD COLUMN knowledge boolean NOT NULL DEFAULT false;
+ALTER TABLE eval_runs ALTER COLUMN knowledge SET DEFAULT true;
+COMMENT ON COLUMN eval_runs.knowledge IS 'whether the run offers the knowledge layer''s items, as ask() does (ask.use_knowledge when the run started): a run with it off measures the model without them';
+
 CREATE VIEW eval_summary WITH (security_invoker = true) AS
 SELECT u.owner, u.suite, u.run_label, u.provider, u.model, u.started_at, u.finished_at,
        s.questions,
@@ -96,12 +101,13 @@ SELECT u.owner, u.suite, u.run_label, u.provider, u.model, u.started_at, u.finis
                       / nullif(count(*) FILTER (WHERE r.outcome <> 'gold_failed'), 0), 0), 4) AS ex,
        coalesce(sum(r.tokens), 0) AS tokens,
        round(avg(r.ms)::numeric, 1) AS ms_mean,
-       round(coalesce(sum(r.ms), 0)::numeric, 1) AS ms_total
+       round(coalesce(sum(r.ms), 0)::numeric, 1) AS ms_total,
+       u.knowledge
 FROM eval_runs u
 JOIN eval_suites s USING (owner, suite)
 LEFT JOIN eval_results r USING (owner, suite, run_label)
-GROUP BY u.owner, u.suite, u.run_label, u.provider, u.model, u.started_at, u.finished_at, s.questions;
-COMMENT ON VIEW eval_summary IS 'One row per evaluation run: questions evaluated and pending, execution accuracy overall, tokens and milliseconds.';
+GROUP BY u.owner, u.suite, u.run_label, u.provider, u.model, u.started_at, u.finished_at, s.questions, u.knowledge;
+COMMENT ON VIEW eval_summary IS 'One row per evaluation run: questions evaluated and pending, execution accuracy overall, tokens and milliseconds, and whether the run offered the knowledge layer''s items.';
 
 GRANT SELECT ON eval_report, eval_summary TO PUBLIC;
 
@@ -989,3 +995,25 @@ CREATE  FUNCTION "chart"(
 VOLATILE PARALLEL UNSAFE 
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'chart_wrapper';
+
+-- Which knowledge items each run offered, and which the right and wrong answers used.
+CREATE VIEW eval_knowledge WITH (security_invoker = true) AS
+SELECT r.owner, r.suite, r.run_label, i.item, k.kind, coalesce(k.name, pg_catalog.left(k.body, 60)) AS name,
+       count(*) FILTER (WHERE i.offered) AS offered,
+       count(*) FILTER (WHERE i.used) AS used,
+       count(*) FILTER (WHERE i.used AND r.ex) AS used_right,
+       count(*) FILTER (WHERE i.used AND NOT r.ex AND r.outcome <> 'gold_failed') AS used_wrong,
+       count(*) FILTER (WHERE i.offered AND NOT i.used AND r.ex) AS unused_right,
+       count(*) FILTER (WHERE i.offered AND NOT i.used AND NOT r.ex AND r.outcome <> 'gold_failed') AS unused_wrong
+FROM eval_results r
+CROSS JOIN LATERAL (
+    SELECT DISTINCT e.id::bigint AS item,
+           coalesce(r.trace -> 'knowledge_offered', '[]'::jsonb) @> pg_catalog.to_jsonb(e.id::bigint) AS offered,
+           coalesce(r.trace -> 'knowledge_used', '[]'::jsonb) @> pg_catalog.to_jsonb(e.id::bigint) AS used
+    FROM pg_catalog.jsonb_array_elements_text(coalesce(r.trace -> 'knowledge_offered', '[]'::jsonb)
+                                              || coalesce(r.trace -> 'knowledge_used', '[]'::jsonb)) AS e(id)
+) i
+LEFT JOIN knowledge k ON k.id = i.item
+GROUP BY r.owner, r.suite, r.run_label, i.item, k.kind, k.name, k.body;
+COMMENT ON VIEW eval_knowledge IS 'Per evaluation run and knowledge item: how many questions were offered it, how many answers used it, and of those how many were right and wrong (questions whose gold SQL could not run left out of wrong); an item the caller may no longer see is listed by id alone.';
+GRANT SELECT ON eval_knowledge TO PUBLIC;

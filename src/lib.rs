@@ -81,7 +81,7 @@ pgrx::extension_sql_file!(
 pgrx::extension_sql_file!(
     "../sql/evaluate.sql",
     name = "evaluation",
-    requires = ["ledger", evaluate::load_suite, evaluate::evaluate_begin, evaluate::evaluate_step]
+    requires = ["ledger", "knowledge_tables", evaluate::load_suite, evaluate::evaluate_begin, evaluate::evaluate_step]
 );
 
 #[pg_guard]

@@ -8,6 +8,8 @@
 //! the pipeline: see `pg_ask_core::evaluate::prefetch`.
 
 #[cfg(any(test, feature = "pg_test"))]
+mod knowledge_tests;
+#[cfg(any(test, feature = "pg_test"))]
 mod roles_tests;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
@@ -126,10 +128,12 @@ impl Pending {
     }
 }
 
-/// The backend's host, with the description narrowed to the question's schema.
+/// The backend's host, with the description narrowed to the question's schema, and the
+/// knowledge layer's items offered when the run uses them (`ask.eval_runs.knowledge`).
 struct SuiteHost<'a> {
     backend: &'a mut BackendHost,
     schema: Option<&'a str>,
+    knowledge: bool,
 }
 
 impl Catalog for SuiteHost<'_> {
@@ -188,6 +192,17 @@ impl Memory for SuiteHost<'_> {
     fn ambiguities(&mut self, question: &str, tables: &[String]) -> Result<Vec<pg_ask_core::clarify::Ambiguity>, HostError> {
         NoMemory.ambiguities(question, tables)
     }
+    /// The knowledge a DBA wrote, as ask() offers it: an evaluation measures with it unless the
+    /// run was started with `ask.use_knowledge` off.
+    fn knowledge(&mut self, question: &Question, tables: &[String]) -> Result<Vec<pg_ask_core::knowledge::Item>, HostError> {
+        match self.knowledge {
+            true => self.backend.knowledge(question, tables),
+            false => Ok(Vec::new()),
+        }
+    }
+    fn resolve_relations(&mut self, names: &[Vec<String>]) -> Vec<String> {
+        self.backend.resolve_relations(names)
+    }
 }
 
 fn backend_host() -> BackendHost {
@@ -205,8 +220,9 @@ fn suite_size(suite: &str) -> i32 {
     }
 }
 
-/// The run's row (made when missing); says when a resumed run now uses another model.
-fn ensure_run(suite: &str, run_label: &str, cfg: &pg_ask_core::config::LlmConfig) {
+/// The run's row (made when missing, with `ask.use_knowledge` as it is now); says when a
+/// resumed run now uses another model. Returns whether the run uses the knowledge layer.
+fn ensure_run(suite: &str, run_label: &str, cfg: &pg_ask_core::config::LlmConfig) -> bool {
     if run_label.trim().is_empty() {
         raise(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
@@ -214,12 +230,18 @@ fn ensure_run(suite: &str, run_label: &str, cfg: &pg_ask_core::config::LlmConfig
             "Label the run, e.g. CALL ask.evaluate('mine', 'qwen-7b-1').",
         );
     }
-    let before = Spi::get_two_with_args::<String, String>(
-        &mine("SELECT provider, model FROM ask.eval_runs WHERE owner = {me} AND suite = $1 AND run_label = $2"),
+    // eval_runs.knowledge came with 0.2.0: until ALTER EXTENSION pg_ask UPDATE, no run uses it.
+    let recorded = crate::pg::version::sql_at_least("0.2.0");
+    let before = Spi::get_three_with_args::<String, String, bool>(
+        &mine(if recorded {
+            "SELECT provider, model, knowledge FROM ask.eval_runs WHERE owner = {me} AND suite = $1 AND run_label = $2"
+        } else {
+            "SELECT provider, model, false FROM ask.eval_runs WHERE owner = {me} AND suite = $1 AND run_label = $2"
+        }),
         &[suite.into(), run_label.into()],
     );
     match before {
-        Ok((Some(p), Some(m))) => {
+        Ok((Some(p), Some(m), knowledge)) => {
             if p != cfg.provider.as_str() || m != cfg.model {
                 notice!(
                     "pg_ask: run \"{run_label}\" was started with {p} model {m}; it continues with {} model {}",
@@ -227,13 +249,24 @@ fn ensure_run(suite: &str, run_label: &str, cfg: &pg_ask_core::config::LlmConfig
                     cfg.model
                 );
             }
+            let knowledge = knowledge.unwrap_or(false);
+            if knowledge && !gucs::use_knowledge() {
+                notice!("pg_ask: run \"{run_label}\" was started with ask.use_knowledge on; it continues without the knowledge layer, as the setting is now off");
+            }
+            knowledge && gucs::use_knowledge()
         }
         _ => {
-            Spi::run_with_args(
-                "INSERT INTO ask.eval_runs (suite, run_label, provider, model) VALUES ($1, $2, $3, $4)",
-                &[suite.into(), run_label.into(), cfg.provider.as_str().into(), cfg.model.as_str().into()],
-            )
-            .unwrap_or_else(|e| crate::pg::errors::internal("a statement on pg_ask\'s tables failed", e).raise());
+            let knowledge = recorded && gucs::use_knowledge();
+            let sql = if recorded {
+                "INSERT INTO ask.eval_runs (suite, run_label, provider, model, knowledge) VALUES ($1, $2, $3, $4, $5)"
+            } else {
+                "INSERT INTO ask.eval_runs (suite, run_label, provider, model) VALUES ($1, $2, $3, $4)"
+            };
+            let args: [DatumWithOid; 5] =
+                [suite.into(), run_label.into(), cfg.provider.as_str().into(), cfg.model.as_str().into(), knowledge.into()];
+            Spi::run_with_args(sql, if recorded { &args } else { &args[..4] })
+                .unwrap_or_else(|e| crate::pg::errors::internal("a statement on pg_ask\'s tables failed", e).raise());
+            knowledge
         }
     }
 }
@@ -281,7 +314,7 @@ pub(crate) fn evaluate_begin(suite: &str, run_label: &str) -> i32 {
 pub(crate) fn evaluate_step(suite: &str, run_label: &str, batch: default!(Option<i32>, "NULL")) -> i32 {
     let total = suite_size(suite);
     let mut backend = backend_host();
-    ensure_run(suite, run_label, &backend.llm);
+    let knowledge = ensure_run(suite, run_label, &backend.llm);
     let concurrency = gucs::concurrency().max(1);
     let batch = batch.unwrap_or(concurrency as i32);
     if batch < 1 {
@@ -293,14 +326,22 @@ pub(crate) fn evaluate_step(suite: &str, run_label: &str, batch: default!(Option
     }
     let pending = pending_questions(suite, run_label, batch);
     if pending.is_empty() {
-        Spi::run_with_args(
+        let finished = Spi::get_one_with_args::<bool>(
             &mine(
                 "UPDATE ask.eval_runs SET finished_at = clock_timestamp()
-             WHERE owner = {me} AND suite = $1 AND run_label = $2 AND finished_at IS NULL",
+             WHERE owner = {me} AND suite = $1 AND run_label = $2 AND finished_at IS NULL RETURNING true",
             ),
             &[suite.into(), run_label.into()],
-        )
-        .unwrap_or_else(|e| crate::pg::errors::internal("a statement on pg_ask\'s tables failed", e).raise());
+        );
+        // No row: the run was finished before.
+        let finished = match finished {
+            Ok(v) => v,
+            Err(pgrx::spi::SpiError::InvalidPosition) => None,
+            Err(e) => crate::pg::errors::internal("a statement on pg_ask\'s tables failed", e).raise(),
+        };
+        if finished == Some(true) {
+            compare_knowledge(suite, run_label, knowledge);
+        }
         return 0;
     }
     // The step's settings, read once with its host.
@@ -312,7 +353,7 @@ pub(crate) fn evaluate_step(suite: &str, run_label: &str, batch: default!(Option
     for q in &pending {
         let text = q.prompt_text();
         let (request, selection) = in_schema(q.schema.as_deref(), || {
-            let mut host = SuiteHost { backend: &mut backend, schema: q.schema.as_deref() };
+            let mut host = SuiteHost { backend: &mut backend, schema: q.schema.as_deref(), knowledge };
             let mut capture = Capture::new(&mut host);
             let _ = pipeline::run(&mut capture, &text, &cfg, Goal::Sql);
             (capture.captured, capture.selection)
@@ -335,7 +376,7 @@ pub(crate) fn evaluate_step(suite: &str, run_label: &str, batch: default!(Option
         pgrx::check_for_interrupts!();
         let text = q.prompt_text();
         let (outcome, took) = in_schema(q.schema.as_deref(), || {
-            let mut host = SuiteHost { backend: &mut backend, schema: q.schema.as_deref() };
+            let mut host = SuiteHost { backend: &mut backend, schema: q.schema.as_deref(), knowledge };
             let mut replay = Replay::new(&mut host, pre).with_selection(selection);
             let started = Instant::now();
             let outcome = pipeline::run(&mut replay, &text, &cfg, Goal::Sql);
@@ -431,6 +472,35 @@ pub(crate) fn evaluate_step(suite: &str, run_label: &str, batch: default!(Option
     let ex = if judged == 0 { 0.0 } else { correct as f64 / judged as f64 };
     notice!("pg_ask evaluate: {done}/{total} questions, EX so far {ex:.3} ({correct} of {judged} judged)");
     pending.len() as i32
+}
+
+/// When a run finishes and the suite has a finished run of the other kind (with the knowledge
+/// layer against without it), a NOTICE puts the two EX side by side.
+fn compare_knowledge(suite: &str, run_label: &str, knowledge: bool) {
+    if !crate::pg::version::sql_at_least("0.2.0") {
+        return;
+    }
+    let ex_of = |label_filter: &str, args: &[DatumWithOid]| {
+        Spi::get_two_with_args::<String, pgrx::AnyNumeric>(
+            &mine(&format!(
+                "SELECT run_label, ex FROM ask.eval_summary WHERE owner = {{me}} AND suite = $1 AND {label_filter}
+                 ORDER BY finished_at DESC LIMIT 1"
+            )),
+            args,
+        )
+        .ok()
+    };
+    let Some((Some(other), Some(other_ex))) = ex_of("knowledge <> $2 AND finished_at IS NOT NULL", &[suite.into(), knowledge.into()])
+    else {
+        return;
+    };
+    let Some((_, Some(this_ex))) = ex_of("run_label = $2", &[suite.into(), run_label.into()]) else { return };
+    let (with, without) =
+        if knowledge { ((run_label, this_ex), (other.as_str(), other_ex)) } else { ((other.as_str(), other_ex), (run_label, this_ex)) };
+    notice!(
+        "pg_ask evaluate: suite \"{suite}\": EX {} with the knowledge layer (run \"{}\"), {} without it (run \"{}\"); ask.eval_knowledge lists the items the right and wrong answers used",
+        with.1, with.0, without.1, without.0
+    );
 }
 
 /// The next questions of a run without a result, in suite order.

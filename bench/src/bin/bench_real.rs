@@ -216,9 +216,10 @@ fn main() {
     let mut c = database();
     let server = format!(
         "SET ask.provider = 'openai'; SET ask.base_url = '{url}'; SET ask.model = '{model}'; SET ask.schema_style = {};
-         SET ask.concurrency = {}; SET ask.request_timeout = 300000; SET ask.max_tokens = {};
+         SET ask.candidates = {}; SET ask.concurrency = {}; SET ask.request_timeout = 300000; SET ask.max_tokens = {};
          SET client_min_messages = warning",
         env("PG_ASK_REAL_SCHEMA_STYLE", "listing"),
+        env("PG_ASK_REAL_CANDIDATES", "1"),
         concurrency(),
         env("PG_ASK_REAL_MAX_TOKENS", "1024")
     );

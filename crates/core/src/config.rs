@@ -153,10 +153,17 @@ pub const DEFAULT_MAX_PROMPT_TOKENS: usize = 6_000;
 /// `max_attempts`): the first one plus repairs.
 pub const MAX_ATTEMPTS: std::ops::RangeInclusive<i32> = 1..=20;
 
+/// Candidates a question may draw at most (`ask.candidates`).
+pub const MAX_CANDIDATES: u32 = 7;
+
 /// Settings of the text-to-SQL pipeline.
 #[derive(Debug, Clone)]
 pub struct AskConfig {
     /// How many SQL attempts (the first one plus repairs) before giving up.
+    /// Queries drawn per question and voted on by their results (`ask.candidates`): 1, the
+    /// first query that runs answers; more, candidates sampled after it until a group of
+    /// agreeing results cannot be overtaken ([`crate::ask`]'s vote).
+    pub candidates: u32,
     pub max_attempts: u32,
     /// Rows fetched from the generated SQL at most.
     pub row_limit: u32,
@@ -240,6 +247,7 @@ impl Default for AskConfig {
     fn default() -> Self {
         AskConfig {
             max_attempts: 3,
+            candidates: 1,
             row_limit: 1000,
             answer_rows: 50,
             sql_grammar: GrammarUse::Off,

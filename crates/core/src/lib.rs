@@ -8,6 +8,7 @@ pub mod ask;
 pub mod chain;
 pub mod chart;
 pub mod clarify;
+pub mod compare;
 pub mod config;
 pub mod constrain;
 pub mod conversation;

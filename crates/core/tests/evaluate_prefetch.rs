@@ -9,6 +9,7 @@ use pg_ask_core::ask::{self as pipeline, AskError, Catalog, ExecFailure, Executo
 use pg_ask_core::config::AskConfig;
 use pg_ask_core::evaluate::prefetch::{Capture, Prefetched, Replay};
 use pg_ask_core::evaluate::{check_gold, JudgeError};
+use pg_ask_core::knowledge::{Item, Kind};
 use pg_ask_core::llm::{ChatRequest, ChatResponse, LlmError};
 use pg_ask_core::rows::ResultSet;
 use pg_ask_core::values::literals::LiteralRef;
@@ -21,11 +22,19 @@ struct Fake {
     executed: Vec<String>,
     /// The questions schema selection was asked for.
     selections: Vec<String>,
+    /// What the knowledge layer holds for the question's tables.
+    knowledge: Vec<Item>,
 }
 
 impl Fake {
     fn new(replies: &[&str]) -> Fake {
-        Fake { replies: replies.iter().map(|r| r.to_string()).collect(), chats: vec![], executed: vec![], selections: vec![] }
+        Fake {
+            replies: replies.iter().map(|r| r.to_string()).collect(),
+            chats: vec![],
+            executed: vec![],
+            selections: vec![],
+            knowledge: vec![],
+        }
     }
 }
 
@@ -49,6 +58,12 @@ impl Catalog for Fake {
 
 impl Memory for Fake {
     pg_ask_core::no_memory!();
+    fn knowledge(&mut self, _: &Question, _: &[String]) -> Result<Vec<Item>, HostError> {
+        Ok(self.knowledge.clone())
+    }
+    fn resolve_relations(&mut self, names: &[Vec<String>]) -> Vec<String> {
+        names.iter().map(|n| n.join(".")).collect()
+    }
 }
 
 impl Llm for Fake {
@@ -99,6 +114,27 @@ fn capture_stops_before_anything_runs_and_replay_serves_the_prefetched_reply() {
     assert_eq!(out.trace.prompt_tokens, 100, "the prefetched call's tokens are in the trace");
     assert!(host.chats.is_empty(), "no live call");
     assert_eq!(host.executed, ["SELECT x FROM s.t"]);
+}
+
+#[test]
+fn the_knowledge_an_evaluation_offers_is_in_the_captured_request_and_the_replayed_run() {
+    let mut host = Fake::new(&[]);
+    host.knowledge = vec![Item {
+        id: 41,
+        kind: Some(Kind::Instruction),
+        table: Some("s.t".into()),
+        body: "x counts in dozens.".into(),
+        ..Default::default()
+    }];
+    let (_, request) = capture(&mut host, "how many x?");
+    let prompt: String = request.messages.iter().map(|m| m.content.as_str()).collect();
+    assert!(prompt.contains("x counts in dozens."), "the captured first request shows the knowledge: {prompt}");
+
+    let prefetched = Prefetched { request, reply: reply("SELECT x FROM s.t"), took: Duration::from_millis(5) };
+    let mut replay = Replay::new(&mut host, Some(prefetched));
+    let out = pipeline::run(&mut replay, "how many x?", &AskConfig::default(), Goal::Sql).unwrap();
+    assert!(replay.served.is_some() && host.chats.is_empty(), "the replayed run made the same request: no live call");
+    assert_eq!(out.trace.knowledge_offered, [41]);
 }
 
 #[test]

@@ -94,6 +94,8 @@ static MAX_TOKENS: GucSetting<i32> = GucSetting::<i32>::new(MAX_TOKENS_DEFAULT);
 const MAX_TOKENS_DEFAULT: i32 = 1024;
 /// SQL attempts per question: the first plus repairs from error messages.
 static MAX_ATTEMPTS: GucSetting<i32> = GucSetting::<i32>::new(3);
+/// Queries drawn per question and voted on by their results.
+static CANDIDATES: GucSetting<i32> = GucSetting::<i32>::new(1);
 /// Rows fetched from generated SQL at most.
 static ROW_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(1000);
 /// Time limit for running one generated statement (ms, 0 = none beyond statement_timeout).
@@ -274,6 +276,16 @@ pub fn init() {
         &MAX_ATTEMPTS,
         *pg_ask_core::config::MAX_ATTEMPTS.start(),
         *pg_ask_core::config::MAX_ATTEMPTS.end(),
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"ask.candidates",
+        c"Queries drawn per question and voted on by their results.",
+        c"1: the first query that runs answers. More: once a query has run, candidates are sampled from the same request and run under the guard, grouped by their results, and the largest group with rows answers; drawing stops when no group can be overtaken. Each candidate is an LLM call.",
+        &CANDIDATES,
+        1,
+        pg_ask_core::config::MAX_CANDIDATES as i32,
         GucContext::Userset,
         GucFlags::default(),
     );

@@ -217,6 +217,7 @@ pub fn ask_config(max_attempts: Option<i32>, llm: &LlmOverrides) -> AskConfig {
     AskConfig {
         // (The setting's range is the same; a per-call value was checked by the caller.)
         max_attempts: max_attempts.unwrap_or_else(|| MAX_ATTEMPTS.get()) as u32,
+        candidates: CANDIDATES.get().max(1) as u32,
         row_limit: row_limit(),
         sql_grammar: match SQL_GRAMMAR.get() {
             GucMode::Off => GrammarUse::Off,

@@ -15,6 +15,7 @@ FROM (VALUES
     ('ask.sql_grammar', 'off'), ('ask.sql_grammar', 'maybe'),
     ('ask.max_tokens', '100'), ('ask.max_tokens', '0'),
     ('ask.max_attempts', '20'), ('ask.max_attempts', '21'),
+    ('ask.candidates', '3'), ('ask.candidates', '8'),
     ('ask.row_limit', '1'), ('ask.row_limit', '0'),
     ('ask.statement_timeout', '0'), ('ask.statement_timeout', '-1'),
     ('ask.embedding_provider', 'ollama'), ('ask.embedding_provider', 'word2vec'),

@@ -103,29 +103,9 @@ pub(super) fn generate_and_run(
                 reply
             }
         };
-        // The statement, parsed once by the guard; a metric, filter or dimension written by
-        // its name is written in as its checked expression (only the items of the tables the
-        // tree reads), and the statement that makes is checked as a new one.
-        let (extracted, checked) = match extract_sql(&reply) {
+        let (extracted, checked) = match statement_of(host, trace, &reply, &offered, &columns) {
+            Some((sql, verdict)) => (Some(sql), Some(verdict)),
             None => (None, None),
-            Some(sql) => {
-                let verdict = Verdict::of(&sql);
-                // What the statement's names stand for, asked only when an item could be written in.
-                let nameable = offered.iter().any(|it| it.kind.is_some_and(|k| k.is_named_expression()));
-                let reads = if nameable { host.resolve_relations(&verdict.reads()) } else { Vec::new() };
-                let e = crate::knowledge::expand(&sql, &reads, &offered, &columns);
-                if e.expanded.is_empty() {
-                    (Some(sql), Some(verdict))
-                } else {
-                    for id in e.expanded {
-                        if !trace.knowledge_expanded.contains(&id) {
-                            trace.knowledge_expanded.push(id);
-                        }
-                    }
-                    let again = Verdict::of(&e.sql);
-                    (Some(e.sql), Some(again))
-                }
-            }
         };
         let folded = fold_space(extracted.as_deref().unwrap_or(&reply));
         if let Some((_, _, first, ended)) = tried.iter().find(|(had_sql, text, ..)| *had_sql == extracted.is_some() && *text == folded) {
@@ -169,9 +149,9 @@ pub(super) fn generate_and_run(
                             AskError::Failed { attempts: attempt, sqlstate: SqlState::or_internal("02000"), message, sql: done.0.sql },
                         )
                     }
-                    None => return Ok((done.0.sql, done.1)),
+                    None => return vote(host, trace, &req, cfg, attempt, step, (done.0.sql, done.1), &offered, &columns),
                 },
-                Ok(done) => return Ok((done.0.sql, done.1)),
+                Ok(done) => return vote(host, trace, &req, cfg, attempt, step, (done.0.sql, done.1), &offered, &columns),
                 Err(failure) => {
                     let mut text = failure.for_llm();
                     if let Some(note) = super::repair_hint::hint(&failure, tables()) {
@@ -203,6 +183,55 @@ pub(super) fn generate_and_run(
         }
     }
     Err(tried.pop().map(|(.., ended)| ended).expect("every attempt that did not return is recorded"))
+}
+
+/// The statement of a reply, parsed once by the guard; a metric, filter or dimension written
+/// by its name is written in as its checked expression (only the items of the tables the tree
+/// reads), and the statement that makes is checked as a new one. `None`: no SQL in the reply.
+fn statement_of(
+    host: &mut dyn Host,
+    trace: &mut Trace,
+    reply: &str,
+    offered: &[&crate::knowledge::Item],
+    columns: &[String],
+) -> Option<(String, Verdict)> {
+    let sql = extract_sql(reply)?;
+    let verdict = Verdict::of(&sql);
+    // What the statement's names stand for, asked only when an item could be written in.
+    let nameable = offered.iter().any(|it| it.kind.is_some_and(|k| k.is_named_expression()));
+    let reads = if nameable { host.resolve_relations(&verdict.reads()) } else { Vec::new() };
+    let e = crate::knowledge::expand(&sql, &reads, offered, columns);
+    if e.expanded.is_empty() {
+        return Some((sql, verdict));
+    }
+    for id in e.expanded {
+        if !trace.knowledge_expanded.contains(&id) {
+            trace.knowledge_expanded.push(id);
+        }
+    }
+    let again = Verdict::of(&e.sql);
+    Some((e.sql, again))
+}
+
+/// The query that ran, or the winner of a vote among it and candidates drawn from `req` when
+/// `ask.candidates` asks for more than one ([`super::vote`]).
+#[allow(clippy::too_many_arguments)]
+fn vote(
+    host: &mut dyn Host,
+    trace: &mut Trace,
+    req: &crate::llm::ChatRequest,
+    cfg: &AskConfig,
+    attempt: u32,
+    step: Option<usize>,
+    first: (String, ResultSet),
+    offered: &[&crate::knowledge::Item],
+    columns: &[String],
+) -> Result<(String, ResultSet), AskError> {
+    if cfg.candidates < 2 {
+        return Ok(first);
+    }
+    let mut statement = |host: &mut dyn Host, trace: &mut Trace, reply: &str| statement_of(host, trace, reply, offered, columns);
+    super::vote::choose(host, trace, req, cfg.candidates, cfg.max_prompt_tokens, attempt, step, first, &mut statement)
 }
 
 /// Whether a query that ended as `e` is one the SQL grammar rules out: no SQL, a statement the

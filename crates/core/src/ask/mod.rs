@@ -17,6 +17,7 @@ mod outcome;
 mod plan;
 mod repair_hint;
 pub mod stage;
+mod vote;
 
 use std::time::Instant;
 

@@ -27,3 +27,7 @@ pub const FOLLOW_UP: &str = "follow_up";
 pub const GROUND: &str = "ground";
 /// The knowledge items offered with the question.
 pub const KNOWLEDGE: &str = "knowledge";
+/// A candidate query sampled for a vote (one LLM call each; `ask.candidates`).
+pub const CANDIDATE: &str = "candidate";
+/// The candidates grouped by their results, and the one chosen (no LLM call).
+pub const VOTE: &str = "vote";

@@ -7,12 +7,12 @@
 //!
 //! * [`gold`]: the gold SQL as suites write it (defog's `{a.x, a.y}` column choices and
 //!   `;`-separated alternatives) expanded into plain queries, and whether a query orders rows;
-//! * [`compare`]: the comparison of two results, with its normalisation rules;
+//! * [`compare`] (in [`crate::compare`], which voting reads too): the comparison of two
+//!   results, with its normalisation rules;
 //! * [`judge`]: one question judged through an [`EvalHost`] that executes SQL;
 //! * [`report`]: per-question records rolled up by category or difficulty;
 //! * [`prefetch`]: hosts that let a batch of questions send their first LLM calls at once.
 
-pub mod compare;
 pub mod gold;
 pub mod prefetch;
 pub mod report;
@@ -23,9 +23,10 @@ use serde::Serialize;
 use crate::guard::check_read_only;
 use crate::rows::ResultSet;
 
+pub use crate::compare;
+pub use crate::compare::{compare_results, Cell, ColumnMatch, Mismatch, RowOrder};
 /// Whether a gold query's rows have a defined order (its outermost query orders them).
 pub use crate::shadow::score::has_order_by as orders_rows;
-pub use compare::{compare_results, Cell, ColumnMatch, Mismatch, RowOrder};
 pub use gold::{gold_alternatives, GoldError};
 pub use report::{summarize, GroupBy, GroupStats, QuestionRecord, RecordOutcome, SuiteReport};
 pub use suite::{parse_suite_rows, SuiteError, SuiteQuestion};

@@ -107,6 +107,13 @@ impl Memory for Capture<'_> {
     fn ambiguities(&mut self, question: &str, tables: &[String]) -> Result<Vec<Ambiguity>, HostError> {
         self.inner.ambiguities(question, tables)
     }
+    /// The knowledge the first prompt shows, as the run will show it.
+    fn knowledge(&mut self, question: &Question, tables: &[String]) -> Result<Vec<crate::knowledge::Item>, HostError> {
+        self.inner.knowledge(question, tables)
+    }
+    fn resolve_relations(&mut self, names: &[Vec<String>]) -> Vec<String> {
+        self.inner.resolve_relations(names)
+    }
 }
 
 /// A reply fetched ahead of the pipeline, with how long the call took.
@@ -197,5 +204,11 @@ impl Memory for Replay<'_> {
     }
     fn ambiguities(&mut self, question: &str, tables: &[String]) -> Result<Vec<Ambiguity>, HostError> {
         self.inner.ambiguities(question, tables)
+    }
+    fn knowledge(&mut self, question: &Question, tables: &[String]) -> Result<Vec<crate::knowledge::Item>, HostError> {
+        self.inner.knowledge(question, tables)
+    }
+    fn resolve_relations(&mut self, names: &[Vec<String>]) -> Vec<String> {
+        self.inner.resolve_relations(names)
     }
 }

@@ -66,6 +66,18 @@ pub struct ChatRequest {
     /// ([`crate::constrain::decide`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub constraint: Option<Constraint>,
+    /// Sampling for this request in place of the settings' temperature: a candidate drawn for
+    /// a vote, with a seed of its own so that candidates differ (and the response cache, whose
+    /// key is the request, never serves one candidate's reply for another).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<Sampling>,
+}
+
+/// A temperature and a seed for one request ([`ChatRequest::sampled`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Sampling {
+    pub temperature: f64,
+    pub seed: u64,
 }
 
 impl ChatRequest {
@@ -82,6 +94,13 @@ impl ChatRequest {
     /// The same request, ending generation at any of `stop`.
     pub fn stop_at(mut self, stop: &[&str]) -> ChatRequest {
         self.stop = stop.iter().take(4).map(|s| s.to_string()).collect();
+        self
+    }
+
+    /// The same request, sampled at `temperature` with `seed` (the provider's seed where it
+    /// takes one: OpenAI-compatible servers and Ollama).
+    pub fn sampled(mut self, temperature: f64, seed: u64) -> ChatRequest {
+        self.sampling = Some(Sampling { temperature, seed });
         self
     }
 

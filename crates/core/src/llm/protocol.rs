@@ -44,11 +44,12 @@ fn messages_json(req: &ChatRequest, inline_system: bool) -> Vec<Value> {
 /// [`constraint_sent`] says whether it did).
 pub fn request_body(cfg: &LlmConfig, req: &ChatRequest) -> Value {
     let max_tokens = req.completion_limit(cfg.max_tokens);
+    let temperature = req.sampling.map_or(cfg.temperature, |s| s.temperature);
     let mut body = match cfg.provider {
         Provider::OpenAi => json!({
             "model": cfg.model,
             "messages": messages_json(req, true),
-            "temperature": cfg.temperature,
+            "temperature": temperature,
             "max_tokens": max_tokens,
             "stream": false,
         }),
@@ -56,7 +57,7 @@ pub fn request_body(cfg: &LlmConfig, req: &ChatRequest) -> Value {
             let mut body = json!({
                 "model": cfg.model,
                 "max_tokens": max_tokens,
-                "temperature": cfg.temperature,
+                "temperature": temperature,
                 "messages": messages_json(req, false),
             });
             if !req.system.is_empty() {
@@ -68,7 +69,7 @@ pub fn request_body(cfg: &LlmConfig, req: &ChatRequest) -> Value {
             "model": cfg.model,
             "messages": messages_json(req, true),
             "stream": false,
-            "options": {"temperature": cfg.temperature, "num_predict": max_tokens},
+            "options": {"temperature": temperature, "num_predict": max_tokens},
         }),
     };
     if !req.stop.is_empty() {
@@ -80,6 +81,13 @@ pub fn request_body(cfg: &LlmConfig, req: &ChatRequest) -> Value {
     }
     if let Some(c) = req.constraint.as_ref().filter(|c| decide(cfg, c.kind()) == Decision::Send) {
         add_constraint(&mut body, cfg.provider, c);
+    }
+    if let Some(s) = req.sampling {
+        match cfg.provider {
+            Provider::OpenAi => body["seed"] = json!(s.seed),
+            Provider::Ollama => body["options"]["seed"] = json!(s.seed),
+            Provider::Anthropic => {}
+        }
     }
     body
 }
@@ -254,6 +262,23 @@ mod tests {
         assert_eq!(b["messages"][2], json!({"role":"assistant","content":"a"}));
         assert_eq!(b["max_tokens"], 77);
         assert_eq!(headers(&cfg(Provider::OpenAi)), vec![("authorization", "Bearer sk-abcdef".to_string())]);
+    }
+
+    #[test]
+    fn a_sampled_request_sends_its_temperature_and_seed() {
+        let plain = request_body(&cfg(Provider::OpenAi), &req());
+        assert_eq!(plain["temperature"], 0.2);
+        assert!(plain.get("seed").is_none());
+        let sampled = req().sampled(0.7, 3);
+        let b = request_body(&cfg(Provider::OpenAi), &sampled);
+        assert_eq!((b["temperature"].clone(), b["seed"].clone()), (json!(0.7), json!(3)));
+        let b = request_body(&cfg(Provider::Ollama), &sampled);
+        assert_eq!((b["options"]["temperature"].clone(), b["options"]["seed"].clone()), (json!(0.7), json!(3)));
+        let b = request_body(&cfg(Provider::Anthropic), &sampled);
+        assert_eq!(b["temperature"], 0.7);
+        assert!(b.get("seed").is_none(), "Anthropic takes no seed");
+        let key = |r: &ChatRequest| crate::llm::reuse::cache_key(&cfg(Provider::OpenAi), r);
+        assert_ne!(key(&req().sampled(0.7, 2)), key(&req().sampled(0.7, 3)), "candidates are cached apart");
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod knowledge;
 mod one_parse;
 mod plan;
 mod verified;
+mod vote;
 
 use crate::trace::Source;
 use std::collections::VecDeque;

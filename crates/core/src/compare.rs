@@ -1,4 +1,5 @@
-//! Execution accuracy (EX): does the predicted query return the gold query's result?
+//! Two results compared as the execution-accuracy judge compares them (`ask.evaluate`), and as
+//! candidates' results are grouped when several are voted on: does one return the other's result?
 //!
 //! [`compare_results`] decides it from the two results alone. The rules, chosen to follow
 //! defog's `sql-eval` and Spider's practice where the issue leaves room:
@@ -6,10 +7,10 @@
 //! * **Rows are a multiset.** Both results must have the same number of rows, and every row
 //!   must be matched by exactly one row of the other side (duplicates count; `sql-eval` drops
 //!   duplicates first, we do not, so `SELECT x` and `SELECT DISTINCT x` differ when `x`
-//!   repeats). When the question asks for an order ([`super::asks_for_order`]: its category is
+//!   repeats). When the question asks for an order (`evaluate::asks_for_order`: its category is
 //!   `order_by`, or it says "order", "sort" or "arrange", `sql-eval`'s rule) and the gold
 //!   query's outermost query has an `ORDER BY` ([`RowOrder::Ordered`], see
-//!   [`super::orders_rows`]), row `i` must match row `i`. A gold `ORDER BY` the question does
+//!   `evaluate::orders_rows`), row `i` must match row `i`. A gold `ORDER BY` the question does
 //!   not ask for ("the average length of rivers in each country", ordered by length) leaves
 //!   the rows a multiset.
 //!   Ties in the gold `ORDER BY` are not modelled: rows that tie in the sort key but come back
