@@ -125,7 +125,7 @@ pub(super) mod tests {
     }
 
     /// 1c. A deferrable constraint trigger on another role's table fires at COMMIT, after every
-    ///     check made while the step runs: its function is held to the list before the step.
+    ///     check made while the step runs: a write that would queue it is refused.
     #[pg_test]
     fn a1c_do_insert_deferred_trigger_is_held_to_the_list() {
         roles();
@@ -147,7 +147,7 @@ pub(super) mod tests {
         let loot = Spi::get_one::<String>("SELECT string_agg(who, ',') FROM att.loot").unwrap().unwrap_or_default();
         assert!(loot.is_empty(), "BROKE deferred trigger: ran as {loot}, do: {out:?}");
         let out = out.unwrap_or_default();
-        assert!(out.contains("deferred trigger later") && out.contains("att.later"), "the refusal names the trigger: {out}");
+        assert!(out.contains("deferrable trigger later") && out.contains("at COMMIT"), "the refusal names the trigger: {out}");
     }
 
     /// 2. A DO ALSO rule (the rewriter is not run by write_step_refusal).

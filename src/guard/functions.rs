@@ -118,10 +118,96 @@ pub(crate) unsafe fn first_refused_brought_in(node: *mut pg_sys::Node, constant_
         return walk.refused;
     }
     // Built-in functions start without asking the function manager's hook: code an object
-    // brings in may call none that has an effect (an advisory lock, set_config, a file read).
-    // A sequence's nextval (a default) is the one effect a write may have.
-    pg_sys::contain_volatile_functions_not_nextval(node)
+    // brings in may call none that has an effect (an advisory lock, set_config, a file read,
+    // nextval of any sequence: a table's own serial default is left out of what it reaches).
+    pg_sys::contain_volatile_functions(node)
         .then(|| "a volatile function (one that can change the database or the session, or give a different result each call)".into())
+}
+
+/// Functions another role's default or trigger condition may call in a write besides
+/// immutable ones: the clock, random values, and the date and time conversions of a
+/// timestamp default. What it computes is stored in that role's row (a default) or decides
+/// whether its code runs (a condition): it may read nothing of the writer's session, settings
+/// or other sessions (`current_setting`, `current_user`, `pg_stat_get_backend_activity`).
+const OTHER_ROLES_CODE_MAY_CALL: &[&str] = &[
+    "now",
+    "transaction_timestamp",
+    "statement_timestamp",
+    "clock_timestamp",
+    "localtimestamp",
+    "localtime",
+    "gen_random_uuid",
+    "random",
+    "date",
+    "timestamp",
+    "timestamptz",
+    "time",
+    "timetz",
+    "date_trunc",
+    "date_part",
+    "extract",
+    "to_char",
+    "timezone",
+];
+
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn check_others_function(func_id: pg_sys::Oid, context: *mut c_void) -> bool {
+    let refused = &mut *(context as *mut Option<String>);
+    if pg_sys::func_volatile(func_id) == pg_sys::PROVOLATILE_IMMUTABLE as std::ffi::c_char {
+        return false;
+    }
+    let name = std::ffi::CStr::from_ptr(pg_sys::get_func_name(func_id)).to_string_lossy().into_owned();
+    if u32::from(func_id) < pg_sys::FirstNormalObjectId && OTHER_ROLES_CODE_MAY_CALL.contains(&name.as_str()) {
+        return false;
+    }
+    *refused = Some(format!("{name}(), which is not immutable and could read the writer's session into another role's row"));
+    true
+}
+
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn others_walker(node: *mut pg_sys::Node, context: *mut c_void) -> bool {
+    if node.is_null() {
+        return false;
+    }
+    if (*node).type_ == pg_sys::NodeTag::T_SQLValueFunction {
+        use pg_sys::SQLValueFunctionOp as Op;
+        let op = (*(node as *mut pg_sys::SQLValueFunction)).op;
+        let clock = matches!(
+            op,
+            Op::SVFOP_CURRENT_DATE
+                | Op::SVFOP_CURRENT_TIME
+                | Op::SVFOP_CURRENT_TIME_N
+                | Op::SVFOP_CURRENT_TIMESTAMP
+                | Op::SVFOP_CURRENT_TIMESTAMP_N
+                | Op::SVFOP_LOCALTIME
+                | Op::SVFOP_LOCALTIME_N
+                | Op::SVFOP_LOCALTIMESTAMP
+                | Op::SVFOP_LOCALTIMESTAMP_N
+        );
+        if !clock {
+            *(context as *mut Option<String>) = Some("a value of the writer's session (CURRENT_USER and the like)".into());
+            return true;
+        }
+    }
+    if matches!((*node).type_, pg_sys::NodeTag::T_NextValueExpr | pg_sys::NodeTag::T_SubLink | pg_sys::NodeTag::T_Param) {
+        *(context as *mut Option<String>) = Some("a sequence or a query".into());
+        return true;
+    }
+    if pg_sys::check_functions_in_node(node, Some(check_others_function), context) {
+        return true;
+    }
+    pg_sys::expression_tree_walker(node, Some(others_walker), context)
+}
+
+/// Why another role's column or domain default, or the condition of its trigger, may not run
+/// in a write (see [`OTHER_ROLES_CODE_MAY_CALL`]), if it may not.
+///
+/// # Safety
+/// `node` is a valid expression tree of the current memory context.
+pub(crate) unsafe fn other_roles_code_refusal(node: *mut pg_sys::Node) -> Option<String> {
+    let mut refused: Option<String> = None;
+    others_walker(node, &mut refused as *mut Option<String> as *mut c_void);
+    refused
 }
 
 /// Why the tables `rels` may not hold a benchmark's scratch data, if they may not: a column of

@@ -373,8 +373,45 @@ unsafe fn statement_refusal_now(sql: &std::ffi::CStr, allow_nextval: bool) -> Op
     if let Some(reason) = volatile_refusal(q, insert) {
         return Some(format!("{reason} (through a view, a rule or a row-level security policy)"));
     }
+    // The policies and view checks the rewriter added run as the writer and may read its
+    // tables: no volatile function there, nextval included (whose sequences would tell
+    // another role what they read).
+    if policies_call_volatile(q as *mut pg_sys::Node) {
+        return Some(
+            "a row-level security policy or a view's check option of a relation it reaches calls a volatile function (nextval included)"
+                .into(),
+        );
+    }
     reach::collect(q, &mut reached);
     reach::refusal(&reached, Some(pg_sys::GetUserId()))
+}
+
+/// Whether a row-level security policy's or a view's check (a query's `withCheckOptions`, a
+/// range table entry's `securityQuals`), at any level of `node`, calls a volatile function.
+unsafe fn policies_call_volatile(node: *mut pg_sys::Node) -> bool {
+    #[pgrx::pg_guard]
+    unsafe extern "C-unwind" fn walk(node: *mut pg_sys::Node, context: *mut std::ffi::c_void) -> bool {
+        if node.is_null() {
+            return false;
+        }
+        match (*node).type_ {
+            pg_sys::NodeTag::T_Query => {
+                let q = node as *mut pg_sys::Query;
+                for wco in pgrx::PgList::<pg_sys::WithCheckOption>::from_pg((*q).withCheckOptions).iter_ptr() {
+                    if pg_sys::contain_volatile_functions((*wco).qual) {
+                        return true;
+                    }
+                }
+                pg_sys::query_tree_walker(q, Some(walk), context, pg_sys::QTW_EXAMINE_RTES_BEFORE as i32)
+            }
+            pg_sys::NodeTag::T_RangeTblEntry => {
+                let rte = node as *mut pg_sys::RangeTblEntry;
+                pg_sys::contain_volatile_functions((*rte).securityQuals as *mut pg_sys::Node)
+            }
+            _ => pg_sys::expression_tree_walker(node, Some(walk), context),
+        }
+    }
+    walk(node, std::ptr::null_mut())
 }
 
 unsafe fn volatile_refusal(query: *mut pg_sys::Query, insert: bool) -> Option<String> {

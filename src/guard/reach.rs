@@ -11,9 +11,10 @@ use std::ffi::c_void;
 
 use pgrx::pg_sys;
 
-/// One object a relation or type brings in: what it is, its node tree or its function, and
-/// whether it is a relation's (evaluated row by row only by a write).
-type Object = (String, Option<String>, Option<pg_sys::Oid>, bool);
+/// One object a relation or type brings in: what it is, its node tree or its function,
+/// whether it is a relation's (evaluated row by row only by a write), and why it is refused
+/// whatever its code (a rule of another role, a check PostgreSQL makes at COMMIT).
+type Object = (String, Option<String>, Option<pg_sys::Oid>, bool, Option<String>);
 
 /// Relations and types found in a query tree.
 #[derive(Default)]
@@ -135,6 +136,7 @@ pub(crate) fn refusal(reached: &Reached, writer: Option<pg_sys::Oid>) -> Option<
                     r.get::<String>(2)?,
                     r.get::<pg_sys::Oid>(3)?,
                     r.get::<bool>(4)?.unwrap_or(false),
+                    r.get::<String>(5)?,
                 )))
             },
         )
@@ -144,14 +146,21 @@ pub(crate) fn refusal(reached: &Reached, writer: Option<pg_sys::Oid>) -> Option<
         // A failed read refuses: nothing here may be taken for "nothing reached".
         Err(e) => return Some(format!("the objects the statement reaches could not be read: {e}")),
     };
-    for (what, tree, function, per_row) in objects {
+    for (what, tree, function, per_row, always) in objects {
+        if let Some(why) = always {
+            return Some(format!("{what}, which the statement reaches, is {why}"));
+        }
+        // Another role's default or trigger condition, in a write: only the clock and random
+        // values beside immutable code.
+        let others_code = writer.is_some() && (what.starts_with("the default of ") || what.starts_with("the condition of trigger "));
         let refused = match (tree, function) {
             (Some(tree), _) => {
                 let Ok(tree) = std::ffi::CString::new(tree) else { continue };
                 // SAFETY: a node tree PostgreSQL itself stored, read back into the current context.
                 unsafe {
                     let node = pg_sys::stringToNode(tree.as_ptr()) as *mut pg_sys::Node;
-                    super::functions::first_refused_brought_in(node, per_row && writer.is_none()).or_else(|| {
+                    let others = if others_code { super::functions::other_roles_code_refusal(node) } else { None };
+                    others.or_else(|| super::functions::first_refused_brought_in(node, per_row && writer.is_none())).or_else(|| {
                         // A domain's CHECK runs wherever a value of it is read, parse analysis
                         // included: only immutable code (a stable built-in can open a relation
                         // or assign a transaction id that other sessions see).

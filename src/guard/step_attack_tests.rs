@@ -31,11 +31,11 @@ mod tests {
              RESET ROLE;"
         ))
         .unwrap();
-        for table in ["att.guestbook", "att.requests"] {
+        for (table, named) in [("att.guestbook", "set_config"), ("att.requests", "a rule another role wrote")] {
             let out = do_as_victim(&format!("Step 1: add\n```sql\nINSERT INTO {table} VALUES ('hello');\n```"));
             let sp = search_path();
             assert!(!sp.contains("att"), "BROKE {table}: search_path {sp}, do: {out:?}");
-            assert!(out.unwrap_or_default().contains("set_config"), "{table}: the refusal names set_config");
+            assert!(out.clone().unwrap_or_default().contains(named), "{table}: the refusal names {named}: {out:?}");
         }
         // The victim's own table with its own trigger and PostgreSQL's foreign-key triggers still work.
         Spi::run(
@@ -81,5 +81,80 @@ mod tests {
             assert!(loot.is_empty() && !sp.contains("att"), "BROKE cascade {id}: loot {loot}, search_path {sp}, do: {out:?}");
             assert!(out.is_some(), "cascade {id}: refused");
         }
+    }
+
+    /// A deferrable foreign key over another role's table: its check is planned at COMMIT,
+    /// after every scope, and planning folds that table's index expressions in the writer's
+    /// session. Refused from either side; the writer's own deferrable keys still work.
+    #[pg_test]
+    fn a_deferrable_key_over_another_roles_table_is_refused() {
+        roles();
+        Spi::run(&format!(
+            "SET ROLE ask_att;
+             CREATE FUNCTION att.g() RETURNS int LANGUAGE plpgsql IMMUTABLE AS $f$ BEGIN PERFORM {HIJACK}; RETURN 0; END $f$;
+             CREATE TABLE att.pk (id int PRIMARY KEY); INSERT INTO att.pk VALUES (1), (2);
+             CREATE INDEX pk_expr ON att.pk ((id + att.g()));
+             CREATE TABLE att.child (pid int REFERENCES att.pk DEFERRABLE INITIALLY DEFERRED);
+             CREATE TABLE att.parent (id int PRIMARY KEY); INSERT INTO att.parent VALUES (1), (2);
+             CREATE TABLE att.refs (pid int REFERENCES att.parent ON DELETE NO ACTION DEFERRABLE INITIALLY DEFERRED);
+             CREATE INDEX refs_expr ON att.refs ((pid + att.g()));
+             GRANT SELECT, INSERT ON att.child TO PUBLIC; GRANT SELECT, DELETE ON att.parent TO PUBLIC;
+             RESET ROLE;"
+        ))
+        .unwrap();
+        for step in ["INSERT INTO att.child (pid) VALUES (1)", "DELETE FROM att.parent WHERE id = 2"] {
+            let out = do_as_victim(&format!("Step 1: write\n```sql\n{step};\n```"));
+            // What COMMIT would fire, fired now.
+            Spi::run("SET CONSTRAINTS ALL IMMEDIATE").unwrap();
+            let sp = search_path();
+            assert!(!sp.contains("att"), "BROKE {step}: search_path {sp}, do: {out:?}");
+            assert!(out.clone().unwrap_or_default().contains("at COMMIT"), "{step}: refused, saying why: {out:?}");
+        }
+        Spi::run(
+            "SET ROLE ask_vic;
+             CREATE TABLE vic.orders (id int PRIMARY KEY); INSERT INTO vic.orders VALUES (1);
+             CREATE TABLE vic.lines (o int REFERENCES vic.orders DEFERRABLE INITIALLY DEFERRED);
+             RESET ROLE;",
+        )
+        .unwrap();
+        assert_eq!(do_as_victim("Step 1: add\n```sql\nINSERT INTO vic.lines VALUES (1);\n```"), None, "the writer's own key");
+    }
+
+    /// Code another role attached to the table written runs as the writer and may read the
+    /// writer's session and tables: a policy's check signalling through nextval, a default that
+    /// reads a setting or advances the writer's own sequence. Its serial default and a clock
+    /// default still work.
+    #[pg_test]
+    fn another_roles_policy_or_default_reads_nothing_of_the_writer() {
+        roles();
+        Spi::run(
+            "SET ROLE ask_vic; CREATE SEQUENCE vic.invoice_seq; SELECT nextval('vic.invoice_seq'); RESET ROLE;
+             SET ROLE ask_att;
+             CREATE SEQUENCE att.sig; GRANT USAGE ON SEQUENCE att.sig TO PUBLIC;
+             CREATE TABLE att.inbox (msg text);
+             ALTER TABLE att.inbox ENABLE ROW LEVEL SECURITY;
+             CREATE POLICY see ON att.inbox FOR SELECT USING (true);
+             CREATE POLICY ins ON att.inbox FOR INSERT WITH CHECK (
+                 coalesce((SELECT pg_catalog.nextval('att.sig') FROM vic.secret LIMIT 1), 1) > 0);
+             CREATE TABLE att.settings_book (msg text, s text DEFAULT pg_catalog.current_setting('search_path'));
+             CREATE TABLE att.counter_book (msg text, n bigint DEFAULT pg_catalog.nextval(('vic' || '.invoice_seq')::pg_catalog.regclass));
+             CREATE TABLE att.plain_book (id serial, msg text, at timestamptz DEFAULT now(), day date DEFAULT CURRENT_DATE);
+             GRANT INSERT, SELECT ON att.inbox, att.settings_book, att.counter_book, att.plain_book TO PUBLIC;
+             GRANT USAGE ON SEQUENCE att.plain_book_id_seq TO PUBLIC;
+             RESET ROLE;
+             GRANT SELECT ON vic.secret TO ask_vic;",
+        )
+        .unwrap();
+        for table in ["att.inbox", "att.settings_book", "att.counter_book"] {
+            let out = do_as_victim(&format!("Step 1: sign\n```sql\nINSERT INTO {table} (msg) VALUES ('hi');\n```"));
+            assert!(out.is_some(), "BROKE {table}: the write ran");
+        }
+        let signalled = one::<bool>("SELECT is_called FROM att.sig");
+        let counter = one::<i64>("SELECT last_value FROM vic.invoice_seq");
+        assert!(!signalled && counter == 1, "BROKE: att.sig called {signalled}, vic.invoice_seq at {counter}");
+        assert_eq!(one::<i64>("SELECT count(*) FROM att.settings_book"), 0);
+        let out = do_as_victim("Step 1: sign\n```sql\nINSERT INTO att.plain_book (msg) VALUES ('hi');\n```");
+        assert_eq!(out, None, "a table's own serial and clock defaults");
+        assert_eq!(one::<i64>("SELECT count(*) FROM att.plain_book WHERE id = 1 AND at IS NOT NULL AND day IS NOT NULL"), 1);
     }
 }

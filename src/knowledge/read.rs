@@ -80,7 +80,8 @@ pub(crate) fn synonym_tables(question: &str) -> Vec<String> {
                JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
               WHERE k.kind OPERATOR(pg_catalog.=) 'synonym' AND k.column_name IS NULL AND k.problem IS NULL
                 AND k.first_word OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.text[])
-              ORDER BY k.id LIMIT {MAX_SYNONYMS_READ}"
+              ORDER BY k.created_by OPERATOR(pg_catalog.=) pg_catalog.to_regrole(pg_catalog.quote_ident(current_user)) DESC, k.id
+              LIMIT {MAX_SYNONYMS_READ}"
         ),
         &[pgrx::pg_sys::PgOid::BuiltIn(pgrx::pg_sys::PgBuiltInOids::TEXTARRAYOID)],
         &args,

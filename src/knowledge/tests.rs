@@ -382,4 +382,16 @@ mod tests {
         assert!(!picked("kn_reader").contains(&"kn.customers".to_string()));
         Spi::run("RESET ask.use_knowledge").unwrap();
     }
+
+    /// Another role's synonyms sharing a question's first word cannot crowd the caller's own out
+    /// of those read: its own are read first.
+    #[pg_test]
+    fn another_roles_synonyms_do_not_crowd_out_the_callers_own() {
+        Spi::run(ROLES).unwrap();
+        Spi::run("SET ask.embedding_provider = 'off'").unwrap();
+        as_role("kn_attacker", || one::<i64>("SELECT count(ask.add_synonym('clients zq' || i, 'att.t')) FROM generate_series(1, 250) i"));
+        as_role("kn_owner", || one::<i64>("SELECT ask.add_synonym('clients', 'kn.customers')"));
+        let named = as_role("kn_owner", || crate::knowledge::read::synonym_tables("how many clients are there?"));
+        assert_eq!(named, ["kn.customers"], "the caller's own synonym is read though 250 older ones share its first word");
+    }
 }

@@ -98,7 +98,6 @@ pub(super) fn choose(
         let r = ran.pop().expect("the first candidate");
         return Ok((r.sql, r.rows));
     }
-    let t = Instant::now();
     let mut drawn = 1;
     let mut notes = vec![json!({"candidate": 1, "rows": ran[0].rows.rows.len()})];
     while drawn < total && !decided(&ran, drawn, total) {
@@ -124,6 +123,8 @@ pub(super) fn choose(
             Err(failure) => notes.push(json!({"candidate": drawn, "error": failure.for_llm()})),
         }
     }
+    // The vote's own time: the grouping (each candidate's call and run are stages of their own).
+    let t = Instant::now();
     let gs = groups(&ran);
     let won = winner(&ran, &gs);
     let mut st = StageTrace::new(stage::VOTE, with_step(json!({"candidates": total}), step));

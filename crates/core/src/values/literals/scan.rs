@@ -12,7 +12,7 @@ pub(super) fn ident_name(ident: &Ident) -> String {
     if ident.quote_style.is_some() {
         ident.value.clone()
     } else {
-        ident.value.to_lowercase()
+        ident.value.to_ascii_lowercase()
     }
 }
 
