@@ -119,13 +119,7 @@ fn capture_stops_before_anything_runs_and_replay_serves_the_prefetched_reply() {
 #[test]
 fn the_knowledge_an_evaluation_offers_is_in_the_captured_request_and_the_replayed_run() {
     let mut host = Fake::new(&[]);
-    host.knowledge = vec![Item {
-        id: 41,
-        kind: Some(Kind::Instruction),
-        table: Some("s.t".into()),
-        body: "x counts in dozens.".into(),
-        ..Default::default()
-    }];
+    host.knowledge = vec![Item { id: 41, kind: Some(Kind::Instruction), body: "x counts in dozens.".into(), ..Default::default() }];
     let (_, request) = capture(&mut host, "how many x?");
     let prompt: String = request.messages.iter().map(|m| m.content.as_str()).collect();
     assert!(prompt.contains("x counts in dozens."), "the captured first request shows the knowledge: {prompt}");

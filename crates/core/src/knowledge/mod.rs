@@ -168,6 +168,11 @@ fn plain_name(table: &str) -> String {
     table.replace('"', "").to_lowercase()
 }
 
+/// The words of `text` in order, each with its plural stem only ("opened" stays "opened").
+fn plural_stems(text: &str) -> Vec<String> {
+    text::plain_words(text).iter().map(|w| text::stem(w)).collect()
+}
+
 /// The stems of the content words of `text`.
 fn stems(text: &str) -> Vec<String> {
     text::plain_words(text).iter().filter(|w| !text::is_stop_word(w)).map(|w| text::word_stem(w)).collect()
@@ -176,21 +181,56 @@ fn stems(text: &str) -> Vec<String> {
 /// The items of `items` worth showing for `question` over the described tables `described`
 /// (schema-qualified, as a description writes them), most useful first, within `max_chars`
 /// of rendered text and [`MAX_ITEMS`]:
-/// - instructions on the database, on a schema of a described table, or on a described table;
+/// - instructions on the database or on a schema of a described table; an instruction on a
+///   described table when the question names the table, shares two content words with the
+///   instruction, or asks for a metric, filter or dimension of the table (on a small schema
+///   every table is described, and an instruction about reviews in a question about cities
+///   drew a small model to join reviews in);
 /// - synonyms whose every word is in the question, of a described table;
-/// - metrics, filters and dimensions of described tables whose name or a synonym shares a word
-///   with the question, or whose description shares two.
+/// - metrics, filters and dimensions of described tables whose name or a synonym the question
+///   writes, every word of it (plurals aside: "opened" does not write the filter "open", nor
+///   "the average rating" the metric "average guest score"), or whose description shares two
+///   content words with it.
 pub fn relevant<'a>(question: &str, items: &'a [Item], described: &[String], max_chars: usize) -> Vec<&'a Item> {
     let asked = stems(question);
+    let asked_words = plural_stems(question);
+    let writes = |phrase: &str| {
+        let words = plural_stems(phrase);
+        !words.is_empty() && asked_words.windows(words.len()).any(|w| w == words.as_slice())
+    };
+    let names_table = |table: &str| {
+        let name = plain_name(table);
+        let last = name.rsplit('.').next().unwrap_or(&name).to_string();
+        let words = plural_stems(&last.replace('_', " "));
+        !words.is_empty() && asked_words.windows(words.len()).any(|w| w == words.as_slice())
+    };
     let described: Vec<String> = described.iter().map(|t| plain_name(t)).collect();
     let schemas: Vec<&str> = described.iter().filter_map(|t| t.split_once('.').map(|(s, _)| s)).collect();
     let on_described = |it: &Item| it.table.as_deref().is_some_and(|t| described.contains(&plain_name(t)));
     let shares = |text: &str| stems(text).iter().filter(|s| asked.contains(s)).count();
+    // A metric, filter or dimension the question asks for: its name or a synonym written, or
+    // two words of its description shared.
+    let asked_for = |it: &Item| {
+        let named = usize::from(writes(it.name.as_deref().unwrap_or(""))) + it.synonyms.iter().filter(|s| writes(s)).count();
+        let described_by = it.description.as_deref().map(shares).unwrap_or(0);
+        (named, described_by)
+    };
+    // The tables of the named expressions offered: their tables' instructions come with them.
+    let expression_tables: Vec<String> = items
+        .iter()
+        .filter(|it| it.kind.is_some_and(|k| k.is_named_expression()) && on_described(it))
+        .filter(|it| matches!(asked_for(it), (n, d) if n > 0 || d >= 2))
+        .filter_map(|it| it.table.as_deref().map(plain_name))
+        .collect();
     let mut scored: Vec<(u32, &Item)> = Vec::new();
     for it in items {
         let score = match it.kind() {
             Kind::Instruction => match (&it.table, &it.schema) {
-                (Some(_), _) if on_described(it) => 90,
+                (Some(t), _)
+                    if on_described(it) && (names_table(t) || shares(&it.body) >= 2 || expression_tables.contains(&plain_name(t))) =>
+                {
+                    90
+                }
                 (Some(_), _) => continue,
                 (None, Some(s)) if schemas.contains(&plain_name(s).as_str()) => 95,
                 (None, Some(_)) => continue,
@@ -210,8 +250,7 @@ pub fn relevant<'a>(question: &str, items: &'a [Item], described: &[String], max
                 if !on_described(it) {
                     continue;
                 }
-                let named = shares(it.name.as_deref().unwrap_or("")) + it.synonyms.iter().map(|s| shares(s)).sum::<usize>();
-                let described_by = it.description.as_deref().map(shares).unwrap_or(0);
+                let (named, described_by) = asked_for(it);
                 if named == 0 && described_by < 2 {
                     continue;
                 }

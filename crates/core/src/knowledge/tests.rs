@@ -67,12 +67,29 @@ fn relevant_items_follow_the_question_and_the_described_tables() {
     let got = relevant("sales per order month", &items, &described, 4000);
     assert!(ids(&got).contains(&1) && ids(&got).contains(&3), "{:?}", ids(&got));
     // Items on tables that are not described are left out, a table's synonym too.
+    // (The note on orders neither: the question does not name orders or ask for their metric.)
     let got = relevant("how many clients are active customers", &items, &["public.orders".to_string()], 4000);
-    assert_eq!(ids(&got), vec![4, 5, 9]);
+    assert_eq!(ids(&got), vec![5, 9]);
     // Instructions come first, then synonyms, then named expressions.
     let got = relevant("revenue of clients", &items, &described, 4000);
     assert_eq!(got.first().map(|i| i.id), Some(5));
     assert_eq!(got.last().map(|i| i.id), Some(1));
+}
+
+#[test]
+fn a_tables_note_and_a_named_expression_come_when_the_question_asks_for_them() {
+    let items = sample();
+    let described = vec!["public.orders".to_string(), "public.customers".to_string()];
+    // A question about something else gets no table note and no expression one of its words
+    // only resembles: "opened" is not the filter "active customer", "order" alone not "order month".
+    let got = ids(&relevant("which customers opened an account?", &items, &described, 4000));
+    assert!(!got.contains(&4) && !got.contains(&2) && !got.contains(&3), "{got:?}");
+    // Naming the table brings its note; asking for its metric does too.
+    assert!(ids(&relevant("how many orders are there?", &items, &described, 4000)).contains(&4));
+    let got = ids(&relevant("total sales", &items, &described, 4000));
+    assert!(got.contains(&1) && got.contains(&4), "{got:?}");
+    // Every word of a name: "the order" is not "order month".
+    assert!(!ids(&relevant("the order of the customers", &items, &described, 4000)).contains(&3));
 }
 
 #[test]
