@@ -183,9 +183,13 @@ unsafe extern "C-unwind" fn others_walker(node: *mut pg_sys::Node, context: *mut
                 | Op::SVFOP_LOCALTIME_N
                 | Op::SVFOP_LOCALTIMESTAMP
                 | Op::SVFOP_LOCALTIMESTAMP_N
+                | Op::SVFOP_CURRENT_USER
+                | Op::SVFOP_CURRENT_ROLE
+                | Op::SVFOP_SESSION_USER
+                | Op::SVFOP_USER
         );
         if !clock {
-            *(context as *mut Option<String>) = Some("a value of the writer's session (CURRENT_USER and the like)".into());
+            *(context as *mut Option<String>) = Some("a value of the writer's session (CURRENT_SCHEMA, CURRENT_CATALOG)".into());
             return true;
         }
     }
