@@ -128,6 +128,7 @@ fn the_readme_files_every_public_function_under_its_naming_rule() {
         "usage",
         "eval_summary",
         "eval_report",
+        "eval_knowledge",
         "shadow_status",
         "shadow_commands",
         "benchmark_results",
