@@ -200,9 +200,7 @@ pub fn relevant<'a>(question: &str, items: &'a [Item], described: &[String], max
     };
     let names_table = |table: &str| {
         let name = plain_name(table);
-        let last = name.rsplit('.').next().unwrap_or(&name).to_string();
-        let words = plural_stems(&last.replace('_', " "));
-        !words.is_empty() && asked_words.windows(words.len()).any(|w| w == words.as_slice())
+        writes(&name.rsplit('.').next().unwrap_or(&name).replace('_', " "))
     };
     let described: Vec<String> = described.iter().map(|t| plain_name(t)).collect();
     let schemas: Vec<&str> = described.iter().filter_map(|t| t.split_once('.').map(|(s, _)| s)).collect();
