@@ -12,9 +12,10 @@ use std::ffi::c_void;
 use pgrx::pg_sys;
 
 /// One object a relation or type brings in: what it is, its node tree or its function,
-/// whether it is a relation's (evaluated row by row only by a write), and why it is refused
-/// whatever its code (a rule of another role, a check PostgreSQL makes at COMMIT).
-type Object = (String, Option<String>, Option<pg_sys::Oid>, bool, Option<String>);
+/// whether it is a relation's (evaluated row by row only by a write), why it is refused
+/// whatever its code (a rule of another role, a check PostgreSQL makes at COMMIT), and its
+/// kind as `sql/guard_reach.sql` names it.
+type Object = (String, Option<String>, Option<pg_sys::Oid>, bool, Option<String>, String);
 
 /// Relations and types found in a query tree.
 #[derive(Default)]
@@ -137,6 +138,7 @@ pub(crate) fn refusal(reached: &Reached, writer: Option<pg_sys::Oid>) -> Option<
                     r.get::<pg_sys::Oid>(3)?,
                     r.get::<bool>(4)?.unwrap_or(false),
                     r.get::<String>(5)?,
+                    r.get::<String>(6)?.unwrap_or_default(),
                 )))
             },
         )
@@ -146,13 +148,13 @@ pub(crate) fn refusal(reached: &Reached, writer: Option<pg_sys::Oid>) -> Option<
         // A failed read refuses: nothing here may be taken for "nothing reached".
         Err(e) => return Some(format!("the objects the statement reaches could not be read: {e}")),
     };
-    for (what, tree, function, per_row, always) in objects {
+    for (what, tree, function, per_row, always, kind) in objects {
         if let Some(why) = always {
             return Some(format!("{what}, which the statement reaches, is {why}"));
         }
         // Another role's default or trigger condition, in a write: only the clock and random
         // values beside immutable code.
-        let others_code = writer.is_some() && (what.starts_with("the default of ") || what.starts_with("the condition of trigger "));
+        let others_code = writer.is_some() && kind == "others_write";
         let refused = match (tree, function) {
             (Some(tree), _) => {
                 let Ok(tree) = std::ffi::CString::new(tree) else { continue };
@@ -164,7 +166,7 @@ pub(crate) fn refusal(reached: &Reached, writer: Option<pg_sys::Oid>) -> Option<
                         // A domain's CHECK runs wherever a value of it is read, parse analysis
                         // included: only immutable code (a stable built-in can open a relation
                         // or assign a transaction id that other sessions see).
-                        (what.contains(" of domain ") && pg_sys::contain_mutable_functions(node))
+                        (kind == "domain_check" && pg_sys::contain_mutable_functions(node))
                             .then(|| "a function that is not immutable".to_string())
                     })
                 }
