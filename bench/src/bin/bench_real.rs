@@ -26,7 +26,8 @@
 //! glossaries registered once per database as knowledge, none passed with a question; the
 //! sample's `sample/knowledge.json` imported; without it, `ask.use_knowledge` is off for the
 //! sample), `PG_ASK_REAL_SCHEMA_STYLE` (`ask.schema_style` for pg_ask: `listing`, the default,
-//! or `create_table`).
+//! or `create_table`), `PG_ASK_REAL_FIRST_REPAIR` (`ask.first_repair`: `edit` or `restart`; the
+//! server's default when unset).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -215,10 +216,11 @@ fn main() {
     let suites = env("PG_ASK_REAL_SUITES", "sample,defog");
     let mut c = database();
     let server = format!(
-        "SET ask.provider = 'openai'; SET ask.base_url = '{url}'; SET ask.model = '{model}'; SET ask.schema_style = {};
+        "SET ask.provider = 'openai'; SET ask.base_url = '{url}'; SET ask.model = '{model}'; SET ask.schema_style = {};{}
          SET ask.candidates = {}; SET ask.concurrency = {}; SET ask.request_timeout = 300000; SET ask.max_tokens = {};
          SET client_min_messages = warning",
         env("PG_ASK_REAL_SCHEMA_STYLE", "listing"),
+        std::env::var("PG_ASK_REAL_FIRST_REPAIR").map(|r| format!(" SET ask.first_repair = {r};")).unwrap_or_default(),
         env("PG_ASK_REAL_CANDIDATES", "1"),
         concurrency(),
         env("PG_ASK_REAL_MAX_TOKENS", "1024")

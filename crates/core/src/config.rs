@@ -159,12 +159,14 @@ pub const MAX_CANDIDATES: u32 = 7;
 /// Settings of the text-to-SQL pipeline.
 #[derive(Debug, Clone)]
 pub struct AskConfig {
-    /// How many SQL attempts (the first one plus repairs) before giving up.
     /// Queries drawn per question and voted on by their results (`ask.candidates`): 1, the
     /// first query that runs answers; more, candidates sampled after it until a group of
     /// agreeing results cannot be overtaken ([`crate::ask`]'s vote).
     pub candidates: u32,
+    /// How many SQL attempts (the first one plus repairs) before giving up.
     pub max_attempts: u32,
+    /// How the first repair is asked for (`ask.first_repair`).
+    pub first_repair: FirstRepair,
     /// Rows fetched from the generated SQL at most.
     pub row_limit: u32,
     /// Rows shown to the LLM in the answer prompt at most.
@@ -229,6 +231,19 @@ pub enum GrammarUse {
     Always,
 }
 
+/// How the first repair after a query that failed is asked for (`ask.first_repair`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FirstRepair {
+    /// The failed query is shown with why it cannot be used, and a corrected one is asked for
+    /// (`edit`).
+    #[default]
+    Edit,
+    /// Why it cannot be used is told, the failed query is not shown, and a query is asked for
+    /// again from the question (`restart`): a small model shown its own query edits it, and
+    /// what it wrote wrong first often stays. Later repairs are asked as in `edit`.
+    Restart,
+}
+
 /// What the verified queries of similar questions may do in `ask()` (`ask.verified`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum VerifiedUse {
@@ -247,6 +262,7 @@ impl Default for AskConfig {
     fn default() -> Self {
         AskConfig {
             max_attempts: 3,
+            first_repair: FirstRepair::Edit,
             candidates: 1,
             row_limit: 1000,
             answer_rows: 50,

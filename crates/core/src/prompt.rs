@@ -130,6 +130,32 @@ pub fn repair_request(previous: &ChatRequest, reply: &str, sql: Option<&str>, fa
     req
 }
 
+/// Ask again after the query failed, from the question: the first request, then why a query
+/// written for it cannot be used (`failure`, as data), without that query, then the ask for
+/// a different one (`ask.first_repair = restart`). The failure's message names what was
+/// wrong (a missing column, a type that does not compare) without giving the model its own
+/// query to edit. The ask is [`repair_request`]'s, so a later repair replaces it and keeps
+/// the failure told here.
+pub fn restart_request(first: &ChatRequest, failure: &str) -> ChatRequest {
+    let mut req = first.clone();
+    let failure = data(&crate::rows::cut_text(failure.trim(), bounds::ERROR_CHARS).unwrap_or_else(|| failure.trim().to_string()));
+    let restart = format!(
+        "\n\nA query written for this question cannot be used:\n<error>{failure}</error>{REPAIR_ASK} Write it from the \
+         question and the tables above. Reply with the query in a ```sql fenced block and nothing else."
+    );
+    match req.messages.iter_mut().rev().find(|m| matches!(m.role, crate::llm::Role::User)) {
+        Some(last) => last.content.push_str(&restart),
+        None => req.messages.push(Message::user(restart.trim_start().to_string())),
+    }
+    req
+}
+
+/// [`restart_request`] within `max_tokens`, or `None`.
+pub fn restart_request_within(first: &ChatRequest, failure: &str, max_tokens: usize) -> Option<ChatRequest> {
+    let req = restart_request(first, failure);
+    (bounds::tokens(&req) <= max_tokens).then_some(req)
+}
+
 /// Where a repair's ask for a different query begins in the user message.
 const REPAIR_ASK: &str = "\nWrite a different, corrected query that answers the question.";
 

@@ -77,6 +77,15 @@ pub enum GucSchemaStyle {
     CreateTable,
 }
 
+/// How the first repair is asked for (`ask.first_repair`).
+#[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub enum GucFirstRepair {
+    #[name = c"edit"]
+    Edit,
+    #[name = c"restart"]
+    Restart,
+}
+
 /// Wire protocol of the LLM server: openai (any OpenAI-compatible server), anthropic, ollama.
 static PROVIDER: GucSetting<GucProvider> = GucSetting::<GucProvider>::new(GucProvider::OpenAi);
 /// Base URL of the LLM server. The default is a local Ollama's OpenAI-compatible endpoint.
@@ -96,6 +105,7 @@ const MAX_TOKENS_DEFAULT: i32 = 1024;
 static MAX_ATTEMPTS: GucSetting<i32> = GucSetting::<i32>::new(3);
 /// Queries drawn per question and voted on by their results.
 static CANDIDATES: GucSetting<i32> = GucSetting::<i32>::new(1);
+static FIRST_REPAIR: GucSetting<GucFirstRepair> = GucSetting::<GucFirstRepair>::new(GucFirstRepair::Edit);
 /// Rows fetched from generated SQL at most.
 static ROW_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(1000);
 /// Time limit for running one generated statement (ms, 0 = none beyond statement_timeout).
@@ -276,6 +286,14 @@ pub fn init() {
         &MAX_ATTEMPTS,
         *pg_ask_core::config::MAX_ATTEMPTS.start(),
         *pg_ask_core::config::MAX_ATTEMPTS.end(),
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_enum_guc(
+        c"ask.first_repair",
+        c"How the first repair after a query that failed is asked for: edit (the failed query shown, a corrected one asked for) or restart (why it failed told, the query asked for again from the question).",
+        c"Later repairs show the failed queries either way.",
+        &FIRST_REPAIR,
         GucContext::Userset,
         GucFlags::default(),
     );

@@ -218,6 +218,10 @@ pub fn ask_config(max_attempts: Option<i32>, llm: &LlmOverrides) -> AskConfig {
         // (The setting's range is the same; a per-call value was checked by the caller.)
         max_attempts: max_attempts.unwrap_or_else(|| MAX_ATTEMPTS.get()) as u32,
         candidates: CANDIDATES.get().max(1) as u32,
+        first_repair: match FIRST_REPAIR.get() {
+            GucFirstRepair::Edit => pg_ask_core::config::FirstRepair::Edit,
+            GucFirstRepair::Restart => pg_ask_core::config::FirstRepair::Restart,
+        },
         row_limit: row_limit(),
         sql_grammar: match SQL_GRAMMAR.get() {
             GucMode::Off => GrammarUse::Off,

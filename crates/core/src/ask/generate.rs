@@ -10,7 +10,7 @@ use super::execute::{guarded_execute, with_step, Verdict};
 use super::host::{ExecFailure, Host, SqlState};
 use super::outcome::AskError;
 use super::stage;
-use crate::config::{AskConfig, GrammarUse};
+use crate::config::{AskConfig, FirstRepair, GrammarUse};
 use crate::constrain::grammar::{sql_grammar, GrammarOptions};
 use crate::constrain::Constraint;
 use crate::extract::extract_sql;
@@ -169,7 +169,15 @@ pub(super) fn generate_and_run(
         ruled_out += u32::from(grammar_rules_out(&ended));
         tried.push((extracted.is_some(), folded, attempt, ended));
         if attempt < max_attempts {
-            match prompt::repair_request_within(&first, &req, &reply, extracted.as_deref(), &failure, cfg.max_prompt_tokens) {
+            // `restart`: the first repair of a query that was written is asked from the
+            // question, the failed query left out.
+            let restart = attempt == 1 && cfg.first_repair == FirstRepair::Restart && extracted.is_some();
+            let next = if restart {
+                prompt::restart_request_within(&first, &failure, cfg.max_prompt_tokens)
+            } else {
+                prompt::repair_request_within(&first, &req, &reply, extracted.as_deref(), &failure, cfg.max_prompt_tokens)
+            };
+            match next {
                 Some(next) => req = next,
                 None => break,
             }
