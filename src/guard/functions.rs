@@ -125,19 +125,20 @@ pub(crate) unsafe fn first_refused_brought_in(node: *mut pg_sys::Node, constant_
 }
 
 /// Functions another role's default or trigger condition may call in a write besides
-/// immutable ones: the clock, random values, and the date and time conversions of a
-/// timestamp default. What it computes is stored in that role's row (a default) or decides
-/// whether its code runs (a condition): it may read nothing of the writer's session, settings
-/// or other sessions (`current_setting`, `current_user`, `pg_stat_get_backend_activity`).
+/// immutable ones: the clock of the transaction and the date and time conversions of a
+/// timestamp default (a volatile one, `clock_timestamp()` or `random()`, is refused as any
+/// volatile function an object brings into a write is). What it computes is stored in that
+/// role's row (a default) or decides whether its code runs (a condition): it may read nothing
+/// of the writer's session, settings or other sessions (`current_setting`,
+/// `pg_stat_get_backend_activity`) but the offset of the writer's time zone, which a local
+/// time shows; `to_char` is not among them (it writes the time zone's name and the writer's
+/// number and currency formats).
 const OTHER_ROLES_CODE_MAY_CALL: &[&str] = &[
     "now",
     "transaction_timestamp",
     "statement_timestamp",
-    "clock_timestamp",
     "localtimestamp",
     "localtime",
-    "gen_random_uuid",
-    "random",
     "date",
     "timestamp",
     "timestamptz",
@@ -146,7 +147,6 @@ const OTHER_ROLES_CODE_MAY_CALL: &[&str] = &[
     "date_trunc",
     "date_part",
     "extract",
-    "to_char",
     "timezone",
 ];
 
@@ -212,6 +212,30 @@ pub(crate) unsafe fn other_roles_code_refusal(node: *mut pg_sys::Node) -> Option
     let mut refused: Option<String> = None;
     others_walker(node, &mut refused as *mut Option<String> as *mut c_void);
     refused
+}
+
+/// How many calls of `nextval` `node` makes, at every level (subqueries, views the rewriter
+/// expanded, sublinks).
+///
+/// # Safety
+/// `node` is a valid Query or expression tree of the current memory context.
+pub(crate) unsafe fn nextval_calls(node: *mut pg_sys::Node) -> usize {
+    #[pgrx::pg_guard]
+    unsafe extern "C-unwind" fn walk(node: *mut pg_sys::Node, context: *mut c_void) -> bool {
+        if node.is_null() {
+            return false;
+        }
+        if (*node).type_ == pg_sys::NodeTag::T_Query {
+            return pg_sys::query_tree_walker(node as *mut pg_sys::Query, Some(walk), context, 0);
+        }
+        if (*node).type_ == pg_sys::NodeTag::T_FuncExpr && u32::from((*(node as *mut pg_sys::FuncExpr)).funcid) == pg_sys::F_NEXTVAL {
+            *(context as *mut usize) += 1;
+        }
+        pg_sys::expression_tree_walker(node, Some(walk), context)
+    }
+    let mut n = 0usize;
+    walk(node, &mut n as *mut usize as *mut c_void);
+    n
 }
 
 /// Why the tables `rels` may not hold a benchmark's scratch data, if they may not: a column of

@@ -26,6 +26,7 @@ mod tests;
 pub(crate) mod trusted;
 #[cfg(any(test, feature = "pg_test"))]
 mod trusted_tests;
+pub(crate) mod written;
 
 use std::ffi::{CStr, CString};
 
@@ -292,17 +293,31 @@ pub(crate) fn execute_step(sql: &str, limits: &Limits) -> Result<StepResult, Exe
         // SAFETY: one statement analysed, then run in its own SPI session; the rows are copied
         // out before it ends.
         trusted::only(|| unsafe {
+            let before = written::row_exclusive();
             if let Some(reason) = write_step_refusal(&csql) {
                 return Err(ExecFailure::Refused { reason });
             }
+            #[cfg(any(test, feature = "pg_test"))]
+            written::between_check_and_run();
             // Run strictly too: what the checks before could not see (a trigger's WHEN clause,
             // a rule's action, a cascade's CHECK) starts no volatile built-in with an effect.
-            trusted::writing(|| spi_execute(&csql, false, limit)).map_err(|message| ExecFailure::Error {
+            let out = trusted::writing(|| spi_execute(&csql, false, limit)).map_err(|message| ExecFailure::Error {
                 sqlstate: "XX000".into(),
                 message,
                 detail: None,
                 hint: None,
-            })
+            })?;
+            // What the step wrote, checked again now that it holds it: an error, so that the
+            // step's subtransaction is rolled back with the triggers it queued.
+            if let Some(reason) = written::refusal(&before) {
+                pgrx::ereport!(
+                    pgrx::PgLogLevel::ERROR,
+                    PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                    format!("the step was rolled back: {reason}"),
+                    "A relation the step wrote changed between pg_ask's check and the run (a partition or child table another role altered meanwhile)."
+                );
+            }
+            Ok(out)
         })
     })?;
     Ok(StepResult { rows_affected: out.processed, columns: out.rows.columns, rows: out.rows.rows })
@@ -347,6 +362,9 @@ unsafe fn statement_refusal_now(sql: &std::ffi::CStr, allow_nextval: bool) -> Op
     let own_columns: Vec<i16> = pgrx::PgList::<pg_sys::TargetEntry>::from_pg((*query).targetList).iter_ptr().map(|t| (*t).resno).collect();
     let mut reached = reach::Reached::default();
     reach::collect(query, &mut reached);
+    // nextval only where the statement as written calls it: a view or a rule the rewriter
+    // expands must not advance sequences (which other roles can read) as the writer.
+    let own_nextval = functions::nextval_calls(query as *mut pg_sys::Node);
     // What the rewriter makes of it: the rules of the tables it writes, the views and the
     // row-level security policies it reads through, run as the caller too.
     let queries = pg_sys::pg_rewrite_query(query);
@@ -372,6 +390,9 @@ unsafe fn statement_refusal_now(sql: &std::ffi::CStr, allow_nextval: bool) -> Op
     }
     if let Some(reason) = volatile_refusal(q, insert) {
         return Some(format!("{reason} (through a view, a rule or a row-level security policy)"));
+    }
+    if insert && functions::nextval_calls(q as *mut pg_sys::Node) > own_nextval {
+        return Some("a view or a rule it reads through calls nextval, which would advance a sequence as the writer".into());
     }
     // The policies and view checks the rewriter added run as the writer and may read its
     // tables: no volatile function there, nextval included (whose sequences would tell

@@ -115,6 +115,29 @@ pub(crate) unsafe fn collect(query: *mut pg_sys::Query, out: &mut Reached) {
 /// named. `writer`: the role a writing statement runs as (whose own tables' defaults are its
 /// own), `None` for a read.
 pub(crate) fn refusal(reached: &Reached, writer: Option<pg_sys::Oid>) -> Option<String> {
+    // The types the objects' own trees name (a domain a default or a generated column coerces
+    // to, a domain within a domain's default) bring their code in too: held to the same rules,
+    // round after round until no new type is named (each round's types are new ones, so it
+    // ends).
+    let mut seen: Vec<pg_sys::Oid> = reached.types.clone();
+    let mut round = Reached { relations: reached.relations.clone(), types: reached.types.clone() };
+    loop {
+        let mut named = Reached::default();
+        if let Some(why) = refusal_of(&round, writer, &mut named) {
+            return Some(why);
+        }
+        let new: Vec<pg_sys::Oid> = named.types.into_iter().filter(|t| !seen.contains(t)).collect();
+        if new.is_empty() {
+            return None;
+        }
+        seen.extend(new.iter().copied());
+        round = Reached { relations: Vec::new(), types: new };
+    }
+}
+
+/// One round of [`refusal`]: the objects `reached` brings in, checked; the types their trees
+/// name are added to `named`.
+fn refusal_of(reached: &Reached, writer: Option<pg_sys::Oid>, named: &mut Reached) -> Option<String> {
     if reached.relations.is_empty() && reached.types.is_empty() {
         return None;
     }
@@ -161,6 +184,7 @@ pub(crate) fn refusal(reached: &Reached, writer: Option<pg_sys::Oid>) -> Option<
                 // SAFETY: a node tree PostgreSQL itself stored, read back into the current context.
                 unsafe {
                     let node = pg_sys::stringToNode(tree.as_ptr()) as *mut pg_sys::Node;
+                    walker(node, named as *mut Reached as *mut c_void);
                     let others = if others_code { super::functions::other_roles_code_refusal(node) } else { None };
                     others.or_else(|| super::functions::first_refused_brought_in(node, per_row && writer.is_none())).or_else(|| {
                         // A domain's CHECK runs wherever a value of it is read, parse analysis

@@ -120,6 +120,100 @@ mod tests {
         assert_eq!(do_as_victim("Step 1: add\n```sql\nINSERT INTO vic.lines VALUES (1);\n```"), None, "the writer's own key");
     }
 
+    /// A deferrable trigger added to a partition (or a child table) after the step's check and
+    /// before its run, as another session can: the partition is locked only when a row is
+    /// routed to it. The step is checked again once it has run, and rolled back.
+    #[pg_test]
+    fn a_deferrable_trigger_added_between_the_check_and_the_run_is_refused() {
+        roles();
+        Spi::run(&format!(
+            "SET ROLE ask_att;
+             CREATE FUNCTION att.late() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN PERFORM {HIJACK}; RETURN NULL; END $f$;
+             CREATE TABLE att.visits (msg text) PARTITION BY LIST (msg);
+             CREATE TABLE att.visits_hello PARTITION OF att.visits FOR VALUES IN ('hello');
+             CREATE TABLE att.notes (msg text);
+             CREATE TABLE att.notes_child () INHERITS (att.notes);
+             GRANT INSERT, SELECT, UPDATE ON att.visits, att.notes TO PUBLIC;
+             GRANT TRIGGER ON att.visits_hello, att.notes_child TO ask_vic;
+             INSERT INTO att.notes_child VALUES ('old');
+             RESET ROLE;"
+        ))
+        .unwrap();
+        // The insert's partition is checked again after the run; the update's child table gets
+        // its trigger function looked up while the update runs, where the scope refuses it.
+        let cases = [
+            ("INSERT INTO att.visits VALUES ('hello')", "att.visits_hello", "INSERT", "at COMMIT"),
+            ("UPDATE att.notes SET msg = 'new'", "att.notes_child", "UPDATE", "att.late"),
+        ];
+        for (step, leaf, event, why) in cases {
+            super::super::written::BETWEEN_CHECK_AND_RUN.with(|b| {
+                *b.borrow_mut() = Some(format!(
+                    "CREATE CONSTRAINT TRIGGER late AFTER {event} ON {leaf} DEFERRABLE INITIALLY DEFERRED
+                     FOR EACH ROW EXECUTE FUNCTION att.late()"
+                ))
+            });
+            let out = do_as_victim(&format!("Step 1: write\n```sql\n{step};\n```"));
+            // What COMMIT would fire, fired now.
+            Spi::run("SET CONSTRAINTS ALL IMMEDIATE").unwrap();
+            let sp = search_path();
+            assert!(!sp.contains("att"), "BROKE {step}: search_path {sp}, do: {out:?}");
+            let said = out.clone().unwrap_or_default();
+            assert!(said.contains(why), "{step}: refused, saying why: {out:?}");
+        }
+        assert_eq!(one::<i64>("SELECT count(*) FROM att.visits"), 0, "the refused insert was rolled back");
+        assert_eq!(one::<i64>("SELECT count(*) FROM att.notes WHERE msg = 'old'"), 1, "the refused update was rolled back");
+        // Without a change between check and run, the same steps are kept.
+        assert_eq!(do_as_victim("Step 1: write\n```sql\nINSERT INTO att.visits VALUES ('hello');\n```"), None);
+        assert_eq!(one::<i64>("SELECT count(*) FROM att.visits"), 1);
+    }
+
+    /// Code that another role's default, generated column or view brings into a write through a
+    /// domain it coerces to or a view it reads: the domain's CHECK and the view's select list
+    /// run as the writer, so they may not advance a sequence (which tells the other role what
+    /// they read) or read the writer's settings; `to_char` in a default would store the
+    /// writer's number format and time zone name.
+    #[pg_test]
+    fn a_domain_in_a_default_or_a_view_in_an_insert_reads_nothing_of_the_writer() {
+        roles();
+        Spi::run(
+            "SET ROLE ask_att;
+             CREATE SEQUENCE att.sig; GRANT USAGE ON SEQUENCE att.sig TO PUBLIC;
+             CREATE DOMAIN att.leak AS text CHECK (pg_catalog.nextval('att.sig') > 0);
+             CREATE DOMAIN att.peek AS text CHECK (pg_catalog.current_setting('search_path') IS NOT NULL);
+             CREATE TABLE att.by_default (msg text, stamp text DEFAULT ('x'::text)::att.leak);
+             CREATE TABLE att.by_setting (msg text, stamp text DEFAULT ('x'::text)::att.peek);
+             CREATE TABLE att.generated (msg text, g text GENERATED ALWAYS AS ((msg)::att.leak) STORED);
+             CREATE TABLE att.formats (msg text, lc text DEFAULT pg_catalog.to_char(1234.5, 'L9G999D9'));
+             CREATE VIEW att.news WITH (security_invoker = true) AS
+                 SELECT 'news'::text AS headline, pg_catalog.nextval('att.sig') AS n FROM vic.secret;
+             GRANT INSERT, SELECT ON att.by_default, att.by_setting, att.generated, att.formats, att.news TO PUBLIC;
+             RESET ROLE;
+             GRANT SELECT ON vic.secret TO ask_vic;
+             SET ROLE ask_vic; CREATE TABLE vic.inbox (headline text); RESET ROLE;",
+        )
+        .unwrap();
+        for (step, named) in [
+            ("INSERT INTO att.by_default (msg) VALUES ('hi')", "att.leak"),
+            ("INSERT INTO att.by_setting (msg) VALUES ('hi')", "att.peek"),
+            ("INSERT INTO att.generated (msg) VALUES ('hi')", "att.leak"),
+            ("INSERT INTO att.formats (msg) VALUES ('hi')", "to_char"),
+            ("INSERT INTO vic.inbox (headline) SELECT headline FROM att.news", "nextval"),
+        ] {
+            let out = do_as_victim(&format!("Step 1: write\n```sql\n{step};\n```"));
+            let said = out.clone().unwrap_or_default();
+            assert!(said.contains(named), "BROKE {step}: not refused by {named}: {out:?}");
+        }
+        assert!(!one::<bool>("SELECT is_called FROM att.sig"), "BROKE: att.sig advanced as the writer");
+        let written = one::<i64>(
+            "SELECT (SELECT count(*) FROM att.by_default) + (SELECT count(*) FROM att.by_setting) + (SELECT count(*) FROM att.generated)
+                  + (SELECT count(*) FROM att.formats) + (SELECT count(*) FROM vic.inbox)",
+        );
+        assert_eq!(written, 0);
+        // The writer's own sequence in its own INSERT still advances.
+        Spi::run("SET ROLE ask_vic; CREATE SEQUENCE vic.n; CREATE TABLE vic.numbered (n bigint, msg text); RESET ROLE;").unwrap();
+        assert_eq!(do_as_victim("Step 1: add\n```sql\nINSERT INTO vic.numbered VALUES (nextval('vic.n'), 'hi');\n```"), None);
+    }
+
     /// Code another role attached to the table written runs as the writer and may read the
     /// writer's session and tables: a policy's check signalling through nextval, a default that
     /// reads a setting or advances the writer's own sequence. Its serial default and a clock

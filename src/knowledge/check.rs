@@ -249,6 +249,11 @@ pub(super) struct Stored {
 /// may see, as their authors gave them, in one read: with their table's name and whether its
 /// relations changed since the item was checked (no query per item).
 pub(super) fn stored(filter: &str) -> Vec<Stored> {
+    stored_in_order(filter, "k.id")
+}
+
+/// [`stored`], the first 1,000 in `order`.
+pub(super) fn stored_in_order(filter: &str, order: &str) -> Vec<Stored> {
     crate::pg::spi::select_rows(
         &format!(
             "SELECT k.id, k.kind, k.name, k.about::pg_catalog.oid, (SELECT n.nspname::pg_catalog.text FROM pg_catalog.pg_namespace n WHERE n.oid OPERATOR(pg_catalog.=) k.about_schema::pg_catalog.oid), k.column_name::pg_catalog.text,
@@ -257,7 +262,7 @@ pub(super) fn stored(filter: &str) -> Vec<Stored> {
                        JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
                       WHERE c.oid OPERATOR(pg_catalog.=) k.about::pg_catalog.oid),
                     k.checked_shape IS NOT DISTINCT FROM ask._knowledge_shape(k.tables)
-             FROM ask.knowledge k {filter} ORDER BY k.id LIMIT 1000"
+             FROM ask.knowledge k {filter} ORDER BY {order} LIMIT 1000"
         ),
         &[],
         |r| {

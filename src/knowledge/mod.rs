@@ -27,7 +27,7 @@ const MAX_NAME: usize = 200;
 const MAX_DESCRIPTION: usize = 1_000;
 const MAX_SYNONYMS: usize = 20;
 /// Items one role may have written at most.
-const MAX_ITEMS_PER_ROLE: i64 = 10_000;
+pub(crate) const MAX_ITEMS_PER_ROLE: i64 = 10_000;
 
 /// An item as its author gives it.
 #[derive(Debug, Clone, Default)]
@@ -141,10 +141,17 @@ pub(crate) fn add(it: NewItem) -> Result<i64, Raised> {
     let (kind, it) = shaped(it)?;
     check::may_write(&it)?;
     let tables = check::as_author(kind, &it, true)?;
-    // Each role's items are bounded: one role's many items cost every role's questions.
-    let mine = Spi::get_one::<i64>(
-        "SELECT count(*) FROM ask.knowledge k WHERE k.created_by::pg_catalog.oid OPERATOR(pg_catalog.=) pg_catalog.to_regrole(pg_catalog.quote_ident(current_user))::pg_catalog.oid",
-    )
+    // Each role's items are bounded: one role's many items cost every role's questions. They
+    // are counted as the extension's owner, past the table's policy: items about a table the
+    // author may no longer read count all the same.
+    // SAFETY: the role this call runs as.
+    let author = unsafe { pgrx::pg_sys::GetUserId() };
+    let mine = crate::pg::identity::as_memory_owner(|| {
+        Spi::get_one_with_args::<i64>(
+            "SELECT count(*) FROM ask.knowledge k WHERE k.created_by::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
+            &[author.into()],
+        )
+    })
     .ok()
     .flatten()
     .unwrap_or(0);

@@ -5,7 +5,7 @@
 
 use pg_ask_core::knowledge::Item;
 
-use super::check::{holds_for_caller, stored};
+use super::check::{holds_for_caller, stored_in_order};
 use crate::pg::gucs;
 
 /// At most this many items are read for one question.
@@ -24,7 +24,7 @@ pub(crate) fn for_question(tables: &[String]) -> Result<Vec<Item>, String> {
     // Items whose tables changed are checked again within one budget per question; past it they
     // are left out (another role's many stale items do not cost this role's question more).
     let started = std::time::Instant::now();
-    for s in stored(&format!("WHERE k.problem IS NULL AND {wanted}")).into_iter().take(MAX_READ) {
+    for s in stored_in_order(&format!("WHERE k.problem IS NULL AND {wanted}"), TRUSTED_FIRST).into_iter().take(MAX_READ) {
         if !s.fresh && (started.elapsed() > RECHECK_BUDGET || !holds_for_caller(s.kind, &s.item)) {
             continue;
         }
@@ -44,6 +44,16 @@ pub(crate) fn for_question(tables: &[String]) -> Result<Vec<Item>, String> {
     }
     Ok(items)
 }
+
+/// The order items are read in for a question: the caller's own, then superusers' and the
+/// extension owner's, then every other author's in turn (each one's oldest, then each one's
+/// second, ...): another role's many items about a table the question describes cannot push
+/// the other authors' items out of those read.
+const TRUSTED_FIRST: &str = "k.created_by::pg_catalog.oid OPERATOR(pg_catalog.=) pg_catalog.to_regrole(pg_catalog.quote_ident(current_user))::pg_catalog.oid DESC,
+        (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) k.created_by::pg_catalog.oid)
+          OR k.created_by::pg_catalog.oid OPERATOR(pg_catalog.=) (SELECT e.extowner FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'pg_ask') DESC NULLS LAST,
+        pg_catalog.row_number() OVER (PARTITION BY k.created_by ORDER BY k.id),
+        k.id";
 
 /// The items a question over the tables `$1` (a text[] literal) may be offered: about one of
 /// them, or about no table (the database's and schemas' instructions).
@@ -80,7 +90,7 @@ pub(crate) fn synonym_tables(question: &str) -> Vec<String> {
                JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
               WHERE k.kind OPERATOR(pg_catalog.=) 'synonym' AND k.column_name IS NULL AND k.problem IS NULL
                 AND k.first_word OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.text[])
-              ORDER BY k.created_by OPERATOR(pg_catalog.=) pg_catalog.to_regrole(pg_catalog.quote_ident(current_user)) DESC, k.id
+              ORDER BY {TRUSTED_FIRST}
               LIMIT {MAX_SYNONYMS_READ}"
         ),
         &[pgrx::pg_sys::PgOid::BuiltIn(pgrx::pg_sys::PgBuiltInOids::TEXTARRAYOID)],

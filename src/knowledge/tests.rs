@@ -383,6 +383,43 @@ mod tests {
         Spi::run("RESET ask.use_knowledge").unwrap();
     }
 
+    /// Another role's many items about a table a question describes cannot crowd out the items
+    /// of the owner of the caller's table (authors are read in turn), and a role's items count
+    /// toward its cap whether or not it may still read their table.
+    #[pg_test]
+    fn another_roles_items_do_not_crowd_out_the_table_owners_nor_escape_the_cap() {
+        Spi::run(ROLES).unwrap();
+        Spi::run("SET ask.embedding_provider = 'off'").unwrap();
+        // 1,000 older items of another role about its own table, which a question of the
+        // reader's also describes (copied as a superuser: the same rows add_metric stores).
+        as_role("kn_attacker", || one::<i64>("SELECT ask.add_metric('zq metric', 'att.t', 'count(*)')"));
+        Spi::run(
+            "INSERT INTO ask.knowledge (kind, name, about, body, tables, created_by, checked_at, checked_shape)
+             SELECT kind, name || ' ' || g, about, body, tables, created_by, checked_at, checked_shape
+               FROM ask.knowledge, generate_series(1, 1000) g WHERE name = 'zq metric'",
+        )
+        .unwrap();
+        as_role("kn_owner", || one::<i64>("SELECT ask.add_metric('revenue', 'kn.orders', 'sum(amount_cents) / 100.0')"));
+        let tables = ["att.t".to_string(), "kn.orders".to_string()];
+        let offered = as_role("kn_reader", || crate::knowledge::read::for_question(&tables).unwrap());
+        assert!(
+            offered.iter().any(|it| it.name.as_deref() == Some("revenue")),
+            "the table owner's metric is read though 1,001 older items of another role come first by age"
+        );
+        // The cap counts an author's items whether or not the author may still read their table.
+        Spi::run("REVOKE SELECT ON att.t FROM PUBLIC, kn_attacker").unwrap();
+        Spi::run(&format!(
+            "INSERT INTO ask.knowledge (kind, name, about, body, tables, created_by, checked_at, checked_shape)
+             SELECT kind, name || ' more ' || g, about, body, tables, created_by, checked_at, checked_shape
+               FROM ask.knowledge, generate_series(1, {}) g WHERE name = 'zq metric'",
+            crate::knowledge::MAX_ITEMS_PER_ROLE - 1001
+        ))
+        .unwrap();
+        Spi::run("SET ROLE kn_attacker; CREATE TABLE att.u (id int); RESET ROLE;").unwrap();
+        let code = as_role("kn_attacker", || error_report("SELECT ask.add_metric('one more', 'att.u', 'count(*)')").map(|e| e.0));
+        assert_eq!(code.as_deref(), Some("53400"), "the cap holds when the author's other items are about a table it no longer reads");
+    }
+
     /// Another role's synonyms sharing a question's first word cannot crowd the caller's own out
     /// of those read: its own are read first.
     #[pg_test]
