@@ -215,11 +215,19 @@ pub(crate) unsafe fn other_roles_code_refusal(node: *mut pg_sys::Node) -> Option
 }
 
 /// How many calls of `nextval` `node` makes, at every level (subqueries, views the rewriter
-/// expanded, sublinks).
+/// expanded, sublinks), however it is called: by name, or through an operator, a cast or any
+/// other node whose function it is.
 ///
 /// # Safety
 /// `node` is a valid Query or expression tree of the current memory context.
 pub(crate) unsafe fn nextval_calls(node: *mut pg_sys::Node) -> usize {
+    #[pgrx::pg_guard]
+    unsafe extern "C-unwind" fn count(func_id: pg_sys::Oid, context: *mut c_void) -> bool {
+        if u32::from(func_id) == pg_sys::F_NEXTVAL {
+            *(context as *mut usize) += 1;
+        }
+        false
+    }
     #[pgrx::pg_guard]
     unsafe extern "C-unwind" fn walk(node: *mut pg_sys::Node, context: *mut c_void) -> bool {
         if node.is_null() {
@@ -228,9 +236,7 @@ pub(crate) unsafe fn nextval_calls(node: *mut pg_sys::Node) -> usize {
         if (*node).type_ == pg_sys::NodeTag::T_Query {
             return pg_sys::query_tree_walker(node as *mut pg_sys::Query, Some(walk), context, 0);
         }
-        if (*node).type_ == pg_sys::NodeTag::T_FuncExpr && u32::from((*(node as *mut pg_sys::FuncExpr)).funcid) == pg_sys::F_NEXTVAL {
-            *(context as *mut usize) += 1;
-        }
+        pg_sys::check_functions_in_node(node, Some(count), context);
         pg_sys::expression_tree_walker(node, Some(walk), context)
     }
     let mut n = 0usize;

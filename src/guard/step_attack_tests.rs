@@ -186,7 +186,10 @@ mod tests {
              CREATE TABLE att.formats (msg text, lc text DEFAULT pg_catalog.to_char(1234.5, 'L9G999D9'));
              CREATE VIEW att.news WITH (security_invoker = true) AS
                  SELECT 'news'::text AS headline, pg_catalog.nextval('att.sig') AS n FROM vic.secret;
-             GRANT INSERT, SELECT ON att.by_default, att.by_setting, att.generated, att.formats, att.news TO PUBLIC;
+             CREATE OPERATOR att.@@ (FUNCTION = pg_catalog.nextval, RIGHTARG = regclass);
+             CREATE VIEW att.news_op WITH (security_invoker = true) AS
+                 SELECT 'news'::text AS headline, OPERATOR(att.@@) 'att.sig'::regclass AS n FROM vic.secret;
+             GRANT INSERT, SELECT ON att.by_default, att.by_setting, att.generated, att.formats, att.news, att.news_op TO PUBLIC;
              RESET ROLE;
              GRANT SELECT ON vic.secret TO ask_vic;
              SET ROLE ask_vic; CREATE TABLE vic.inbox (headline text); RESET ROLE;",
@@ -198,6 +201,7 @@ mod tests {
             ("INSERT INTO att.generated (msg) VALUES ('hi')", "att.leak"),
             ("INSERT INTO att.formats (msg) VALUES ('hi')", "to_char"),
             ("INSERT INTO vic.inbox (headline) SELECT headline FROM att.news", "nextval"),
+            ("INSERT INTO vic.inbox (headline) SELECT headline FROM att.news_op", "nextval"),
         ] {
             let out = do_as_victim(&format!("Step 1: write\n```sql\n{step};\n```"));
             let said = out.clone().unwrap_or_default();

@@ -8,19 +8,26 @@
 
 use pgrx::pg_sys;
 
-/// The relations this backend holds a RowExclusiveLock on.
-pub(super) fn row_exclusive() -> Vec<pg_sys::Oid> {
+/// The relations this backend holds a RowExclusiveLock on, or why they could not be read.
+pub(super) fn row_exclusive() -> Result<Vec<pg_sys::Oid>, String> {
     super::trusted::paused(|| {
         crate::pg::spi::select_generic("guard_written", include_str!("../../sql/guard_written.sql"), &[], &[], |r| r.get::<pg_sys::Oid>(1))
-            .unwrap_or_default()
+            .map_err(|e| format!("the relations the step writes could not be read: {e}"))
     })
 }
 
 /// Why what the step wrote (the relations locked for writing since `before`) may not be
-/// kept, or `None`.
-pub(super) fn refusal(before: &[pg_sys::Oid]) -> Option<String> {
-    let reached =
-        super::reach::Reached { relations: row_exclusive().into_iter().filter(|r| !before.contains(r)).collect(), ..Default::default() };
+/// kept, or `None`. A failed read refuses: nothing here may be taken for "nothing written".
+pub(super) fn refusal(before: &Result<Vec<pg_sys::Oid>, String>) -> Option<String> {
+    let before = match before {
+        Ok(before) => before,
+        Err(e) => return Some(e.clone()),
+    };
+    let after = match row_exclusive() {
+        Ok(after) => after,
+        Err(e) => return Some(e),
+    };
+    let reached = super::reach::Reached { relations: after.into_iter().filter(|r| !before.contains(r)).collect(), ..Default::default() };
     // SAFETY: the role the step runs as, read in the step's own transaction.
     let writer = unsafe { pg_sys::GetUserId() };
     super::reach::refusal(&reached, Some(writer))

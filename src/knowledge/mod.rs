@@ -146,6 +146,14 @@ pub(crate) fn add(it: NewItem) -> Result<i64, Raised> {
     // author may no longer read count all the same.
     // SAFETY: the role this call runs as.
     let author = unsafe { pgrx::pg_sys::GetUserId() };
+    // One count at a time per author (a lock until the transaction ends), so that parallel
+    // sessions of one role cannot each pass the cap by one.
+    Spi::run_with_args(
+        "SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext('pg_ask knowledge cap'),
+             ($1::pg_catalog.oid::pg_catalog.int8 OPERATOR(pg_catalog.-) 2147483648)::pg_catalog.int4)",
+        &[author.into()],
+    )
+    .map_err(|e| Raised::new(ERRCODE_INTERNAL_ERROR, format!("could not take the knowledge cap's lock: {e}")))?;
     let mine = crate::pg::identity::as_memory_owner(|| {
         Spi::get_one_with_args::<i64>(
             "SELECT count(*) FROM ask.knowledge k WHERE k.created_by::pg_catalog.oid OPERATOR(pg_catalog.=) $1",

@@ -46,13 +46,15 @@ pub(crate) fn for_question(tables: &[String]) -> Result<Vec<Item>, String> {
 }
 
 /// The order items are read in for a question: the caller's own, then superusers' and the
-/// extension owner's, then every other author's in turn (each one's oldest, then each one's
-/// second, ...): another role's many items about a table the question describes cannot push
-/// the other authors' items out of those read.
+/// extension owner's, then those the owner of their table wrote, then the rest, each tier
+/// taking the tables in turn (each table's oldest item, then each one's second, ...): many
+/// items about one table a question describes, by one role or by many, cannot push the items
+/// of another described table out of those read.
 const TRUSTED_FIRST: &str = "k.created_by::pg_catalog.oid OPERATOR(pg_catalog.=) pg_catalog.to_regrole(pg_catalog.quote_ident(current_user))::pg_catalog.oid DESC,
         (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) k.created_by::pg_catalog.oid)
           OR k.created_by::pg_catalog.oid OPERATOR(pg_catalog.=) (SELECT e.extowner FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'pg_ask') DESC NULLS LAST,
-        pg_catalog.row_number() OVER (PARTITION BY k.created_by ORDER BY k.id),
+        k.created_by::pg_catalog.oid OPERATOR(pg_catalog.=) (SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) k.about::pg_catalog.oid) DESC NULLS LAST,
+        pg_catalog.row_number() OVER (PARTITION BY k.about ORDER BY k.id),
         k.id";
 
 /// The items a question over the tables `$1` (a text[] literal) may be offered: about one of

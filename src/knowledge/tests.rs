@@ -392,10 +392,12 @@ mod tests {
         Spi::run("SET ask.embedding_provider = 'off'").unwrap();
         // 1,000 older items of another role about its own table, which a question of the
         // reader's also describes (copied as a superuser: the same rows add_metric stores).
+        // And one item from each of 1,000 member roles of it (each may write about its table).
         as_role("kn_attacker", || one::<i64>("SELECT ask.add_metric('zq metric', 'att.t', 'count(*)')"));
         Spi::run(
-            "INSERT INTO ask.knowledge (kind, name, about, body, tables, created_by, checked_at, checked_shape)
-             SELECT kind, name || ' ' || g, about, body, tables, created_by, checked_at, checked_shape
+            "DO $$ BEGIN FOR i IN 1..1000 LOOP EXECUTE format('CREATE ROLE kn_member%s IN ROLE kn_attacker', i); END LOOP; END $$;
+             INSERT INTO ask.knowledge (kind, name, about, body, tables, created_by, checked_at, checked_shape)
+             SELECT kind, name || ' ' || g, about, body, tables, ('kn_member' || g)::regrole, checked_at, checked_shape
                FROM ask.knowledge, generate_series(1, 1000) g WHERE name = 'zq metric'",
         )
         .unwrap();
@@ -404,15 +406,16 @@ mod tests {
         let offered = as_role("kn_reader", || crate::knowledge::read::for_question(&tables).unwrap());
         assert!(
             offered.iter().any(|it| it.name.as_deref() == Some("revenue")),
-            "the table owner's metric is read though 1,001 older items of another role come first by age"
+            "the table owner's metric is read though 1,001 older items of another role and its members come first by age"
         );
         // The cap counts an author's items whether or not the author may still read their table.
         Spi::run("REVOKE SELECT ON att.t FROM PUBLIC, kn_attacker").unwrap();
         Spi::run(&format!(
             "INSERT INTO ask.knowledge (kind, name, about, body, tables, created_by, checked_at, checked_shape)
              SELECT kind, name || ' more ' || g, about, body, tables, created_by, checked_at, checked_shape
-               FROM ask.knowledge, generate_series(1, {}) g WHERE name = 'zq metric'",
-            crate::knowledge::MAX_ITEMS_PER_ROLE - 1001
+               FROM ask.knowledge, generate_series(1, {} - (SELECT count(*) FROM ask.knowledge WHERE created_by = 'kn_attacker'::regrole)) g
+              WHERE name = 'zq metric'",
+            crate::knowledge::MAX_ITEMS_PER_ROLE
         ))
         .unwrap();
         Spi::run("SET ROLE kn_attacker; CREATE TABLE att.u (id int); RESET ROLE;").unwrap();
