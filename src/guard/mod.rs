@@ -392,10 +392,7 @@ unsafe fn statement_refusal_now(sql: &std::ffi::CStr, allow_nextval: bool) -> Op
         return Some(format!("{reason} (through a view, a rule or a row-level security policy)"));
     }
     if insert && functions::nextval_calls(q as *mut pg_sys::Node) > own_nextval {
-        return Some(
-            "a view, a rule or a column default it reads through calls nextval (a sequence it does not name), which would advance as the writer"
-                .into(),
-        );
+        return Some("a view, a rule or a column default it reads through calls nextval (a sequence the statement does not name)".into());
     }
     // The policies and view checks the rewriter added run as the writer and may read its
     // tables: no volatile function there, nextval included (whose sequences would tell

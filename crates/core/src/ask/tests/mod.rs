@@ -6,6 +6,7 @@ mod embedding;
 mod knowledge;
 mod one_parse;
 mod plan;
+mod repair;
 mod verified;
 mod vote;
 
@@ -315,52 +316,6 @@ fn a_repair_that_repeats_a_failed_statement_ends_without_running_it_again() {
     assert_eq!(trace.llm_calls, 2, "no third call after the repeat");
     let repeat = trace.stages.iter().find(|s| s.output["reason"] == "repeats_failed").expect("the repeat is in the trace");
     assert_eq!((repeat.attempt, repeat.output["first_attempt"].clone()), (Some(2), json!(1)));
-}
-
-#[test]
-fn a_restarted_first_repair_tells_the_failure_without_the_failed_query() {
-    let replies = [
-        "```sql\nSELECT sum(citation_num) FROM public.restaurants\n```",
-        "```sql\nSELECT nme FROM public.restaurants\n```",
-        "```sql\nSELECT name FROM public.restaurants\n```",
-    ];
-    let mut h = Scripted::new(&replies);
-    h.exec = Box::new(|sql| {
-        if sql.contains("name ") {
-            Ok(one_row())
-        } else {
-            Err(ExecFailure::Error {
-                sqlstate: "42703".into(),
-                message: format!("column in {sql} does not exist"),
-                detail: None,
-                hint: None,
-            })
-        }
-    });
-    let restart = AskConfig { first_repair: crate::config::FirstRepair::Restart, ..cfg() };
-    let out = run(&mut h, "q", &restart, Goal::Sql).unwrap();
-    assert_eq!(out.sql, "SELECT name FROM public.restaurants");
-    let first = &h.seen[0].1.messages.last().unwrap().content;
-    let second = &h.seen[1].1.messages.last().unwrap().content;
-    let third = &h.seen[2].1.messages.last().unwrap().content;
-    // The restart: the first request, the failure told (its message), the query not shown.
-    assert!(second.starts_with(first.as_str()), "{second}");
-    assert!(second.contains("<error>") && second.contains("does not exist"), "{second}");
-    assert!(!second.contains("```sql\nSELECT sum(citation_num)"), "the failed query was shown: {second}");
-    // The next repair shows the query that failed then, and keeps the first failure told.
-    assert!(third.contains("```sql\nSELECT nme FROM public.restaurants\n```"), "{third}");
-    assert!(third.contains("citation_num") && third.matches("Write a different, corrected query").count() == 1, "{third}");
-    // `edit` (the default) shows the failed query at the first repair.
-    let mut h = Scripted::new(&replies);
-    h.exec = Box::new(|sql| {
-        if sql.contains("name ") {
-            Ok(one_row())
-        } else {
-            Err(ExecFailure::Error { sqlstate: "42703".into(), message: "no such column".into(), detail: None, hint: None })
-        }
-    });
-    run(&mut h, "q", &cfg(), Goal::Sql).unwrap();
-    assert!(h.seen[1].1.messages.last().unwrap().content.contains("```sql\nSELECT sum(citation_num) FROM public.restaurants\n```"));
 }
 
 #[test]
