@@ -364,7 +364,7 @@ unsafe fn statement_refusal_now(sql: &std::ffi::CStr, allow_nextval: bool) -> Op
     reach::collect(query, &mut reached);
     // nextval only where the statement as written calls it: a view or a rule the rewriter
     // expands must not advance sequences (which other roles can read) as the writer.
-    let own_nextval = functions::nextval_calls(query as *mut pg_sys::Node);
+    let own_nextval = if insert { functions::nextval_calls(query as *mut pg_sys::Node) } else { 0 };
     // What the rewriter makes of it: the rules of the tables it writes, the views and the
     // row-level security policies it reads through, run as the caller too.
     let queries = pg_sys::pg_rewrite_query(query);

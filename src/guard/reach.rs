@@ -11,11 +11,10 @@ use std::ffi::c_void;
 
 use pgrx::pg_sys;
 
-/// One object a relation or type brings in: what it is, its node tree or its function,
-/// whether it is a relation's (evaluated row by row only by a write), why it is refused
-/// whatever its code (a rule of another role, a check PostgreSQL makes at COMMIT), and its
-/// kind as `sql/guard_reach.sql` names it.
-type Object = (String, Option<String>, Option<pg_sys::Oid>, bool, Option<String>, String);
+/// One object a relation or type brings in: what it is, its node tree or its function, why it
+/// is refused whatever its code (a rule of another role, a check PostgreSQL makes at COMMIT),
+/// and its kind as `sql/guard_reach.sql` names it.
+type Object = (String, Option<String>, Option<pg_sys::Oid>, Option<String>, String);
 
 /// Relations and types found in a query tree.
 #[derive(Default)]
@@ -159,9 +158,8 @@ fn refusal_of(reached: &Reached, writer: Option<pg_sys::Oid>, named: &mut Reache
                     r.get::<String>(1)?.unwrap_or_default(),
                     r.get::<String>(2)?,
                     r.get::<pg_sys::Oid>(3)?,
-                    r.get::<bool>(4)?.unwrap_or(false),
-                    r.get::<String>(5)?,
-                    r.get::<String>(6)?.unwrap_or_default(),
+                    r.get::<String>(4)?,
+                    r.get::<String>(5)?.unwrap_or_default(),
                 )))
             },
         )
@@ -171,7 +169,10 @@ fn refusal_of(reached: &Reached, writer: Option<pg_sys::Oid>, named: &mut Reache
         // A failed read refuses: nothing here may be taken for "nothing reached".
         Err(e) => return Some(format!("the objects the statement reaches could not be read: {e}")),
     };
-    for (what, tree, function, per_row, always, kind) in objects {
+    for (what, tree, function, always, kind) in objects {
+        // A relation's code, and another role's default or trigger condition, run row by row
+        // only when the statement writes.
+        let per_row = kind == "relation" || kind == "others_write";
         if let Some(why) = always {
             return Some(format!("{what}, which the statement reaches, is {why}"));
         }

@@ -111,7 +111,7 @@ pub fn repair_request(previous: &ChatRequest, reply: &str, sql: Option<&str>, fa
         }
         None => data(reply),
     };
-    let failure = data(&crate::rows::cut_text(failure.trim(), bounds::ERROR_CHARS).unwrap_or_else(|| failure.trim().to_string()));
+    let failure = failure_data(failure);
     let repair = format!(
         "\n\nThis query was written for the question:\n{shown}\nThat query cannot be used:\n<error>{failure}</error>\n\
          Write a different, corrected query that answers the question. Reply with the query in a \
@@ -138,7 +138,7 @@ pub fn repair_request(previous: &ChatRequest, reply: &str, sql: Option<&str>, fa
 /// the failure told here.
 pub fn restart_request(first: &ChatRequest, failure: &str) -> ChatRequest {
     let mut req = first.clone();
-    let failure = data(&crate::rows::cut_text(failure.trim(), bounds::ERROR_CHARS).unwrap_or_else(|| failure.trim().to_string()));
+    let failure = failure_data(failure);
     let restart = format!(
         "\n\nA query written for this question cannot be used:\n<error>{failure}</error>{REPAIR_ASK} Write it from the \
          question and the tables above. Reply with the query in a ```sql fenced block and nothing else."
@@ -148,6 +148,11 @@ pub fn restart_request(first: &ChatRequest, failure: &str) -> ChatRequest {
         None => req.messages.push(Message::user(restart.trim_start().to_string())),
     }
     req
+}
+
+/// A failure as a repair prompt shows it: trimmed, cut to [`bounds::ERROR_CHARS`], as data.
+fn failure_data(failure: &str) -> String {
+    data(&crate::rows::cut_text(failure.trim(), bounds::ERROR_CHARS).unwrap_or_else(|| failure.trim().to_string()))
 }
 
 /// [`restart_request`] within `max_tokens`, or `None`.

@@ -10,18 +10,7 @@ fn a_restarted_first_repair_tells_the_failure_without_the_failed_query() {
         "```sql\nSELECT name FROM public.restaurants\n```",
     ];
     let mut h = Scripted::new(&replies);
-    h.exec = Box::new(|sql| {
-        if sql.contains("name ") {
-            Ok(one_row())
-        } else {
-            Err(ExecFailure::Error {
-                sqlstate: "42703".into(),
-                message: format!("column in {sql} does not exist"),
-                detail: None,
-                hint: None,
-            })
-        }
-    });
+    h.exec = only_name_runs();
     let restart = AskConfig { first_repair: crate::config::FirstRepair::Restart, ..cfg() };
     let out = run(&mut h, "q", &restart, Goal::Sql).unwrap();
     assert_eq!(out.sql, "SELECT name FROM public.restaurants");
@@ -37,13 +26,24 @@ fn a_restarted_first_repair_tells_the_failure_without_the_failed_query() {
     assert!(third.contains("citation_num") && third.matches("Write a different, corrected query").count() == 1, "{third}");
     // `edit` (the default) shows the failed query at the first repair.
     let mut h = Scripted::new(&replies);
-    h.exec = Box::new(|sql| {
+    h.exec = only_name_runs();
+    run(&mut h, "q", &cfg(), Goal::Sql).unwrap();
+    assert!(h.seen[1].1.messages.last().unwrap().content.contains("```sql\nSELECT sum(citation_num) FROM public.restaurants\n```"));
+}
+
+/// An executor where only a query reading `name` runs; any other fails as a missing column,
+/// its message quoting the query.
+fn only_name_runs() -> Exec {
+    Box::new(|sql| {
         if sql.contains("name ") {
             Ok(one_row())
         } else {
-            Err(ExecFailure::Error { sqlstate: "42703".into(), message: "no such column".into(), detail: None, hint: None })
+            Err(ExecFailure::Error {
+                sqlstate: "42703".into(),
+                message: format!("column in {sql} does not exist"),
+                detail: None,
+                hint: None,
+            })
         }
-    });
-    run(&mut h, "q", &cfg(), Goal::Sql).unwrap();
-    assert!(h.seen[1].1.messages.last().unwrap().content.contains("```sql\nSELECT sum(citation_num) FROM public.restaurants\n```"));
+    })
 }
