@@ -90,6 +90,7 @@ pub extern "C-unwind" fn _PG_init() {
     pg::gucs::init();
     pg::backend::init();
     guard::trusted::init();
+    guard::planned::init();
     if pg::key::preloaded() {
         llm::budget::init();
         llm::embeddings::preload_tokenizer();

@@ -69,11 +69,11 @@ pub(crate) unsafe fn seen_by_other_sessions(func_id: pg_sys::Oid) -> Option<Stri
         .then(|| format!("{name}() would run, a built-in whose call other sessions can see (a lock it takes, a transaction id)"))
 }
 
-/// Volatile built-ins a write of `ask.do()` may run whatever brings them in: a sequence's next
-/// value (identity and serial columns), random numbers and clocks (defaults such as
-/// `gen_random_uuid()`): none changes anything but the rows written.
-const HARMLESS_IN_WRITES: &[&str] =
-    &["nextval", "gen_random_uuid", "random", "random_normal", "clock_timestamp", "timeofday", "statement_timestamp"];
+/// Volatile built-ins a write of `ask.do()` may run whatever brings them in: random numbers and
+/// clocks (defaults such as `gen_random_uuid()`): none changes anything but the rows written.
+/// Not `nextval`, whose advance other roles see whatever becomes of the write: only the calls
+/// the write's check approved run ([`super::planned`]).
+const HARMLESS_IN_WRITES: &[&str] = &["gen_random_uuid", "random", "random_normal", "clock_timestamp", "timeofday", "statement_timestamp"];
 
 /// Whether the built-in `func_id` may run in a write although it is volatile: one of
 /// [`HARMLESS_IN_WRITES`], or one of PostgreSQL's own trigger functions (foreign keys' checks

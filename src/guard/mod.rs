@@ -18,7 +18,9 @@ mod attack_tests;
 pub(crate) mod functions;
 #[cfg(any(test, feature = "pg_test"))]
 mod hidden_types_tests;
+pub(crate) mod planned;
 pub(crate) mod reach;
+mod statement;
 #[cfg(any(test, feature = "pg_test"))]
 mod step_attack_tests;
 #[cfg(any(test, feature = "pg_test"))]
@@ -27,6 +29,9 @@ pub(crate) mod trusted;
 #[cfg(any(test, feature = "pg_test"))]
 mod trusted_tests;
 pub(crate) mod written;
+
+pub(crate) use statement::statement_refusal;
+use statement::write_step_refusal;
 
 use std::ffi::{CStr, CString};
 
@@ -198,8 +203,9 @@ unsafe fn run_in_subtransaction(sql: &CStr, limits: &Limits) -> Result<(ResultSe
     );
     trusted::only(|| {
         trusted::strictly(|| {
-            let relations = analyse(sql).map_err(|reason| ExecFailure::Refused { reason })?;
-            match spi_execute(sql, true, limits.row_limit) {
+            let checked = analyse(sql).map_err(|reason| ExecFailure::Refused { reason })?;
+            let relations = checked.reached.relations.clone();
+            match planned::expecting(sql, checked, || spi_execute(sql, true, limits.row_limit)) {
                 Ok(out) if out.rc == pg_sys::SPI_OK_SELECT as i32 => Ok((out.rows, relations)),
                 Ok(out) => Err(ExecFailure::Refused { reason: format!("not a query (SPI result code {})", out.rc) }),
                 Err(reason) => Err(ExecFailure::Refused { reason }),
@@ -234,8 +240,9 @@ pub(crate) unsafe fn spi_execute(sql: &CStr, read_only: bool, limit: u32) -> Res
     Ok(SpiOutcome { rc, processed, rows })
 }
 
-/// Parse analysis of the statement: the relations it reads, or why it is refused.
-unsafe fn analyse(sql: &CStr) -> Result<Vec<pg_sys::Oid>, String> {
+/// Parse analysis of the statement: what it reaches (the relations it reads first), or why it
+/// is refused.
+unsafe fn analyse(sql: &CStr) -> Result<planned::Checked, String> {
     let raw = pg_sys::pg_parse_query(sql.as_ptr());
     let n = list_len(raw);
     if n != 1 {
@@ -278,7 +285,7 @@ unsafe fn analyse(sql: &CStr) -> Result<Vec<pg_sys::Oid>, String> {
     if pg_sys::contain_volatile_functions(q as *const pg_sys::Query as *mut pg_sys::Node) {
         return Err("the query calls a volatile function (one that can change the database or give a different result each call)".into());
     }
-    Ok(reached.relations)
+    Ok(planned::Checked { reached, sequences: Vec::new() })
 }
 
 /// One step in a subtransaction that is kept on success, under `ask.statement_timeout`;
@@ -294,19 +301,17 @@ pub(crate) fn execute_step(sql: &str, limits: &Limits) -> Result<StepResult, Exe
         // out before it ends.
         trusted::only(|| unsafe {
             let before = written::row_exclusive();
-            if let Some(reason) = write_step_refusal(&csql) {
+            let mut checked = planned::Checked::default();
+            if let Some(reason) = write_step_refusal(&csql, &mut checked) {
                 return Err(ExecFailure::Refused { reason });
             }
             #[cfg(any(test, feature = "pg_test"))]
             written::between_check_and_run();
             // Run strictly too: what the checks before could not see (a trigger's WHEN clause,
-            // a rule's action, a cascade's CHECK) starts no volatile built-in with an effect.
-            let out = trusted::writing(|| spi_execute(&csql, false, limit)).map_err(|message| ExecFailure::Error {
-                sqlstate: "XX000".into(),
-                message,
-                detail: None,
-                hint: None,
-            })?;
+            // a rule's action, a cascade's CHECK) starts no volatile built-in with an effect;
+            // and run only as checked (see `planned`).
+            let out = trusted::writing(|| planned::expecting(&csql, checked, || spi_execute(&csql, false, limit)))
+                .map_err(|message| ExecFailure::Error { sqlstate: "XX000".into(), message, detail: None, hint: None })?;
             // What the step wrote, checked again now that it holds it: an error, so that the
             // step's subtransaction is rolled back with the triggers it queued.
             if let Some(reason) = written::refusal(&before) {
@@ -323,130 +328,7 @@ pub(crate) fn execute_step(sql: &str, limits: &Limits) -> Result<StepResult, Exe
     Ok(StepResult { rows_affected: out.processed, columns: out.rows.columns, rows: out.rows.rows })
 }
 
-/// The database layer of the step allowlist: PostgreSQL's own parse analysis of the statement
-/// as written (before column defaults are added, so an identity or serial column's `nextval`
-/// does not count) must call no volatile function, except `nextval` in an INSERT. The
-/// parse-level guard names only the functions it knows; this catches every other volatile
-/// one (`random()`, a user's function that writes elsewhere), views excluded as they are
-/// expanded only later.
-pub(crate) unsafe fn write_step_refusal(sql: &std::ffi::CStr) -> Option<String> {
-    statement_refusal(sql, true)
-}
-
-/// The same check, with `nextval` in an INSERT allowed or not (a benchmark's workload statements
-/// may not name a sequence, whose advance no rollback undoes).
-pub(crate) unsafe fn statement_refusal(sql: &std::ffi::CStr, allow_nextval: bool) -> Option<String> {
-    // Parse analysis already runs code a type brings in (a domain's CHECK on a literal): no
-    // volatile function may start while the statement is analysed.
-    trusted::strictly(|| statement_refusal_now(sql, allow_nextval))
-}
-
-unsafe fn statement_refusal_now(sql: &std::ffi::CStr, allow_nextval: bool) -> Option<String> {
-    use pgrx::pg_sys;
-    let raw = pg_sys::pg_parse_query(sql.as_ptr());
-    if raw.is_null() || (*raw).length != 1 {
-        return Some("expected exactly one statement".into());
-    }
-    let raw_stmt = (*(*raw).elements).ptr_value as *mut pg_sys::RawStmt;
-    let query = trusted::analysing(|| pg_sys::parse_analyze_fixedparams(raw_stmt, sql.as_ptr(), std::ptr::null(), 0, std::ptr::null_mut()));
-    if let Some(reason) = functions::first_refused(query) {
-        return Some(reason);
-    }
-    let command = (*query).commandType;
-    let insert = allow_nextval && command == pg_sys::CmdType::CMD_INSERT;
-    if let Some(reason) = volatile_refusal(query, insert) {
-        return Some(reason);
-    }
-    // The columns the statement sets itself; the rewriter adds the others' defaults, which
-    // `reach` holds to the list when another role's table has them.
-    let own_columns: Vec<i16> = pgrx::PgList::<pg_sys::TargetEntry>::from_pg((*query).targetList).iter_ptr().map(|t| (*t).resno).collect();
-    let mut reached = reach::Reached::default();
-    reach::collect(query, &mut reached);
-    // nextval only where the statement as written calls it: a view or a rule the rewriter
-    // expands must not advance sequences (which other roles can read) as the writer.
-    let own_nextval = if insert { functions::nextval_calls(query as *mut pg_sys::Node) } else { 0 };
-    // What the rewriter makes of it: the rules of the tables it writes, the views and the
-    // row-level security policies it reads through, run as the caller too.
-    let queries = pg_sys::pg_rewrite_query(query);
-    if list_len(queries) != 1 {
-        return Some("a rule of a table it writes adds or replaces statements".into());
-    }
-    let q = list_nth(queries, 0) as *mut pg_sys::Query;
-    if (*q).commandType != command {
-        return Some("a rule of a table it writes turns it into another kind of statement".into());
-    }
-    if matches!(command, pg_sys::CmdType::CMD_INSERT | pg_sys::CmdType::CMD_UPDATE) {
-        let mut kept = pgrx::PgList::<pg_sys::TargetEntry>::new();
-        for t in pgrx::PgList::<pg_sys::TargetEntry>::from_pg((*q).targetList).iter_ptr() {
-            if own_columns.contains(&(*t).resno) {
-                kept.push(t);
-            }
-        }
-        // Only checked, never run: SPI analyses the text again.
-        (*q).targetList = kept.into_pg();
-    }
-    if let Some(reason) = functions::first_refused(q) {
-        return Some(format!("{reason} (through a view, a rule or a row-level security policy)"));
-    }
-    if let Some(reason) = volatile_refusal(q, insert) {
-        return Some(format!("{reason} (through a view, a rule or a row-level security policy)"));
-    }
-    if insert && functions::nextval_calls(q as *mut pg_sys::Node) > own_nextval {
-        return Some("a view, a rule or a column default it reads through calls nextval (a sequence the statement does not name)".into());
-    }
-    // The policies and view checks the rewriter added run as the writer and may read its
-    // tables: no volatile function there, nextval included (whose sequences would tell
-    // another role what they read).
-    if policies_call_volatile(q as *mut pg_sys::Node) {
-        return Some(
-            "a row-level security policy or a view's check option of a relation it reaches calls a volatile function (nextval included)"
-                .into(),
-        );
-    }
-    reach::collect(q, &mut reached);
-    reach::refusal(&reached, Some(pg_sys::GetUserId()))
-}
-
-/// Whether a row-level security policy's or a view's check (a query's `withCheckOptions`, a
-/// range table entry's `securityQuals`), at any level of `node`, calls a volatile function.
-unsafe fn policies_call_volatile(node: *mut pg_sys::Node) -> bool {
-    #[pgrx::pg_guard]
-    unsafe extern "C-unwind" fn walk(node: *mut pg_sys::Node, context: *mut std::ffi::c_void) -> bool {
-        if node.is_null() {
-            return false;
-        }
-        match (*node).type_ {
-            pg_sys::NodeTag::T_Query => {
-                let q = node as *mut pg_sys::Query;
-                for wco in pgrx::PgList::<pg_sys::WithCheckOption>::from_pg((*q).withCheckOptions).iter_ptr() {
-                    if pg_sys::contain_volatile_functions((*wco).qual) {
-                        return true;
-                    }
-                }
-                pg_sys::query_tree_walker(q, Some(walk), context, pg_sys::QTW_EXAMINE_RTES_BEFORE as i32)
-            }
-            pg_sys::NodeTag::T_RangeTblEntry => {
-                let rte = node as *mut pg_sys::RangeTblEntry;
-                pg_sys::contain_volatile_functions((*rte).securityQuals as *mut pg_sys::Node)
-            }
-            _ => pg_sys::expression_tree_walker(node, Some(walk), context),
-        }
-    }
-    walk(node, std::ptr::null_mut())
-}
-
-unsafe fn volatile_refusal(query: *mut pg_sys::Query, insert: bool) -> Option<String> {
-    let node = query as *mut pg_sys::Node;
-    let volatile = if insert { pg_sys::contain_volatile_functions_not_nextval(node) } else { pg_sys::contain_volatile_functions(node) };
-    volatile.then(|| {
-        format!(
-            "the statement calls a volatile function{} (one that can change the database or give a different result each call)",
-            if insert { " other than nextval" } else { "" }
-        )
-    })
-}
-
-unsafe fn list_len(l: *mut pg_sys::List) -> i32 {
+pub(super) unsafe fn list_len(l: *mut pg_sys::List) -> i32 {
     if l.is_null() {
         0
     } else {
@@ -454,7 +336,7 @@ unsafe fn list_len(l: *mut pg_sys::List) -> i32 {
     }
 }
 
-unsafe fn list_nth(l: *mut pg_sys::List, n: i32) -> *mut std::ffi::c_void {
+pub(super) unsafe fn list_nth(l: *mut pg_sys::List, n: i32) -> *mut std::ffi::c_void {
     (*(*l).elements.add(n as usize)).ptr_value
 }
 

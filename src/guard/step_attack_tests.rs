@@ -255,4 +255,78 @@ mod tests {
         assert_eq!(out, None, "a table's own serial and clock defaults");
         assert_eq!(one::<i64>("SELECT count(*) FROM att.plain_book WHERE id = 1 AND at IS NOT NULL AND day IS NOT NULL"), 1);
     }
+
+    /// Code another role adds between a step's check and its run without locking anything the
+    /// step holds: a constraint added NOT VALID to a domain the step reaches through a view's
+    /// check option, a trigger condition on a partition no row has been routed to yet. It runs
+    /// as the writer, where it could read the writer's settings; it may not advance a sequence,
+    /// the one effect other roles can read whatever becomes of the step, even when the step's
+    /// own statement calls nextval. A relation created meanwhile in an earlier schema of the
+    /// search_path is not the one checked. The writer's own code and sequences still work.
+    #[pg_test]
+    fn code_added_between_the_check_and_the_run_advances_no_sequence() {
+        roles();
+        Spi::run(
+            "SET ROLE ask_att;
+             CREATE SEQUENCE att.sig; GRANT USAGE ON SEQUENCE att.sig TO PUBLIC;
+             CREATE SEQUENCE att.private;
+             CREATE FUNCTION att.noop() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN RETURN NEW; END $f$;
+             CREATE DOMAIN att.dom AS text CHECK (VALUE IS NOT NULL);
+             CREATE TABLE att.visits (msg text) PARTITION BY LIST (msg);
+             CREATE TABLE att.visits_hello PARTITION OF att.visits FOR VALUES IN ('hello');
+             CREATE TABLE att.visits_rest PARTITION OF att.visits DEFAULT;
+             CREATE VIEW att.guestbook AS SELECT msg FROM att.visits WHERE (msg::att.dom) IS NOT NULL WITH CHECK OPTION;
+             GRANT INSERT, SELECT ON att.visits, att.guestbook TO PUBLIC;
+             RESET ROLE;
+             SET ROLE ask_vic;
+             CREATE SEQUENCE vic.n;
+             CREATE TABLE vic.numbered (n bigint, msg text);
+             CREATE TABLE vic.notes (msg text);
+             CREATE TABLE vic.audit (id serial, what text);
+             CREATE FUNCTION vic.audit() RETURNS trigger LANGUAGE plpgsql AS
+                 $f$ BEGIN INSERT INTO vic.audit (what) VALUES (NEW.msg); RETURN NEW; END $f$;
+             CREATE TRIGGER a AFTER INSERT ON vic.notes FOR EACH ROW EXECUTE FUNCTION vic.audit();
+             RESET ROLE;",
+        )
+        .unwrap();
+        let as_att = |sql: &str| format!("SET ROLE ask_att; {sql}; SET ROLE ask_vic");
+        let domain = as_att(
+            "ALTER DOMAIN att.dom ADD CONSTRAINT leak
+                 CHECK (pg_catalog.nextval('att.sig') > 0 OR pg_catalog.current_setting('search_path') IS NULL) NOT VALID",
+        );
+        let trigger = as_att(
+            "CREATE TRIGGER w BEFORE INSERT ON att.visits_hello FOR EACH ROW
+                 WHEN (pg_catalog.nextval('att.sig') < 0) EXECUTE FUNCTION att.noop()",
+        );
+        // What the other role did between check and run is rolled back with each refused step.
+        let cases = [
+            ("INSERT INTO att.guestbook (msg) VALUES ('hello')", domain.clone(), "nextval"),
+            ("INSERT INTO att.guestbook (msg) VALUES (nextval('vic.n')::text)", domain, "nextval"),
+            ("INSERT INTO att.visits (msg) VALUES ('hello')", trigger, "nextval"),
+        ];
+        for (step, between, why) in cases {
+            super::super::written::BETWEEN_CHECK_AND_RUN.with(|b| *b.borrow_mut() = Some(between));
+            let out = do_as_victim(&format!("Step 1: sign\n```sql\n{step};\n```"));
+            let said = out.clone().unwrap_or_default();
+            assert!(!one::<bool>("SELECT is_called FROM att.sig"), "BROKE {step}: att.sig advanced as the writer: {out:?}");
+            assert!(said.contains(why), "{step}: refused, saying why: {out:?}");
+        }
+        assert_eq!(one::<i64>("SELECT count(*) FROM att.visits"), 0, "the refused steps were rolled back");
+        // A table made meanwhile in a schema earlier on the search_path is not the one checked.
+        Spi::run("SET search_path = att, vic, public").unwrap();
+        super::super::written::BETWEEN_CHECK_AND_RUN
+            .with(|b| *b.borrow_mut() = Some(as_att("CREATE TABLE att.notes (msg text); GRANT INSERT ON att.notes TO PUBLIC")));
+        let out = do_as_victim("Step 1: note\n```sql\nINSERT INTO notes (msg) VALUES ('shadowed');\n```");
+        Spi::run("RESET search_path").unwrap();
+        assert!(out.clone().unwrap_or_default().contains("att.notes"), "BROKE: the step wrote a table its check did not see: {out:?}");
+        assert!(one::<bool>("SELECT pg_catalog.to_regclass('att.notes') IS NULL"), "rolled back with the step");
+        // The writer's own sequence in its statement, its own trigger writing a serial table,
+        // and the privilege nextval checks.
+        assert_eq!(do_as_victim("Step 1: add\n```sql\nINSERT INTO vic.numbered VALUES (nextval('vic.n'), 'hi');\n```"), None);
+        assert_eq!(do_as_victim("Step 1: add\n```sql\nINSERT INTO vic.notes VALUES ('mine');\n```"), None);
+        assert_eq!(one::<i64>("SELECT count(*) FROM vic.audit WHERE id = 1 AND what = 'mine'"), 1, "the writer's own trigger");
+        assert_eq!(one::<i64>("SELECT count(*) FROM vic.numbered WHERE n >= 1"), 1);
+        let out = do_as_victim("Step 1: add\n```sql\nINSERT INTO vic.numbered VALUES (nextval('att.private'), 'hi');\n```");
+        assert!(out.clone().unwrap_or_default().contains("permission denied for sequence att.private"), "{out:?}");
+    }
 }

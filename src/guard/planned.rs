@@ -1,0 +1,239 @@
+//! The statement PostgreSQL plans is the statement pg_ask checked.
+//!
+//! pg_ask checks a statement by analysing its text, and SPI analyses the same text again to
+//! run it. Between the two, another session can commit a relation or a type in a schema
+//! earlier on the caller's `search_path`, a constraint on a domain the statement reaches
+//! (`ALTER DOMAIN ... ADD CONSTRAINT ... NOT VALID` takes no lock on any table), a trigger on a
+//! partition the statement has not locked yet. PostgreSQL's planner hook sees the query SPI
+//! made of the text ([`expecting`]):
+//! - it may reach no relation and no type that the check did not see (both read as the check
+//!   reads them, [`super::reach::collect`]), or it is refused before it is planned;
+//! - in a write, each `nextval` of a sequence the check approved (the statement's own call, a
+//!   written table's own default) becomes the node an identity column uses, once the caller's
+//!   privilege on the sequence is checked as `nextval` checks it. No other call of `nextval`
+//!   may start while the write runs ([`super::trusted::writing`]): code added after the check
+//!   (a domain's constraint, a partition's trigger condition) cannot advance a sequence, the
+//!   one effect of a write that other roles can read whatever happens to it.
+
+use std::cell::{Cell, RefCell};
+use std::ffi::{c_void, CStr, CString};
+
+use pgrx::pg_sys;
+use pgrx::pg_sys::errcodes::PgSqlErrorCode;
+
+use super::reach::Reached;
+
+/// What a statement's check saw: the relations and types the statement reaches, and, for a
+/// write, the sequences of the `nextval` calls it approved.
+#[derive(Default)]
+pub(crate) struct Checked {
+    pub reached: Reached,
+    pub sequences: Vec<pg_sys::Oid>,
+}
+
+struct Expected {
+    sql: CString,
+    checked: Checked,
+}
+
+thread_local! {
+    static EXPECTED: RefCell<Option<Expected>> = const { RefCell::new(None) };
+    static PLANNED: Cell<bool> = const { Cell::new(false) };
+}
+
+static mut PREV_PLANNER: pg_sys::planner_hook_type = None;
+
+/// Installs the planner hook; called once from `_PG_init`. Outside [`expecting`] it only passes
+/// on to the hook installed before it.
+pub(crate) fn init() {
+    // SAFETY: _PG_init runs once per process on the backend's thread; the previous hook is
+    // kept and called in turn.
+    unsafe {
+        PREV_PLANNER = pg_sys::planner_hook;
+        pg_sys::planner_hook = Some(planner);
+    }
+}
+
+/// Run `f` (SPI running `sql`, the statement `checked` describes) with the planner hook
+/// expecting it. A statement that ran without being planned is an error: nothing may run that
+/// was not compared with its check.
+pub(super) fn expecting<T>(sql: &CStr, checked: Checked, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    /// Forgets the expectation however `f` ends (a PostgreSQL error unwinds through here too).
+    struct Forget;
+    impl Drop for Forget {
+        fn drop(&mut self) {
+            EXPECTED.with(|e| e.borrow_mut().take());
+        }
+    }
+    EXPECTED.with(|e| *e.borrow_mut() = Some(Expected { sql: sql.to_owned(), checked }));
+    PLANNED.with(|p| p.set(false));
+    let _forget = Forget;
+    let out = f()?;
+    if !PLANNED.with(Cell::get) {
+        return Err("the statement ran without being planned as pg_ask checked it".into());
+    }
+    Ok(out)
+}
+
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn planner(
+    parse: *mut pg_sys::Query,
+    query_string: *const std::ffi::c_char,
+    cursor_options: std::ffi::c_int,
+    bound_params: pg_sys::ParamListInfo,
+) -> *mut pg_sys::PlannedStmt {
+    // Taken before anything is planned: a query planned while this one is (a function the
+    // planner evaluates) is not the one expected.
+    let expected = if query_string.is_null() {
+        None
+    } else {
+        EXPECTED.with(|e| {
+            let mut e = e.borrow_mut();
+            match e.as_ref() {
+                Some(x) if CStr::from_ptr(query_string) == x.sql.as_c_str() => e.take(),
+                _ => None,
+            }
+        })
+    };
+    if let Some(expected) = expected {
+        if let Some(reason) = unseen(parse, &expected.checked.reached) {
+            crate::pg::errors::Raised::new(PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE, reason)
+                .hint("Another session changed the schema between pg_ask's check of the statement and its run; ask again.")
+                .raise();
+        }
+        approved_nextval_as_identity(parse, &expected.checked.sequences);
+        PLANNED.with(|p| p.set(true));
+    }
+    match PREV_PLANNER {
+        Some(prev) => prev(parse, query_string, cursor_options, bound_params),
+        None => pg_sys::standard_planner(parse, query_string, cursor_options, bound_params),
+    }
+}
+
+/// The first relation or type the query reaches that its check did not see, named.
+///
+/// # Safety
+/// `parse` is a valid Query of the current memory context.
+unsafe fn unseen(parse: *mut pg_sys::Query, checked: &Reached) -> Option<String> {
+    let mut now = Reached::default();
+    super::reach::collect(parse, &mut now);
+    if let Some(rel) = now.relations.iter().find(|r| !checked.relations.contains(r)) {
+        return Some(format!("the statement as run reads or writes {}, which its check did not see", relation_name(*rel)));
+    }
+    let typ = now.types.iter().find(|t| !checked.types.contains(t))?;
+    let name = CStr::from_ptr(pg_sys::format_type_be(*typ)).to_string_lossy().into_owned();
+    Some(format!("the statement as run uses the type {name}, which its check did not see"))
+}
+
+/// A relation's name as `regclass` shows it, or its number when it has none.
+unsafe fn relation_name(rel: pg_sys::Oid) -> String {
+    let name = pg_sys::get_rel_name(rel);
+    if name.is_null() {
+        return format!("relation {}", u32::from(rel));
+    }
+    let schema = pg_sys::get_namespace_name(pg_sys::get_rel_namespace(rel));
+    let name = CStr::from_ptr(name).to_string_lossy();
+    if schema.is_null() {
+        return name.into_owned();
+    }
+    format!("{}.{name}", CStr::from_ptr(schema).to_string_lossy())
+}
+
+/// Turns every `nextval(<sequence>)` of `query` whose sequence is in `approved` into the
+/// `NextValueExpr` an identity column's default is, after checking the caller's privilege on
+/// the sequence as `nextval` would (that node checks none).
+///
+/// # Safety
+/// `query` is a valid Query of the current memory context, about to be planned.
+unsafe fn approved_nextval_as_identity(query: *mut pg_sys::Query, approved: &[pg_sys::Oid]) {
+    #[pgrx::pg_guard]
+    unsafe extern "C-unwind" fn walk(node: *mut pg_sys::Node, context: *mut c_void) -> bool {
+        if node.is_null() {
+            return false;
+        }
+        let approved = &*(context as *const Vec<pg_sys::Oid>);
+        match (*node).type_ {
+            pg_sys::NodeTag::T_Query => return pg_sys::query_tree_walker(node as *mut pg_sys::Query, Some(walk), context, 0),
+            pg_sys::NodeTag::T_FuncExpr => {
+                if let Some(seq) = approved_sequence(node as *mut pg_sys::FuncExpr, approved) {
+                    if pg_sys::pg_class_aclcheck(seq, pg_sys::GetUserId(), (pg_sys::ACL_USAGE | pg_sys::ACL_UPDATE) as pg_sys::AclMode)
+                        != pg_sys::AclResult::ACLCHECK_OK
+                    {
+                        crate::pg::errors::Raised::new(
+                            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                            format!("permission denied for sequence {}", relation_name(seq)),
+                        )
+                        .raise();
+                    }
+                    // A FuncExpr is larger than a NextValueExpr: the node is rewritten where it
+                    // lies, so every reference to it (a default shared by two lists) changes.
+                    std::ptr::write(
+                        node as *mut pg_sys::NextValueExpr,
+                        pg_sys::NextValueExpr {
+                            xpr: pg_sys::Expr { type_: pg_sys::NodeTag::T_NextValueExpr },
+                            seqid: seq,
+                            typeId: pg_sys::INT8OID,
+                        },
+                    );
+                    return false;
+                }
+            }
+            _ => {}
+        }
+        pg_sys::expression_tree_walker(node, Some(walk), context)
+    }
+    let approved: Vec<pg_sys::Oid> = approved.to_vec();
+    walk(query as *mut pg_sys::Node, &approved as *const Vec<pg_sys::Oid> as *mut c_void);
+}
+
+/// The sequence of `nextval(<constant sequence>)`, when it is one of `approved`.
+///
+/// # Safety
+/// `f` is a valid FuncExpr.
+unsafe fn approved_sequence(f: *mut pg_sys::FuncExpr, approved: &[pg_sys::Oid]) -> Option<pg_sys::Oid> {
+    let seq = nextval_constant(f)?;
+    approved.contains(&seq).then_some(seq)
+}
+
+/// The sequence of a call `nextval(<constant regclass>)`, or `None` for any other call.
+///
+/// # Safety
+/// `f` is a valid FuncExpr.
+pub(crate) unsafe fn nextval_constant(f: *mut pg_sys::FuncExpr) -> Option<pg_sys::Oid> {
+    if u32::from((*f).funcid) != pg_sys::F_NEXTVAL || (*f).args.is_null() || (*(*f).args).length != 1 {
+        return None;
+    }
+    let arg = (*(*(*f).args).elements).ptr_value as *mut pg_sys::Node;
+    if (*arg).type_ != pg_sys::NodeTag::T_Const {
+        return None;
+    }
+    let c = &*(arg as *mut pg_sys::Const);
+    (c.consttype == pg_sys::REGCLASSOID && !c.constisnull).then(|| pg_sys::Oid::from(c.constvalue.value() as u32))
+}
+
+/// The sequences of the `nextval(<constant sequence>)` calls of `node`, at every level.
+///
+/// # Safety
+/// `node` is a valid Query or expression tree of the current memory context.
+pub(crate) unsafe fn nextval_sequences(node: *mut pg_sys::Node, out: &mut Vec<pg_sys::Oid>) {
+    #[pgrx::pg_guard]
+    unsafe extern "C-unwind" fn walk(node: *mut pg_sys::Node, context: *mut c_void) -> bool {
+        if node.is_null() {
+            return false;
+        }
+        let out = &mut *(context as *mut Vec<pg_sys::Oid>);
+        match (*node).type_ {
+            pg_sys::NodeTag::T_Query => return pg_sys::query_tree_walker(node as *mut pg_sys::Query, Some(walk), context, 0),
+            pg_sys::NodeTag::T_FuncExpr => {
+                if let Some(seq) = nextval_constant(node as *mut pg_sys::FuncExpr) {
+                    if !out.contains(&seq) {
+                        out.push(seq);
+                    }
+                }
+            }
+            _ => {}
+        }
+        pg_sys::expression_tree_walker(node, Some(walk), context)
+    }
+    walk(node, out as *mut Vec<pg_sys::Oid> as *mut c_void);
+}
