@@ -26,7 +26,7 @@
 //! glossaries registered once per database as knowledge, none passed with a question; the
 //! sample's `sample/knowledge.json` imported; without it, `ask.use_knowledge` is off for the
 //! sample), `PG_ASK_REAL_SCHEMA_STYLE` (`ask.schema_style` for pg_ask: `listing`, the default,
-//! or `create_table`), `PG_ASK_REAL_FIRST_REPAIR` (`ask.first_repair`: `edit` or `restart`; the
+//! or `create_table`), `PG_ASK_REAL_FIRST_REPAIR` (`ask.first_repair`: `edit`, `restart` or `plain`; the
 //! server's default when unset).
 
 use std::collections::BTreeMap;

@@ -242,6 +242,11 @@ pub enum FirstRepair {
     /// again from the question (`restart`): a small model shown its own query edits it, and
     /// what it wrote wrong first often stays. Later repairs are asked as in `edit`.
     Restart,
+    /// The question is asked afresh in the fewest words (`plain`): the tables, the knowledge
+    /// and the question in one message, without the rules, the failed query or its failure
+    /// ([`crate::prompt::plain_request`]). A second view of the question, not an edit of the
+    /// first answer. Later repairs are asked as in `edit`.
+    Plain,
 }
 
 /// What the verified queries of similar questions may do in `ask()` (`ask.verified`).

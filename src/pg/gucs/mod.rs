@@ -84,6 +84,8 @@ pub enum GucFirstRepair {
     Edit,
     #[name = c"restart"]
     Restart,
+    #[name = c"plain"]
+    Plain,
 }
 
 /// Wire protocol of the LLM server: openai (any OpenAI-compatible server), anthropic, ollama.
@@ -291,7 +293,7 @@ pub fn init() {
     );
     GucRegistry::define_enum_guc(
         c"ask.first_repair",
-        c"How the first repair after a query that failed is asked for: edit (the failed query shown, a corrected one asked for) or restart (why it failed told, the query asked for again from the question).",
+        c"How the first repair after a query that failed is asked for: edit (the failed query shown, a corrected one asked for) restart (why it failed told, the query asked for again from the question) or plain (the tables and the question asked afresh, without rules or the failed query).",
         c"Later repairs show the failed queries either way.",
         &FIRST_REPAIR,
         GucContext::Userset,

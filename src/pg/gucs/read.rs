@@ -221,6 +221,7 @@ pub fn ask_config(max_attempts: Option<i32>, llm: &LlmOverrides) -> AskConfig {
         first_repair: match FIRST_REPAIR.get() {
             GucFirstRepair::Edit => pg_ask_core::config::FirstRepair::Edit,
             GucFirstRepair::Restart => pg_ask_core::config::FirstRepair::Restart,
+            GucFirstRepair::Plain => pg_ask_core::config::FirstRepair::Plain,
         },
         row_limit: row_limit(),
         sql_grammar: match SQL_GRAMMAR.get() {

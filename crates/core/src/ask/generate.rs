@@ -47,7 +47,8 @@ pub(super) fn generate_and_run(
     let shown: Vec<(&str, &str)> = examples.verified.iter().map(|(q, s)| (q.as_str(), s.as_str())).collect();
     let previous = examples.previous.as_ref().map(|(q, s)| (q.as_str(), s.as_str()));
     let offered: Vec<&crate::knowledge::Item> = examples.knowledge.iter().collect();
-    let mut req = prompt::sql_request_with_knowledge(question, schema, &crate::knowledge::render(&offered), &shown, previous);
+    let knowledge = crate::knowledge::render(&offered);
+    let mut req = prompt::sql_request_with_knowledge(question, schema, &knowledge, &shown, previous);
     // The described tables' columns: a name the model writes that is one of them is that
     // column, not a metric's, filter's or dimension's name.
     // The described tables, read from the rendered schema when something needs them (the
@@ -170,12 +171,14 @@ pub(super) fn generate_and_run(
         tried.push((extracted.is_some(), folded, attempt, ended));
         if attempt < max_attempts {
             // `restart`: the first repair of a query that was written is asked from the
-            // question, the failed query left out.
-            let restart = attempt == 1 && cfg.first_repair == FirstRepair::Restart && extracted.is_some();
-            let next = if restart {
-                prompt::restart_request_within(&first, &failure, cfg.max_prompt_tokens)
-            } else {
-                prompt::repair_request_within(&first, &req, &reply, extracted.as_deref(), &failure, cfg.max_prompt_tokens)
+            // question, the failed query left out; `plain`: asked afresh, without the rules.
+            let first_repair = if attempt == 1 && extracted.is_some() { cfg.first_repair } else { FirstRepair::Edit };
+            let next = match first_repair {
+                FirstRepair::Restart => prompt::restart_request_within(&first, &failure, cfg.max_prompt_tokens),
+                FirstRepair::Plain => prompt::plain_request_within(question, schema, &knowledge, cfg.max_prompt_tokens),
+                FirstRepair::Edit => {
+                    prompt::repair_request_within(&first, &req, &reply, extracted.as_deref(), &failure, cfg.max_prompt_tokens)
+                }
             };
             match next {
                 Some(next) => req = next,

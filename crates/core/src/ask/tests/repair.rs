@@ -47,3 +47,27 @@ fn only_name_runs() -> Exec {
         }
     })
 }
+
+#[test]
+fn a_plain_first_repair_asks_afresh_without_the_rules_or_the_failed_query() {
+    let replies = [
+        "```sql\nSELECT sum(citation_num) FROM public.restaurants\n```",
+        "```sql\nSELECT nme FROM public.restaurants\n```",
+        "```sql\nSELECT name FROM public.restaurants\n```",
+    ];
+    let mut h = Scripted::new(&replies);
+    h.exec = only_name_runs();
+    let plain = AskConfig { first_repair: crate::config::FirstRepair::Plain, ..cfg() };
+    let out = run(&mut h, "q", &plain, Goal::Sql).unwrap();
+    assert_eq!(out.sql, "SELECT name FROM public.restaurants");
+    let (first, second, third) = (&h.seen[0].1, &h.seen[1].1, &h.seen[2].1);
+    let second_text: String = second.messages.iter().map(|m| m.content.as_str()).collect();
+    // Afresh: the schema and the question, as data; no system rules, no failure, no query.
+    assert!(first.system.contains("Rules:"), "the first request has the rules");
+    assert!(second.system.is_empty() && !second_text.contains("<error>"), "{second_text}");
+    assert!(!second_text.contains("citation_num"), "the failed query was shown: {second_text}");
+    assert!(second_text.contains("<schema>") && second_text.contains("<question>q</question>"), "{second_text}");
+    // The next repair edits the plain attempt: its query and its failure shown.
+    let third_text = &third.messages.last().unwrap().content;
+    assert!(third_text.contains("```sql\nSELECT nme FROM public.restaurants\n```") && third_text.contains("<error>"), "{third_text}");
+}
