@@ -92,6 +92,14 @@ SELECT pg_catalog.format('the condition of trigger %I of %s', t.tgname, t.tgreli
   JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.tgrelid
  WHERE $3 OPERATOR(pg_catalog.<>) 0::pg_catalog.oid AND t.tgqual IS NOT NULL AND c.relowner OPERATOR(pg_catalog.<>) $3
 UNION ALL
+SELECT pg_catalog.format('the trigger %I of %s', t.tgname, t.tgrelid::pg_catalog.regclass), NULL, NULL,
+       'another role''s trigger that runs a function of the writer''s own, where the writer did not put it', 'relation'
+  FROM pg_catalog.pg_trigger t JOIN rels ON t.tgrelid OPERATOR(pg_catalog.=) rels.oid
+  JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.tgrelid
+  JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) t.tgfoid
+ WHERE $3 OPERATOR(pg_catalog.<>) 0::pg_catalog.oid AND c.relowner OPERATOR(pg_catalog.<>) $3
+   AND p.proowner OPERATOR(pg_catalog.=) $3 AND t.tgenabled OPERATOR(pg_catalog.<>) 'D'
+UNION ALL
 SELECT pg_catalog.format('the rule %I of %s', r.rulename, r.ev_class::pg_catalog.regclass), NULL, NULL,
        'a rule another role wrote, whose action a write runs as the writer', 'relation'
   FROM pg_catalog.pg_rewrite r JOIN rels ON r.ev_class OPERATOR(pg_catalog.=) rels.oid

@@ -285,7 +285,7 @@ unsafe fn analyse(sql: &CStr) -> Result<planned::Checked, String> {
     if pg_sys::contain_volatile_functions(q as *const pg_sys::Query as *mut pg_sys::Node) {
         return Err("the query calls a volatile function (one that can change the database or give a different result each call)".into());
     }
-    Ok(planned::Checked { reached, sequences: Vec::new() })
+    Ok(planned::Checked { reached, ..Default::default() })
 }
 
 /// One step in a subtransaction that is kept on success, under `ask.statement_timeout`;
@@ -301,7 +301,7 @@ pub(crate) fn execute_step(sql: &str, limits: &Limits) -> Result<StepResult, Exe
         // out before it ends.
         trusted::only(|| unsafe {
             let before = written::row_exclusive();
-            let mut checked = planned::Checked::default();
+            let mut checked = planned::Checked { writer: Some(pg_sys::GetUserId()), ..Default::default() };
             if let Some(reason) = write_step_refusal(&csql, &mut checked) {
                 return Err(ExecFailure::Refused { reason });
             }

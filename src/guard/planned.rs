@@ -10,10 +10,13 @@
 //!   reads them, [`super::reach::collect`]), or it is refused before it is planned;
 //! - in a write, each `nextval` of a sequence the check approved (the statement's own call, a
 //!   written table's own default) becomes the node an identity column uses, once the caller's
-//!   privilege on the sequence is checked as `nextval` checks it. No other call of `nextval`
-//!   may start while the write runs ([`super::trusted::writing`]): code added after the check
-//!   (a domain's constraint, a partition's trigger condition) cannot advance a sequence, the
-//!   one effect of a write that other roles can read whatever happens to it.
+//!   privilege on the sequence is checked as `nextval` checks it; so does, in the queries
+//!   planned while the write runs (the writer's own trigger writing an audit table), a
+//!   `nextval` of a sequence the writer owns. No other call of `nextval` may start while the
+//!   write runs ([`super::trusted::writing`]): code added after the check (a domain's
+//!   constraint, a partition's trigger condition), whichever function compiles it, cannot
+//!   advance another role's sequence, the one effect of a write that other roles can read
+//!   whatever happens to it.
 
 use std::cell::{Cell, RefCell};
 use std::ffi::{c_void, CStr, CString};
@@ -29,6 +32,9 @@ use super::reach::Reached;
 pub(crate) struct Checked {
     pub reached: Reached,
     pub sequences: Vec<pg_sys::Oid>,
+    /// For a write, the role it runs as: the queries planned while it runs may advance that
+    /// role's own sequences.
+    pub writer: Option<pg_sys::Oid>,
 }
 
 struct Expected {
@@ -39,6 +45,8 @@ struct Expected {
 thread_local! {
     static EXPECTED: RefCell<Option<Expected>> = const { RefCell::new(None) };
     static PLANNED: Cell<bool> = const { Cell::new(false) };
+    /// While a write runs, the role it runs as.
+    static WRITER: Cell<Option<pg_sys::Oid>> = const { Cell::new(None) };
 }
 
 static mut PREV_PLANNER: pg_sys::planner_hook_type = None;
@@ -63,8 +71,10 @@ pub(super) fn expecting<T>(sql: &CStr, checked: Checked, f: impl FnOnce() -> Res
     impl Drop for Forget {
         fn drop(&mut self) {
             EXPECTED.with(|e| e.borrow_mut().take());
+            WRITER.with(|w| w.set(None));
         }
     }
+    WRITER.with(|w| w.set(checked.writer));
     EXPECTED.with(|e| *e.borrow_mut() = Some(Expected { sql: sql.to_owned(), checked }));
     PLANNED.with(|p| p.set(false));
     let _forget = Forget;
@@ -101,8 +111,12 @@ unsafe extern "C-unwind" fn planner(
                 .hint("Another session changed the schema between pg_ask's check of the statement and its run; ask again.")
                 .raise();
         }
-        approved_nextval_as_identity(parse, &expected.checked.sequences);
+        let approved = &expected.checked.sequences;
+        nextval_as_identity(parse, &|seq| approved.contains(&seq));
         PLANNED.with(|p| p.set(true));
+    } else if let Some(writer) = WRITER.with(Cell::get) {
+        // A query planned while the write runs (its own trigger's): the writer's sequences.
+        nextval_as_identity(parse, &|seq| owned_by(seq, writer));
     }
     match PREV_PLANNER {
         Some(prev) => prev(parse, query_string, cursor_options, bound_params),
@@ -139,23 +153,38 @@ unsafe fn relation_name(rel: pg_sys::Oid) -> String {
     format!("{}.{name}", CStr::from_ptr(schema).to_string_lossy())
 }
 
-/// Turns every `nextval(<sequence>)` of `query` whose sequence is in `approved` into the
+/// Whether the sequence `seq` is owned by `role`.
+fn owned_by(seq: pg_sys::Oid, role: pg_sys::Oid) -> bool {
+    let owned = super::trusted::paused(|| {
+        pgrx::Spi::get_one_with_args::<bool>(
+            "SELECT c.relowner OPERATOR(pg_catalog.=) $2 AND c.relkind OPERATOR(pg_catalog.=) 'S'
+               FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
+            &[seq.into(), role.into()],
+        )
+    });
+    matches!(owned, Ok(Some(true)))
+}
+
+/// What decides which sequences' `nextval` calls become identity nodes.
+type Approves<'a> = &'a dyn Fn(pg_sys::Oid) -> bool;
+
+/// Turns every `nextval(<sequence>)` of `query` whose sequence `approves` into the
 /// `NextValueExpr` an identity column's default is, after checking the caller's privilege on
 /// the sequence as `nextval` would (that node checks none).
 ///
 /// # Safety
 /// `query` is a valid Query of the current memory context, about to be planned.
-unsafe fn approved_nextval_as_identity(query: *mut pg_sys::Query, approved: &[pg_sys::Oid]) {
+unsafe fn nextval_as_identity(query: *mut pg_sys::Query, approves: Approves) {
     #[pgrx::pg_guard]
     unsafe extern "C-unwind" fn walk(node: *mut pg_sys::Node, context: *mut c_void) -> bool {
         if node.is_null() {
             return false;
         }
-        let approved = &*(context as *const Vec<pg_sys::Oid>);
+        let approves = &*(context as *const Approves);
         match (*node).type_ {
             pg_sys::NodeTag::T_Query => return pg_sys::query_tree_walker(node as *mut pg_sys::Query, Some(walk), context, 0),
             pg_sys::NodeTag::T_FuncExpr => {
-                if let Some(seq) = approved_sequence(node as *mut pg_sys::FuncExpr, approved) {
+                if let Some(seq) = nextval_constant(node as *mut pg_sys::FuncExpr).filter(|s| approves(*s)) {
                     if pg_sys::pg_class_aclcheck(seq, pg_sys::GetUserId(), (pg_sys::ACL_USAGE | pg_sys::ACL_UPDATE) as pg_sys::AclMode)
                         != pg_sys::AclResult::ACLCHECK_OK
                     {
@@ -182,17 +211,7 @@ unsafe fn approved_nextval_as_identity(query: *mut pg_sys::Query, approved: &[pg
         }
         pg_sys::expression_tree_walker(node, Some(walk), context)
     }
-    let approved: Vec<pg_sys::Oid> = approved.to_vec();
-    walk(query as *mut pg_sys::Node, &approved as *const Vec<pg_sys::Oid> as *mut c_void);
-}
-
-/// The sequence of `nextval(<constant sequence>)`, when it is one of `approved`.
-///
-/// # Safety
-/// `f` is a valid FuncExpr.
-unsafe fn approved_sequence(f: *mut pg_sys::FuncExpr, approved: &[pg_sys::Oid]) -> Option<pg_sys::Oid> {
-    let seq = nextval_constant(f)?;
-    approved.contains(&seq).then_some(seq)
+    walk(query as *mut pg_sys::Node, &approves as *const Approves as *mut c_void);
 }
 
 /// The sequence of a call `nextval(<constant regclass>)`, or `None` for any other call.

@@ -31,7 +31,7 @@ mod tests {
              RESET ROLE;"
         ))
         .unwrap();
-        for (table, named) in [("att.guestbook", "set_config"), ("att.requests", "a rule another role wrote")] {
+        for (table, named) in [("att.guestbook", "set_config"), ("att.requests", "volatile function")] {
             let out = do_as_victim(&format!("Step 1: add\n```sql\nINSERT INTO {table} VALUES ('hello');\n```"));
             let sp = search_path();
             assert!(!sp.contains("att"), "BROKE {table}: search_path {sp}, do: {out:?}");
@@ -320,6 +320,53 @@ mod tests {
         Spi::run("RESET search_path").unwrap();
         assert!(out.clone().unwrap_or_default().contains("att.notes"), "BROKE: the step wrote a table its check did not see: {out:?}");
         assert!(one::<bool>("SELECT pg_catalog.to_regclass('att.notes') IS NULL"), "rolled back with the step");
+        // A view whose columns are not its table's first ones: the statement's own values are
+        // told from the defaults the rewriter adds, so another role's view read in a scalar
+        // subquery is not taken for the statement's own call.
+        Spi::run(
+            "SET ROLE ask_att;
+             CREATE TABLE att.base (a int, b int, id bigint, msg text);
+             CREATE VIEW att.gb AS SELECT id, msg FROM att.base;
+             CREATE VIEW att.news WITH (security_invoker = true) AS
+                 SELECT 'news'::text AS headline FROM vic.secret WHERE pg_catalog.nextval('att.sig') > 0;
+             GRANT INSERT, UPDATE, SELECT ON att.gb, att.base, att.news TO PUBLIC;
+             CREATE TABLE att.g2 (msg text);
+             CREATE TABLE att.g2_history (msg text, sig bigint DEFAULT pg_catalog.nextval('att.sig'));
+             CREATE TABLE att.g3 (msg text);
+             CREATE TABLE att.g3_history (msg text, sig bigint DEFAULT pg_catalog.nextval('att.sig'));
+             GRANT INSERT, SELECT ON att.g2, att.g2_history, att.g3, att.g3_history TO PUBLIC;
+             RESET ROLE;
+             GRANT SELECT ON vic.secret TO ask_vic;
+             SET ROLE ask_vic;
+             CREATE TABLE vic.orders (id serial, note text, amount int);
+             CREATE VIEW vic.ov AS SELECT note, amount FROM vic.orders;
+             CREATE FUNCTION vic.history() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN
+                 EXECUTE pg_catalog.format('INSERT INTO %I.%I (msg) VALUES ($1.msg)', TG_TABLE_SCHEMA, TG_TABLE_NAME || '_history') USING NEW;
+                 RETURN NEW; END $f$;
+             RESET ROLE;
+             SET ROLE ask_att; CREATE TRIGGER h AFTER INSERT ON att.g2 FOR EACH ROW EXECUTE FUNCTION vic.history(); RESET ROLE;",
+        )
+        .unwrap();
+        for step in [
+            "INSERT INTO att.gb (msg) VALUES ((SELECT headline FROM att.news))",
+            "UPDATE att.gb SET msg = (SELECT headline FROM att.news)",
+            "INSERT INTO vic.ov (note, amount) VALUES ((SELECT headline FROM att.news), 5)",
+            "INSERT INTO att.g2 (msg) VALUES ('hi')",
+        ] {
+            let out = do_as_victim(&format!("Step 1: post\n```sql\n{step};\n```"));
+            assert!(!one::<bool>("SELECT is_called FROM att.sig"), "BROKE {step}: att.sig advanced as the writer: {out:?}");
+            assert!(out.is_some(), "{step}: refused");
+        }
+        // The writer's function put on another role's table between check and run.
+        super::super::written::BETWEEN_CHECK_AND_RUN.with(|b| {
+            *b.borrow_mut() = Some(as_att("CREATE TRIGGER h AFTER INSERT ON att.g3 FOR EACH ROW EXECUTE FUNCTION vic.history()"))
+        });
+        let out = do_as_victim("Step 1: sign\n```sql\nINSERT INTO att.g3 (msg) VALUES ('hi');\n```");
+        assert!(!one::<bool>("SELECT is_called FROM att.sig"), "BROKE: att.sig advanced through the writer's trigger: {out:?}");
+        assert!(out.is_some());
+        // The writer's own view over its serial table.
+        assert_eq!(do_as_victim("Step 1: add\n```sql\nINSERT INTO vic.ov (note, amount) VALUES ('pens', 5);\n```"), None);
+        assert_eq!(one::<i64>("SELECT count(*) FROM vic.orders WHERE id = 1 AND note = 'pens'"), 1);
         // The writer's own sequence in its statement, its own trigger writing a serial table,
         // and the privilege nextval checks.
         assert_eq!(do_as_victim("Step 1: add\n```sql\nINSERT INTO vic.numbered VALUES (nextval('vic.n'), 'hi');\n```"), None);

@@ -59,9 +59,7 @@ thread_local! {
     /// Inside a scope, whether a statement is being parsed and analysed: then only immutable
     /// functions may start (what runs then is a type's code, a domain's CHECK).
     static ANALYSING: Cell<bool> = const { Cell::new(false) };
-    /// Inside a scope, how many calls of trusted code that is not built in (the writer's own
-    /// trigger, a listed function) are running now: what they call is theirs to call.
-    static OWN_DEPTH: Cell<u32> = const { Cell::new(0) };
+
     static ALLOWED: std::cell::RefCell<Vec<(String, String)>> = const { std::cell::RefCell::new(Vec::new()) };
     /// The scope's decisions so far, by function: the hook is asked at every call (a type's
     /// output function, once per row), the catalogs once per function and scope.
@@ -97,8 +95,8 @@ pub(crate) fn strictly<R>(f: impl FnOnce() -> R) -> R {
 /// Run `f` (inside a scope: one write of `ask.do()` run) strictly, as a write: no volatile
 /// built-in starts but those of [`super::allowed::harmless_in_writes`] (a random number, a
 /// clock, PostgreSQL's own trigger functions), whatever object brings it in — a trigger's WHEN
-/// clause, a rule's action, a cascade's CHECK —, nor `nextval` outside the writer's own
-/// trusted code (the calls the check approved run without it, [`super::planned`]); every other
+/// clause, a rule's action, a cascade's CHECK —, nor `nextval` (the calls the check approved,
+/// and a query's calls of the writer's own sequences, run without it: [`super::planned`]); every other
 /// function is the function manager hook's to trust or refuse.
 pub(crate) fn writing<R>(f: impl FnOnce() -> R) -> R {
     with_flag(&STRICT, || with_flag(&WRITING, f))
@@ -129,13 +127,11 @@ pub(crate) fn only<R>(f: impl FnOnce() -> R) -> R {
     // SAFETY: reads the backend's current user id.
     let role = u32::from(unsafe { pg_sys::GetUserId() });
     SCOPE.with(|s| s.set(Scope { active: true, role }));
-    OWN_DEPTH.with(|d| d.set(0));
     // Reset on the way out, whether `f` returns or a PostgreSQL error unwinds through here.
     struct Reset;
     impl Drop for Reset {
         fn drop(&mut self) {
             SCOPE.with(|s| s.set(Scope::default()));
-            OWN_DEPTH.with(|d| d.set(0));
         }
     }
     let _reset = Reset;
@@ -223,22 +219,14 @@ unsafe extern "C-unwind" fn needs_hook(fn_oid: pg_sys::Oid) -> bool {
 
 #[pgrx::pg_guard]
 unsafe extern "C-unwind" fn fmgr_hook(event: pg_sys::FmgrHookEventType::Type, flinfo: *mut pg_sys::FmgrInfo, arg: *mut pg_sys::Datum) {
-    if active() && !flinfo.is_null() {
-        let func = (*flinfo).fn_oid;
-        // Every function that reaches this hook is not an internal built-in.
-        if event == pg_sys::FmgrHookEventType::FHET_START {
-            if let Some(reason) = refusal(func) {
-                crate::pg::errors::Raised::new(
-                    PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-                    format!("{reason}; it was reached through an object the statement uses (an index, a type, a domain, an operator, a policy, a view)"),
-                )
-                .hint("pg_ask runs only built-in functions and those in ask.allowed_functions while it plans and runs SQL it did not write itself.")
-                .raise();
-            }
-            OWN_DEPTH.with(|d| d.set(d.get() + 1));
-        } else if DECIDED.with(|d| matches!(d.borrow().get(&u32::from(func)), Some(None))) {
-            // FHET_END or FHET_ABORT of a call that started (a refused one gets neither).
-            OWN_DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+    if event == pg_sys::FmgrHookEventType::FHET_START && active() && !flinfo.is_null() {
+        if let Some(reason) = refusal((*flinfo).fn_oid) {
+            crate::pg::errors::Raised::new(
+                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                format!("{reason}; it was reached through an object the statement uses (an index, a type, a domain, an operator, a policy, a view)"),
+            )
+            .hint("pg_ask runs only built-in functions and those in ask.allowed_functions while it plans and runs SQL it did not write itself.")
+            .raise();
         }
     }
     if let Some(prev) = PREV_FMGR {
@@ -276,13 +264,11 @@ unsafe fn strict_refusal(func_id: pg_sys::Oid) -> Option<String> {
         if !builtin || super::allowed::harmless_in_writes(func_id) {
             return None;
         }
-        // The write's own nextval calls were approved by its check and run as an identity
-        // column's do (`super::planned`); any other is code added since, unless the writer's
-        // own trusted code (its trigger) makes it.
+        // The write's own nextval calls, and those of the queries its own trusted code (its
+        // trigger) plans of the writer's own sequences, run as an identity column's do
+        // (`super::planned`); any other is code added since the check, whoever's function
+        // compiles it.
         if u32::from(func_id) == pg_sys::F_NEXTVAL {
-            if OWN_DEPTH.with(Cell::get) > 0 {
-                return None;
-            }
             return Some(
                 "nextval() would run on a sequence the step's check did not approve (code added after the check: a domain's constraint, a trigger's condition)"
                     .into(),
