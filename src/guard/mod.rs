@@ -28,6 +28,8 @@ mod tests;
 pub(crate) mod trusted;
 #[cfg(any(test, feature = "pg_test"))]
 mod trusted_tests;
+#[cfg(any(test, feature = "pg_test"))]
+mod view_tests;
 pub(crate) mod written;
 
 pub(crate) use statement::statement_refusal;

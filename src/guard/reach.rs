@@ -118,6 +118,9 @@ pub(crate) fn refusal(reached: &Reached, writer: Option<pg_sys::Oid>) -> Option<
     // to, a domain within a domain's default) bring their code in too: held to the same rules,
     // round after round until no new type is named (each round's types are new ones, so it
     // ends).
+    if let Some(why) = invoker_view_refusal(&reached.relations) {
+        return Some(why);
+    }
     let mut seen: Vec<pg_sys::Oid> = reached.types.clone();
     let mut round = Reached { relations: reached.relations.clone(), types: reached.types.clone() };
     loop {
@@ -206,4 +209,32 @@ fn refusal_of(reached: &Reached, writer: Option<pg_sys::Oid>, named: &mut Reache
         }
     }
     None
+}
+
+/// Why another role's `security_invoker` view among `relations` (or the views they read) may
+/// not run: it reads a relation its owner may not read, with the caller's privileges
+/// (`sql/guard_invoker_views.sql`). A failed read refuses.
+fn invoker_view_refusal(relations: &[pg_sys::Oid]) -> Option<String> {
+    // Only a statement that reads a view can reach one (a syscache lookup per relation).
+    // SAFETY: catalog lookups of relations the statement's analysis locked.
+    if !relations.iter().any(|r| unsafe { pg_sys::get_rel_relkind(*r) } as u8 == pg_sys::RELKIND_VIEW) {
+        return None;
+    }
+    // SAFETY: the role the statement runs as, read in its own transaction.
+    let caller = unsafe { pg_sys::GetUserId() };
+    let oids = pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::OIDARRAYOID);
+    let oid = pg_sys::PgOid::BuiltIn(pg_sys::PgBuiltInOids::OIDOID);
+    let found = super::trusted::paused(|| {
+        crate::pg::spi::select_generic(
+            "guard_invoker_views",
+            include_str!("../../sql/guard_invoker_views.sql"),
+            &[oids, oid],
+            &[relations.to_vec().into(), caller.into()],
+            |r| r.get::<String>(1),
+        )
+    });
+    match found {
+        Ok(found) => found.into_iter().next(),
+        Err(e) => Some(format!("the views the statement reads could not be read: {e}")),
+    }
 }

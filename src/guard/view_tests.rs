@@ -1,0 +1,52 @@
+//! In-backend tests of another role's `security_invoker` view read through pg_ask: the view
+//! runs its owner's query with the reader's privileges, and which relations its branches scan
+//! is counted in statistics every role reads (an eighth review read a victim's secret from
+//! `pg_stat_user_tables.seq_scan` after a rolled-back read). Such a view may read only what
+//! its owner may; the reader's own views, a superuser's and the views reading what their
+//! owner may read still work.
+
+#[pgrx::pg_schema]
+mod tests {
+    use pgrx::prelude::*;
+
+    use super::super::attack_tests::tests::roles;
+    use crate::pg::testing::*;
+
+    #[pg_test]
+    fn another_roles_invoker_view_reads_only_what_its_owner_may() {
+        roles();
+        Spi::run(
+            "SET ROLE ask_att;
+             CREATE TABLE att.c_104 (x int); CREATE TABLE att.other (x int); INSERT INTO att.other VALUES (1);
+             CREATE VIEW att.news WITH (security_invoker = true) AS
+                 SELECT 'news'::text AS headline FROM vic.secret
+                  WHERE (CASE pg_catalog.ascii(pg_catalog.substr(s, 1, 1)) WHEN 104 THEN EXISTS (SELECT FROM att.c_104) ELSE true END) IS NOT NULL;
+             CREATE VIEW att.wrapped WITH (security_invoker = true) AS SELECT headline FROM att.news;
+             CREATE VIEW att.fine WITH (security_invoker = true) AS SELECT x FROM att.other;
+             GRANT SELECT ON att.c_104, att.other, att.news, att.wrapped, att.fine TO PUBLIC;
+             RESET ROLE;
+             GRANT SELECT ON vic.secret TO ask_vic;
+             SET ROLE ask_vic;
+             CREATE VIEW vic.mine AS SELECT headline FROM att.wrapped;
+             CREATE VIEW vic.own WITH (security_invoker = true) AS SELECT s FROM vic.secret;
+             RESET ROLE;",
+        )
+        .unwrap();
+        Spi::run("SET ROLE ask_vic").unwrap();
+        for read in ["SELECT headline FROM att.news", "SELECT headline FROM att.wrapped", "SELECT headline FROM vic.mine"] {
+            let r = error_report(&format!("SELECT * FROM ask.query($q${read}$q$)"));
+            let said = r.as_ref().map(|r| r.1.clone()).unwrap_or_default();
+            assert!(said.contains("security_invoker") && said.contains("vic.secret"), "BROKE {read}: {r:?}");
+        }
+        // Reads the view's owner may make itself, and the reader's own view.
+        assert_eq!(one::<i64>("SELECT count(*) FROM ask.query('SELECT x FROM att.fine')"), 1);
+        assert_eq!(one::<i64>("SELECT count(*) FROM ask.query('SELECT s FROM vic.own')"), 1);
+        Spi::run("RESET ROLE").unwrap();
+        // A superuser's invoker view over the same table is the database's own.
+        Spi::run("CREATE VIEW public.admin_news WITH (security_invoker = true) AS SELECT s FROM vic.secret; GRANT SELECT ON public.admin_news TO ask_vic")
+            .unwrap();
+        Spi::run("SET ROLE ask_vic").unwrap();
+        assert_eq!(one::<i64>("SELECT count(*) FROM ask.query('SELECT s FROM public.admin_news')"), 1);
+        Spi::run("RESET ROLE").unwrap();
+    }
+}
