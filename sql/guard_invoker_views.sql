@@ -1,51 +1,94 @@
--- The first relation that another role's security_invoker view, among relations $1 or the
--- views they read at every level, reads although that role may not read
--- it: the view would read it with the privileges of $2, the caller. Such a view runs another
--- role's query over the caller's data, and which relations its branches scan is counted in
--- statistics every role reads. A superuser's views, and the caller's own, are not held to it.
--- One row: the refusal, named. Read by src/guard/reach.rs.
-WITH RECURSIVE invoker(oid) AS (
-    SELECT c.oid FROM pg_catalog.pg_class c
-     WHERE c.relkind OPERATOR(pg_catalog.=) 'v'
-       AND EXISTS (SELECT FROM pg_catalog.unnest(c.reloptions) o
-                    WHERE pg_catalog.split_part(o, '=', 1) OPERATOR(pg_catalog.=) 'security_invoker'
-                      AND pg_catalog.lower(pg_catalog.split_part(o, '=', 2)) OPERATOR(pg_catalog.<>) ALL ('{false,off,0,no,f,n}'::pg_catalog.text[]))
-), deps(view, rel) AS (
-    SELECT w.ev_class, d.refobjid
-      FROM pg_catalog.pg_rewrite w
-      JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
-                                 AND d.objid OPERATOR(pg_catalog.=) w.oid
-                                 AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
-     WHERE w.rulename OPERATOR(pg_catalog.=) '_RETURN' AND d.refobjid OPERATOR(pg_catalog.<>) w.ev_class
-), views(oid) AS (
+-- Another role's code that would read with the privileges of $2, the caller, what that role
+-- may not read itself, among relations $1 and the views they read at every level:
+-- - a security_invoker view (and the security_invoker views it reads) of another role reads a
+--   column, a relation or a sequence its owner may not read, or a table whose row-level
+--   security is not its owner's to see past;
+-- - a row-level security policy of another role's table reads such a relation (a policy runs
+--   with the reader's privileges);
+-- - another role's view reads pg_stats (whose rows follow the privileges of whoever reads
+--   them, the caller, and carry stored values).
+-- Such code runs its owner's query over the caller's data, and which relations its branches
+-- scan is counted in statistics every role reads. A superuser's code, and the caller's own,
+-- are not held to it. One row: the first refusal, named. Read by src/guard/reach.rs.
+WITH RECURSIVE rels(oid) AS (
     SELECT r FROM pg_catalog.unnest($1::pg_catalog.oid[]) r
     UNION
-    SELECT deps.rel FROM views JOIN deps ON deps.view OPERATOR(pg_catalog.=) views.oid
-), reads(owner, view, rel) AS (
-    SELECT v.relowner, v.oid, d.refobjid
-      FROM views
-      JOIN pg_catalog.pg_class v ON v.oid OPERATOR(pg_catalog.=) views.oid
-      JOIN pg_catalog.pg_rewrite w ON w.ev_class OPERATOR(pg_catalog.=) v.oid AND w.rulename OPERATOR(pg_catalog.=) '_RETURN'
-      JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
-                                 AND d.objid OPERATOR(pg_catalog.=) w.oid
-                                 AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
-     WHERE v.oid IN (SELECT oid FROM invoker) AND v.relowner OPERATOR(pg_catalog.<>) $2
-       AND NOT EXISTS (SELECT FROM pg_catalog.pg_roles a WHERE a.oid OPERATOR(pg_catalog.=) v.relowner AND a.rolsuper)
-       AND d.refobjid OPERATOR(pg_catalog.<>) v.oid
+    SELECT x.rel FROM rels CROSS JOIN LATERAL (
+        SELECT d.refobjid FROM pg_catalog.pg_rewrite w
+          JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
+                                     AND d.objid OPERATOR(pg_catalog.=) w.oid
+                                     AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+         WHERE w.ev_class OPERATOR(pg_catalog.=) rels.oid AND w.rulename OPERATOR(pg_catalog.=) '_RETURN'
+           AND d.refobjid OPERATOR(pg_catalog.<>) rels.oid) x(rel)
+), held(oid, relkind, relowner, relrowsecurity, invoker) AS (
+    -- The relations reached whose owner's code is held to it: not the caller's, not a superuser's.
+    SELECT c.oid, c.relkind, c.relowner, c.relrowsecurity,
+           EXISTS (SELECT FROM pg_catalog.unnest(c.reloptions) o
+                    WHERE pg_catalog.split_part(o, '=', 1) OPERATOR(pg_catalog.=) 'security_invoker'
+                      AND pg_catalog.lower(pg_catalog.split_part(o, '=', 2)) OPERATOR(pg_catalog.<>) ALL ('{false,off,0,no,f,n}'::pg_catalog.text[]))
+      FROM rels JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) rels.oid
+     WHERE c.relowner OPERATOR(pg_catalog.<>) $2
+       AND NOT EXISTS (SELECT FROM pg_catalog.pg_roles a WHERE a.oid OPERATOR(pg_catalog.=) c.relowner AND a.rolsuper)
+), reads(owner, what, rel, col) AS (
+    SELECT h.relowner, pg_catalog.format('the view %s, another role''s security_invoker view,', h.oid::pg_catalog.regclass), x.rel, x.col
+      FROM held h CROSS JOIN LATERAL (
+        SELECT d.refobjid, d.refobjsubid FROM pg_catalog.pg_rewrite w
+          JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
+                                     AND d.objid OPERATOR(pg_catalog.=) w.oid
+                                     AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+         WHERE w.ev_class OPERATOR(pg_catalog.=) h.oid AND w.rulename OPERATOR(pg_catalog.=) '_RETURN'
+           AND d.refobjid OPERATOR(pg_catalog.<>) h.oid) x(rel, col)
+     WHERE h.relkind OPERATOR(pg_catalog.=) 'v' AND h.invoker
     UNION
-    -- A security_invoker view read by one reads with the same privileges: its owner's reads
-    -- are the outer owner's too.
-    SELECT reads.owner, reads.view, d.refobjid
-      FROM reads
-      JOIN pg_catalog.pg_rewrite w ON w.ev_class OPERATOR(pg_catalog.=) reads.rel AND w.rulename OPERATOR(pg_catalog.=) '_RETURN'
-      JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
-                                 AND d.objid OPERATOR(pg_catalog.=) w.oid
+    SELECT h.relowner, pg_catalog.format('the row-level security policy %I of %s, another role''s table,', p.polname, h.oid::pg_catalog.regclass),
+           d.refobjid, d.refobjsubid
+      FROM held h
+      JOIN pg_catalog.pg_policy p ON p.polrelid OPERATOR(pg_catalog.=) h.oid
+      JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_policy'::pg_catalog.regclass
+                                 AND d.objid OPERATOR(pg_catalog.=) p.oid
                                  AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
-     WHERE reads.rel IN (SELECT oid FROM invoker) AND d.refobjid OPERATOR(pg_catalog.<>) reads.rel
+     WHERE h.relrowsecurity AND d.refobjid OPERATOR(pg_catalog.<>) h.oid
+    UNION
+    -- A security_invoker view read by such code reads with the same privileges.
+    SELECT reads.owner, reads.what, x.rel, x.col
+      FROM reads JOIN pg_catalog.pg_class v ON v.oid OPERATOR(pg_catalog.=) reads.rel AND v.relkind OPERATOR(pg_catalog.=) 'v'
+       AND EXISTS (SELECT FROM pg_catalog.unnest(v.reloptions) o
+                    WHERE pg_catalog.split_part(o, '=', 1) OPERATOR(pg_catalog.=) 'security_invoker'
+                      AND pg_catalog.lower(pg_catalog.split_part(o, '=', 2)) OPERATOR(pg_catalog.<>) ALL ('{false,off,0,no,f,n}'::pg_catalog.text[]))
+     CROSS JOIN LATERAL (
+        SELECT d.refobjid, d.refobjsubid FROM pg_catalog.pg_rewrite w
+          JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
+                                     AND d.objid OPERATOR(pg_catalog.=) w.oid
+                                     AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+         WHERE w.ev_class OPERATOR(pg_catalog.=) v.oid AND w.rulename OPERATOR(pg_catalog.=) '_RETURN'
+           AND d.refobjid OPERATOR(pg_catalog.<>) v.oid) x(rel, col)
 )
-SELECT pg_catalog.format('the view %s, another role''s security_invoker view, reads %s, which its owner may not read (it would read it with your privileges)',
-                         reads.view::pg_catalog.regclass, reads.rel::pg_catalog.regclass)
+SELECT pg_catalog.format('%s reads %s, which its owner may not read (it would read it with your privileges)', reads.what,
+                         CASE WHEN reads.col OPERATOR(pg_catalog.>) 0
+                              THEN pg_catalog.format('%s.%I', reads.rel::pg_catalog.regclass, a.attname)
+                              ELSE reads.rel::pg_catalog.regclass::pg_catalog.text END)
   FROM reads JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) reads.rel
- WHERE c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p,v,m,f}'::"char"[])
-   AND NOT pg_catalog.has_any_column_privilege(reads.owner, reads.rel, 'SELECT')
- LIMIT 1
+  LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) reads.rel AND a.attnum OPERATOR(pg_catalog.=) reads.col
+ WHERE CASE
+         WHEN c.relkind OPERATOR(pg_catalog.=) 'S'
+           THEN NOT pg_catalog.has_sequence_privilege(reads.owner, reads.rel, 'SELECT, USAGE')
+         WHEN c.relkind OPERATOR(pg_catalog.<>) ALL ('{r,p,v,m,f}'::"char"[]) THEN false
+         WHEN reads.col OPERATOR(pg_catalog.>) 0
+           THEN NOT pg_catalog.has_column_privilege(reads.owner, reads.rel, reads.col::pg_catalog.int2, 'SELECT')
+         ELSE NOT pg_catalog.has_any_column_privilege(reads.owner, reads.rel, 'SELECT')
+       END
+    -- Rows the owner's row-level security would not show it.
+    OR (c.relrowsecurity AND c.relowner OPERATOR(pg_catalog.<>) reads.owner
+        AND NOT EXISTS (SELECT FROM pg_catalog.pg_roles b WHERE b.oid OPERATOR(pg_catalog.=) reads.owner AND b.rolbypassrls))
+UNION ALL
+SELECT pg_catalog.format('the view %s, another role''s view, reads %s, whose rows follow your privileges', h.oid::pg_catalog.regclass,
+                         d.refobjid::pg_catalog.regclass)
+  FROM held h
+  JOIN pg_catalog.pg_rewrite w ON w.ev_class OPERATOR(pg_catalog.=) h.oid AND w.rulename OPERATOR(pg_catalog.=) '_RETURN'
+  JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
+                             AND d.objid OPERATOR(pg_catalog.=) w.oid
+                             AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+ WHERE h.relkind OPERATOR(pg_catalog.=) 'v'
+   AND d.refobjid OPERATOR(pg_catalog.=) ANY (ARRAY['pg_catalog.pg_stats'::pg_catalog.regclass, 'pg_catalog.pg_stats_ext'::pg_catalog.regclass,
+                                                    'pg_catalog.pg_stats_ext_exprs'::pg_catalog.regclass]::pg_catalog.oid[])
+LIMIT 1

@@ -85,13 +85,40 @@ pub(super) fn expecting<T>(sql: &CStr, checked: Checked, f: impl FnOnce() -> Res
     Ok(out)
 }
 
-#[pgrx::pg_guard]
+extern "C-unwind" {
+    /// PostgreSQL's planner, called as C calls it: an error it raises goes on to the caller
+    /// as PostgreSQL raised it (through pgrx's wrapper it would come back with a Rust
+    /// backtrace in its detail).
+    #[link_name = "standard_planner"]
+    fn standard_planner_as_c(
+        parse: *mut pg_sys::Query,
+        query_string: *const std::ffi::c_char,
+        cursor_options: std::ffi::c_int,
+        bound_params: pg_sys::ParamListInfo,
+    ) -> *mut pg_sys::PlannedStmt;
+}
+
+/// The planner hook: pg_ask's part ([`before_planning`]), then the planner before it. No
+/// Rust value lives across the planner's call, so that an error it raises passes through this
+/// frame as through a C one.
 unsafe extern "C-unwind" fn planner(
     parse: *mut pg_sys::Query,
     query_string: *const std::ffi::c_char,
     cursor_options: std::ffi::c_int,
     bound_params: pg_sys::ParamListInfo,
 ) -> *mut pg_sys::PlannedStmt {
+    before_planning(parse, query_string);
+    match PREV_PLANNER {
+        Some(prev) => prev(parse, query_string, cursor_options, bound_params),
+        None => standard_planner_as_c(parse, query_string, cursor_options, bound_params),
+    }
+}
+
+/// What the hook does before the query is planned: the checked statement compared with its
+/// check and its approved `nextval` calls turned into identity nodes; a query planned while a
+/// write runs, its calls of the writer's own sequences.
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn before_planning(parse: *mut pg_sys::Query, query_string: *const std::ffi::c_char) {
     // Taken before anything is planned: a query planned while this one is (a function the
     // planner evaluates) is not the one expected.
     let expected = if query_string.is_null() {
@@ -115,12 +142,13 @@ unsafe extern "C-unwind" fn planner(
         nextval_as_identity(parse, &|seq| approved.contains(&seq));
         PLANNED.with(|p| p.set(true));
     } else if let Some(writer) = WRITER.with(Cell::get) {
-        // A query planned while the write runs (its own trigger's): the writer's sequences.
-        nextval_as_identity(parse, &|seq| owned_by(seq, writer));
-    }
-    match PREV_PLANNER {
-        Some(prev) => prev(parse, query_string, cursor_options, bound_params),
-        None => pg_sys::standard_planner(parse, query_string, cursor_options, bound_params),
+        // A query planned while the write runs (its own trigger's): the defaults the rewriter
+        // added for a table the writer owns (an audit table's serial key), nothing else.
+        if written_relation(parse).is_some_and(|r| owned_by(r, writer)) {
+            for entry in default_entries(parse) {
+                nextval_as_identity((*entry).expr as *mut pg_sys::Node, &|_| true);
+            }
+        }
     }
 }
 
@@ -153,28 +181,66 @@ unsafe fn relation_name(rel: pg_sys::Oid) -> String {
     format!("{}.{name}", CStr::from_ptr(schema).to_string_lossy())
 }
 
-/// Whether the sequence `seq` is owned by `role`.
-fn owned_by(seq: pg_sys::Oid, role: pg_sys::Oid) -> bool {
+/// Whether the relation `rel` is owned by `role`.
+fn owned_by(rel: pg_sys::Oid, role: pg_sys::Oid) -> bool {
     let owned = super::trusted::paused(|| {
         pgrx::Spi::get_one_with_args::<bool>(
-            "SELECT c.relowner OPERATOR(pg_catalog.=) $2 AND c.relkind OPERATOR(pg_catalog.=) 'S'
-               FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
-            &[seq.into(), role.into()],
+            "SELECT c.relowner OPERATOR(pg_catalog.=) $2 FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
+            &[rel.into(), role.into()],
         )
     });
     matches!(owned, Ok(Some(true)))
 }
 
+/// The relation an INSERT or UPDATE `query` writes.
+///
+/// # Safety
+/// `query` is a valid Query.
+unsafe fn written_relation(query: *mut pg_sys::Query) -> Option<pg_sys::Oid> {
+    if !matches!((*query).commandType, pg_sys::CmdType::CMD_INSERT | pg_sys::CmdType::CMD_UPDATE) {
+        return None;
+    }
+    let index = (*query).resultRelation;
+    if index <= 0 || (*query).rtable.is_null() || (*(*query).rtable).length < index {
+        return None;
+    }
+    Some((*((*(*(*query).rtable).elements.add(index as usize - 1)).ptr_value as *mut pg_sys::RangeTblEntry)).relid)
+}
+
+/// The target entries of an INSERT or UPDATE `query` (rewritten) that are its written
+/// relation's defaults exactly as the rewriter adds them (`build_column_default`): a column the
+/// statement did not set, or set to `DEFAULT`.
+///
+/// # Safety
+/// `query` is a valid rewritten Query whose written relation its analysis locked.
+pub(crate) unsafe fn default_entries(query: *mut pg_sys::Query) -> Vec<*mut pg_sys::TargetEntry> {
+    let Some(rel) = written_relation(query) else { return Vec::new() };
+    let opened = pg_sys::relation_open(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
+    let mut out = Vec::new();
+    for t in pgrx::PgList::<pg_sys::TargetEntry>::from_pg((*query).targetList).iter_ptr() {
+        if (*t).resjunk || (*t).expr.is_null() {
+            continue;
+        }
+        let default = pg_sys::build_column_default(opened, (*t).resno as std::ffi::c_int);
+        if !default.is_null() && pg_sys::equal(default as *const c_void, (*t).expr as *const c_void) {
+            out.push(t);
+        }
+    }
+    pg_sys::relation_close(opened, pg_sys::NoLock as pg_sys::LOCKMODE);
+    out
+}
+
 /// What decides which sequences' `nextval` calls become identity nodes.
 type Approves<'a> = &'a dyn Fn(pg_sys::Oid) -> bool;
 
-/// Turns every `nextval(<sequence>)` of `query` whose sequence `approves` into the
-/// `NextValueExpr` an identity column's default is, after checking the caller's privilege on
-/// the sequence as `nextval` would (that node checks none).
+/// Turns every `nextval(<sequence>)` of `node` (a query or an expression) whose sequence
+/// `approves` into the `NextValueExpr` an identity column's default is, after checking the
+/// caller's privilege on the sequence as `nextval` would (that node checks none).
 ///
 /// # Safety
-/// `query` is a valid Query of the current memory context, about to be planned.
-unsafe fn nextval_as_identity(query: *mut pg_sys::Query, approves: Approves) {
+/// `node` is a valid Query or expression of the current memory context, about to be planned.
+unsafe fn nextval_as_identity<N>(node: *mut N, approves: Approves) {
+    let query = node as *mut pg_sys::Node;
     #[pgrx::pg_guard]
     unsafe extern "C-unwind" fn walk(node: *mut pg_sys::Node, context: *mut c_void) -> bool {
         if node.is_null() {
@@ -211,7 +277,7 @@ unsafe fn nextval_as_identity(query: *mut pg_sys::Query, approves: Approves) {
         }
         pg_sys::expression_tree_walker(node, Some(walk), context)
     }
-    walk(query as *mut pg_sys::Node, &approves as *const Approves as *mut c_void);
+    walk(query, &approves as *const Approves as *mut c_void);
 }
 
 /// The sequence of a call `nextval(<constant regclass>)`, or `None` for any other call.

@@ -211,13 +211,25 @@ fn refusal_of(reached: &Reached, writer: Option<pg_sys::Oid>, named: &mut Reache
     None
 }
 
-/// Why another role's `security_invoker` view among `relations` (or the views they read) may
-/// not run: it reads a relation its owner may not read, with the caller's privileges
-/// (`sql/guard_invoker_views.sql`). A failed read refuses.
+/// Why another role's code among `relations` (or the views they read) may not run with the
+/// caller's privileges: a `security_invoker` view or a row-level security policy that reads
+/// what its owner may not, a view over `pg_stats` (`sql/guard_invoker_views.sql`). A failed
+/// read refuses.
 fn invoker_view_refusal(relations: &[pg_sys::Oid]) -> Option<String> {
-    // Only a statement that reads a view can reach one (a syscache lookup per relation).
-    // SAFETY: catalog lookups of relations the statement's analysis locked.
-    if !relations.iter().any(|r| unsafe { pg_sys::get_rel_relkind(*r) } as u8 == pg_sys::RELKIND_VIEW) {
+    // Only a statement that reads a view or a table with row-level security can reach such
+    // code (the relation cache, per relation).
+    // SAFETY: relation cache lookups of relations the statement's analysis locked.
+    let may = relations.iter().any(|r| unsafe {
+        let rel = pg_sys::RelationIdGetRelation(*r);
+        if rel.is_null() {
+            return true;
+        }
+        let form = &*(*rel).rd_rel;
+        let may = form.relkind == pg_sys::RELKIND_VIEW as std::ffi::c_char || form.relrowsecurity;
+        pg_sys::RelationClose(rel);
+        may
+    });
+    if !may {
         return None;
     }
     // SAFETY: the role the statement runs as, read in its own transaction.

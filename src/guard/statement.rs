@@ -43,9 +43,6 @@ unsafe fn statement_refusal_now(sql: &std::ffi::CStr, allow_nextval: bool, check
     if let Some(reason) = volatile_refusal(query, insert) {
         return Some(reason);
     }
-    // The columns the statement sets itself; the rewriter adds the others' defaults, which
-    // `reach` holds to the list when another role's table has them.
-    let own_columns: Vec<i16> = pgrx::PgList::<pg_sys::TargetEntry>::from_pg((*query).targetList).iter_ptr().map(|t| (*t).resno).collect();
     let written = result_relation(query);
     let mut reached = reach::Reached::default();
     reach::collect(query, &mut reached);
@@ -53,6 +50,7 @@ unsafe fn statement_refusal_now(sql: &std::ffi::CStr, allow_nextval: bool, check
     // nextval only where the statement as written calls it: a view or a rule the rewriter
     // expands must not advance sequences (which other roles can read) as the writer.
     let own_nextval = if insert { functions::nextval_calls(query as *mut pg_sys::Node) } else { 0 };
+
     // The sequences the statement's own nextval calls advance, read before the rewriter
     // expands the views it reads (whose calls are none of the statement's own).
     super::planned::nextval_sequences(query as *mut pg_sys::Node, &mut checked.sequences);
@@ -66,23 +64,26 @@ unsafe fn statement_refusal_now(sql: &std::ffi::CStr, allow_nextval: bool, check
     if (*q).commandType != command {
         return Some("a rule of a table it writes turns it into another kind of statement".into());
     }
+    // Through a view or a rule the statement's own values may land anywhere, or nowhere (an
+    // INSTEAD rule may drop them and read another's nextval in their place): it names no
+    // sequence there.
+    if own_nextval > 0 && result_relation(q) != written {
+        return Some("it calls nextval while writing through a view or a rule: write into the table itself".into());
+    }
     // What runs is this query whole, the defaults of the columns it does not set included.
     reach::collect(q, &mut checked.reached);
     if matches!(command, pg_sys::CmdType::CMD_INSERT | pg_sys::CmdType::CMD_UPDATE) {
-        // The statement's columns as numbers of the relation the rewritten query writes (a
-        // view's columns are its base table's, at other positions); when they cannot be told
-        // (an INSTEAD rule or trigger writes elsewhere), every entry is checked as the
-        // statement's own.
-        let own = written.and_then(|w| columns_of(w, own_columns, result_relation(q)?));
+        // The entries that are the written table's defaults, as the rewriter adds them (a
+        // default holds no subquery): their nextval calls are the table's own, held to
+        // `reach`'s rules below; every other entry is checked as the statement's own,
+        // wherever a view or a rule put it.
         let mut kept = pgrx::PgList::<pg_sys::TargetEntry>::new();
+        let defaults = super::planned::default_entries(q);
         for t in pgrx::PgList::<pg_sys::TargetEntry>::from_pg((*q).targetList).iter_ptr() {
-            match &own {
-                Some(own) if !own.contains(&(*t).resno) => {
-                    // A default the rewriter added (defaults hold no subquery): its nextval
-                    // calls are the written table's own, held to `reach`'s rules below.
-                    super::planned::nextval_sequences((*t).expr as *mut pg_sys::Node, &mut checked.sequences);
-                }
-                _ => kept.push(t),
+            if defaults.contains(&t) {
+                super::planned::nextval_sequences((*t).expr as *mut pg_sys::Node, &mut checked.sequences);
+            } else {
+                kept.push(t);
             }
         }
         // Only checked, never run: SPI analyses the text again.
@@ -120,56 +121,6 @@ unsafe fn result_relation(query: *mut pg_sys::Query) -> Option<pg_sys::Oid> {
         return None;
     }
     Some((*(list_nth((*query).rtable, index - 1) as *mut pg_sys::RangeTblEntry)).relid)
-}
-
-/// `columns` of relation `rel` as the column numbers of `target`, mapped through each
-/// auto-updatable view on the way as the rewriter maps them (a view's column is a Var of its
-/// one base relation); `None` when the views do not lead to `target`.
-///
-/// # Safety
-/// Catalog reads of relations the statement's analysis locked.
-unsafe fn columns_of(mut rel: pg_sys::Oid, mut columns: Vec<i16>, target: pg_sys::Oid) -> Option<Vec<i16>> {
-    // A view's base relation is another relation: the chain ends within the views there are.
-    for _ in 0..64 {
-        if rel == target {
-            return Some(columns);
-        }
-        if pg_sys::get_rel_relkind(rel) as u8 != pg_sys::RELKIND_VIEW {
-            return None;
-        }
-        let opened = pg_sys::relation_open(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
-        let step = view_step(pg_sys::get_view_query(opened), &columns);
-        pg_sys::relation_close(opened, pg_sys::NoLock as pg_sys::LOCKMODE);
-        (rel, columns) = step?;
-    }
-    None
-}
-
-/// One view's base relation and `columns` as its base relation's column numbers.
-///
-/// # Safety
-/// `view` is the view's valid Query.
-unsafe fn view_step(view: *mut pg_sys::Query, columns: &[i16]) -> Option<(pg_sys::Oid, Vec<i16>)> {
-    let from = (*(*view).jointree).fromlist;
-    if list_len(from) != 1 || (*(list_nth(from, 0) as *mut pg_sys::Node)).type_ != pg_sys::NodeTag::T_RangeTblRef {
-        return None;
-    }
-    let index = (*(list_nth(from, 0) as *mut pg_sys::RangeTblRef)).rtindex;
-    if index <= 0 || list_len((*view).rtable) < index {
-        return None;
-    }
-    let base = (*(list_nth((*view).rtable, index - 1) as *mut pg_sys::RangeTblEntry)).relid;
-    let entries = pgrx::PgList::<pg_sys::TargetEntry>::from_pg((*view).targetList);
-    let mut mapped = Vec::with_capacity(columns.len());
-    for c in columns {
-        let entry = entries.iter_ptr().find(|t| (**t).resno == *c && !(**t).resjunk)?;
-        let expr = (*entry).expr as *mut pg_sys::Node;
-        if expr.is_null() || (*expr).type_ != pg_sys::NodeTag::T_Var || (*(expr as *mut pg_sys::Var)).varno != index {
-            return None;
-        }
-        mapped.push((*(expr as *mut pg_sys::Var)).varattno);
-    }
-    Some((base, mapped))
 }
 
 /// Whether a row-level security policy's or a view's check (a query's `withCheckOptions`, a

@@ -376,4 +376,60 @@ mod tests {
         let out = do_as_victim("Step 1: add\n```sql\nINSERT INTO vic.numbered VALUES (nextval('att.private'), 'hi');\n```");
         assert!(out.clone().unwrap_or_default().contains("permission denied for sequence att.private"), "{out:?}");
     }
+
+    /// A ninth review's ways around the last fix: an INSTEAD rule on the writer's own view
+    /// sending the statement's value to another column (it was taken for a default and its
+    /// subquery over another role's view left unchecked), the statement's own nextval through
+    /// a view or a rule, and the writer's own sequence advanced by another role's code that
+    /// the writer's trigger reaches (a view it reads, a table's default it writes).
+    #[pg_test]
+    fn what_a_rule_or_the_writers_trigger_reaches_advances_no_sequence_it_did_not_approve() {
+        roles();
+        Spi::run(
+            "SET ROLE ask_att;
+             CREATE SEQUENCE att.sig; GRANT USAGE, SELECT ON SEQUENCE att.sig TO PUBLIC;
+             CREATE VIEW att.news WITH (security_invoker = true) AS
+                 SELECT 'news'::text AS headline WHERE pg_catalog.nextval('att.sig') > 0;
+             GRANT SELECT ON att.news TO PUBLIC;
+             RESET ROLE;
+             SET ROLE ask_vic;
+             CREATE SEQUENCE vic.ticket; GRANT SELECT ON SEQUENCE vic.ticket TO PUBLIC;
+             CREATE TABLE vic.t2 (a text, b text, c text);
+             CREATE VIEW vic.rv AS SELECT a, b FROM vic.t2;
+             CREATE RULE r AS ON INSERT TO vic.rv DO INSTEAD INSERT INTO vic.t2 (c, a) VALUES (NEW.a, NEW.b);
+             CREATE TABLE vic.items (msg text);
+             RESET ROLE;
+             SET ROLE ask_att;
+             CREATE VIEW att.lookup AS SELECT pg_catalog.nextval('vic.ticket') AS n;
+             CREATE TABLE att.shared_log (msg text, n bigint DEFAULT pg_catalog.nextval('vic.ticket'));
+             GRANT SELECT ON att.lookup TO PUBLIC; GRANT INSERT, SELECT ON att.shared_log TO PUBLIC;
+             RESET ROLE;
+             GRANT USAGE ON SEQUENCE vic.ticket TO ask_att;
+             SET ROLE ask_vic;
+             CREATE FUNCTION vic.look() RETURNS trigger LANGUAGE plpgsql AS
+                 $f$ BEGIN PERFORM n FROM att.lookup; RETURN NEW; END $f$;
+             CREATE FUNCTION vic.logit() RETURNS trigger LANGUAGE plpgsql AS
+                 $f$ BEGIN INSERT INTO att.shared_log (msg) VALUES (NEW.msg); RETURN NEW; END $f$;
+             CREATE TABLE vic.looked (msg text); CREATE TABLE vic.logged (msg text);
+             CREATE TRIGGER l AFTER INSERT ON vic.looked FOR EACH ROW EXECUTE FUNCTION vic.look();
+             CREATE TRIGGER g AFTER INSERT ON vic.logged FOR EACH ROW EXECUTE FUNCTION vic.logit();
+             RESET ROLE;",
+        )
+        .unwrap();
+        for step in [
+            "INSERT INTO vic.rv (a, b) VALUES ((SELECT headline FROM att.news), 'x')",
+            "INSERT INTO vic.rv (a, b) VALUES (nextval('att.sig')::text, (SELECT headline FROM att.news))",
+            "INSERT INTO vic.looked VALUES ('hi')",
+            "INSERT INTO vic.logged VALUES ('hi')",
+        ] {
+            let out = do_as_victim(&format!("Step 1: add\n```sql\n{step};\n```"));
+            let sig = one::<bool>("SELECT is_called FROM att.sig");
+            let ticket = one::<bool>("SELECT is_called FROM vic.ticket");
+            assert!(!sig && !ticket, "BROKE {step}: att.sig {sig}, vic.ticket {ticket}: {out:?}");
+            assert!(out.is_some(), "{step}: refused");
+        }
+        // The writer's own rule view with plain values still works.
+        assert_eq!(do_as_victim("Step 1: add\n```sql\nINSERT INTO vic.rv (a, b) VALUES ('p', 'q');\n```"), None);
+        assert_eq!(one::<i64>("SELECT count(*) FROM vic.t2 WHERE c = 'p' AND a = 'q'"), 1);
+    }
 }

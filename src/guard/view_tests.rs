@@ -49,4 +49,48 @@ mod tests {
         assert_eq!(one::<i64>("SELECT count(*) FROM ask.query('SELECT s FROM public.admin_news')"), 1);
         Spi::run("RESET ROLE").unwrap();
     }
+
+    /// A ninth review's: a column the owner may not read of a table it may read one column of,
+    /// rows row-level security hides from the owner, a sequence, another role's policy reading
+    /// the reader's table, another role's plain view over `pg_stats`.
+    #[pg_test]
+    fn another_roles_code_reads_no_column_row_sequence_or_statistic_of_the_reader() {
+        roles();
+        Spi::run(
+            "SET ROLE ask_vic;
+             CREATE TABLE vic.cols (id int, s text); INSERT INTO vic.cols VALUES (1, 'hunter2');
+             GRANT SELECT (id) ON vic.cols TO ask_att;
+             CREATE TABLE vic.rows (who text, s text); INSERT INTO vic.rows VALUES ('ask_vic', 'mine');
+             ALTER TABLE vic.rows ENABLE ROW LEVEL SECURITY;
+             CREATE POLICY own ON vic.rows USING (who = current_user);
+             GRANT SELECT ON vic.rows TO ask_att;
+             CREATE SEQUENCE vic.private; SELECT nextval('vic.private');
+             RESET ROLE;
+             SET ROLE ask_att;
+             CREATE VIEW att.v_cols WITH (security_invoker = true) AS SELECT s FROM vic.cols;
+             CREATE VIEW att.v_rows WITH (security_invoker = true) AS SELECT s FROM vic.rows;
+             CREATE VIEW att.v_seq WITH (security_invoker = true) AS SELECT last_value FROM vic.private;
+             CREATE TABLE att.pol (x int); INSERT INTO att.pol VALUES (1);
+             ALTER TABLE att.pol ENABLE ROW LEVEL SECURITY;
+             CREATE POLICY p ON att.pol USING (EXISTS (SELECT FROM vic.secret WHERE s LIKE 'h%'));
+             CREATE VIEW att.stats AS SELECT histogram_bounds::text AS h FROM pg_catalog.pg_stats WHERE tablename = 'secret';
+             GRANT SELECT ON att.v_cols, att.v_rows, att.v_seq, att.pol, att.stats TO PUBLIC;
+             RESET ROLE;
+             GRANT SELECT ON vic.secret TO ask_vic;",
+        )
+        .unwrap();
+        Spi::run("SET ROLE ask_vic").unwrap();
+        for (read, named) in [
+            ("SELECT s FROM att.v_cols", "vic.cols.s"),
+            ("SELECT s FROM att.v_rows", "vic.rows"),
+            ("SELECT last_value FROM att.v_seq", "vic.private"),
+            ("SELECT x FROM att.pol", "vic.secret"),
+            ("SELECT h FROM att.stats", "pg_stats"),
+        ] {
+            let r = error_report(&format!("SELECT * FROM ask.query($q${read}$q$)"));
+            let said = r.as_ref().map(|r| r.1.clone()).unwrap_or_default();
+            assert!(said.contains(named), "BROKE {read}: {r:?}");
+        }
+        Spi::run("RESET ROLE").unwrap();
+    }
 }
