@@ -1,12 +1,13 @@
 -- Another role's code that would read with the privileges of $2, the caller, what that role
 -- may not read itself, among relations $1 and the views they read at every level:
--- - a security_invoker view (and the security_invoker views it reads) of another role reads a
---   column, a relation or a sequence its owner may not read, or a table whose row-level
---   security is not its owner's to see past;
+-- - a view (and the security_invoker views it reads) of another role reads a column, a
+--   relation or a sequence its owner may not read, a table whose row-level security is not
+--   its owner's to see past, or a view of the caller's;
 -- - a row-level security policy of another role's table reads such a relation (a policy runs
 --   with the reader's privileges);
--- - another role's view reads pg_stats (whose rows follow the privileges of whoever reads
---   them, the caller, and carry stored values).
+-- - another role's view reads, at any level, a relation whose rows follow whoever reads it
+--   (pg_stats, pg_stat_activity, pg_settings, pg_user_mappings);
+-- - another role's foreign table (read with the caller's user mapping).
 -- Such code runs its owner's query over the caller's data, and which relations its branches
 -- scan is counted in statistics every role reads. A superuser's code, and the caller's own,
 -- are not held to it. One row: the first refusal, named. Read by src/guard/reach.rs.
@@ -30,7 +31,7 @@ WITH RECURSIVE rels(oid) AS (
      WHERE c.relowner OPERATOR(pg_catalog.<>) $2
        AND NOT EXISTS (SELECT FROM pg_catalog.pg_roles a WHERE a.oid OPERATOR(pg_catalog.=) c.relowner AND a.rolsuper)
 ), reads(owner, what, rel, col) AS (
-    SELECT h.relowner, pg_catalog.format('the view %s, another role''s security_invoker view,', h.oid::pg_catalog.regclass), x.rel, x.col
+    SELECT h.relowner, pg_catalog.format('the view %s, another role''s view,', h.oid::pg_catalog.regclass), x.rel, x.col
       FROM held h CROSS JOIN LATERAL (
         SELECT d.refobjid, d.refobjsubid FROM pg_catalog.pg_rewrite w
           JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
@@ -38,7 +39,7 @@ WITH RECURSIVE rels(oid) AS (
                                      AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
          WHERE w.ev_class OPERATOR(pg_catalog.=) h.oid AND w.rulename OPERATOR(pg_catalog.=) '_RETURN'
            AND d.refobjid OPERATOR(pg_catalog.<>) h.oid) x(rel, col)
-     WHERE h.relkind OPERATOR(pg_catalog.=) 'v' AND h.invoker
+     WHERE h.relkind OPERATOR(pg_catalog.=) 'v'
     UNION
     SELECT h.relowner, pg_catalog.format('the row-level security policy %I of %s, another role''s table,', p.polname, h.oid::pg_catalog.regclass),
            d.refobjid, d.refobjsubid
@@ -75,20 +76,30 @@ SELECT pg_catalog.format('%s reads %s, which its owner may not read (it would re
          WHEN c.relkind OPERATOR(pg_catalog.<>) ALL ('{r,p,v,m,f}'::"char"[]) THEN false
          WHEN reads.col OPERATOR(pg_catalog.>) 0
            THEN NOT pg_catalog.has_column_privilege(reads.owner, reads.rel, reads.col::pg_catalog.int2, 'SELECT')
-         ELSE NOT pg_catalog.has_any_column_privilege(reads.owner, reads.rel, 'SELECT')
+         -- The whole relation (a whole-row reference reads every column).
+         ELSE NOT pg_catalog.has_table_privilege(reads.owner, reads.rel, 'SELECT')
        END
+    -- The caller's own view, whose query runs as the caller's and may show what the caller
+    -- alone sees (rows by current_user).
+    OR (c.relkind OPERATOR(pg_catalog.=) 'v' AND c.relowner OPERATOR(pg_catalog.=) $2)
+    -- Relations whose rows follow whoever reads them: statistics with stored values, other
+    -- sessions' queries, settings, user mappings' options.
+    OR reads.rel OPERATOR(pg_catalog.=) ANY (ARRAY['pg_catalog.pg_stats'::pg_catalog.regclass, 'pg_catalog.pg_stats_ext'::pg_catalog.regclass,
+         'pg_catalog.pg_stats_ext_exprs'::pg_catalog.regclass, 'pg_catalog.pg_stat_activity'::pg_catalog.regclass,
+         'pg_catalog.pg_settings'::pg_catalog.regclass, 'pg_catalog.pg_user_mappings'::pg_catalog.regclass]::pg_catalog.oid[])
     -- Rows the owner's row-level security would not show it.
     OR (c.relrowsecurity AND c.relowner OPERATOR(pg_catalog.<>) reads.owner
         AND NOT EXISTS (SELECT FROM pg_catalog.pg_roles b WHERE b.oid OPERATOR(pg_catalog.=) reads.owner AND b.rolbypassrls))
 UNION ALL
-SELECT pg_catalog.format('the view %s, another role''s view, reads %s, whose rows follow your privileges', h.oid::pg_catalog.regclass,
-                         d.refobjid::pg_catalog.regclass)
-  FROM held h
-  JOIN pg_catalog.pg_rewrite w ON w.ev_class OPERATOR(pg_catalog.=) h.oid AND w.rulename OPERATOR(pg_catalog.=) '_RETURN'
-  JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
-                             AND d.objid OPERATOR(pg_catalog.=) w.oid
-                             AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
- WHERE h.relkind OPERATOR(pg_catalog.=) 'v'
-   AND d.refobjid OPERATOR(pg_catalog.=) ANY (ARRAY['pg_catalog.pg_stats'::pg_catalog.regclass, 'pg_catalog.pg_stats_ext'::pg_catalog.regclass,
-                                                    'pg_catalog.pg_stats_ext_exprs'::pg_catalog.regclass]::pg_catalog.oid[])
+-- The same relations under a superuser's view that another role's view reads.
+SELECT pg_catalog.format('another role''s view reads %s, whose rows follow your privileges, through other views', rels.oid::pg_catalog.regclass)
+  FROM rels
+ WHERE rels.oid OPERATOR(pg_catalog.=) ANY (ARRAY['pg_catalog.pg_stats'::pg_catalog.regclass, 'pg_catalog.pg_stats_ext'::pg_catalog.regclass,
+         'pg_catalog.pg_stats_ext_exprs'::pg_catalog.regclass, 'pg_catalog.pg_stat_activity'::pg_catalog.regclass,
+         'pg_catalog.pg_settings'::pg_catalog.regclass, 'pg_catalog.pg_user_mappings'::pg_catalog.regclass]::pg_catalog.oid[])
+   AND EXISTS (SELECT FROM held WHERE held.relkind OPERATOR(pg_catalog.=) 'v')
+UNION ALL
+-- Another role's foreign table is read through the caller's user mapping.
+SELECT pg_catalog.format('the foreign table %s, another role''s, would be read with your user mapping', h.oid::pg_catalog.regclass)
+  FROM held h WHERE h.relkind OPERATOR(pg_catalog.=) 'f'
 LIMIT 1

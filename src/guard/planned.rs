@@ -145,7 +145,7 @@ unsafe extern "C-unwind" fn before_planning(parse: *mut pg_sys::Query, query_str
         // A query planned while the write runs (its own trigger's): the defaults the rewriter
         // added for a table the writer owns (an audit table's serial key), nothing else.
         if written_relation(parse).is_some_and(|r| owned_by(r, writer)) {
-            for entry in default_entries(parse) {
+            for entry in default_entries(parse, false) {
                 nextval_as_identity((*entry).expr as *mut pg_sys::Node, &|_| true);
             }
         }
@@ -208,17 +208,25 @@ unsafe fn written_relation(query: *mut pg_sys::Query) -> Option<pg_sys::Oid> {
 }
 
 /// The target entries of an INSERT or UPDATE `query` (rewritten) that are its written
-/// relation's defaults exactly as the rewriter adds them (`build_column_default`): a column the
-/// statement did not set, or set to `DEFAULT`.
+/// relation's column defaults exactly as the rewriter adds them (`build_column_default`): a
+/// column the statement did not set, or set to `DEFAULT`. A domain's default, which the
+/// rewriter adds for a column without one, is among them only with `domains`.
 ///
 /// # Safety
 /// `query` is a valid rewritten Query whose written relation its analysis locked.
-pub(crate) unsafe fn default_entries(query: *mut pg_sys::Query) -> Vec<*mut pg_sys::TargetEntry> {
+pub(crate) unsafe fn default_entries(query: *mut pg_sys::Query, domains: bool) -> Vec<*mut pg_sys::TargetEntry> {
     let Some(rel) = written_relation(query) else { return Vec::new() };
     let opened = pg_sys::relation_open(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
     let mut out = Vec::new();
     for t in pgrx::PgList::<pg_sys::TargetEntry>::from_pg((*query).targetList).iter_ptr() {
         if (*t).resjunk || (*t).expr.is_null() {
+            continue;
+        }
+        // The column's own default; its domain's only when asked (another role's code, for a
+        // column of the writer's table, that the check of a query planned while a write runs
+        // has not read).
+        let attrs = (*(*opened).rd_att).attrs.as_slice((*(*opened).rd_att).natts as usize);
+        if !domains && !attrs.get((*t).resno as usize - 1).is_some_and(|a| a.atthasdef) {
             continue;
         }
         let default = pg_sys::build_column_default(opened, (*t).resno as std::ffi::c_int);

@@ -216,8 +216,8 @@ fn refusal_of(reached: &Reached, writer: Option<pg_sys::Oid>, named: &mut Reache
 /// what its owner may not, a view over `pg_stats` (`sql/guard_invoker_views.sql`). A failed
 /// read refuses.
 fn invoker_view_refusal(relations: &[pg_sys::Oid]) -> Option<String> {
-    // Only a statement that reads a view or a table with row-level security can reach such
-    // code (the relation cache, per relation).
+    // Only a statement that reads a view, a foreign table or a table with row-level security
+    // can reach such code (the relation cache, per relation).
     // SAFETY: relation cache lookups of relations the statement's analysis locked.
     let may = relations.iter().any(|r| unsafe {
         let rel = pg_sys::RelationIdGetRelation(*r);
@@ -225,7 +225,9 @@ fn invoker_view_refusal(relations: &[pg_sys::Oid]) -> Option<String> {
             return true;
         }
         let form = &*(*rel).rd_rel;
-        let may = form.relkind == pg_sys::RELKIND_VIEW as std::ffi::c_char || form.relrowsecurity;
+        let may = form.relkind == pg_sys::RELKIND_VIEW as std::ffi::c_char
+            || form.relkind == pg_sys::RELKIND_FOREIGN_TABLE as std::ffi::c_char
+            || form.relrowsecurity;
         pg_sys::RelationClose(rel);
         may
     });

@@ -44,6 +44,8 @@ unsafe fn statement_refusal_now(sql: &std::ffi::CStr, allow_nextval: bool, check
         return Some(reason);
     }
     let written = result_relation(query);
+    // The columns the statement sets itself, by number in the relation it names.
+    let own_columns: Vec<i16> = pgrx::PgList::<pg_sys::TargetEntry>::from_pg((*query).targetList).iter_ptr().map(|t| (*t).resno).collect();
     let mut reached = reach::Reached::default();
     reach::collect(query, &mut reached);
     reach::collect(query, &mut checked.reached);
@@ -78,9 +80,13 @@ unsafe fn statement_refusal_now(sql: &std::ffi::CStr, allow_nextval: bool, check
         // `reach`'s rules below; every other entry is checked as the statement's own,
         // wherever a view or a rule put it.
         let mut kept = pgrx::PgList::<pg_sys::TargetEntry>::new();
-        let defaults = super::planned::default_entries(q);
+        let defaults = super::planned::default_entries(q, true);
         for t in pgrx::PgList::<pg_sys::TargetEntry>::from_pg((*q).targetList).iter_ptr() {
-            if defaults.contains(&t) {
+            // A statement that calls nextval writes its own table (see above): a column it
+            // sets is its own even when written as the default is, so that its nextval
+            // counts once, as the statement's.
+            let set_by_statement = own_nextval > 0 && own_columns.contains(&(*t).resno);
+            if defaults.contains(&t) && !set_by_statement {
                 super::planned::nextval_sequences((*t).expr as *mut pg_sys::Node, &mut checked.sequences);
             } else {
                 kept.push(t);

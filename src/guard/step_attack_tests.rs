@@ -428,6 +428,36 @@ mod tests {
             assert!(!sig && !ticket, "BROKE {step}: att.sig {sig}, vic.ticket {ticket}: {out:?}");
             assert!(out.is_some(), "{step}: refused");
         }
+        // The statement writing a default's own nextval beside a subquery over another role's
+        // view calling the same sequence (a tenth review): counted once as the statement's.
+        Spi::run(
+            "SET ROLE ask_att;
+             CREATE TABLE att.board (id serial, msg text);
+             CREATE VIEW att.bnews WITH (security_invoker = true) AS
+                 SELECT 'news'::text AS headline WHERE pg_catalog.nextval('att.board_id_seq') > 0;
+             GRANT INSERT, SELECT ON att.board, att.bnews TO PUBLIC; GRANT USAGE, SELECT ON SEQUENCE att.board_id_seq TO PUBLIC;
+             CREATE DOMAIN att.stamp AS bigint DEFAULT pg_catalog.nextval('att.sig');
+             GRANT USAGE ON TYPE att.stamp TO PUBLIC;
+             RESET ROLE;
+             SET ROLE ask_vic;
+             CREATE TABLE vic.audit2 (msg text, n att.stamp);
+             CREATE FUNCTION vic.audit2() RETURNS trigger LANGUAGE plpgsql AS
+                 $f$ BEGIN INSERT INTO vic.audit2 (msg) VALUES (NEW.msg); RETURN NEW; END $f$;
+             CREATE TABLE vic.audited (msg text);
+             CREATE TRIGGER a AFTER INSERT ON vic.audited FOR EACH ROW EXECUTE FUNCTION vic.audit2();
+             RESET ROLE;",
+        )
+        .unwrap();
+        for step in [
+            "INSERT INTO att.board (id, msg) VALUES (nextval('att.board_id_seq'), (SELECT headline FROM att.bnews))",
+            "INSERT INTO vic.audited VALUES ('hi')",
+        ] {
+            let out = do_as_victim(&format!("Step 1: add\n```sql\n{step};\n```"));
+            let board = one::<bool>("SELECT is_called FROM att.board_id_seq");
+            let sig = one::<bool>("SELECT is_called FROM att.sig");
+            assert!(!board && !sig, "BROKE {step}: att.board_id_seq {board}, att.sig {sig}: {out:?}");
+            assert!(out.is_some(), "{step}: refused");
+        }
         // The writer's own rule view with plain values still works.
         assert_eq!(do_as_victim("Step 1: add\n```sql\nINSERT INTO vic.rv (a, b) VALUES ('p', 'q');\n```"), None);
         assert_eq!(one::<i64>("SELECT count(*) FROM vic.t2 WHERE c = 'p' AND a = 'q'"), 1);
