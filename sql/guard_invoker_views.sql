@@ -11,34 +11,41 @@
 -- Such code runs its owner's query over the caller's data, and which relations its branches
 -- scan is counted in statistics every role reads. A superuser's code, and the caller's own,
 -- are not held to it. One row: the first refusal, named. Read by src/guard/reach.rs.
-WITH RECURSIVE rels(oid) AS (
-    SELECT r FROM pg_catalog.unnest($1::pg_catalog.oid[]) r
+WITH RECURSIVE edges(view, rel, col) AS (
+    -- What each view reads (its rule's dependencies: a column, or 0 for a whole relation), at
+    -- every level, from the relations $1 (seeded as read by no view).
+    SELECT NULL::pg_catalog.oid, r, 0 FROM pg_catalog.unnest($1::pg_catalog.oid[]) r
     UNION
-    SELECT x.rel FROM rels CROSS JOIN LATERAL (
-        SELECT d.refobjid FROM pg_catalog.pg_rewrite w
-          JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
-                                     AND d.objid OPERATOR(pg_catalog.=) w.oid
-                                     AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
-         WHERE w.ev_class OPERATOR(pg_catalog.=) rels.oid AND w.rulename OPERATOR(pg_catalog.=) '_RETURN'
-           AND d.refobjid OPERATOR(pg_catalog.<>) rels.oid) x(rel)
-), held(oid, relkind, relowner, relrowsecurity, invoker) AS (
-    -- The relations reached whose owner's code is held to it: not the caller's, not a superuser's.
-    SELECT c.oid, c.relkind, c.relowner, c.relrowsecurity,
-           EXISTS (SELECT FROM pg_catalog.unnest(c.reloptions) o
+    SELECT w.ev_class, d.refobjid, d.refobjsubid
+      FROM edges
+      JOIN pg_catalog.pg_rewrite w ON w.ev_class OPERATOR(pg_catalog.=) edges.rel AND w.rulename OPERATOR(pg_catalog.=) '_RETURN'
+      JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
+                                 AND d.objid OPERATOR(pg_catalog.=) w.oid
+                                 AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+     WHERE d.refobjid OPERATOR(pg_catalog.<>) w.ev_class
+), rels(oid) AS (
+    SELECT DISTINCT rel FROM edges
+), invoker(oid) AS (
+    SELECT c.oid FROM rels JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) rels.oid
+     WHERE c.relkind OPERATOR(pg_catalog.=) 'v'
+       AND EXISTS (SELECT FROM pg_catalog.unnest(c.reloptions) o
                     WHERE pg_catalog.split_part(o, '=', 1) OPERATOR(pg_catalog.=) 'security_invoker'
                       AND pg_catalog.lower(pg_catalog.split_part(o, '=', 2)) OPERATOR(pg_catalog.<>) ALL ('{false,off,0,no,f,n}'::pg_catalog.text[]))
+), held(oid, relkind, relowner, relrowsecurity) AS (
+    -- The relations reached whose owner's code is held to it: not the caller's, not a superuser's.
+    SELECT c.oid, c.relkind, c.relowner, c.relrowsecurity
       FROM rels JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) rels.oid
      WHERE c.relowner OPERATOR(pg_catalog.<>) $2
        AND NOT EXISTS (SELECT FROM pg_catalog.pg_roles a WHERE a.oid OPERATOR(pg_catalog.=) c.relowner AND a.rolsuper)
+), follows(oid) AS (
+    -- Relations whose rows follow whoever reads them: statistics with stored values, other
+    -- sessions' queries, settings, user mappings' options.
+    SELECT r FROM pg_catalog.unnest(ARRAY['pg_catalog.pg_stats'::pg_catalog.regclass, 'pg_catalog.pg_stats_ext'::pg_catalog.regclass,
+         'pg_catalog.pg_stats_ext_exprs'::pg_catalog.regclass, 'pg_catalog.pg_stat_activity'::pg_catalog.regclass,
+         'pg_catalog.pg_settings'::pg_catalog.regclass, 'pg_catalog.pg_user_mappings'::pg_catalog.regclass]::pg_catalog.oid[]) r
 ), reads(owner, what, rel, col) AS (
-    SELECT h.relowner, pg_catalog.format('the view %s, another role''s view,', h.oid::pg_catalog.regclass), x.rel, x.col
-      FROM held h CROSS JOIN LATERAL (
-        SELECT d.refobjid, d.refobjsubid FROM pg_catalog.pg_rewrite w
-          JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
-                                     AND d.objid OPERATOR(pg_catalog.=) w.oid
-                                     AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
-         WHERE w.ev_class OPERATOR(pg_catalog.=) h.oid AND w.rulename OPERATOR(pg_catalog.=) '_RETURN'
-           AND d.refobjid OPERATOR(pg_catalog.<>) h.oid) x(rel, col)
+    SELECT h.relowner, pg_catalog.format('the view %s, another role''s view,', h.oid::pg_catalog.regclass), e.rel, e.col
+      FROM held h JOIN edges e ON e.view OPERATOR(pg_catalog.=) h.oid
      WHERE h.relkind OPERATOR(pg_catalog.=) 'v'
     UNION
     SELECT h.relowner, pg_catalog.format('the row-level security policy %I of %s, another role''s table,', p.polname, h.oid::pg_catalog.regclass),
@@ -51,18 +58,9 @@ WITH RECURSIVE rels(oid) AS (
      WHERE h.relrowsecurity AND d.refobjid OPERATOR(pg_catalog.<>) h.oid
     UNION
     -- A security_invoker view read by such code reads with the same privileges.
-    SELECT reads.owner, reads.what, x.rel, x.col
-      FROM reads JOIN pg_catalog.pg_class v ON v.oid OPERATOR(pg_catalog.=) reads.rel AND v.relkind OPERATOR(pg_catalog.=) 'v'
-       AND EXISTS (SELECT FROM pg_catalog.unnest(v.reloptions) o
-                    WHERE pg_catalog.split_part(o, '=', 1) OPERATOR(pg_catalog.=) 'security_invoker'
-                      AND pg_catalog.lower(pg_catalog.split_part(o, '=', 2)) OPERATOR(pg_catalog.<>) ALL ('{false,off,0,no,f,n}'::pg_catalog.text[]))
-     CROSS JOIN LATERAL (
-        SELECT d.refobjid, d.refobjsubid FROM pg_catalog.pg_rewrite w
-          JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
-                                     AND d.objid OPERATOR(pg_catalog.=) w.oid
-                                     AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
-         WHERE w.ev_class OPERATOR(pg_catalog.=) v.oid AND w.rulename OPERATOR(pg_catalog.=) '_RETURN'
-           AND d.refobjid OPERATOR(pg_catalog.<>) v.oid) x(rel, col)
+    SELECT reads.owner, reads.what, e.rel, e.col
+      FROM reads JOIN invoker i ON i.oid OPERATOR(pg_catalog.=) reads.rel
+      JOIN edges e ON e.view OPERATOR(pg_catalog.=) i.oid
 )
 SELECT pg_catalog.format('%s reads %s, which its owner may not read (it would read it with your privileges)', reads.what,
                          CASE WHEN reads.col OPERATOR(pg_catalog.>) 0
@@ -82,11 +80,7 @@ SELECT pg_catalog.format('%s reads %s, which its owner may not read (it would re
     -- The caller's own view, whose query runs as the caller's and may show what the caller
     -- alone sees (rows by current_user).
     OR (c.relkind OPERATOR(pg_catalog.=) 'v' AND c.relowner OPERATOR(pg_catalog.=) $2)
-    -- Relations whose rows follow whoever reads them: statistics with stored values, other
-    -- sessions' queries, settings, user mappings' options.
-    OR reads.rel OPERATOR(pg_catalog.=) ANY (ARRAY['pg_catalog.pg_stats'::pg_catalog.regclass, 'pg_catalog.pg_stats_ext'::pg_catalog.regclass,
-         'pg_catalog.pg_stats_ext_exprs'::pg_catalog.regclass, 'pg_catalog.pg_stat_activity'::pg_catalog.regclass,
-         'pg_catalog.pg_settings'::pg_catalog.regclass, 'pg_catalog.pg_user_mappings'::pg_catalog.regclass]::pg_catalog.oid[])
+    OR reads.rel IN (SELECT oid FROM follows)
     -- Rows the owner's row-level security would not show it.
     OR (c.relrowsecurity AND c.relowner OPERATOR(pg_catalog.<>) reads.owner
         AND NOT EXISTS (SELECT FROM pg_catalog.pg_roles b WHERE b.oid OPERATOR(pg_catalog.=) reads.owner AND b.rolbypassrls))
@@ -94,9 +88,7 @@ UNION ALL
 -- The same relations under a superuser's view that another role's view reads.
 SELECT pg_catalog.format('another role''s view reads %s, whose rows follow your privileges, through other views', rels.oid::pg_catalog.regclass)
   FROM rels
- WHERE rels.oid OPERATOR(pg_catalog.=) ANY (ARRAY['pg_catalog.pg_stats'::pg_catalog.regclass, 'pg_catalog.pg_stats_ext'::pg_catalog.regclass,
-         'pg_catalog.pg_stats_ext_exprs'::pg_catalog.regclass, 'pg_catalog.pg_stat_activity'::pg_catalog.regclass,
-         'pg_catalog.pg_settings'::pg_catalog.regclass, 'pg_catalog.pg_user_mappings'::pg_catalog.regclass]::pg_catalog.oid[])
+ WHERE rels.oid IN (SELECT oid FROM follows)
    AND EXISTS (SELECT FROM held WHERE held.relkind OPERATOR(pg_catalog.=) 'v')
 UNION ALL
 -- Another role's foreign table is read through the caller's user mapping.

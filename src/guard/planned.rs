@@ -139,12 +139,12 @@ unsafe extern "C-unwind" fn before_planning(parse: *mut pg_sys::Query, query_str
                 .raise();
         }
         let approved = &expected.checked.sequences;
-        nextval_as_identity(parse, &|seq| approved.contains(&seq));
+        nextval_as_identity(parse as *mut pg_sys::Node, &|seq| approved.contains(&seq));
         PLANNED.with(|p| p.set(true));
     } else if let Some(writer) = WRITER.with(Cell::get) {
         // A query planned while the write runs (its own trigger's): the defaults the rewriter
         // added for a table the writer owns (an audit table's serial key), nothing else.
-        if written_relation(parse).is_some_and(|r| owned_by(r, writer)) {
+        if written_relation(parse).and_then(super::reach::relation_owner) == Some(writer) {
             for entry in default_entries(parse, false) {
                 nextval_as_identity((*entry).expr as *mut pg_sys::Node, &|_| true);
             }
@@ -181,15 +181,16 @@ unsafe fn relation_name(rel: pg_sys::Oid) -> String {
     format!("{}.{name}", CStr::from_ptr(schema).to_string_lossy())
 }
 
-/// Whether the relation `rel` is owned by `role`.
-fn owned_by(rel: pg_sys::Oid, role: pg_sys::Oid) -> bool {
-    let owned = super::trusted::paused(|| {
-        pgrx::Spi::get_one_with_args::<bool>(
-            "SELECT c.relowner OPERATOR(pg_catalog.=) $2 FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
-            &[rel.into(), role.into()],
-        )
-    });
-    matches!(owned, Ok(Some(true)))
+/// The relation `query` writes, if it writes one.
+///
+/// # Safety
+/// `query` is a valid Query.
+pub(super) unsafe fn result_relation(query: *mut pg_sys::Query) -> Option<pg_sys::Oid> {
+    let index = (*query).resultRelation;
+    if index <= 0 || super::list_len((*query).rtable) < index {
+        return None;
+    }
+    Some((*(super::list_nth((*query).rtable, index - 1) as *mut pg_sys::RangeTblEntry)).relid)
 }
 
 /// The relation an INSERT or UPDATE `query` writes.
@@ -200,11 +201,7 @@ unsafe fn written_relation(query: *mut pg_sys::Query) -> Option<pg_sys::Oid> {
     if !matches!((*query).commandType, pg_sys::CmdType::CMD_INSERT | pg_sys::CmdType::CMD_UPDATE) {
         return None;
     }
-    let index = (*query).resultRelation;
-    if index <= 0 || (*query).rtable.is_null() || (*(*query).rtable).length < index {
-        return None;
-    }
-    Some((*((*(*(*query).rtable).elements.add(index as usize - 1)).ptr_value as *mut pg_sys::RangeTblEntry)).relid)
+    result_relation(query)
 }
 
 /// The target entries of an INSERT or UPDATE `query` (rewritten) that are its written
@@ -217,6 +214,7 @@ unsafe fn written_relation(query: *mut pg_sys::Query) -> Option<pg_sys::Oid> {
 pub(crate) unsafe fn default_entries(query: *mut pg_sys::Query, domains: bool) -> Vec<*mut pg_sys::TargetEntry> {
     let Some(rel) = written_relation(query) else { return Vec::new() };
     let opened = pg_sys::relation_open(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
+    let attrs = (*(*opened).rd_att).attrs.as_slice((*(*opened).rd_att).natts as usize);
     let mut out = Vec::new();
     for t in pgrx::PgList::<pg_sys::TargetEntry>::from_pg((*query).targetList).iter_ptr() {
         if (*t).resjunk || (*t).expr.is_null() {
@@ -225,7 +223,6 @@ pub(crate) unsafe fn default_entries(query: *mut pg_sys::Query, domains: bool) -
         // The column's own default; its domain's only when asked (another role's code, for a
         // column of the writer's table, that the check of a query planned while a write runs
         // has not read).
-        let attrs = (*(*opened).rd_att).attrs.as_slice((*(*opened).rd_att).natts as usize);
         if !domains && !attrs.get((*t).resno as usize - 1).is_some_and(|a| a.atthasdef) {
             continue;
         }
@@ -247,8 +244,7 @@ type Approves<'a> = &'a dyn Fn(pg_sys::Oid) -> bool;
 ///
 /// # Safety
 /// `node` is a valid Query or expression of the current memory context, about to be planned.
-unsafe fn nextval_as_identity<N>(node: *mut N, approves: Approves) {
-    let query = node as *mut pg_sys::Node;
+unsafe fn nextval_as_identity(node: *mut pg_sys::Node, approves: Approves) {
     #[pgrx::pg_guard]
     unsafe extern "C-unwind" fn walk(node: *mut pg_sys::Node, context: *mut c_void) -> bool {
         if node.is_null() {
@@ -285,7 +281,7 @@ unsafe fn nextval_as_identity<N>(node: *mut N, approves: Approves) {
         }
         pg_sys::expression_tree_walker(node, Some(walk), context)
     }
-    walk(query, &approves as *const Approves as *mut c_void);
+    walk(node, &approves as *const Approves as *mut c_void);
 }
 
 /// The sequence of a call `nextval(<constant regclass>)`, or `None` for any other call.

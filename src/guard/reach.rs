@@ -17,7 +17,7 @@ use pgrx::pg_sys;
 type Object = (String, Option<String>, Option<pg_sys::Oid>, Option<String>, String);
 
 /// Relations and types found in a query tree.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(crate) struct Reached {
     pub relations: Vec<pg_sys::Oid>,
     pub types: Vec<pg_sys::Oid>,
@@ -114,13 +114,13 @@ pub(crate) unsafe fn collect(query: *mut pg_sys::Query, out: &mut Reached) {
 /// named. `writer`: the role a writing statement runs as (whose own tables' defaults are its
 /// own), `None` for a read.
 pub(crate) fn refusal(reached: &Reached, writer: Option<pg_sys::Oid>) -> Option<String> {
+    if let Some(why) = callers_privileges_refusal(&reached.relations) {
+        return Some(why);
+    }
     // The types the objects' own trees name (a domain a default or a generated column coerces
     // to, a domain within a domain's default) bring their code in too: held to the same rules,
     // round after round until no new type is named (each round's types are new ones, so it
     // ends).
-    if let Some(why) = invoker_view_refusal(&reached.relations) {
-        return Some(why);
-    }
     let mut seen: Vec<pg_sys::Oid> = reached.types.clone();
     let mut round = Reached { relations: reached.relations.clone(), types: reached.types.clone() };
     loop {
@@ -215,21 +215,16 @@ fn refusal_of(reached: &Reached, writer: Option<pg_sys::Oid>, named: &mut Reache
 /// caller's privileges: a `security_invoker` view or a row-level security policy that reads
 /// what its owner may not, a view over `pg_stats` (`sql/guard_invoker_views.sql`). A failed
 /// read refuses.
-fn invoker_view_refusal(relations: &[pg_sys::Oid]) -> Option<String> {
+fn callers_privileges_refusal(relations: &[pg_sys::Oid]) -> Option<String> {
     // Only a statement that reads a view, a foreign table or a table with row-level security
     // can reach such code (the relation cache, per relation).
-    // SAFETY: relation cache lookups of relations the statement's analysis locked.
-    let may = relations.iter().any(|r| unsafe {
-        let rel = pg_sys::RelationIdGetRelation(*r);
-        if rel.is_null() {
-            return true;
-        }
-        let form = &*(*rel).rd_rel;
-        let may = form.relkind == pg_sys::RELKIND_VIEW as std::ffi::c_char
-            || form.relkind == pg_sys::RELKIND_FOREIGN_TABLE as std::ffi::c_char
-            || form.relrowsecurity;
-        pg_sys::RelationClose(rel);
-        may
+    let may = relations.iter().any(|r| {
+        relation_form(*r, |form| {
+            form.relkind == pg_sys::RELKIND_VIEW as std::ffi::c_char
+                || form.relkind == pg_sys::RELKIND_FOREIGN_TABLE as std::ffi::c_char
+                || form.relrowsecurity
+        })
+        .unwrap_or(true)
     });
     if !may {
         return None;
@@ -251,4 +246,25 @@ fn invoker_view_refusal(relations: &[pg_sys::Oid]) -> Option<String> {
         Ok(found) => found.into_iter().next(),
         Err(e) => Some(format!("the views the statement reads could not be read: {e}")),
     }
+}
+
+/// `f` of the `pg_class` row of `rel` as the relation cache holds it; `None` when there is no
+/// such relation.
+fn relation_form<T>(rel: pg_sys::Oid, f: impl FnOnce(&pg_sys::FormData_pg_class) -> T) -> Option<T> {
+    // SAFETY: a relation cache lookup, inside a transaction; the reference is released before
+    // returning.
+    unsafe {
+        let opened = pg_sys::RelationIdGetRelation(rel);
+        if opened.is_null() {
+            return None;
+        }
+        let out = f(&*(*opened).rd_rel);
+        pg_sys::RelationClose(opened);
+        Some(out)
+    }
+}
+
+/// The owner of relation `rel`, from the relation cache.
+pub(super) fn relation_owner(rel: pg_sys::Oid) -> Option<pg_sys::Oid> {
+    relation_form(rel, |form| form.relowner)
 }

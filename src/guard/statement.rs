@@ -15,6 +15,7 @@ use super::{functions, list_len, list_nth, reach, trusted};
 /// parse-level guard names only the functions it knows; this catches every other volatile
 /// one (`random()`, a user's function that writes elsewhere), views excluded as they are
 /// expanded only later.
+///
 /// What the check saw goes to `checked`, for the run.
 pub(crate) unsafe fn write_step_refusal(sql: &std::ffi::CStr, checked: &mut Checked) -> Option<String> {
     trusted::strictly(|| statement_refusal_now(sql, true, checked))
@@ -43,16 +44,15 @@ unsafe fn statement_refusal_now(sql: &std::ffi::CStr, allow_nextval: bool, check
     if let Some(reason) = volatile_refusal(query, insert) {
         return Some(reason);
     }
-    let written = result_relation(query);
+    let written = super::planned::result_relation(query);
     // The columns the statement sets itself, by number in the relation it names.
     let own_columns: Vec<i16> = pgrx::PgList::<pg_sys::TargetEntry>::from_pg((*query).targetList).iter_ptr().map(|t| (*t).resno).collect();
     let mut reached = reach::Reached::default();
     reach::collect(query, &mut reached);
-    reach::collect(query, &mut checked.reached);
+    checked.reached = reached.clone();
     // nextval only where the statement as written calls it: a view or a rule the rewriter
     // expands must not advance sequences (which other roles can read) as the writer.
     let own_nextval = if insert { functions::nextval_calls(query as *mut pg_sys::Node) } else { 0 };
-
     // The sequences the statement's own nextval calls advance, read before the rewriter
     // expands the views it reads (whose calls are none of the statement's own).
     super::planned::nextval_sequences(query as *mut pg_sys::Node, &mut checked.sequences);
@@ -69,7 +69,7 @@ unsafe fn statement_refusal_now(sql: &std::ffi::CStr, allow_nextval: bool, check
     // Through a view or a rule the statement's own values may land anywhere, or nowhere (an
     // INSTEAD rule may drop them and read another's nextval in their place): it names no
     // sequence there.
-    if own_nextval > 0 && result_relation(q) != written {
+    if own_nextval > 0 && super::planned::result_relation(q) != written {
         return Some("it calls nextval while writing through a view or a rule: write into the table itself".into());
     }
     // What runs is this query whole, the defaults of the columns it does not set included.
@@ -115,18 +115,6 @@ unsafe fn statement_refusal_now(sql: &std::ffi::CStr, allow_nextval: bool, check
     }
     reach::collect(q, &mut reached);
     reach::refusal(&reached, Some(pg_sys::GetUserId()))
-}
-
-/// The relation `query` writes, if it writes one.
-///
-/// # Safety
-/// `query` is a valid Query.
-unsafe fn result_relation(query: *mut pg_sys::Query) -> Option<pg_sys::Oid> {
-    let index = (*query).resultRelation;
-    if index <= 0 || list_len((*query).rtable) < index {
-        return None;
-    }
-    Some((*(list_nth((*query).rtable, index - 1) as *mut pg_sys::RangeTblEntry)).relid)
 }
 
 /// Whether a row-level security policy's or a view's check (a query's `withCheckOptions`, a

@@ -59,7 +59,6 @@ thread_local! {
     /// Inside a scope, whether a statement is being parsed and analysed: then only immutable
     /// functions may start (what runs then is a type's code, a domain's CHECK).
     static ANALYSING: Cell<bool> = const { Cell::new(false) };
-
     static ALLOWED: std::cell::RefCell<Vec<(String, String)>> = const { std::cell::RefCell::new(Vec::new()) };
     /// The scope's decisions so far, by function: the hook is asked at every call (a type's
     /// output function, once per row), the catalogs once per function and scope.

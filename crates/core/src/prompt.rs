@@ -167,7 +167,11 @@ pub fn plain_request(question: &str, schema: &str, knowledge: &str) -> ChatReque
 
 /// [`plain_request`] within `max_tokens`, or `None`.
 pub fn plain_request_within(question: &str, schema: &str, knowledge: &str, max_tokens: usize) -> Option<ChatRequest> {
-    let req = plain_request(question, schema, knowledge);
+    within(plain_request(question, schema, knowledge), max_tokens)
+}
+
+/// `req` when it fits in `max_tokens`.
+fn within(req: ChatRequest, max_tokens: usize) -> Option<ChatRequest> {
     (bounds::tokens(&req) <= max_tokens).then_some(req)
 }
 
@@ -178,8 +182,7 @@ fn failure_data(failure: &str) -> String {
 
 /// [`restart_request`] within `max_tokens`, or `None`.
 pub fn restart_request_within(first: &ChatRequest, failure: &str, max_tokens: usize) -> Option<ChatRequest> {
-    let req = restart_request(first, failure);
-    (bounds::tokens(&req) <= max_tokens).then_some(req)
+    within(restart_request(first, failure), max_tokens)
 }
 
 /// Where a repair's ask for a different query begins in the user message.
@@ -196,12 +199,8 @@ pub fn repair_request_within(
     failure: &str,
     max_tokens: usize,
 ) -> Option<ChatRequest> {
-    let full = repair_request(previous, reply, sql, failure);
-    if bounds::tokens(&full) <= max_tokens {
-        return Some(full);
-    }
-    let short = repair_request(first, reply, sql, failure);
-    (bounds::tokens(&short) <= max_tokens).then_some(short)
+    within(repair_request(previous, reply, sql, failure), max_tokens)
+        .or_else(|| within(repair_request(first, reply, sql, failure), max_tokens))
 }
 
 /// The answer stage's instructions: the same text for every question, so that a server's

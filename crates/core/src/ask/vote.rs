@@ -79,8 +79,8 @@ fn decided(ran: &[Ran], drawn: usize, total: usize) -> bool {
 
 /// `first` (the query that ran, its statement and rows) and up to `total - 1` candidates
 /// more, sampled from `req` (`total` at least 2: with one, the caller keeps `first`); the
-/// winner's statement and rows. `statement` reads a reply's SQL
-/// as the first attempt's was read (knowledge written in) and gives the guard's verdict.
+/// winner's statement and rows. `statement` reads a reply's SQL as the first attempt's was
+/// read (knowledge written in) and gives the guard's verdict.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn choose(
     host: &mut dyn Host,

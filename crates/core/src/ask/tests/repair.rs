@@ -2,8 +2,9 @@
 
 use super::*;
 
-#[test]
-fn a_restarted_first_repair_tells_the_failure_without_the_failed_query() {
+/// Three replies, two of which fail as a missing column, asked with `first_repair`: the
+/// requests the model saw, once the third reply's query ran.
+fn repaired(first_repair: crate::config::FirstRepair) -> Scripted {
     let replies = [
         "```sql\nSELECT sum(citation_num) FROM public.restaurants\n```",
         "```sql\nSELECT nme FROM public.restaurants\n```",
@@ -11,9 +12,14 @@ fn a_restarted_first_repair_tells_the_failure_without_the_failed_query() {
     ];
     let mut h = Scripted::new(&replies);
     h.exec = only_name_runs();
-    let restart = AskConfig { first_repair: crate::config::FirstRepair::Restart, ..cfg() };
-    let out = run(&mut h, "q", &restart, Goal::Sql).unwrap();
+    let out = run(&mut h, "q", &AskConfig { first_repair, ..cfg() }, Goal::Sql).unwrap();
     assert_eq!(out.sql, "SELECT name FROM public.restaurants");
+    h
+}
+
+#[test]
+fn a_restarted_first_repair_tells_the_failure_without_the_failed_query() {
+    let h = repaired(crate::config::FirstRepair::Restart);
     let first = &h.seen[0].1.messages.last().unwrap().content;
     let second = &h.seen[1].1.messages.last().unwrap().content;
     let third = &h.seen[2].1.messages.last().unwrap().content;
@@ -25,9 +31,8 @@ fn a_restarted_first_repair_tells_the_failure_without_the_failed_query() {
     assert!(third.contains("```sql\nSELECT nme FROM public.restaurants\n```"), "{third}");
     assert!(third.contains("citation_num") && third.matches("Write a different, corrected query").count() == 1, "{third}");
     // `edit` (the default) shows the failed query at the first repair.
-    let mut h = Scripted::new(&replies);
-    h.exec = only_name_runs();
-    run(&mut h, "q", &cfg(), Goal::Sql).unwrap();
+    assert_eq!(cfg().first_repair, crate::config::FirstRepair::Edit);
+    let h = repaired(crate::config::FirstRepair::Edit);
     assert!(h.seen[1].1.messages.last().unwrap().content.contains("```sql\nSELECT sum(citation_num) FROM public.restaurants\n```"));
 }
 
@@ -50,16 +55,7 @@ fn only_name_runs() -> Exec {
 
 #[test]
 fn a_plain_first_repair_asks_afresh_without_the_rules_or_the_failed_query() {
-    let replies = [
-        "```sql\nSELECT sum(citation_num) FROM public.restaurants\n```",
-        "```sql\nSELECT nme FROM public.restaurants\n```",
-        "```sql\nSELECT name FROM public.restaurants\n```",
-    ];
-    let mut h = Scripted::new(&replies);
-    h.exec = only_name_runs();
-    let plain = AskConfig { first_repair: crate::config::FirstRepair::Plain, ..cfg() };
-    let out = run(&mut h, "q", &plain, Goal::Sql).unwrap();
-    assert_eq!(out.sql, "SELECT name FROM public.restaurants");
+    let h = repaired(crate::config::FirstRepair::Plain);
     let (first, second, third) = (&h.seen[0].1, &h.seen[1].1, &h.seen[2].1);
     let second_text: String = second.messages.iter().map(|m| m.content.as_str()).collect();
     // Afresh: the schema and the question, as data; no system rules, no failure, no query.
