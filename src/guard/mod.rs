@@ -18,6 +18,7 @@ mod attack_tests;
 pub(crate) mod functions;
 #[cfg(any(test, feature = "pg_test"))]
 mod hidden_types_tests;
+mod others;
 pub(crate) mod planned;
 pub(crate) mod reach;
 mod statement;

@@ -213,8 +213,9 @@ fn refusal_of(reached: &Reached, writer: Option<pg_sys::Oid>, named: &mut Reache
 
 /// Why another role's code among `relations` (or the views they read) may not run with the
 /// caller's privileges: a `security_invoker` view or a row-level security policy that reads
-/// what its owner may not, a view over `pg_stats` (`sql/guard_invoker_views.sql`). A failed
-/// read refuses.
+/// what its owner may not, a view over `pg_stats` (`sql/guard_invoker_views.sql`), or such code
+/// calling what its owner may not execute or what follows the caller's session
+/// ([`super::others`]). A failed read refuses.
 fn callers_privileges_refusal(relations: &[pg_sys::Oid]) -> Option<String> {
     // Only a statement that reads a view, a foreign table or a table with row-level security
     // can reach such code (the relation cache, per relation).
@@ -243,7 +244,7 @@ fn callers_privileges_refusal(relations: &[pg_sys::Oid]) -> Option<String> {
         )
     });
     match found {
-        Ok(found) => found.into_iter().next(),
+        Ok(found) => found.into_iter().next().or_else(|| super::others::refusal(relations, caller)),
         Err(e) => Some(format!("the views the statement reads could not be read: {e}")),
     }
 }

@@ -99,4 +99,53 @@ mod tests {
         }
         Spi::run("RESET ROLE").unwrap();
     }
+
+    /// Another role's view and policy call their functions as the reader: built-ins whose
+    /// result follows the calling session (other sessions' queries, read directly rather than
+    /// through `pg_stat_activity`) and functions only the reader may execute are refused, at
+    /// every level of the views read; the reader's own view and a superuser's call them.
+    #[pg_test]
+    fn another_roles_code_calls_nothing_that_follows_the_reader() {
+        roles();
+        Spi::run(
+            "CREATE FUNCTION public.private_note() RETURNS text STABLE LANGUAGE sql AS $$ SELECT 'note' $$;
+             REVOKE EXECUTE ON FUNCTION public.private_note() FROM PUBLIC;
+             GRANT EXECUTE ON FUNCTION public.private_note() TO ask_vic;
+             SET ask.allowed_functions = 'public.private_note';
+             SET ROLE ask_att;
+             CREATE VIEW att.sessions AS SELECT a.query FROM pg_catalog.pg_stat_get_activity(NULL::int) a;
+             CREATE VIEW att.backends AS SELECT pg_catalog.pg_stat_get_backend_activity(b) AS query FROM pg_catalog.pg_stat_get_backend_idset() b;
+             CREATE VIEW att.note AS SELECT public.private_note() AS n;
+             CREATE VIEW att.outer_sessions WITH (security_invoker = true) AS SELECT query FROM att.sessions;
+             CREATE TABLE att.pid (x int); INSERT INTO att.pid VALUES (1);
+             ALTER TABLE att.pid ENABLE ROW LEVEL SECURITY;
+             CREATE POLICY p ON att.pid USING (pg_catalog.pg_backend_pid() OPERATOR(pg_catalog.>) 0);
+             GRANT SELECT ON att.sessions, att.backends, att.note, att.outer_sessions, att.pid TO PUBLIC;
+             RESET ROLE;
+             SET ROLE ask_vic;
+             CREATE VIEW vic.mine AS SELECT query FROM att.sessions;
+             CREATE VIEW vic.own AS SELECT a.query, public.private_note() AS n FROM pg_catalog.pg_stat_get_activity(pg_catalog.pg_backend_pid()) a;
+             RESET ROLE;
+             CREATE VIEW public.admin_sessions AS SELECT a.query FROM pg_catalog.pg_stat_get_activity(NULL::int) a;
+             GRANT SELECT ON public.admin_sessions TO ask_vic;",
+        )
+        .unwrap();
+        Spi::run("SET ROLE ask_vic").unwrap();
+        for (read, named) in [
+            ("SELECT query FROM att.sessions", "pg_stat_get_activity()"),
+            ("SELECT query FROM att.backends", "pg_stat_get_backend_"),
+            ("SELECT n FROM att.note", "private_note(), which its owner may not execute"),
+            ("SELECT query FROM att.outer_sessions", "att.sessions"),
+            ("SELECT query FROM vic.mine", "att.sessions"),
+            ("SELECT x FROM att.pid", "pg_backend_pid()"),
+        ] {
+            let r = error_report(&format!("SELECT * FROM ask.query($q${read}$q$)"));
+            let said = r.as_ref().map(|r| r.1.clone()).unwrap_or_default();
+            assert!(said.contains(named) && said.contains("another role's"), "BROKE {read}: {r:?}");
+        }
+        // The reader's own view, and a superuser's, run the same calls.
+        assert_eq!(one::<i64>("SELECT count(*) FROM ask.query('SELECT n FROM vic.own')"), 1);
+        assert!(one::<i64>("SELECT count(*) FROM ask.query('SELECT query FROM public.admin_sessions')") >= 1);
+        Spi::run("RESET ROLE").unwrap();
+    }
 }
