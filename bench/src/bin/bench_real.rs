@@ -16,7 +16,8 @@
 //! `ask.explain()` from new connections, answer stage included.
 //!
 //! Environment: `PG_ASK_LLM_URL` (the server's OpenAI base URL), `PG_ASK_LLM_MODEL`,
-//! `PG_ASK_REAL_DEFOG_PER_DB` (defog questions per database, default 4), `PG_ASK_REAL_SUITES`
+//! `PG_ASK_REAL_DEFOG_PER_DB` (defog questions per database, default 4; `PG_ASK_REAL_DEFOG_SKIP`
+//! leaves out the first ones of each database, 0 by default, for a held-out part), `PG_ASK_REAL_SUITES`
 //! (`sample,defog`; also `ask`: only `ask()` from new connections over the sample, `answers`,
 //! `incondb`), `PG_ASK_REAL_LABEL` (added to the run label), `PG_ASK_REAL_MAX_TOKENS`,
 //! `PG_ASK_REAL_COMMENTS=0` (defog's column descriptions not loaded as comments; both sides
@@ -26,7 +27,7 @@
 //! glossaries registered once per database as knowledge, none passed with a question; the
 //! sample's `sample/knowledge.json` imported; without it, `ask.use_knowledge` is off for the
 //! sample), `PG_ASK_REAL_SCHEMA_STYLE` (`ask.schema_style` for pg_ask: `listing`, the default,
-//! or `create_table`), `PG_ASK_REAL_FIRST_REPAIR` (`ask.first_repair`: `edit`, `restart` or `plain`; the
+//! or `create_table`), `PG_ASK_REAL_FIRST_REPAIR` (`ask.first_repair`: `edit`, `restart`, `plain` or `auto`; the
 //! server's default when unset).
 
 use std::collections::BTreeMap;
@@ -61,7 +62,7 @@ fn load_sample(c: &mut Client) -> i32 {
 }
 
 /// The first `per_db` questions of each defog database, in the file's order.
-fn load_defog(c: &mut Client, per_db: i64) -> i32 {
+fn load_defog(c: &mut Client, per_db: i64, skip: i64) -> i32 {
     let csv = std::fs::canonicalize(repo().join("../shared/datasets/defog/questions_gen_postgres.csv")).unwrap();
     c.batch_execute(&format!(
         "DROP TABLE IF EXISTS defog_q; CREATE TEMP TABLE defog_q (n serial, question text, query text, db_name text, query_category text, instructions text);
@@ -74,8 +75,8 @@ fn load_defog(c: &mut Client, per_db: i64) -> i32 {
     c.query_one(
         "SELECT ask.load_suite('defog', (SELECT jsonb_agg(to_jsonb(q) - 'n' - 'k' ORDER BY n) FROM
             (SELECT n, question, replace(query, 'consumer_div.', 'ewallet.') AS query, db_name, query_category, instructions,
-                    row_number() OVER (PARTITION BY db_name ORDER BY n) AS k FROM defog_q) q WHERE k <= $1))",
-        &[&per_db],
+                    row_number() OVER (PARTITION BY db_name ORDER BY n) AS k FROM defog_q) q WHERE k > $2 AND k <= $2 + $1))",
+        &[&per_db, &skip],
     )
     .unwrap()
     .get(0)
@@ -302,7 +303,7 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, base: &Baseline<'_>, mut 
             n
         }
         "defog" => {
-            let n = load_defog(c, env("PG_ASK_REAL_DEFOG_PER_DB", "4").parse().unwrap());
+            let n = load_defog(c, env("PG_ASK_REAL_DEFOG_PER_DB", "4").parse().unwrap(), env("PG_ASK_REAL_DEFOG_SKIP", "0").parse().unwrap());
             c.batch_execute("SET ask.use_knowledge = on").unwrap();
             if env("PG_ASK_REAL_KNOWLEDGE", "0") == "1" {
                 let items = defog_knowledge(c);

@@ -247,6 +247,11 @@ pub enum FirstRepair {
     /// ([`crate::prompt::plain_request`]). A second view of the question, not an edit of the
     /// first answer. Later repairs are asked as in `edit`.
     Plain,
+    /// `edit` when the failure is a column read from the wrong table (a described table has
+    /// it, and the hint says which: the query needs that one change), `plain` for every other
+    /// failure (`auto`): an empty result from a condition no row meets, a type or function
+    /// error, a refusal, a column no table has.
+    Auto,
 }
 
 /// What the verified queries of similar questions may do in `ask()` (`ask.verified`).

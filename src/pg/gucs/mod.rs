@@ -86,6 +86,8 @@ pub enum GucFirstRepair {
     Restart,
     #[name = c"plain"]
     Plain,
+    #[name = c"auto"]
+    Auto,
 }
 
 /// Wire protocol of the LLM server: openai (any OpenAI-compatible server), anthropic, ollama.

@@ -222,6 +222,7 @@ pub fn ask_config(max_attempts: Option<i32>, llm: &LlmOverrides) -> AskConfig {
             GucFirstRepair::Edit => pg_ask_core::config::FirstRepair::Edit,
             GucFirstRepair::Restart => pg_ask_core::config::FirstRepair::Restart,
             GucFirstRepair::Plain => pg_ask_core::config::FirstRepair::Plain,
+            GucFirstRepair::Auto => pg_ask_core::config::FirstRepair::Auto,
         },
         row_limit: row_limit(),
         sql_grammar: match SQL_GRAMMAR.get() {

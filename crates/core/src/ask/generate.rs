@@ -132,6 +132,7 @@ pub(super) fn generate_and_run(
             }
             return Err(with_attempts(ended.clone(), attempt));
         }
+        let mut misplaced_column = false;
         let (failure, ended) = match extracted.clone().zip(checked) {
             None => (
                 "the reply contained no SQL query".to_string(),
@@ -154,6 +155,7 @@ pub(super) fn generate_and_run(
                 },
                 Ok(done) => return vote(host, trace, &req, cfg, attempt, step, (done.0.sql, done.1), &offered, &columns),
                 Err(failure) => {
+                    misplaced_column = super::repair_hint::column_of_another_table(&failure, tables());
                     let mut text = failure.for_llm();
                     if let Some(note) = super::repair_hint::hint(&failure, tables()) {
                         text.push_str("\nNOTE: ");
@@ -172,11 +174,17 @@ pub(super) fn generate_and_run(
         if attempt < max_attempts {
             // `restart`: the first repair of a query that was written is asked from the
             // question, the failed query left out; `plain`: asked afresh, without the rules.
-            let first_repair = if attempt == 1 && extracted.is_some() { cfg.first_repair } else { FirstRepair::Edit };
+            // `auto`: an edit for a column read from the wrong table, afresh otherwise.
+            let first_repair = match (attempt == 1 && extracted.is_some(), cfg.first_repair) {
+                (false, _) => FirstRepair::Edit,
+                (true, FirstRepair::Auto) if misplaced_column => FirstRepair::Edit,
+                (true, FirstRepair::Auto) => FirstRepair::Plain,
+                (true, chosen) => chosen,
+            };
             let next = match first_repair {
                 FirstRepair::Restart => prompt::restart_request_within(&first, &failure, cfg.max_prompt_tokens),
                 FirstRepair::Plain => prompt::plain_request_within(question, schema, &knowledge, cfg.max_prompt_tokens),
-                FirstRepair::Edit => {
+                FirstRepair::Edit | FirstRepair::Auto => {
                     prompt::repair_request_within(&first, &req, &reply, extracted.as_deref(), &failure, cfg.max_prompt_tokens)
                 }
             };

@@ -31,16 +31,31 @@ pub fn hint(failure: &ExecFailure, tables: &[Table]) -> Option<String> {
     }
 }
 
+/// Whether `failure` names a column that the query read from the wrong table: a described
+/// table has it (the hint then says which). The repair most likely to succeed then is an edit
+/// of the query, not a fresh one (`ask.first_repair = auto`).
+pub fn column_of_another_table(failure: &ExecFailure, tables: &[Table]) -> bool {
+    let ExecFailure::Error { sqlstate, message, .. } = failure else { return false };
+    sqlstate.as_str() == "42703" && missing_name(message).is_some_and(|column| !having(&column, tables).is_empty())
+}
+
+/// The column named by `column "x" does not exist` or `column t.x does not exist`, folded.
+fn missing_name(message: &str) -> Option<String> {
+    let named = message.strip_prefix("column ")?.split(" does not exist").next()?.trim();
+    let column = named.rsplit('.').next()?.trim_matches('"').to_lowercase();
+    (!column.is_empty()).then_some(column)
+}
+
+/// The described tables that have a column named `column` (folded), qualified.
+fn having(column: &str, tables: &[Table]) -> Vec<String> {
+    tables.iter().filter(|t| t.columns.iter().any(|c| c.name.to_lowercase() == column)).take(MOST).map(Table::qualified).collect()
+}
+
 /// `column "x" does not exist`, `column t.x does not exist`: the tables that have `x`, or the
 /// columns whose names are like it.
 fn missing_column(message: &str, tables: &[Table]) -> Option<String> {
-    let named = message.strip_prefix("column ")?.split(" does not exist").next()?.trim();
-    let column = named.rsplit('.').next()?.trim_matches('"').to_lowercase();
-    if column.is_empty() {
-        return None;
-    }
-    let having: Vec<String> =
-        tables.iter().filter(|t| t.columns.iter().any(|c| c.name.to_lowercase() == column)).take(MOST).map(Table::qualified).collect();
+    let column = missing_name(message)?;
+    let having = having(&column, tables);
     if !having.is_empty() {
         return Some(format!("{column} is a column of {}: read it from there (join that table, or use its alias).", having.join(", ")));
     }
@@ -166,6 +181,9 @@ mod tests {
         let h = hint(&error("42703", "column \"sbcustid\" does not exist"), &[table("s", "sbtransaction", &["sbtxcustid", "sbtxtype"])])
             .unwrap();
         assert!(h.contains("s.sbtransaction.sbtxcustid"), "{h}");
+        assert!(column_of_another_table(&error("42703", "column t2.predicted_graduation_semester does not exist"), &tables));
+        assert!(!column_of_another_table(&error("42703", "column \"salesperson_id\" does not exist"), &tables));
+        assert!(!column_of_another_table(&error("42P01", "relation \"student_id\" does not exist"), &tables));
         let h = hint(&error("42P01", "relation \"geography.country\" does not exist"), &tables).unwrap();
         assert!(h.contains("public.student, public.student_record"), "{h}");
         assert!(hint(&error("42883", "operator does not exist: date ~~ unknown"), &tables).unwrap().contains("extract(dow"));

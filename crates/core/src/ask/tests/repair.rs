@@ -67,3 +67,37 @@ fn a_plain_first_repair_asks_afresh_without_the_rules_or_the_failed_query() {
     let third_text = &third.messages.last().unwrap().content;
     assert!(third_text.contains("```sql\nSELECT nme FROM public.restaurants\n```") && third_text.contains("<error>"), "{third_text}");
 }
+
+/// A failure that says a column does not exist, with `message`, for every query but one that
+/// reads `public.restaurants`.
+fn only_restaurants_run(message: &'static str) -> Exec {
+    Box::new(move |sql| {
+        if sql.contains("public.restaurants") {
+            Ok(one_row())
+        } else {
+            Err(ExecFailure::Error { sqlstate: "42703".into(), message: message.into(), detail: None, hint: None })
+        }
+    })
+}
+
+#[test]
+fn an_automatic_first_repair_edits_a_misplaced_column_and_asks_afresh_otherwise() {
+    let auto = AskConfig { first_repair: crate::config::FirstRepair::Auto, ..cfg() };
+    let replies = ["```sql\nSELECT c.name FROM public.cities c\n```", "```sql\nSELECT name FROM public.restaurants\n```"];
+    // `name` is a column of a described table, read from the wrong one: the edit shows the
+    // failed query, its failure and where the column is.
+    let mut h = Scripted::new(&replies);
+    h.exec = only_restaurants_run("column c.name does not exist");
+    assert_eq!(run(&mut h, "q", &auto, Goal::Sql).unwrap().sql, "SELECT name FROM public.restaurants");
+    let (second, text) = (&h.seen[1].1, &h.seen[1].1.messages.last().unwrap().content);
+    assert!(second.system.contains("Rules:"), "an edit keeps the rules");
+    assert!(text.contains("SELECT c.name FROM public.cities c") && text.contains("name is a column of public.restaurants"), "{text}");
+    // A column no described table has: asked afresh, without the rules or the failed query.
+    let mut h = Scripted::new(&replies);
+    h.exec = only_restaurants_run("column c.population does not exist");
+    assert_eq!(run(&mut h, "q", &auto, Goal::Sql).unwrap().sql, "SELECT name FROM public.restaurants");
+    let second = &h.seen[1].1;
+    let text: String = second.messages.iter().map(|m| m.content.as_str()).collect();
+    assert!(second.system.is_empty() && !text.contains("public.cities") && !text.contains("<error>"), "{text}");
+    assert!(text.contains("<question>q</question>"), "{text}");
+}
