@@ -1,8 +1,9 @@
 -- Another role's code that would read with the privileges of $2, the caller, what that role
 -- may not read itself, among relations $1 and the views they read at every level:
 -- - a view (and the security_invoker views it reads) of another role reads a column, a
---   relation or a sequence its owner may not read, a table whose row-level security is not
---   its owner's to see past, or a view of the caller's;
+--   relation or a sequence its owner may not read, or a table whose row-level security is not
+--   its owner's to see past (a view of another owner it reads, the caller's too, is walked
+--   by src/guard/others.rs: it may not follow the caller);
 -- - a row-level security policy of another role's table reads such a relation (a policy runs
 --   with the reader's privileges);
 -- - another role's view reads, at any level, a relation whose rows follow whoever reads it
@@ -77,9 +78,6 @@ SELECT pg_catalog.format('%s reads %s, which its owner may not read (it would re
          -- The whole relation (a whole-row reference reads every column).
          ELSE NOT pg_catalog.has_table_privilege(reads.owner, reads.rel, 'SELECT')
        END
-    -- The caller's own view, whose query runs as the caller's and may show what the caller
-    -- alone sees (rows by current_user).
-    OR (c.relkind OPERATOR(pg_catalog.=) 'v' AND c.relowner OPERATOR(pg_catalog.=) $2)
     OR reads.rel IN (SELECT oid FROM follows)
     -- Rows the owner's row-level security would not show it.
     OR (c.relrowsecurity AND c.relowner OPERATOR(pg_catalog.<>) reads.owner

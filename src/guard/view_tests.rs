@@ -9,7 +9,7 @@
 mod tests {
     use pgrx::prelude::*;
 
-    use super::super::attack_tests::tests::roles;
+    use super::super::attack_tests::tests::{do_as_victim, roles};
     use crate::pg::testing::*;
 
     #[pg_test]
@@ -147,5 +147,77 @@ mod tests {
         assert_eq!(one::<i64>("SELECT count(*) FROM ask.query('SELECT n FROM vic.own')"), 1);
         assert!(one::<i64>("SELECT count(*) FROM ask.query('SELECT query FROM public.admin_sessions')") >= 1);
         Spi::run("RESET ROLE").unwrap();
+    }
+
+    /// An eleventh review's: the views another role's code reads that someone else owns run in
+    /// the reader's session too: a superuser's system views over the reader's prepared
+    /// statements and cursors, the reader's user mappings' options, a third role's view of
+    /// rows by `current_user`, in a view or in a policy; the reader's own view by reader. A
+    /// system view that shows the same to everyone is read, by any superuser too.
+    #[pg_test]
+    fn what_another_roles_code_reads_of_other_owners_follows_no_reader() {
+        roles();
+        Spi::run(
+            "CREATE ROLE ask_app; CREATE SCHEMA app AUTHORIZATION ask_app; GRANT USAGE ON SCHEMA app TO PUBLIC;
+             CREATE FOREIGN DATA WRAPPER ask_dummy_fdw; CREATE SERVER ask_srv FOREIGN DATA WRAPPER ask_dummy_fdw;
+             CREATE USER MAPPING FOR ask_vic SERVER ask_srv OPTIONS (user 'vic_remote', password 'Secr3t');
+             GRANT USAGE ON FOREIGN SERVER ask_srv TO ask_vic;
+             SET ROLE ask_app;
+             CREATE TABLE app.orders (owner name, card text);
+             INSERT INTO app.orders VALUES ('ask_vic', '4111-9999'), ('ask_att', '0000');
+             CREATE VIEW app.my_orders AS SELECT card FROM app.orders WHERE owner = current_user;
+             GRANT SELECT ON app.my_orders TO PUBLIC;
+             RESET ROLE;
+             SET ROLE ask_vic;
+             CREATE VIEW vic.mine AS SELECT s FROM vic.secret WHERE current_user = 'ask_vic';
+             GRANT SELECT ON vic.mine TO ask_att;
+             RESET ROLE;
+             SET ROLE ask_att;
+             CREATE VIEW att.ps AS SELECT (SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_statements) AS c;
+             CREATE VIEW att.cur AS SELECT (SELECT pg_catalog.count(*) FROM pg_catalog.pg_cursors) AS c;
+             CREATE VIEW att.um AS SELECT (SELECT pg_catalog.count(*) FROM information_schema.user_mapping_options) AS c;
+             CREATE VIEW att.mo AS SELECT (SELECT pg_catalog.count(*) FROM app.my_orders) AS c;
+             CREATE VIEW att.vm AS SELECT (SELECT pg_catalog.count(*) FROM vic.mine) AS c;
+             CREATE VIEW att.tables AS SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = 'att' AND tablename = 'lookup';
+             CREATE TABLE att.lookup (id int); INSERT INTO att.lookup VALUES (1);
+             ALTER TABLE att.lookup ENABLE ROW LEVEL SECURITY;
+             CREATE POLICY p ON att.lookup USING ((SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_statements) >= 0);
+             GRANT SELECT ON att.ps, att.cur, att.um, att.mo, att.vm, att.tables, att.lookup TO PUBLIC;
+             RESET ROLE;",
+        )
+        .unwrap();
+        Spi::run("SET ROLE ask_vic").unwrap();
+        for (read, named) in [
+            ("SELECT c FROM att.ps", "pg_prepared_statement"),
+            ("SELECT c FROM att.cur", "pg_cursor"),
+            ("SELECT c FROM att.um", "information_schema."),
+            ("SELECT c FROM att.mo", "app.my_orders"),
+            ("SELECT c FROM att.vm", "vic.mine"),
+            ("SELECT id FROM att.lookup", "pg_prepared_statement"),
+        ] {
+            let r = error_report(&format!("SELECT * FROM ask.query($q${read}$q$)"));
+            let said = r.as_ref().map(|r| r.1.clone()).unwrap_or_default();
+            assert!(said.contains(named), "BROKE {read}: {r:?}");
+        }
+        Spi::run("RESET ROLE").unwrap();
+        // A write step through another role's policy that reads the writer's prepared statements.
+        Spi::run(
+            "SET ROLE ask_att;
+             CREATE TABLE att.inbox (x int); ALTER TABLE att.inbox ENABLE ROW LEVEL SECURITY;
+             CREATE POLICY ins ON att.inbox FOR INSERT WITH CHECK ((SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_statements) >= 0);
+             CREATE POLICY sel ON att.inbox FOR SELECT USING (true);
+             GRANT SELECT, INSERT ON att.inbox TO PUBLIC;
+             RESET ROLE;",
+        )
+        .unwrap();
+        let refused = do_as_victim("Step 1: add\n```sql\nINSERT INTO att.inbox (x) VALUES (1);\n```");
+        assert!(refused.as_deref().is_some_and(|e| e.contains("pg_prepared_statement")), "BROKE the write step: {refused:?}");
+        assert_eq!(one::<i64>("SELECT count(*) FROM att.inbox"), 0);
+        Spi::run("SET ROLE ask_vic").unwrap();
+        // The same catalog view for everyone: read by the reader, and by the superuser whose
+        // own views the system views are.
+        assert_eq!(one::<i64>("SELECT count(*) FROM ask.query('SELECT tablename FROM att.tables')"), 1);
+        Spi::run("RESET ROLE").unwrap();
+        assert_eq!(one::<i64>("SELECT count(*) FROM ask.query('SELECT tablename FROM att.tables')"), 1);
     }
 }

@@ -303,7 +303,8 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, base: &Baseline<'_>, mut 
             n
         }
         "defog" => {
-            let n = load_defog(c, env("PG_ASK_REAL_DEFOG_PER_DB", "4").parse().unwrap(), env("PG_ASK_REAL_DEFOG_SKIP", "0").parse().unwrap());
+            let n =
+                load_defog(c, env("PG_ASK_REAL_DEFOG_PER_DB", "4").parse().unwrap(), env("PG_ASK_REAL_DEFOG_SKIP", "0").parse().unwrap());
             c.batch_execute("SET ask.use_knowledge = on").unwrap();
             if env("PG_ASK_REAL_KNOWLEDGE", "0") == "1" {
                 let items = defog_knowledge(c);

@@ -236,7 +236,6 @@ pub enum GrammarUse {
 pub enum FirstRepair {
     /// The failed query is shown with why it cannot be used, and a corrected one is asked for
     /// (`edit`).
-    #[default]
     Edit,
     /// Why it cannot be used is told, the failed query is not shown, and a query is asked for
     /// again from the question (`restart`): a small model shown its own query edits it, and
@@ -247,10 +246,14 @@ pub enum FirstRepair {
     /// ([`crate::prompt::plain_request`]). A second view of the question, not an edit of the
     /// first answer. Later repairs are asked as in `edit`.
     Plain,
-    /// `edit` when the failure is a column read from the wrong table (a described table has
-    /// it, and the hint says which: the query needs that one change), `plain` for every other
-    /// failure (`auto`): an empty result from a condition no row meets, a type or function
-    /// error, a refusal, a column no table has.
+    /// `edit` when the failure points at the column to write instead of one that does not
+    /// exist (a described table has it, a described column is named like it, PostgreSQL's
+    /// hint names one: the query needs that one change), is a relation that does not exist
+    /// (the hint lists the described ones) or is the guard's refusal (its reason names what
+    /// may not run), `plain` for every other failure (`auto`): an empty result from a
+    /// condition no row meets, a type or function error, a column nothing is like. The
+    /// default.
+    #[default]
     Auto,
 }
 
@@ -272,7 +275,7 @@ impl Default for AskConfig {
     fn default() -> Self {
         AskConfig {
             max_attempts: 3,
-            first_repair: FirstRepair::Edit,
+            first_repair: FirstRepair::Auto,
             candidates: 1,
             row_limit: 1000,
             answer_rows: 50,

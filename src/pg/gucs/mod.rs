@@ -109,7 +109,7 @@ const MAX_TOKENS_DEFAULT: i32 = 1024;
 static MAX_ATTEMPTS: GucSetting<i32> = GucSetting::<i32>::new(3);
 /// Queries drawn per question and voted on by their results.
 static CANDIDATES: GucSetting<i32> = GucSetting::<i32>::new(1);
-static FIRST_REPAIR: GucSetting<GucFirstRepair> = GucSetting::<GucFirstRepair>::new(GucFirstRepair::Edit);
+static FIRST_REPAIR: GucSetting<GucFirstRepair> = GucSetting::<GucFirstRepair>::new(GucFirstRepair::Auto);
 /// Rows fetched from generated SQL at most.
 static ROW_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(1000);
 /// Time limit for running one generated statement (ms, 0 = none beyond statement_timeout).
@@ -295,7 +295,7 @@ pub fn init() {
     );
     GucRegistry::define_enum_guc(
         c"ask.first_repair",
-        c"How the first repair after a query that failed is asked for: edit (the failed query shown, a corrected one asked for) restart (why it failed told, the query asked for again from the question) or plain (the tables and the question asked afresh, without rules or the failed query).",
+        c"How the first repair after a query that failed is asked for: edit (the failed query shown, a corrected one asked for), restart (why it failed told, the query asked for again from the question), plain (the tables and the question asked afresh, without rules or the failed query) or auto (edit when the failure points at what to change, plain otherwise).",
         c"Later repairs show the failed queries either way.",
         &FIRST_REPAIR,
         GucContext::Userset,

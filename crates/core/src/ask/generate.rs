@@ -132,7 +132,7 @@ pub(super) fn generate_and_run(
             }
             return Err(with_attempts(ended.clone(), attempt));
         }
-        let mut misplaced_column = false;
+        let mut points_at_the_change = false;
         let (failure, ended) = match extracted.clone().zip(checked) {
             None => (
                 "the reply contained no SQL query".to_string(),
@@ -155,7 +155,7 @@ pub(super) fn generate_and_run(
                 },
                 Ok(done) => return vote(host, trace, &req, cfg, attempt, step, (done.0.sql, done.1), &offered, &columns),
                 Err(failure) => {
-                    misplaced_column = super::repair_hint::column_of_another_table(&failure, tables());
+                    points_at_the_change = super::repair_hint::points_at_the_change(&failure, tables());
                     let mut text = failure.for_llm();
                     if let Some(note) = super::repair_hint::hint(&failure, tables()) {
                         text.push_str("\nNOTE: ");
@@ -174,10 +174,10 @@ pub(super) fn generate_and_run(
         if attempt < max_attempts {
             // `restart`: the first repair of a query that was written is asked from the
             // question, the failed query left out; `plain`: asked afresh, without the rules.
-            // `auto`: an edit for a column read from the wrong table, afresh otherwise.
+            // `auto`: an edit when the failure points at what to change, afresh otherwise.
             let first_repair = match (attempt == 1 && extracted.is_some(), cfg.first_repair) {
                 (false, _) => FirstRepair::Edit,
-                (true, FirstRepair::Auto) if misplaced_column => FirstRepair::Edit,
+                (true, FirstRepair::Auto) if points_at_the_change => FirstRepair::Edit,
                 (true, FirstRepair::Auto) => FirstRepair::Plain,
                 (true, chosen) => chosen,
             };

@@ -31,12 +31,21 @@ pub fn hint(failure: &ExecFailure, tables: &[Table]) -> Option<String> {
     }
 }
 
-/// Whether `failure` names a column that the query read from the wrong table: a described
-/// table has it (the hint then says which). The repair most likely to succeed then is an edit
-/// of the query, not a fresh one (`ask.first_repair = auto`).
-pub fn column_of_another_table(failure: &ExecFailure, tables: &[Table]) -> bool {
-    let ExecFailure::Error { sqlstate, message, .. } = failure else { return false };
-    sqlstate.as_str() == "42703" && missing_name(message).is_some_and(|column| !having(&column, tables).is_empty())
+/// Whether `failure` points at what to change: the column to write instead of one that does
+/// not exist (a described table has it: the query read it from the wrong table; a described
+/// column is named like it; PostgreSQL's hint names one, "Perhaps you meant ..."), the
+/// described tables instead of a relation that does not exist, or the
+/// guard's refusal, whose reason names what may not run (a model asked afresh does not know
+/// it). The repair most likely to succeed then is an edit of the query, not a fresh one
+/// (`ask.first_repair = auto`).
+pub fn points_at_the_change(failure: &ExecFailure, tables: &[Table]) -> bool {
+    let ExecFailure::Error { sqlstate, message, hint, .. } = failure else { return matches!(failure, ExecFailure::Refused { .. }) };
+    match sqlstate.as_str() {
+        "42703" => hint.as_deref().is_some_and(|h| h.contains("Perhaps you meant")) || missing_column(message, tables).is_some(),
+        // A relation that does not exist: the hint lists the described ones to write instead.
+        "42P01" => !tables.is_empty(),
+        _ => false,
+    }
 }
 
 /// The column named by `column "x" does not exist` or `column t.x does not exist`, folded.
@@ -181,9 +190,11 @@ mod tests {
         let h = hint(&error("42703", "column \"sbcustid\" does not exist"), &[table("s", "sbtransaction", &["sbtxcustid", "sbtxtype"])])
             .unwrap();
         assert!(h.contains("s.sbtransaction.sbtxcustid"), "{h}");
-        assert!(column_of_another_table(&error("42703", "column t2.predicted_graduation_semester does not exist"), &tables));
-        assert!(!column_of_another_table(&error("42703", "column \"salesperson_id\" does not exist"), &tables));
-        assert!(!column_of_another_table(&error("42P01", "relation \"student_id\" does not exist"), &tables));
+        assert!(points_at_the_change(&error("42703", "column t2.predicted_graduation_semester does not exist"), &tables));
+        assert!(points_at_the_change(&error("42703", "column \"admit_trm\" does not exist"), &tables));
+        assert!(!points_at_the_change(&error("42703", "column \"salesperson_id\" does not exist"), &tables));
+        assert!(points_at_the_change(&error("42P01", "relation \"student_id\" does not exist"), &tables));
+        assert!(!points_at_the_change(&error("42883", "operator does not exist: date ~~ unknown"), &tables));
         let h = hint(&error("42P01", "relation \"geography.country\" does not exist"), &tables).unwrap();
         assert!(h.contains("public.student, public.student_record"), "{h}");
         assert!(hint(&error("42883", "operator does not exist: date ~~ unknown"), &tables).unwrap().contains("extract(dow"));

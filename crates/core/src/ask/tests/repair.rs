@@ -30,8 +30,9 @@ fn a_restarted_first_repair_tells_the_failure_without_the_failed_query() {
     // The next repair shows the query that failed then, and keeps the first failure told.
     assert!(third.contains("```sql\nSELECT nme FROM public.restaurants\n```"), "{third}");
     assert!(third.contains("citation_num") && third.matches("Write a different, corrected query").count() == 1, "{third}");
-    // `edit` (the default) shows the failed query at the first repair.
-    assert_eq!(cfg().first_repair, crate::config::FirstRepair::Edit);
+    // `edit` shows the failed query at the first repair (`auto`, the default, does for a
+    // failure that points at what to change).
+    assert_eq!(cfg().first_repair, crate::config::FirstRepair::Auto);
     let h = repaired(crate::config::FirstRepair::Edit);
     assert!(h.seen[1].1.messages.last().unwrap().content.contains("```sql\nSELECT sum(citation_num) FROM public.restaurants\n```"));
 }
