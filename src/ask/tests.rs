@@ -89,6 +89,9 @@ mod tests {
     fn repairs_from_the_database_error() {
         setup();
         let q = "how many cities?";
+        // An edit repair, which shows the database's error (`auto` asks a missing relation
+        // afresh).
+        Spi::run("SET ask.first_repair = edit").unwrap();
         let _llm =
             llm(Script::default().rule(Rule::new(&["<schema>", q], Reply::text("SELECT count(*) AS n FROM public.citys")).times(1)).rule(
                 Rule::new(&["<schema>", q], Reply::text("SELECT count(*) AS n FROM public.cities"))

@@ -120,7 +120,9 @@ mod tests {
         let n = questions.len();
         // The stand-in runs inside this backend: one call at a time here (concurrent calls are
         // exercised against a stand-in process by tests/client/tests/evaluate.rs).
-        Spi::run("SET ask.concurrency = 1; SET ask.request_timeout = '10s'").unwrap();
+        // Repairs as edits, which show the error the scripted repair answers (`auto` asks a
+        // missing relation afresh).
+        Spi::run("SET ask.concurrency = 1; SET ask.request_timeout = '10s'; SET ask.first_repair = edit").unwrap();
 
         // A run cut short after one batch keeps that batch; the next steps do only the rest.
         assert_eq!(step(&s, "scripted", 5), 5);

@@ -246,13 +246,11 @@ pub enum FirstRepair {
     /// ([`crate::prompt::plain_request`]). A second view of the question, not an edit of the
     /// first answer. Later repairs are asked as in `edit`.
     Plain,
-    /// `edit` when the failure points at the column to write instead of one that does not
-    /// exist (a described table has it, a described column is named like it, PostgreSQL's
-    /// hint names one: the query needs that one change), is a relation that does not exist
-    /// (the hint lists the described ones) or is the guard's refusal (its reason names what
-    /// may not run), `plain` for every other failure (`auto`): an empty result from a
-    /// condition no row meets, a type or function error, a column nothing is like. The
-    /// default.
+    /// `edit` when the failure points at what to change — a column read from the wrong table
+    /// (a described table has it, and the hint says which: the query needs that one change),
+    /// or the guard's refusal (its reason names what may not run) — and `plain` for every
+    /// other failure (`auto`): an empty result from a condition no row meets, a type or
+    /// function error, a misspelt column or relation. The default.
     #[default]
     Auto,
 }

@@ -160,7 +160,9 @@ fn repairs_go_to_the_llm_live() {
     let (_, request) = capture(&mut host, "q");
     let prefetched = Prefetched { request, reply: reply("SELECT x FROM nowhere"), took: Duration::ZERO };
     let mut replay = Replay::new(&mut host, Some(prefetched));
-    let out = pipeline::run(&mut replay, "q", &AskConfig::default(), Goal::Sql).unwrap();
+    // An edit repair, which shows the failure (`auto` asks a missing relation afresh).
+    let edit = AskConfig { first_repair: pg_ask_core::config::FirstRepair::Edit, ..AskConfig::default() };
+    let out = pipeline::run(&mut replay, "q", &edit, Goal::Sql).unwrap();
     assert_eq!(out.sql, "SELECT x FROM s.t");
     assert_eq!(out.trace.attempts, 2);
     assert_eq!(host.chats.len(), 1);

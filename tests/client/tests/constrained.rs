@@ -103,7 +103,8 @@ fn in_auto_a_query_naming_what_does_not_exist_is_repaired_under_the_grammar() {
     use_llm(&mut c, &llm.url());
     // Two attempts: the second, a repair and the last attempt, is under the grammar (with more
     // attempts the model's own repair comes first).
-    c.batch_execute("SET ask.max_attempts = 2").unwrap();
+    // An edit repair, which tells the failure (`auto` asks a misspelt column afresh).
+    c.batch_execute("SET ask.max_attempts = 2; SET ask.first_repair = edit").unwrap();
     let trace = explain(&mut c, "list the cities, missing first");
     assert!(trace.get("error").is_none(), "{trace}");
     let sent = llm.requests();
@@ -121,7 +122,8 @@ fn a_server_that_refuses_the_grammar_is_asked_again_without_it_and_remembered() 
     let llm = refusing("grammar");
     let mut c = connect();
     use_llm(&mut c, &llm.url());
-    c.batch_execute("SET ask.max_attempts = 2").unwrap();
+    // An edit repair, which tells the failure (`auto` asks a misspelt column afresh).
+    c.batch_execute("SET ask.max_attempts = 2; SET ask.first_repair = edit").unwrap();
     let trace = explain(&mut c, "list the cities, missing first");
     assert!(trace.get("error").is_none(), "{trace}");
     assert_eq!(stage(&trace, "repair")["output"]["unconstrained"], "refused");

@@ -10,10 +10,13 @@ SELECT t->'attempts' AS attempts,
        jsonb_path_query_array(t, '$.stages[*].stage') AS stages,
        t->>'final_sql' AS final_sql
 FROM ask.explain('how many restaurants per cuisine?') t;
--- A misspelt column is repaired from the error message.
+-- A misspelt column is repaired from the error message (an edit repair; `auto`, the default,
+-- asks a misspelt name afresh).
+SET ask.first_repair = edit;
 SELECT t->'attempts' AS attempts,
        jsonb_path_query_array(t, '$.stages[*] ? (@.stage == "execute").output') AS executions
 FROM ask.explain('average rating of Italian restaurants') t;
+RESET ask.first_repair;
 -- Constrained output: in auto (above) the model writes its first query itself; on, SQL
 -- generation is under a grammar of the described tables from the first call (its size in the
 -- trace), the answer stage under its JSON schema; the stand-in answers free text, which the

@@ -23,6 +23,9 @@ SELECT ask.load_suite('grocer_quiz', $$[
    "db_name": "grocer", "query_category": "aggregate", "hardness": "medium"}
 ]$$);
 SELECT qno, question, schema, category, difficulty FROM ask.eval_questions WHERE suite = 'grocer_quiz' ORDER BY qno;
+-- Repairs as edits, which show the error the stand-in's repair answers (`auto`, the default,
+-- asks a missing relation afresh).
+SET ask.first_repair = edit;
 -- A run, two questions at a time (the function form of CALL ask.evaluate, for use inside a
 -- transaction block): it returns how many questions each batch evaluated, 0 when done.
 SELECT ask.evaluate_step('grocer_quiz', 'standin', 2) AS batch_1;

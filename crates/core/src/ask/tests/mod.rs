@@ -197,7 +197,9 @@ fn repairs_from_the_error_message() {
             Ok(one_row())
         }
     });
-    let out = run(&mut h, "q", &cfg(), Goal::Rows).unwrap();
+    // An edit repair (`auto` asks a misspelt column afresh).
+    let edit = AskConfig { first_repair: crate::config::FirstRepair::Edit, ..cfg() };
+    let out = run(&mut h, "q", &edit, Goal::Rows).unwrap();
     assert_eq!(out.sql, "SELECT name FROM public.restaurants");
     assert_eq!(out.trace.attempts, 2);
     let repair = &h.seen[1];
