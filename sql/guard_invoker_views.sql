@@ -8,22 +8,30 @@
 --   with the reader's privileges);
 -- - another role's view reads, at any level, a relation whose rows follow whoever reads it
 --   (pg_stats, pg_stat_activity, pg_settings, pg_user_mappings);
--- - another role's foreign table (read with the caller's user mapping).
+-- - another role's foreign table (read with the caller's user mapping), an inheritance child
+--   or a partition of a relation reached too.
 -- Such code runs its owner's query over the caller's data, and which relations its branches
 -- scan is counted in statistics every role reads. A superuser's code, and the caller's own,
 -- are not held to it. One row: the first refusal, named. Read by src/guard/reach.rs.
 WITH RECURSIVE edges(view, rel, col) AS (
     -- What each view reads (its rule's dependencies: a column, or 0 for a whole relation), at
-    -- every level, from the relations $1 (seeded as read by no view).
+    -- every level, from the relations $1 (seeded as read by no view); and the inheritance
+    -- children and partitions of every relation reached, which the planner reads with it (a
+    -- foreign child is read with the reader's user mapping), as read by no view.
     SELECT NULL::pg_catalog.oid, r, 0 FROM pg_catalog.unnest($1::pg_catalog.oid[]) r
     UNION
-    SELECT w.ev_class, d.refobjid, d.refobjsubid
-      FROM edges
-      JOIN pg_catalog.pg_rewrite w ON w.ev_class OPERATOR(pg_catalog.=) edges.rel AND w.rulename OPERATOR(pg_catalog.=) '_RETURN'
-      JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
-                                 AND d.objid OPERATOR(pg_catalog.=) w.oid
-                                 AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
-     WHERE d.refobjid OPERATOR(pg_catalog.<>) w.ev_class
+    SELECT x.view, x.rel, x.col FROM edges CROSS JOIN LATERAL (
+        SELECT w.ev_class, d.refobjid, d.refobjsubid
+          FROM pg_catalog.pg_rewrite w
+          JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
+                                     AND d.objid OPERATOR(pg_catalog.=) w.oid
+                                     AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+         WHERE w.ev_class OPERATOR(pg_catalog.=) edges.rel AND w.rulename OPERATOR(pg_catalog.=) '_RETURN'
+           AND d.refobjid OPERATOR(pg_catalog.<>) w.ev_class
+        UNION ALL
+        SELECT NULL::pg_catalog.oid, i.inhrelid, 0::pg_catalog.int4
+          FROM pg_catalog.pg_inherits i WHERE i.inhparent OPERATOR(pg_catalog.=) edges.rel
+    ) x(view, rel, col)
 ), rels(oid) AS (
     SELECT DISTINCT rel FROM edges
 ), invoker(oid) AS (

@@ -22,8 +22,9 @@ use pgrx::pg_sys;
 
 /// Built-ins every role may execute whose rows or value follow the session that calls them:
 /// the queries, locks and clients of other sessions, this session's prepared statements,
-/// cursors, settings, search path and transaction counts. Names ending in `_` stand for every
-/// built-in they begin.
+/// cursors, settings, search path (what it makes visible, what a name resolves to), temporary
+/// schema and transaction counts. Names ending in `_`, and `to_reg`, stand for every built-in
+/// they begin.
 const FOLLOW_THE_CALLER: &[&str] = &[
     "pg_stat_get_activity",
     "pg_stat_get_progress_info",
@@ -51,18 +52,43 @@ const FOLLOW_THE_CALLER: &[&str] = &[
     "inet_client_port",
     "inet_server_addr",
     "inet_server_port",
+    // The search path and this session's temporary schema, by what they make visible.
+    "pg_table_is_visible",
+    "pg_type_is_visible",
+    "pg_function_is_visible",
+    "pg_operator_is_visible",
+    "pg_opclass_is_visible",
+    "pg_opfamily_is_visible",
+    "pg_collation_is_visible",
+    "pg_conversion_is_visible",
+    "pg_statistics_obj_is_visible",
+    "pg_ts_parser_is_visible",
+    "pg_ts_dict_is_visible",
+    "pg_ts_template_is_visible",
+    "pg_ts_config_is_visible",
+    "to_reg",
+    "pg_is_other_temp_schema",
 ];
 
 /// Built-ins whose result is who the caller is, or what the caller may do or has set: another
 /// role's own code may use them (its rows, by reader), the code beneath it of other owners may
 /// not (their rows by reader are the caller's, not the code owner's).
-const WHO_THE_CALLER_IS: &[&str] =
-    &["current_user", "session_user", "current_schema", "current_setting", "getpgusername", "pg_has_role", "row_security_active", "has_"];
+const WHO_THE_CALLER_IS: &[&str] = &[
+    "current_user",
+    "session_user",
+    "system_user",
+    "current_schema",
+    "current_setting",
+    "getpgusername",
+    "pg_has_role",
+    "row_security_active",
+    "has_",
+];
 
 /// Whether the built-in named `name` follows the session that calls it ([`FOLLOW_THE_CALLER`]),
 /// and when `beneath`, who calls it too ([`WHO_THE_CALLER_IS`], `has_*_privilege`).
 fn follows_the_caller(name: &str, beneath: bool) -> bool {
-    let listed = |list: &[&str]| list.iter().any(|f| if f.ends_with('_') { name.starts_with(f) } else { name == *f });
+    let listed = |list: &[&str]| list.iter().any(|f| if f.ends_with('_') || *f == "to_reg" { name.starts_with(f) } else { name == *f });
     listed(FOLLOW_THE_CALLER) || (beneath && listed(WHO_THE_CALLER_IS) && (!name.starts_with("has_") || name.ends_with("_privilege")))
 }
 

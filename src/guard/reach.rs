@@ -217,12 +217,15 @@ fn refusal_of(reached: &Reached, writer: Option<pg_sys::Oid>, named: &mut Reache
 /// calling what its owner may not execute or what follows the caller's session
 /// ([`super::others`]). A failed read refuses.
 fn callers_privileges_refusal(relations: &[pg_sys::Oid]) -> Option<String> {
-    // Only a statement that reads a view, a foreign table or a table with row-level security
+    // Only a statement that reads a view, a foreign table, a table with row-level security or
+    // one with inheritance children or partitions (one may be another role's foreign table)
     // can reach such code (the relation cache, per relation).
     let may = relations.iter().any(|r| {
         relation_form(*r, |form| {
             form.relkind == pg_sys::RELKIND_VIEW as std::ffi::c_char
                 || form.relkind == pg_sys::RELKIND_FOREIGN_TABLE as std::ffi::c_char
+                || form.relkind == pg_sys::RELKIND_PARTITIONED_TABLE as std::ffi::c_char
+                || form.relhassubclass
                 || form.relrowsecurity
         })
         .unwrap_or(true)

@@ -220,4 +220,46 @@ mod tests {
         Spi::run("RESET ROLE").unwrap();
         assert_eq!(one::<i64>("SELECT count(*) FROM ask.query('SELECT tablename FROM att.tables')"), 1);
     }
+
+    /// A twelfth review's: another role's foreign table as an inheritance child or a partition
+    /// of that role's table is read with the reader's user mapping like the foreign table read
+    /// by name (refused since the tenth review): refused, read or written; and another role's
+    /// view learns the reader's search path by what it makes visible.
+    #[pg_test]
+    fn another_roles_foreign_child_or_partition_and_visibility_are_refused() {
+        roles();
+        Spi::run(
+            "CREATE FOREIGN DATA WRAPPER ask_dummy_fdw; CREATE SERVER ask_srv FOREIGN DATA WRAPPER ask_dummy_fdw;
+             CREATE USER MAPPING FOR ask_vic SERVER ask_srv OPTIONS (user 'vic_remote');
+             GRANT USAGE ON FOREIGN SERVER ask_srv TO ask_att;
+             SET ROLE ask_att;
+             CREATE TABLE att.parent (s text);
+             CREATE FOREIGN TABLE att.fchild () INHERITS (att.parent) SERVER ask_srv OPTIONS (table_name 'secret');
+             CREATE TABLE att.pp (s text) PARTITION BY LIST (s);
+             CREATE FOREIGN TABLE att.fpart PARTITION OF att.pp DEFAULT SERVER ask_srv;
+             CREATE VIEW att.iv WITH (security_invoker = true) AS SELECT s FROM att.parent;
+             CREATE TABLE att.t2 (x int); INSERT INTO att.t2 VALUES (1); ALTER TABLE att.t2 ENABLE ROW LEVEL SECURITY;
+             CREATE POLICY p2 ON att.t2 USING ((SELECT pg_catalog.count(*) FROM att.parent) >= 0);
+             CREATE VIEW att.visible AS SELECT pg_catalog.count(*) AS c FROM pg_catalog.pg_class c WHERE pg_catalog.pg_table_is_visible(c.oid);
+             GRANT SELECT, DELETE ON att.parent, att.fchild, att.pp, att.fpart, att.iv, att.t2, att.visible TO PUBLIC;
+             RESET ROLE;",
+        )
+        .unwrap();
+        Spi::run("SET ROLE ask_vic").unwrap();
+        for (read, named) in [
+            ("SELECT s FROM att.parent", "att.fchild"),
+            ("SELECT s FROM att.pp", "att.fpart"),
+            ("SELECT s FROM att.iv", "att.fchild"),
+            ("SELECT x FROM att.t2", "att.fchild"),
+            ("SELECT c FROM att.visible", "pg_table_is_visible()"),
+        ] {
+            let r = error_report(&format!("SELECT * FROM ask.query($q${read}$q$)"));
+            let said = r.as_ref().map(|r| r.1.clone()).unwrap_or_default();
+            assert!(said.contains(named), "BROKE {read}: {r:?}");
+        }
+        Spi::run("RESET ROLE").unwrap();
+        // A write through the parent is refused before it runs (the foreign scan never starts).
+        let refused = do_as_victim("Step 1: clean\n```sql\nDELETE FROM att.pp WHERE s = 'x';\n```");
+        assert!(refused.as_deref().is_some_and(|e| e.contains("att.fpart") && e.contains("user mapping")), "BROKE the write: {refused:?}");
+    }
 }
