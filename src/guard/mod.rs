@@ -270,8 +270,10 @@ unsafe fn analyse(sql: &CStr) -> Result<planned::Checked, String> {
     if let Some(reason) = functions::first_refused(q) {
         return Err(format!("{reason} (through a view or a row-level security policy)"));
     }
-    // And what the tables under them bring into planning and execution.
+    // And what the tables under them bring into planning and execution, their children and
+    // partitions included (the planner reads them; one added later is refused when planned).
     reach::collect(q, &mut reached);
+    reached.close_over_children();
     if let Some(reason) = reach::refusal(&reached, None) {
         return Err(reason);
     }

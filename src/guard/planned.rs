@@ -44,12 +44,17 @@ struct Expected {
 
 thread_local! {
     static EXPECTED: RefCell<Option<Expected>> = const { RefCell::new(None) };
+    /// While the expected statement is planned, the relations its check saw; how deep the
+    /// planner is in it (1: the statement itself; more: a query planned within it).
+    static PLANNING: RefCell<Vec<pg_sys::Oid>> = const { RefCell::new(Vec::new()) };
+    static PLANNING_DEPTH: Cell<u32> = const { Cell::new(0) };
     static PLANNED: Cell<bool> = const { Cell::new(false) };
     /// While a write runs, the role it runs as.
     static WRITER: Cell<Option<pg_sys::Oid>> = const { Cell::new(None) };
 }
 
 static mut PREV_PLANNER: pg_sys::planner_hook_type = None;
+static mut PREV_RELATION_INFO: pg_sys::get_relation_info_hook_type = None;
 
 /// Installs the planner hook; called once from `_PG_init`. Outside [`expecting`] it only passes
 /// on to the hook installed before it.
@@ -59,6 +64,8 @@ pub(crate) fn init() {
     unsafe {
         PREV_PLANNER = pg_sys::planner_hook;
         pg_sys::planner_hook = Some(planner);
+        PREV_RELATION_INFO = pg_sys::get_relation_info_hook;
+        pg_sys::get_relation_info_hook = Some(relation_info);
     }
 }
 
@@ -72,6 +79,8 @@ pub(super) fn expecting<T>(sql: &CStr, checked: Checked, f: impl FnOnce() -> Res
         fn drop(&mut self) {
             EXPECTED.with(|e| e.borrow_mut().take());
             WRITER.with(|w| w.set(None));
+            PLANNING_DEPTH.with(|d| d.set(0));
+            PLANNING.with(|p| p.borrow_mut().clear());
         }
     }
     WRITER.with(|w| w.set(checked.writer));
@@ -107,10 +116,47 @@ unsafe extern "C-unwind" fn planner(
     cursor_options: std::ffi::c_int,
     bound_params: pg_sys::ParamListInfo,
 ) -> *mut pg_sys::PlannedStmt {
+    // How deep the planner is in the expected statement's planning: 0 outside it, 1 once
+    // `before_planning` has found this is the expected statement, one more for each query
+    // planned within (a function the planner evaluates); back to what it was when the planner
+    // returns (an error unwinds to `expecting`, which sets it to 0).
+    let outer = PLANNING_DEPTH.with(Cell::get);
     before_planning(parse, query_string);
-    match PREV_PLANNER {
+    if outer > 0 {
+        PLANNING_DEPTH.with(|d| d.set(outer + 1));
+    }
+    let planned = match PREV_PLANNER {
         Some(prev) => prev(parse, query_string, cursor_options, bound_params),
         None => standard_planner_as_c(parse, query_string, cursor_options, bound_params),
+    };
+    PLANNING_DEPTH.with(|d| d.set(outer));
+    planned
+}
+
+/// The planner's look at each relation it reads, inheritance children and partitions among
+/// them, as it expands them: while the expected statement is planned, a relation its check
+/// did not see (a child attached to a table it reads after the check, behind a lock the
+/// planner waited on) is refused before any of its code runs (a foreign table's wrapper
+/// included).
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn relation_info(
+    root: *mut pg_sys::PlannerInfo,
+    relation: pg_sys::Oid,
+    inhparent: bool,
+    rel: *mut pg_sys::RelOptInfo,
+) {
+    // The expected statement's own planning only (a query planned within it, pg_ask's own
+    // catalog reads among them, is not the statement).
+    if PLANNING_DEPTH.with(Cell::get) == 1 && !PLANNING.with(|p| p.borrow().contains(&relation)) {
+        crate::pg::errors::Raised::new(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("the statement as planned reads {}, which its check did not see", relation_name(relation)),
+        )
+        .hint("Another session changed the schema between pg_ask's check of the statement and its run (a child or a partition attached); ask again.")
+        .raise();
+    }
+    if let Some(prev) = PREV_RELATION_INFO {
+        prev(root, relation, inhparent, rel);
     }
 }
 
@@ -141,6 +187,10 @@ unsafe extern "C-unwind" fn before_planning(parse: *mut pg_sys::Query, query_str
         let approved = &expected.checked.sequences;
         nextval_as_identity(parse as *mut pg_sys::Node, &|seq| approved.contains(&seq));
         PLANNED.with(|p| p.set(true));
+        // The planner's look at each relation is held to what the check saw (`relation_info`);
+        // the planner hook counts this level from here.
+        PLANNING.with(|p| *p.borrow_mut() = expected.checked.reached.relations.clone());
+        PLANNING_DEPTH.with(|d| d.set(1));
     } else if let Some(writer) = WRITER.with(Cell::get) {
         // A query planned while the write runs (its own trigger's): the defaults the rewriter
         // added for a table the writer owns (an audit table's serial key), nothing else.

@@ -30,6 +30,46 @@ impl Reached {
         }
     }
 
+    /// Adds the inheritance children and partitions, at every level, of the relations reached
+    /// that have any, as the catalog holds them now (no lock: a child attached later is
+    /// refused when the planner meets it, [`super::planned`]).
+    pub(crate) fn close_over_children(&mut self) {
+        extern "C-unwind" {
+            fn find_all_inheritors(
+                parent: pg_sys::Oid,
+                lockmode: pg_sys::LOCKMODE,
+                numparents: *mut *mut pg_sys::List,
+            ) -> *mut pg_sys::List;
+        }
+        let parents: Vec<pg_sys::Oid> = self
+            .relations
+            .iter()
+            .copied()
+            .filter(|r| {
+                relation_form(*r, |f| f.relhassubclass || f.relkind == pg_sys::RELKIND_PARTITIONED_TABLE as std::ffi::c_char)
+                    .unwrap_or(false)
+            })
+            .collect();
+        for parent in parents {
+            // SAFETY: a catalog scan inside the transaction; an error it raises becomes a Rust
+            // panic at the boundary, as pgrx's own wrappers make it.
+            let family = unsafe {
+                pgrx::pg_sys::ffi::pg_guard_ffi_boundary(|| {
+                    find_all_inheritors(parent, pg_sys::NoLock as pg_sys::LOCKMODE, std::ptr::null_mut())
+                })
+            };
+            if family.is_null() {
+                continue;
+            }
+            // SAFETY: an OID list find_all_inheritors built in the current memory context.
+            let members: Vec<pg_sys::Oid> =
+                unsafe { (0..(*family).length as usize).map(|i| (*(*family).elements.add(i)).oid_value).collect() };
+            for member in members {
+                self.relation(member);
+            }
+        }
+    }
+
     fn typ(&mut self, oid: pg_sys::Oid) {
         if u32::from(oid) >= pg_sys::FirstNormalObjectId && !self.types.contains(&oid) {
             self.types.push(oid);

@@ -72,8 +72,10 @@ unsafe fn statement_refusal_now(sql: &std::ffi::CStr, allow_nextval: bool, check
     if own_nextval > 0 && super::planned::result_relation(q) != written {
         return Some("it calls nextval while writing through a view or a rule: write into the table itself".into());
     }
-    // What runs is this query whole, the defaults of the columns it does not set included.
+    // What runs is this query whole, the defaults of the columns it does not set included,
+    // and the children and partitions of what it reads and writes.
     reach::collect(q, &mut checked.reached);
+    checked.reached.close_over_children();
     if matches!(command, pg_sys::CmdType::CMD_INSERT | pg_sys::CmdType::CMD_UPDATE) {
         // The entries that are the written table's defaults, as the rewriter adds them (a
         // default holds no subquery): their nextval calls are the table's own, held to
