@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -33,7 +33,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::Limits;
-use crate::server::{Handler, Principal, SessionSlot};
+use crate::server::{give_back, Handler, Principal, SessionSlot, OPEN, OPENING};
 use crate::tokens::{bearer, Tokens};
 
 type Body = BoxBody<Bytes, Infallible>;
@@ -64,10 +64,18 @@ struct Gate {
 
 #[derive(Default)]
 struct Owners {
-    sessions: HashMap<String, usize>,
+    sessions: HashMap<String, Opened>,
     /// Per token line, its sessions open or opening: counted from admission, like `live`, and
     /// held by each session it opened until the session ends.
     live: HashMap<usize, Arc<AtomicUsize>>,
+}
+
+/// A session the gate saw opened: the token line that opened it and its place among the live
+/// sessions, given back when the client deletes the session.
+struct Opened {
+    line: usize,
+    state: Arc<AtomicU8>,
+    token: Arc<AtomicUsize>,
 }
 
 fn plain(status: StatusCode, text: &str) -> Response<Body> {
@@ -82,7 +90,7 @@ tokio::task_local! {
     /// being served: the session the request opens takes it over (the service factory runs in
     /// the request's task), so a session counts against its token even when the client drops
     /// the opening request before its answer.
-    static PLACE: (Arc<AtomicBool>, Arc<AtomicUsize>);
+    static PLACE: (Arc<AtomicU8>, Arc<AtomicUsize>);
 }
 
 /// A place among `max_sessions` and its token's share, counted as live from admission: given
@@ -90,26 +98,21 @@ tokio::task_local! {
 struct Place {
     live: Arc<AtomicUsize>,
     token: Arc<AtomicUsize>,
-    held: Arc<AtomicBool>,
+    /// OPENING while the request holds it, OPEN once the session it opened took it over.
+    state: Arc<AtomicU8>,
 }
 
 impl Drop for Place {
     fn drop(&mut self) {
-        if self.held.swap(false, Ordering::SeqCst) {
-            self.live.fetch_sub(1, Ordering::SeqCst);
-            self.token.fetch_sub(1, Ordering::SeqCst);
-        }
+        give_back(&self.state, OPENING, &self.live, Some(&self.token));
     }
 }
 
 /// A new session's count among the live ones: the place its opening request was admitted
 /// with, or (opened outside the gate's admission, which does not happen) a new one.
 fn session_slot(live: &Arc<AtomicUsize>) -> SessionSlot {
-    let taken = PLACE.try_with(|(held, token)| held.swap(false, Ordering::SeqCst).then(|| token.clone())).ok().flatten();
-    match taken {
-        Some(token) => SessionSlot::admitted(live.clone(), token),
-        None => SessionSlot::new(live.clone()),
-    }
+    let taken = PLACE.try_with(|(state, token)| SessionSlot::admitted(live.clone(), token.clone(), state.clone())).ok().flatten();
+    taken.unwrap_or_else(|| SessionSlot::new(live.clone()))
 }
 
 impl Gate {
@@ -144,7 +147,13 @@ impl Gate {
             let delete = req.method() == Method::DELETE;
             let mut r = self.mcp.handle(req).await;
             if delete && r.status().is_success() {
-                self.owners.lock().unwrap_or_else(|p| p.into_inner()).sessions.remove(&id);
+                let gone = self.owners.lock().unwrap_or_else(|p| p.into_inner()).sessions.remove(&id);
+                // The session is closed for the client now; its worker and connection may end
+                // a moment later. Its place is free at once, so the same token's next opening
+                // is not refused for a session it already closed.
+                if let Some(gone) = gone {
+                    give_back(&gone.state, OPEN, &self.live, Some(&gone.token));
+                }
                 // rmcp answers 202, which clients that expect 200 or 204 log as a failure;
                 // nothing is left to accept, so say 204.
                 if r.status() == StatusCode::ACCEPTED {
@@ -160,31 +169,33 @@ impl Gate {
         let place = match self.admit(line) {
             Ok(place) => place,
             Err(why) => {
+                eprintln!("pg_ask-mcp: refused a session to token line {line}: {}", why.trim_start_matches("pg_ask-mcp: "));
                 let mut r = plain(StatusCode::SERVICE_UNAVAILABLE, &why);
                 r.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
                 return r;
             }
         };
-        let r = PLACE.scope((place.held.clone(), place.token.clone()), self.mcp.handle(req)).await;
+        let r = PLACE.scope((place.state.clone(), place.token.clone()), self.mcp.handle(req)).await;
+        let opened = Opened { line, state: place.state.clone(), token: place.token.clone() };
         drop(place);
         if let Some(id) = r.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
-            self.opened(id.to_owned(), line).await;
+            self.opened(id.to_owned(), opened).await;
         }
         r
     }
 
     /// The token line that opened session `id`, if it is known.
     fn owner(&self, id: &str) -> Option<usize> {
-        self.owners.lock().unwrap_or_else(|p| p.into_inner()).sessions.get(id).copied()
+        self.owners.lock().unwrap_or_else(|p| p.into_inner()).sessions.get(id).map(|o| o.line)
     }
 
     /// Notes who opened session `id`, and forgets sessions the MCP layer closed since (idle
     /// ones), so the map holds at most the open sessions.
-    async fn opened(&self, id: String, line: usize) {
-        eprintln!("pg_ask-mcp: token line {line} opened a session");
+    async fn opened(&self, id: String, opened: Opened) {
+        eprintln!("pg_ask-mcp: token line {} opened a session", opened.line);
         let alive = self.sessions.sessions.read().await;
         let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
-        owners.sessions.insert(id, line);
+        owners.sessions.insert(id, opened);
         owners.sessions.retain(|id, _| alive.contains_key(id.as_str()));
     }
 
@@ -209,7 +220,7 @@ impl Gate {
             let live = self.live.load(Ordering::SeqCst);
             return Err(format!("pg_ask-mcp: {live} sessions are open, the most --max-sessions allows; close one or retry later"));
         }
-        Ok(Place { live: self.live.clone(), token, held: Arc::new(AtomicBool::new(true)) })
+        Ok(Place { live: self.live.clone(), token, state: Arc::new(AtomicU8::new(OPENING)) })
     }
 
     /// The whole body, within `--max-request-bytes` (413) and `--body-timeout` (408).

@@ -190,3 +190,39 @@ async fn concurrent_openings_keep_the_session_limit() {
     assert_eq!(opened(MALLORY).await, 0, "a token holding its share opens no more");
     assert_eq!(opened(ALICE).await, 2, "another token still finds its share free");
 }
+
+/// A session the client deleted gives its place back at once: the same token, holding its
+/// whole share, opens the next one right after the DELETE's answer (a client that closes a
+/// session and opens another is not told its share is taken by the session it closed).
+#[tokio::test]
+async fn a_deleted_session_frees_its_place_at_once() {
+    let server = start(Limits { max_sessions: 2, ..Limits::default() }).await;
+    let a = server.addr;
+    for round in 0..30 {
+        let opened = send(a, "POST", ALICE, None, INIT).await;
+        assert_eq!(opened.status, 200, "round {round}: {}", opened.text);
+        let id = opened.session();
+        assert_eq!(send(a, "POST", ALICE, Some(&id), INITIALIZED).await.status, 202);
+        assert_eq!(send(a, "POST", ALICE, Some(&id), LIST).await.status, 200);
+        // The client's standing GET stream, open while it deletes the session (as the MCP
+        // SDKs' clients do).
+        let stream = {
+            let id = id.clone();
+            tokio::spawn(async move { send(a, "GET", ALICE, Some(&id), "").await })
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(send(a, "DELETE", ALICE, Some(&id), "").await.status, 204, "round {round}");
+        let reopened = send(a, "POST", ALICE, None, INIT).await;
+        assert_eq!(reopened.status, 200, "round {round}, right after the DELETE: {}", reopened.text);
+        assert_eq!(send(a, "DELETE", ALICE, Some(&reopened.session()), "").await.status, 204);
+        stream.abort();
+    }
+    // The share is one session: a second one open at once is still refused.
+    let first = send(a, "POST", ALICE, None, INIT).await;
+    assert_eq!(first.status, 200, "{}", first.text);
+    let second = send(a, "POST", ALICE, None, INIT).await;
+    assert_eq!(second.status, 503, "{}", second.text);
+    // A DELETE another token sends frees nothing.
+    assert_eq!(send(a, "DELETE", MALLORY, Some(&first.session()), "").await.status, 404);
+    assert_eq!(send(a, "POST", ALICE, None, INIT).await.status, 503);
+}

@@ -2,7 +2,7 @@
 //! session's connection, as the session's role.
 
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
@@ -28,29 +28,54 @@ pub struct Principal {
     pub config: tokio_postgres::Config,
 }
 
-/// One live HTTP session, counted while any clone of its handler lives.
+/// Who holds a place among the live sessions (and its token's share): no one (given back),
+/// the request admitted to open a session, or the session it opened.
+pub const GIVEN_BACK: u8 = 0;
+pub const OPENING: u8 = 1;
+pub const OPEN: u8 = 2;
+
+/// Gives a place back if `holder` still holds it (`state` is `holder`): once, whoever asks
+/// first, the request that was admitted, the session's last handler or the gate that saw the
+/// session deleted.
+pub fn give_back(state: &AtomicU8, holder: u8, live: &AtomicUsize, token: Option<&AtomicUsize>) -> bool {
+    if state.compare_exchange(holder, GIVEN_BACK, Ordering::SeqCst, Ordering::SeqCst).is_err() {
+        return false;
+    }
+    live.fetch_sub(1, Ordering::SeqCst);
+    if let Some(token) = token {
+        token.fetch_sub(1, Ordering::SeqCst);
+    }
+    true
+}
+
+/// One live HTTP session, counted until its place is given back: when the client deletes the
+/// session (at once, though the session's worker may end later) or when the last clone of its
+/// handler is dropped (an idle session closed), whichever comes first.
 #[derive(Debug)]
-pub struct SessionSlot(Arc<AtomicUsize>, Option<Arc<AtomicUsize>>);
+pub struct SessionSlot {
+    live: Arc<AtomicUsize>,
+    token: Option<Arc<AtomicUsize>>,
+    state: Arc<AtomicU8>,
+}
 
 impl SessionSlot {
     pub fn new(live: Arc<AtomicUsize>) -> SessionSlot {
         live.fetch_add(1, Ordering::SeqCst);
-        SessionSlot(live, None)
+        SessionSlot { live, token: None, state: Arc::new(AtomicU8::new(OPEN)) }
     }
 
     /// The slot of a session whose place the HTTP gate already counted, among all sessions and
-    /// among its token's (`token`), when it admitted the request that opens it.
-    pub fn admitted(live: Arc<AtomicUsize>, token: Arc<AtomicUsize>) -> SessionSlot {
-        SessionSlot(live, Some(token))
+    /// among its token's (`token`), when it admitted the request that opens it; `state` is that
+    /// admission's, taken over from the request (None if the request gave it back already).
+    pub fn admitted(live: Arc<AtomicUsize>, token: Arc<AtomicUsize>, state: Arc<AtomicU8>) -> Option<SessionSlot> {
+        state.compare_exchange(OPENING, OPEN, Ordering::SeqCst, Ordering::SeqCst).ok()?;
+        Some(SessionSlot { live, token: Some(token), state })
     }
 }
 
 impl Drop for SessionSlot {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-        if let Some(token) = &self.1 {
-            token.fetch_sub(1, Ordering::SeqCst);
-        }
+        give_back(&self.state, OPEN, &self.live, self.token.as_deref());
     }
 }
 
