@@ -44,10 +44,15 @@ struct Expected {
 
 thread_local! {
     static EXPECTED: RefCell<Option<Expected>> = const { RefCell::new(None) };
-    /// While the expected statement is planned, the relations its check saw; how deep the
-    /// planner is in it (1: the statement itself; more: a query planned within it).
+    /// While the expected statement is planned, the relations its check saw, and the Query
+    /// being planned: the planner's look at a relation is the statement's own when the
+    /// outermost planner level above it plans that Query (its subqueries and CTEs included),
+    /// not when it plans a query planned within (a function the planner evaluates). Told by
+    /// identity, not by counting planner calls: an error raised and caught within (a
+    /// PL/pgSQL exception block in a function the planner folds) skips the frames that would
+    /// count back down.
     static PLANNING: RefCell<Vec<pg_sys::Oid>> = const { RefCell::new(Vec::new()) };
-    static PLANNING_DEPTH: Cell<u32> = const { Cell::new(0) };
+    static PLANNING_QUERY: Cell<usize> = const { Cell::new(0) };
     static PLANNED: Cell<bool> = const { Cell::new(false) };
     /// While a write runs, the role it runs as.
     static WRITER: Cell<Option<pg_sys::Oid>> = const { Cell::new(None) };
@@ -79,7 +84,7 @@ pub(super) fn expecting<T>(sql: &CStr, checked: Checked, f: impl FnOnce() -> Res
         fn drop(&mut self) {
             EXPECTED.with(|e| e.borrow_mut().take());
             WRITER.with(|w| w.set(None));
-            PLANNING_DEPTH.with(|d| d.set(0));
+            PLANNING_QUERY.with(|q| q.set(0));
             PLANNING.with(|p| p.borrow_mut().clear());
         }
     }
@@ -116,20 +121,16 @@ unsafe extern "C-unwind" fn planner(
     cursor_options: std::ffi::c_int,
     bound_params: pg_sys::ParamListInfo,
 ) -> *mut pg_sys::PlannedStmt {
-    // How deep the planner is in the expected statement's planning: 0 outside it, 1 once
-    // `before_planning` has found this is the expected statement, one more for each query
-    // planned within (a function the planner evaluates); back to what it was when the planner
-    // returns (an error unwinds to `expecting`, which sets it to 0).
-    let outer = PLANNING_DEPTH.with(Cell::get);
     before_planning(parse, query_string);
-    if outer > 0 {
-        PLANNING_DEPTH.with(|d| d.set(outer + 1));
-    }
     let planned = match PREV_PLANNER {
         Some(prev) => prev(parse, query_string, cursor_options, bound_params),
         None => standard_planner_as_c(parse, query_string, cursor_options, bound_params),
     };
-    PLANNING_DEPTH.with(|d| d.set(outer));
+    // The expected statement is planned: its Query is no one's to match any more (its memory
+    // may be another Query's later). An error instead unwinds to `expecting`, which forgets it.
+    if PLANNING_QUERY.with(Cell::get) == parse as usize {
+        PLANNING_QUERY.with(|q| q.set(0));
+    }
     planned
 }
 
@@ -147,7 +148,7 @@ unsafe extern "C-unwind" fn relation_info(
 ) {
     // The expected statement's own planning only (a query planned within it, pg_ask's own
     // catalog reads among them, is not the statement).
-    if PLANNING_DEPTH.with(Cell::get) == 1 && !PLANNING.with(|p| p.borrow().contains(&relation)) {
+    if planning_the_expected(root) && !PLANNING.with(|p| p.borrow().contains(&relation)) {
         crate::pg::errors::Raised::new(
             PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
             format!("the statement as planned reads {}, which its check did not see", relation_name(relation)),
@@ -158,6 +159,23 @@ unsafe extern "C-unwind" fn relation_info(
     if let Some(prev) = PREV_RELATION_INFO {
         prev(root, relation, inhparent, rel);
     }
+}
+
+/// Whether `root` plans the expected statement: the outermost level above it (subqueries,
+/// CTEs and set operations are planned with their parent's root) plans its Query.
+///
+/// # Safety
+/// `root` is the planner's valid PlannerInfo.
+unsafe fn planning_the_expected(root: *mut pg_sys::PlannerInfo) -> bool {
+    let expected = PLANNING_QUERY.with(Cell::get);
+    if expected == 0 || root.is_null() {
+        return false;
+    }
+    let mut top = root;
+    while !(*top).parent_root.is_null() {
+        top = (*top).parent_root;
+    }
+    (*top).parse as usize == expected
 }
 
 /// What the hook does before the query is planned: the checked statement compared with its
@@ -187,10 +205,10 @@ unsafe extern "C-unwind" fn before_planning(parse: *mut pg_sys::Query, query_str
         let approved = &expected.checked.sequences;
         nextval_as_identity(parse as *mut pg_sys::Node, &|seq| approved.contains(&seq));
         PLANNED.with(|p| p.set(true));
-        // The planner's look at each relation is held to what the check saw (`relation_info`);
-        // the planner hook counts this level from here.
+        // The planner's look at each relation of this Query is held to what the check saw
+        // (`relation_info`).
         PLANNING.with(|p| *p.borrow_mut() = expected.checked.reached.relations.clone());
-        PLANNING_DEPTH.with(|d| d.set(1));
+        PLANNING_QUERY.with(|q| q.set(parse as usize));
     } else if let Some(writer) = WRITER.with(Cell::get) {
         // A query planned while the write runs (its own trigger's): the defaults the rewriter
         // added for a table the writer owns (an audit table's serial key), nothing else.

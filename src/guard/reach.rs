@@ -70,6 +70,51 @@ impl Reached {
         }
     }
 
+    /// For a write, before its partitions are read: holds every partitioned table, at every
+    /// level under the relations reached, that someone other than `writer` owns with
+    /// `SHARE UPDATE EXCLUSIVE` until the step's transaction ends, so that the partitions its
+    /// rows may go to are the ones its check reads. An INSERT's rows (an UPDATE's moved rows)
+    /// are routed to partitions by the executor, which opens them only as rows arrive, past
+    /// the planner's look at what it reads ([`super::planned`]); a partition attached meanwhile
+    /// (its owner's foreign table, written with the writer's user mapping) would receive them.
+    /// Attaching a partition (and `DETACH ... CONCURRENTLY`) needs that lock on the
+    /// partitioned table; ordinary reads and writes do not conflict with it. A partitioned
+    /// table the writer owns needs no lock: no other role may attach a partition to it.
+    pub(crate) fn hold_partition_trees(&self, writer: pg_sys::Oid) {
+        extern "C-unwind" {
+            fn find_inheritance_children(parent: pg_sys::Oid, lockmode: pg_sys::LOCKMODE) -> *mut pg_sys::List;
+        }
+        let partitioned =
+            |r: pg_sys::Oid| relation_form(r, |f| f.relkind == pg_sys::RELKIND_PARTITIONED_TABLE as std::ffi::c_char).unwrap_or(false);
+        let mut queue: Vec<pg_sys::Oid> = self.relations.iter().copied().filter(|r| partitioned(*r)).collect();
+        let mut seen = Vec::new();
+        while let Some(table) = queue.pop() {
+            if seen.contains(&table) {
+                continue;
+            }
+            seen.push(table);
+            // SAFETY: a lock and a catalog scan inside the transaction; an error either raises
+            // (a cancel while waiting) becomes a Rust panic at the boundary.
+            let children = unsafe {
+                pgrx::pg_sys::ffi::pg_guard_ffi_boundary(|| {
+                    if relation_owner(table) != Some(writer) {
+                        pg_sys::LockRelationOid(table, pg_sys::ShareUpdateExclusiveLock as pg_sys::LOCKMODE);
+                    }
+                    // Read once the lock is held: the partitions as the last attach committed
+                    // them.
+                    find_inheritance_children(table, pg_sys::NoLock as pg_sys::LOCKMODE)
+                })
+            };
+            if children.is_null() {
+                continue;
+            }
+            // SAFETY: an OID list built in the current memory context.
+            let children: Vec<pg_sys::Oid> =
+                unsafe { (0..(*children).length as usize).map(|i| (*(*children).elements.add(i)).oid_value).collect() };
+            queue.extend(children.into_iter().filter(|c| partitioned(*c)));
+        }
+    }
+
     fn typ(&mut self, oid: pg_sys::Oid) {
         if u32::from(oid) >= pg_sys::FirstNormalObjectId && !self.types.contains(&oid) {
             self.types.push(oid);

@@ -75,6 +75,7 @@ unsafe fn statement_refusal_now(sql: &std::ffi::CStr, allow_nextval: bool, check
     // What runs is this query whole, the defaults of the columns it does not set included,
     // and the children and partitions of what it reads and writes.
     reach::collect(q, &mut checked.reached);
+    checked.reached.hold_partition_trees(pg_sys::GetUserId());
     checked.reached.close_over_children();
     if matches!(command, pg_sys::CmdType::CMD_INSERT | pg_sys::CmdType::CMD_UPDATE) {
         // The entries that are the written table's defaults, as the rewriter adds them (a

@@ -143,7 +143,9 @@ pub(crate) fn active() -> bool {
 }
 
 /// Run `f` (pg_ask's own reads of the catalogs) with the scope set aside: its statements are
-/// not the scope's statement, and start no function that is not an internal built-in.
+/// not the scope's statement, and start no function that is not an internal built-in. They read
+/// the catalogs as committed now ([`in_latest_snapshot`]), as PostgreSQL's parser, rewriter and
+/// planner read them for the statement checked.
 pub(crate) fn paused<R>(f: impl FnOnce() -> R) -> R {
     /// Puts the scope back however `f` ends: returning, or unwinding with an error that code
     /// still inside the scope may catch and go on from.
@@ -156,6 +158,40 @@ pub(crate) fn paused<R>(f: impl FnOnce() -> R) -> R {
     let was = SCOPE.with(Cell::get);
     let _restore = Restore(was);
     SCOPE.with(|s| s.set(Scope { active: false, ..was }));
+    in_latest_snapshot(f)
+}
+
+/// Run `f` with the latest snapshot active. The statement that calls pg_ask took its snapshot
+/// when it began (a REPEATABLE READ transaction, at its first statement), before the LLM wrote
+/// anything and before any lock the check waited on was granted; PostgreSQL's parser, rewriter
+/// and planner read the catalogs as committed now. A check reading them through the older
+/// snapshot would see a view's old definition, no policy added since, no partition attached
+/// since, while the statement runs with the new ones. SPI runs a read-only query in the active
+/// snapshot; the checks run in the guard's subtransaction before it writes, so theirs are
+/// read-only (a read after the subtransaction wrote takes a new snapshot per query in READ
+/// COMMITTED, the transaction's in REPEATABLE READ).
+fn in_latest_snapshot<R>(f: impl FnOnce() -> R) -> R {
+    /// Pops the snapshot pushed below however `f` ends; when an error left SPI's own above it,
+    /// the subtransaction's abort pops both.
+    struct Pop(pg_sys::Snapshot);
+    impl Drop for Pop {
+        fn drop(&mut self) {
+            // SAFETY: the active snapshot stack of this backend's transaction, read and popped
+            // on its own thread; only the snapshot pushed here is popped.
+            unsafe {
+                if pg_sys::ActiveSnapshotSet() && pg_sys::GetActiveSnapshot() == self.0 {
+                    pg_sys::PopActiveSnapshot();
+                }
+            }
+        }
+    }
+    // SAFETY: inside a transaction (the guard's subtransaction); PushActiveSnapshot copies the
+    // static snapshot GetLatestSnapshot fills.
+    let pushed = unsafe {
+        pg_sys::PushActiveSnapshot(pg_sys::GetLatestSnapshot());
+        pg_sys::GetActiveSnapshot()
+    };
+    let _pop = Pop(pushed);
     f()
 }
 
