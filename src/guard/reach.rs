@@ -31,17 +31,12 @@ impl Reached {
     }
 
     /// Adds the inheritance children and partitions, at every level, of the relations reached
-    /// that have any, as the catalog holds them now (no lock: a child attached later is
-    /// refused when the planner meets it, [`super::planned`]).
+    /// that have any, as the catalog holds them now, partitions whose detach is pending
+    /// included (a REPEATABLE READ writer routes rows to them). No lock: a child attached later
+    /// is refused when the planner meets it ([`super::planned`]); a write's partitioned tables
+    /// are held first ([`hold_partition_tree`]).
     pub(crate) fn close_over_children(&mut self) {
-        extern "C-unwind" {
-            fn find_all_inheritors(
-                parent: pg_sys::Oid,
-                lockmode: pg_sys::LOCKMODE,
-                numparents: *mut *mut pg_sys::List,
-            ) -> *mut pg_sys::List;
-        }
-        let parents: Vec<pg_sys::Oid> = self
+        let mut queue: Vec<pg_sys::Oid> = self
             .relations
             .iter()
             .copied()
@@ -50,68 +45,16 @@ impl Reached {
                     .unwrap_or(false)
             })
             .collect();
-        for parent in parents {
-            // SAFETY: a catalog scan inside the transaction; an error it raises becomes a Rust
-            // panic at the boundary, as pgrx's own wrappers make it.
-            let family = unsafe {
-                pgrx::pg_sys::ffi::pg_guard_ffi_boundary(|| {
-                    find_all_inheritors(parent, pg_sys::NoLock as pg_sys::LOCKMODE, std::ptr::null_mut())
-                })
-            };
-            if family.is_null() {
-                continue;
-            }
-            // SAFETY: an OID list find_all_inheritors built in the current memory context.
-            let members: Vec<pg_sys::Oid> =
-                unsafe { (0..(*family).length as usize).map(|i| (*(*family).elements.add(i)).oid_value).collect() };
-            for member in members {
-                self.relation(member);
-            }
-        }
-    }
-
-    /// For a write, before its partitions are read: holds every partitioned table, at every
-    /// level under the relations reached, that someone other than `writer` owns with
-    /// `SHARE UPDATE EXCLUSIVE` until the step's transaction ends, so that the partitions its
-    /// rows may go to are the ones its check reads. An INSERT's rows (an UPDATE's moved rows)
-    /// are routed to partitions by the executor, which opens them only as rows arrive, past
-    /// the planner's look at what it reads ([`super::planned`]); a partition attached meanwhile
-    /// (its owner's foreign table, written with the writer's user mapping) would receive them.
-    /// Attaching a partition (and `DETACH ... CONCURRENTLY`) needs that lock on the
-    /// partitioned table; ordinary reads and writes do not conflict with it. A partitioned
-    /// table the writer owns needs no lock: no other role may attach a partition to it.
-    pub(crate) fn hold_partition_trees(&self, writer: pg_sys::Oid) {
-        extern "C-unwind" {
-            fn find_inheritance_children(parent: pg_sys::Oid, lockmode: pg_sys::LOCKMODE) -> *mut pg_sys::List;
-        }
-        let partitioned =
-            |r: pg_sys::Oid| relation_form(r, |f| f.relkind == pg_sys::RELKIND_PARTITIONED_TABLE as std::ffi::c_char).unwrap_or(false);
-        let mut queue: Vec<pg_sys::Oid> = self.relations.iter().copied().filter(|r| partitioned(*r)).collect();
         let mut seen = Vec::new();
-        while let Some(table) = queue.pop() {
-            if seen.contains(&table) {
+        while let Some(parent) = queue.pop() {
+            if seen.contains(&parent) {
                 continue;
             }
-            seen.push(table);
-            // SAFETY: a lock and a catalog scan inside the transaction; an error either raises
-            // (a cancel while waiting) becomes a Rust panic at the boundary.
-            let children = unsafe {
-                pgrx::pg_sys::ffi::pg_guard_ffi_boundary(|| {
-                    if relation_owner(table) != Some(writer) {
-                        pg_sys::LockRelationOid(table, pg_sys::ShareUpdateExclusiveLock as pg_sys::LOCKMODE);
-                    }
-                    // Read once the lock is held: the partitions as the last attach committed
-                    // them.
-                    find_inheritance_children(table, pg_sys::NoLock as pg_sys::LOCKMODE)
-                })
-            };
-            if children.is_null() {
-                continue;
+            seen.push(parent);
+            for child in children(parent) {
+                self.relation(child);
+                queue.push(child);
             }
-            // SAFETY: an OID list built in the current memory context.
-            let children: Vec<pg_sys::Oid> =
-                unsafe { (0..(*children).length as usize).map(|i| (*(*children).elements.add(i)).oid_value).collect() };
-            queue.extend(children.into_iter().filter(|c| partitioned(*c)));
         }
     }
 
@@ -356,4 +299,80 @@ fn relation_form<T>(rel: pg_sys::Oid, f: impl FnOnce(&pg_sys::FormData_pg_class)
 /// The owner of relation `rel`, from the relation cache.
 pub(super) fn relation_owner(rel: pg_sys::Oid) -> Option<pg_sys::Oid> {
     relation_form(rel, |form| form.relowner)
+}
+
+/// The inheritance children and partitions of `parent` (one level), as the catalog holds them
+/// now: partitions whose detach is pending included (a REPEATABLE READ transaction whose
+/// snapshot predates the detach still routes rows to them).
+fn children(parent: pg_sys::Oid) -> Vec<pg_sys::Oid> {
+    extern "C-unwind" {
+        fn find_inheritance_children_extended(
+            parent: pg_sys::Oid,
+            omit_detached: bool,
+            lockmode: pg_sys::LOCKMODE,
+            detached_exist: *mut bool,
+            detached_xmin: *mut pg_sys::TransactionId,
+        ) -> *mut pg_sys::List;
+    }
+    // SAFETY: a catalog scan inside the transaction; an error it raises becomes a Rust panic at
+    // the boundary, as pgrx's own wrappers make it.
+    let list = unsafe {
+        pgrx::pg_sys::ffi::pg_guard_ffi_boundary(|| {
+            find_inheritance_children_extended(
+                parent,
+                false,
+                pg_sys::NoLock as pg_sys::LOCKMODE,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        })
+    };
+    if list.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: an OID list built in the current memory context.
+    unsafe { (0..(*list).length as usize).map(|i| (*(*list).elements.add(i)).oid_value).collect() }
+}
+
+/// For a write into `table` (an INSERT's, an UPDATE's or a MERGE's target), before its
+/// partitions are read for the check: holds every partitioned table of its tree that someone
+/// other than `writer` owns with `SHARE UPDATE EXCLUSIVE` until the step's transaction ends,
+/// so that the partitions its rows may go to are the ones its check reads. The executor routes
+/// rows to partitions, opening them only as rows arrive, past the planner's look at what it
+/// reads ([`super::planned`]); a partition attached meanwhile (its owner's foreign table,
+/// written with the writer's user mapping) would receive them. Attaching a partition needs
+/// that lock on the partitioned table; reads and writes do not conflict with it. A partitioned
+/// table the writer owns needs no lock (no other role may attach to it), and nothing is locked
+/// for a writer that may neither insert into nor update `table` (the statement fails on its
+/// privileges; a lock would only stand in its owner's way).
+pub(crate) fn hold_partition_tree(table: pg_sys::Oid, writer: pg_sys::Oid) {
+    let partitioned =
+        |r: pg_sys::Oid| relation_form(r, |f| f.relkind == pg_sys::RELKIND_PARTITIONED_TABLE as std::ffi::c_char).unwrap_or(false);
+    // SAFETY: a privilege check of the catalog, inside the transaction.
+    let may_write = unsafe {
+        pg_sys::pg_class_aclcheck(table, writer, (pg_sys::ACL_INSERT | pg_sys::ACL_UPDATE) as pg_sys::AclMode)
+            == pg_sys::AclResult::ACLCHECK_OK
+    };
+    if !may_write || !partitioned(table) {
+        return;
+    }
+    let mut queue = vec![table];
+    let mut seen = Vec::new();
+    while let Some(table) = queue.pop() {
+        if seen.contains(&table) {
+            continue;
+        }
+        seen.push(table);
+        if relation_owner(table) != Some(writer) {
+            // SAFETY: a lock inside the transaction; an error raised while waiting (a cancel)
+            // becomes a Rust panic at the boundary.
+            unsafe {
+                pgrx::pg_sys::ffi::pg_guard_ffi_boundary(|| {
+                    pg_sys::LockRelationOid(table, pg_sys::ShareUpdateExclusiveLock as pg_sys::LOCKMODE)
+                })
+            };
+        }
+        // Read once the lock is held: the partitions as the last attach committed them.
+        queue.extend(children(table).into_iter().filter(|c| partitioned(*c)));
+    }
 }

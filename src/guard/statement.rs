@@ -75,7 +75,12 @@ unsafe fn statement_refusal_now(sql: &std::ffi::CStr, allow_nextval: bool, check
     // What runs is this query whole, the defaults of the columns it does not set included,
     // and the children and partitions of what it reads and writes.
     reach::collect(q, &mut checked.reached);
-    checked.reached.hold_partition_trees(pg_sys::GetUserId());
+    // The table its rows are routed into, held before its partitions are read.
+    if matches!(command, pg_sys::CmdType::CMD_INSERT | pg_sys::CmdType::CMD_UPDATE | pg_sys::CmdType::CMD_MERGE) {
+        if let Some(target) = super::planned::result_relation(q) {
+            reach::hold_partition_tree(target, pg_sys::GetUserId());
+        }
+    }
     checked.reached.close_over_children();
     if matches!(command, pg_sys::CmdType::CMD_INSERT | pg_sys::CmdType::CMD_UPDATE) {
         // The entries that are the written table's defaults, as the rewriter adds them (a

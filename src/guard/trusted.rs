@@ -167,10 +167,29 @@ pub(crate) fn paused<R>(f: impl FnOnce() -> R) -> R {
 /// and planner read the catalogs as committed now. A check reading them through the older
 /// snapshot would see a view's old definition, no policy added since, no partition attached
 /// since, while the statement runs with the new ones. SPI runs a read-only query in the active
-/// snapshot; the checks run in the guard's subtransaction before it writes, so theirs are
-/// read-only (a read after the subtransaction wrote takes a new snapshot per query in READ
-/// COMMITTED, the transaction's in REPEATABLE READ).
+/// snapshot, and pgrx runs a read read-only while the current (sub)transaction has no
+/// transaction id; once it has one (the step wrote, a function gave it one), SPI would run the
+/// reads read-write in a snapshot of its own, the transaction's in REPEATABLE READ. Those reads
+/// then run in a subtransaction of their own, which has none.
 fn in_latest_snapshot<R>(f: impl FnOnce() -> R) -> R {
+    // SAFETY: reads the current subtransaction's state.
+    let has_xid = unsafe { pg_sys::GetCurrentTransactionIdIfAny() } != pg_sys::InvalidTransactionId;
+    if !has_xid {
+        return pushed_latest(f);
+    }
+    let f = std::panic::AssertUnwindSafe(f);
+    let read = move || {
+        let f = f;
+        pushed_latest(f.0)
+    };
+    match crate::pg::subxact::run(crate::pg::subxact::OnSuccess::Release, std::panic::AssertUnwindSafe(read)) {
+        Ok(out) => out,
+        Err(caught) => caught.rethrow(),
+    }
+}
+
+/// `f` with the latest snapshot pushed as the active one.
+fn pushed_latest<R>(f: impl FnOnce() -> R) -> R {
     /// Pops the snapshot pushed below however `f` ends; when an error left SPI's own above it,
     /// the subtransaction's abort pops both.
     struct Pop(pg_sys::Snapshot);
@@ -232,12 +251,17 @@ unsafe fn decide(func_id: pg_sys::Oid) -> Option<String> {
 /// foreign-data wrapper's or a text search template's or parser's function, a planner support
 /// function. Only a superuser can create those.
 unsafe fn trusted_anyway(func_id: pg_sys::Oid) -> bool {
-    use pgrx::prelude::*;
     let role = pg_sys::Oid::from(SCOPE.with(Cell::get).role);
     let own = if role != pg_sys::InvalidOid && !pg_sys::superuser_arg(role) { role } else { pg_sys::InvalidOid };
-    let trusted =
-        paused(|| Spi::get_one_with_args::<bool>(include_str!("../../sql/guard_trusted_function.sql"), &[func_id.into(), own.into()]));
-    matches!(trusted, Ok(Some(true)))
+    // A read-only read (SPI's `select`): one that may write would give the guard's
+    // subtransaction a transaction id, and SPI would then run every later catalog read of the
+    // guard read-write, in the transaction's snapshot (see `in_latest_snapshot`).
+    let trusted = paused(|| {
+        crate::pg::spi::select_rows(include_str!("../../sql/guard_trusted_function.sql"), &[func_id.into(), own.into()], |r| {
+            r.get::<bool>(1)
+        })
+    });
+    matches!(trusted.as_deref(), Ok([true, ..]))
 }
 
 #[pgrx::pg_guard]

@@ -204,18 +204,24 @@ fn a_foreign_partition_attached_while_a_write_waits_receives_no_row() {
 fn a_view_replaced_after_the_readers_snapshot_is_checked_as_it_runs() {
     let race = Race::new("races");
     let mut att = race.att();
-    att.batch_execute("CREATE VIEW races_att.v AS SELECT 'nothing'::text AS q; GRANT SELECT ON races_att.v TO PUBLIC;").unwrap();
     let mut vic = race.vic();
-    vic.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT 1").unwrap();
-    att.batch_execute("CREATE OR REPLACE VIEW races_att.v AS SELECT a.query AS q FROM pg_catalog.pg_stat_get_activity(NULL::int) a;")
-        .unwrap();
-    let r = vic.query("SELECT * FROM ask.query('SELECT q FROM races_att.v')", &[]);
-    let said = match r {
-        Ok(rows) => panic!("BROKE: the replaced view was read as checked through the old one: {} rows", rows.len()),
-        Err(e) => message(&e),
-    };
-    assert!(said.contains("pg_stat_get_activity"), "{said}");
-    vic.batch_execute("ROLLBACK").unwrap();
+    // The second read starts a function that is not an internal built-in (pgvector's input),
+    // which the guard decides on with a read of its own: that read may not leave the guard's
+    // later reads in the reader's snapshot.
+    for read in ["SELECT q FROM races_att.v", "SELECT q, '[1]'::vector AS v FROM races_att.v"] {
+        att.batch_execute("CREATE OR REPLACE VIEW races_att.v AS SELECT 'nothing'::text AS q; GRANT SELECT ON races_att.v TO PUBLIC;")
+            .unwrap();
+        vic.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT 1").unwrap();
+        att.batch_execute("CREATE OR REPLACE VIEW races_att.v AS SELECT a.query AS q FROM pg_catalog.pg_stat_get_activity(NULL::int) a;")
+            .unwrap();
+        let r = vic.query(&format!("SELECT * FROM ask.query($q${read}$q$)"), &[]);
+        let said = match r {
+            Ok(rows) => panic!("BROKE {read}: the replaced view was read as checked through the old one: {} rows", rows.len()),
+            Err(e) => message(&e),
+        };
+        assert!(said.contains("pg_stat_get_activity"), "{read}: {said}");
+        vic.batch_execute("ROLLBACK").unwrap();
+    }
     drop(att);
     drop(vic);
     race.drop_all();
