@@ -342,18 +342,13 @@ fn children(parent: pg_sys::Oid) -> Vec<pg_sys::Oid> {
 /// reads ([`super::planned`]); a partition attached meanwhile (its owner's foreign table,
 /// written with the writer's user mapping) would receive them. Attaching a partition needs
 /// that lock on the partitioned table; reads and writes do not conflict with it. A partitioned
-/// table the writer owns needs no lock (no other role may attach to it), and nothing is locked
-/// for a writer that may neither insert into nor update `table` (the statement fails on its
-/// privileges; a lock would only stand in its owner's way).
+/// table the writer owns needs no lock (no other role may attach to it). Whatever the writer's
+/// privileges on `table` (table-level, column-level, through a view's owner): a statement that
+/// fails on them ends its subtransaction, and the lock with it.
 pub(crate) fn hold_partition_tree(table: pg_sys::Oid, writer: pg_sys::Oid) {
     let partitioned =
         |r: pg_sys::Oid| relation_form(r, |f| f.relkind == pg_sys::RELKIND_PARTITIONED_TABLE as std::ffi::c_char).unwrap_or(false);
-    // SAFETY: a privilege check of the catalog, inside the transaction.
-    let may_write = unsafe {
-        pg_sys::pg_class_aclcheck(table, writer, (pg_sys::ACL_INSERT | pg_sys::ACL_UPDATE) as pg_sys::AclMode)
-            == pg_sys::AclResult::ACLCHECK_OK
-    };
-    if !may_write || !partitioned(table) {
+    if !partitioned(table) {
         return;
     }
     let mut queue = vec![table];

@@ -147,52 +147,65 @@ fn an_error_caught_while_the_read_is_planned_does_not_switch_the_planners_look_o
 /// attacker holds an intermediate partition: the partition the row would be routed to (the
 /// executor finds it, not the planner) is the attacker's foreign table attached meanwhile. The
 /// step is refused before it runs, and the foreign data wrapper never starts (it would connect
-/// with the writer's user mapping and run the remote side's triggers as the writer).
-#[test]
-fn a_foreign_partition_attached_while_a_write_waits_receives_no_row() {
-    let mut race = Race::new("racew");
+/// with the writer's user mapping and run the remote side's triggers as the writer). `grant`:
+/// how the attacker lets others write its table (on the table, or on a column only).
+fn foreign_partition_attached_while_a_write_waits(p: &'static str, grant: &str) {
+    let mut race = Race::new(p);
     let mut att = race.att();
-    att.batch_execute(
-        "CREATE TABLE racew_att.pp (s text) PARTITION BY LIST (s);
-         CREATE TABLE racew_att.pp1 PARTITION OF racew_att.pp FOR VALUES IN ('go', 'plain') PARTITION BY LIST (s);
-         CREATE TABLE racew_att.pp1a PARTITION OF racew_att.pp1 FOR VALUES IN ('plain');
-         CREATE FOREIGN TABLE racew_att.fpart (s text) SERVER racew_srv OPTIONS (table_name 'sink');
-         GRANT SELECT, INSERT ON racew_att.pp, racew_att.pp1, racew_att.pp1a, racew_att.fpart TO PUBLIC;",
-    )
+    att.batch_execute(&format!(
+        "CREATE TABLE {p}_att.pp (s text) PARTITION BY LIST (s);
+         CREATE TABLE {p}_att.pp1 PARTITION OF {p}_att.pp FOR VALUES IN ('go', 'plain') PARTITION BY LIST (s);
+         CREATE TABLE {p}_att.pp1a PARTITION OF {p}_att.pp1 FOR VALUES IN ('plain');
+         CREATE FOREIGN TABLE {p}_att.fpart (s text) SERVER {p}_srv OPTIONS (table_name 'sink');
+         GRANT SELECT ON {p}_att.pp, {p}_att.pp1, {p}_att.pp1a, {p}_att.fpart TO PUBLIC;
+         GRANT {grant} ON {p}_att.pp, {p}_att.pp1, {p}_att.pp1a, {p}_att.fpart TO PUBLIC;"
+    ))
     .unwrap();
     let llm = StandIn::start(
         Script::default()
-            .rule(Rule::new(&["chain of SQL steps"], Reply::text("1. INSERT INTO racew_att.pp (s) VALUES ('go');")))
+            .rule(Rule::new(&["chain of SQL steps"], Reply::text(format!("1. INSERT INTO {p}_att.pp (s) VALUES ('go');"))))
             .or_else(Reply::text("done")),
     )
     .unwrap();
+    let url = llm.url();
+    let writer = || {
+        let mut vic = race.vic();
+        use_llm(&mut vic, &url);
+        vic.batch_execute("SET ask.allow_writes = on; SET ask.cache = off").unwrap();
+        vic
+    };
     let write = |mut vic: postgres::Client| {
         vic.query_one("SELECT ask.do('put go into the attacker''s table')::text", &[]).map(|r| r.get::<_, String>(0))
     };
     // Before: nothing takes 'go'; the step fails on PostgreSQL's own error.
-    let mut vic = race.vic();
-    use_llm(&mut vic, &llm.url());
-    vic.batch_execute("SET ask.allow_writes = on; SET ask.cache = off").unwrap();
-    let e = write(vic).unwrap_err();
+    let e = write(writer()).unwrap_err();
     assert!(message(&e).contains("no partition"), "{}", message(&e));
     // The race: the attacker holds pp1, the reader's step waits on it, the attacker attaches its
     // foreign table for 'go' and commits.
-    let mut vic = race.vic();
-    use_llm(&mut vic, &llm.url());
-    vic.batch_execute("SET ask.allow_writes = on; SET ask.cache = off").unwrap();
-    att.batch_execute("BEGIN; LOCK TABLE racew_att.pp1 IN ACCESS EXCLUSIVE MODE").unwrap();
-    let writer = std::thread::spawn(move || write(vic));
-    race.someone_waits_on("racew_att.pp1");
-    att.batch_execute("ALTER TABLE racew_att.pp1 ATTACH PARTITION racew_att.fpart FOR VALUES IN ('go'); COMMIT").unwrap();
-    let e = writer.join().unwrap().expect_err("the step wrote into the partition attached meanwhile");
+    let vic = writer();
+    att.batch_execute(&format!("BEGIN; LOCK TABLE {p}_att.pp1 IN ACCESS EXCLUSIVE MODE")).unwrap();
+    let waiting = std::thread::spawn(move || write(vic));
+    race.someone_waits_on(&format!("{p}_att.pp1"));
+    att.batch_execute(&format!("ALTER TABLE {p}_att.pp1 ATTACH PARTITION {p}_att.fpart FOR VALUES IN ('go'); COMMIT")).unwrap();
+    let e = waiting.join().unwrap().expect_err("the step wrote into the partition attached meanwhile");
     let said = message(&e);
     // Refused by the check, which read the partitions once the attach had committed; the
     // wrapper would have failed to connect ("could not connect", "password is required").
-    assert!(said.contains("racew_att.fpart") && said.contains("user mapping") && !said.contains("connect"), "BROKE: {said}");
+    assert!(said.contains(&format!("{p}_att.fpart")) && said.contains("user mapping") && !said.contains("connect"), "BROKE: {said}");
     assert!(!said.contains("password"), "BROKE: the foreign data wrapper started: {said}");
     drop(att);
     drop(llm);
     race.drop_all();
+}
+
+#[test]
+fn a_foreign_partition_attached_while_a_write_waits_receives_no_row() {
+    foreign_partition_attached_while_a_write_waits("racew", "INSERT");
+}
+
+#[test]
+fn a_foreign_partition_attached_while_a_write_with_column_privileges_waits_receives_no_row() {
+    foreign_partition_attached_while_a_write_waits("racec", "INSERT (s), UPDATE (s)");
 }
 
 /// The reader's snapshot is older than the view it reads: another role replaced its view after
