@@ -19,15 +19,25 @@ pub(crate) fn require_owner(rel: pg_sys::Oid, what: &str) {
 }
 
 pub(crate) fn require_table(rel: pg_sys::Oid) {
-    let kind =
-        Spi::get_one_with_args::<i8>("SELECT c.relkind FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1", &[rel.into()])
-            .ok()
-            .flatten();
+    let (kind, persistence) = Spi::get_two_with_args::<i8, i8>(
+        "SELECT c.relkind, c.relpersistence FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
+        &[rel.into()],
+    )
+    .unwrap_or((None, None));
     if !matches!(kind.map(|k| k as u8), Some(b'r') | Some(b'p')) {
         raise(
             PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
             format!("{} is not a table", relname(rel)),
             "Only ordinary and partitioned tables can be shadowed.",
+        );
+    }
+    // A temporary table goes with its session, and no event trigger sees it go: its log would
+    // outlive it, and a later table given the same OID would inherit it.
+    if persistence.map(|p| p as u8) == Some(b't') {
+        raise(
+            PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
+            format!("{} is a temporary table", relname(rel)),
+            "Only permanent (or unlogged) tables can be shadowed: their log outlives the session.",
         );
     }
 }
@@ -77,17 +87,10 @@ pub(crate) fn _shadow_enable(rel: pg_sys::Oid, snapshot: bool) -> i64 {
     as_memory_owner(|| {
         Spi::run_with_args(&record, &[rel.into(), keys.clone().into(), complete.into(), caller.into()])
             .unwrap_or_else(|e| crate::pg::errors::internal("could not record the shadowed table", e).raise());
-        if snapshot && rows > 0 {
-            Spi::run_with_args(
-                &format!(
-                    "INSERT INTO ask.shadow_log (seq, xid, relid, op, old_row, new_row)
-                     SELECT nextval('ask.shadow_log_seq'), pg_catalog.txid_current(), $1, 'I', NULL, pg_catalog.to_jsonb(t) FROM {qualified} t"
-                ),
-                &[rel.into()],
-            )
-            .unwrap_or_else(|e| crate::pg::errors::internal(&format!("could not snapshot {name}"), e).raise());
-        }
     });
+    if snapshot && rows > 0 {
+        snapshot_rows(rel, &qualified).unwrap_or_else(|e| crate::pg::errors::internal(&format!("could not snapshot {name}"), e).raise());
+    }
     if snapshot && rows > 0 {
         notice!("pg_ask: {name} is shadowed; its {rows} current rows were logged as INSERTs");
         rows
@@ -97,6 +100,38 @@ pub(crate) fn _shadow_enable(rel: pg_sys::Oid, snapshot: bool) -> i64 {
         }
         0
     }
+}
+
+/// Rows of the snapshot read and logged at a time.
+const SNAPSHOT_BATCH: std::ffi::c_long = 1000;
+
+/// Logs the rows of `rel` (its schema-qualified name `qualified`) as INSERTs. The table is
+/// read as the caller, its owner: planning and reading it runs the code its objects bring in
+/// (an extended statistic's or an index's expression, a policy, a child's foreign data
+/// wrapper), which must never run as the extension's owner. Only the rows already read, as
+/// `jsonb` values, are written into the log as the extension's owner, by a statement that
+/// reads no table of the caller's.
+fn snapshot_rows(rel: pg_sys::Oid, qualified: &str) -> Result<(), pgrx::spi::Error> {
+    Spi::connect(|client| {
+        let mut cursor = client.open_cursor(&format!("SELECT pg_catalog.to_jsonb(t) FROM {qualified} t"), &[]);
+        loop {
+            let mut batch: Vec<JsonB> = Vec::new();
+            for row in cursor.fetch(SNAPSHOT_BATCH)? {
+                batch.extend(row.get::<JsonB>(1)?);
+            }
+            if batch.is_empty() {
+                return Ok(());
+            }
+            as_memory_owner(|| {
+                Spi::run_with_args(
+                    "INSERT INTO ask.shadow_log (seq, xid, relid, op, old_row, new_row)
+                     SELECT nextval('ask.shadow_log_seq'), pg_catalog.txid_current(), $1, 'I', NULL, r
+                       FROM pg_catalog.unnest($2::pg_catalog.jsonb[]) WITH ORDINALITY AS u (r, n) ORDER BY n",
+                    &[rel.into(), batch.into()],
+                )
+            })?;
+        }
+    })
 }
 
 /// Stop capturing `rel`; unless `keep_log`, its captured changes are deleted. Returns the

@@ -88,4 +88,44 @@ mod tests {
         assert_eq!(code, "42501", "{msg}");
         Spi::run("RESET ROLE").unwrap();
     }
+
+    /// A snapshot of the rows already in a table reads the table as the caller (its owner),
+    /// never as the extension's owner: planning the read runs the code the table's objects
+    /// bring in (an extended statistic's and an index's expression, folded from constants). The
+    /// owner's function records who ran it; no one but the owner may appear. And a temporary
+    /// table is refused: its log would outlive it.
+    #[pg_test]
+    fn a_snapshot_reads_the_table_as_its_owner_and_never_as_the_extensions() {
+        role("ask_sh_c");
+        Spi::run("CREATE SCHEMA sh_c AUTHORIZATION ask_sh_c").unwrap();
+        Spi::run("SET ROLE ask_sh_c").unwrap();
+        Spi::run(
+            "CREATE TABLE sh_c.seen (who text);
+             CREATE FUNCTION sh_c.note() RETURNS int VOLATILE LANGUAGE plpgsql AS $$
+               BEGIN INSERT INTO sh_c.seen VALUES (current_user); RETURN 0; END $$;
+             CREATE FUNCTION sh_c.f(x int) RETURNS int IMMUTABLE LANGUAGE plpgsql AS $$ BEGIN RETURN x + sh_c.note(); END $$;
+             CREATE TABLE sh_c.t (a int PRIMARY KEY, b int);
+             INSERT INTO sh_c.t SELECT g, g FROM generate_series(1, 2500) g;
+             CREATE STATISTICS sh_c.st ON (a + sh_c.f(0)), b FROM sh_c.t;
+             CREATE INDEX ON sh_c.t ((b + sh_c.f(0)));
+             ANALYZE sh_c.t;
+             DELETE FROM sh_c.seen;",
+        )
+        .unwrap();
+        assert_eq!(one::<i64>("SELECT ask.shadow_enable('sh_c.t')"), 2500);
+        Spi::run("CREATE TEMP TABLE scratch (id int)").unwrap();
+        let (code, msg, _) = error_of("SELECT ask.shadow_enable('scratch')");
+        assert_eq!(code, "42809", "{msg}");
+        assert!(msg.contains("temporary"), "{msg}");
+        Spi::run("RESET ROLE").unwrap();
+        let ran_as: Vec<String> = Spi::connect(|c| {
+            c.select("SELECT DISTINCT who FROM sh_c.seen ORDER BY 1", None, &[])
+                .unwrap()
+                .map(|r| r.get::<String>(1).unwrap().unwrap())
+                .collect()
+        });
+        assert!(ran_as.iter().all(|w| w == "ask_sh_c"), "BROKE: the table's code ran as {ran_as:?}");
+        assert_eq!(one::<i64>("SELECT count(*) FROM ask.shadow_log WHERE relid = 'sh_c.t'::regclass AND op = 'I'"), 2500);
+        assert_eq!(one::<i64>("SELECT count(DISTINCT new_row->>'a') FROM ask.shadow_log WHERE relid = 'sh_c.t'::regclass"), 2500);
+    }
 }
