@@ -87,16 +87,18 @@ pub(crate) struct Reservation {
 }
 
 impl Reservation {
-    /// The calls spent `spent` tokens of those reserved: give back the rest.
+    /// The calls spent `spent` tokens of those reserved: give back the rest, or count what
+    /// they spent past the reservation (a prompt the tokenizer cut finer than the estimate), so
+    /// that the role's next call is refused once the budget is spent.
     pub(crate) fn settle(self, spent: u64) {
         let Some(at) = self.at else { return };
-        let back = self.tokens.saturating_sub(spent);
-        if back == 0 {
+        if spent == self.tokens {
             return;
         }
         let mut table = SPENDING.exclusive();
         if let Some(s) = table.slots.iter_mut().find(|s| (s.database, s.role, s.day) == at) {
-            s.spent = s.spent.saturating_sub(back);
+            s.spent =
+                if spent < self.tokens { s.spent.saturating_sub(self.tokens - spent) } else { s.spent.saturating_add(spent - self.tokens) };
         }
     }
 }

@@ -94,6 +94,38 @@ fn four_sessions_at_once_get_one_call_of_a_budget_of_one() {
     drop_role(&role);
 }
 
+/// A call whose reply says it spent more than the call reserved (a prompt the server's
+/// tokenizer cuts finer than pg_ask's estimate of four bytes a token: the stand-in counts each
+/// word, and "a a a ..." is two bytes a word) counts in full: with a budget of two calls'
+/// reservations, the second call is refused once the first has spent more than one.
+#[test]
+fn spending_past_a_reservation_counts_against_the_next_call() {
+    let _shared = shared();
+    let _ = connect();
+    let llm = stand_in();
+    let role = new_role("over");
+    let question = format!("{}{QUESTION}", "a ".repeat(2500));
+    setup_sql(&format!("ALTER ROLE {role} SET ask.max_tokens = 64; ALTER ROLE {role} SET ask.max_tokens_per_day = 1"));
+    let e = session(&role, &llm).query_one("SELECT ask.sql($1)", &[&question]).expect_err("refused at 1 token");
+    let msg = message(&e);
+    let need: u64 = msg.rsplit("could spend up to ").next().and_then(|n| n.trim().parse().ok()).unwrap_or_else(|| panic!("{msg}"));
+    setup_sql(&format!("ALTER ROLE {role} SET ask.max_tokens_per_day = {}", 2 * need));
+    let mut c = session(&role, &llm);
+    c.query_one("SELECT ask.sql($1)", &[&question]).unwrap_or_else(|e| panic!("the first call: {}", message(&e)));
+    let spent: i64 = c
+        .query_one("SELECT sum(coalesce(prompt_tokens, 0) + coalesce(completion_tokens, 0))::bigint FROM ask.llm_calls", &[])
+        .unwrap()
+        .get(0);
+    assert!(spent as u64 > need, "the first call spent {spent}, no more than the {need} it reserved: the case is not made");
+    let e = c.query_one("SELECT ask.sql($1)", &[&question]).map(|_| ()).expect_err(&format!(
+        "BROKE: a second call of up to {need} tokens was let through after the first spent {spent} of a budget of {}",
+        2 * need
+    ));
+    assert_eq!(sqlstate(&e), "53000", "{}", message(&e));
+    drop(c);
+    drop_role(&role);
+}
+
 #[test]
 fn a_read_only_or_rolled_back_call_is_paid_for() {
     let _shared = shared();
