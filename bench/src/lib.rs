@@ -98,6 +98,32 @@ pub fn selection_standin() -> llm_standin::StandIn {
     .unwrap()
 }
 
+/// The result of `sql` run in `schema` (None when the query fails), its cells as PostgreSQL's
+/// text, in column order, for [`judged_same`].
+pub fn result_of(c: &mut Client, schema: &str, sql: &str) -> Option<pg_ask_core::rows::ResultSet> {
+    c.batch_execute(&format!("SET search_path = {schema}")).ok()?;
+    let messages = c.simple_query(sql.trim().trim_end_matches(';')).ok();
+    c.batch_execute("RESET search_path").ok();
+    let mut out = pg_ask_core::rows::ResultSet::default();
+    for m in messages? {
+        if let postgres::SimpleQueryMessage::Row(r) = m {
+            if out.columns.is_empty() {
+                out.columns = r.columns().iter().map(|c| c.name().to_string()).collect();
+            }
+            out.rows
+                .push((0..r.len()).map(|i| r.get(i).map_or(serde_json::Value::Null, |v| serde_json::Value::String(v.into()))).collect());
+        }
+    }
+    Some(out)
+}
+
+/// Whether `predicted` answers the question whose gold result is `gold`, as `ask.evaluate`'s
+/// judge decides it (rows as a multiset, columns matched by values, extra columns allowed,
+/// numbers by value: `pg_ask_core::compare`).
+pub fn judged_same(gold: &pg_ask_core::rows::ResultSet, predicted: &pg_ask_core::rows::ResultSet) -> bool {
+    pg_ask_core::compare::compare_results(gold, predicted, pg_ask_core::compare::RowOrder::Unordered).is_ok()
+}
+
 /// The rows of `sql` run in `schema`, each as its sorted values joined, sorted: two results
 /// compare equal when they hold the same rows whatever their order and column names (None
 /// when the query fails).

@@ -4,7 +4,10 @@
 //! database and defog's car_dealership (each in `public` of a database of its own, its short
 //! text columns indexed), each turn with its gold SQL and whether it is a follow-up. Each
 //! conversation is started with `ask.conversation_start()` and its turns asked in order through
-//! `ask.sql(q, conversation => id)`; a turn is right when its SQL's rows are the gold SQL's.
+//! `ask.sql(q, conversation => id)`; a turn is right when its SQL's result is the gold SQL's as
+//! `ask.evaluate` judges it (`pg_ask_core::compare`: extra columns allowed, numbers by value).
+//! Until 2026-11-29 the rows had to be equal exactly (a turn that also returned a rating was
+//! wrong).
 //!
 //! With `stand-in` as the model, the stand-in LLM plays an oracle for the rewrite and the
 //! generation: the rewrite of turn N of conversation C answers a marker question only that turn
@@ -19,7 +22,7 @@
 use std::collections::BTreeMap;
 
 use llm_standin::{Reply, Rule, Script, StandIn};
-use pg_ask_bench::{index_short_text, repo, sorted_rows};
+use pg_ask_bench::{index_short_text, judged_same, repo, result_of};
 use pg_ask_it::{connect_as_is, connect_to};
 use postgres::Client;
 use serde_json::Value;
@@ -98,7 +101,7 @@ fn main() {
             let id: i64 = c.query_one("SELECT ask.conversation_start($1)", &[&format!("{set}-{ci}")]).unwrap().get(0);
             for (ti, t) in conv["turns"].as_array().unwrap().iter().enumerate() {
                 let (q, gold, fu) = (t["q"].as_str().unwrap(), t["sql"].as_str().unwrap(), t["follow_up"].as_bool().unwrap());
-                let want = sorted_rows(&mut c, "public", gold).unwrap_or_else(|| panic!("gold SQL fails: {gold}"));
+                let want = result_of(&mut c, "public", gold).unwrap_or_else(|| panic!("gold SQL fails: {gold}"));
                 let started = std::time::Instant::now();
                 let got: Result<String, _> = c.query_one("SELECT ask.sql($1, conversation => $2)", &[&q, &id]).map(|r| r.get(0));
                 seconds.push(started.elapsed().as_secs_f64());
@@ -107,7 +110,8 @@ fn main() {
                     .unwrap()
                     .map(|r| r.get(0));
                 let right = match &got {
-                    Ok(sql) => sorted_rows(&mut c, "public", sql).as_ref() == Some(&want),
+                    // As ask.evaluate judges (extra columns allowed, numbers by value).
+                    Ok(sql) => result_of(&mut c, "public", sql).is_some_and(|got| judged_same(&want, &got)),
                     Err(_) => false,
                 };
                 let e = by_turn.entry(ti + 1).or_default();
