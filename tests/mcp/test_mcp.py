@@ -9,6 +9,7 @@ The test creates its own database, roles and tables as the superuser.
 """
 
 import base64
+import contextlib
 import json
 import os
 import socket
@@ -120,6 +121,28 @@ class HttpServer:
     def client(self, role):
         http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKENS[role]}"}, timeout=httpx2.Timeout(120.0))
         return Client(streamable_http_client(self.url, http_client=http))
+
+    @contextlib.asynccontextmanager
+    async def client_when_free(self, role, seconds=10.0):
+        """A session for `role` as a client that honours the server's 503 and Retry-After: the
+        checks below open one session after another with the same token, whose share of
+        --max-sessions is one; the session a check closed a moment ago may still hold that place
+        until the server has seen it end. Any other failure to open, or a place still held after
+        `seconds`, fails the check as before."""
+        deadline = time.monotonic() + seconds
+        while True:
+            stack = contextlib.AsyncExitStack()
+            try:
+                c = await stack.enter_async_context(self.client(role))
+            except Exception as e:  # noqa: BLE001 - the SDK wraps the 503 in exception groups
+                await stack.aclose()
+                if "Server returned an error response" in repr(e) and time.monotonic() < deadline:
+                    await anyio.sleep(0.25)
+                    continue
+                raise
+            async with stack:
+                yield c
+            return
 
     def stop(self):
         self.proc.terminate()
@@ -523,7 +546,7 @@ async def main():
 
     server = HttpServer("--max-sessions", "4", "--statement-timeout", "30s")
     try:
-        for transport, connect in [("stdio", over_stdio), ("http", server.client)]:
+        for transport, connect in [("stdio", over_stdio), ("http", server.client_when_free)]:
             await run(f"{transport}: lists the tools, answers with the SQL that ran", check_lists_and_answers, connect)
             await run(f"{transport}: a role sees only what it may read", check_roles_see_their_own, connect)
             await run(f"{transport}: four known bypasses are refused", check_bypasses_refused, connect)
@@ -540,7 +563,7 @@ async def main():
         await run("http: slow openings do not hold up another client's", check_http_slow_openings, server)
         await run("http: a trickling body gets 408 after --body-timeout", check_http_body_deadline, server)
         await run("stdio: feedback takes no SQL without --allow-sql", check_feedback_sql_needs_allow_sql, over_stdio)
-        await run("http: feedback takes no SQL without --allow-sql", check_feedback_sql_needs_allow_sql, server.client)
+        await run("http: feedback takes no SQL without --allow-sql", check_feedback_sql_needs_allow_sql, server.client_when_free)
     finally:
         server.stop()
         server.log.seek(0)
