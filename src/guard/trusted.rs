@@ -177,12 +177,8 @@ fn in_latest_snapshot<R>(f: impl FnOnce() -> R) -> R {
     if !has_xid {
         return pushed_latest(f);
     }
-    let f = std::panic::AssertUnwindSafe(f);
-    let read = move || {
-        let f = f;
-        pushed_latest(f.0)
-    };
-    match crate::pg::subxact::run(crate::pg::subxact::OnSuccess::Release, std::panic::AssertUnwindSafe(read)) {
+    let read = std::panic::AssertUnwindSafe(move || pushed_latest(f));
+    match crate::pg::subxact::run(crate::pg::subxact::OnSuccess::Release, read) {
         Ok(out) => out,
         Err(caught) => caught.rethrow(),
     }

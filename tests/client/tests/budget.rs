@@ -50,15 +50,19 @@ fn session(role: &str, llm: &StandIn) -> Client {
 /// The worst case of one `ask.sql(QUESTION)` for `role`, as the budget refuses it at 1 token;
 /// then the role's budget is set to exactly that (for its new sessions).
 fn budget_of_one_call(role: &str, llm: &StandIn) -> u64 {
-    setup_sql(&format!("ALTER ROLE {role} SET ask.max_tokens_per_day = 1"));
-    let mut c = session(role, llm);
-    let e = c.query_one("SELECT ask.sql($1)", &[&QUESTION]).expect_err("refused at 1 token");
-    assert_eq!(sqlstate(&e), "53000", "{}", message(&e));
-    let msg = message(&e);
-    let need: u64 = msg.rsplit("could spend up to ").next().and_then(|n| n.trim().parse().ok()).unwrap_or_else(|| panic!("{msg}"));
-    assert!(msg.contains("0 of 1 tokens spent or reserved"), "{msg}");
+    let need = worst_case(role, llm, QUESTION);
     setup_sql(&format!("ALTER ROLE {role} SET ask.max_tokens_per_day = {need}"));
     need
+}
+
+/// The worst case of one `ask.sql(question)` for `role`, as the budget refuses it at 1 token.
+fn worst_case(role: &str, llm: &StandIn, question: &str) -> u64 {
+    setup_sql(&format!("ALTER ROLE {role} SET ask.max_tokens_per_day = 1"));
+    let e = session(role, llm).query_one("SELECT ask.sql($1)", &[&question]).expect_err("refused at 1 token");
+    assert_eq!(sqlstate(&e), "53000", "{}", message(&e));
+    let msg = message(&e);
+    assert!(msg.contains("0 of 1 tokens spent or reserved"), "{msg}");
+    msg.rsplit("could spend up to ").next().and_then(|n| n.trim().parse().ok()).unwrap_or_else(|| panic!("{msg}"))
 }
 
 fn drop_role(role: &str) {
@@ -105,10 +109,8 @@ fn spending_past_a_reservation_counts_against_the_next_call() {
     let llm = stand_in();
     let role = new_role("over");
     let question = format!("{}{QUESTION}", "a ".repeat(2500));
-    setup_sql(&format!("ALTER ROLE {role} SET ask.max_tokens = 64; ALTER ROLE {role} SET ask.max_tokens_per_day = 1"));
-    let e = session(&role, &llm).query_one("SELECT ask.sql($1)", &[&question]).expect_err("refused at 1 token");
-    let msg = message(&e);
-    let need: u64 = msg.rsplit("could spend up to ").next().and_then(|n| n.trim().parse().ok()).unwrap_or_else(|| panic!("{msg}"));
+    setup_sql(&format!("ALTER ROLE {role} SET ask.max_tokens = 64"));
+    let need = worst_case(&role, &llm, &question);
     setup_sql(&format!("ALTER ROLE {role} SET ask.max_tokens_per_day = {}", 2 * need));
     let mut c = session(&role, &llm);
     c.query_one("SELECT ask.sql($1)", &[&question]).unwrap_or_else(|e| panic!("the first call: {}", message(&e)));
