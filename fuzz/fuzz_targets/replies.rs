@@ -1,13 +1,11 @@
 //! Every stage's reply parser on the same reply: the answer decision, the context switch, the
-//! answer over a plan's steps, retrieval plans, value choices and corrections, `ask.do()`
+//! answer over a plan's steps, retrieval plans, the value written for a literal and corrections, `ask.do()`
 //! plans and step rewrites, shadow answers (rows and outcomes), structured replies read as text, lenient JSON,
 //! rendered schema text and suite rows.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use pg_ask_core::constrain::schemas::Shape;
 use pg_ask_core::shadow::QueryKind;
-use pg_ask_core::values::literals::QualifiedName;
-use pg_ask_core::values::prompt::LiteralQuestion;
 use pg_ask_core::{chain, evaluate, json, prompt, schema, selection, shadow, values};
 
 const SHAPES: [Shape; 7] =
@@ -20,22 +18,9 @@ fuzz_target!(|data: &[u8]| {
     let _ = selection::context::parse_steps_answer(&reply, &[true, false, true]);
     let candidates = vec!["public.cities".to_owned(), "public.restaurants".to_owned(), "app.\"Users\"".to_owned()];
     let _ = selection::plan::parse_plan(&reply, &candidates);
-    let questions = vec![
-        LiteralQuestion {
-            literal: "LA".into(),
-            table: QualifiedName::new("public", "cities"),
-            column: "name".into(),
-            candidates: vec!["Los Angeles".into(), "Lafayette".into()],
-        },
-        LiteralQuestion { literal: "m".into(), table: QualifiedName::new("app", "Users"), column: "sex".into(), candidates: vec![] },
-    ];
-    if let Some(choices) = values::prompt::read_choices(&reply, &questions) {
-        assert_eq!(choices.len(), questions.len(), "a choice for each literal question");
-        for (choice, question) in choices.iter().zip(&questions) {
-            if let Some(choice) = choice {
-                assert!(question.candidates.contains(choice), "a value chosen outside the candidates: {choice:?}");
-            }
-        }
+    if let Some(value) = values::prompt::read_value(&reply) {
+        assert!(!value.is_empty() && value.chars().count() <= values::prompt::MAX_VALUE_CHARS, "{value:?}");
+        assert!(!value.chars().any(char::is_control), "{value:?}");
     }
     if let Ok(original) = pg_ask_core::guard::check_read_only("SELECT * FROM cities WHERE name = 'LA'") {
         let _ = values::prompt::parse_correction_checked(&original, &reply);

@@ -367,13 +367,13 @@ mod tests {
         // with it the LLM chooses among all of the column's values.
         let female = "SELECT id FROM public.patients WHERE sex = 'female'";
         assert_eq!(one::<String>(&format!("SELECT ask.correct_sql($q${female}$q$, use_llm => false)")), female);
-        let s = llm(Script::default().rule(Rule::new(&["female"], Reply::text(r#"{"1": "F"}"#))));
+        let s = llm(Script::default().rule(Rule::new(&["female"], Reply::text("F"))));
         assert_eq!(one::<String>(&format!("SELECT ask.correct_sql($q${female}$q$)")), "SELECT id FROM public.patients WHERE sex = 'F'");
         let asked = s.requests();
         assert_eq!(asked.len(), 1);
         assert!(asked[0].prompt.contains("<value>F</value>") && asked[0].prompt.contains("<value>M</value>"), "{}", asked[0].prompt);
         // The LLM may keep the literal: a value with no rows.
-        s.set_script(Script::reply_always(r#"{"1": "female"}"#));
+        s.set_script(Script::reply_always("female"));
         assert_eq!(one::<String>(&format!("SELECT ask.correct_sql($q${female}$q$)")), female);
         // Nothing listed, nothing asked: the rules alone keep it.
         Spi::run("SET ask.max_listed_values = 0").unwrap();
@@ -382,5 +382,42 @@ mod tests {
         assert!(s.requests().is_empty(), "no plausible candidate, and the column's values are not listed");
         let (code, _, _) = error_of("SET ask.max_listed_values = -1");
         assert_eq!(code, "22023");
+    }
+
+    #[pg_test]
+    fn a_value_the_model_writes_that_was_not_listed_is_written_in_only_when_the_column_holds_it() {
+        setup();
+        Spi::run(PATIENTS).unwrap();
+        Spi::run("SET ask.embedding_provider = off").unwrap();
+        Spi::run("SELECT ask.index_values('public.patients')").unwrap();
+        // 'Surname' begins all thirty surnames: the LLM is asked, shown ten of them.
+        let sql = "SELECT id FROM public.patients WHERE surname = 'Surname'";
+        let correct = || one::<String>(&format!("SELECT ask.correct_sql($q${sql}$q$)"));
+        let s = llm(Script::reply_always("Surname"));
+        assert_eq!(correct(), sql);
+        let prompt = s.requests()[0].prompt.clone();
+        assert!(prompt.contains("Value as written: <literal>Surname</literal>"), "{prompt}");
+        let unlisted = (1..=30).map(|i| format!("Surname {i}")).find(|v| !prompt.contains(&format!("<value>{v}</value>")));
+        let unlisted = unlisted.expect("ask.max_listed_values (20) lists at most ten of thirty values");
+        // A stored value the memory did not list, written by the model: the column holds it.
+        s.set_script(Script::reply_always(&unlisted));
+        assert_eq!(correct(), format!("SELECT id FROM public.patients WHERE surname = '{unlisted}'"));
+        // In another case, quoted, with a line after it: as the column spells it.
+        s.set_script(Script::reply_always(&format!("\"{}\"\nbecause the column numbers them", unlisted.to_uppercase())));
+        assert_eq!(correct(), format!("SELECT id FROM public.patients WHERE surname = '{unlisted}'"));
+        // What the column does not hold changes nothing, whatever else holds it: another
+        // column's value, a value of no column, text that tries to leave the literal.
+        for text in ["North wing", "F", "Surname 31", "Surname 1' OR true --", "x' || current_user || '"] {
+            s.set_script(Script::reply_always(text));
+            assert_eq!(correct(), sql, "{text}");
+        }
+        // A role that may not read the column is asked nothing about it.
+        Spi::run("CREATE ROLE ask_test_nosurname; GRANT SELECT (id, ward) ON public.patients TO ask_test_nosurname").unwrap();
+        s.clear_requests();
+        Spi::run("SET ROLE ask_test_nosurname").unwrap();
+        let kept = one::<String>(&format!("SELECT ask.correct_sql($q${sql}$q$)"));
+        Spi::run("RESET ROLE").unwrap();
+        assert_eq!(kept, sql);
+        assert!(s.requests().is_empty(), "{} requests", s.requests().len());
     }
 }

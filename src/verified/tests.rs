@@ -97,7 +97,7 @@ mod tests {
         let s = llm(Script::default()
             .rule(Rule::new(&["<templates>"], Reply::text(r#"{"template": 1, "slots": {"s1": "Korean"}}"#)))
             .rule(Rule::new(&["<schema>"], Reply::text("SELECT name FROM public.restaurants WHERE cuisine = 'Korean'")))
-            .rule(Rule::new(&["<literal>Korean</literal>"], Reply::text(r#"{"1": "Korean"}"#))));
+            .rule(Rule::new(&["<literal>Korean</literal>"], Reply::text("Korean"))));
         let JsonB(trace) = one::<JsonB>("SELECT ask.explain('Which restaurants serve Korean food?')");
         assert_eq!(trace["final_sql"], "SELECT name FROM public.restaurants WHERE cuisine = 'Korean'", "the LLM kept it");
         assert_eq!(trace["source"], "llm", "{trace}");

@@ -1,7 +1,7 @@
 //! Benchmark: value correction end to end, with a real model choosing where the memory is
 //! unsure (`scripts/bench.sh values-llm [MODEL...]`).
 //!
-//! The databases of `bench/fixtures/values_unseen.json` are created (a schema per database, a
+//! The databases of `bench/fixtures/values_unseen.json` and `values_held_out.json` are created (a schema per database, a
 //! table per fixture table, each column holding its listed values), their value memory is built
 //! with the local all-MiniLM-L6-v2 embeddings, and for each knowledge variant ('female' for
 //! 'F', 'Bombay' for 'Mumbai') and each absent value `ask.correct_sql()` corrects
@@ -11,7 +11,9 @@
 //! the `correct` stage (from the ledger). What a tiny model chooses is a floor: the prompt and
 //! the constrained choice are the same for any model.
 //!
-//! Environment: `PG_ASK_LLM_URL` (OpenAI base URL), `PG_ASK_LLM_MODEL` (a label).
+//! Environment: `PG_ASK_LLM_URL` (OpenAI base URL), `PG_ASK_LLM_MODEL` (a label),
+//! `PG_ASK_BENCH_LISTED` (the `ask.max_listed_values` settings, default `0,20`; the misses
+//! printed with `VERBOSE` are the last setting's).
 
 use std::collections::BTreeMap;
 
@@ -20,6 +22,9 @@ use postgres::Client;
 use serde_json::Value;
 
 const DB: &str = "pg_ask_values_llm_bench";
+/// The cases: parts `tuning` and `reporting` (values_unseen.json) and `held-out`
+/// (values_held_out.json, only ever reported).
+const FIXTURES: [&str; 2] = ["bench/fixtures/values_unseen.json", "bench/fixtures/values_held_out.json"];
 
 struct Case {
     part: String,
@@ -49,11 +54,19 @@ fn quote_ident(s: &str) -> String {
     format!("\"{}\"", s.replace('"', "\"\""))
 }
 
-/// The fixture's tables in PostgreSQL, their memory built; the cases.
+/// The fixtures' tables in PostgreSQL, their memory built; the cases.
 fn load(c: &mut Client) -> Vec<Case> {
-    let text = std::fs::read_to_string(repo().join("bench/fixtures/values_unseen.json")).expect("the fixture");
-    let v: Value = serde_json::from_str(&text).expect("fixture JSON");
     let mut cases = Vec::new();
+    for fixture in FIXTURES {
+        let text = std::fs::read_to_string(repo().join(fixture)).expect("the fixture");
+        let v: Value = serde_json::from_str(&text).expect("fixture JSON");
+        load_fixture(c, &v, &mut cases);
+    }
+    cases
+}
+
+/// One fixture's databases: a schema each, its tables filled and indexed; its cases.
+fn load_fixture(c: &mut Client, v: &Value, cases: &mut Vec<Case>) {
     for db in v["databases"].as_array().expect("databases") {
         let schema = format!("vu_{}", db["name"].as_str().unwrap());
         c.batch_execute(&format!("CREATE SCHEMA {schema}")).unwrap();
@@ -103,7 +116,6 @@ fn load(c: &mut Client) -> Vec<Case> {
             c.query_one(&format!("SELECT ask.index_values('{schema}.{t}')"), &[]).unwrap();
         }
     }
-    cases
 }
 
 /// The literal the corrected statement compares with.
@@ -129,13 +141,25 @@ fn main() {
     ))
     .unwrap();
 
+    // With VERBOSE, each miss is printed with the model's reply, read from the response cache.
+    let verbose = std::env::var_os("VERBOSE").is_some();
+    if verbose {
+        c.batch_execute("SET ask.cache = on").unwrap();
+    }
     let mut tallies: BTreeMap<(String, i32), Tally> = BTreeMap::new();
     let mut misses: Vec<String> = Vec::new();
-    for listed in [0, 20] {
+    let settings: Vec<i32> = std::env::var("PG_ASK_BENCH_LISTED")
+        .unwrap_or_else(|_| "0,20".into())
+        .split(',')
+        .map(|n| n.trim().parse().expect("PG_ASK_BENCH_LISTED: numbers separated by commas"))
+        .collect();
+    let report = *settings.last().expect("a setting");
+    for &listed in &settings {
         c.batch_execute(&format!("SET ask.max_listed_values = {listed}")).unwrap();
         for case in &cases {
             let sql = format!("SELECT count(*) FROM {} WHERE {} = {}", case.table, quote_ident(&case.column), quote_literal(&case.literal));
             let before: i64 = c.query_one("SELECT count(*) FROM ask.llm_calls WHERE stage = 'correct'", &[]).unwrap().get(0);
+            let started: std::time::SystemTime = c.query_one("SELECT clock_timestamp()", &[]).unwrap().get(0);
             let out: Option<String> = match c.query_one("SELECT ask.correct_sql($1)", &[&sql]) {
                 Ok(r) => r.get(0),
                 Err(e) => {
@@ -145,6 +169,20 @@ fn main() {
             };
             let after: i64 = c.query_one("SELECT count(*) FROM ask.llm_calls WHERE stage = 'correct'", &[]).unwrap().get(0);
             let chosen = out.as_deref().and_then(literal_of).unwrap_or_else(|| case.literal.clone());
+            let mut reply = || -> String {
+                if !verbose {
+                    return String::new();
+                }
+                c.query_opt(
+                    "SELECT string_agg(reply->>'content', ' then ' ORDER BY created_at) FROM ask.llm_cache WHERE created_at >= $1",
+                    &[&started],
+                )
+                .ok()
+                .flatten()
+                .and_then(|r| r.get::<_, Option<String>>(0))
+                .map(|r| format!("  reply {r}"))
+                .unwrap_or_default()
+            };
             let t = tallies.entry((case.part.clone(), listed)).or_default();
             t.calls += after - before;
             match &case.gold {
@@ -157,18 +195,32 @@ fn main() {
                     } else {
                         t.miscorrected += 1;
                     }
-                    if listed == 20 && chosen != *g {
+                    if listed == report && chosen != *g {
                         misses.push(format!(
-                            "{} {}.{}: {:?} -> {:?} (meant {:?})",
-                            case.part, case.table, case.column, case.literal, chosen, g
+                            "{} {}.{}: {:?} -> {:?} (meant {:?}){}",
+                            case.part,
+                            case.table,
+                            case.column,
+                            case.literal,
+                            chosen,
+                            g,
+                            reply()
                         ));
                     }
                 }
                 None => {
                     t.legit += 1;
                     t.legit_kept += usize::from(chosen == case.literal);
-                    if listed == 20 && chosen != case.literal {
-                        misses.push(format!("{} {}.{}: {:?} (absent) -> {:?}", case.part, case.table, case.column, case.literal, chosen));
+                    if listed == report && chosen != case.literal {
+                        misses.push(format!(
+                            "{} {}.{}: {:?} (absent) -> {:?}{}",
+                            case.part,
+                            case.table,
+                            case.column,
+                            case.literal,
+                            chosen,
+                            reply()
+                        ));
                     }
                 }
             }

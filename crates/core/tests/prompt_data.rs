@@ -156,16 +156,16 @@ fn the_answer_prompts_quote_question_sql_and_rows() {
 }
 
 #[test]
-fn the_value_correction_prompt_quotes_sql_literals_and_values() {
+fn the_value_correction_prompt_quotes_literals_columns_and_values() {
     let question = |literal: &str, column: &str, candidate: &str| LiteralQuestion {
         literal: literal.into(),
         table: QualifiedName::new("public", "cities"),
         column: column.into(),
         candidates: vec!["Paris".into(), candidate.into()],
     };
-    check("value correction, SQL", |d| correction_request(d, &[question("LA", "name", PLAIN)]));
-    check("value correction, literal", |d| correction_request("SELECT 1", &[question(d, "name", PLAIN)]));
-    check("value correction, stored value", |d| correction_request("SELECT 1", &[question("LA", "name", d)]));
+    check("value correction, literal", |d| correction_request(&question(d, "name", PLAIN)));
+    check("value correction, column", |d| correction_request(&question("LA", d, PLAIN)));
+    check("value correction, stored value", |d| correction_request(&question("LA", "name", d)));
 }
 
 fn step(purpose: &str, sql: &str, column: &str, cell: &str) -> ExecutedStep {

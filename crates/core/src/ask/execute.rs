@@ -122,9 +122,10 @@ fn correct(
 }
 
 /// Correct the literals of a checked statement: the host looks up each literal's column, the
-/// rules decide, and with `use_llm` the literals they leave open go to the LLM in one call
+/// rules decide, and with `use_llm` the literals they leave open go to the LLM, a call each
 /// (recorded in `trace`; a failed call or a reply that does not fit leaves the rules'
-/// replacements). The corrected statement carries the checked one's tree, its new values
+/// replacements); the value the model writes is looked up by the host in the literal's
+/// column and written in only when the column holds it. The corrected statement carries the checked one's tree, its new values
 /// re-checked by the guard.
 pub fn correct_statement(
     host: &mut dyn Host,
@@ -140,11 +141,21 @@ pub fn correct_statement(
     }
     let mut decided = crate::values::correct::decide_all(checked, &looked).map_err(HostError::internal)?;
     trace.notices.append(&mut decided.notices);
-    if let Some(req) = use_llm.then(|| decided.request()).flatten() {
-        match call(host, trace, stage::CORRECT, attempt, &req, max_prompt_tokens) {
-            Ok(reply) => decided.with_reply(checked, &reply),
-            Err(e) => decided.with_failure(e),
+    let requests = if use_llm { decided.requests() } else { Vec::new() };
+    if !requests.is_empty() {
+        let mut replies = Vec::with_capacity(requests.len());
+        for req in &requests {
+            match call(host, trace, stage::CORRECT, attempt, req, max_prompt_tokens) {
+                Ok(reply) => replies.push(Some(reply)),
+                Err(e) => {
+                    // The endpoint failing once is not asked again for this statement.
+                    decided.with_failure(e);
+                    break;
+                }
+            }
         }
+        let proposed = decided.read_replies(&replies, &mut |lit, text| host.stored_value(lit, text).ok().flatten());
+        decided.apply(checked, &proposed);
     }
     let changed = decided.statement.sql != checked.sql;
     Ok(Correction { statement: decided.statement, changed, trace: Value::Array(decided.traces) })

@@ -11,7 +11,10 @@ use serde_json::{json, Value};
 
 use super::decide::{decide, Comparison, Decision, Evidence};
 use super::literals::LiteralRef;
-use super::prompt::{correction_request, parse_correction_checked, read_choices, LiteralQuestion};
+use super::prompt::{correction_request, parse_correction_checked, read_value, LiteralQuestion};
+
+/// Literals of one statement put to the LLM at most (one call each).
+pub const MAX_ASKED: usize = 4;
 use super::rewrite::{rewrite_checked, Replacement};
 use crate::guard::CheckedSql;
 use crate::llm::ChatRequest;
@@ -35,6 +38,15 @@ pub struct Looked {
     pub column: ColumnEvidence,
 }
 
+/// A stored value the LLM wrote for one of the literals it was asked about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proposal {
+    /// The literal's place among those asked.
+    asked: usize,
+    /// The stored value.
+    pub value: String,
+}
+
 /// The rules' decisions on a statement's literals, before the LLM.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decided {
@@ -52,32 +64,59 @@ pub struct Decided {
 }
 
 impl Decided {
-    /// The value-correction request for the literals left open, if any.
-    pub fn request(&self) -> Option<ChatRequest> {
-        (!self.questions.is_empty()).then(|| correction_request(&self.statement.sql, &self.questions))
+    /// The value-correction requests for the literals left open, one each (at most
+    /// [`MAX_ASKED`]; the literals after them are kept).
+    pub fn requests(&self) -> Vec<ChatRequest> {
+        self.questions.iter().take(MAX_ASKED).map(correction_request).collect()
     }
 
-    /// Take the LLM's reply to [`Decided::request`]: stored values chosen per literal (a
-    /// structured reply), written in with the rules' own replacements, or a corrected
-    /// statement of the same structure. A reply that is neither is recorded and changes
-    /// nothing.
-    pub fn with_reply(&mut self, original: &CheckedSql, reply: &str) {
-        match read_choices(reply, &self.questions) {
-            Some(choices) => {
-                self.traces.push(json!({"llm_choices": choices, "read": "structured"}));
-                let chosen = self.asked.iter().zip(&choices).filter_map(|(lit, c)| c.as_deref().map(|v| Replacement::for_literal(lit, v)));
-                self.replacements.extend(chosen);
-                if !self.replacements.is_empty() {
-                    match rewrite_checked(original, &self.replacements) {
-                        Ok(statement) => self.statement = statement,
-                        Err(e) => self.traces.push(json!({"llm_correction_rejected": e.to_string()})),
-                    }
+    /// Read the LLM's replies to [`Decided::requests`] (`None`: no reply): the value each
+    /// writes, kept only when `stored` (the host's look at the literal's column) finds the
+    /// column holds it, as the column spells it. A reply that is SQL is taken as a corrected
+    /// statement of the same structure instead. The values, to be written in by
+    /// [`Decided::apply`].
+    pub fn read_replies(
+        &mut self,
+        replies: &[Option<String>],
+        stored: &mut dyn FnMut(&LiteralRef, &str) -> Option<String>,
+    ) -> Vec<Proposal> {
+        let mut proposed = Vec::new();
+        let mut written = Vec::new();
+        for (i, reply) in replies.iter().enumerate() {
+            let Some(reply) = reply else {
+                written.push(Value::Null);
+                continue;
+            };
+            if crate::extract::extract_sql(reply).is_some() {
+                match parse_correction_checked(&self.statement, reply) {
+                    Ok(fixed) => self.statement = fixed,
+                    Err(e) => self.traces.push(json!({"llm_correction_rejected": e.to_string()})),
                 }
+                written.push(json!({"sql": true}));
+                continue;
             }
-            None => match parse_correction_checked(&self.statement, reply) {
-                Ok(fixed) => self.statement = fixed,
+            let lit = &self.asked[i];
+            let value = read_value(reply);
+            let found = value.as_deref().filter(|v| *v != lit.value).and_then(|v| stored(lit, v)).filter(|v| *v != lit.value);
+            written.push(json!({"wrote": value, "stored": found}));
+            if let Some(value) = found {
+                proposed.push(Proposal { asked: i, value });
+            }
+        }
+        self.traces.push(json!({"llm_values": written}));
+        proposed
+    }
+
+    /// Write the values read from the replies in beside the rules' own replacements.
+    pub fn apply(&mut self, original: &CheckedSql, proposed: &[Proposal]) {
+        for p in proposed {
+            self.replacements.push(Replacement::for_literal(&self.asked[p.asked], &p.value));
+        }
+        if !proposed.is_empty() {
+            match rewrite_checked(original, &self.replacements) {
+                Ok(statement) => self.statement = statement,
                 Err(e) => self.traces.push(json!({"llm_correction_rejected": e.to_string()})),
-            },
+            }
         }
     }
 
