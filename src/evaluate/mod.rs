@@ -177,7 +177,7 @@ impl Executor for SuiteHost<'_> {
 }
 
 /// An evaluation measures the model: its SQL is corrected against the value memory as ask()'s
-/// is, but no verified query answers for it (a suite's gold SQL may have been verified) and
+/// is (what the model writes for a literal looked up there too), but no verified query answers for it (a suite's gold SQL may have been verified) and
 /// no question is asked back.
 impl Memory for SuiteHost<'_> {
     fn literal_evidence(&mut self, sql: &pg_ask_core::guard::CheckedSql) -> Result<Vec<Looked>, HostError> {
@@ -186,8 +186,10 @@ impl Memory for SuiteHost<'_> {
     fn verified(&mut self, question: &Question) -> Result<Vec<pg_ask_core::verified::Candidate>, HostError> {
         NoMemory.verified(question)
     }
+    /// The value memory's reading of a value the model wrote for a literal, as ask() reads it
+    /// (value correction looks up there what the model wrote).
     fn stored_value(&mut self, lit: &LiteralRef, text: &str) -> Result<Option<String>, HostError> {
-        NoMemory.stored_value(lit, text)
+        self.backend.stored_value(lit, text)
     }
     fn ambiguities(&mut self, question: &str, tables: &[String]) -> Result<Vec<pg_ask_core::clarify::Ambiguity>, HostError> {
         NoMemory.ambiguities(question, tables)

@@ -71,8 +71,8 @@ impl Decided {
     }
 
     /// Read the LLM's replies to [`Decided::requests`] (`None`: no reply): the value each
-    /// writes, kept only when `stored` (the host's look at the literal's column) finds the
-    /// column holds it, as the column spells it. A reply that is SQL is taken as a corrected
+    /// writes, kept when it is one of the values listed for it or when `stored` (the host's
+    /// look at the literal's column) finds the column holds it, as the column spells it. A reply that is SQL is taken as a corrected
     /// statement of the same structure instead. The values, to be written in by
     /// [`Decided::apply`].
     pub fn read_replies(
@@ -97,7 +97,14 @@ impl Decided {
             }
             let lit = &self.asked[i];
             let value = read_value(reply);
-            let found = value.as_deref().filter(|v| *v != lit.value).and_then(|v| stored(lit, v)).filter(|v| *v != lit.value);
+            // A listed value is stored as listed (in the case it was listed in); any other is
+            // looked up in the column.
+            let listed = |v: &str| {
+                let q = &self.questions[i].candidates;
+                q.iter().find(|c| *c == v).or_else(|| q.iter().find(|c| c.to_lowercase() == v.to_lowercase())).cloned()
+            };
+            let found =
+                value.as_deref().filter(|v| *v != lit.value).and_then(|v| listed(v).or_else(|| stored(lit, v))).filter(|v| *v != lit.value);
             written.push(json!({"wrote": value, "stored": found}));
             if let Some(value) = found {
                 proposed.push(Proposal { asked: i, value });

@@ -450,7 +450,7 @@ fn the_llms_value_choice_is_a_call_of_the_pipeline_and_cannot_smuggle_in_a_state
     // The column's few values are put to the LLM, whose call is traced and counted.
     let sql = "SELECT name FROM public.restaurants WHERE city = 'Big Apple'";
     let few = cities(&["New York", "Boston"], true);
-    let mut h = Correcting(Scripted::new(&[sql, "{\"1\": \"New York\"}"]), few.clone());
+    let mut h = Correcting(Scripted::new(&[sql, "New York"]), few.clone());
     let out = run(&mut h, "q", &cfg(), Goal::Answer).unwrap();
     assert_eq!(h.0.executed, ["SELECT name FROM public.restaurants WHERE city = 'New York'"]);
     let stages: Vec<_> = out.trace.stages.iter().map(|s| s.stage).collect();

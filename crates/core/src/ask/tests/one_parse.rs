@@ -23,7 +23,7 @@ fn a_statement_corrected_by_the_rules_is_parsed_once() {
 #[test]
 fn a_value_the_model_chose_is_written_in_without_a_parse() {
     let sql = "SELECT name FROM public.restaurants WHERE city = 'Big Apple'";
-    let mut h = Correcting(Scripted::new(&[sql, "{\"1\": \"New York\"}"]), cities(&["New York", "Boston"], true));
+    let mut h = Correcting(Scripted::new(&[sql, "New York"]), cities(&["New York", "Boston"], true));
     let n = parses_while(|| {
         run(&mut h, "q", &cfg(), Goal::Answer).unwrap();
     });
