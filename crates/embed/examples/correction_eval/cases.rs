@@ -141,6 +141,7 @@ pub(crate) fn load_fixture(path: &Path) -> Result<Vec<Column>, Box<dyn std::erro
         let part = match db["part"].as_str() {
             Some("tuning") => "tuning",
             Some("reporting") => "reporting",
+            Some("held-out") => "held-out",
             other => return Err(format!("unknown part {other:?}").into()),
         };
         let strings = |v: &serde_json::Value| -> Vec<String> {
