@@ -1,6 +1,6 @@
 //! Every stage's reply parser on the same reply: the answer decision, the context switch, the
-//! answer over a plan's steps, retrieval plans, the value written for a literal and corrections, `ask.do()`
-//! plans and step rewrites, shadow answers (rows and outcomes), structured replies read as text, lenient JSON,
+//! answer over a plan's steps, retrieval plans, the value written for a literal and corrections,
+//! `ask.do()` plans and step rewrites, shadow answers (rows and outcomes), structured replies read as text, lenient JSON,
 //! rendered schema text and suite rows.
 #![no_main]
 use libfuzzer_sys::fuzz_target;

@@ -177,8 +177,8 @@ impl Executor for SuiteHost<'_> {
 }
 
 /// An evaluation measures the model: its SQL is corrected against the value memory as ask()'s
-/// is (what the model writes for a literal looked up there too), but no verified query answers for it (a suite's gold SQL may have been verified) and
-/// no question is asked back.
+/// is (what the model writes for a literal looked up there too), but no verified query answers
+/// for it (a suite's gold SQL may have been verified) and no question is asked back.
 impl Memory for SuiteHost<'_> {
     fn literal_evidence(&mut self, sql: &pg_ask_core::guard::CheckedSql) -> Result<Vec<Looked>, HostError> {
         self.backend.literal_evidence(sql)

@@ -26,7 +26,7 @@ pub(crate) fn select_rows<T>(
     args: &[pgrx::datum::DatumWithOid],
     mut row: impl FnMut(Row<'_>) -> RowResult<T>,
 ) -> Result<Vec<T>, pgrx::spi::SpiError> {
-    let _no_jit = NoJit::now();
+    let _no_jit = no_jit();
     Spi::connect(|client| {
         let mut out = Vec::new();
         for r in client.select(sql, None, args)? {
@@ -66,60 +66,52 @@ pub(crate) fn select_generic<T>(
     args: &[pgrx::datum::DatumWithOid],
     row: impl FnMut(Row<'_>) -> RowResult<T>,
 ) -> Result<Vec<T>, pgrx::spi::SpiError> {
-    let _generic = GenericPlans::now();
+    let _generic = generic_plans();
     select_kept(name, sql, types, args, row)
 }
 
-/// JIT compilation off while it lives, as it was when it drops (on an error too). pg_ask's own
-/// reads of the catalogs and of its tables are small, but the planner's estimates of their
-/// recursive parts can be large (a walk of view dependencies estimated at half a million rows,
-/// a cost of eight million), and past `jit_above_cost` PostgreSQL compiles the plan's
-/// expressions with LLVM first: measured at 580 ms for one guard read that runs in 1 to 9 ms
-/// without it. Set in the variable the planner reads (`jit_enabled`), not through the GUC
-/// machinery; a kept plan re-planned at execution is re-planned with it off too.
-struct NoJit(bool);
+/// A PostgreSQL backend-global variable set while the guard lives, put back as it was when it
+/// drops (on an error too: the error unwinds through it). Set in the variable PostgreSQL reads,
+/// not through the GUC machinery: nothing outside the statement sees it.
+struct SetWhile<T: Copy>(*mut T, T);
 
-impl NoJit {
-    fn now() -> Self {
-        // SAFETY: a backend-global bool read by the planner; this backend's only thread sets
-        // it, and the guard puts back what it found.
+impl<T: Copy> SetWhile<T> {
+    /// # Safety
+    /// `var` is a backend-global variable of PostgreSQL's, which only this backend's one
+    /// thread reads and writes.
+    unsafe fn new(var: *mut T, value: T) -> Self {
+        // SAFETY: as the caller promises.
         unsafe {
-            let was = pg_sys::jit_enabled;
-            pg_sys::jit_enabled = false;
-            Self(was)
+            let was = *var;
+            *var = value;
+            Self(var, was)
         }
     }
 }
 
-impl Drop for NoJit {
+impl<T: Copy> Drop for SetWhile<T> {
     fn drop(&mut self) {
-        // SAFETY: as in `now`.
-        unsafe { pg_sys::jit_enabled = self.0 }
+        // SAFETY: as in `new`; the guard puts back what it found.
+        unsafe { *self.0 = self.1 }
     }
 }
 
-/// `plan_cache_mode` set to `force_generic_plan` while it lives, as it was when it drops (on
-/// an error too: the error unwinds through it). Set in the variable the plan cache reads at
-/// each execution, not through the GUC machinery: nothing outside the statement sees it.
-struct GenericPlans(std::ffi::c_int);
-
-impl GenericPlans {
-    fn now() -> Self {
-        // SAFETY: a backend-global int read by the plan cache at each execution; this
-        // backend's only thread sets it, and the guard puts back what it found.
-        unsafe {
-            let was = pg_sys::plan_cache_mode;
-            pg_sys::plan_cache_mode = pg_sys::PlanCacheMode::PLAN_CACHE_MODE_FORCE_GENERIC_PLAN as std::ffi::c_int;
-            Self(was)
-        }
-    }
+/// JIT compilation off while the guard lives. pg_ask's own reads of the catalogs and of its
+/// tables are small, but the planner's estimates of their recursive parts can be large (a walk
+/// of view dependencies estimated at half a million rows, a cost of eight million), and past
+/// `jit_above_cost` PostgreSQL compiles the plan's expressions with LLVM first: measured at
+/// 580 ms for one guard read that runs in 1 to 9 ms without it. A kept plan re-planned at
+/// execution is re-planned with it off too.
+fn no_jit() -> SetWhile<bool> {
+    // SAFETY: `jit_enabled` is a backend-global bool the planner reads.
+    unsafe { SetWhile::new(&raw mut pg_sys::jit_enabled, false) }
 }
 
-impl Drop for GenericPlans {
-    fn drop(&mut self) {
-        // SAFETY: as in `now`.
-        unsafe { pg_sys::plan_cache_mode = self.0 }
-    }
+/// `plan_cache_mode` set to `force_generic_plan` while the guard lives, read by the plan cache
+/// at each execution.
+fn generic_plans() -> SetWhile<std::ffi::c_int> {
+    // SAFETY: `plan_cache_mode` is a backend-global int the plan cache reads.
+    unsafe { SetWhile::new(&raw mut pg_sys::plan_cache_mode, pg_sys::PlanCacheMode::PLAN_CACHE_MODE_FORCE_GENERIC_PLAN as std::ffi::c_int) }
 }
 
 /// A writing statement with a kept plan (see [`select_kept`]), and the rows it returns
@@ -142,7 +134,7 @@ fn kept<T>(
     args: &[pgrx::datum::DatumWithOid],
     mut row: impl FnMut(Row<'_>) -> RowResult<T>,
 ) -> Result<Vec<T>, pgrx::spi::SpiError> {
-    let _no_jit = NoJit::now();
+    let _no_jit = no_jit();
     Spi::connect_mut(|client| {
         let _ = name;
         if !backend::with(|b| b.plans.borrow().contains_key(sql)) {

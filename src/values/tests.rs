@@ -364,7 +364,7 @@ mod tests {
         drop(s);
 
         // 'female' shares nothing with 'F' a memory can see: without the LLM it stays, and
-        // with it the LLM chooses among all of the column's values.
+        // with it the LLM is shown all of the column's values and writes the one it means.
         let female = "SELECT id FROM public.patients WHERE sex = 'female'";
         assert_eq!(one::<String>(&format!("SELECT ask.correct_sql($q${female}$q$, use_llm => false)")), female);
         let s = llm(Script::default().rule(Rule::new(&["female"], Reply::text("F"))));

@@ -1,15 +1,15 @@
 //! Benchmark: value correction end to end, with a real model choosing where the memory is
 //! unsure (`scripts/bench.sh values-llm [MODEL...]`).
 //!
-//! The databases of `bench/fixtures/values_unseen.json` and `values_held_out.json` are created (a schema per database, a
-//! table per fixture table, each column holding its listed values), their value memory is built
+//! The databases of `bench/fixtures/values_unseen.json` and `values_held_out.json` are created
+//! (a schema per database, a table per fixture table, each column holding its listed values), their value memory is built
 //! with the local all-MiniLM-L6-v2 embeddings, and for each knowledge variant ('female' for
 //! 'F', 'Bombay' for 'Mumbai') and each absent value `ask.correct_sql()` corrects
 //! `SELECT count(*) FROM t WHERE col = 'literal'` with the LLM at `PG_ASK_LLM_URL`, under
 //! `ask.max_listed_values` 0 and 20. Reported per part (tuning, reporting) and setting: wrong
 //! literals fixed, kept, changed to another wrong value; legitimate values kept; LLM calls of
-//! the `correct` stage (from the ledger). What a tiny model chooses is a floor: the prompt and
-//! the constrained choice are the same for any model.
+//! the `correct` stage (from the ledger). What a small model writes is a floor: the prompt is
+//! the same for any model.
 //!
 //! Environment: `PG_ASK_LLM_URL` (OpenAI base URL), `PG_ASK_LLM_MODEL` (a label),
 //! `PG_ASK_BENCH_LISTED` (the `ask.max_listed_values` settings, default `0,20`; the misses
@@ -185,7 +185,7 @@ fn main() {
             };
             let t = tallies.entry((case.part.clone(), listed)).or_default();
             t.calls += after - before;
-            match &case.gold {
+            let missed = match &case.gold {
                 Some(g) => {
                     t.wrong += 1;
                     if chosen == *g {
@@ -195,34 +195,16 @@ fn main() {
                     } else {
                         t.miscorrected += 1;
                     }
-                    if listed == report && chosen != *g {
-                        misses.push(format!(
-                            "{} {}.{}: {:?} -> {:?} (meant {:?}){}",
-                            case.part,
-                            case.table,
-                            case.column,
-                            case.literal,
-                            chosen,
-                            g,
-                            reply()
-                        ));
-                    }
+                    (chosen != *g).then(|| format!("(meant {g:?})"))
                 }
                 None => {
                     t.legit += 1;
                     t.legit_kept += usize::from(chosen == case.literal);
-                    if listed == report && chosen != case.literal {
-                        misses.push(format!(
-                            "{} {}.{}: {:?} (absent) -> {:?}{}",
-                            case.part,
-                            case.table,
-                            case.column,
-                            case.literal,
-                            chosen,
-                            reply()
-                        ));
-                    }
+                    (chosen != case.literal).then(|| "(absent)".to_string())
                 }
+            };
+            if let Some(why) = missed.filter(|_| listed == report) {
+                misses.push(format!("{} {}.{}: {:?} -> {:?} {why}{}", case.part, case.table, case.column, case.literal, chosen, reply()));
             }
         }
     }

@@ -125,8 +125,8 @@ fn correct(
 /// rules decide, and with `use_llm` the literals they leave open go to the LLM, a call each
 /// (recorded in `trace`; a failed call or a reply that does not fit leaves the rules'
 /// replacements); the value the model writes is looked up by the host in the literal's
-/// column and written in only when the column holds it. The corrected statement carries the checked one's tree, its new values
-/// re-checked by the guard.
+/// column and written in only when the column holds it. The corrected statement carries the
+/// checked one's tree, its new values re-checked by the guard.
 pub fn correct_statement(
     host: &mut dyn Host,
     trace: &mut Trace,

@@ -11,13 +11,13 @@ use serde_json::{json, Value};
 
 use super::decide::{decide, Comparison, Decision, Evidence};
 use super::literals::LiteralRef;
-use super::prompt::{correction_request, parse_correction_checked, read_value, LiteralQuestion};
-
-/// Literals of one statement put to the LLM at most (one call each).
-pub const MAX_ASKED: usize = 4;
+use super::prompt::{correction_request, parse_correction_checked, read_value, CorrectionError, LiteralQuestion};
 use super::rewrite::{rewrite_checked, Replacement};
 use crate::guard::CheckedSql;
 use crate::llm::ChatRequest;
+
+/// Literals of one statement put to the LLM at most (one call each).
+pub const MAX_ASKED: usize = 4;
 
 /// What the host found for the column of one literal.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,9 +72,9 @@ impl Decided {
 
     /// Read the LLM's replies to [`Decided::requests`] (`None`: no reply): the value each
     /// writes, kept when it is one of the values listed for it or when `stored` (the host's
-    /// look at the literal's column) finds the column holds it, as the column spells it. A reply that is SQL is taken as a corrected
-    /// statement of the same structure instead. The values, to be written in by
-    /// [`Decided::apply`].
+    /// look at the literal's column) finds the column holds it, as the column spells it. A
+    /// reply that is SQL is taken as a corrected statement of the same structure instead. The
+    /// values, to be written in by [`Decided::apply`].
     pub fn read_replies(
         &mut self,
         replies: &[Option<String>],
@@ -87,24 +87,29 @@ impl Decided {
                 written.push(Value::Null);
                 continue;
             };
-            if crate::extract::extract_sql(reply).is_some() {
-                match parse_correction_checked(&self.statement, reply) {
-                    Ok(fixed) => self.statement = fixed,
-                    Err(e) => self.traces.push(json!({"llm_correction_rejected": e.to_string()})),
+            match parse_correction_checked(&self.statement, reply) {
+                Err(CorrectionError::NoSql) => {}
+                Ok(fixed) => {
+                    self.statement = fixed;
+                    written.push(json!({"sql": true}));
+                    continue;
                 }
-                written.push(json!({"sql": true}));
-                continue;
+                Err(e) => {
+                    self.traces.push(json!({"llm_correction_rejected": e.to_string()}));
+                    written.push(json!({"sql": true}));
+                    continue;
+                }
             }
             let lit = &self.asked[i];
             let value = read_value(reply);
             // A listed value is stored as listed (in the case it was listed in); any other is
-            // looked up in the column.
+            // looked up in the column. The literal itself is not stored (the rules keep a
+            // stored one), so neither returns it.
             let listed = |v: &str| {
                 let q = &self.questions[i].candidates;
                 q.iter().find(|c| *c == v).or_else(|| q.iter().find(|c| c.to_lowercase() == v.to_lowercase())).cloned()
             };
-            let found =
-                value.as_deref().filter(|v| *v != lit.value).and_then(|v| listed(v).or_else(|| stored(lit, v))).filter(|v| *v != lit.value);
+            let found = value.as_deref().filter(|v| *v != lit.value).and_then(|v| listed(v).or_else(|| stored(lit, v)));
             written.push(json!({"wrote": value, "stored": found}));
             if let Some(value) = found {
                 proposed.push(Proposal { asked: i, value });

@@ -63,8 +63,8 @@ pub fn correction_request(q: &LiteralQuestion) -> ChatRequest {
     ChatRequest::new(CORRECTION_SYSTEM, user).limit(VALUE_TOKENS).stop_at(&["\n"])
 }
 
-/// The value a reply writes: its first line, without surrounding quotes or backticks. `None` when that is blank, longer than [`MAX_VALUE_CHARS`] or holds control
-/// characters.
+/// The value a reply writes: its first line, without surrounding quotes or backticks. `None`
+/// when that is blank, longer than [`MAX_VALUE_CHARS`] or holds control characters.
 pub fn read_value(reply: &str) -> Option<String> {
     let line = reply.trim().lines().next()?.trim();
     let line = line.trim_matches(|c| c == '"' || c == '\'' || c == '`').trim();
