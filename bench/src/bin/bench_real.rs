@@ -17,7 +17,9 @@
 //!
 //! Environment: `PG_ASK_LLM_URL` (the server's OpenAI base URL), `PG_ASK_LLM_MODEL`,
 //! `PG_ASK_REAL_DEFOG_PER_DB` (defog questions per database, default 4; `PG_ASK_REAL_DEFOG_SKIP`
-//! leaves out the first ones of each database, 0 by default, for a held-out part), `PG_ASK_REAL_SUITES`
+//! leaves out the first ones of each database, 0 by default, for a held-out part;
+//! `PG_ASK_REAL_DEFOG_CATEGORY=instruct` takes them from one category, here the questions defog
+//! gives instructions with), `PG_ASK_REAL_SUITES`
 //! (`sample,defog`; also `ask`: only `ask()` from new connections over the sample, `answers`,
 //! `incondb`), `PG_ASK_REAL_LABEL` (added to the run label), `PG_ASK_REAL_MAX_TOKENS`,
 //! `PG_ASK_REAL_COMMENTS=0` (defog's column descriptions not loaded as comments; both sides
@@ -61,8 +63,11 @@ fn load_sample(c: &mut Client) -> i32 {
     c.query_one("SELECT ask.load_suite('sample', $1::text::jsonb)", &[&text]).unwrap().get(0)
 }
 
-/// The first `per_db` questions of each defog database, in the file's order.
+/// The first `per_db` questions of each defog database, in the file's order; with
+/// `PG_ASK_REAL_DEFOG_CATEGORY`, of that category alone (`instruct`: the questions defog gives
+/// instructions with).
 fn load_defog(c: &mut Client, per_db: i64, skip: i64) -> i32 {
+    let category = std::env::var("PG_ASK_REAL_DEFOG_CATEGORY").ok().filter(|c| !c.is_empty());
     let csv = std::fs::canonicalize(repo().join("../shared/datasets/defog/questions_gen_postgres.csv")).unwrap();
     c.batch_execute(&format!(
         "DROP TABLE IF EXISTS defog_q; CREATE TEMP TABLE defog_q (n serial, question text, query text, db_name text, query_category text, instructions text);
@@ -75,8 +80,9 @@ fn load_defog(c: &mut Client, per_db: i64, skip: i64) -> i32 {
     c.query_one(
         "SELECT ask.load_suite('defog', (SELECT jsonb_agg(to_jsonb(q) - 'n' - 'k' ORDER BY n) FROM
             (SELECT n, question, replace(query, 'consumer_div.', 'ewallet.') AS query, db_name, query_category, instructions,
-                    row_number() OVER (PARTITION BY db_name ORDER BY n) AS k FROM defog_q) q WHERE k > $2 AND k <= $2 + $1))",
-        &[&per_db, &skip],
+                    row_number() OVER (PARTITION BY db_name ORDER BY n) AS k FROM defog_q
+              WHERE $3::text IS NULL OR query_category = $3) q WHERE k > $2 AND k <= $2 + $1))",
+        &[&per_db, &skip, &category],
     )
     .unwrap()
     .get(0)

@@ -163,6 +163,11 @@ pub fn check_statement(kind: Kind, table: &str, body: &str, rows: u32) -> Option
 /// At most this many items go into one prompt.
 pub const MAX_ITEMS: usize = 16;
 
+/// Up to this many instructions on the database and the described tables' schemas all come
+/// with every question; of more, only those that share a content word with the question, the
+/// most words first, this many.
+pub const MAX_GENERAL: usize = 4;
+
 /// `table` without quotes, in lower case, for comparing with a described table's name.
 fn plain_name(table: &str) -> String {
     table.replace('"', "").to_lowercase()
@@ -181,11 +186,14 @@ fn stems(text: &str) -> Vec<String> {
 /// The items of `items` worth showing for `question` over the described tables `described`
 /// (schema-qualified, as a description writes them), most useful first, within `max_chars`
 /// of rendered text and [`MAX_ITEMS`]:
-/// - instructions on the database or on a schema of a described table; an instruction on a
-///   described table when the question names the table, shares two content words with the
-///   instruction, or asks for a metric, filter or dimension of the table (on a small schema
-///   every table is described, and an instruction about reviews in a question about cities
-///   drew a small model to join reviews in);
+/// - instructions on the database or on a schema of a described table: all of them up to
+///   [`MAX_GENERAL`]; of more, the [`MAX_GENERAL`] that share the most content words with the
+///   question, at least one (a database's rules for different questions, some at odds, drew a
+///   small model to follow the ones meant for other questions);
+/// - an instruction on a described table when the question names the table, shares two
+///   content words with the instruction, or asks for a metric, filter or dimension of the
+///   table (on a small schema every table is described, and an instruction about reviews in a
+///   question about cities drew a small model to join reviews in);
 /// - synonyms whose every word is in the question, of a described table;
 /// - metrics, filters and dimensions of described tables whose name or a synonym the question
 ///   writes, every word of it (plurals aside: "opened" does not write the filter "open", nor
@@ -205,7 +213,13 @@ pub fn relevant<'a>(question: &str, items: &'a [Item], described: &[String], max
     let described: Vec<String> = described.iter().map(|t| plain_name(t)).collect();
     let schemas: Vec<&str> = described.iter().filter_map(|t| t.split_once('.').map(|(s, _)| s)).collect();
     let on_described = |it: &Item| it.table.as_deref().is_some_and(|t| described.contains(&plain_name(t)));
-    let shares = |text: &str| stems(text).iter().filter(|s| asked.contains(s)).count();
+    // Distinct words: a note that writes "names" twice shares one word with "the names of …".
+    let shares = |text: &str| {
+        let mut shared: Vec<String> = stems(text).into_iter().filter(|s| asked.contains(s)).collect();
+        shared.sort();
+        shared.dedup();
+        shared.len()
+    };
     // A metric, filter or dimension the question asks for: its name or a synonym written, or
     // two words of its description shared.
     let asked_for = |it: &Item| {
@@ -220,8 +234,27 @@ pub fn relevant<'a>(question: &str, items: &'a [Item], described: &[String], max
         .filter(|it| matches!(asked_for(it), (n, d) if n > 0 || d >= 2))
         .filter_map(|it| it.table.as_deref().map(plain_name))
         .collect();
+    // The instructions on the database and on a described table's schema. A few all come; of
+    // many (a database's rules for different questions, some at odds: "filter names using an
+    // exact match", "… using ILIKE"), those the question's words point to.
+    let general = |it: &Item| {
+        it.kind() == Kind::Instruction
+            && it.table.is_none()
+            && it.schema.as_deref().is_none_or(|s| schemas.contains(&plain_name(s).as_str()))
+    };
+    let in_scope: Vec<&Item> = items.iter().filter(|it| general(it)).collect();
+    let general_kept: Vec<i64> = if in_scope.len() <= MAX_GENERAL {
+        in_scope.iter().map(|it| it.id).collect()
+    } else {
+        let mut ranked: Vec<(usize, i64)> = in_scope.iter().map(|it| (shares(&it.body), it.id)).filter(|(n, _)| *n > 0).collect();
+        ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        ranked.into_iter().take(MAX_GENERAL).map(|(_, id)| id).collect()
+    };
     let mut scored: Vec<(u32, &Item)> = Vec::new();
     for it in items {
+        if general(it) && !general_kept.contains(&it.id) {
+            continue;
+        }
         let score = match it.kind() {
             Kind::Instruction => match (&it.table, &it.schema) {
                 (Some(t), _)

@@ -291,3 +291,38 @@ fn only_the_items_of_the_tables_the_statement_reads_are_written_in() {
     let e = expand_reading("WITH orders AS (SELECT 1 AS amount) SELECT revenue FROM orders", &[&sample()[0]], &[]);
     assert!(e.expanded.is_empty(), "{}", e.sql);
 }
+
+#[test]
+fn of_many_rules_on_a_schema_those_the_question_points_to_come() {
+    let mut items = sample();
+    let rules = [
+        "Filter airport, city and country names using ILIKE.",
+        "Filter state codes and airport codes using upper-case matches.",
+        "If several flight days are asked for, match each day separately.",
+        "The round trip cost is in fare.round_trip_cost.",
+        "Names of names of names are never empty.",
+    ];
+    for (i, body) in rules.iter().enumerate() {
+        let mut it = item(20 + i as i64, Kind::Instruction, None, None, body);
+        it.schema = Some("public".into());
+        items.push(it);
+    }
+    let described = vec!["public.orders".to_string(), "public.customers".to_string()];
+    // Seven rules on the database and the schema: a question gets those its words point to,
+    // the most shared words first, and none of the others ("fiscal" and "test data" share none).
+    let got = ids(&relevant("Which state code is Orlando International Airport in?", &items, &described, 4000));
+    let general: Vec<i64> = got.iter().copied().filter(|id| [5, 9].contains(id) || *id >= 20).collect();
+    assert_eq!(general, vec![20, 21], "{got:?}");
+    // A word written many times in a rule counts once: "names" is one shared word, not three.
+    let got = relevant("the names and codes of every airport", &items, &described, 4000);
+    let order: Vec<i64> = got.iter().map(|i| i.id).filter(|id| *id >= 20).collect();
+    assert_eq!(order, vec![20, 21, 24], "{order:?}");
+    // At most MAX_GENERAL of them, however many share a word.
+    let got = relevant("flight days, fare round trip cost, names, airport codes, state, city", &items, &described, 4000);
+    assert_eq!(got.iter().filter(|i| i.table.is_none() && i.kind == Some(Kind::Instruction)).count(), MAX_GENERAL);
+    // A question that shares no word with any gets none of them.
+    let got = ids(&relevant("how many orders are there?", &items, &described, 4000));
+    assert!(got.iter().all(|id| ![5, 9].contains(id) && *id < 20), "{got:?}");
+    // Up to MAX_GENERAL rules all come, as before (the sample's two, above).
+    assert!(ids(&relevant("how many orders are there?", &sample(), &described, 4000)).contains(&5));
+}
