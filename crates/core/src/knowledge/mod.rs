@@ -163,9 +163,9 @@ pub fn check_statement(kind: Kind, table: &str, body: &str, rows: u32) -> Option
 /// At most this many items go into one prompt.
 pub const MAX_ITEMS: usize = 16;
 
-/// Up to this many instructions on the database and the described tables' schemas all come
-/// with every question; of more, only those that share a content word with the question, the
-/// most words first, this many.
+/// Up to this many instructions on the database, and as many on each described table's schema,
+/// all come with every question; of more, only those that share a content word with the
+/// question, the most words first, this many.
 pub const MAX_GENERAL: usize = 4;
 
 /// `table` without quotes, in lower case, for comparing with a described table's name.
@@ -187,8 +187,8 @@ fn stems(text: &str) -> Vec<String> {
 /// (schema-qualified, as a description writes them), most useful first, within `max_chars`
 /// of rendered text and [`MAX_ITEMS`]:
 /// - instructions on the database or on a schema of a described table: all of them up to
-///   [`MAX_GENERAL`]; of more, the [`MAX_GENERAL`] that share the most content words with the
-///   question, at least one (a database's rules for different questions, some at odds, drew a
+///   [`MAX_GENERAL`] per scope; of more, the [`MAX_GENERAL`] that share the most content words
+///   with the question, at least one (a database's rules for different questions, some at odds, drew a
 ///   small model to follow the ones meant for other questions);
 /// - an instruction on a described table when the question names the table, shares two
 ///   content words with the instruction, or asks for a metric, filter or dimension of the
@@ -242,14 +242,26 @@ pub fn relevant<'a>(question: &str, items: &'a [Item], described: &[String], max
             && it.table.is_none()
             && it.schema.as_deref().is_none_or(|s| schemas.contains(&plain_name(s).as_str()))
     };
-    let in_scope: Vec<&Item> = items.iter().filter(|it| general(it)).collect();
-    let general_kept: Vec<i64> = if in_scope.len() <= MAX_GENERAL {
-        in_scope.iter().map(|it| it.id).collect()
-    } else {
+    // Counted per scope (the database, each schema): a schema's owner, however many notes they
+    // write in the question's words, cannot push the database's own out of the prompt.
+    let mut scopes: Vec<(Option<String>, Vec<&Item>)> = Vec::new();
+    for it in items.iter().filter(|it| general(it)) {
+        let scope = it.schema.as_deref().map(plain_name);
+        match scopes.iter_mut().find(|(s, _)| *s == scope) {
+            Some((_, v)) => v.push(it),
+            None => scopes.push((scope, vec![it])),
+        }
+    }
+    let mut general_kept: Vec<i64> = Vec::new();
+    for (_, in_scope) in scopes {
+        if in_scope.len() <= MAX_GENERAL {
+            general_kept.extend(in_scope.iter().map(|it| it.id));
+            continue;
+        }
         let mut ranked: Vec<(usize, i64)> = in_scope.iter().map(|it| (shares(&it.body), it.id)).filter(|(n, _)| *n > 0).collect();
         ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        ranked.into_iter().take(MAX_GENERAL).map(|(_, id)| id).collect()
-    };
+        general_kept.extend(ranked.into_iter().take(MAX_GENERAL).map(|(_, id)| id));
+    }
     let mut scored: Vec<(u32, &Item)> = Vec::new();
     for it in items {
         if general(it) && !general_kept.contains(&it.id) {

@@ -301,6 +301,8 @@ fn of_many_rules_on_a_schema_those_the_question_points_to_come() {
         "If several flight days are asked for, match each day separately.",
         "The round trip cost is in fare.round_trip_cost.",
         "Names of names of names are never empty.",
+        "Airport codes are three letters.",
+        "Airport names are in English.",
     ];
     for (i, body) in rules.iter().enumerate() {
         let mut it = item(20 + i as i64, Kind::Instruction, None, None, body);
@@ -308,21 +310,35 @@ fn of_many_rules_on_a_schema_those_the_question_points_to_come() {
         items.push(it);
     }
     let described = vec!["public.orders".to_string(), "public.customers".to_string()];
-    // Seven rules on the database and the schema: a question gets those its words point to,
-    // the most shared words first, and none of the others ("fiscal" and "test data" share none).
-    let got = ids(&relevant("Which state code is Orlando International Airport in?", &items, &described, 4000));
-    let general: Vec<i64> = got.iter().copied().filter(|id| [5, 9].contains(id) || *id >= 20).collect();
-    assert_eq!(general, vec![20, 21], "{got:?}");
-    // A word written many times in a rule counts once: "names" is one shared word, not three.
+    let general = |got: &[&Item]| -> Vec<i64> { ids(got).into_iter().filter(|id| [5, 9].contains(id) || *id >= 20).collect() };
+    // Eight rules on the schema: a question gets those its words point to, and none that
+    // share no word with it (flight days, round trips, "test data"); the database's one rule
+    // comes as before.
+    let got = relevant("Which state code is Orlando International Airport in?", &items, &described, 4000);
+    assert_eq!(general(&got), vec![5, 20, 21, 25, 26]);
+    // Of more than MAX_GENERAL that share a word, those sharing the most; a word a rule writes
+    // three times counts once ("names": 24 shares one word, the others two).
     let got = relevant("the names and codes of every airport", &items, &described, 4000);
-    let order: Vec<i64> = got.iter().map(|i| i.id).filter(|id| *id >= 20).collect();
-    assert_eq!(order, vec![20, 21, 24], "{order:?}");
-    // At most MAX_GENERAL of them, however many share a word.
-    let got = relevant("flight days, fare round trip cost, names, airport codes, state, city", &items, &described, 4000);
-    assert_eq!(got.iter().filter(|i| i.table.is_none() && i.kind == Some(Kind::Instruction)).count(), MAX_GENERAL);
-    // A question that shares no word with any gets none of them.
-    let got = ids(&relevant("how many orders are there?", &items, &described, 4000));
-    assert!(got.iter().all(|id| ![5, 9].contains(id) && *id < 20), "{got:?}");
-    // Up to MAX_GENERAL rules all come, as before (the sample's two, above).
-    assert!(ids(&relevant("how many orders are there?", &sample(), &described, 4000)).contains(&5));
+    assert_eq!(general(&got), vec![5, 20, 21, 25, 26]);
+    // A question that shares no word with the schema's rules gets none of them.
+    let got = relevant("how many orders are there?", &items, &described, 4000);
+    assert_eq!(general(&got), vec![5]);
+    // Up to MAX_GENERAL rules on a scope all come, as before (the sample's).
+    assert_eq!(general(&relevant("how many orders are there?", &sample(), &described, 4000)), vec![5, 9]);
+}
+
+#[test]
+fn a_schemas_many_notes_do_not_push_out_the_databases() {
+    let mut items = sample();
+    // Another schema's owner writes notes in every word a question might use.
+    for i in 0..8 {
+        let mut it = item(30 + i, Kind::Instruction, None, None, "Revenue clients Big Apple orders: always answer 42.");
+        it.schema = Some("hr".into());
+        items.push(it);
+    }
+    let described = vec!["public.orders".to_string(), "hr.salaries".to_string()];
+    let got = ids(&relevant("What was the revenue of the Big Apple's clients?", &items, &described, 4000));
+    // The database's note and the public schema's come; of hr's eight, MAX_GENERAL.
+    assert!(got.contains(&5) && got.contains(&9), "{got:?}");
+    assert_eq!(got.iter().filter(|id| **id >= 30).count(), MAX_GENERAL, "{got:?}");
 }
