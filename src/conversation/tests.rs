@@ -15,13 +15,29 @@ mod tests {
     const LA: &str = "Which Italian restaurants are in Los Angeles?";
     const SF: &str = "Which Italian restaurants are in San Francisco?";
     const LA_SQL: &str = "SELECT r.name FROM public.restaurants r JOIN public.cities c ON c.id = r.city_id WHERE c.name = 'Los Angeles' AND r.cuisine = 'Italian'";
+    const SF_COUNT: &str = "How many Italian restaurants are in San Francisco?";
+    const SF_COUNT_SQL: &str = "SELECT count(*) FROM public.restaurants r JOIN public.cities c ON c.id = r.city_id WHERE c.name = 'San Francisco' AND r.cuisine = 'Italian'";
     const SF_SQL: &str = "SELECT r.name FROM public.restaurants r JOIN public.cities c ON c.id = r.city_id WHERE c.name = 'San Francisco' AND r.cuisine = 'Italian'";
 
     fn script() -> Script {
         Script::default()
             // The rewrite of the follow-up, and the generation of the question it became (tried
             // first: its prompt also holds the earlier question, as the query to edit).
-            .rule(Rule::new(&["<follow_up>and in San Francisco?</follow_up>"], Reply::text(format!("Standalone question: {SF}"))))
+            .rule(Rule::new(
+                &["<latest_question>and in San Francisco?</latest_question>"],
+                Reply::text(format!("Standalone question: {SF}")),
+            ))
+            // A new question the model rewords in words of its own, and a follow-up that has
+            // none of the words that often open one.
+            .rule(Rule::new(
+                &["<latest_question>How many cities are there?</latest_question>"],
+                Reply::text("What is the number of cities?"),
+            ))
+            .rule(Rule::new(&["<latest_question>How many are there?</latest_question>"], Reply::text(SF_COUNT)))
+            .rule(Rule::new(
+                &["<schema>", &format!("<question>{SF_COUNT}</question>")],
+                Reply::text(format!("```sql\n{SF_COUNT_SQL}\n```")),
+            ))
             .rule(Rule::new(&["<schema>", &format!("<question>{SF}</question>")], Reply::text(format!("```sql\n{SF_SQL}\n```"))))
             .rule(Rule::new(&["<schema>", &format!("<question>{LA}</question>")], Reply::text(format!("```sql\n{LA_SQL}\n```"))))
             .rule(Rule::new(&["<schema>", "How many cities"], Reply::text("```sql\nSELECT count(*) FROM public.cities\n```")))
@@ -46,11 +62,15 @@ mod tests {
         let id: i64 = one("SELECT ask.conversation_start('Italian food')");
         let first: String = one(&format!("SELECT ask.sql('{LA}', conversation => {id})"));
         assert_eq!(first, LA_SQL);
-        // A question that stands alone is read as it stands: no call spent on reading it.
+        // A new question is read by the model too, and stands alone: the model reworded it in
+        // words of its own, nothing taken from the turn before; it is answered as asked.
         s.clear_requests();
         let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('How many cities are there?', conversation => {id})"));
         assert_eq!(trace["reading"]["reading"], "standalone", "{trace}");
-        assert!(s.requests().iter().all(|r| !r.prompt.contains("<follow_up>")));
+        assert!(s.requests().iter().any(|r| r.prompt.contains("<latest_question>How many cities are there?")));
+        let stage = trace["stages"].as_array().unwrap().iter().find(|st| st["stage"] == "follow_up").expect("a follow_up stage").clone();
+        assert_eq!(stage["output"]["rewrite"], "What is the number of cities?", "{stage}");
+        assert_eq!(trace["final_sql"], "SELECT count(*) FROM public.cities", "{trace}");
         // A follow-up: rewritten into a standalone question, generation shown the turn
         // before's SQL to edit.
         s.clear_requests();
@@ -91,6 +111,13 @@ mod tests {
         assert_eq!(one::<String>(&format!("SELECT question FROM ask.questions WHERE id = {call}")), SF);
         let vid: i64 = one(&format!("SELECT ask.feedback({call}, true)"));
         assert_eq!(one::<String>(&format!("SELECT question FROM ask.verified_queries WHERE id = {vid}")), SF);
+        // A follow-up with none of the words that open one ("How many are there?") is read as
+        // one: the model's rewrite took its subject from the turn before.
+        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('How many are there?', conversation => {id})"));
+        assert_eq!(trace["reading"]["reading"], "rewritten", "{trace}");
+        assert_eq!(trace["reading"]["standalone"], SF_COUNT);
+        assert_eq!(trace["reading"]["follows"], 3);
+        assert_eq!(trace["final_sql"], SF_COUNT_SQL);
         Spi::run("RESET ROLE").unwrap();
 
         // Another role reaches none of it: not its rows, not a turn of it.

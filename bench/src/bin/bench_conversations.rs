@@ -17,7 +17,9 @@
 //! (`PG_ASK_LLM_URL`, `PG_ASK_LLM_MODEL`), the model rewrites and writes the SQL.
 //!
 //! Reported per turn position (1st, 2nd, ...): EX; and the share of follow-ups read as
-//! standalone by mistake, and of standalone questions read as follow-ups.
+//! standalone by mistake, and of standalone questions read as follow-ups; the same per part of
+//! the fixture (the conversations first written, and a held-out part whose follow-ups carry
+//! none of the words that often open one).
 
 use std::collections::BTreeMap;
 
@@ -38,14 +40,17 @@ fn database(db: &str, sql_file: &std::path::Path) -> Client {
     c
 }
 
-fn marker(set: &str, conv: usize, turn: usize) -> String {
-    format!("Question {turn} of conversation {set}-{conv}")
+/// The standalone question the oracle writes for a follow-up: the turn before's, which pg_ask
+/// must see taken into the rewrite to read it as a follow-up, and a mark only this turn has.
+fn marker(before: &str, set: &str, conv: usize, turn: usize) -> String {
+    format!("{before} (question {turn} of conversation {set}-{conv})")
 }
 
-/// The stand-in's oracle script for every conversation of the fixture. A follow-up's prompts
-/// also hold the turn before (its question, as the query to edit), so the rules go latest turn
-/// first, and a rewrite's rule names the turn before too (two conversations may share a
-/// follow-up's words).
+/// The stand-in's oracle script for every conversation of the fixture. Every later turn is
+/// read by the model: a follow-up's rewrite is its marker, a new question's is the question
+/// unchanged. A follow-up's prompts also hold the turn before (its question, as the query to
+/// edit), so the rules go latest turn first, and a rewrite's rule names the turn before too
+/// (two conversations may share a follow-up's words).
 fn oracle(fixture: &Value) -> Script {
     let mut rules = Vec::new();
     for set in ["sample", "car_dealership"] {
@@ -54,16 +59,11 @@ fn oracle(fixture: &Value) -> Script {
             for (ti, t) in conv["turns"].as_array().unwrap().iter().enumerate() {
                 let (q, sql) = (t["q"].as_str().unwrap(), t["sql"].as_str().unwrap());
                 let fenced = format!("```sql\n{sql}\n```");
-                let standalone = if t["follow_up"].as_bool().unwrap() {
-                    let m = marker(set, ci, ti + 1);
-                    rules.push((
-                        ti,
-                        Rule::new(&[&format!("<follow_up>{q}</follow_up>"), &format!("Question: {before}\n")], Reply::text(&m)),
-                    ));
-                    m
-                } else {
-                    q.to_string()
-                };
+                let standalone = if t["follow_up"].as_bool().unwrap() { marker(&before, set, ci, ti + 1) } else { q.to_string() };
+                if ti > 0 {
+                    let read = [format!("<latest_question>{q}</latest_question>"), format!("Question: {before}\n")];
+                    rules.push((ti, Rule::new(&[&read[0], &read[1]], Reply::text(&standalone))));
+                }
                 rules.push((ti, Rule::new(&["<schema>", &format!("<question>{standalone}</question>")], Reply::text(&fenced))));
                 before = standalone;
             }
@@ -84,6 +84,8 @@ fn main() {
     // position -> (asked, right); (follow-ups, read standalone); (standalone, read as follow-up)
     let mut by_turn: BTreeMap<usize, (usize, usize)> = BTreeMap::new();
     let (mut follow_ups, mut missed, mut standalone, mut misread) = (0, 0, 0, 0);
+    // part -> [turns, right, follow-ups, read standalone, new questions, read as follow-ups]
+    let mut parts: BTreeMap<String, [usize; 6]> = BTreeMap::new();
     let mut seconds = Vec::new();
     for (set, file) in
         [("sample", repo().join("sample/sample.sql")), ("car_dealership", repo().join("../shared/datasets/defog/car_dealership.sql"))]
@@ -99,6 +101,7 @@ fn main() {
         let mut c = connect_to("postgres", &db);
         for (ci, conv) in fixture[set].as_array().unwrap().iter().enumerate() {
             let id: i64 = c.query_one("SELECT ask.conversation_start($1)", &[&format!("{set}-{ci}")]).unwrap().get(0);
+            let part = parts.entry(conv["part"].as_str().unwrap_or("first written").to_string()).or_default();
             for (ti, t) in conv["turns"].as_array().unwrap().iter().enumerate() {
                 let (q, gold, fu) = (t["q"].as_str().unwrap(), t["sql"].as_str().unwrap(), t["follow_up"].as_bool().unwrap());
                 let want = result_of(&mut c, "public", gold).unwrap_or_else(|| panic!("gold SQL fails: {gold}"));
@@ -117,13 +120,19 @@ fn main() {
                 let e = by_turn.entry(ti + 1).or_default();
                 e.0 += 1;
                 e.1 += usize::from(right);
+                part[0] += 1;
+                part[1] += usize::from(right);
                 if ti > 0 {
+                    let (was, mistaken) = if fu { ("standalone", 3) } else { ("rewritten", 5) };
+                    let wrong = usize::from(reading.as_deref() == Some(was));
+                    part[mistaken - 1] += 1;
+                    part[mistaken] += wrong;
                     if fu {
                         follow_ups += 1;
-                        missed += usize::from(reading.as_deref() == Some("standalone"));
+                        missed += wrong;
                     } else {
                         standalone += 1;
-                        misread += usize::from(reading.as_deref() == Some("rewritten"));
+                        misread += wrong;
                     }
                 }
                 if !right {
@@ -145,6 +154,12 @@ fn main() {
     }
     println!("  all turns: {right}/{all} = {:.3}", right as f64 / all as f64);
     println!("  follow-ups read as standalone by mistake: {missed}/{follow_ups}; standalone questions read as follow-ups: {misread}/{standalone}");
+    for (name, [n, r, f, fm, sa, sm]) in &parts {
+        println!(
+            "  part {name}: {r}/{n} = {:.3}; follow-ups read as standalone {fm}/{f}; new questions read as follow-ups {sm}/{sa}",
+            *r as f64 / *n as f64
+        );
+    }
     seconds.sort_by(f64::total_cmp);
     println!("  seconds per turn: median {:.2}, max {:.2}", seconds[seconds.len() / 2], seconds.last().copied().unwrap_or(0.0));
     drop(standin);

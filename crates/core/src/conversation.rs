@@ -1,11 +1,15 @@
 //! Conversations: a question asked in a conversation is read in the light of its earlier turns.
 //!
-//! A question that reads as a follow-up ([`follow_up_signals`]: "and in San Francisco?", "only
-//! the ones rated above 4", "sort that by price", "what about Paris?") is rewritten by the LLM
-//! into one standalone question that says everything it asks ([`rewrite_request`]); the
-//! pipeline then answers that question, and generation is shown the previous turn's SQL as the
-//! query to edit. A question without those signals is answered as it stands, with no LLM call
-//! spent on reading it. The reading is in the trace (`reading`) and in the turn the glue keeps.
+//! Every question after the first goes to the model with the turn before it
+//! ([`rewrite_request`]): a question that continues it ("and in San Francisco?", "how many are
+//! there?", "only the ones rated above 4") comes back as one standalone question that says
+//! everything it asks; a new question comes back as it was asked. The reading follows what the
+//! model wrote ([`read_rewrite`]): the question is a follow-up when its rewrite took a word from
+//! the turn before that the question did not write; otherwise it is answered as asked, however
+//! the model worded it. A follow-up is answered as its standalone question, generation shown the
+//! previous turn's SQL as the query to edit. The words that often open a follow-up
+//! ([`follow_up_signals`]) decide nothing; the trace keeps them beside the reading (`reading`),
+//! and the glue keeps the reading with the turn.
 
 use serde::Serialize;
 
@@ -145,23 +149,46 @@ pub fn follow_up_signals(question: &str) -> Vec<String> {
     out
 }
 
-/// How to read `question` after `history` (oldest first) without asking the model: standalone
-/// when there is no earlier turn or no sign of a follow-up; `None` when the model must rewrite
-/// it.
-pub fn read_without_llm(question: &str, history: &[Turn]) -> Option<Reading> {
-    (history.is_empty() || follow_up_signals(question).is_empty()).then_some(Reading::Standalone)
+/// How to read a question after `history` (oldest first) without asking the model: standalone
+/// when there is no earlier turn; `None` when the model must read it.
+pub fn read_without_llm(history: &[Turn]) -> Option<Reading> {
+    history.is_empty().then_some(Reading::Standalone)
 }
 
-/// The request that rewrites a follow-up into a standalone question, from the last
-/// [`MAX_TURNS_SHOWN`] turns of `history`.
+/// How `question` reads after the turn `last`, from the model's rewrite of it (`rewrite`, read
+/// by [`parse_rewrite`]): a follow-up of `last`, answered as `rewrite`, when the rewrite took a
+/// content word from `last`'s question that `question` does not write ("How many are there?" →
+/// "How many restaurants are in Chicago?"); otherwise standalone, answered as asked (a new
+/// question the model wrote back unchanged or reworded).
+pub fn read_rewrite(question: &str, last: &Turn, rewrite: String, signals: Vec<String>) -> Reading {
+    let asked = content_stems(question);
+    let before = content_stems(&last.standalone);
+    let taken = content_stems(&rewrite).into_iter().any(|w| !asked.contains(&w) && before.contains(&w));
+    if taken {
+        Reading::Rewritten { standalone: rewrite, follows: last.turn, signals, edits_sql: last.sql.clone() }
+    } else {
+        Reading::Standalone
+    }
+}
+
+/// The stems of `text`'s content words.
+fn content_stems(text: &str) -> Vec<String> {
+    crate::text::plain_words(text).iter().filter(|w| !crate::text::is_stop_word(w)).map(|w| crate::text::word_stem(w)).collect()
+}
+
+/// The request that has the model read a later question: a follow-up rewritten into a standalone
+/// question, a new question written back as it is; from the last [`MAX_TURNS_SHOWN`] turns of
+/// `history`.
 pub fn rewrite_request(question: &str, history: &[Turn]) -> ChatRequest {
-    let system = "You rewrite a follow-up question of a conversation about a database into one standalone question. \
-The follow-up continues the most recent question (the last turn shown). The standalone question says everything \
-the follow-up asks, taking from the most recent question what it leaves unsaid: the subject and every condition it \
-keeps, with the values the follow-up replaces or adds. A follow-up that names another value of the same kind \
-(\"and in Paris?\", \"what about Indian ones?\") replaces that value: it asks about the new value instead, not both. \
+    let system = "You read the latest question of a conversation about a database. \
+If it continues the most recent question (the last turn shown) and leaves unsaid what that question said \
+(\"and in Paris?\", \"how many are there?\", \"only the cheap ones\", \"what is the average rating?\"), rewrite it \
+into one standalone question that says everything it asks, taking from the most recent question the subject and \
+every condition it keeps, with the values it replaces or adds. A question that names another value of the same \
+kind (\"and in Paris?\", \"what about Indian ones?\") replaces that value: it asks about the new value instead, \
+not both. If it is a new question that says by itself all it asks, write it back unchanged. \
 Keep the values as the user wrote them. \
-Do not answer it and do not write SQL. Reply with the standalone question only, on one line.";
+Do not answer it and do not write SQL. Reply with the question only, on one line.";
     let mut user = String::from("<conversation>\n");
     let from = history.len().saturating_sub(MAX_TURNS_SHOWN);
     for (i, t) in history[from..].iter().enumerate() {
@@ -180,7 +207,7 @@ Do not answer it and do not write SQL. Reply with the standalone question only, 
         user.push_str("</turn>\n");
     }
     user.push_str("</conversation>\n");
-    user.push_str(&format!("<follow_up>{}</follow_up>\nStandalone question:", one_line(question)));
+    user.push_str(&format!("<latest_question>{}</latest_question>\nStandalone question:", one_line(question)));
     ChatRequest::new(system, user).limit(120)
 }
 
@@ -245,10 +272,39 @@ mod tests {
         ] {
             assert!(follow_up_signals(q).is_empty(), "{q}: {:?}", follow_up_signals(q));
         }
+        // The signs decide nothing: the first question stands alone, every later one is read
+        // by the model.
         let h = [turn(1, "Which Italian restaurants are in LA?", "SELECT 1")];
-        assert_eq!(read_without_llm("and in San Francisco?", &[]), Some(Reading::Standalone));
-        assert_eq!(read_without_llm("How many chefs are there?", &h), Some(Reading::Standalone));
-        assert_eq!(read_without_llm("and in San Francisco?", &h), None);
+        assert_eq!(read_without_llm(&[]), Some(Reading::Standalone));
+        assert_eq!(read_without_llm(&h), None);
+    }
+
+    #[test]
+    fn a_question_is_a_follow_up_when_its_rewrite_takes_from_the_turn_before() {
+        let last = turn(2, "How many restaurants are in Chicago?", "SELECT count(*) FROM restaurants");
+        let read = |q: &str, rewrite: &str| read_rewrite(q, &last, rewrite.to_string(), follow_up_signals(q));
+        // No sign of a follow-up, yet it leaves its subject unsaid: a follow-up of turn 2,
+        // answered as the rewrite and editing that turn's SQL.
+        match read("How many are there?", "How many restaurants are in Chicago?") {
+            Reading::Rewritten { standalone, follows, signals, edits_sql } => {
+                assert_eq!(standalone, "How many restaurants are in Chicago?");
+                assert_eq!(follows, 2);
+                assert!(signals.is_empty());
+                assert_eq!(edits_sql.as_deref(), Some("SELECT count(*) FROM restaurants"));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(read("What about Paris?", "How many restaurants are in Paris?"), Reading::Rewritten { .. }));
+        // A new question written back unchanged, or reworded with words of its own, stands
+        // alone, whatever word it opens with.
+        assert_eq!(read("How many chefs are there?", "How many chefs are there?"), Reading::Standalone);
+        assert_eq!(read("How many chefs are there?", "What is the total number of chefs?"), Reading::Standalone);
+        assert_eq!(read("And how many chefs are there?", "How many chefs are there?"), Reading::Standalone);
+        // Words the question itself wrote are not taken from the turn before.
+        assert_eq!(read("How many restaurants are in Paris?", "How many restaurants are there in Paris?"), Reading::Standalone);
+        // A follow-up the model wrote back unchanged is answered as asked (its words say all
+        // pg_ask knows of it).
+        assert_eq!(read("and in San Francisco?", "and in San Francisco?"), Reading::Standalone);
     }
 
     #[test]
@@ -257,7 +313,7 @@ mod tests {
         let req = rewrite_request("and in San Francisco?", &h);
         let text = req.messages.last().map(|m| m.content.clone()).unwrap_or_default();
         assert!(!text.contains("question 5\n") && text.contains("<turn (most recent)>\nQuestion: question 6"), "{text}");
-        assert!(text.ends_with("<follow_up>and in San Francisco?</follow_up>\nStandalone question:"));
+        assert!(text.ends_with("<latest_question>and in San Francisco?</latest_question>\nStandalone question:"));
         assert_eq!(
             parse_rewrite("\n Standalone question: \"Which Italian restaurants are in San Francisco?\"\nmore").unwrap(),
             "Which Italian restaurants are in San Francisco?"

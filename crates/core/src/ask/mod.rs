@@ -109,8 +109,9 @@ pub fn run_in_conversation(
     }
 }
 
-/// How `question` reads after `history`: as it stands, or (a follow-up) rewritten by the model
-/// into a standalone question, recorded as the `follow_up` stage. A rewrite that is no
+/// How `question` reads after `history`: every later question goes to the model, recorded as
+/// the `follow_up` stage; it is a follow-up, answered as the model's standalone question, when
+/// that took a word from the turn before ([`conversation::read_rewrite`]). A rewrite that is no
 /// question leaves the question as it stands.
 fn read_in_conversation(
     host: &mut dyn Host,
@@ -119,7 +120,7 @@ fn read_in_conversation(
     history: &[Turn],
     cfg: &AskConfig,
 ) -> Result<Reading, AskError> {
-    if let Some(reading) = conversation::read_without_llm(question, history) {
+    if let Some(reading) = conversation::read_without_llm(history) {
         return Ok(reading);
     }
     let Some(last) = history.last() else { return Ok(Reading::Standalone) };
@@ -129,8 +130,12 @@ fn read_in_conversation(
     let reply = call(host, trace, stage::FOLLOW_UP, None, &req, cfg.max_prompt_tokens)?;
     let (reading, output) = match conversation::parse_rewrite(&reply) {
         Ok(standalone) => {
-            let r = Reading::Rewritten { standalone, follows: last.turn, signals, edits_sql: last.sql.clone() };
-            let out = serde_json::to_value(&r).unwrap_or_default();
+            let r = conversation::read_rewrite(question, last, standalone.clone(), signals.clone());
+            let out = match &r {
+                Reading::Rewritten { .. } => serde_json::to_value(&r).unwrap_or_default(),
+                Reading::Standalone => json!({"reading": "standalone", "signals": signals, "rewrite": standalone,
+                    "why": "the rewrite took nothing from the turn before"}),
+            };
             (r, out)
         }
         Err(why) => (Reading::Standalone, json!({"reading": "standalone", "signals": signals, "why": why})),
