@@ -161,19 +161,14 @@ pub fn read_without_llm(history: &[Turn]) -> Option<Reading> {
 /// "How many restaurants are in Chicago?"); otherwise standalone, answered as asked (a new
 /// question the model wrote back unchanged or reworded).
 pub fn read_rewrite(question: &str, last: &Turn, rewrite: String, signals: Vec<String>) -> Reading {
-    let asked = content_stems(question);
-    let before = content_stems(&last.standalone);
-    let taken = content_stems(&rewrite).into_iter().any(|w| !asked.contains(&w) && before.contains(&w));
+    let asked = crate::text::content_stems(question);
+    let before = crate::text::content_stems(&last.standalone);
+    let taken = crate::text::content_stems(&rewrite).into_iter().any(|w| !asked.contains(&w) && before.contains(&w));
     if taken {
         Reading::Rewritten { standalone: rewrite, follows: last.turn, signals, edits_sql: last.sql.clone() }
     } else {
         Reading::Standalone
     }
-}
-
-/// The stems of `text`'s content words.
-fn content_stems(text: &str) -> Vec<String> {
-    crate::text::plain_words(text).iter().filter(|w| !crate::text::is_stop_word(w)).map(|w| crate::text::word_stem(w)).collect()
 }
 
 /// The request that has the model read a later question: a follow-up rewritten into a standalone

@@ -173,6 +173,12 @@ pub fn word_stem(w: &str) -> String {
     base
 }
 
+/// The stems ([`word_stem`]) of `text`'s content words, in order: what two texts share when they
+/// speak of the same data (a question and a knowledge note; a question and its rewrite).
+pub fn content_stems(text: &str) -> Vec<String> {
+    plain_words(text).iter().filter(|w| !is_stop_word(w)).map(|w| word_stem(w)).collect()
+}
+
 /// The identifiers of `text` that mix letters and digits (`t3_9`, `q2_2024`), whole and in
 /// lower case: split into words they are one letter and short numbers, which say nothing, and
 /// among tables named alike (`t1_1` … `t50_200`) only the whole identifier tells one from the

@@ -178,11 +178,6 @@ fn plural_stems(text: &str) -> Vec<String> {
     text::plain_words(text).iter().map(|w| text::stem(w)).collect()
 }
 
-/// The stems of the content words of `text`.
-fn stems(text: &str) -> Vec<String> {
-    text::plain_words(text).iter().filter(|w| !text::is_stop_word(w)).map(|w| text::word_stem(w)).collect()
-}
-
 /// The items of `items` worth showing for `question` over the described tables `described`
 /// (schema-qualified, as a description writes them), most useful first, within `max_chars`
 /// of rendered text and [`MAX_ITEMS`]:
@@ -200,7 +195,7 @@ fn stems(text: &str) -> Vec<String> {
 ///   "the average rating" the metric "average guest score"), or whose description shares two
 ///   content words with it.
 pub fn relevant<'a>(question: &str, items: &'a [Item], described: &[String], max_chars: usize) -> Vec<&'a Item> {
-    let asked = stems(question);
+    let asked = text::content_stems(question);
     let asked_words = plural_stems(question);
     let writes = |phrase: &str| {
         let words = plural_stems(phrase);
@@ -215,7 +210,7 @@ pub fn relevant<'a>(question: &str, items: &'a [Item], described: &[String], max
     let on_described = |it: &Item| it.table.as_deref().is_some_and(|t| described.contains(&plain_name(t)));
     // Distinct words: a note that writes "names" twice shares one word with "the names of …".
     let shares = |text: &str| {
-        let mut shared: Vec<String> = stems(text).into_iter().filter(|s| asked.contains(s)).collect();
+        let mut shared: Vec<String> = text::content_stems(text).into_iter().filter(|s| asked.contains(s)).collect();
         shared.sort();
         shared.dedup();
         shared.len()
@@ -280,7 +275,7 @@ pub fn relevant<'a>(question: &str, items: &'a [Item], described: &[String], max
                 (None, None) => 100,
             },
             Kind::Synonym => {
-                let words = stems(it.name.as_deref().unwrap_or(""));
+                let words = text::content_stems(it.name.as_deref().unwrap_or(""));
                 let all_in = !words.is_empty() && words.iter().all(|w| asked.contains(w));
                 // Only of a described table: another role's table, not described, does not
                 // get a line in this question's prompt by sharing a word with it.
