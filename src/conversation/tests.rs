@@ -62,6 +62,25 @@ mod tests {
         let id: i64 = one("SELECT ask.conversation_start('Italian food')");
         let first: String = one(&format!("SELECT ask.sql('{LA}', conversation => {id})"));
         assert_eq!(first, LA_SQL);
+        // A follow-up: rewritten into a standalone question, generation shown the turn
+        // before's SQL to edit.
+        s.clear_requests();
+        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('and in San Francisco?', conversation => {id})"));
+        assert_eq!(trace["final_sql"], SF_SQL, "{trace}");
+        assert_eq!(trace["reading"]["reading"], "rewritten");
+        assert_eq!(trace["reading"]["standalone"], SF);
+        assert_eq!(trace["reading"]["follows"], 1);
+        let stage = trace["stages"].as_array().unwrap().iter().find(|st| st["stage"] == "follow_up").expect("a follow_up stage").clone();
+        assert_eq!(stage["output"]["standalone"], SF, "{stage}");
+        let generation: Vec<String> = s.requests().into_iter().filter(|r| r.prompt.contains("<schema>")).map(|r| r.prompt).collect();
+        assert!(generation.iter().any(|p| p.contains("<previous>") && p.contains(LA_SQL)), "{generation:?}");
+        // A follow-up with none of the words that open one ("How many are there?") is read as
+        // one: the model's rewrite took its subject from the turn before.
+        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('How many are there?', conversation => {id})"));
+        assert_eq!(trace["reading"]["reading"], "rewritten", "{trace}");
+        assert_eq!(trace["reading"]["standalone"], SF_COUNT);
+        assert_eq!(trace["reading"]["follows"], 2);
+        assert_eq!(trace["final_sql"], SF_COUNT_SQL);
         // A new question is read by the model too, and stands alone: the model reworded it in
         // words of its own, nothing taken from the turn before; it is answered as asked.
         s.clear_requests();
@@ -71,18 +90,6 @@ mod tests {
         let stage = trace["stages"].as_array().unwrap().iter().find(|st| st["stage"] == "follow_up").expect("a follow_up stage").clone();
         assert_eq!(stage["output"]["rewrite"], "What is the number of cities?", "{stage}");
         assert_eq!(trace["final_sql"], "SELECT count(*) FROM public.cities", "{trace}");
-        // A follow-up: rewritten into a standalone question, generation shown the turn
-        // before's SQL to edit.
-        s.clear_requests();
-        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('and in San Francisco?', conversation => {id})"));
-        assert_eq!(trace["final_sql"], SF_SQL, "{trace}");
-        assert_eq!(trace["reading"]["reading"], "rewritten");
-        assert_eq!(trace["reading"]["standalone"], SF);
-        assert_eq!(trace["reading"]["follows"], 2);
-        let stage = trace["stages"].as_array().unwrap().iter().find(|st| st["stage"] == "follow_up").expect("a follow_up stage").clone();
-        assert_eq!(stage["output"]["standalone"], SF, "{stage}");
-        let generation: Vec<String> = s.requests().into_iter().filter(|r| r.prompt.contains("<schema>")).map(|r| r.prompt).collect();
-        assert!(generation.iter().any(|p| p.contains("<previous>") && p.contains("SELECT count(*) FROM public.cities")), "{generation:?}");
         // The turns, as the role reads them.
         let turns: Vec<(i32, String, String, Option<i64>)> = Spi::connect(|c| {
             c.select(
@@ -103,21 +110,16 @@ mod tests {
             })
             .collect()
         });
-        assert_eq!(turns.len(), 3, "{turns:?}");
-        assert_eq!((turns[2].1.as_str(), turns[2].2.as_str()), ("rewritten", SF));
+        assert_eq!(turns.len(), 4, "{turns:?}");
+        assert_eq!((turns[1].1.as_str(), turns[1].2.as_str()), ("rewritten", SF));
+        assert_eq!((turns[2].1.as_str(), turns[2].2.as_str()), ("rewritten", SF_COUNT));
+        assert_eq!((turns[3].1.as_str(), turns[3].2.as_str()), ("standalone", "How many cities are there?"));
         assert_eq!(turns[0].3, Some(2));
         // The call log has the question as it was answered, and feedback works per turn.
-        let call: i64 = one(&format!("SELECT call_id FROM ask.conversation_turns WHERE conversation_id = {id} AND turn = 3"));
+        let call: i64 = one(&format!("SELECT call_id FROM ask.conversation_turns WHERE conversation_id = {id} AND turn = 2"));
         assert_eq!(one::<String>(&format!("SELECT question FROM ask.questions WHERE id = {call}")), SF);
         let vid: i64 = one(&format!("SELECT ask.feedback({call}, true)"));
         assert_eq!(one::<String>(&format!("SELECT question FROM ask.verified_queries WHERE id = {vid}")), SF);
-        // A follow-up with none of the words that open one ("How many are there?") is read as
-        // one: the model's rewrite took its subject from the turn before.
-        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('How many are there?', conversation => {id})"));
-        assert_eq!(trace["reading"]["reading"], "rewritten", "{trace}");
-        assert_eq!(trace["reading"]["standalone"], SF_COUNT);
-        assert_eq!(trace["reading"]["follows"], 3);
-        assert_eq!(trace["final_sql"], SF_COUNT_SQL);
         Spi::run("RESET ROLE").unwrap();
 
         // Another role reaches none of it: not its rows, not a turn of it.
