@@ -6,6 +6,7 @@ use std::path::Path;
 
 pub mod asked;
 pub mod bare;
+pub mod suites;
 
 use pg_ask_core::sqltext::quote_ident;
 use pg_ask_it::{connect_as_is, connect_to};

@@ -36,7 +36,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
-use pg_ask_bench::repo;
+use pg_ask_bench::{repo, suites};
 use pg_ask_core::constrain::schemas::Shape;
 use postgres::Client;
 use serde_json::{json, Value};
@@ -56,78 +56,6 @@ fn database() -> Client {
     // Defog's column descriptions as comments unless PG_ASK_REAL_COMMENTS=0: pg_ask reads
     // them from the catalog, the bare model in its CREATE TABLE statements.
     pg_ask_bench::database_with(DB, env("PG_ASK_REAL_COMMENTS", "1") != "0")
-}
-
-fn load_sample(c: &mut Client) -> i32 {
-    let text = std::fs::read_to_string(repo().join("sample/questions.json")).unwrap();
-    c.query_one("SELECT ask.load_suite('sample', $1::text::jsonb)", &[&text]).unwrap().get(0)
-}
-
-/// The first `per_db` questions of each defog database, in the file's order; with
-/// `PG_ASK_REAL_DEFOG_CATEGORY`, of that category alone (`instruct`: the questions defog gives
-/// instructions with).
-fn load_defog(c: &mut Client, per_db: i64, skip: i64) -> i32 {
-    let category = std::env::var("PG_ASK_REAL_DEFOG_CATEGORY").ok().filter(|c| !c.is_empty());
-    let csv = std::fs::canonicalize(repo().join("../shared/datasets/defog/questions_gen_postgres.csv")).unwrap();
-    c.batch_execute(&format!(
-        "DROP TABLE IF EXISTS defog_q; CREATE TEMP TABLE defog_q (n serial, question text, query text, db_name text, query_category text, instructions text);
-         COPY defog_q (question, query, db_name, query_category, instructions) FROM '{}' (FORMAT csv, HEADER true);",
-        csv.display()
-    ))
-    .unwrap();
-    // ewallet's tables are loaded into the schema ewallet (see pg_ask_bench::load_defog); its
-    // gold queries name them in consumer_div, the schema of defog's own file.
-    c.query_one(
-        "SELECT ask.load_suite('defog', (SELECT jsonb_agg(to_jsonb(q) - 'n' - 'k' ORDER BY n) FROM
-            (SELECT n, question, replace(query, 'consumer_div.', 'ewallet.') AS query, db_name, query_category, instructions,
-                    row_number() OVER (PARTITION BY db_name ORDER BY n) AS k FROM defog_q
-              WHERE $3::text IS NULL OR query_category = $3) q WHERE k > $2 AND k <= $2 + $1))",
-        &[&per_db, &skip, &category],
-    )
-    .unwrap()
-    .get(0)
-}
-
-/// defog's knowledge as a DBA would register it once, not with each question: every distinct
-/// line of the instructions its questions carry, and of each database's glossary, as an
-/// instruction on the database's schema (`ask.add_instruction`); the questions lose their
-/// own instructions. Returns the number of items.
-fn defog_knowledge(c: &mut Client) -> i64 {
-    c.batch_execute("UPDATE ask.eval_questions SET instructions = NULL WHERE suite = 'defog'").unwrap();
-    let dbs: Vec<(String, String)> = c
-        .query(
-            "SELECT DISTINCT q.db_name, e.schema FROM defog_q q JOIN ask.eval_questions e ON e.suite = 'defog' AND e.question = q.question",
-            &[],
-        )
-        .unwrap()
-        .iter()
-        .map(|r| (r.get(0), r.get(1)))
-        .collect();
-    let mut added = 0;
-    for (db, schema) in dbs {
-        let mut lines: Vec<String> = c
-            .query("SELECT DISTINCT instructions FROM defog_q WHERE db_name = $1 AND coalesce(instructions, '') <> ''", &[&db])
-            .unwrap()
-            .iter()
-            .flat_map(|r| r.get::<_, String>(0).lines().map(str::to_string).collect::<Vec<_>>())
-            .collect();
-        let glossary = std::fs::read_to_string(repo().join(format!("../shared/datasets/defog/{db}.json")))
-            .ok()
-            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-            .and_then(|v| v["glossary"].as_str().map(str::to_string))
-            .unwrap_or_default();
-        lines.extend(glossary.lines().map(str::to_string));
-        let mut seen = std::collections::BTreeSet::new();
-        for line in lines {
-            let line = line.trim().trim_start_matches("- ").trim().to_string();
-            if line.is_empty() || !seen.insert(line.to_lowercase()) {
-                continue;
-            }
-            c.query_one("SELECT ask.add_instruction($1, about_schema => $2)", &[&line, &schema]).unwrap();
-            added += 1;
-        }
-    }
-    added
 }
 
 /// What one question's trace says: SQL-writing replies and how many were read as SQL, the
@@ -272,7 +200,7 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, base: &Baseline<'_>, mut 
     let _n = match suite {
         // The answer stage alone, over the sample database.
         "answers" => {
-            load_sample(c);
+            suites::load_sample(c);
             println!("\n== answers");
             return answer_stage(c);
         }
@@ -280,11 +208,11 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, base: &Baseline<'_>, mut 
         "incondb" => return incondb(c, model),
         // ask() alone, answer included, over the sample's questions from new connections.
         "ask" => {
-            load_sample(c);
+            suites::load_sample(c);
             return ask_from_new_connections(c, base, env("PG_ASK_REAL_EACH", "0") == "1");
         }
         "sample" => {
-            let n = load_sample(c);
+            let n = suites::load_sample(c);
             // The knowledge the sample ships (sample/knowledge.json), as run.sh imports it.
             if env("PG_ASK_REAL_KNOWLEDGE", "0") == "1" {
                 let doc = std::fs::read_to_string(repo().join("sample/knowledge.json")).unwrap();
@@ -309,11 +237,15 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, base: &Baseline<'_>, mut 
             n
         }
         "defog" => {
-            let n =
-                load_defog(c, env("PG_ASK_REAL_DEFOG_PER_DB", "4").parse().unwrap(), env("PG_ASK_REAL_DEFOG_SKIP", "0").parse().unwrap());
+            let n = suites::load_defog(
+                c,
+                env("PG_ASK_REAL_DEFOG_PER_DB", "4").parse().unwrap(),
+                env("PG_ASK_REAL_DEFOG_SKIP", "0").parse().unwrap(),
+                std::env::var("PG_ASK_REAL_DEFOG_CATEGORY").ok().filter(|c| !c.is_empty()).as_deref(),
+            );
             c.batch_execute("SET ask.use_knowledge = on").unwrap();
             if env("PG_ASK_REAL_KNOWLEDGE", "0") == "1" {
-                let items = defog_knowledge(c);
+                let items = suites::defog_knowledge(c);
                 println!("defog's instructions and glossaries registered once per database: {items} knowledge items; none per question");
             }
             // As a DBA would set pg_ask up: the short text columns (names, codes, categories)

@@ -222,7 +222,7 @@ pub fn parse_rewrite(reply: &str) -> Result<String, String> {
             q = rest.trim();
         }
     }
-    let q = q.trim_matches(|c| c == '"' || c == '\'' || c == '`').trim();
+    let q = crate::text::unquoted(q);
     if q.is_empty() {
         return Err("the rewrite is empty".into());
     }

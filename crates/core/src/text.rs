@@ -173,6 +173,12 @@ pub fn word_stem(w: &str) -> String {
     base
 }
 
+/// `reply` without the quotes or backticks a model puts around a one-line answer (`"Germany"`,
+/// `` `ON` ``), and the spaces inside them.
+pub fn unquoted(reply: &str) -> &str {
+    reply.trim_matches(|c| c == '"' || c == '\'' || c == '`').trim()
+}
+
 /// The stems ([`word_stem`]) of `text`'s content words, in order: what two texts share when they
 /// speak of the same data (a question and a knowledge note; a question and its rewrite).
 pub fn content_stems(text: &str) -> Vec<String> {

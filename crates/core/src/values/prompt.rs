@@ -67,7 +67,7 @@ pub fn correction_request(q: &LiteralQuestion) -> ChatRequest {
 /// when that is blank, longer than [`MAX_VALUE_CHARS`] or holds control characters.
 pub fn read_value(reply: &str) -> Option<String> {
     let line = reply.trim().lines().next()?.trim();
-    let line = line.trim_matches(|c| c == '"' || c == '\'' || c == '`').trim();
+    let line = crate::text::unquoted(line);
     (!line.is_empty() && line.chars().count() <= MAX_VALUE_CHARS && !line.chars().any(char::is_control)).then(|| line.to_string())
 }
 
