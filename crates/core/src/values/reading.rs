@@ -7,7 +7,8 @@ use super::decide::{decide, lexical_evidence, Comparison, Decision, Evidence, Le
 /// The value stored in the column that `text` stands for: `text` itself when the column holds
 /// it, its stored spelling when it does ignoring case, or the value the memory's lexical rule
 /// picks on evidence that leaves no other reading (the same letters, a plural, an initialism,
-/// or prefixes of two or more words: 'san fran'). One word that begins another ('Java' /
+/// or prefixes of two or more words: 'san fran'), or the one stored code a code of one letter
+/// fewer stands for ('DE' where the column writes 'DEU'). One word that begins another ('Java' /
 /// 'JavaScript') or a small edit ('Niger' / 'Nigeria') may be a value with no rows, and only
 /// the embedding speaking for a value ('Illinois' is near 'Chicago') is no reading: `None`.
 pub fn stored_reading(ev: &Evidence, text: &str) -> Option<String> {
@@ -17,12 +18,38 @@ pub fn stored_reading(ev: &Evidence, text: &str) -> Option<String> {
     if let Some(stored) = ev.case_insensitive.clone() {
         return Some(stored);
     }
-    let value = lexical_choice(ev, text)?;
-    match lexical_evidence(text, &value)? {
-        Lexical::SameLettersAndDigits | Lexical::SingularPlural | Lexical::Initialism => Some(value),
-        Lexical::WordPrefixes if text.split_whitespace().count() >= 2 => Some(value),
-        _ => None,
+    let lexical = lexical_choice(ev, text).filter(|value| match lexical_evidence(text, value) {
+        Some(Lexical::SameLettersAndDigits | Lexical::SingularPlural | Lexical::Initialism) => true,
+        Some(Lexical::WordPrefixes) => text.split_whitespace().count() >= 2,
+        _ => false,
+    });
+    lexical.or_else(|| longer_code(ev, text))
+}
+
+/// The one stored code a code of one letter fewer stands for: 'DE' for 'DEU', 'DK' for 'DNK'
+/// (a two-letter country code where the column writes three letters). `text` is two or
+/// three letters of one case; the value, among the candidates, is one letter longer, in the
+/// same case, begins with the same letter and holds `text`'s letters in order. Two such
+/// values ('DE': 'DEU' and 'DEN') are no reading.
+fn longer_code(ev: &Evidence, text: &str) -> Option<String> {
+    let code =
+        |s: &str, len: usize| s.len() == len && (s.bytes().all(|b| b.is_ascii_uppercase()) || s.bytes().all(|b| b.is_ascii_lowercase()));
+    if !(code(text, 2) || code(text, 3)) {
+        return None;
     }
+    let upper = text.bytes().all(|b| b.is_ascii_uppercase());
+    let in_order = |value: &str| {
+        let mut rest = value.bytes();
+        text.bytes().all(|t| rest.any(|v| v == t))
+    };
+    let mut found = ev.candidates.iter().map(|c| c.value.as_str()).filter(|v| {
+        code(v, text.len() + 1)
+            && v.bytes().all(|b| b.is_ascii_uppercase()) == upper
+            && v.as_bytes()[0] == text.as_bytes()[0]
+            && in_order(v)
+    });
+    let one = found.next()?;
+    found.next().is_none().then(|| one.to_string())
 }
 
 /// The value `text` is a spelling of on lexical evidence alone (an initialism, a plural, a
@@ -42,5 +69,41 @@ fn lexical_choice(ev: &Evidence, text: &str) -> Option<String> {
     match decide(ev, Comparison::CaseSensitive).decision {
         Decision::Replace { value, reason: Rule::Lexical, .. } => Some(value),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::values::decide::Candidate;
+
+    fn evidence(text: &str, values: &[&str]) -> Evidence {
+        Evidence {
+            literal: text.to_string(),
+            exact: false,
+            case_insensitive: None,
+            candidates: values
+                .iter()
+                .map(|v| Candidate { value: v.to_string(), frequency: 1, cosine: Some(0.3), trigram: Some(0.2) })
+                .collect(),
+            distinct_values: values.len() as u64,
+            closed_set: false,
+            all_values: true,
+        }
+    }
+
+    #[test]
+    fn a_code_one_letter_short_reads_as_the_one_stored_code_it_abbreviates() {
+        let codes = ["DNK", "DEU", "JPN", "FRA", "DZA"];
+        assert_eq!(stored_reading(&evidence("DE", &codes), "DE"), Some("DEU".into()));
+        assert_eq!(stored_reading(&evidence("DK", &codes), "DK"), Some("DNK".into()));
+        assert_eq!(stored_reading(&evidence("JP", &codes), "JP"), Some("JPN".into()));
+        // Two codes it could shorten, another case, another first letter, a word: no reading.
+        assert_eq!(stored_reading(&evidence("DE", &["DEU", "DEN"]), "DE"), None);
+        assert_eq!(stored_reading(&evidence("de", &codes), "de"), None);
+        assert_eq!(stored_reading(&evidence("NK", &codes), "NK"), None);
+        assert_eq!(stored_reading(&evidence("Japan", &codes), "Japan"), None);
+        assert_eq!(stored_reading(&evidence("sp", &["spa", "ger", "span"]), "sp"), Some("spa".into()), "one letter longer only");
+        assert_eq!(stored_reading(&evidence("SPAIN", &["SPAN"]), "SPAIN"), None);
     }
 }

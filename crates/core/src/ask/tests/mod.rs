@@ -456,7 +456,7 @@ fn the_llms_value_choice_is_a_call_of_the_pipeline_and_cannot_smuggle_in_a_state
     let stages: Vec<_> = out.trace.stages.iter().map(|s| s.stage).collect();
     assert_eq!(stages, ["schema", "generate", "guard", "correct", "correct", "execute", "answer"]);
     assert_eq!(out.trace.llm_calls, 2);
-    assert!(h.0.seen[1].1.messages[0].content.contains("<literal>Big Apple</literal>"));
+    assert!(h.0.seen[1].1.messages.last().unwrap().content.contains("<literal>Big Apple</literal>"));
     // A reply that smuggles in a second statement is not taken; the statement runs as written.
     let smuggled = "```sql\nSELECT name FROM public.restaurants WHERE city = 'x'; DELETE FROM t\n```";
     let mut bad = Correcting(Scripted::new(&[sql, smuggled]), few);
