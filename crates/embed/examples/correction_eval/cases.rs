@@ -142,6 +142,7 @@ pub(crate) fn load_fixture(path: &Path) -> Result<Vec<Column>, Box<dyn std::erro
             Some("tuning") => "tuning",
             Some("reporting") => "reporting",
             Some("held-out") => "held-out",
+            Some("held-out-2") => "held-out-2",
             other => return Err(format!("unknown part {other:?}").into()),
         };
         let strings = |v: &serde_json::Value| -> Vec<String> {

@@ -6,7 +6,8 @@
 //! `bench/fixtures/values_unseen.json` marked `tuning`. **Reporting part:** the fixture's
 //! databases marked `reporting`, written for this split and never used to set a threshold.
 //! **Held-out part:** `bench/fixtures/values_held_out.json`, written after the rules were set
-//! and only ever reported.
+//! and only ever reported; **held-out-2:** `bench/fixtures/values_held_out2.json`, written later
+//! the same way.
 //!
 //! Each stored value is perturbed the ways an LLM miswrites values (case, typos,
 //! spacing/punctuation, plural/singular, initialisms, word prefixes, partial names, and
@@ -53,10 +54,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/datasets/defog")), PathBuf::from);
     let fixture = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/fixtures/values_unseen.json"));
     let held_out = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/fixtures/values_held_out.json"));
+    let held_out2 = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/fixtures/values_held_out2.json"));
     let model = pg_ask_embed::tool_model_dir();
     let mut columns = load_columns(&defog)?;
     columns.extend(load_fixture(&fixture)?);
     columns.extend(load_fixture(&held_out)?);
+    columns.extend(load_fixture(&held_out2)?);
     let cases = build_cases(&columns);
 
     let embedder = pg_ask_embed::Embedder::load(&model)?;
@@ -167,7 +170,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
 
-    for part in ["tuning", "reporting", "held-out"] {
+    for part in ["tuning", "reporting", "held-out", "held-out-2"] {
         let n_cols = columns.iter().filter(|c| c.part == part).count();
         let n_cases = cases.iter().filter(|c| columns[c.column].part == part).count();
         println!("\n== {part} part: {n_cols} text columns, {n_cases} cases (ask.max_listed_values = {LISTED_MAX})");
