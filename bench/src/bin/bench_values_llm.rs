@@ -1,14 +1,15 @@
 //! Benchmark: value correction end to end, with a real model choosing where the memory is
 //! unsure (`scripts/bench.sh values-llm [MODEL...]`).
 //!
-//! The databases of `bench/fixtures/values_unseen.json`, `values_held_out.json` and `values_held_out2.json` are created
-//! (a schema per database, a table per fixture table, each column holding its listed values), their value memory is built
-//! with the local all-MiniLM-L6-v2 embeddings, and for each knowledge variant ('female' for
-//! 'F', 'Bombay' for 'Mumbai') and each absent value `ask.correct_sql()` corrects
-//! `SELECT count(*) FROM t WHERE col = 'literal'` with the LLM at `PG_ASK_LLM_URL`, under
-//! `ask.max_listed_values` 0 and 20. Reported per part (tuning, reporting, held-out, held-out-2) and setting: wrong
-//! literals fixed, kept, changed to another wrong value; legitimate values kept; LLM calls of
-//! the `correct` stage (from the ledger). What a small model writes is a floor: the prompt is
+//! The databases of `bench/fixtures/values_unseen.json`, `values_held_out.json` and
+//! `values_held_out2.json` are created (a schema per database, a table per fixture table, each
+//! column holding its listed values), their value memory is built with the local
+//! all-MiniLM-L6-v2 embeddings, and for each knowledge variant ('female' for 'F', 'Bombay' for
+//! 'Mumbai') and each absent value `ask.correct_sql()` corrects `SELECT count(*) FROM t WHERE
+//! col = 'literal'` with the LLM at `PG_ASK_LLM_URL`, under `ask.max_listed_values` 0 and 20.
+//! Reported per part (tuning, reporting, held-out, held-out-2) and setting: wrong literals
+//! fixed, kept, changed to another wrong value; legitimate values kept; LLM calls of the
+//! `correct` stage (from the ledger). What a small model writes is a floor: the prompt is
 //! the same for any model.
 //!
 //! Environment: `PG_ASK_LLM_URL` (OpenAI base URL), `PG_ASK_LLM_MODEL` (a label),

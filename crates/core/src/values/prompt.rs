@@ -67,8 +67,8 @@ const EXAMPLES: [(&str, &[&str], &str, &str); 5] = [
 ];
 
 /// One value-correction question: the column, its values, the literal.
-fn question_text(column: &str, values: &[String], literal: &str) -> String {
-    let values: Vec<String> = values.iter().map(|c| format!("<value>{}</value>", data(c))).collect();
+fn question_text(column: &str, values: &[impl AsRef<str>], literal: &str) -> String {
+    let values: Vec<String> = values.iter().map(|c| format!("<value>{}</value>", data(c.as_ref()))).collect();
     format!(
         "Column <column>{}</column> holds values such as: {}\nValue as written: <literal>{}</literal>\nAs the column writes it:",
         data(column),
@@ -82,15 +82,13 @@ fn question_text(column: &str, values: &[String], literal: &str) -> String {
 /// text.
 pub fn correction_request(q: &LiteralQuestion) -> ChatRequest {
     let column = format!("{}.{}", q.table, super::literals::quote_ident(&q.column));
-    let mut req = ChatRequest::new(CORRECTION_SYSTEM, String::new()).limit(VALUE_TOKENS).stop_at(&["\n"]);
-    req.messages.clear();
+    let mut messages = Vec::with_capacity(2 * EXAMPLES.len() + 1);
     for (col, values, written, reply) in EXAMPLES {
-        let values: Vec<String> = values.iter().map(|v| v.to_string()).collect();
-        req.messages.push(Message::user(question_text(col, &values, written)));
-        req.messages.push(Message::assistant(reply));
+        messages.push(Message::user(question_text(col, values, written)));
+        messages.push(Message::assistant(reply));
     }
-    req.messages.push(Message::user(question_text(&column, &q.candidates, &q.literal)));
-    req
+    messages.push(Message::user(question_text(&column, &q.candidates, &q.literal)));
+    ChatRequest { system: CORRECTION_SYSTEM.to_string(), messages, ..Default::default() }.limit(VALUE_TOKENS).stop_at(&["\n"])
 }
 
 /// The value a reply writes: its first line, without surrounding quotes or backticks. `None`
@@ -133,6 +131,7 @@ pub fn parse_correction_checked(original: &CheckedSql, reply: &str) -> Result<Ch
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::Role;
 
     const SQL: &str = "SELECT name FROM restaurant WHERE city_name = 'LA' AND rating > 4";
 
@@ -149,13 +148,21 @@ mod tests {
     fn a_request_shows_the_column_its_values_and_the_literal_as_data() {
         let req = correction_request(&question());
         assert_eq!(req.system, CORRECTION_SYSTEM);
-        // The worked examples come first, as earlier turns, the same for every question.
-        assert_eq!(req.messages.len(), 2 * EXAMPLES.len() + 1);
-        assert!(req.messages[0]
-            .content
-            .starts_with("Column <column>library.loans.state</column> holds values such as: <value>borrowed</value>"));
-        assert_eq!(req.messages[1].content, "overdue");
-        assert_eq!(correction_request(&LiteralQuestion { literal: "SF".into(), ..question() }).messages[..8], req.messages[..8]);
+        // The worked examples come first, as earlier turns (a question, its answer), written
+        // as a literal's question is, and byte for byte the same for every literal.
+        let examples = 2 * EXAMPLES.len();
+        assert_eq!(req.messages.len(), examples + 1);
+        let roles: Vec<Role> = req.messages.iter().map(|m| m.role).collect();
+        assert!(roles.chunks(2).all(|pair| pair[0] == Role::User && pair.get(1).is_none_or(|r| *r == Role::Assistant)), "{roles:?}");
+        assert_eq!(
+            req.messages[2].content,
+            "Column <column>library.books.genre</column> holds values such as: <value>fantasy</value>, <value>thriller</value>, \
+             <value>romance</value>, <value>biography</value>\nValue as written: <literal>poetry</literal>\nAs the column writes it:"
+        );
+        assert_eq!(
+            correction_request(&LiteralQuestion { literal: "SF".into(), ..question() }).messages[..examples],
+            req.messages[..examples]
+        );
         let user = &req.messages.last().unwrap().content;
         assert!(
             user.starts_with("Column <column>public.restaurant.city_name</column> holds values such as: <value>Los Angeles</value>, "),

@@ -32,22 +32,26 @@ pub fn stored_reading(ev: &Evidence, text: &str) -> Option<String> {
 /// same case, begins with the same letter and holds `text`'s letters in order. Two such
 /// values ('DE': 'DEU' and 'DEN') are no reading.
 fn longer_code(ev: &Evidence, text: &str) -> Option<String> {
-    let code =
-        |s: &str, len: usize| s.len() == len && (s.bytes().all(|b| b.is_ascii_uppercase()) || s.bytes().all(|b| b.is_ascii_lowercase()));
-    if !(code(text, 2) || code(text, 3)) {
-        return None;
-    }
-    let upper = text.bytes().all(|b| b.is_ascii_uppercase());
+    // Letters all of one case: which one (upper: true), or `None` for any other text.
+    let case = |s: &str| {
+        if s.bytes().all(|b| b.is_ascii_uppercase()) {
+            Some(true)
+        } else if s.bytes().all(|b| b.is_ascii_lowercase()) {
+            Some(false)
+        } else {
+            None
+        }
+    };
+    let upper = case(text).filter(|_| matches!(text.len(), 2 | 3))?;
     let in_order = |value: &str| {
         let mut rest = value.bytes();
         text.bytes().all(|t| rest.any(|v| v == t))
     };
-    let mut found = ev.candidates.iter().map(|c| c.value.as_str()).filter(|v| {
-        code(v, text.len() + 1)
-            && v.bytes().all(|b| b.is_ascii_uppercase()) == upper
-            && v.as_bytes()[0] == text.as_bytes()[0]
-            && in_order(v)
-    });
+    let mut found = ev
+        .candidates
+        .iter()
+        .map(|c| c.value.as_str())
+        .filter(|v| v.len() == text.len() + 1 && case(v) == Some(upper) && v.as_bytes()[0] == text.as_bytes()[0] && in_order(v));
     let one = found.next()?;
     found.next().is_none().then(|| one.to_string())
 }
@@ -101,6 +105,7 @@ mod tests {
         // Two codes it could shorten, another case, another first letter, a word: no reading.
         assert_eq!(stored_reading(&evidence("DE", &["DEU", "DEN"]), "DE"), None);
         assert_eq!(stored_reading(&evidence("de", &codes), "de"), None);
+        assert_eq!(stored_reading(&evidence("DE", &["Deu", "DEU"]), "DE"), Some("DEU".into()), "a value of mixed case is no code");
         assert_eq!(stored_reading(&evidence("NK", &codes), "NK"), None);
         assert_eq!(stored_reading(&evidence("Japan", &codes), "Japan"), None);
         assert_eq!(stored_reading(&evidence("sp", &["spa", "ger", "span"]), "sp"), Some("spa".into()), "one letter longer only");

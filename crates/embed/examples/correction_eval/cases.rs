@@ -133,17 +133,17 @@ pub(crate) fn load_columns(dir: &Path) -> Result<Vec<Column>, Box<dyn std::error
     Ok(out)
 }
 
+/// The parts a fixture's databases belong to, in the order they are reported.
+pub(crate) const PARTS: [&str; 4] = ["tuning", "reporting", "held-out", "held-out-2"];
+
 /// The fixture's columns, each in its part.
 pub(crate) fn load_fixture(path: &Path) -> Result<Vec<Column>, Box<dyn std::error::Error>> {
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path)?)?;
     let mut out = Vec::new();
     for db in v["databases"].as_array().ok_or("no databases")? {
-        let part = match db["part"].as_str() {
-            Some("tuning") => "tuning",
-            Some("reporting") => "reporting",
-            Some("held-out") => "held-out",
-            Some("held-out-2") => "held-out-2",
-            other => return Err(format!("unknown part {other:?}").into()),
+        let part = match db["part"].as_str().and_then(|p| PARTS.iter().find(|known| **known == p)) {
+            Some(part) => *part,
+            None => return Err(format!("unknown part {:?}", db["part"]).into()),
         };
         let strings = |v: &serde_json::Value| -> Vec<String> {
             v.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect()).unwrap_or_default()

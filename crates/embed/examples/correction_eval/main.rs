@@ -37,7 +37,7 @@ mod cases;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 
-use cases::{build_cases, load_columns, load_fixture, Case};
+use cases::{build_cases, load_columns, load_fixture, Case, PARTS};
 use pg_ask_core::values::decide::{decide, Candidate, Comparison, Decision, Evidence};
 
 const TOP_K: usize = 10;
@@ -52,14 +52,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let defog = std::env::args()
         .nth(1)
         .map_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/datasets/defog")), PathBuf::from);
-    let fixture = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/fixtures/values_unseen.json"));
-    let held_out = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/fixtures/values_held_out.json"));
-    let held_out2 = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/fixtures/values_held_out2.json"));
+    let fixtures = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/fixtures"));
     let model = pg_ask_embed::tool_model_dir();
     let mut columns = load_columns(&defog)?;
-    columns.extend(load_fixture(&fixture)?);
-    columns.extend(load_fixture(&held_out)?);
-    columns.extend(load_fixture(&held_out2)?);
+    for fixture in ["values_unseen.json", "values_held_out.json", "values_held_out2.json"] {
+        columns.extend(load_fixture(&fixtures.join(fixture))?);
+    }
     let cases = build_cases(&columns);
 
     let embedder = pg_ask_embed::Embedder::load(&model)?;
@@ -170,7 +168,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
 
-    for part in ["tuning", "reporting", "held-out", "held-out-2"] {
+    for part in PARTS {
         let n_cols = columns.iter().filter(|c| c.part == part).count();
         let n_cases = cases.iter().filter(|c| columns[c.column].part == part).count();
         println!("\n== {part} part: {n_cols} text columns, {n_cases} cases (ask.max_listed_values = {LISTED_MAX})");
