@@ -162,6 +162,54 @@ mod tests {
         Spi::run("DELETE FROM ask.conversations; DELETE FROM ask.verified_queries").unwrap();
     }
 
+    /// A question that names, as its own subject, a table the turn before neither read nor named
+    /// is answered as asked, without the model's reading; a table the caller may not read is no
+    /// such subject (the model reads the question as any other).
+    #[pg_test]
+    fn a_question_naming_another_readable_table_is_answered_as_asked() {
+        const CHEFS: &str = "Which chefs are Italian?";
+        const CHEFS_SQL: &str = "SELECT full_name FROM public.chefs WHERE nationality = 'Italian'";
+        setup();
+        roles();
+        Spi::run(
+            "CREATE TABLE public.chefs (id int PRIMARY KEY, full_name text NOT NULL, nationality text);
+             INSERT INTO public.chefs VALUES (1, 'Lucia Bianchi', 'Italian'), (2, 'Amélie Laurent', 'French');
+             GRANT SELECT ON public.chefs TO ask_conv_a",
+        )
+        .unwrap();
+        let s = llm(script()
+            // What the model would make of it, had it been asked: the turn before's subject kept.
+            .rule(Rule::new(
+                &[&format!("<latest_question>{CHEFS}</latest_question>")],
+                Reply::text("Which chefs of the Italian restaurants in Los Angeles are Italian?"),
+            ))
+            .rule(Rule::new(&["<schema>", &format!("<question>{CHEFS}</question>")], Reply::text(CHEFS_SQL)))
+            .rule(Rule::new(
+                &["<latest_question>How many secrets are there?</latest_question>"],
+                Reply::text("How many secrets are there?"),
+            ))
+            .rule(Rule::new(&["<schema>", "secrets"], Reply::text("SELECT count(*) FROM public.secrets"))));
+        Spi::run("SET ROLE ask_conv_a").unwrap();
+        let id: i64 = one("SELECT ask.conversation_start()");
+        assert_eq!(one::<String>(&format!("SELECT ask.sql('{LA}', conversation => {id})")), LA_SQL);
+        s.clear_requests();
+        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{CHEFS}', conversation => {id})"));
+        assert_eq!(trace["reading"]["reading"], "standalone", "{trace}");
+        assert_eq!(trace["final_sql"], CHEFS_SQL, "{trace}");
+        let stage = trace["stages"].as_array().unwrap().iter().find(|st| st["stage"] == "follow_up").expect("a follow_up stage").clone();
+        assert_eq!(stage["output"]["names"], "chefs", "{stage}");
+        assert!(stage.get("prompt_tokens").is_none(), "no call: {stage}");
+        assert!(!s.requests().iter().any(|r| r.prompt.contains("<latest_question>")), "the model was not asked to read it");
+        // `secrets` is a table of the database, not one the role may read: the model reads the
+        // question (which then fails on the table, as it would alone).
+        s.clear_requests();
+        let failed = error_report(&format!("SELECT ask.sql('How many secrets are there?', conversation => {id})"));
+        assert!(failed.is_some(), "the role reads no secrets");
+        assert!(s.requests().iter().any(|r| r.prompt.contains("<latest_question>How many secrets are there?")));
+        Spi::run("RESET ROLE").unwrap();
+        Spi::run("DELETE FROM ask.conversations").unwrap();
+    }
+
     #[pg_test]
     fn a_turn_keeps_only_the_rows_row_level_security_shows() {
         setup();

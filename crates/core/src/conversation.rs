@@ -171,6 +171,37 @@ pub fn read_rewrite(question: &str, last: &Turn, rewrite: String, signals: Vec<S
     }
 }
 
+/// The table a later question names as its own subject when the turn before neither read nor
+/// named it: "Which chefs are Italian?" after "What is the average rating of restaurants in New
+/// York?". The question names a table when it writes every word of the table's name (`chefs`;
+/// `payments` and `made` for `payments_made`); the turn before names it when its question, its
+/// SQL's identifiers (`city_id` names `cities`) or its result's columns write one of those
+/// words. Only a question without a word that refers back or opens a follow-up (`signals`
+/// empty) is read this way: such a question says by itself what it asks and is answered as
+/// asked, without the model's reading (which took "How many reviews are there?" after Chicago's
+/// Italian restaurants for their reviews). `tables` are the names of the tables the question
+/// may read, unqualified.
+pub fn names_another_table(question: &str, last: &Turn, signals: &[String], tables: &[String]) -> Option<String> {
+    use crate::text::{content_stems, identifier_words, word_stem};
+    if !signals.is_empty() {
+        return None;
+    }
+    let asked = content_stems(question);
+    let mut before = content_stems(&last.standalone);
+    before.extend(content_stems(&last.question));
+    let identifiers = last.sql.iter().chain(&last.columns).flat_map(|s| identifier_words(s));
+    before.extend(identifiers.map(|w| word_stem(&w)));
+    tables
+        .iter()
+        .find(|t| {
+            let parts = content_stems(&t.replace('_', " "));
+            !parts.is_empty()
+                && parts.iter().all(|p| p.chars().count() >= 3 && asked.contains(p))
+                && !parts.iter().any(|p| before.contains(p))
+        })
+        .cloned()
+}
+
 /// The request that has the model read a later question: a follow-up rewritten into a standalone
 /// question, a new question written back as it is; from the last [`MAX_TURNS_SHOWN`] turns of
 /// `history`.
@@ -300,6 +331,34 @@ mod tests {
         // A follow-up the model wrote back unchanged is answered as asked (its words say all
         // pg_ask knows of it).
         assert_eq!(read("and in San Francisco?", "and in San Francisco?"), Reading::Standalone);
+    }
+
+    #[test]
+    fn a_question_naming_a_table_the_turn_before_did_not_read_stands_alone() {
+        let tables: Vec<String> = ["restaurants", "cities", "chefs", "reviews", "payments_made"].map(String::from).to_vec();
+        let last = Turn {
+            turn: 2,
+            question: "The Italian ones.".into(),
+            standalone: "Which Italian restaurants are in Chicago?".into(),
+            sql: Some("SELECT r.name FROM restaurants r JOIN cities c ON c.id = r.city_id WHERE c.name = 'Chicago'".into()),
+            columns: vec!["name".into()],
+            rows: Some(2),
+        };
+        let named = |q: &str| names_another_table(q, &last, &follow_up_signals(q), &tables);
+        assert_eq!(named("How many reviews are there?").as_deref(), Some("reviews"));
+        assert_eq!(named("Which chefs are Italian?").as_deref(), Some("chefs"));
+        // Every word of a table's name written, none of them before.
+        assert_eq!(named("How many payments were made by check?").as_deref(), Some("payments_made"));
+        assert_eq!(named("How many payments are there?"), None);
+        // A table the turn before read, or whose word its SQL wrote (`city_id`), is no new subject.
+        assert_eq!(named("Which city has the most?"), None);
+        assert_eq!(named("How many restaurants are there?"), None);
+        // A word that refers back or opens a follow-up leaves the reading to the model.
+        assert_eq!(named("How many reviews do they have?"), None);
+        assert_eq!(named("and their chefs?"), None);
+        // No table named: the model reads it.
+        assert_eq!(named("How many are there?"), None);
+        assert_eq!(named("What is the average rating?"), None);
     }
 
     #[test]

@@ -126,6 +126,17 @@ fn read_in_conversation(
     let Some(last) = history.last() else { return Ok(Reading::Standalone) };
     let t = Instant::now();
     let signals = conversation::follow_up_signals(question);
+    if signals.is_empty() {
+        let tables = readable_table_names(host, question)?;
+        if let Some(table) = conversation::names_another_table(question, last, &signals, &tables) {
+            let mut st = StageTrace::new(stage::FOLLOW_UP, json!({"question": question, "after_turn": last.turn}));
+            st.output = json!({"reading": "standalone", "signals": signals, "names": table,
+                "why": "it names a table the turn before neither read nor named"});
+            st.ms = ms_since(t);
+            trace.push(st);
+            return Ok(Reading::Standalone);
+        }
+    }
     let req = conversation::rewrite_request(question, history);
     let reply = call(host, trace, stage::FOLLOW_UP, None, &req, cfg.max_prompt_tokens)?;
     let (reading, output) = match conversation::parse_rewrite(&reply) {
@@ -147,6 +158,16 @@ fn read_in_conversation(
         st.ms = ms_since(t);
     }
     Ok(reading)
+}
+
+/// The names of the tables `question` may read: those the schema selection memory picks for it,
+/// or every readable table when no memory was built.
+fn readable_table_names(host: &mut dyn Host, question: &str) -> Result<Vec<String>, AskError> {
+    let described = match host.select_tables(&Question::new(question)).map_err(AskError::Host)? {
+        Some(selection) => selection.candidates.iter().map(|c| c.tables.clone()).collect::<Vec<_>>().join("\n"),
+        None => host.schema_text().map_err(AskError::Host)?,
+    };
+    Ok(crate::schema::parse_rendered(&described).into_iter().map(|t| t.name).collect())
 }
 
 fn run_inner(
