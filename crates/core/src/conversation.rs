@@ -114,6 +114,11 @@ const REFERRING: &[&str] =
 /// Prepositions that open a short follow-up ("in San Francisco?", "for 2020?").
 const PREPOSITIONS: &[&str] =
     &["in", "for", "from", "with", "at", "by", "during", "after", "before", "since", "on", "near", "under", "over"];
+/// Words a question or a request opens with.
+const QUESTION_OPENERS: &[&str] = &[
+    "which", "what", "who", "whom", "whose", "how", "when", "where", "list", "show", "give", "name", "count", "find", "tell", "is", "are",
+    "do", "does", "did",
+];
 /// Words at most of a question that opens with a preposition to read as a follow-up.
 const SHORT: usize = 6;
 
@@ -176,14 +181,17 @@ pub fn read_rewrite(question: &str, last: &Turn, rewrite: String, signals: Vec<S
 /// York?". The question names a table when it writes every word of the table's name (`chefs`;
 /// `payments` and `made` for `payments_made`); the turn before names it when its question, its
 /// SQL's identifiers (`city_id` names `cities`) or its result's columns write one of those
-/// words. Only a question without a word that refers back or opens a follow-up (`signals`
-/// empty) is read this way: such a question says by itself what it asks and is answered as
-/// asked, without the model's reading (which took "How many reviews are there?" after Chicago's
-/// Italian restaurants for their reviews). `tables` are the names of the tables the question
-/// may read, unqualified.
+/// words. Only a question that opens as a question or a request does ("which", "how", "list",
+/// …; a fragment such as "Reviewed in 2023." may name a table's word and still continue the turn
+/// before) and has no word that refers back or opens a follow-up (`signals` empty) is read this
+/// way: such a question says by itself what it asks and is answered as asked, without the
+/// model's reading (which took "How many reviews are there?" after Chicago's Italian
+/// restaurants for their reviews). `tables` are the names of the tables the question may read,
+/// unqualified.
 pub fn names_another_table(question: &str, last: &Turn, signals: &[String], tables: &[String]) -> Option<String> {
     use crate::text::{content_stems, identifier_words, word_stem};
-    if !signals.is_empty() {
+    let opens_a_question = words(question).first().is_some_and(|w| QUESTION_OPENERS.contains(&w.norm.as_str()));
+    if !signals.is_empty() || !opens_a_question {
         return None;
     }
     let asked = content_stems(question);
@@ -356,6 +364,9 @@ mod tests {
         // A word that refers back or opens a follow-up leaves the reading to the model.
         assert_eq!(named("How many reviews do they have?"), None);
         assert_eq!(named("and their chefs?"), None);
+        // A fragment may name a table's word and still continue the turn before.
+        assert_eq!(named("Reviewed in 2023."), None);
+        assert_eq!(named("Reviews from 2023."), None);
         // No table named: the model reads it.
         assert_eq!(named("How many are there?"), None);
         assert_eq!(named("What is the average rating?"), None);

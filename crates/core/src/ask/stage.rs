@@ -21,7 +21,8 @@ pub const VERIFIED: &str = "verified";
 pub const TEMPLATE: &str = "template";
 /// Ambiguities the value memory shows, and the question back (no LLM call).
 pub const CLARIFY: &str = "clarify";
-/// A follow-up in a conversation rewritten into a standalone question (one LLM call).
+/// A later question of a conversation read in the light of the turn before (one LLM call; none
+/// when it names a table of its own, [`crate::conversation::names_another_table`]).
 pub const FOLLOW_UP: &str = "follow_up";
 /// The written answer checked against the rows (no LLM call).
 pub const GROUND: &str = "ground";
