@@ -309,4 +309,42 @@ mod tests {
         // The session goes on.
         assert_eq!(one::<i32>("SELECT 1"), 1);
     }
+
+    /// A year asked and one of its days written: the year runs, as the caller, under its
+    /// row-level security; a role without the privilege is refused as before.
+    #[pg_test]
+    fn a_year_asked_runs_as_the_year_under_the_callers_privileges() {
+        let q = "How many visits were there in 2023?";
+        Spi::run(
+            "CREATE ROLE ask_year_owner; CREATE ROLE ask_year_none;
+             GRANT USAGE, CREATE ON SCHEMA public TO ask_year_owner; GRANT USAGE ON SCHEMA ask TO ask_year_owner, ask_year_none",
+        )
+        .unwrap();
+        let _llm = llm(pipeline_script(q, "SELECT count(*) AS n FROM public.visits v WHERE v.d = '2023-01-01'", "ROWS"));
+        Spi::run("SET ROLE ask_year_owner").unwrap();
+        Spi::run(
+            "CREATE TABLE public.visits (d date NOT NULL, who text NOT NULL);
+             INSERT INTO public.visits VALUES ('2023-01-01', 'me'), ('2023-05-04', 'me'), ('2023-11-30', 'them'),
+                 ('2022-12-31', 'me'), ('2024-01-01', 'me');
+             ALTER TABLE public.visits ENABLE ROW LEVEL SECURITY; ALTER TABLE public.visits FORCE ROW LEVEL SECURITY;
+             CREATE POLICY mine ON public.visits USING (who = 'me')",
+        )
+        .unwrap();
+        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{q}')"));
+        assert_eq!(
+            trace["final_sql"], "SELECT count(*) AS n FROM public.visits v WHERE (v.d >= '2023-01-01' AND v.d < '2024-01-01')",
+            "{trace}"
+        );
+        let year = trace["stages"].as_array().unwrap().iter().find(|st| st["stage"] == "whole_year").expect("whole_year").clone();
+        assert_eq!(year["output"]["widened"][0]["from"], "v.d = '2023-01-01'", "{year}");
+        // Two of the year's three rows are the owner's to read: row-level security holds.
+        let JsonB(rows) = one::<JsonB>(&format!("SELECT jsonb_agg(r) FROM ask.rows('{q}') r"));
+        assert_eq!(rows[0]["n"], 2, "{rows}");
+        Spi::run("RESET ROLE").unwrap();
+        Spi::run("SET ROLE ask_year_none").unwrap();
+        let (code, message, _) = error_of(&format!("SELECT ask.sql('{q}')"));
+        assert_eq!(code, "42501", "{message}");
+        Spi::run("RESET ROLE").unwrap();
+        Spi::run("DROP TABLE public.visits").unwrap();
+    }
 }

@@ -104,7 +104,7 @@ pub(super) fn generate_and_run(
                 reply
             }
         };
-        let (extracted, checked) = match statement_of(host, trace, &reply, &offered, &columns) {
+        let (extracted, checked) = match statement_of(host, trace, question, &reply, &offered, &columns) {
             Some((sql, verdict)) => (Some(sql), Some(verdict)),
             None => (None, None),
         };
@@ -151,9 +151,9 @@ pub(super) fn generate_and_run(
                             AskError::Failed { attempts: attempt, sqlstate: SqlState::or_internal("02000"), message, sql: done.0.sql },
                         )
                     }
-                    None => return vote(host, trace, &req, cfg, attempt, step, (done.0.sql, done.1), &offered, &columns),
+                    None => return vote(host, trace, &req, cfg, attempt, step, (done.0.sql, done.1), question, &offered, &columns),
                 },
-                Ok(done) => return vote(host, trace, &req, cfg, attempt, step, (done.0.sql, done.1), &offered, &columns),
+                Ok(done) => return vote(host, trace, &req, cfg, attempt, step, (done.0.sql, done.1), question, &offered, &columns),
                 Err(failure) => {
                     points_at_the_change = super::repair_hint::points_at_the_change(&failure, tables());
                     let mut text = failure.for_llm();
@@ -210,11 +210,19 @@ pub(super) fn generate_and_run(
 fn statement_of(
     host: &mut dyn Host,
     trace: &mut Trace,
+    question: &str,
     reply: &str,
     offered: &[&crate::knowledge::Item],
     columns: &[String],
 ) -> Option<(String, Verdict)> {
-    let sql = extract_sql(reply)?;
+    let mut sql = extract_sql(reply)?;
+    // A year the question names, compared as one of its days: written as the year.
+    if let Some((wider, widened)) = super::whole_year::widen(question, &sql) {
+        let mut st = StageTrace::new(stage::WHOLE_YEAR, json!({"sql": sql}));
+        st.output = json!({"widened": widened.iter().map(|w| json!({"from": w.from, "to": w.to})).collect::<Vec<_>>()});
+        trace.push(st);
+        sql = wider;
+    }
     let verdict = Verdict::of(&sql);
     // What the statement's names stand for, asked only when an item could be written in.
     let nameable = offered.iter().any(|it| it.kind.is_some_and(|k| k.is_named_expression()));
@@ -243,13 +251,14 @@ fn vote(
     attempt: u32,
     step: Option<usize>,
     first: (String, ResultSet),
+    question: &str,
     offered: &[&crate::knowledge::Item],
     columns: &[String],
 ) -> Result<(String, ResultSet), AskError> {
     if cfg.candidates < 2 {
         return Ok(first);
     }
-    let mut statement = |host: &mut dyn Host, trace: &mut Trace, reply: &str| statement_of(host, trace, reply, offered, columns);
+    let mut statement = |host: &mut dyn Host, trace: &mut Trace, reply: &str| statement_of(host, trace, question, reply, offered, columns);
     super::vote::choose(host, trace, req, cfg.candidates, cfg.max_prompt_tokens, attempt, step, first, &mut statement)
 }
 

@@ -18,6 +18,7 @@ mod plan;
 mod repair_hint;
 pub mod stage;
 mod vote;
+mod whole_year;
 
 use std::time::Instant;
 

@@ -32,3 +32,6 @@ pub const KNOWLEDGE: &str = "knowledge";
 pub const CANDIDATE: &str = "candidate";
 /// The candidates grouped by their results, and the one chosen (no LLM call).
 pub const VOTE: &str = "vote";
+/// A year the question names, compared as one of its days, written as the year (no LLM call;
+/// [`super::whole_year`]).
+pub const WHOLE_YEAR: &str = "whole_year";

@@ -102,3 +102,23 @@ fn an_automatic_first_repair_edits_a_misplaced_column_and_asks_afresh_otherwise(
     assert!(second.system.is_empty() && !text.contains("public.cities") && !text.contains("<error>"), "{text}");
     assert!(text.contains("<question>q</question>"), "{text}");
 }
+
+#[test]
+fn a_year_asked_and_one_of_its_days_written_runs_as_the_year() {
+    let mut h = Scripted::new(&["```sql\nSELECT count(*) FROM public.restaurants r WHERE r.opened_on = '2023-12-31'\n```"]);
+    h.exec = Box::new(|_| Ok(count(4)));
+    let out = run(&mut h, "How many restaurants opened in 2023?", &cfg(), Goal::Sql).unwrap();
+    let year = "(r.opened_on >= '2023-01-01' AND r.opened_on < '2024-01-01')";
+    assert_eq!(out.sql, format!("SELECT count(*) FROM public.restaurants r WHERE {year}"));
+    assert_eq!(h.executed, [out.sql.clone()], "the year ran, the day did not");
+    let stages: Vec<_> = out.trace.stages.iter().map(|s| s.stage).collect();
+    assert_eq!(stages, ["schema", "generate", "whole_year", "guard", "execute"]);
+    assert_eq!(out.trace.stages[2].output["widened"][0]["from"], "r.opened_on = '2023-12-31'");
+    assert_eq!(out.trace.stages[2].output["widened"][0]["to"], year);
+    // A day the question names is kept.
+    let mut h = Scripted::new(&["```sql\nSELECT count(*) FROM public.restaurants r WHERE r.opened_on = '2023-12-31'\n```"]);
+    h.exec = Box::new(|_| Ok(count(1)));
+    let out = run(&mut h, "How many restaurants opened on December 31, 2023?", &cfg(), Goal::Sql).unwrap();
+    assert!(out.sql.ends_with("r.opened_on = '2023-12-31'"), "{}", out.sql);
+    assert!(!out.trace.stages.iter().any(|s| s.stage == "whole_year"));
+}
