@@ -13,7 +13,7 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(200);
 const MAX_BACKOFF: Duration = Duration::from_secs(8);
 
 /// Send `req`, retrying 429 and 5xx answers with exponential backoff (or the server's
-/// Retry-After), all within `cfg.request_timeout`.
+/// Retry-After), and a connection that failed once at once, all within `cfg.request_timeout`.
 ///
 /// A request with a constraint ([`crate::constrain`]) carries it when the provider and the
 /// settings allow. When the server refuses it (HTTP 400 naming the field) and its setting is
@@ -61,6 +61,7 @@ async fn chat_as_is(http: &reqwest::Client, cfg: &LlmConfig, req: &ChatRequest) 
     let mut backoff = FIRST_BACKOFF;
     let mut attempts = 0u32;
     let mut refused: Option<LlmError> = None;
+    let mut reconnected = false;
     loop {
         attempts += 1;
         let result = send_once(http, cfg, &url, &body, deadline).await;
@@ -69,6 +70,11 @@ async fn chat_as_is(http: &reqwest::Client, cfg: &LlmConfig, req: &ChatRequest) 
                 resp.attempts = attempts;
                 return Ok(resp);
             }
+            // A kept-alive connection the server closed while it sat in the pool between two
+            // calls (llama-server closes one idle for 5 s; the backend's runtime, idle between
+            // calls, does not see it go) fails as the request goes out on it: sent once more,
+            // at once, on a new connection. A server that is down refuses that one too.
+            Err(LlmError::Connect { .. }) if !reconnected => reconnected = true,
             // A retry that runs into the deadline: the server's refusals are why the call
             // failed, not the clock (which one came first depended on the machine's load).
             Err(LlmError::Timeout { .. }) if refused.is_some() => return Err(refused.expect("checked")),

@@ -68,11 +68,20 @@ pub fn parse_response(protocol: EmbedProtocol, body: &[u8], n: usize) -> Result<
     Ok(vectors)
 }
 
-/// Embed `texts` with one request, within the configured timeout.
+/// Embed `texts` with one request, within the configured timeout; a connection that fails is
+/// made once more, at once (a kept-alive one the server closed between two calls, as
+/// [`super::chat`] does).
 pub async fn embed(http: &reqwest::Client, cfg: &EmbedConfig, texts: &[&str]) -> Result<Vec<Vec<f32>>, LlmError> {
     if texts.is_empty() {
         return Ok(Vec::new());
     }
+    match embed_once(http, cfg, texts).await {
+        Err(LlmError::Connect { .. }) => embed_once(http, cfg, texts).await,
+        done => done,
+    }
+}
+
+async fn embed_once(http: &reqwest::Client, cfg: &EmbedConfig, texts: &[&str]) -> Result<Vec<Vec<f32>>, LlmError> {
     let url = cfg.url();
     let timeout_ms = cfg.request_timeout.as_millis() as u64;
     let mut rb = http.post(&url).timeout(cfg.request_timeout).json(&request_body(cfg, texts));
