@@ -86,16 +86,17 @@ pub fn run_in_conversation(
 ) -> Result<Outcome, (AskError, Trace)> {
     let started = Instant::now();
     let mut trace = Trace { question: question.to_string(), record_prompts: cfg.record_prompts, ..Default::default() };
-    let result = read_in_conversation(host, &mut trace, question, history, cfg).and_then(|reading| {
+    let result = read_in_conversation(host, &mut trace, question, history, cfg).and_then(|(reading, read)| {
         let previous = match &reading {
             Reading::Rewritten { edits_sql: Some(sql), .. } => history.last().map(|t| (t.standalone.clone(), sql.clone())),
             _ => None,
         };
-        let asked = reading.question(question).to_string();
+        // The question as the reading embedded it, when it is the one answered.
+        let asked = read.filter(|q| q.text() == reading.question(question)).unwrap_or_else(|| Question::new(reading.question(question)));
         if !history.is_empty() {
             trace.reading = Some(reading);
         }
-        run_inner(host, &asked, context, cfg, goal, &mut trace, previous)
+        run_inner(host, asked, context, cfg, goal, &mut trace, previous)
     });
     trace.ms = ms_since(started);
     match result {
@@ -110,33 +111,38 @@ pub fn run_in_conversation(
     }
 }
 
-/// How `question` reads after `history`: every later question goes to the model, recorded as
-/// the `follow_up` stage; it is a follow-up, answered as the model's standalone question, when
-/// that took a word from the turn before ([`conversation::read_rewrite`]). A rewrite that is no
-/// question leaves the question as it stands.
+/// How `question` reads after `history`: a question that names a table of its own
+/// ([`conversation::names_another_table`]) stands alone; every other later question goes to the
+/// model, recorded as the `follow_up` stage; it is a follow-up, answered as the model's
+/// standalone question, when that took a word from the turn before
+/// ([`conversation::read_rewrite`]). A rewrite that is no question leaves the question as it
+/// stands. With the reading, the question as the table names' selection embedded it, if it did.
 fn read_in_conversation(
     host: &mut dyn Host,
     trace: &mut Trace,
     question: &str,
     history: &[Turn],
     cfg: &AskConfig,
-) -> Result<Reading, AskError> {
+) -> Result<(Reading, Option<Question>), AskError> {
     if let Some(reading) = conversation::read_without_llm(history) {
-        return Ok(reading);
+        return Ok((reading, None));
     }
-    let Some(last) = history.last() else { return Ok(Reading::Standalone) };
+    let Some(last) = history.last() else { return Ok((Reading::Standalone, None)) };
     let t = Instant::now();
     let signals = conversation::follow_up_signals(question);
+    let mut read = None;
     if signals.is_empty() {
-        let tables = readable_table_names(host, question)?;
+        let asked = Question::new(question);
+        let tables = readable_table_names(host, &asked)?;
         if let Some(table) = conversation::names_another_table(question, last, &signals, &tables) {
             let mut st = StageTrace::new(stage::FOLLOW_UP, json!({"question": question, "after_turn": last.turn}));
             st.output = json!({"reading": "standalone", "signals": signals, "names": table,
                 "why": "it names a table the turn before neither read nor named"});
             st.ms = ms_since(t);
             trace.push(st);
-            return Ok(Reading::Standalone);
+            return Ok((Reading::Standalone, Some(asked)));
         }
+        read = Some(asked);
     }
     let req = conversation::rewrite_request(question, history);
     let reply = call(host, trace, stage::FOLLOW_UP, None, &req, cfg.max_prompt_tokens)?;
@@ -158,13 +164,13 @@ fn read_in_conversation(
         }
         st.ms = ms_since(t);
     }
-    Ok(reading)
+    Ok((reading, read))
 }
 
 /// The names of the tables `question` may read: those the schema selection memory picks for it,
 /// or every readable table when no memory was built.
-fn readable_table_names(host: &mut dyn Host, question: &str) -> Result<Vec<String>, AskError> {
-    let described = match host.select_tables(&Question::new(question)).map_err(AskError::Host)? {
+fn readable_table_names(host: &mut dyn Host, question: &Question) -> Result<Vec<String>, AskError> {
+    let described = match host.select_tables(question).map_err(AskError::Host)? {
         Some(selection) => selection.candidates.iter().map(|c| c.tables.clone()).collect::<Vec<_>>().join("\n"),
         None => host.schema_text().map_err(AskError::Host)?,
     };
@@ -173,13 +179,14 @@ fn readable_table_names(host: &mut dyn Host, question: &str) -> Result<Vec<Strin
 
 fn run_inner(
     host: &mut dyn Host,
-    question: &str,
+    asked: Question,
     context: Option<&str>,
     cfg: &AskConfig,
     goal: Goal,
     trace: &mut Trace,
     previous: Option<(String, String)>,
 ) -> Result<Produced, AskError> {
+    let question = asked.text();
     if question.trim().is_empty() {
         return Err(AskError::EmptyQuestion);
     }
@@ -196,8 +203,8 @@ fn run_inner(
         }
     }
 
-    // The question, embedded at most once for the verified queries and the selection below.
-    let asked = Question::new(question);
+    // `asked`: the question, embedded at most once for the verified queries and the selection
+    // below (and for a later question of a conversation, the reading's look at its tables).
     // Verified queries of similar questions: one of them may be this question (answered
     // without the LLM); the best others are shown to the LLM as examples.
     let candidates = match cfg.verified {

@@ -68,3 +68,28 @@ fn the_question_is_embedded_once_per_ask() {
     run(&mut h, "which restaurants?", &cfg(), Goal::Answer).unwrap();
     assert_eq!(h.1.get(), 2, "another ask(), another embedding: nothing is kept between questions");
 }
+
+#[test]
+fn a_later_question_of_a_conversation_is_embedded_once_too() {
+    let last = crate::conversation::Turn {
+        turn: 1,
+        question: "which restaurants?".into(),
+        standalone: "which restaurants?".into(),
+        sql: Some("SELECT name FROM public.restaurants".into()),
+        columns: vec!["name".into()],
+        rows: Some(3),
+    };
+    // Read by the model, written back as asked: answered as asked, embedded once (the look at
+    // its tables before the reading, then the verified queries and the selection).
+    let replies = ["How many dishes are there?", "SELECT name FROM public.restaurants", "ROWS"];
+    let mut h = Embedding(Scripted::new(&replies), std::cell::Cell::new(0));
+    let out = run_in_conversation(&mut h, "How many dishes are there?", std::slice::from_ref(&last), None, &cfg(), Goal::Answer).unwrap();
+    assert_eq!(out.trace.reading, Some(crate::conversation::Reading::Standalone));
+    assert_eq!(h.1.get(), 1);
+    // Rewritten into another question: that one is embedded as well.
+    let replies = ["How many restaurants are there?", "SELECT count(*) FROM public.restaurants", "ROWS"];
+    let mut h = Embedding(Scripted::new(&replies), std::cell::Cell::new(0));
+    let out = run_in_conversation(&mut h, "How many are there?", std::slice::from_ref(&last), None, &cfg(), Goal::Answer).unwrap();
+    assert!(matches!(out.trace.reading, Some(crate::conversation::Reading::Rewritten { .. })), "{:?}", out.trace.reading);
+    assert_eq!(h.1.get(), 2);
+}
