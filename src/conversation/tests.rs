@@ -210,6 +210,40 @@ mod tests {
         Spi::run("DELETE FROM ask.conversations").unwrap();
     }
 
+    /// A follow-up that names a value in place of the turn before's, answered by the model with
+    /// both, runs with the one it names, as the caller and under its row-level security.
+    #[pg_test]
+    fn a_value_named_in_place_of_the_turn_befores_replaces_it() {
+        const ITALIAN: &str = "Which restaurants are Italian?";
+        const ITALIAN_SQL: &str = "SELECT r.name FROM public.restaurants r WHERE r.cuisine = 'Italian'";
+        const BOTH: &str = "Which restaurants are Italian and French?";
+        setup();
+        roles();
+        let _s = llm(Script::default()
+            .rule(Rule::new(&["<latest_question>and the French ones?</latest_question>"], Reply::text(BOTH)))
+            .rule(Rule::new(
+                &["<schema>", &format!("<question>{BOTH}</question>")],
+                Reply::text("SELECT r.name FROM public.restaurants r WHERE r.cuisine IN ('Italian', 'French')"),
+            ))
+            .rule(Rule::new(&["<schema>", &format!("<question>{ITALIAN}</question>")], Reply::text(ITALIAN_SQL))));
+        Spi::run(
+            "ALTER TABLE public.restaurants ENABLE ROW LEVEL SECURITY;
+             CREATE POLICY ask_conv_not_roma ON public.restaurants FOR SELECT TO ask_conv_a USING (name <> 'Roma')",
+        )
+        .unwrap();
+        Spi::run("SET ROLE ask_conv_a").unwrap();
+        let id: i64 = one("SELECT ask.conversation_start()");
+        assert_eq!(one::<String>(&format!("SELECT ask.sql('{ITALIAN}', conversation => {id})")), ITALIAN_SQL);
+        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('and the French ones?', conversation => {id})"));
+        assert_eq!(trace["final_sql"], "SELECT r.name FROM public.restaurants r WHERE r.cuisine = 'French'", "{trace}");
+        let stage = trace["stages"].as_array().unwrap().iter().find(|st| st["stage"] == "replaced").expect("a replaced stage").clone();
+        assert_eq!(stage["output"]["replaced"][0]["from"], "r.cuisine IN ('Italian', 'French')", "{stage}");
+        // The turn before's rows as the role reads them: one Italian restaurant of two.
+        assert_eq!(one::<i64>(&format!("SELECT row_count FROM ask.conversation_turns WHERE conversation_id = {id} AND turn = 1")), 1);
+        Spi::run("RESET ROLE").unwrap();
+        Spi::run("DROP POLICY ask_conv_not_roma ON public.restaurants; ALTER TABLE public.restaurants DISABLE ROW LEVEL SECURITY; DELETE FROM ask.conversations").unwrap();
+    }
+
     #[pg_test]
     fn a_turn_keeps_only_the_rows_row_level_security_shows() {
         setup();

@@ -210,6 +210,128 @@ pub fn names_another_table(question: &str, last: &Turn, signals: &[String], tabl
         .cloned()
 }
 
+/// Words of a follow-up that add a value to the turn before's or set the two side by side rather
+/// than put one in its place ("and the Italian ones too?", "also in Paris", "both", "compare
+/// with Paris").
+const ADDING: &[&str] = &[
+    "also",
+    "too",
+    "both",
+    "plus",
+    "including",
+    "include",
+    "add",
+    "or",
+    "either",
+    "together",
+    "combined",
+    "all",
+    "well",
+    "compare",
+    "compared",
+    "comparing",
+    "versus",
+    "vs",
+    "against",
+    "each",
+    "per",
+    "between",
+];
+
+/// A follow-up that names another value of the same kind answered with both: after `WHERE
+/// nationality = 'French'`, "and the Italian ones?" written `nationality IN ('French',
+/// 'Italian')`. The follow-up (`asked`, as the user wrote it) replaces the value ([the reading's
+/// rule](rewrite_request)), so the list is written as the one value it names: `nationality =
+/// 'Italian'`. Only a list (`column IN ('a', 'b', ...)`, in a condition of its own) of which the
+/// follow-up writes exactly one value, every other value being a literal of `previous_sql` that
+/// the follow-up does not write, and only when the follow-up has no word that adds ("also",
+/// "too", "both", "or", ...). The text replaced and written, for the trace; `None` when nothing
+/// is.
+pub fn replaced_not_added(asked: &str, previous_sql: &str, sql: &str) -> Option<(String, Vec<(String, String)>)> {
+    use sqlparser::dialect::PostgreSqlDialect;
+    use sqlparser::keywords::Keyword;
+    use sqlparser::tokenizer::{Token, Tokenizer};
+    let asked_words: Vec<String> = words(asked).into_iter().map(|w| w.norm).collect();
+    if asked_words.iter().any(|w| ADDING.contains(&w.as_str())) {
+        return None;
+    }
+    let written = |value: &str| {
+        let v: Vec<String> = words(value).into_iter().map(|w| w.norm).collect();
+        !v.is_empty() && asked_words.windows(v.len()).any(|w| w == v.as_slice())
+    };
+    let strings = |text: &str| -> Option<Vec<String>> {
+        let tokens = Tokenizer::new(&PostgreSqlDialect {}, text).tokenize().ok()?;
+        Some(tokens.into_iter().filter_map(|t| if let Token::SingleQuotedString(s) = t { Some(s) } else { None }).collect())
+    };
+    let before = strings(previous_sql)?;
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize_with_location().ok()?;
+    let sig: Vec<usize> = (0..tokens.len()).filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_))).collect();
+    let at = |k: usize| sig.get(k).map(|&i| &tokens[i].token);
+    let mut cursor = crate::guard::OffsetCursor::new(sql);
+    let mut edits: Vec<(usize, usize, String, String)> = Vec::new();
+    for k in 1..sig.len() {
+        if !matches!(at(k), Some(Token::Word(w)) if w.keyword == Keyword::IN) || !matches!(at(k + 1), Some(Token::LParen)) {
+            continue;
+        }
+        // The column: a name, qualified or not, that opens a condition.
+        let mut s = k - 1;
+        if !matches!(at(s), Some(Token::Word(w)) if w.keyword != Keyword::NOT || w.quote_style.is_some()) {
+            continue;
+        }
+        while s >= 2 && matches!(at(s - 1), Some(Token::Period)) && matches!(at(s - 2), Some(Token::Word(_))) {
+            s -= 2;
+        }
+        let opens = match s.checked_sub(1).and_then(at) {
+            Some(Token::LParen) => true,
+            Some(Token::Word(w)) => matches!(w.keyword, Keyword::WHERE | Keyword::AND | Keyword::ON),
+            _ => false,
+        };
+        if !opens {
+            continue;
+        }
+        // The list: strings and commas up to the closing parenthesis.
+        let mut values = Vec::new();
+        let mut e = k + 2;
+        loop {
+            match at(e) {
+                Some(Token::SingleQuotedString(v)) => values.push((v.clone(), e)),
+                _ => break,
+            }
+            match at(e + 1) {
+                Some(Token::Comma) => e += 2,
+                Some(Token::RParen) => {
+                    e += 1;
+                    break;
+                }
+                _ => break,
+            }
+        }
+        if !matches!(at(e), Some(Token::RParen)) || values.len() < 2 {
+            continue;
+        }
+        let named: Vec<&(String, usize)> = values.iter().filter(|(v, _)| written(v)).collect();
+        let [(new, new_at)] = named.as_slice() else { continue };
+        if !values.iter().filter(|(v, _)| v != new).all(|(v, _)| before.contains(v) && !written(v)) {
+            continue;
+        }
+        let start = cursor.offset(tokens[sig[s]].span.start);
+        let column_end = cursor.offset(tokens[sig[k - 1]].span.end);
+        let value_start = cursor.offset(tokens[sig[*new_at]].span.start);
+        let value_end = cursor.offset(tokens[sig[*new_at]].span.end);
+        let end = cursor.offset(tokens[sig[e]].span.end);
+        let text = format!("{} = {}", &sql[start..column_end], &sql[value_start..value_end]);
+        edits.push((start, end, sql[start..end].to_string(), text));
+    }
+    if edits.is_empty() {
+        return None;
+    }
+    let mut out = sql.to_string();
+    for (start, end, _, text) in edits.iter().rev() {
+        out.replace_range(*start..*end, text);
+    }
+    Some((out, edits.into_iter().map(|(_, _, from, to)| (from, to)).collect()))
+}
+
 /// The request that has the model read a later question: a follow-up rewritten into a standalone
 /// question, a new question written back as it is; from the last [`MAX_TURNS_SHOWN`] turns of
 /// `history`.
@@ -370,6 +492,56 @@ mod tests {
         // No table named: the model reads it.
         assert_eq!(named("How many are there?"), None);
         assert_eq!(named("What is the average rating?"), None);
+    }
+
+    #[test]
+    fn a_value_named_in_place_of_the_turn_befores_is_not_added_to_it() {
+        let before = "SELECT full_name FROM chefs WHERE role = 'head chef' AND nationality = 'French'";
+        let replaced = |asked: &str, sql: &str| replaced_not_added(asked, before, sql).map(|(s, _)| s);
+        assert_eq!(
+            replaced(
+                "and the Italian ones?",
+                "SELECT full_name FROM chefs WHERE role = 'head chef' AND nationality IN ('French', 'Italian')"
+            )
+            .as_deref(),
+            Some("SELECT full_name FROM chefs WHERE role = 'head chef' AND nationality = 'Italian'")
+        );
+        let (sql, edits) = replaced_not_added(
+            "How many are Italian?",
+            before,
+            "SELECT count(*) FROM chefs c WHERE (c.nationality IN ('Italian','French'))",
+        )
+        .unwrap();
+        assert_eq!(sql, "SELECT count(*) FROM chefs c WHERE (c.nationality = 'Italian')");
+        assert_eq!(edits, vec![("c.nationality IN ('Italian','French')".to_string(), "c.nationality = 'Italian'".to_string())]);
+        // Words that add, a value the follow-up writes too, one the turn before did not have,
+        // no value named, a negated list: as written.
+        let both = "SELECT full_name FROM chefs WHERE nationality IN ('French', 'Italian')";
+        for asked in [
+            "and the Italian ones too?",
+            "French or Italian?",
+            "also Italian",
+            "both French and Italian ones",
+            "and the others?",
+            "compare with Italian",
+        ] {
+            assert_eq!(replaced(asked, both), None, "{asked}");
+        }
+        assert_eq!(replaced("and Italian?", "SELECT full_name FROM chefs WHERE nationality IN ('Spanish', 'Italian')"), None);
+        assert_eq!(replaced("and Italian?", "SELECT full_name FROM chefs WHERE nationality NOT IN ('French', 'Italian')"), None);
+        assert_eq!(replaced("and Italian?", "SELECT full_name FROM chefs WHERE nationality = 'Italian'"), None);
+        // Values of more than one word are read as words of the follow-up.
+        let before = "SELECT r.name FROM restaurants r JOIN cities c ON c.id = r.city_id WHERE c.name = 'Los Angeles'";
+        assert_eq!(
+            replaced_not_added(
+                "and in San Francisco?",
+                before,
+                "SELECT r.name FROM restaurants r JOIN cities c ON c.id = r.city_id WHERE c.name IN ('Los Angeles', 'San Francisco')"
+            )
+            .map(|(s, _)| s)
+            .as_deref(),
+            Some("SELECT r.name FROM restaurants r JOIN cities c ON c.id = r.city_id WHERE c.name = 'San Francisco'")
+        );
     }
 
     #[test]

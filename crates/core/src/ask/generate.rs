@@ -216,6 +216,19 @@ fn statement_of(
     columns: &[String],
 ) -> Option<(String, Verdict)> {
     let mut sql = extract_sql(reply)?;
+    // A follow-up that names a value in place of the turn before's, answered with both.
+    let follows = match &trace.reading {
+        Some(crate::conversation::Reading::Rewritten { edits_sql: Some(previous), .. }) => Some(previous.clone()),
+        _ => None,
+    };
+    if let Some(previous) = follows {
+        if let Some((one, replaced)) = crate::conversation::replaced_not_added(&trace.question, &previous, &sql) {
+            let mut st = StageTrace::new(stage::REPLACED, json!({"sql": sql, "asked": trace.question}));
+            st.output = json!({"replaced": replaced.iter().map(|(from, to)| json!({"from": from, "to": to})).collect::<Vec<_>>()});
+            trace.push(st);
+            sql = one;
+        }
+    }
     // A year the question names, compared as one of its days: written as the year.
     if let Some((wider, widened)) = super::whole_year::widen(question, &sql) {
         let mut st = StageTrace::new(stage::WHOLE_YEAR, json!({"sql": sql}));

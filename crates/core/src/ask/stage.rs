@@ -35,3 +35,6 @@ pub const VOTE: &str = "vote";
 /// A year the question names, compared as one of its days, written as the year (no LLM call;
 /// [`super::whole_year`]).
 pub const WHOLE_YEAR: &str = "whole_year";
+/// A value a follow-up names in place of the turn before's, answered with both, written as the
+/// one it names (no LLM call; [`crate::conversation::replaced_not_added`]).
+pub const REPLACED: &str = "replaced";

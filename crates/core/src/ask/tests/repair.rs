@@ -122,3 +122,26 @@ fn a_year_asked_and_one_of_its_days_written_runs_as_the_year() {
     assert!(out.sql.ends_with("r.opened_on = '2023-12-31'"), "{}", out.sql);
     assert!(!out.trace.stages.iter().any(|s| s.stage == "whole_year"));
 }
+
+#[test]
+fn a_follow_up_naming_a_value_in_place_of_the_turn_befores_is_answered_with_that_one() {
+    let before = "SELECT name FROM public.restaurants WHERE cuisine = 'French'";
+    let last = crate::conversation::Turn {
+        turn: 1,
+        question: "Which restaurants are French?".into(),
+        standalone: "Which restaurants are French?".into(),
+        sql: Some(before.into()),
+        columns: vec!["name".into()],
+        rows: Some(2),
+    };
+    let replies = [
+        "Which restaurants are French and Italian?",
+        "```sql\nSELECT name FROM public.restaurants WHERE cuisine IN ('French', 'Italian')\n```",
+    ];
+    let mut h = Scripted::new(&replies);
+    let out = run_in_conversation(&mut h, "and the Italian ones?", &[last], None, &cfg(), Goal::Sql).unwrap();
+    assert_eq!(out.sql, "SELECT name FROM public.restaurants WHERE cuisine = 'Italian'");
+    let st = out.trace.stages.iter().find(|s| s.stage == "replaced").expect("a replaced stage");
+    assert_eq!(st.output["replaced"][0]["from"], "cuisine IN ('French', 'Italian')");
+    assert_eq!(h.executed, [out.sql.as_str()]);
+}
