@@ -292,11 +292,8 @@ pub fn replaced_not_added(asked: &str, previous_sql: &str, sql: &str) -> Option<
         // The list: strings and commas up to the closing parenthesis.
         let mut values = Vec::new();
         let mut e = k + 2;
-        loop {
-            match at(e) {
-                Some(Token::SingleQuotedString(v)) => values.push((v.clone(), e)),
-                _ => break,
-            }
+        while let Some(Token::SingleQuotedString(v)) = at(e) {
+            values.push((v.clone(), e));
             match at(e + 1) {
                 Some(Token::Comma) => e += 2,
                 Some(Token::RParen) => {
