@@ -238,6 +238,11 @@ mod tests {
         assert_eq!(trace["final_sql"], "SELECT r.name FROM public.restaurants r WHERE r.cuisine = 'French'", "{trace}");
         let stage = trace["stages"].as_array().unwrap().iter().find(|st| st["stage"] == "replaced").expect("a replaced stage").clone();
         assert_eq!(stage["output"]["replaced"][0]["from"], "r.cuisine IN ('Italian', 'French')", "{stage}");
+        assert_eq!(trace["reading"]["standalone"], "Which restaurants are French?", "{trace}");
+        assert_eq!(
+            one::<String>(&format!("SELECT standalone FROM ask.conversation_turns WHERE conversation_id = {id} AND turn = 2")),
+            "Which restaurants are French?"
+        );
         // The turn before's rows as the role reads them: one Italian restaurant of two.
         assert_eq!(one::<i64>(&format!("SELECT row_count FROM ask.conversation_turns WHERE conversation_id = {id} AND turn = 1")), 1);
         Spi::run("RESET ROLE").unwrap();

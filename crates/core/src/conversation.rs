@@ -247,7 +247,7 @@ const ADDING: &[&str] = &[
 /// the follow-up does not write, and only when the follow-up has no word that adds ("also",
 /// "too", "both", "or", ...). The text replaced and written, for the trace; `None` when nothing
 /// is.
-pub fn replaced_not_added(asked: &str, previous_sql: &str, sql: &str) -> Option<(String, Vec<(String, String)>)> {
+pub fn replaced_not_added(asked: &str, previous_sql: &str, sql: &str) -> Option<(String, Vec<Replacement>)> {
     use sqlparser::dialect::PostgreSqlDialect;
     use sqlparser::keywords::Keyword;
     use sqlparser::tokenizer::{Token, Tokenizer};
@@ -268,7 +268,7 @@ pub fn replaced_not_added(asked: &str, previous_sql: &str, sql: &str) -> Option<
     let sig: Vec<usize> = (0..tokens.len()).filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_))).collect();
     let at = |k: usize| sig.get(k).map(|&i| &tokens[i].token);
     let mut cursor = crate::guard::OffsetCursor::new(sql);
-    let mut edits: Vec<(usize, usize, String, String)> = Vec::new();
+    let mut edits: Vec<(usize, usize, Replacement)> = Vec::new();
     for k in 1..sig.len() {
         if !matches!(at(k), Some(Token::Word(w)) if w.keyword == Keyword::IN) || !matches!(at(k + 1), Some(Token::LParen)) {
             continue;
@@ -316,17 +316,59 @@ pub fn replaced_not_added(asked: &str, previous_sql: &str, sql: &str) -> Option<
         let value_start = cursor.offset(tokens[sig[*new_at]].span.start);
         let value_end = cursor.offset(tokens[sig[*new_at]].span.end);
         let end = cursor.offset(tokens[sig[e]].span.end);
-        let text = format!("{} = {}", &sql[start..column_end], &sql[value_start..value_end]);
-        edits.push((start, end, sql[start..end].to_string(), text));
+        let to = format!("{} = {}", &sql[start..column_end], &sql[value_start..value_end]);
+        let dropped = values.iter().filter(|(v, _)| v != new).map(|(v, _)| v.clone()).collect();
+        edits.push((start, end, Replacement { from: sql[start..end].to_string(), to, kept: new.clone(), dropped }));
     }
     if edits.is_empty() {
         return None;
     }
     let mut out = sql.to_string();
-    for (start, end, _, text) in edits.iter().rev() {
-        out.replace_range(*start..*end, text);
+    for (start, end, r) in edits.iter().rev() {
+        out.replace_range(*start..*end, &r.to);
     }
-    Some((out, edits.into_iter().map(|(_, _, from, to)| (from, to)).collect()))
+    Some((out, edits.into_iter().map(|(_, _, r)| r).collect()))
+}
+
+/// One list [`replaced_not_added`] wrote as one value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Replacement {
+    /// The text replaced (`nationality IN ('French', 'Italian')`).
+    pub from: String,
+    /// The text written (`nationality = 'Italian'`).
+    pub to: String,
+    /// The value the follow-up names.
+    pub kept: String,
+    /// The turn before's values left out.
+    pub dropped: Vec<String>,
+}
+
+/// `standalone` (a follow-up's rewrite) with the values `dropped` left out where it joins them to
+/// `kept` ("French and Italian", "Italian or French", "both French and Italian", "French,
+/// Italian" → "Italian"), so that the turn says what its SQL asked after
+/// [`replaced_not_added`]; `None` when it joins them in no such way.
+pub fn without_values(standalone: &str, dropped: &[String], kept: &str) -> Option<String> {
+    let mut out = standalone.to_string();
+    let mut changed = false;
+    for old in dropped {
+        let joined = [
+            format!("both {old} and {kept}"),
+            format!("both {kept} and {old}"),
+            format!("{old} and {kept}"),
+            format!("{kept} and {old}"),
+            format!("{old} or {kept}"),
+            format!("{kept} or {old}"),
+            format!("{old}, {kept}"),
+            format!("{kept}, {old}"),
+        ];
+        let lower = out.to_lowercase();
+        if let Some(at) = joined.iter().find_map(|j| lower.find(&j.to_lowercase()).map(|i| (i, j.len()))) {
+            let (i, n) = at;
+            out.replace_range(i..i + n, kept);
+            changed = true;
+        }
+    }
+    changed.then_some(out)
 }
 
 /// The request that has the model read a later question: a follow-up rewritten into a standalone
@@ -510,7 +552,15 @@ mod tests {
         )
         .unwrap();
         assert_eq!(sql, "SELECT count(*) FROM chefs c WHERE (c.nationality = 'Italian')");
-        assert_eq!(edits, vec![("c.nationality IN ('Italian','French')".to_string(), "c.nationality = 'Italian'".to_string())]);
+        assert_eq!(
+            edits,
+            vec![Replacement {
+                from: "c.nationality IN ('Italian','French')".into(),
+                to: "c.nationality = 'Italian'".into(),
+                kept: "Italian".into(),
+                dropped: vec!["French".into()]
+            }]
+        );
         // Words that add, a value the follow-up writes too, one the turn before did not have,
         // no value named, a negated list: as written.
         let both = "SELECT full_name FROM chefs WHERE nationality IN ('French', 'Italian')";
@@ -527,6 +577,16 @@ mod tests {
         assert_eq!(replaced("and Italian?", "SELECT full_name FROM chefs WHERE nationality IN ('Spanish', 'Italian')"), None);
         assert_eq!(replaced("and Italian?", "SELECT full_name FROM chefs WHERE nationality NOT IN ('French', 'Italian')"), None);
         assert_eq!(replaced("and Italian?", "SELECT full_name FROM chefs WHERE nationality = 'Italian'"), None);
+        // The turn's question says what its SQL asked.
+        let kept = "Italian";
+        let dropped = ["French".to_string()];
+        assert_eq!(
+            without_values("Which head chefs are French and Italian?", &dropped, kept).as_deref(),
+            Some("Which head chefs are Italian?")
+        );
+        assert_eq!(without_values("Which chefs are both Italian and French?", &dropped, kept).as_deref(), Some("Which chefs are Italian?"));
+        assert_eq!(without_values("How many chefs are french or italian?", &dropped, kept).as_deref(), Some("How many chefs are Italian?"));
+        assert_eq!(without_values("Which chefs are Italian?", &dropped, kept), None);
         // Values of more than one word are read as words of the follow-up.
         let before = "SELECT r.name FROM restaurants r JOIN cities c ON c.id = r.city_id WHERE c.name = 'Los Angeles'";
         assert_eq!(

@@ -224,7 +224,16 @@ fn statement_of(
     if let Some(previous) = follows {
         if let Some((one, replaced)) = crate::conversation::replaced_not_added(&trace.question, &previous, &sql) {
             let mut st = StageTrace::new(stage::REPLACED, json!({"sql": sql, "asked": trace.question}));
-            st.output = json!({"replaced": replaced.iter().map(|(from, to)| json!({"from": from, "to": to})).collect::<Vec<_>>()});
+            st.output = json!({"replaced": replaced});
+            // The turn keeps a question that says what its SQL asks, for the turns after it.
+            if let Some(crate::conversation::Reading::Rewritten { standalone, .. }) = &mut trace.reading {
+                for r in &replaced {
+                    if let Some(text) = crate::conversation::without_values(standalone, &r.dropped, &r.kept) {
+                        st.output["standalone"] = json!(text);
+                        *standalone = text;
+                    }
+                }
+            }
             trace.push(st);
             sql = one;
         }

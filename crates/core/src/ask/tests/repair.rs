@@ -144,4 +144,9 @@ fn a_follow_up_naming_a_value_in_place_of_the_turn_befores_is_answered_with_that
     let st = out.trace.stages.iter().find(|s| s.stage == "replaced").expect("a replaced stage");
     assert_eq!(st.output["replaced"][0]["from"], "cuisine IN ('French', 'Italian')");
     assert_eq!(h.executed, [out.sql.as_str()]);
+    // The turn keeps a question that says what its SQL asked.
+    match &out.trace.reading {
+        Some(crate::conversation::Reading::Rewritten { standalone, .. }) => assert_eq!(standalone, "Which restaurants are Italian?"),
+        other => panic!("{other:?}"),
+    }
 }
