@@ -210,9 +210,9 @@ pub fn names_another_table(question: &str, last: &Turn, signals: &[String], tabl
         .cloned()
 }
 
-/// Words of a follow-up that add a value to the turn before's or set the two side by side rather
-/// than put one in its place ("and the Italian ones too?", "also in Paris", "both", "compare
-/// with Paris").
+/// Words of a follow-up that add a value to the turn before's, set the two side by side or ask
+/// for values other than it, rather than put one in its place ("and the Italian ones too?",
+/// "also in Paris", "both", "compare with Paris", "and the others?").
 const ADDING: &[&str] = &[
     "also",
     "too",
@@ -236,6 +236,14 @@ const ADDING: &[&str] = &[
     "each",
     "per",
     "between",
+    "other",
+    "others",
+    "rest",
+    "remaining",
+    "else",
+    "except",
+    "excluding",
+    "besides",
 ];
 
 /// A follow-up that names another value of the same kind answered with both: after `WHERE
@@ -244,9 +252,11 @@ const ADDING: &[&str] = &[
 /// rule](rewrite_request)), so the list is written as the one value it names: `nationality =
 /// 'Italian'`. Only a list (`column IN ('a', 'b', ...)`, in a condition of its own) of which the
 /// follow-up writes exactly one value, every other value being a literal of `previous_sql` that
-/// the follow-up does not write, and only when the follow-up has no word that adds ("also",
-/// "too", "both", "or", ...). The text replaced and written, for the trace; `None` when nothing
-/// is.
+/// the follow-up does not write; or of which it writes none and `previous_sql` has exactly one,
+/// the others written by neither ("How many of them are there?" after that turn, its question
+/// still saying both: a follow-up edits the turn before, and a value neither gives comes from
+/// nowhere). Only when the follow-up has no word that adds ("also", "too", "both", "or", ...).
+/// The text replaced and written, for the trace; `None` when nothing is.
 pub fn replaced_not_added(asked: &str, previous_sql: &str, sql: &str) -> Option<(String, Vec<Replacement>)> {
     use sqlparser::dialect::PostgreSqlDialect;
     use sqlparser::keywords::Keyword;
@@ -307,10 +317,16 @@ pub fn replaced_not_added(asked: &str, previous_sql: &str, sql: &str) -> Option<
             continue;
         }
         let named: Vec<&(String, usize)> = values.iter().filter(|(v, _)| written(v)).collect();
-        let [(new, new_at)] = named.as_slice() else { continue };
-        if !values.iter().filter(|(v, _)| v != new).all(|(v, _)| before.contains(v) && !written(v)) {
-            continue;
-        }
+        let (new, new_at) = match named.as_slice() {
+            // The value the follow-up names, the others the turn before's.
+            [(new, at)] if values.iter().filter(|(v, _)| v != new).all(|(v, _)| before.contains(v) && !written(v)) => (new, at),
+            // None named: the one value of the turn before's SQL, the others from neither.
+            [] => match values.iter().filter(|(v, _)| before.contains(v)).collect::<Vec<_>>().as_slice() {
+                [(kept, at)] => (kept, at),
+                _ => continue,
+            },
+            _ => continue,
+        };
         let start = cursor.offset(tokens[sig[s]].span.start);
         let column_end = cursor.offset(tokens[sig[k - 1]].span.end);
         let value_start = cursor.offset(tokens[sig[*new_at]].span.start);
@@ -577,6 +593,26 @@ mod tests {
         assert_eq!(replaced("and Italian?", "SELECT full_name FROM chefs WHERE nationality IN ('Spanish', 'Italian')"), None);
         assert_eq!(replaced("and Italian?", "SELECT full_name FROM chefs WHERE nationality NOT IN ('French', 'Italian')"), None);
         assert_eq!(replaced("and Italian?", "SELECT full_name FROM chefs WHERE nationality = 'Italian'"), None);
+        // No value named: the turn before's one value is kept, one from neither dropped.
+        let italian = "SELECT count(*) FROM chefs WHERE nationality = 'Italian'";
+        let (sql, edits) = replaced_not_added(
+            "How many of them are there?",
+            italian,
+            "SELECT count(*) FROM chefs WHERE nationality IN ('French', 'Italian')",
+        )
+        .unwrap();
+        assert_eq!(sql, "SELECT count(*) FROM chefs WHERE nationality = 'Italian'");
+        assert_eq!((edits[0].kept.as_str(), edits[0].dropped.as_slice()), ("Italian", ["French".to_string()].as_slice()));
+        let both_before = "SELECT count(*) FROM chefs WHERE nationality IN ('French', 'Italian')";
+        assert_eq!(replaced_not_added("How many of them are there?", both_before, both_before), None);
+        assert_eq!(
+            replaced_not_added(
+                "How many of them are there?",
+                italian,
+                "SELECT count(*) FROM chefs WHERE nationality IN ('French', 'Spanish')"
+            ),
+            None
+        );
         // The turn's question says what its SQL asked.
         let kept = "Italian";
         let dropped = ["French".to_string()];
