@@ -27,6 +27,7 @@ pub mod schema;
 pub mod secret;
 pub mod selection;
 pub mod shadow;
+pub(crate) mod sqledit;
 pub mod sqlstate;
 pub mod sqltext;
 pub mod suggest;

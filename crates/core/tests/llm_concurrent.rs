@@ -3,23 +3,14 @@
 
 use std::time::{Duration, Instant};
 
+mod common;
+
 use llm_standin::{Reply, Rule, Script, StandIn};
-use pg_ask_core::config::{LlmConfig, Provider};
+use pg_ask_core::config::LlmConfig;
 use pg_ask_core::llm::{chat_all, ChatRequest, LlmError, Runner};
-use pg_ask_core::secret::Secret;
 
 fn cfg(url: String) -> LlmConfig {
-    LlmConfig {
-        provider: Provider::OpenAi,
-        base_url: format!("{url}/v1"),
-        model: "m".into(),
-        api_key: Secret::default(),
-        request_timeout: Duration::from_secs(5),
-        temperature: 0.0,
-        max_tokens: 64,
-        max_response_bytes: 1 << 20,
-        constraints: Default::default(),
-    }
+    common::llm_config(&url)
 }
 
 #[test]

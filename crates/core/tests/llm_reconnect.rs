@@ -1,26 +1,15 @@
 //! A kept-alive connection the server closed between two calls: the second call is sent again
 //! on a new connection and answered, not failed as a connection error.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::time::Duration;
 
-use pg_ask_core::config::{LlmConfig, Provider};
 use pg_ask_core::llm::{chat, ChatRequest, LlmError, Runner};
-use pg_ask_core::secret::Secret;
 
-fn cfg(port: u16) -> LlmConfig {
-    LlmConfig {
-        provider: Provider::OpenAi,
-        base_url: format!("http://127.0.0.1:{port}/v1"),
-        model: "m".into(),
-        api_key: Secret::default(),
-        request_timeout: Duration::from_secs(5),
-        temperature: 0.0,
-        max_tokens: 64,
-        max_response_bytes: 1 << 20,
-        constraints: Default::default(),
-    }
+fn cfg(port: u16) -> pg_ask_core::config::LlmConfig {
+    common::llm_config(&format!("http://127.0.0.1:{port}"))
 }
 
 /// Reads one HTTP request (headers and a Content-Length body) from `r`; false at end of stream.
@@ -83,7 +72,7 @@ fn a_connection_closed_while_kept_alive_is_made_again() {
 }
 
 #[test]
-fn a_server_that_is_down_is_a_connection_error_after_one_more_try() {
+fn a_server_that_is_down_is_still_a_connection_error() {
     let port = {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()

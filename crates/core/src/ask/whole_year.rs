@@ -11,11 +11,10 @@
 //! `ON`, `WHEN`, `HAVING`, `NOT` or `(`, and not followed by an operator). Anything else comes
 //! back unchanged, as does a statement the tokenizer cannot read.
 
-use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
-use sqlparser::tokenizer::{Token, Tokenizer};
+use sqlparser::tokenizer::Token;
 
-use crate::guard::OffsetCursor;
+use crate::sqledit::{apply, Tokens};
 
 /// Words of a question that name a part of a year, or a day: with one of them the question
 /// may mean one day.
@@ -91,48 +90,26 @@ pub fn widen(question: &str, sql: &str) -> Option<(String, Vec<Widening>)> {
     if years.is_empty() {
         return None;
     }
-    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize_with_location().ok()?;
-    let sig: Vec<usize> = (0..tokens.len()).filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_))).collect();
-    let at = |k: usize| sig.get(k).map(|&i| &tokens[i].token);
-    let mut cursor = OffsetCursor::new(sql);
+    let mut t = Tokens::read(sql)?;
+    let opens = [Keyword::WHERE, Keyword::AND, Keyword::OR, Keyword::ON, Keyword::WHEN, Keyword::HAVING, Keyword::NOT];
     let mut edits: Vec<(usize, usize, Widening)> = Vec::new();
-    for e in 1..sig.len() {
-        if !matches!(at(e), Some(Token::Eq)) {
+    for e in 1..t.len() {
+        if !matches!(t.at(e), Some(Token::Eq)) {
             continue;
         }
-        // The column: a name, qualified or not, that opens a condition.
-        let mut s = e - 1;
-        if !matches!(at(s), Some(Token::Word(_))) {
-            continue;
-        }
-        while s >= 2 && matches!(at(s - 1), Some(Token::Period)) && matches!(at(s - 2), Some(Token::Word(_))) {
-            s -= 2;
-        }
-        let opens = match s.checked_sub(1).and_then(at) {
-            Some(Token::LParen) => true,
-            Some(Token::Word(w)) => {
-                matches!(
-                    w.keyword,
-                    Keyword::WHERE | Keyword::AND | Keyword::OR | Keyword::ON | Keyword::WHEN | Keyword::HAVING | Keyword::NOT
-                )
-            }
-            _ => false,
-        };
-        if !opens {
-            continue;
-        }
+        let Some(s) = t.condition_column(e, &opens) else { continue };
         // The day: a string, perhaps cast to a date or timestamp, or a typed literal.
-        let (day, r) = match (at(e + 1), at(e + 2), at(e + 3), at(e + 4)) {
-            (Some(Token::SingleQuotedString(d)), Some(Token::DoubleColon), Some(Token::Word(t)), _) if is_date_type(&t.value) => {
+        let (day, r) = match (t.at(e + 1), t.at(e + 2), t.at(e + 3)) {
+            (Some(Token::SingleQuotedString(d)), Some(Token::DoubleColon), Some(Token::Word(w))) if is_date_type(&w.value) => {
                 (d.clone(), e + 3)
             }
-            (Some(Token::Word(t)), Some(Token::SingleQuotedString(d)), ..) if is_date_type(&t.value) && t.quote_style.is_none() => {
+            (Some(Token::Word(w)), Some(Token::SingleQuotedString(d)), _) if is_date_type(&w.value) && w.quote_style.is_none() => {
                 (d.clone(), e + 2)
             }
             (Some(Token::SingleQuotedString(d)), ..) => (d.clone(), e + 1),
             _ => continue,
         };
-        let ends = match at(r + 1) {
+        let ends = match t.at(r + 1) {
             None | Some(Token::SemiColon | Token::RParen) => true,
             Some(Token::Word(w)) => w.quote_style.is_none() && w.keyword != Keyword::NoKeyword,
             _ => false,
@@ -141,24 +118,18 @@ pub fn widen(question: &str, sql: &str) -> Option<(String, Vec<Widening>)> {
         if !ends {
             continue;
         }
-        let start = cursor.offset(tokens[sig[s]].span.start);
-        let column_end = cursor.offset(tokens[sig[e - 1]].span.end);
-        let value_start = cursor.offset(tokens[sig[e + 1]].span.start);
-        let end = cursor.offset(tokens[sig[r]].span.end);
-        let column = &sql[start..column_end];
-        let value = &sql[value_start..end];
+        let (_, _, column) = t.text(s, e - 1);
+        let (_, _, value) = t.text(e + 1, r);
         let lower = value.replacen(&day, &format!("{year}-01-01"), 1);
         let upper = value.replacen(&day, &format!("{}-01-01", year + 1), 1);
-        let text = format!("({column} >= {lower} AND {column} < {upper})");
-        edits.push((start, end, Widening { from: sql[start..end].to_string(), to: text }));
+        let to = format!("({column} >= {lower} AND {column} < {upper})");
+        let (start, end, from) = t.text(s, r);
+        edits.push((start, end, Widening { from: from.to_string(), to }));
     }
     if edits.is_empty() {
         return None;
     }
-    let mut out = sql.to_string();
-    for (start, end, w) in edits.iter().rev() {
-        out.replace_range(*start..*end, &w.to);
-    }
+    let out = apply(sql, &edits.iter().map(|(start, end, w)| (*start, *end, w.to.as_str())).collect::<Vec<_>>());
     Some((out, edits.into_iter().map(|(_, _, w)| w).collect()))
 }
 
