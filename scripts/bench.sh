@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks (slow, not part of CI). As root, on a machine prepared by scripts/setup.sh:
-#   bash scripts/bench.sh [all|ask|shadow|values|schema|grammar|verified|soak|concurrent|values-llm|real|templates]
+#   bash scripts/bench.sh [all|ask|shadow|values|schema|grammar|verified|soak|concurrent|values-llm|real|templates|knowledge-offered]
 # Builds pg_ask in release mode, installs it into PostgreSQL 15, starts a throwaway cluster
 # and runs the chosen benchmarks; the numbers go to stdout (see BENCHMARKS.md for recorded ones).
 #   ask     ask() outside the LLM on a 200-table schema
@@ -42,6 +42,10 @@
 #           stand-in answering after 200 ms (≥ 90 % of the ideal throughput, no failure, no lock
 #           wait), then CALL ask.evaluate and ask.benchmark from four sessions at once (not in
 #           `all`; CONC_CLIENTS, CONC_SECONDS, CONC_EMBEDDINGS=off|local)
+#   knowledge-offered  which of defog's instructions, registered once per database, each defog
+#           question is offered (no model, no database): its own lines offered, and lines that
+#           are not its own, by part (databases alternate between tuning and reporting; not in
+#           `all`; VERBOSE=1 lists each question's)
 #   faults [llm|postgres|index]  the LLM server killed (SIGKILL) and restarted during CALL
 #           ask.benchmark and ask.evaluate; PostgreSQL stopped with -m immediate during a
 #           benchmark batch; a backend terminated during ask.index_values() (exits non-zero
@@ -55,7 +59,7 @@
 #           ask.evaluate: EX, SQL read from replies, tokens, time split, tokens/s; beside them the
 #           bare model's EX and seconds on the same questions and server (the schema's CREATE
 #           TABLE statements and the question in one message), and for the sample ask() itself
-#           from new connections, answer included (not in `all`; tens of minutes per model). PG_ASK_REAL_CORPUS=DIR also keeps every reply; PG_ASK_REAL_EACH=1 prints each question's outcome.
+#           from new connections, answer included (not in `all`; tens of minutes per model). PG_ASK_REAL_CORPUS=DIR also keeps every reply; PG_ASK_REAL_EACH=1 prints each question's outcome; PG_ASK_REAL_BARE_SQL=FILE writes the bare model's SQL per question (JSON lines).
 #           Built in debug unless PG_ASK_RELEASE=1: the model's time dwarfs pg_ask's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -64,6 +68,10 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/cache/pg_ask/target}
 WORK=${PG_ASK_BENCH_DIR:-/var/tmp/pg_ask-bench}
 PORT=${PG_ASK_BENCH_PORT:-55440}
 MODE=${1:-all}
+if [ "$MODE" = knowledge-offered ]; then
+  cargo build -q -p pg_ask_bench --bin bench_knowledge_offered
+  exec "$CARGO_TARGET_DIR/debug/bench_knowledge_offered"
+fi
 # shellcheck source=scripts/cluster.sh
 source scripts/cluster.sh
 trap 'cluster_stop "$WORK/db"; if [ "$MODE" = real ] || [ "$MODE" = grammar ] || [ "$MODE" = values-llm ] || [ "$MODE" = templates ] || [ "$MODE" = conversations ]; then bash scripts/llm.sh stop >/dev/null 2>&1 || true; fi' EXIT

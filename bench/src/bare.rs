@@ -339,4 +339,13 @@ pub fn report(run: &BareRun, pg_ask: &std::collections::BTreeMap<i32, bool>, eac
             );
         }
     }
+    // Each reply's SQL, for reading pg_ask's misses beside the bare model's.
+    if let Ok(path) = std::env::var("PG_ASK_REAL_BARE_SQL") {
+        let lines: Vec<String> = run
+            .answers
+            .iter()
+            .map(|a| serde_json::json!({"qno": a.qno, "ex": a.ex, "judged": a.judged, "sql": a.sql, "error": a.error}).to_string())
+            .collect();
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap_or_else(|e| eprintln!("PG_ASK_REAL_BARE_SQL {path}: {e}"));
+    }
 }
