@@ -104,6 +104,57 @@ mod tests {
         assert_eq!(failed["output"]["sqlstate"], "42P01");
     }
 
+    /// A query over a column its table lacks, which PostgreSQL's hint names in another table of
+    /// the query, runs again with that column, with no repair call: as the caller, under the
+    /// owner's forced row-level security. A role without privileges gets no description and
+    /// no rows.
+    #[pg_test]
+    fn a_column_postgresql_names_runs_as_the_caller_under_its_policies() {
+        setup();
+        Spi::run(
+            "CREATE ROLE ask_named_owner; CREATE ROLE ask_named_reader; CREATE ROLE ask_named_nobody;
+             CREATE SCHEMA ask_named AUTHORIZATION ask_named_owner;
+             GRANT USAGE ON SCHEMA ask_named TO ask_named_reader, ask_named_nobody;
+             SET ROLE ask_named_owner;
+             CREATE TABLE ask_named.shops (id int PRIMARY KEY, name text NOT NULL, keeper name NOT NULL);
+             CREATE TABLE ask_named.sales (id int PRIMARY KEY, shop_id int NOT NULL REFERENCES ask_named.shops(id), amount int NOT NULL);
+             INSERT INTO ask_named.shops VALUES (1, 'Mine', 'ask_named_reader'), (2, 'Theirs', 'someone_else');
+             INSERT INTO ask_named.sales VALUES (1, 1, 10), (2, 2, 20);
+             ALTER TABLE ask_named.shops ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+             CREATE POLICY own ON ask_named.shops USING (keeper = current_user);
+             GRANT SELECT ON ask_named.shops, ask_named.sales TO ask_named_reader;
+             RESET ROLE",
+        )
+        .unwrap();
+        let q = "Which shops made sales?";
+        const WROTE: &str = "SELECT T2.name FROM ask_named.shops AS T1 JOIN ask_named.sales AS T2 ON T2.shop_id = T1.id";
+        let s = llm(Script::default().rule(Rule::new(&["<schema>", q], Reply::text(WROTE))));
+        Spi::run("SET ROLE ask_named_reader; SET search_path = ask_named").unwrap();
+        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{q}', max_attempts => 1)"));
+        assert_eq!(
+            trace["final_sql"], "SELECT t1.name FROM ask_named.shops AS T1 JOIN ask_named.sales AS T2 ON T2.shop_id = T1.id",
+            "{trace}"
+        );
+        let stage =
+            trace["stages"].as_array().unwrap().iter().find(|st| st["stage"] == "named_column").expect("a named_column stage").clone();
+        assert_eq!(stage["output"], serde_json::json!({"from": "t2.name", "to": "t1.name"}));
+        let rows: Vec<Value> = Spi::connect(|c| {
+            c.select(&format!("SELECT r FROM ask.rows('{q}') r"), None, &[])
+                .unwrap()
+                .map(|row| row.get::<JsonB>(1).unwrap().unwrap().0)
+                .collect()
+        });
+        assert_eq!(rows, vec![serde_json::json!({"name": "Mine"})], "the reader's shop only");
+        assert!(s.requests().iter().all(|r| !r.prompt.contains("does not exist")), "no repair was asked");
+        // A role that may read neither table.
+        s.clear_requests();
+        Spi::run("RESET ROLE; SET ROLE ask_named_nobody").unwrap();
+        let failed = error_report(&format!("SELECT ask.sql('{q}')"));
+        Spi::run("RESET ROLE; RESET search_path").unwrap();
+        assert!(failed.is_some(), "no answer for a role that reads nothing");
+        assert!(!s.requests().iter().any(|r| r.prompt.contains("ask_named.shops")), "described to a role that cannot read it");
+    }
+
     #[pg_test]
     fn a_table_the_role_cannot_read_is_never_described() {
         setup();

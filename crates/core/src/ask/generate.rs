@@ -155,6 +155,10 @@ pub(super) fn generate_and_run(
                 },
                 Ok(done) => return vote(host, trace, &req, cfg, attempt, step, (done.0.sql, done.1), question, &offered, &columns),
                 Err(failure) => {
+                    // The column PostgreSQL's hint names, tried before the model is asked.
+                    if let Some(done) = super::named_column::run_again(host, trace, attempt, step, &sql, &failure, cfg.max_prompt_tokens) {
+                        return vote(host, trace, &req, cfg, attempt, step, done, question, &offered, &columns);
+                    }
                     points_at_the_change = super::repair_hint::points_at_the_change(&failure, tables());
                     let mut text = failure.for_llm();
                     if let Some(note) = super::repair_hint::hint(&failure, tables()) {

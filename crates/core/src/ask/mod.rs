@@ -13,6 +13,7 @@ mod execute;
 mod from_verified;
 mod generate;
 mod host;
+mod named_column;
 mod outcome;
 mod plan;
 mod repair_hint;

@@ -38,3 +38,6 @@ pub const WHOLE_YEAR: &str = "whole_year";
 /// A value a follow-up names in place of the turn before's, answered with both, written as the
 /// one it names (no LLM call; [`crate::conversation::replaced_not_added`]).
 pub const REPLACED: &str = "replaced";
+/// A query that read a column its table lacks, run again with the one PostgreSQL's hint names
+/// (no LLM call; [`super::named_column`]).
+pub const NAMED_COLUMN: &str = "named_column";

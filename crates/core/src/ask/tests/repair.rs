@@ -150,3 +150,44 @@ fn a_follow_up_naming_a_value_in_place_of_the_turn_befores_is_answered_with_that
         other => panic!("{other:?}"),
     }
 }
+
+/// An executor where a query reading `t2.name` fails as PostgreSQL fails it, naming `t1.name`
+/// in its hint; `ran` says which other queries run (one row).
+fn named_in_the_hint(ran: fn(&str) -> bool) -> Exec {
+    Box::new(move |sql| {
+        if sql.contains("t2.name") || sql.contains("T2.name") {
+            Err(ExecFailure::Error {
+                sqlstate: "42703".into(),
+                message: "column t2.name does not exist".into(),
+                detail: None,
+                hint: Some("Perhaps you meant to reference the column \"t1.name\".".into()),
+            })
+        } else if ran(sql) {
+            Ok(one_row())
+        } else {
+            Err(ExecFailure::Error { sqlstate: "42P01".into(), message: "relation does not exist".into(), detail: None, hint: None })
+        }
+    })
+}
+
+#[test]
+fn a_column_postgresql_names_in_its_hint_is_run_before_the_model_is_asked() {
+    const WROTE: &str = "SELECT T2.name FROM public.restaurants AS T1 JOIN public.cities AS T2 ON T1.city_id = T2.id";
+    let mut h = Scripted::new(&[WROTE]);
+    h.exec = named_in_the_hint(|sql| sql.contains("t1.name"));
+    let out = run(&mut h, "q", &cfg(), Goal::Sql).unwrap();
+    assert_eq!(out.sql, "SELECT t1.name FROM public.restaurants AS T1 JOIN public.cities AS T2 ON T1.city_id = T2.id");
+    assert_eq!(h.seen.len(), 1, "no repair call");
+    let st = out.trace.stages.iter().find(|s| s.stage == stage::NAMED_COLUMN).expect("a named_column stage");
+    assert_eq!(st.output, json!({"from": "t2.name", "to": "t1.name"}));
+    // The rewritten query went through the guard as any other.
+    assert_eq!(out.trace.stages.iter().filter(|s| s.stage == stage::GUARD).count(), 2);
+
+    // When the rewritten query fails too, the model repairs the first failure, as before.
+    let mut h = Scripted::new(&[WROTE, "```sql\nSELECT name FROM public.cities\n```"]);
+    h.exec = named_in_the_hint(|sql| sql == "SELECT name FROM public.cities");
+    let out = run(&mut h, "q", &AskConfig { first_repair: crate::config::FirstRepair::Edit, ..cfg() }, Goal::Sql).unwrap();
+    assert_eq!(out.sql, "SELECT name FROM public.cities");
+    let repair = &h.seen[1].1.messages.last().unwrap().content;
+    assert!(repair.contains("column t2.name does not exist"), "{repair}");
+}
