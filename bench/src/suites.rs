@@ -54,27 +54,39 @@ pub fn defog_knowledge(c: &mut Client) -> i64 {
         .collect();
     let mut added = 0;
     for (db, schema) in dbs {
-        let mut lines: Vec<String> = c
+        let instructions: Vec<String> = c
             .query("SELECT DISTINCT instructions FROM defog_q WHERE db_name = $1 AND coalesce(instructions, '') <> ''", &[&db])
             .unwrap()
             .iter()
-            .flat_map(|r| r.get::<_, String>(0).lines().map(str::to_string).collect::<Vec<_>>())
+            .map(|r| r.get(0))
             .collect();
-        let glossary = std::fs::read_to_string(repo().join(format!("../shared/datasets/defog/{db}.json")))
-            .ok()
-            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-            .and_then(|v| v["glossary"].as_str().map(str::to_string))
-            .unwrap_or_default();
-        lines.extend(glossary.lines().map(str::to_string));
-        let mut seen = std::collections::BTreeSet::new();
-        for line in lines {
-            let line = line.trim().trim_start_matches("- ").trim().to_string();
-            if line.is_empty() || !seen.insert(line.to_lowercase()) {
-                continue;
-            }
+        for line in defog_lines(&db, instructions) {
             c.query_one("SELECT ask.add_instruction($1, about_schema => $2)", &[&line, &schema]).unwrap();
             added += 1;
         }
     }
     added
+}
+
+/// A line of defog's instructions or of a glossary as it is registered: trimmed, a leading
+/// `- ` dropped.
+pub fn defog_line(text: &str) -> String {
+    text.trim().trim_start_matches("- ").trim().to_string()
+}
+
+/// The lines registered for defog's database `db`: those of `instructions` (its questions'),
+/// then those of its glossary, each once (case aside), empty ones left out.
+pub fn defog_lines(db: &str, instructions: impl IntoIterator<Item = String>) -> Vec<String> {
+    let glossary = std::fs::read_to_string(repo().join(format!("../shared/datasets/defog/{db}.json")))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .and_then(|v| v["glossary"].as_str().map(str::to_string))
+        .unwrap_or_default();
+    let mut seen = std::collections::BTreeSet::new();
+    instructions
+        .into_iter()
+        .flat_map(|text| text.lines().map(defog_line).collect::<Vec<_>>())
+        .chain(glossary.lines().map(defog_line))
+        .filter(|line| !line.is_empty() && seen.insert(line.to_lowercase()))
+        .collect()
 }

@@ -10,6 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use pg_ask_bench::repo;
+use pg_ask_bench::suites::{defog_line, defog_lines};
 use pg_ask_core::knowledge::{relevant, Item, Kind};
 
 /// The records of a CSV file with a header: fields may be quoted, with `""` for a quote and
@@ -42,11 +43,6 @@ fn csv(text: &str) -> Vec<BTreeMap<String, String>> {
     rows.into_iter().map(|r| header.iter().cloned().zip(r).collect()).collect()
 }
 
-/// A line as it is registered: trimmed, a leading `- ` dropped.
-fn line_of(text: &str) -> String {
-    text.trim().trim_start_matches("- ").trim().to_string()
-}
-
 fn main() {
     let dir = repo().join("../shared/datasets/defog");
     let questions = csv(&std::fs::read_to_string(dir.join("questions_gen_postgres.csv")).expect("defog's questions"));
@@ -55,22 +51,8 @@ fn main() {
     let dbs: BTreeSet<String> = questions.iter().map(|q| q["db_name"].clone()).collect();
     let mut id = 0;
     for db in &dbs {
-        let mut lines: Vec<String> = questions
-            .iter()
-            .filter(|q| &q["db_name"] == db)
-            .flat_map(|q| q["instructions"].lines().map(str::to_string).collect::<Vec<_>>())
-            .collect();
-        let glossary = std::fs::read_to_string(dir.join(format!("{db}.json")))
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .and_then(|v| v["glossary"].as_str().map(str::to_string))
-            .unwrap_or_default();
-        lines.extend(glossary.lines().map(str::to_string));
-        let mut seen = BTreeSet::new();
-        for line in lines.into_iter().map(|l| line_of(&l)) {
-            if line.is_empty() || !seen.insert(line.to_lowercase()) {
-                continue;
-            }
+        let instructions = questions.iter().filter(|q| &q["db_name"] == db).map(|q| q["instructions"].clone());
+        for line in defog_lines(db, instructions) {
             id += 1;
             items.entry(db.clone()).or_default().push(Item {
                 id,
@@ -92,7 +74,7 @@ fn main() {
             let its = items.get(db).map(Vec::as_slice).unwrap_or_default();
             let offered = relevant(&q["question"], its, &[format!("{db}.t")], usize::MAX);
             let own: BTreeSet<String> =
-                q["instructions"].lines().map(line_of).filter(|l| !l.is_empty()).map(|l| l.to_lowercase()).collect();
+                q["instructions"].lines().map(defog_line).filter(|l| !l.is_empty()).map(|l| l.to_lowercase()).collect();
             let is_own = |it: &&&Item| own.contains(&it.body.to_lowercase());
             if own.is_empty() {
                 without += 1;

@@ -18,6 +18,7 @@ use super::host::{ExecFailure, Host};
 use super::stage;
 use crate::rows::ResultSet;
 use crate::sqledit::{apply, Tokens};
+use crate::sqltext::quote_ident;
 use crate::trace::{StageTrace, Trace};
 
 /// After `sql` failed with `failure`: the query run again with the column PostgreSQL's hint
@@ -48,17 +49,10 @@ pub(super) fn run_again(
     }
 }
 
-/// One name of `text` that PostgreSQL writes without quotes: lower case, a letter or `_` first.
-fn plain(text: &str) -> bool {
-    let mut chars = text.chars();
-    chars.next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '$')
-}
-
-/// `(qualifier, column)` of `a.b`, both plain.
+/// `(qualifier, column)` of `a.b`, both names `quote_ident` writes bare.
 fn qualified(text: &str) -> Option<(&str, &str)> {
     let (a, b) = text.split_once('.')?;
-    (plain(a) && plain(b)).then_some((a, b))
+    (quote_ident(a) == a && quote_ident(b) == b).then_some((a, b))
 }
 
 /// `sql` with the column `message` says does not exist written as the one `hint` names, and the
