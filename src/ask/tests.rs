@@ -155,6 +155,61 @@ mod tests {
         assert!(!s.requests().iter().any(|r| r.prompt.contains("ask_named.shops")), "described to a role that cannot read it");
     }
 
+    /// A query that returns nothing for the caller (its rows hidden by a non-superuser owner's
+    /// forced row-level security) is asked again once with why; the next query runs as the
+    /// caller under the same policy, and when it returns nothing too, the first empty result
+    /// answers. A role without privileges gets no description and no answer.
+    #[pg_test]
+    fn a_query_that_returned_nothing_is_asked_again_as_the_caller_under_its_policies() {
+        setup();
+        Spi::run(
+            "CREATE ROLE ask_nothing_owner; CREATE ROLE ask_nothing_reader; CREATE ROLE ask_nothing_nobody;
+             CREATE SCHEMA ask_nothing AUTHORIZATION ask_nothing_owner;
+             GRANT USAGE ON SCHEMA ask_nothing TO ask_nothing_reader, ask_nothing_nobody;
+             SET ROLE ask_nothing_owner;
+             CREATE TABLE ask_nothing.shops (id int PRIMARY KEY, name text NOT NULL, keeper name NOT NULL);
+             INSERT INTO ask_nothing.shops VALUES (1, 'Mine', 'ask_nothing_reader'), (2, 'Theirs', 'someone_else');
+             ALTER TABLE ask_nothing.shops ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+             CREATE POLICY own ON ask_nothing.shops USING (keeper = current_user);
+             GRANT SELECT ON ask_nothing.shops TO ask_nothing_reader;
+             RESET ROLE",
+        )
+        .unwrap();
+        let q = "Which shops does someone else keep?";
+        const HIDDEN: &str = "SELECT name FROM ask_nothing.shops WHERE keeper = 'someone_else'";
+        const ALL: &str = "SELECT name FROM ask_nothing.shops";
+        // Asked again with why: the next query's rows, the reader's own only.
+        let s = llm(Script::default()
+            .rule(Rule::new(&["returned no rows", HIDDEN], Reply::text(ALL)))
+            .rule(Rule::new(&["<schema>", q], Reply::text(HIDDEN))));
+        Spi::run("SET ROLE ask_nothing_reader; SET search_path = ask_nothing, public").unwrap();
+        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{q}')"));
+        assert_eq!(trace["final_sql"], ALL, "{trace}");
+        let stage = trace["stages"].as_array().unwrap().iter().find(|st| st["stage"] == "nothing").expect("a nothing stage").clone();
+        assert_eq!(stage["output"], serde_json::json!({"rows": 0, "asked_again": true}));
+        let rows: Vec<Value> = Spi::connect(|c| {
+            c.select(&format!("SELECT r FROM ask.rows('{q}') r"), None, &[])
+                .unwrap()
+                .map(|row| row.get::<JsonB>(1).unwrap().unwrap().0)
+                .collect()
+        });
+        assert_eq!(rows, vec![serde_json::json!({"name": "Mine"})], "the reader's shop only");
+        // The repair writes the same query: the empty result answers, asked for once only.
+        drop(s);
+        let q = "Which shops does someone else run?";
+        let s = llm(Script::default().rule(Rule::new(&["<schema>", q], Reply::text(HIDDEN))));
+        let answer: String = one(&format!("SELECT ask('{q}')"));
+        assert_eq!(answer, "Nothing was found.");
+        assert_eq!(s.requests().iter().filter(|r| r.prompt.contains("returned no rows")).count(), 1, "asked again once");
+        // A role that may read nothing.
+        s.clear_requests();
+        Spi::run("RESET ROLE; SET ROLE ask_nothing_nobody").unwrap();
+        let failed = error_report(&format!("SELECT ask.sql('{q}')"));
+        Spi::run("RESET ROLE; RESET search_path").unwrap();
+        assert!(failed.is_some(), "no answer for a role that reads nothing");
+        assert!(!s.requests().iter().any(|r| r.prompt.contains("ask_nothing.shops")), "described to a role that cannot read it");
+    }
+
     #[pg_test]
     fn a_table_the_role_cannot_read_is_never_described() {
         setup();

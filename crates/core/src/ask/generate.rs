@@ -70,6 +70,9 @@ pub(super) fn generate_and_run(
     // folded, with how it ended: a repair that writes the same again would end the same way,
     // so it is neither run nor asked again.
     let mut tried: Vec<(bool, String, u32, AskError)> = Vec::new();
+    // The first query that ran and returned nothing (no rows, or only NULL): asked once more,
+    // and the answer when no later query returns something ([`super::repair_hint::nothing`]).
+    let mut nothing: Option<(u32, String, ResultSet)> = None;
     for attempt in 1..=max_attempts {
         trace.attempts += 1;
         let reply = match (attempt, draft) {
@@ -130,6 +133,9 @@ pub(super) fn generate_and_run(
                 }
                 continue;
             }
+            if let Some(kept) = kept_nothing(trace, step, &mut nothing) {
+                return Ok(kept);
+            }
             return Err(with_attempts(ended.clone(), attempt));
         }
         let mut points_at_the_change = false;
@@ -139,20 +145,40 @@ pub(super) fn generate_and_run(
                 AskError::NoSql { attempts: attempt, reply: reply.chars().take(300).collect() },
             ),
             Some((sql, checked)) => match guarded_execute(host, trace, attempt, step, &sql, checked, cfg.max_prompt_tokens) {
-                Ok(done) if done.1.rows.is_empty() && attempt < max_attempts => match super::repair_hint::impossible_condition(&done.0) {
-                    // No rows, from a condition no row can meet: asked once more.
-                    Some(why) => {
-                        if let Some(st) = trace.stages.last_mut() {
-                            st.output["impossible_condition"] = json!(why);
+                Ok(done) if super::repair_hint::is_nothing(&done.1) && attempt < max_attempts => {
+                    match super::repair_hint::impossible_condition(&done.0) {
+                        // No rows, from a condition no row can meet: asked once more.
+                        Some(why) if done.1.rows.is_empty() => {
+                            if let Some(st) = trace.stages.last_mut() {
+                                st.output["impossible_condition"] = json!(why);
+                            }
+                            let message = format!("the query returned no rows: {why}");
+                            (
+                                message.clone(),
+                                AskError::Failed { attempts: attempt, sqlstate: SqlState::or_internal("02000"), message, sql: done.0.sql },
+                            )
                         }
-                        let message = format!("the query returned no rows: {why}");
-                        (
-                            message.clone(),
-                            AskError::Failed { attempts: attempt, sqlstate: SqlState::or_internal("02000"), message, sql: done.0.sql },
-                        )
+                        // Nothing from a query that ran: asked once more, this result kept (with
+                        // several candidates, the vote draws them instead).
+                        _ if nothing.is_none() && cfg.candidates < 2 => {
+                            let message = super::repair_hint::nothing(&done.1);
+                            let mut st = StageTrace::new(stage::NOTHING, with_step(json!({"sql": done.0.sql}), step));
+                            st.attempt = Some(attempt);
+                            st.output = json!({"rows": done.1.rows.len(), "asked_again": true});
+                            trace.push(st);
+                            points_at_the_change = true;
+                            let ended = AskError::Failed {
+                                attempts: attempt,
+                                sqlstate: SqlState::or_internal("02000"),
+                                message: message.clone(),
+                                sql: done.0.sql.clone(),
+                            };
+                            nothing = Some((attempt, done.0.sql, done.1));
+                            (message, ended)
+                        }
+                        _ => return vote(host, trace, &req, cfg, attempt, step, (done.0.sql, done.1), question, &offered, &columns),
                     }
-                    None => return vote(host, trace, &req, cfg, attempt, step, (done.0.sql, done.1), question, &offered, &columns),
-                },
+                }
                 Ok(done) => return vote(host, trace, &req, cfg, attempt, step, (done.0.sql, done.1), question, &offered, &columns),
                 Err(failure) => {
                     // The column PostgreSQL's hint names, tried before the model is asked.
@@ -205,7 +231,21 @@ pub(super) fn generate_and_run(
             }
         }
     }
+    if let Some(kept) = kept_nothing(trace, step, &mut nothing) {
+        return Ok(kept);
+    }
     Err(tried.pop().map(|(.., ended)| ended).expect("every attempt that did not return is recorded"))
+}
+
+/// The query that ran and returned nothing, as the answer once no later attempt returned
+/// anything; the `nothing` stage says which attempt answers.
+fn kept_nothing(trace: &mut Trace, step: Option<usize>, nothing: &mut Option<(u32, String, ResultSet)>) -> Option<(String, ResultSet)> {
+    let (attempt, sql, rows) = nothing.take()?;
+    let mut st = StageTrace::new(stage::NOTHING, with_step(json!({"sql": sql}), step));
+    st.attempt = Some(attempt);
+    st.output = json!({"rows": rows.rows.len(), "answers": true});
+    trace.push(st);
+    Some((sql, rows))
 }
 
 /// The statement of a reply, parsed once by the guard; a metric, filter or dimension written

@@ -8,6 +8,7 @@ use sqlparser::ast::{BinaryOperator, Expr, Query, SetExpr, Statement};
 
 use super::host::ExecFailure;
 use crate::guard::CheckedSql;
+use crate::rows::ResultSet;
 use crate::schema::Table;
 
 /// Most names a hint lists.
@@ -94,6 +95,31 @@ fn edits(a: &str, b: &str) -> usize {
         }
     }
     row[b.len()]
+}
+
+/// Whether a query that ran returned nothing to answer with: no rows, or rows whose every
+/// value is NULL (an aggregate over no rows).
+pub fn is_nothing(rows: &ResultSet) -> bool {
+    rows.rows.iter().all(|r| r.iter().all(serde_json::Value::is_null))
+}
+
+/// What a query that ran returned when [`is_nothing`] holds: `no rows` or `only NULL`.
+fn what_came(rows: &ResultSet) -> &'static str {
+    if rows.rows.is_empty() {
+        "no rows"
+    } else {
+        "only NULL"
+    }
+}
+
+/// Why a query that ran and returned nothing is asked again, as the model reads it.
+pub fn nothing(rows: &ResultSet) -> String {
+    format!(
+        "the query ran and returned {}. If the question expects an answer, a condition compares a column with a value \
+         the data does not hold in that form, is stricter than the question asks, or a join matches the wrong columns: \
+         write a different query.",
+        what_came(rows)
+    )
 }
 
 /// A condition of `sql` that no row meets: one column compared for equality with two different

@@ -41,3 +41,6 @@ pub const REPLACED: &str = "replaced";
 /// A query that read a column its table lacks, run again with the one PostgreSQL's hint names
 /// (no LLM call; [`super::named_column`]).
 pub const NAMED_COLUMN: &str = "named_column";
+/// A query that ran and returned nothing (no rows, or only NULL), asked again once; its result
+/// answers when no later attempt returns anything (no LLM call itself).
+pub const NOTHING: &str = "nothing";

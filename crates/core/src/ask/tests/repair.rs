@@ -191,3 +191,65 @@ fn a_column_postgresql_names_in_its_hint_is_run_before_the_model_is_asked() {
     let repair = &h.seen[1].1.messages.last().unwrap().content;
     assert!(repair.contains("column t2.name does not exist"), "{repair}");
 }
+
+/// An executor where a query reading `public.cities` returns one row, `avg(` one NULL, and any
+/// other no rows.
+fn only_cities_return_rows() -> Exec {
+    Box::new(|sql| {
+        if sql.contains("public.cities") {
+            Ok(one_row())
+        } else if sql.contains("avg(") {
+            Ok(ResultSet { columns: vec!["avg".into()], rows: vec![vec![json!(null)]], truncated: false, size_cut: false })
+        } else {
+            Ok(ResultSet { columns: vec!["name".into()], rows: vec![], truncated: false, size_cut: false })
+        }
+    })
+}
+
+#[test]
+fn a_query_that_returned_nothing_is_asked_again_once_and_answers_when_no_other_returns_anything() {
+    const EMPTY: &str = "SELECT name FROM public.restaurants WHERE city = 'LA'";
+    // Asked again with why, as an edit of the query that ran; the next query's rows answer.
+    let mut h = Scripted::new(&[EMPTY, "```sql\nSELECT name FROM public.cities\n```"]);
+    h.exec = only_cities_return_rows();
+    let out = run(&mut h, "q", &cfg(), Goal::Sql).unwrap();
+    assert_eq!(out.sql, "SELECT name FROM public.cities");
+    let repair = &h.seen[1].1.messages.last().unwrap().content;
+    assert!(repair.contains(EMPTY) && repair.contains("returned no rows"), "{repair}");
+    let st = out.trace.stages.iter().find(|s| s.stage == stage::NOTHING).expect("a nothing stage");
+    assert_eq!(st.output, json!({"rows": 0, "asked_again": true}));
+
+    // The repair returns nothing too, then fails: the first query's empty result answers, and
+    // only one repair was asked for it.
+    let mut h = Scripted::new(&[EMPTY, "```sql\nSELECT name FROM public.restaurants WHERE city = 'L.A.'\n```", "no SQL here"]);
+    h.exec = only_cities_return_rows();
+    let out = run(&mut h, "q", &cfg(), Goal::Sql).unwrap();
+    assert!(out.result.rows.is_empty());
+    assert_eq!(h.seen.len(), 2, "one more query asked for, not two");
+    assert_eq!(out.sql, "SELECT name FROM public.restaurants WHERE city = 'L.A.'", "a later empty result stands as well");
+
+    // A repair that fails: the empty result of the query that ran answers, the stage says so.
+    let mut h = Scripted::new(&[EMPTY, "no SQL here", "still none"]);
+    h.exec = only_cities_return_rows();
+    let out = run(&mut h, "q", &cfg(), Goal::Sql).unwrap();
+    assert_eq!(out.sql, EMPTY);
+    assert!(out.result.rows.is_empty());
+    let kept = out.trace.stages.iter().rfind(|s| s.stage == stage::NOTHING).unwrap();
+    assert_eq!(kept.output, json!({"rows": 0, "answers": true}));
+    assert_eq!(kept.attempt, Some(1));
+
+    // An aggregate over no rows (one row, every value NULL) is nothing too.
+    const NULL: &str = "SELECT avg(rating) FROM public.restaurants WHERE city = 'LA'";
+    let mut h = Scripted::new(&[NULL, "```sql\nSELECT name FROM public.cities\n```"]);
+    h.exec = only_cities_return_rows();
+    let out = run(&mut h, "q", &cfg(), Goal::Sql).unwrap();
+    assert_eq!(out.sql, "SELECT name FROM public.cities");
+    assert!(h.seen[1].1.messages.last().unwrap().content.contains("returned only NULL"));
+
+    // With one attempt only, the empty result answers as it is, nothing asked again.
+    let mut h = Scripted::new(&[EMPTY]);
+    h.exec = only_cities_return_rows();
+    let out = run(&mut h, "q", &AskConfig { max_attempts: 1, ..cfg() }, Goal::Sql).unwrap();
+    assert_eq!((out.sql.as_str(), h.seen.len()), (EMPTY, 1));
+    assert!(!out.trace.stages.iter().any(|s| s.stage == stage::NOTHING));
+}
