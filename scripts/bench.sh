@@ -59,7 +59,7 @@
 #           ask.evaluate: EX, SQL read from replies, tokens, time split, tokens/s; beside them the
 #           bare model's EX and seconds on the same questions and server (the schema's CREATE
 #           TABLE statements and the question in one message), and for the sample ask() itself
-#           from new connections, answer included (not in `all`; tens of minutes per model). PG_ASK_REAL_CORPUS=DIR also keeps every reply; PG_ASK_REAL_EACH=1 prints each question's outcome; PG_ASK_REAL_BARE_SQL=FILE writes the bare model's SQL per question (JSON lines).
+#           from new connections, answer included (not in `all`; tens of minutes per model). PG_ASK_REAL_CORPUS=DIR also keeps every reply; PG_ASK_REAL_EACH=1 prints each question's outcome; PG_ASK_REAL_BARE_SQL=FILE writes the bare model's SQL per question (JSON lines); PG_ASK_REAL_PG_ASK=0 runs the bare model alone (its side does not depend on pg_ask's code), PG_ASK_REAL_BARE=0 pg_ask alone.
 #           Built in debug unless PG_ASK_RELEASE=1: the model's time dwarfs pg_ask's.
 set -euo pipefail
 cd "$(dirname "$0")/.."

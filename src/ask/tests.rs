@@ -194,13 +194,15 @@ mod tests {
                 .collect()
         });
         assert_eq!(rows, vec![serde_json::json!({"name": "Mine"})], "the reader's shop only");
-        // The repair writes the same query: the empty result answers, asked for once only.
+        // The edit and the fresh ask write the same query: the empty result answers, the reason
+        // told once.
         drop(s);
         let q = "Which shops does someone else run?";
         let s = llm(Script::default().rule(Rule::new(&["<schema>", q], Reply::text(HIDDEN))));
         let answer: String = one(&format!("SELECT ask('{q}')"));
         assert_eq!(answer, "Nothing was found.");
         assert_eq!(s.requests().iter().filter(|r| r.prompt.contains("returned no rows")).count(), 1, "asked again once");
+        assert_eq!(s.requests().len(), 3, "written, edited, asked afresh");
         // A role that may read nothing.
         s.clear_requests();
         Spi::run("RESET ROLE; SET ROLE ask_nothing_nobody").unwrap();

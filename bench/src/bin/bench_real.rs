@@ -271,6 +271,19 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, base: &Baseline<'_>, mut 
         }
         other => panic!("unknown suite {other} (sample, defog, answers, incondb, ask)"),
     };
+    // The bare model alone (PG_ASK_REAL_PG_ASK=0): its side of the comparison does not depend
+    // on pg_ask's code, so a change to pg_ask need not run it again, nor the other way round.
+    if env("PG_ASK_REAL_PG_ASK", "1") == "0" {
+        let bare = pg_ask_bench::bare::Bare {
+            url: base.url.to_string(),
+            model: model.to_string(),
+            max_tokens: env("PG_ASK_REAL_MAX_TOKENS", "1024").parse().unwrap(),
+            concurrency: concurrency(),
+        };
+        let run = pg_ask_bench::bare::run(c, suite, &bare);
+        pg_ask_bench::bare::report(&run, &BTreeMap::new(), env("PG_ASK_REAL_EACH", "0") == "1");
+        return;
+    }
     let first_call: i64 = ledger_mark(c);
     let started = std::time::Instant::now();
     c.batch_execute(&format!("CALL ask.evaluate('{suite}', '{label}')")).unwrap_or_else(|e| panic!("evaluate {suite}: {e:?}"));

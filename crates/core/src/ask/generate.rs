@@ -73,6 +73,7 @@ pub(super) fn generate_and_run(
     // The first query that ran and returned nothing (no rows, or only NULL): asked once more,
     // and the answer when no later query returns something ([`super::repair_hint::nothing`]).
     let mut nothing: Option<(u32, String, ResultSet)> = None;
+    let mut asked_afresh = false;
     for attempt in 1..=max_attempts {
         trace.attempts += 1;
         let reply = match (attempt, draft) {
@@ -132,6 +133,23 @@ pub(super) fn generate_and_run(
                     last.content.push_str("\nThe query just written is one that failed before: write a different one.");
                 }
                 continue;
+            }
+            // The query that returned nothing, written again when asked to change it: asked
+            // afresh once, without it (a small model asked to edit a query that ran mostly
+            // writes it again).
+            let again = nothing.as_ref().is_some_and(|(at, ..)| at == first);
+            if again && !asked_afresh && attempt < max_attempts {
+                if let Some(next) = prompt::plain_request_within(question, schema, &knowledge, cfg.max_prompt_tokens) {
+                    asked_afresh = true;
+                    req = match (&constraint, next.constraint.is_none()) {
+                        (Some(c), true) => next.constrain(c.clone()),
+                        _ => next,
+                    };
+                    if let Some(st) = trace.stages.last_mut() {
+                        st.output["asked_afresh"] = json!(true);
+                    }
+                    continue;
+                }
             }
             if let Some(kept) = kept_nothing(trace, step, &mut nothing) {
                 return Ok(kept);

@@ -56,11 +56,11 @@ fn a_small_table_makes_no_call() {
     let one = rows(&["avg_rating", "reviews"], vec![vec![json!(4.3), json!(12)]]);
     let (out, h) = asked("average rating and number of reviews?", "SELECT avg(rating) AS avg_rating, count(*) AS reviews", one, &[]);
     assert_eq!((out.answer_text(), h.seen.len()), ("avg rating: 4.3, reviews: 12".to_string(), 1));
-    // Nothing found: asked once more (the `nothing` stage), the same query written again, and
-    // its empty result answers.
+    // Nothing found: asked once more (the `nothing` stage), the same query written again, then
+    // asked afresh and the same query once more: the empty result answers.
     const NONE: &str = "SELECT name FROM public.restaurants WHERE false";
-    let (out, h) = asked("restaurants in Oslo?", NONE, rows(&["name"], vec![]), &[NONE]);
-    assert_eq!((out.answer_text(), h.seen.len()), ("Nothing was found.".to_string(), 2));
+    let (out, h) = asked("restaurants in Oslo?", NONE, rows(&["name"], vec![]), &[NONE, NONE]);
+    assert_eq!((out.answer_text(), h.seen.len()), ("Nothing was found.".to_string(), 3));
 }
 
 #[test]

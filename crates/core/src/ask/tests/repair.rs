@@ -246,6 +246,18 @@ fn a_query_that_returned_nothing_is_asked_again_once_and_answers_when_no_other_r
     assert_eq!(out.sql, "SELECT name FROM public.cities");
     assert!(h.seen[1].1.messages.last().unwrap().content.contains("returned only NULL"));
 
+    // The edit writes the query that returned nothing again: asked afresh, without it; the
+    // fresh query's rows answer.
+    let mut h = Scripted::new(&[EMPTY, EMPTY, "```sql\nSELECT name FROM public.cities\n```"]);
+    h.exec = only_cities_return_rows();
+    let out = run(&mut h, "q", &cfg(), Goal::Sql).unwrap();
+    assert_eq!(out.sql, "SELECT name FROM public.cities");
+    let afresh = &h.seen[2].1;
+    let text = &afresh.messages.last().unwrap().content;
+    assert!(afresh.system.is_empty() && !text.contains(EMPTY) && !text.contains("returned no rows"), "{text}");
+    let repeated = out.trace.stages.iter().find(|s| s.output["reason"] == "repeats_failed").expect("the repeat recorded");
+    assert_eq!(repeated.output["asked_afresh"], json!(true));
+
     // With one attempt only, the empty result answers as it is, nothing asked again.
     let mut h = Scripted::new(&[EMPTY]);
     h.exec = only_cities_return_rows();
