@@ -1,8 +1,9 @@
 //! What pg_ask adds to a failure before it asks the model for a repair, read from the schema it
 //! described: which tables have the column an error says does not exist (a small model keeps
 //! the table it guessed otherwise, even with PostgreSQL's own hint in front of it), the tables
-//! there are when a relation does not exist, how a date is compared; and a condition that no
-//! row can meet (`name = 'a' AND name = 'b'`), which returns no rows without an error.
+//! there are when a relation does not exist, how a date is compared; a condition that no
+//! row can meet (`name = 'a' AND name = 'b'`), which returns no rows without an error; and why
+//! a query that ran and returned nothing is asked again ([`nothing`]).
 
 use sqlparser::ast::{BinaryOperator, Expr, Query, SetExpr, Statement};
 
@@ -98,9 +99,10 @@ fn edits(a: &str, b: &str) -> usize {
 }
 
 /// Whether a query that ran returned nothing to answer with: no rows, or rows whose every
-/// value is NULL (an aggregate over no rows).
+/// value is NULL (an aggregate over no rows); never a result a limit cut (rows were left
+/// unread).
 pub fn is_nothing(rows: &ResultSet) -> bool {
-    rows.rows.iter().all(|r| r.iter().all(serde_json::Value::is_null))
+    !rows.truncated && !rows.size_cut && rows.rows.iter().all(|r| r.iter().all(serde_json::Value::is_null))
 }
 
 /// What a query that ran returned when [`is_nothing`] holds: `no rows` or `only NULL`.

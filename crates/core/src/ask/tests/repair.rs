@@ -265,3 +265,13 @@ fn a_query_that_returned_nothing_is_asked_again_once_and_answers_when_no_other_r
     assert_eq!((out.sql.as_str(), h.seen.len()), (EMPTY, 1));
     assert!(!out.trace.stages.iter().any(|s| s.stage == stage::NOTHING));
 }
+
+#[test]
+fn a_result_a_limit_cut_is_never_nothing() {
+    let cut = |truncated, size_cut| ResultSet { columns: vec!["name".into()], rows: vec![], truncated, size_cut };
+    assert!(crate::ask::repair_hint::is_nothing(&cut(false, false)));
+    assert!(!crate::ask::repair_hint::is_nothing(&cut(true, false)));
+    assert!(!crate::ask::repair_hint::is_nothing(&cut(false, true)));
+    let one = ResultSet { columns: vec!["n".into()], rows: vec![vec![json!(null)], vec![json!(0)]], truncated: false, size_cut: false };
+    assert!(!crate::ask::repair_hint::is_nothing(&one), "a value among the NULLs");
+}
