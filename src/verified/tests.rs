@@ -107,10 +107,12 @@ mod tests {
         assert_eq!(st["output"]["taken"], false, "{st}");
         assert!(st["output"]["why"].as_str().unwrap().contains("not a value the memory knows"), "{st}");
         // The choice, generation, and between them the value choice: 'Korean' is none of the
-        // column's few cuisines, which the LLM is shown all of (it may keep it). No rows: the
-        // answer is said without a call.
+        // column's few cuisines, which the LLM is shown all of (it may keep it). No rows: asked
+        // again as an edit and afresh, the same query written both times, and the empty result
+        // answers, said without a call.
         let reqs = s.requests();
-        assert_eq!(reqs.len(), 3, "{reqs:?}");
+        assert_eq!(reqs.len(), 5, "{reqs:?}");
+        assert!(reqs[3].prompt.contains("returned no rows") && !reqs[4].prompt.contains("returned no rows"));
         assert!(reqs[0].prompt.contains("<templates>"));
         assert!(
             reqs[2].prompt.contains("<literal>Korean</literal>") && reqs[2].prompt.contains("<value>Italian</value>"),
