@@ -28,12 +28,14 @@ fn stand_in() -> StandIn {
 }
 
 /// A new role (its own name each run: the budget of the day is kept per role) that may read
-/// only `public.budget_items`, so that nothing but that table is described to the model.
+/// only `public.budget_items`, so that nothing but that table is described to the model. The
+/// table holds a row: a query that returned nothing would be asked again, a second call.
 fn new_role(what: &str) -> String {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().subsec_nanos();
     let role = format!("bud_{what}_{}_{nanos}", std::process::id());
     setup_sql(&format!(
         "CREATE TABLE IF NOT EXISTS public.budget_items (name text);
+         INSERT INTO public.budget_items SELECT 'rent' WHERE NOT EXISTS (SELECT FROM public.budget_items);
          CREATE ROLE {role} LOGIN;
          GRANT SELECT ON public.budget_items TO {role};"
     ));
