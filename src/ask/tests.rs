@@ -3,7 +3,7 @@
 
 #[pgrx::pg_schema]
 mod tests {
-    use llm_standin::{Reply, Rule, Script};
+    use llm_standin::{Reply, Rule, Script, StandIn};
     use pgrx::prelude::*;
     use pgrx::JsonB;
     use serde_json::Value;
@@ -104,6 +104,48 @@ mod tests {
         assert_eq!(failed["output"]["sqlstate"], "42P01");
     }
 
+    /// Schema `p` owned by the non-superuser `{p}_owner`, its table `shops` under forced
+    /// row-level security (a row is seen by the role that keeps it: 'Mine' by `{p}_reader`,
+    /// 'Theirs' by no role of the test) and readable by `{p}_reader`; `{p}_nobody` has the
+    /// schema's USAGE and nothing else. `more` runs as the owner after it.
+    fn shops_under_policy(p: &str, more: &str) {
+        Spi::run(&format!(
+            "CREATE ROLE {p}_owner; CREATE ROLE {p}_reader; CREATE ROLE {p}_nobody;
+             CREATE SCHEMA {p} AUTHORIZATION {p}_owner;
+             GRANT USAGE ON SCHEMA {p} TO {p}_reader, {p}_nobody;
+             SET ROLE {p}_owner;
+             CREATE TABLE {p}.shops (id int PRIMARY KEY, name text NOT NULL, keeper name NOT NULL);
+             INSERT INTO {p}.shops VALUES (1, 'Mine', '{p}_reader'), (2, 'Theirs', 'someone_else');
+             ALTER TABLE {p}.shops ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+             CREATE POLICY own ON {p}.shops USING (keeper = current_user);
+             GRANT SELECT ON {p}.shops TO {p}_reader;
+             {more}
+             RESET ROLE"
+        ))
+        .unwrap();
+    }
+
+    /// The rows of `ask.rows(q)` as the current role reads them.
+    fn rows_of(q: &str) -> Vec<Value> {
+        Spi::connect(|c| {
+            c.select(&format!("SELECT r FROM ask.rows('{q}') r"), None, &[])
+                .unwrap()
+                .map(|row| row.get::<JsonB>(1).unwrap().unwrap().0)
+                .collect()
+        })
+    }
+
+    /// `{p}_nobody` (see [`shops_under_policy`]) asks `q`: an error, and `{p}.shops` described
+    /// in no request `s` received. Leaves the session's role and search path reset.
+    fn nobody_is_answered_nothing(p: &str, q: &str, s: &StandIn) {
+        s.clear_requests();
+        Spi::run(&format!("RESET ROLE; SET ROLE {p}_nobody")).unwrap();
+        let failed = error_report(&format!("SELECT ask.sql('{q}')"));
+        Spi::run("RESET ROLE; RESET search_path").unwrap();
+        assert!(failed.is_some(), "no answer for a role that reads nothing");
+        assert!(!s.requests().iter().any(|r| r.prompt.contains(&format!("{p}.shops"))), "described to a role that cannot read it");
+    }
+
     /// A query over a column its table lacks, which PostgreSQL's hint names in another table of
     /// the query, runs again with that column, with no repair call: as the caller, under the
     /// owner's forced row-level security. A role without privileges gets no description and
@@ -111,21 +153,12 @@ mod tests {
     #[pg_test]
     fn a_column_postgresql_names_runs_as_the_caller_under_its_policies() {
         setup();
-        Spi::run(
-            "CREATE ROLE ask_named_owner; CREATE ROLE ask_named_reader; CREATE ROLE ask_named_nobody;
-             CREATE SCHEMA ask_named AUTHORIZATION ask_named_owner;
-             GRANT USAGE ON SCHEMA ask_named TO ask_named_reader, ask_named_nobody;
-             SET ROLE ask_named_owner;
-             CREATE TABLE ask_named.shops (id int PRIMARY KEY, name text NOT NULL, keeper name NOT NULL);
-             CREATE TABLE ask_named.sales (id int PRIMARY KEY, shop_id int NOT NULL REFERENCES ask_named.shops(id), amount int NOT NULL);
-             INSERT INTO ask_named.shops VALUES (1, 'Mine', 'ask_named_reader'), (2, 'Theirs', 'someone_else');
+        shops_under_policy(
+            "ask_named",
+            "CREATE TABLE ask_named.sales (id int PRIMARY KEY, shop_id int NOT NULL REFERENCES ask_named.shops(id), amount int NOT NULL);
              INSERT INTO ask_named.sales VALUES (1, 1, 10), (2, 2, 20);
-             ALTER TABLE ask_named.shops ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
-             CREATE POLICY own ON ask_named.shops USING (keeper = current_user);
-             GRANT SELECT ON ask_named.shops, ask_named.sales TO ask_named_reader;
-             RESET ROLE",
-        )
-        .unwrap();
+             GRANT SELECT ON ask_named.sales TO ask_named_reader;",
+        );
         let q = "Which shops made sales?";
         const WROTE: &str = "SELECT T2.name FROM ask_named.shops AS T1 JOIN ask_named.sales AS T2 ON T2.shop_id = T1.id";
         let s = llm(Script::default().rule(Rule::new(&["<schema>", q], Reply::text(WROTE))));
@@ -138,21 +171,10 @@ mod tests {
         let stage =
             trace["stages"].as_array().unwrap().iter().find(|st| st["stage"] == "named_column").expect("a named_column stage").clone();
         assert_eq!(stage["output"], serde_json::json!({"from": "t2.name", "to": "t1.name"}));
-        let rows: Vec<Value> = Spi::connect(|c| {
-            c.select(&format!("SELECT r FROM ask.rows('{q}') r"), None, &[])
-                .unwrap()
-                .map(|row| row.get::<JsonB>(1).unwrap().unwrap().0)
-                .collect()
-        });
-        assert_eq!(rows, vec![serde_json::json!({"name": "Mine"})], "the reader's shop only");
+        assert_eq!(rows_of(q), vec![serde_json::json!({"name": "Mine"})], "the reader's shop only");
         assert!(s.requests().iter().all(|r| !r.prompt.contains("does not exist")), "no repair was asked");
         // A role that may read neither table.
-        s.clear_requests();
-        Spi::run("RESET ROLE; SET ROLE ask_named_nobody").unwrap();
-        let failed = error_report(&format!("SELECT ask.sql('{q}')"));
-        Spi::run("RESET ROLE; RESET search_path").unwrap();
-        assert!(failed.is_some(), "no answer for a role that reads nothing");
-        assert!(!s.requests().iter().any(|r| r.prompt.contains("ask_named.shops")), "described to a role that cannot read it");
+        nobody_is_answered_nothing("ask_named", q, &s);
     }
 
     /// A query that returns nothing for the caller (its rows hidden by a non-superuser owner's
@@ -162,19 +184,7 @@ mod tests {
     #[pg_test]
     fn a_query_that_returned_nothing_is_asked_again_as_the_caller_under_its_policies() {
         setup();
-        Spi::run(
-            "CREATE ROLE ask_nothing_owner; CREATE ROLE ask_nothing_reader; CREATE ROLE ask_nothing_nobody;
-             CREATE SCHEMA ask_nothing AUTHORIZATION ask_nothing_owner;
-             GRANT USAGE ON SCHEMA ask_nothing TO ask_nothing_reader, ask_nothing_nobody;
-             SET ROLE ask_nothing_owner;
-             CREATE TABLE ask_nothing.shops (id int PRIMARY KEY, name text NOT NULL, keeper name NOT NULL);
-             INSERT INTO ask_nothing.shops VALUES (1, 'Mine', 'ask_nothing_reader'), (2, 'Theirs', 'someone_else');
-             ALTER TABLE ask_nothing.shops ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
-             CREATE POLICY own ON ask_nothing.shops USING (keeper = current_user);
-             GRANT SELECT ON ask_nothing.shops TO ask_nothing_reader;
-             RESET ROLE",
-        )
-        .unwrap();
+        shops_under_policy("ask_nothing", "");
         let q = "Which shops does someone else keep?";
         const HIDDEN: &str = "SELECT name FROM ask_nothing.shops WHERE keeper = 'someone_else'";
         const ALL: &str = "SELECT name FROM ask_nothing.shops";
@@ -187,13 +197,7 @@ mod tests {
         assert_eq!(trace["final_sql"], ALL, "{trace}");
         let stage = trace["stages"].as_array().unwrap().iter().find(|st| st["stage"] == "nothing").expect("a nothing stage").clone();
         assert_eq!(stage["output"], serde_json::json!({"rows": 0, "asked_again": true}));
-        let rows: Vec<Value> = Spi::connect(|c| {
-            c.select(&format!("SELECT r FROM ask.rows('{q}') r"), None, &[])
-                .unwrap()
-                .map(|row| row.get::<JsonB>(1).unwrap().unwrap().0)
-                .collect()
-        });
-        assert_eq!(rows, vec![serde_json::json!({"name": "Mine"})], "the reader's shop only");
+        assert_eq!(rows_of(q), vec![serde_json::json!({"name": "Mine"})], "the reader's shop only");
         // The edit and the fresh ask write the same query: the empty result answers, the reason
         // told once.
         drop(s);
@@ -204,12 +208,7 @@ mod tests {
         assert_eq!(s.requests().iter().filter(|r| r.prompt.contains("returned no rows")).count(), 1, "asked again once");
         assert_eq!(s.requests().len(), 3, "written, edited, asked afresh");
         // A role that may read nothing.
-        s.clear_requests();
-        Spi::run("RESET ROLE; SET ROLE ask_nothing_nobody").unwrap();
-        let failed = error_report(&format!("SELECT ask.sql('{q}')"));
-        Spi::run("RESET ROLE; RESET search_path").unwrap();
-        assert!(failed.is_some(), "no answer for a role that reads nothing");
-        assert!(!s.requests().iter().any(|r| r.prompt.contains("ask_nothing.shops")), "described to a role that cannot read it");
+        nobody_is_answered_nothing("ask_nothing", q, &s);
     }
 
     #[pg_test]

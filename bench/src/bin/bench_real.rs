@@ -274,15 +274,7 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, base: &Baseline<'_>, mut 
     // The bare model alone (PG_ASK_REAL_PG_ASK=0): its side of the comparison does not depend
     // on pg_ask's code, so a change to pg_ask need not run it again, nor the other way round.
     if env("PG_ASK_REAL_PG_ASK", "1") == "0" {
-        let bare = pg_ask_bench::bare::Bare {
-            url: base.url.to_string(),
-            model: model.to_string(),
-            max_tokens: env("PG_ASK_REAL_MAX_TOKENS", "1024").parse().unwrap(),
-            concurrency: concurrency(),
-        };
-        let run = pg_ask_bench::bare::run(c, suite, &bare);
-        pg_ask_bench::bare::report(&run, &BTreeMap::new(), env("PG_ASK_REAL_EACH", "0") == "1");
-        return;
+        return bare_model(c, suite, base, &BTreeMap::new(), env("PG_ASK_REAL_EACH", "0") == "1");
     }
     let first_call: i64 = ledger_mark(c);
     let started = std::time::Instant::now();
@@ -397,19 +389,25 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, base: &Baseline<'_>, mut 
     }
     // The bare model on the same questions and server (DESIGN.md §4.2).
     if env("PG_ASK_REAL_BARE", "1") == "1" {
-        let bare = pg_ask_bench::bare::Bare {
-            url: base.url.to_string(),
-            model: model.to_string(),
-            max_tokens: env("PG_ASK_REAL_MAX_TOKENS", "1024").parse().unwrap(),
-            concurrency: concurrency(),
-        };
-        let run = pg_ask_bench::bare::run(c, suite, &bare);
-        pg_ask_bench::bare::report(&run, &verdicts, each);
+        bare_model(c, suite, base, &verdicts, each);
     }
     if suite == "sample" {
         ask_from_new_connections(c, base, each);
         answer_stage(c);
     }
+}
+
+/// The bare model over `suite`'s questions on `base`'s server, reported beside pg_ask's
+/// `verdicts` (none when pg_ask did not run).
+fn bare_model(c: &mut Client, suite: &str, base: &Baseline<'_>, verdicts: &BTreeMap<i32, bool>, each: bool) {
+    let bare = pg_ask_bench::bare::Bare {
+        url: base.url.to_string(),
+        model: base.model.to_string(),
+        max_tokens: env("PG_ASK_REAL_MAX_TOKENS", "1024").parse().unwrap(),
+        concurrency: concurrency(),
+    };
+    let run = pg_ask_bench::bare::run(c, suite, &bare);
+    pg_ask_bench::bare::report(&run, verdicts, each);
 }
 
 /// `ask()` itself, answer included: the first `PG_ASK_REAL_ASK` sample questions (default 48)

@@ -141,10 +141,7 @@ pub(super) fn generate_and_run(
             if again && !asked_afresh && attempt < max_attempts {
                 if let Some(next) = prompt::plain_request_within(question, schema, &knowledge, cfg.max_prompt_tokens) {
                     asked_afresh = true;
-                    req = match (&constraint, next.constraint.is_none()) {
-                        (Some(c), true) => next.constrain(c.clone()),
-                        _ => next,
-                    };
+                    req = carrying(next, &constraint);
                     if let Some(st) = trace.stages.last_mut() {
                         st.output["asked_afresh"] = json!(true);
                     }
@@ -180,10 +177,7 @@ pub(super) fn generate_and_run(
                         // several candidates, the vote draws them instead).
                         _ if nothing.is_none() && cfg.candidates < 2 => {
                             let message = super::repair_hint::nothing(&done.1);
-                            let mut st = StageTrace::new(stage::NOTHING, with_step(json!({"sql": done.0.sql}), step));
-                            st.attempt = Some(attempt);
-                            st.output = json!({"rows": done.1.rows.len(), "asked_again": true});
-                            trace.push(st);
+                            nothing_stage(trace, step, attempt, &done.0.sql, json!({"rows": done.1.rows.len(), "asked_again": true}));
                             points_at_the_change = true;
                             let ended = AskError::Failed {
                                 attempts: attempt,
@@ -237,15 +231,10 @@ pub(super) fn generate_and_run(
                 }
             };
             match next {
-                Some(next) => req = next,
-                None => break,
-            }
-            if grammar_built {
                 // The shortened conversation starts from the first request, which may not
                 // carry the grammar yet.
-                if let (Some(c), None) = (&constraint, &req.constraint) {
-                    req = req.constrain(c.clone());
-                }
+                Some(next) => req = carrying(next, &constraint),
+                None => break,
             }
         }
     }
@@ -259,11 +248,24 @@ pub(super) fn generate_and_run(
 /// anything; the `nothing` stage says which attempt answers.
 fn kept_nothing(trace: &mut Trace, step: Option<usize>, nothing: &mut Option<(u32, String, ResultSet)>) -> Option<(String, ResultSet)> {
     let (attempt, sql, rows) = nothing.take()?;
+    nothing_stage(trace, step, attempt, &sql, json!({"rows": rows.rows.len(), "answers": true}));
+    Some((sql, rows))
+}
+
+/// The `nothing` stage of the query `sql` that `attempt` ran, with `output`.
+fn nothing_stage(trace: &mut Trace, step: Option<usize>, attempt: u32, sql: &str, output: serde_json::Value) {
     let mut st = StageTrace::new(stage::NOTHING, with_step(json!({"sql": sql}), step));
     st.attempt = Some(attempt);
-    st.output = json!({"rows": rows.rows.len(), "answers": true});
+    st.output = output;
     trace.push(st);
-    Some((sql, rows))
+}
+
+/// `req` under the grammar once it came in (`constraint`), unless it carries one already.
+fn carrying(req: crate::llm::ChatRequest, constraint: &Option<Constraint>) -> crate::llm::ChatRequest {
+    match (constraint, &req.constraint) {
+        (Some(c), None) => req.constrain(c.clone()),
+        _ => req,
+    }
 }
 
 /// The statement of a reply, parsed once by the guard; a metric, filter or dimension written
