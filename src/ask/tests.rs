@@ -211,6 +211,41 @@ mod tests {
         nobody_is_answered_nothing("ask_nothing", q, &s);
     }
 
+    /// A ratio the model wrote as a division of two integers divides exactly, as the caller
+    /// under a non-superuser owner's forced row-level security: the reader's shops only, and the
+    /// built-in `numeric` though a hostile role's domain of that name over `integer` comes first
+    /// on the caller's search path. A role without privileges gets no description and no answer.
+    #[pg_test]
+    fn a_ratio_of_integers_divides_exactly_as_the_caller_under_its_policies() {
+        setup();
+        shops_under_policy("ask_ratio", "");
+        Spi::run(
+            "INSERT INTO ask_ratio.shops VALUES (3, 'Mine too', 'ask_ratio_reader'), (4, 'Other', 'ask_ratio_reader');
+             CREATE ROLE ask_ratio_att; CREATE SCHEMA ask_ratio_att AUTHORIZATION ask_ratio_att;
+             GRANT USAGE ON SCHEMA ask_ratio_att TO PUBLIC;
+             SET ROLE ask_ratio_att; CREATE DOMAIN ask_ratio_att.numeric AS integer; RESET ROLE",
+        )
+        .unwrap();
+        let q = "What share of the shops have a name starting with Mine?";
+        const WROTE: &str = "SELECT count(*) FILTER (WHERE name LIKE 'Mine%') / count(*) AS share FROM ask_ratio.shops";
+        let s = llm(Script::default().rule(Rule::new(&["<schema>", q], Reply::text(WROTE))));
+        Spi::run("SET ROLE ask_ratio_reader; SET search_path = ask_ratio_att, ask_ratio, pg_catalog").unwrap();
+        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{q}', max_attempts => 1)"));
+        let exact = WROTE.replace(") / count", ")::pg_catalog.numeric / count");
+        assert_eq!(trace["final_sql"], exact, "{trace}");
+        let stage = trace["stages"].as_array().unwrap().iter().find(|st| st["stage"] == "fraction").expect("a fraction stage").clone();
+        assert_eq!(stage["input"]["sql"], WROTE);
+        // Two of the reader's three shops; of all four 0.5, and as an integer division 0.
+        let rows = rows_of(q);
+        let share = rows[0]["share"].as_f64().unwrap_or_else(|| panic!("{rows:?}"));
+        assert!((share - 2.0 / 3.0).abs() < 1e-9, "{rows:?}");
+        // Unqualified, the hostile domain would have been the type: the division an integer's.
+        let domain: i64 = one("SELECT (count(*) FILTER (WHERE name LIKE 'Mine%'))::numeric / count(*) FROM ask_ratio.shops");
+        assert_eq!(domain, 0);
+        Spi::run("RESET ROLE; RESET search_path").unwrap();
+        nobody_is_answered_nothing("ask_ratio", q, &s);
+    }
+
     #[pg_test]
     fn a_table_the_role_cannot_read_is_never_described() {
         setup();

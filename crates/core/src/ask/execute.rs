@@ -25,6 +25,18 @@ impl Verdict {
         Verdict { checked, ms: ms_since(t) }
     }
 
+    /// Whether the guard let the statement through.
+    pub(super) fn allowed(&self) -> bool {
+        self.checked.is_ok()
+    }
+
+    /// The statement as the guard let it through, with its tree when the tree's locations
+    /// point into that text.
+    pub(super) fn located(&self) -> Option<(&str, &sqlparser::ast::Statement)> {
+        let c = self.checked.as_ref().ok()?;
+        Some((c.sql.as_str(), c.located()?))
+    }
+
     /// The relations the statement names, as name parts (none when the guard refused it).
     pub(super) fn reads(&self) -> Vec<Vec<String>> {
         self.checked.as_ref().map(crate::values::literals::relation_parts_in).unwrap_or_default()

@@ -54,7 +54,7 @@ pub(super) fn generate_and_run(
     // The described tables, read from the rendered schema when something needs them (the
     // knowledge's names, a failure's hint): most questions need neither.
     let described = std::cell::OnceCell::new();
-    let tables = || described.get_or_init(|| crate::schema::parse_rendered(schema));
+    let tables = || described.get_or_init(|| crate::schema::parse_rendered(schema)).as_slice();
     let columns: Vec<String> =
         if offered.is_empty() { Vec::new() } else { tables().iter().flat_map(|t| &t.columns).map(|c| c.name.to_lowercase()).collect() };
     let first = req.clone();
@@ -108,7 +108,7 @@ pub(super) fn generate_and_run(
                 reply
             }
         };
-        let (extracted, checked) = match statement_of(host, trace, question, &reply, &offered, &columns) {
+        let (extracted, checked) = match statement_of(host, trace, question, &reply, &offered, &columns, &tables) {
             Some((sql, verdict)) => (Some(sql), Some(verdict)),
             None => (None, None),
         };
@@ -188,14 +188,18 @@ pub(super) fn generate_and_run(
                             nothing = Some((attempt, done.0.sql, done.1));
                             (message, ended)
                         }
-                        _ => return vote(host, trace, &req, cfg, attempt, step, (done.0.sql, done.1), question, &offered, &columns),
+                        _ => {
+                            return vote(host, trace, &req, cfg, attempt, step, (done.0.sql, done.1), question, &offered, &columns, &tables)
+                        }
                     }
                 }
-                Ok(done) => return vote(host, trace, &req, cfg, attempt, step, (done.0.sql, done.1), question, &offered, &columns),
+                Ok(done) => {
+                    return vote(host, trace, &req, cfg, attempt, step, (done.0.sql, done.1), question, &offered, &columns, &tables)
+                }
                 Err(failure) => {
                     // The column PostgreSQL's hint names, tried before the model is asked.
                     if let Some(done) = super::named_column::run_again(host, trace, attempt, step, &sql, &failure, cfg.max_prompt_tokens) {
-                        return vote(host, trace, &req, cfg, attempt, step, done, question, &offered, &columns);
+                        return vote(host, trace, &req, cfg, attempt, step, done, question, &offered, &columns, &tables);
                     }
                     points_at_the_change = super::repair_hint::points_at_the_change(&failure, tables());
                     let mut text = failure.for_llm();
@@ -271,13 +275,14 @@ fn carrying(req: crate::llm::ChatRequest, constraint: &Option<Constraint>) -> cr
 /// The statement of a reply, parsed once by the guard; a metric, filter or dimension written
 /// by its name is written in as its checked expression (only the items of the tables the tree
 /// reads), and the statement that makes is checked as a new one. `None`: no SQL in the reply.
-fn statement_of(
+fn statement_of<'t>(
     host: &mut dyn Host,
     trace: &mut Trace,
     question: &str,
     reply: &str,
     offered: &[&crate::knowledge::Item],
     columns: &[String],
+    tables: &dyn Fn() -> &'t [crate::schema::Table],
 ) -> Option<(String, Verdict)> {
     let mut sql = extract_sql(reply)?;
     // A follow-up that names a value in place of the turn before's, answered with both.
@@ -314,22 +319,45 @@ fn statement_of(
     let nameable = offered.iter().any(|it| it.kind.is_some_and(|k| k.is_named_expression()));
     let reads = if nameable { host.resolve_relations(&verdict.reads()) } else { Vec::new() };
     let e = crate::knowledge::expand(&sql, &reads, offered, columns);
-    if e.expanded.is_empty() {
-        return Some((sql, verdict));
-    }
-    for id in e.expanded {
-        if !trace.knowledge_expanded.contains(&id) {
-            trace.knowledge_expanded.push(id);
+    let (sql, verdict) = if e.expanded.is_empty() {
+        (sql, verdict)
+    } else {
+        for id in e.expanded {
+            if !trace.knowledge_expanded.contains(&id) {
+                trace.knowledge_expanded.push(id);
+            }
         }
+        let again = Verdict::of(&e.sql);
+        (e.sql, again)
+    };
+    Some(exact_division(trace, sql, verdict, tables))
+}
+
+/// A division of two integers in the statement, written to divide exactly
+/// ([`super::fraction`]); the statement as it was when there is none, or when the one written
+/// would not pass the guard.
+fn exact_division<'t>(
+    trace: &mut Trace,
+    sql: String,
+    verdict: Verdict,
+    tables: &dyn Fn() -> &'t [crate::schema::Table],
+) -> (String, Verdict) {
+    let Some((written, tree)) = verdict.located() else { return (sql, verdict) };
+    let Some((exact, divisions)) = super::fraction::as_fraction(written, tree, tables) else { return (sql, verdict) };
+    let again = Verdict::of(&exact);
+    if !again.allowed() {
+        return (sql, verdict);
     }
-    let again = Verdict::of(&e.sql);
-    Some((e.sql, again))
+    let mut st = StageTrace::new(stage::FRACTION, json!({"sql": sql}));
+    st.output = json!({"divisions": divisions, "sql": exact});
+    trace.push(st);
+    (exact, again)
 }
 
 /// The query that ran, or the winner of a vote among it and candidates drawn from `req` when
 /// `ask.candidates` asks for more than one ([`super::vote`]).
 #[allow(clippy::too_many_arguments)]
-fn vote(
+fn vote<'t>(
     host: &mut dyn Host,
     trace: &mut Trace,
     req: &crate::llm::ChatRequest,
@@ -340,11 +368,13 @@ fn vote(
     question: &str,
     offered: &[&crate::knowledge::Item],
     columns: &[String],
+    tables: &dyn Fn() -> &'t [crate::schema::Table],
 ) -> Result<(String, ResultSet), AskError> {
     if cfg.candidates < 2 {
         return Ok(first);
     }
-    let mut statement = |host: &mut dyn Host, trace: &mut Trace, reply: &str| statement_of(host, trace, question, reply, offered, columns);
+    let mut statement =
+        |host: &mut dyn Host, trace: &mut Trace, reply: &str| statement_of(host, trace, question, reply, offered, columns, tables);
     super::vote::choose(host, trace, req, cfg.candidates, cfg.max_prompt_tokens, attempt, step, first, &mut statement)
 }
 

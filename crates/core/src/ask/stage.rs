@@ -44,3 +44,6 @@ pub const NAMED_COLUMN: &str = "named_column";
 /// A query that ran and returned nothing (no rows, or only NULL), asked again once; its result
 /// answers when no later attempt returns anything (no LLM call itself).
 pub const NOTHING: &str = "nothing";
+/// A division of two integers written to divide exactly: its dividend cast to `numeric` (no LLM
+/// call; [`super::fraction`]).
+pub const FRACTION: &str = "fraction";

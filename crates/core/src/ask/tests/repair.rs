@@ -104,6 +104,27 @@ fn an_automatic_first_repair_edits_a_misplaced_column_and_asks_afresh_otherwise(
 }
 
 #[test]
+fn a_ratio_of_two_counts_runs_as_a_fraction() {
+    let written = "SELECT count(*) FILTER (WHERE name LIKE 'R%') / count(*) AS share FROM public.restaurants";
+    let mut h = Scripted::new(&[&format!("```sql\n{written}\n```")]);
+    h.exec = Box::new(|_| Ok(count(0)));
+    let out = run(&mut h, "What share of the restaurants have a name starting with R?", &cfg(), Goal::Sql).unwrap();
+    let exact = "SELECT count(*) FILTER (WHERE name LIKE 'R%')::pg_catalog.numeric / count(*) AS share FROM public.restaurants";
+    assert_eq!(out.sql, exact);
+    assert_eq!(h.executed, [exact], "the integer division never ran");
+    let stages: Vec<_> = out.trace.stages.iter().map(|s| s.stage).collect();
+    assert_eq!(stages, ["schema", "generate", "fraction", "guard", "execute"]);
+    assert_eq!(out.trace.stages[2].input["sql"], written);
+    assert_eq!(out.trace.stages[2].output["sql"], exact);
+    assert_eq!(out.trace.stages[2].output["divisions"].as_array().unwrap().len(), 1);
+    // A unit written as a number stays an integer division.
+    let mut h = Scripted::new(&["```sql\nSELECT count(*) / 2 FROM public.restaurants\n```"]);
+    let out = run(&mut h, "q", &cfg(), Goal::Sql).unwrap();
+    assert_eq!(out.sql, "SELECT count(*) / 2 FROM public.restaurants");
+    assert!(!out.trace.stages.iter().any(|s| s.stage == "fraction"));
+}
+
+#[test]
 fn a_year_asked_and_one_of_its_days_written_runs_as_the_year() {
     let mut h = Scripted::new(&["```sql\nSELECT count(*) FROM public.restaurants r WHERE r.opened_on = '2023-12-31'\n```"]);
     h.exec = Box::new(|_| Ok(count(4)));
