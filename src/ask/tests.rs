@@ -214,7 +214,8 @@ mod tests {
     /// A ratio the model wrote as a division of two integers divides exactly, as the caller
     /// under a non-superuser owner's forced row-level security: the reader's shops only, and the
     /// built-in `numeric` though a hostile role's domain of that name over `integer` comes first
-    /// on the caller's search path. A role without privileges gets no description and no answer.
+    /// on the caller's search path; the first row of a descending sort is the reader's highest
+    /// value, not NULL. A role without privileges gets no description and no answer.
     #[pg_test]
     fn a_ratio_of_integers_divides_exactly_as_the_caller_under_its_policies() {
         setup();
@@ -242,6 +243,17 @@ mod tests {
         // Unqualified, the hostile domain would have been the type: the division an integer's.
         let domain: i64 = one("SELECT (count(*) FILTER (WHERE name LIKE 'Mine%'))::numeric / count(*) FROM ask_ratio.shops");
         assert_eq!(domain, 0);
+        // The best rating: the reader's highest, not its shop without one, nor a hidden one.
+        drop(s);
+        Spi::run("RESET ROLE").unwrap();
+        Spi::run("ALTER TABLE ask_ratio.shops ADD COLUMN rating int; UPDATE ask_ratio.shops SET rating = CASE id WHEN 1 THEN 3 WHEN 2 THEN 9 WHEN 4 THEN 5 END").unwrap();
+        let q = "Which shop has the best rating?";
+        const TOP: &str = "SELECT name FROM ask_ratio.shops ORDER BY rating DESC LIMIT 1";
+        let s = llm(Script::default().rule(Rule::new(&["<schema>", q], Reply::text(TOP))));
+        Spi::run("SET ROLE ask_ratio_reader").unwrap();
+        assert_eq!(rows_of(q), vec![serde_json::json!({"name": "Other"})]);
+        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{q}', max_attempts => 1)"));
+        assert_eq!(trace["final_sql"], TOP.replace("DESC", "DESC NULLS LAST"), "{trace}");
         Spi::run("RESET ROLE; RESET search_path").unwrap();
         nobody_is_answered_nothing("ask_ratio", q, &s);
     }

@@ -330,28 +330,37 @@ fn statement_of<'t>(
         let again = Verdict::of(&e.sql);
         (e.sql, again)
     };
-    Some(exact_division(trace, sql, verdict, tables))
+    Some(as_meant(trace, sql, verdict, tables))
 }
 
-/// A division of two integers in the statement, written to divide exactly
-/// ([`super::fraction`]); the statement as it was when there is none, or when the one written
-/// would not pass the guard.
-fn exact_division<'t>(
+/// The statement with what a result never means written as it is meant, each before the guard
+/// and recorded as its stage: a division of two integers made exact ([`super::fraction`]), the
+/// first rows of a descending sort without NULL ([`super::nulls_last`]). A change whose
+/// statement would not pass the guard is not made.
+fn as_meant<'t>(trace: &mut Trace, sql: String, verdict: Verdict, tables: &dyn Fn() -> &'t [crate::schema::Table]) -> (String, Verdict) {
+    let (sql, verdict) = rewritten(trace, stage::FRACTION, sql, verdict, |text, tree| super::fraction::as_fraction(text, tree, tables));
+    rewritten(trace, stage::NULLS_LAST, sql, verdict, super::nulls_last::top_without_null)
+}
+
+/// `sql` as `rewrite` writes it from its located tree, checked again by the guard; the `stage`
+/// records what changed (`changed`: the divisions or sort keys as written).
+fn rewritten(
     trace: &mut Trace,
+    stage: &'static str,
     sql: String,
     verdict: Verdict,
-    tables: &dyn Fn() -> &'t [crate::schema::Table],
+    rewrite: impl FnOnce(&str, &sqlparser::ast::Statement) -> Option<(String, Vec<String>)>,
 ) -> (String, Verdict) {
     let Some((written, tree)) = verdict.located() else { return (sql, verdict) };
-    let Some((exact, divisions)) = super::fraction::as_fraction(written, tree, tables) else { return (sql, verdict) };
-    let again = Verdict::of(&exact);
+    let Some((changed, what)) = rewrite(written, tree) else { return (sql, verdict) };
+    let again = Verdict::of(&changed);
     if !again.allowed() {
         return (sql, verdict);
     }
-    let mut st = StageTrace::new(stage::FRACTION, json!({"sql": sql}));
-    st.output = json!({"divisions": divisions, "sql": exact});
+    let mut st = StageTrace::new(stage, json!({"sql": sql}));
+    st.output = json!({"changed": what, "sql": changed});
     trace.push(st);
-    (exact, again)
+    (changed, again)
 }
 
 /// The query that ran, or the winner of a vote among it and candidates drawn from `req` when

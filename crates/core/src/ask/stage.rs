@@ -47,3 +47,6 @@ pub const NOTHING: &str = "nothing";
 /// A division of two integers written to divide exactly: its dividend cast to `numeric` (no LLM
 /// call; [`super::fraction`]).
 pub const FRACTION: &str = "fraction";
+/// The first rows of a descending sort taken without NULL: `NULLS LAST` written after its
+/// `DESC` (no LLM call; [`super::nulls_last`]).
+pub const NULLS_LAST: &str = "nulls_last";

@@ -116,12 +116,23 @@ fn a_ratio_of_two_counts_runs_as_a_fraction() {
     assert_eq!(stages, ["schema", "generate", "fraction", "guard", "execute"]);
     assert_eq!(out.trace.stages[2].input["sql"], written);
     assert_eq!(out.trace.stages[2].output["sql"], exact);
-    assert_eq!(out.trace.stages[2].output["divisions"].as_array().unwrap().len(), 1);
+    assert_eq!(out.trace.stages[2].output["changed"].as_array().unwrap().len(), 1);
     // A unit written as a number stays an integer division.
     let mut h = Scripted::new(&["```sql\nSELECT count(*) / 2 FROM public.restaurants\n```"]);
     let out = run(&mut h, "q", &cfg(), Goal::Sql).unwrap();
     assert_eq!(out.sql, "SELECT count(*) / 2 FROM public.restaurants");
     assert!(!out.trace.stages.iter().any(|s| s.stage == "fraction"));
+}
+
+#[test]
+fn the_first_rows_of_a_descending_sort_run_without_null() {
+    let mut h = Scripted::new(&["```sql\nSELECT name FROM public.restaurants ORDER BY length(name) DESC LIMIT 3\n```"]);
+    let out = run(&mut h, "Which restaurants have the longest names?", &cfg(), Goal::Sql).unwrap();
+    assert_eq!(out.sql, "SELECT name FROM public.restaurants ORDER BY length(name) DESC NULLS LAST LIMIT 3");
+    assert_eq!(h.executed, std::slice::from_ref(&out.sql));
+    let stages: Vec<_> = out.trace.stages.iter().map(|s| s.stage).collect();
+    assert_eq!(stages, ["schema", "generate", "nulls_last", "guard", "execute"]);
+    assert_eq!(out.trace.stages[2].output["changed"], json!(["length(name)"]));
 }
 
 #[test]
