@@ -214,7 +214,7 @@ mod tests {
     /// A ratio the model wrote as a division of two integers divides exactly, as the caller
     /// under a non-superuser owner's forced row-level security: the reader's shops only, and the
     /// built-in `numeric` though a hostile role's domain of that name over `integer` comes first
-    /// on the caller's search path; the first row of a descending sort is the reader's highest
+    /// on the caller's search path (the keyword names the built-in type); the first row of a descending sort is the reader's highest
     /// value, not NULL. A role without privileges gets no description and no answer.
     #[pg_test]
     fn a_ratio_of_integers_divides_exactly_as_the_caller_under_its_policies() {
@@ -232,7 +232,7 @@ mod tests {
         let s = llm(Script::default().rule(Rule::new(&["<schema>", q], Reply::text(WROTE))));
         Spi::run("SET ROLE ask_ratio_reader; SET search_path = ask_ratio_att, ask_ratio, pg_catalog").unwrap();
         let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{q}', max_attempts => 1)"));
-        let exact = WROTE.replace(") / count", ")::pg_catalog.numeric / count");
+        let exact = WROTE.replace(") / count", ")::numeric / count");
         assert_eq!(trace["final_sql"], exact, "{trace}");
         let stage = trace["stages"].as_array().unwrap().iter().find(|st| st["stage"] == "fraction").expect("a fraction stage").clone();
         assert_eq!(stage["input"]["sql"], WROTE);
@@ -240,9 +240,9 @@ mod tests {
         let rows = rows_of(q);
         let share = rows[0]["share"].as_f64().unwrap_or_else(|| panic!("{rows:?}"));
         assert!((share - 2.0 / 3.0).abs() < 1e-9, "{rows:?}");
-        // Unqualified, the hostile domain would have been the type: the division an integer's.
-        let domain: i64 = one("SELECT (count(*) FILTER (WHERE name LIKE 'Mine%'))::numeric / count(*) FROM ask_ratio.shops");
-        assert_eq!(domain, 0);
+        // `numeric` is the keyword's type, not the domain of that name first on the path.
+        let cast: String = one("SELECT pg_catalog.format_type(pg_catalog.pg_typeof(1::numeric), NULL)");
+        assert_eq!(cast, "numeric");
         // The best rating: the reader's highest, not its shop without one, nor a hidden one.
         drop(s);
         Spi::run("RESET ROLE").unwrap();

@@ -2,9 +2,10 @@
 //! "What is the ratio of open businesses to closed ones?" written `SELECT count(*) FILTER (WHERE
 //! is_open) / count(*) FILTER (WHERE NOT is_open) FROM business` returns 0 (or 1), and the one
 //! row looks like an answer. [`as_fraction`] writes the dividend as `numeric`, which divides
-//! exactly: `count(*) FILTER (WHERE is_open)::pg_catalog.numeric / count(*) FILTER (WHERE NOT
-//! is_open)` (qualified: a type of that name in a schema earlier on the caller's search path,
-//! a domain over `integer` say, is never the one meant).
+//! exactly: `count(*) FILTER (WHERE is_open)::numeric / count(*) FILTER (WHERE NOT is_open)`
+//! (`NUMERIC` is a keyword PostgreSQL's parser reads as `pg_catalog.numeric` whatever the
+//! search path: a type of that name in another schema, a domain over `integer` say, is never
+//! the one meant).
 //!
 //! Only where both sides are integers for certain, read from the statement and the described
 //! tables' column types: counts, sums of `smallint` or `integer` (`sum(CASE WHEN ... THEN 1
@@ -91,7 +92,7 @@ pub fn as_fraction<'t>(sql: &str, statement: &Statement, tables: &dyn Fn() -> &'
     let mut edits: Vec<(usize, usize, &str)> = Vec::new();
     for (k, _) in &at {
         let (_, end, _) = t.text(k - 1, k - 1);
-        edits.push((end, end, "::pg_catalog.numeric"));
+        edits.push((end, end, "::numeric"));
     }
     Some((apply(sql, &edits), at.into_iter().map(|(_, d)| d).collect()))
 }

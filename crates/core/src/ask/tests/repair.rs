@@ -109,7 +109,7 @@ fn a_ratio_of_two_counts_runs_as_a_fraction() {
     let mut h = Scripted::new(&[&format!("```sql\n{written}\n```")]);
     h.exec = Box::new(|_| Ok(count(0)));
     let out = run(&mut h, "What share of the restaurants have a name starting with R?", &cfg(), Goal::Sql).unwrap();
-    let exact = "SELECT count(*) FILTER (WHERE name LIKE 'R%')::pg_catalog.numeric / count(*) AS share FROM public.restaurants";
+    let exact = "SELECT count(*) FILTER (WHERE name LIKE 'R%')::numeric / count(*) AS share FROM public.restaurants";
     assert_eq!(out.sql, exact);
     assert_eq!(h.executed, [exact], "the integer division never ran");
     let stages: Vec<_> = out.trace.stages.iter().map(|s| s.stage).collect();
