@@ -6,7 +6,7 @@
 
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
-use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
+use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
 
 use crate::guard::OffsetCursor;
 
@@ -34,6 +34,16 @@ impl<'a> Tokens<'a> {
     /// The `k`th significant token.
     pub(crate) fn at(&self, k: usize) -> Option<&Token> {
         self.significant.get(k).map(|&i| &self.tokens[i].token)
+    }
+
+    /// The first significant token that starts at or after `location` (a source location of
+    /// the parse tree of the same text).
+    pub(crate) fn first_from(&self, location: Location) -> Option<usize> {
+        let at = (location.line, location.column);
+        (0..self.len()).find(|&k| {
+            let start = self.tokens[self.significant[k]].span.start;
+            (start.line, start.column) >= at
+        })
     }
 
     /// The text from the start of token `from` to the end of token `to`, with its byte range.

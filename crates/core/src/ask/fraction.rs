@@ -27,6 +27,7 @@ use sqlparser::ast::{
 };
 use sqlparser::tokenizer::Token;
 
+use crate::plain::bare;
 use crate::schema::Table;
 use crate::sqledit::{apply, Tokens};
 
@@ -72,15 +73,13 @@ pub fn as_fraction<'t>(sql: &str, statement: &Statement, tables: &dyn Fn() -> &'
     // Each division's `/`: the last one before where its divisor starts.
     let mut t = Tokens::read(sql)?;
     let slashes: Vec<usize> = (1..t.len()).filter(|&k| matches!(t.at(k), Some(Token::Div))).collect();
-    let mut cursor = crate::guard::OffsetCursor::new(sql);
     let mut at: Vec<(usize, String)> = Vec::new();
-    found.sort_by_key(|(start, _)| (start.line, start.column));
     for (start, division) in found {
         if start.line == 0 {
             continue;
         }
-        let start = cursor.offset(start);
-        let Some(&k) = slashes.iter().rev().find(|&&k| t.text(k, k).0 < start) else { continue };
+        let Some(first) = t.first_from(start) else { continue };
+        let Some(&k) = slashes.iter().rev().find(|&&k| k < first) else { continue };
         if !at.iter().any(|(j, _)| *j == k) {
             at.push((k, division));
         }
@@ -123,14 +122,6 @@ fn keep_integer_divisions(e: &Expr, kept: &mut HashSet<*const Expr>) {
 fn may_be_integer_division(e: &Expr, kept: &HashSet<*const Expr>) -> bool {
     matches!(e, Expr::BinaryOp { op: BinaryOperator::Divide, right, .. } if !matches!(bare(right), Expr::Value(_)))
         && !kept.contains(&(e as *const Expr))
-}
-
-/// `e` without the parentheses around it.
-fn bare(mut e: &Expr) -> &Expr {
-    while let Expr::Nested(inner) = e {
-        e = inner;
-    }
-    e
 }
 
 fn function_name(f: &sqlparser::ast::Function) -> String {

@@ -44,15 +44,13 @@ pub fn top_without_null(sql: &str, statement: &Statement) -> Option<(String, Vec
         return None;
     }
     let mut t = Tokens::read(sql)?;
-    let mut cursor = crate::guard::OffsetCursor::new(sql);
     let mut at: Vec<(usize, String)> = Vec::new();
     for (start, key) in keys.0 {
         if start.line == 0 {
             continue;
         }
-        let start = cursor.offset(start);
         // The key's `DESC`: the first one after where it starts, outside the parentheses it opens.
-        let Some(first) = (0..t.len()).find(|&k| t.text(k, k).0 >= start) else { continue };
+        let Some(first) = t.first_from(start) else { continue };
         // A key in parentheses starts inside them (a query-level key follows `BY` or `,`, so the
         // parentheses right before it are its own).
         let mut depth = (0..first).rev().take_while(|&k| matches!(t.at(k), Some(Token::LParen))).count() as i32;

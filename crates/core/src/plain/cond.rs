@@ -50,7 +50,7 @@ impl Cond {
 }
 
 /// `expr` without the parentheses around it.
-pub(super) fn bare(mut expr: &Expr) -> &Expr {
+pub(crate) fn bare(mut expr: &Expr) -> &Expr {
     while let Expr::Nested(inner) = expr {
         expr = inner;
     }

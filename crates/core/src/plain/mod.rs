@@ -23,6 +23,7 @@
 //! lines prefixed with its name (`top_rated: `) or its part (`Part 2: `).
 
 mod cond;
+pub(crate) use cond::bare;
 mod from;
 mod project;
 mod scope;
