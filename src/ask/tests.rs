@@ -214,8 +214,10 @@ mod tests {
     /// A ratio the model wrote as a division of two integers divides exactly, as the caller
     /// under a non-superuser owner's forced row-level security: the reader's shops only, and the
     /// built-in `numeric` though a hostile role's domain of that name over `integer` comes first
-    /// on the caller's search path (the keyword names the built-in type); the first row of a descending sort is the reader's highest
-    /// value, not NULL. A role without privileges gets no description and no answer.
+    /// on the caller's search path (the keyword names the built-in type); the first row of a
+    /// descending sort is the reader's highest value, not NULL; a table named nearly as the
+    /// described one is read as that one, not as the hostile role's table of the name first on
+    /// the path. A role without privileges gets no description and no answer.
     #[pg_test]
     fn a_ratio_of_integers_divides_exactly_as_the_caller_under_its_policies() {
         setup();
@@ -254,6 +256,22 @@ mod tests {
         assert_eq!(rows_of(q), vec![serde_json::json!({"name": "Other"})]);
         let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{q}', max_attempts => 1)"));
         assert_eq!(trace["final_sql"], TOP.replace("DESC", "DESC NULLS LAST"), "{trace}");
+        // A table named nearly as the described one: run with the described table's qualified
+        // name, not the hostile role's table of that name first on the reader's path, and
+        // under the owner's policy.
+        drop(s);
+        Spi::run(
+            "RESET ROLE; SET ROLE ask_ratio_att; CREATE TABLE ask_ratio_att.shops (id int, name text);
+             INSERT INTO ask_ratio_att.shops VALUES (9, 'Mine, hostile'); RESET ROLE",
+        )
+        .unwrap();
+        let q = "How many shops have a name starting with Mine?";
+        const NEAR: &str = "SELECT count(*) AS n FROM shop WHERE name LIKE 'Mine%'";
+        let s = llm(Script::default().rule(Rule::new(&["<schema>", q], Reply::text(NEAR))));
+        Spi::run("SET ROLE ask_ratio_reader").unwrap();
+        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{q}', max_attempts => 1)"));
+        assert_eq!(trace["final_sql"], NEAR.replace("FROM shop", "FROM ask_ratio.shops"), "{trace}");
+        assert_eq!(rows_of(q), vec![serde_json::json!({"n": 2})]);
         Spi::run("RESET ROLE; RESET search_path").unwrap();
         nobody_is_answered_nothing("ask_ratio", q, &s);
     }

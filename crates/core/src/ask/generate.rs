@@ -108,7 +108,7 @@ pub(super) fn generate_and_run(
                 reply
             }
         };
-        let (extracted, checked) = match statement_of(host, trace, question, &reply, &offered, &columns, &tables) {
+        let (mut extracted, checked) = match statement_of(host, trace, question, &reply, &offered, &columns, &tables) {
             Some((sql, verdict)) => (Some(sql), Some(verdict)),
             None => (None, None),
         };
@@ -197,6 +197,20 @@ pub(super) fn generate_and_run(
                     return vote(host, trace, &req, cfg, attempt, step, (done.0.sql, done.1), question, &offered, &columns, &tables)
                 }
                 Err(failure) => {
+                    // The described table a missing relation's name is nearly, tried before the
+                    // model is asked; when it fails in turn, that failure is repaired.
+                    let (sql, failure) =
+                        match super::named_table::run_again(host, trace, attempt, step, &sql, &failure, tables(), cfg.max_prompt_tokens) {
+                            Some(super::named_table::Again::Ran(sql, rows)) => {
+                                return vote(host, trace, &req, cfg, attempt, step, (sql, rows), question, &offered, &columns, &tables)
+                            }
+                            Some(super::named_table::Again::Failed(sql, failure)) => {
+                                // The repair is shown the query with the table's name.
+                                extracted = Some(sql.clone());
+                                (sql, failure)
+                            }
+                            None => (sql, failure),
+                        };
                     // The column PostgreSQL's hint names, tried before the model is asked.
                     if let Some(done) = super::named_column::run_again(host, trace, attempt, step, &sql, &failure, cfg.max_prompt_tokens) {
                         return vote(host, trace, &req, cfg, attempt, step, done, question, &offered, &columns, &tables);

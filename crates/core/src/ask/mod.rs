@@ -15,6 +15,7 @@ mod from_verified;
 mod generate;
 mod host;
 mod named_column;
+mod named_table;
 mod nulls_last;
 mod outcome;
 mod plan;

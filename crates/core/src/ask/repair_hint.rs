@@ -83,7 +83,7 @@ fn missing_column(message: &str, tables: &[Table]) -> Option<String> {
 }
 
 /// The edit distance of two names (insertions, deletions, substitutions).
-fn edits(a: &str, b: &str) -> usize {
+pub(super) fn edits(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {

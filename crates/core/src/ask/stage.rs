@@ -41,6 +41,9 @@ pub const REPLACED: &str = "replaced";
 /// A query that read a column its table lacks, run again with the one PostgreSQL's hint names
 /// (no LLM call; [`super::named_column`]).
 pub const NAMED_COLUMN: &str = "named_column";
+/// A query that read a relation that does not exist, run again with the one described table
+/// named nearly like it (no LLM call; [`super::named_table`]).
+pub const NAMED_TABLE: &str = "named_table";
 /// A query that ran and returned nothing (no rows, or only NULL), asked again once; its result
 /// answers when no later attempt returns anything (no LLM call itself).
 pub const NOTHING: &str = "nothing";

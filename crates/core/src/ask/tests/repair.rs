@@ -224,6 +224,71 @@ fn a_column_postgresql_names_in_its_hint_is_run_before_the_model_is_asked() {
     assert!(repair.contains("column t2.name does not exist"), "{repair}");
 }
 
+/// An executor where a query reading `public.restaurant` fails as PostgreSQL fails it, one
+/// reading `nme` as a missing column, and any other returns one row.
+fn a_table_named_nearly() -> Exec {
+    Box::new(|sql| {
+        if sql.contains("public.restaurant ") {
+            Err(ExecFailure::Error {
+                sqlstate: "42P01".into(),
+                message: "relation \"public.restaurant\" does not exist".into(),
+                detail: None,
+                hint: None,
+            })
+        } else if sql.contains("nme") {
+            Err(ExecFailure::Error { sqlstate: "42703".into(), message: "column r.nme does not exist".into(), detail: None, hint: None })
+        } else {
+            Ok(one_row())
+        }
+    })
+}
+
+#[test]
+fn a_table_named_nearly_as_a_described_one_is_run_with_its_name_before_the_model_is_asked() {
+    let mut h = Scripted::new(&["```sql\nSELECT r.name FROM public.restaurant r WHERE r.name <> ''\n```"]);
+    h.exec = a_table_named_nearly();
+    let out = run(&mut h, "Which restaurants are there?", &cfg(), Goal::Sql).unwrap();
+    assert_eq!(out.sql, "SELECT r.name FROM public.restaurants r WHERE r.name <> ''");
+    assert_eq!(h.seen.len(), 1, "no repair call");
+    let st = out.trace.stages.iter().find(|s| s.stage == stage::NAMED_TABLE).expect("a named_table stage");
+    assert_eq!(st.output, json!({"from": "public.restaurant", "to": "public.restaurants"}));
+    // The rewritten query went through the guard as any other.
+    let stages: Vec<_> = out.trace.stages.iter().map(|s| s.stage).collect();
+    assert_eq!(stages, ["schema", "generate", "guard", "execute", "named_table", "guard", "execute"]);
+
+    // When the rewritten query fails in turn, the model is shown that query and its failure.
+    let mut h =
+        Scripted::new(&["```sql\nSELECT r.nme FROM public.restaurant r\n```", "```sql\nSELECT r.name FROM public.restaurants r\n```"]);
+    h.exec = a_table_named_nearly();
+    let out = run(&mut h, "q", &AskConfig { first_repair: crate::config::FirstRepair::Edit, ..cfg() }, Goal::Sql).unwrap();
+    assert_eq!(out.sql, "SELECT r.name FROM public.restaurants r");
+    assert_eq!(
+        h.executed,
+        ["SELECT r.nme FROM public.restaurant r", "SELECT r.nme FROM public.restaurants r", "SELECT r.name FROM public.restaurants r"]
+    );
+    let repair = &h.seen[1].1.messages.last().unwrap().content;
+    assert!(repair.contains("SELECT r.nme FROM public.restaurants r") && repair.contains("column r.nme does not exist"), "{repair}");
+    assert!(!repair.contains("public.restaurant r") && !repair.contains("relation"), "{repair}");
+
+    // A name no described table is nearly: repaired by the model, as before.
+    let mut h = Scripted::new(&["```sql\nSELECT name FROM public.diners\n```", "```sql\nSELECT name FROM public.restaurants\n```"]);
+    h.exec = Box::new(|sql| {
+        if sql.contains("diners") {
+            Err(ExecFailure::Error {
+                sqlstate: "42P01".into(),
+                message: "relation \"public.diners\" does not exist".into(),
+                detail: None,
+                hint: None,
+            })
+        } else {
+            Ok(one_row())
+        }
+    });
+    let out = run(&mut h, "q", &cfg(), Goal::Sql).unwrap();
+    assert_eq!(out.sql, "SELECT name FROM public.restaurants");
+    assert!(!out.trace.stages.iter().any(|s| s.stage == stage::NAMED_TABLE));
+}
+
 /// An executor where a query reading `public.cities` returns one row, `avg(` one NULL, and any
 /// other no rows.
 fn only_cities_return_rows() -> Exec {
