@@ -159,75 +159,97 @@ pub(super) fn generate_and_run(
                 "the reply contained no SQL query".to_string(),
                 AskError::NoSql { attempts: attempt, reply: reply.chars().take(300).collect() },
             ),
-            Some((sql, checked)) => match guarded_execute(host, trace, attempt, step, &sql, checked, cfg.max_prompt_tokens) {
-                Ok(done) if super::repair_hint::is_nothing(&done.1) && attempt < max_attempts => {
-                    match super::repair_hint::impossible_condition(&done.0) {
-                        // No rows, from a condition no row can meet: asked once more.
-                        Some(why) if done.1.rows.is_empty() => {
-                            if let Some(st) = trace.stages.last_mut() {
-                                st.output["impossible_condition"] = json!(why);
-                            }
-                            let message = format!("the query returned no rows: {why}");
-                            (
-                                message.clone(),
-                                AskError::Failed { attempts: attempt, sqlstate: SqlState::or_internal("02000"), message, sql: done.0.sql },
-                            )
-                        }
-                        // Nothing from a query that ran: asked once more, this result kept (with
-                        // several candidates, the vote draws them instead).
-                        _ if nothing.is_none() && cfg.candidates < 2 => {
-                            let message = super::repair_hint::nothing(&done.1);
-                            nothing_stage(trace, step, attempt, &done.0.sql, json!({"rows": done.1.rows.len(), "asked_again": true}));
-                            points_at_the_change = true;
-                            let ended = AskError::Failed {
-                                attempts: attempt,
-                                sqlstate: SqlState::or_internal("02000"),
-                                message: message.clone(),
-                                sql: done.0.sql.clone(),
-                            };
-                            nothing = Some((attempt, done.0.sql, done.1));
-                            (message, ended)
-                        }
-                        _ => {
-                            return vote(host, trace, &req, cfg, attempt, step, (done.0.sql, done.1), question, &offered, &columns, &tables)
-                        }
-                    }
-                }
-                Ok(done) => {
-                    return vote(host, trace, &req, cfg, attempt, step, (done.0.sql, done.1), question, &offered, &columns, &tables)
-                }
-                Err(failure) => {
-                    // The described table a missing relation's name is nearly, tried before the
-                    // model is asked; when it fails in turn, that failure is repaired.
-                    let (sql, failure) =
+            Some((sql, checked)) => {
+                let ran = guarded_execute(host, trace, attempt, step, &sql, checked, cfg.max_prompt_tokens);
+                // The described table a missing relation's name is nearly, run before the model
+                // is asked: what that query comes to is this attempt's, and a repair is shown it.
+                let (sql, ran) = match ran {
+                    Err(failure) => {
                         match super::named_table::run_again(host, trace, attempt, step, &sql, &failure, tables(), cfg.max_prompt_tokens) {
-                            Some(super::named_table::Again::Ran(sql, rows)) => {
-                                return vote(host, trace, &req, cfg, attempt, step, (sql, rows), question, &offered, &columns, &tables)
+                            Some((renamed, again)) => {
+                                extracted = Some(renamed.clone());
+                                (renamed, again)
                             }
-                            Some(super::named_table::Again::Failed(sql, failure)) => {
-                                // The repair is shown the query with the table's name.
-                                extracted = Some(sql.clone());
-                                (sql, failure)
+                            None => (sql, Err(failure)),
+                        }
+                    }
+                    ran => (sql, ran),
+                };
+                match ran {
+                    Ok(done) if super::repair_hint::is_nothing(&done.1) && attempt < max_attempts => {
+                        match super::repair_hint::impossible_condition(&done.0) {
+                            // No rows, from a condition no row can meet: asked once more.
+                            Some(why) if done.1.rows.is_empty() => {
+                                if let Some(st) = trace.stages.last_mut() {
+                                    st.output["impossible_condition"] = json!(why);
+                                }
+                                let message = format!("the query returned no rows: {why}");
+                                (
+                                    message.clone(),
+                                    AskError::Failed {
+                                        attempts: attempt,
+                                        sqlstate: SqlState::or_internal("02000"),
+                                        message,
+                                        sql: done.0.sql,
+                                    },
+                                )
                             }
-                            None => (sql, failure),
+                            // Nothing from a query that ran: asked once more, this result kept (with
+                            // several candidates, the vote draws them instead).
+                            _ if nothing.is_none() && cfg.candidates < 2 => {
+                                let message = super::repair_hint::nothing(&done.1);
+                                nothing_stage(trace, step, attempt, &done.0.sql, json!({"rows": done.1.rows.len(), "asked_again": true}));
+                                points_at_the_change = true;
+                                let ended = AskError::Failed {
+                                    attempts: attempt,
+                                    sqlstate: SqlState::or_internal("02000"),
+                                    message: message.clone(),
+                                    sql: done.0.sql.clone(),
+                                };
+                                nothing = Some((attempt, done.0.sql, done.1));
+                                (message, ended)
+                            }
+                            _ => {
+                                return vote(
+                                    host,
+                                    trace,
+                                    &req,
+                                    cfg,
+                                    attempt,
+                                    step,
+                                    (done.0.sql, done.1),
+                                    question,
+                                    &offered,
+                                    &columns,
+                                    &tables,
+                                )
+                            }
+                        }
+                    }
+                    Ok(done) => {
+                        return vote(host, trace, &req, cfg, attempt, step, (done.0.sql, done.1), question, &offered, &columns, &tables)
+                    }
+                    Err(failure) => {
+                        // The column PostgreSQL's hint names, tried before the model is asked.
+                        if let Some(done) =
+                            super::named_column::run_again(host, trace, attempt, step, &sql, &failure, cfg.max_prompt_tokens)
+                        {
+                            return vote(host, trace, &req, cfg, attempt, step, done, question, &offered, &columns, &tables);
+                        }
+                        points_at_the_change = super::repair_hint::points_at_the_change(&failure, tables());
+                        let mut text = failure.for_llm();
+                        if let Some(note) = super::repair_hint::hint(&failure, tables()) {
+                            text.push_str("\nNOTE: ");
+                            text.push_str(&note);
+                        }
+                        let ended = match failure {
+                            ExecFailure::Refused { reason } => AskError::Refused { attempts: attempt, reason, sql },
+                            ExecFailure::Error { sqlstate, message, .. } => AskError::Failed { attempts: attempt, sqlstate, message, sql },
                         };
-                    // The column PostgreSQL's hint names, tried before the model is asked.
-                    if let Some(done) = super::named_column::run_again(host, trace, attempt, step, &sql, &failure, cfg.max_prompt_tokens) {
-                        return vote(host, trace, &req, cfg, attempt, step, done, question, &offered, &columns, &tables);
+                        (text, ended)
                     }
-                    points_at_the_change = super::repair_hint::points_at_the_change(&failure, tables());
-                    let mut text = failure.for_llm();
-                    if let Some(note) = super::repair_hint::hint(&failure, tables()) {
-                        text.push_str("\nNOTE: ");
-                        text.push_str(&note);
-                    }
-                    let ended = match failure {
-                        ExecFailure::Refused { reason } => AskError::Refused { attempts: attempt, reason, sql },
-                        ExecFailure::Error { sqlstate, message, .. } => AskError::Failed { attempts: attempt, sqlstate, message, sql },
-                    };
-                    (text, ended)
                 }
-            },
+            }
         };
         ruled_out += u32::from(grammar_rules_out(&ended));
         tried.push((extracted.is_some(), folded, attempt, ended));

@@ -9,8 +9,8 @@
 //!
 //! Only plain names (lower case, unquoted) are rewritten, where they name the table: after
 //! `FROM`, `JOIN` or a comma, and as the qualifier of a column (`write.aid`). The rewritten
-//! query goes through the guard and runs as any other; when it fails in turn, that failure is
-//! the one repaired.
+//! query goes through the guard and runs as any other, and the attempt goes on with it: rows
+//! answer (or are voted on), no rows are asked again once, a failure is the one repaired.
 
 use serde_json::json;
 use sqlparser::keywords::Keyword;
@@ -19,24 +19,20 @@ use sqlparser::tokenizer::Token;
 use super::execute::{guarded_execute, with_step, Verdict};
 use super::host::{ExecFailure, Host};
 use super::stage;
+use crate::guard::CheckedSql;
 use crate::rows::ResultSet;
 use crate::schema::Table;
 use crate::sqledit::{apply, Tokens};
 use crate::sqltext::quote_ident;
 use crate::trace::{StageTrace, Trace};
 
-/// What running the query with the table's name came to.
-pub(super) enum Again {
-    /// It ran: its statement and rows.
-    Ran(String, ResultSet),
-    /// It failed in turn: the rewritten statement and its failure, to be repaired instead.
-    Failed(String, ExecFailure),
-}
+/// What running a query came to: its checked statement and rows, or its failure.
+type Ran = Result<(CheckedSql, ResultSet), ExecFailure>;
 
-/// After `sql` failed with `failure`: the query run again with the described table a missing
-/// relation's name is nearly ([`rewrite`]), as the caller and under the guard. `None` when the
-/// failure is not a missing relation or no one table is meant. The `named_table` stage records
-/// the change.
+/// After `sql` failed with `failure`: the query with the described table a missing relation's
+/// name is nearly ([`rewrite`]), and what running it as the caller and under the guard came
+/// to, which the attempt goes on with as with any query it ran. `None` when the failure is not
+/// a missing relation or no one table is meant. The `named_table` stage records the change.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_again(
     host: &mut dyn Host,
@@ -47,7 +43,7 @@ pub(super) fn run_again(
     failure: &ExecFailure,
     tables: &[Table],
     max_prompt_tokens: usize,
-) -> Option<Again> {
+) -> Option<(String, Ran)> {
     let ExecFailure::Error { sqlstate, message, .. } = failure else { return None };
     if sqlstate.as_str() != "42P01" {
         return None;
@@ -57,10 +53,8 @@ pub(super) fn run_again(
     st.attempt = Some(attempt);
     st.output = json!({"from": from, "to": to});
     trace.push(st);
-    Some(match guarded_execute(host, trace, attempt, step, &fixed, Verdict::of(&fixed), max_prompt_tokens) {
-        Ok((checked, rows)) => Again::Ran(checked.sql, rows),
-        Err(failure) => Again::Failed(fixed, failure),
-    })
+    let ran = guarded_execute(host, trace, attempt, step, &fixed, Verdict::of(&fixed), max_prompt_tokens);
+    Some((fixed, ran))
 }
 
 /// Whether `a` and `b` (folded, different) name the same thing nearly: one is the other with a

@@ -270,6 +270,26 @@ fn a_table_named_nearly_as_a_described_one_is_run_with_its_name_before_the_model
     assert!(repair.contains("SELECT r.nme FROM public.restaurants r") && repair.contains("column r.nme does not exist"), "{repair}");
     assert!(!repair.contains("public.restaurant r") && !repair.contains("relation"), "{repair}");
 
+    // When it returns nothing, the question is asked again once, as for any query that ran.
+    let mut h = Scripted::new(&[
+        "```sql\nSELECT r.name FROM public.restaurant r WHERE r.name = 'Nowhere'\n```",
+        "```sql\nSELECT name FROM public.restaurants\n```",
+    ]);
+    h.exec = Box::new(|sql| match sql {
+        s if s.contains("public.restaurant ") => Err(ExecFailure::Error {
+            sqlstate: "42P01".into(),
+            message: "relation \"public.restaurant\" does not exist".into(),
+            detail: None,
+            hint: None,
+        }),
+        s if s.contains("Nowhere") => Ok(ResultSet { columns: vec!["name".into()], rows: vec![], truncated: false, size_cut: false }),
+        _ => Ok(one_row()),
+    });
+    let out = run(&mut h, "q", &cfg(), Goal::Sql).unwrap();
+    assert_eq!(out.sql, "SELECT name FROM public.restaurants");
+    assert_eq!(h.executed[1], "SELECT r.name FROM public.restaurants r WHERE r.name = 'Nowhere'");
+    assert!(out.trace.stages.iter().any(|s| s.stage == stage::NOTHING), "the empty result was asked again");
+
     // A name no described table is nearly: repaired by the model, as before.
     let mut h = Scripted::new(&["```sql\nSELECT name FROM public.diners\n```", "```sql\nSELECT name FROM public.restaurants\n```"]);
     h.exec = Box::new(|sql| {
