@@ -95,6 +95,26 @@ pub(super) fn guarded_execute(
     result.map(|rs| (checked, rs))
 }
 
+/// A query that failed, written again with one name changed (`from` to `to`) by a rule of
+/// `stage` with no LLM call, run as the caller under the guard; the stage records the change.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run_renamed(
+    host: &mut dyn Host,
+    trace: &mut Trace,
+    stage: &'static str,
+    attempt: u32,
+    step: Option<usize>,
+    (sql, fixed): (&str, &str),
+    (from, to): (String, String),
+    max_prompt_tokens: usize,
+) -> Result<(CheckedSql, ResultSet), ExecFailure> {
+    let mut st = StageTrace::new(stage, with_step(json!({"sql": sql}), step));
+    st.attempt = Some(attempt);
+    st.output = json!({"from": from, "to": to});
+    trace.push(st);
+    guarded_execute(host, trace, attempt, step, fixed, Verdict::of(fixed), max_prompt_tokens)
+}
+
 /// A stage's input with the plan step it belongs to, when there is one.
 pub(super) fn with_step(mut input: Value, step: Option<usize>) -> Value {
     if let Some(n) = step {

@@ -163,18 +163,11 @@ pub(super) fn generate_and_run(
                 let ran = guarded_execute(host, trace, attempt, step, &sql, checked, cfg.max_prompt_tokens);
                 // The described table a missing relation's name is nearly, run before the model
                 // is asked: what that query comes to is this attempt's, and a repair is shown it.
-                let (sql, ran) = match ran {
-                    Err(failure) => {
-                        match super::named_table::run_again(host, trace, attempt, step, &sql, &failure, tables(), cfg.max_prompt_tokens) {
-                            Some((renamed, again)) => {
-                                extracted = Some(renamed.clone());
-                                (renamed, again)
-                            }
-                            None => (sql, Err(failure)),
-                        }
-                    }
-                    ran => (sql, ran),
-                };
+                let (sql, ran, renamed) =
+                    super::named_table::or_renamed(host, trace, attempt, step, sql, ran, tables(), cfg.max_prompt_tokens);
+                if renamed {
+                    extracted = Some(sql.clone());
+                }
                 match ran {
                     Ok(done) if super::repair_hint::is_nothing(&done.1) && attempt < max_attempts => {
                         match super::repair_hint::impossible_condition(&done.0) {

@@ -10,16 +10,15 @@
 //! `t1.id = t1.id` holds for every row: a join the model wrote over a column one table lacks
 //! is not mended by it). The rewritten query goes through the guard and runs as any other.
 
-use serde_json::json;
 use sqlparser::tokenizer::Token;
 
-use super::execute::{guarded_execute, with_step, Verdict};
+use super::execute::run_renamed;
 use super::host::{ExecFailure, Host};
 use super::stage;
 use crate::rows::ResultSet;
 use crate::sqledit::{apply, Tokens};
 use crate::sqltext::quote_ident;
-use crate::trace::{StageTrace, Trace};
+use crate::trace::Trace;
 
 /// After `sql` failed with `failure`: the query run again with the column PostgreSQL's hint
 /// names ([`rewrite`]), as the caller and under the guard; its statement and rows when it ran
@@ -39,11 +38,7 @@ pub(super) fn run_again(
         return None;
     }
     let (fixed, from, to) = rewrite(sql, message, hint.as_deref())?;
-    let mut st = StageTrace::new(stage::NAMED_COLUMN, with_step(json!({"sql": sql}), step));
-    st.attempt = Some(attempt);
-    st.output = json!({"from": from, "to": to});
-    trace.push(st);
-    match guarded_execute(host, trace, attempt, step, &fixed, Verdict::of(&fixed), max_prompt_tokens) {
+    match run_renamed(host, trace, stage::NAMED_COLUMN, attempt, step, (sql, &fixed), (from, to), max_prompt_tokens) {
         Ok((checked, rows)) if !rows.rows.is_empty() => Some((checked.sql, rows)),
         _ => None,
     }

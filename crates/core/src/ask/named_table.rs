@@ -12,11 +12,10 @@
 //! query goes through the guard and runs as any other, and the attempt goes on with it: rows
 //! answer (or are voted on), no rows are asked again once, a failure is the one repaired.
 
-use serde_json::json;
 use sqlparser::keywords::Keyword;
 use sqlparser::tokenizer::Token;
 
-use super::execute::{guarded_execute, with_step, Verdict};
+use super::execute::run_renamed;
 use super::host::{ExecFailure, Host};
 use super::stage;
 use crate::guard::CheckedSql;
@@ -24,37 +23,33 @@ use crate::rows::ResultSet;
 use crate::schema::Table;
 use crate::sqledit::{apply, Tokens};
 use crate::sqltext::quote_ident;
-use crate::trace::{StageTrace, Trace};
+use crate::trace::Trace;
 
 /// What running a query came to: its checked statement and rows, or its failure.
 type Ran = Result<(CheckedSql, ResultSet), ExecFailure>;
 
-/// After `sql` failed with `failure`: the query with the described table a missing relation's
-/// name is nearly ([`rewrite`]), and what running it as the caller and under the guard came
-/// to, which the attempt goes on with as with any query it ran. `None` when the failure is not
-/// a missing relation or no one table is meant. The `named_table` stage records the change.
+/// What the attempt goes on with after running `sql` came to `ran`: when it failed on a missing
+/// relation that one described table is named nearly like ([`rewrite`]), the query with that
+/// table's name and what running it as the caller under the guard came to (the `named_table`
+/// stage records the change), and `true`; otherwise `sql` and `ran` as they were, and `false`.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn run_again(
+pub(super) fn or_renamed(
     host: &mut dyn Host,
     trace: &mut Trace,
     attempt: u32,
     step: Option<usize>,
-    sql: &str,
-    failure: &ExecFailure,
+    sql: String,
+    ran: Ran,
     tables: &[Table],
     max_prompt_tokens: usize,
-) -> Option<(String, Ran)> {
-    let ExecFailure::Error { sqlstate, message, .. } = failure else { return None };
-    if sqlstate.as_str() != "42P01" {
-        return None;
-    }
-    let (fixed, from, to) = rewrite(sql, message, tables)?;
-    let mut st = StageTrace::new(stage::NAMED_TABLE, with_step(json!({"sql": sql}), step));
-    st.attempt = Some(attempt);
-    st.output = json!({"from": from, "to": to});
-    trace.push(st);
-    let ran = guarded_execute(host, trace, attempt, step, &fixed, Verdict::of(&fixed), max_prompt_tokens);
-    Some((fixed, ran))
+) -> (String, Ran, bool) {
+    let rewritten = match &ran {
+        Err(ExecFailure::Error { sqlstate, message, .. }) if sqlstate.as_str() == "42P01" => rewrite(&sql, message, tables),
+        _ => None,
+    };
+    let Some((fixed, from, to)) = rewritten else { return (sql, ran, false) };
+    let again = run_renamed(host, trace, stage::NAMED_TABLE, attempt, step, (&sql, &fixed), (from, to), max_prompt_tokens);
+    (fixed, again, true)
 }
 
 /// Whether `a` and `b` (folded, different) name the same thing nearly: one is the other with a

@@ -224,17 +224,17 @@ fn a_column_postgresql_names_in_its_hint_is_run_before_the_model_is_asked() {
     assert!(repair.contains("column t2.name does not exist"), "{repair}");
 }
 
+/// The failure PostgreSQL reports for a relation that does not exist.
+fn no_relation(name: &str) -> ExecFailure {
+    ExecFailure::Error { sqlstate: "42P01".into(), message: format!("relation \"{name}\" does not exist"), detail: None, hint: None }
+}
+
 /// An executor where a query reading `public.restaurant` fails as PostgreSQL fails it, one
 /// reading `nme` as a missing column, and any other returns one row.
 fn a_table_named_nearly() -> Exec {
     Box::new(|sql| {
         if sql.contains("public.restaurant ") {
-            Err(ExecFailure::Error {
-                sqlstate: "42P01".into(),
-                message: "relation \"public.restaurant\" does not exist".into(),
-                detail: None,
-                hint: None,
-            })
+            Err(no_relation("public.restaurant"))
         } else if sql.contains("nme") {
             Err(ExecFailure::Error { sqlstate: "42703".into(), message: "column r.nme does not exist".into(), detail: None, hint: None })
         } else {
@@ -276,12 +276,7 @@ fn a_table_named_nearly_as_a_described_one_is_run_with_its_name_before_the_model
         "```sql\nSELECT name FROM public.restaurants\n```",
     ]);
     h.exec = Box::new(|sql| match sql {
-        s if s.contains("public.restaurant ") => Err(ExecFailure::Error {
-            sqlstate: "42P01".into(),
-            message: "relation \"public.restaurant\" does not exist".into(),
-            detail: None,
-            hint: None,
-        }),
+        s if s.contains("public.restaurant ") => Err(no_relation("public.restaurant")),
         s if s.contains("Nowhere") => Ok(ResultSet { columns: vec!["name".into()], rows: vec![], truncated: false, size_cut: false }),
         _ => Ok(one_row()),
     });
@@ -292,18 +287,7 @@ fn a_table_named_nearly_as_a_described_one_is_run_with_its_name_before_the_model
 
     // A name no described table is nearly: repaired by the model, as before.
     let mut h = Scripted::new(&["```sql\nSELECT name FROM public.diners\n```", "```sql\nSELECT name FROM public.restaurants\n```"]);
-    h.exec = Box::new(|sql| {
-        if sql.contains("diners") {
-            Err(ExecFailure::Error {
-                sqlstate: "42P01".into(),
-                message: "relation \"public.diners\" does not exist".into(),
-                detail: None,
-                hint: None,
-            })
-        } else {
-            Ok(one_row())
-        }
-    });
+    h.exec = Box::new(|sql| if sql.contains("diners") { Err(no_relation("public.diners")) } else { Ok(one_row()) });
     let out = run(&mut h, "q", &cfg(), Goal::Sql).unwrap();
     assert_eq!(out.sql, "SELECT name FROM public.restaurants");
     assert!(!out.trace.stages.iter().any(|s| s.stage == stage::NAMED_TABLE));
