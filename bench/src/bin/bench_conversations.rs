@@ -2,7 +2,8 @@
 //!
 //! `bench/fixtures/follow_ups.json` holds conversations of 3 to 5 questions over the sample
 //! database and defog's car_dealership (each in `public` of a database of its own, its short
-//! text columns indexed), each turn with its gold SQL and whether it is a follow-up. Each
+//! text columns indexed; the sample with the knowledge it ships, `sample/knowledge.json`, as
+//! `scripts/run.sh` imports it), each turn with its gold SQL and whether it is a follow-up. Each
 //! conversation is started with `ask.conversation_start()` and its turns asked in order through
 //! `ask.sql(q, conversation => id)`; a turn is right when its SQL's result is the gold SQL's as
 //! `ask.evaluate` judges it (`pg_ask_core::compare`: extra columns allowed, numbers by value).
@@ -98,6 +99,14 @@ fn main() {
              ALTER DATABASE {db} SET ask.request_timeout = '300s'"
         ))
         .unwrap();
+        if set == "sample" {
+            // The knowledge the sample ships, as scripts/run.sh imports it: a user asks over
+            // the sample as it is set up ("open" restaurants, the guide's rating and the
+            // guests' score told apart).
+            let doc = std::fs::read_to_string(repo().join("sample/knowledge.json")).unwrap();
+            let items: i32 = c.query_one("SELECT ask.import_knowledge($1::text::jsonb)", &[&doc]).unwrap().get(0);
+            println!("{db}: the sample's knowledge imported ({items} items)");
+        }
         let mut c = connect_to("postgres", &db);
         for (ci, conv) in fixture[set].as_array().unwrap().iter().enumerate() {
             let id: i64 = c.query_one("SELECT ask.conversation_start($1)", &[&format!("{set}-{ci}")]).unwrap().get(0);

@@ -20,7 +20,7 @@
 //! Expressions are typed by the column class (number, text, date/time, boolean, other), so a
 //! literal is of the kind its column compares with: `price > 10`, `city = 'Rome'`,
 //! `opened >= '2020-01-01'`. Identifiers are written exactly as the description writes them
-//! (quoted where PostgreSQL needs it); keywords and function names in any case, a space or a
+//! (quoted where PostgreSQL needs it); keywords and function names in upper, lower or capitalized case, a space or a
 //! line break with indentation between tokens ([`super::relax`]), bounded repetitions: a
 //! constrained model cannot loop in white space or lists until its token limit.
 //!
@@ -130,7 +130,7 @@ struct Gbnf {
 }
 
 impl Gbnf {
-    /// A rule, relaxed ([`relax`]): keywords in any case everywhere, and a space between
+    /// A rule, relaxed ([`relax`]): keywords in three cases everywhere, and a space between
     /// tokens a line break too, except where a space is part of a token (white space itself,
     /// a quoted text, a time stamp, an interval's text).
     fn rule(&mut self, name: &str, body: &str) {

@@ -1,20 +1,21 @@
-//! What the SQL grammar lets a model write as it likes: keywords and function names in any
-//! case, and a line break with indentation wherever a space stands between tokens.
+//! What the SQL grammar lets a model write as it likes: keywords and function names in upper,
+//! lower or capitalized case, and a line break with indentation wherever a space stands between
+//! tokens.
 //!
 //! The grammar's rules are written with keywords in capitals and single spaces; [`relax`]
-//! rewrites a rule's body so that each keyword literal matches in any case (`COUNT(` becomes
-//! `kw-count "("`, with `kw-count ::= [Cc] [Oo] [Uu] [Nn] [Tt]` written once) and each space between tokens is the rule `ws` (one space,
-//! or a line break and up to eight spaces or tabs of indentation). Identifiers are left as
-//! they are: a quoted one is matched exactly (PostgreSQL would not find it otherwise), an
-//! unquoted one is lower case (PostgreSQL folds it), and so is a text inside quotes (a literal
-//! value, a time stamp's space).
+//! rewrites a rule's body so that each keyword literal matches in those cases (`COUNT(` becomes
+//! `kw-count "("`, with `kw-count ::= "COUNT" | "count" | "Count"` written once) and each space
+//! between tokens is the rule `ws` (one space, or a line break and up to eight spaces or tabs of
+//! indentation). Identifiers are left as they are: a quoted one is matched exactly (PostgreSQL
+//! would not find it otherwise), an unquoted one is lower case (PostgreSQL folds it), and so is
+//! a text inside quotes (a literal value, a time stamp's space).
 
 use std::collections::BTreeSet;
 
 /// The rule of white space between tokens: bounded, so a constrained model cannot loop in it.
 pub const WS_RULE: &str = "\" \" | \"\\n\" [ \\t]{0,8}";
 
-/// `body` with keyword literals in any case, and, when `spaces`, each space of a literal the
+/// `body` with keyword literals in upper, lower or capitalized case, and, when `spaces`, each space of a literal the
 /// rule `ws`. A keyword becomes a reference to its rule (`COUNT` to `kw-count`), whose name is
 /// added to `keywords`; [`keyword_rule`] writes it once per grammar.
 pub fn relax(body: &str, spaces: bool, keywords: &mut BTreeSet<String>) -> String {
@@ -53,11 +54,17 @@ pub fn relax(body: &str, spaces: bool, keywords: &mut BTreeSet<String>) -> Strin
     out
 }
 
-/// The body of the rule of a keyword [`relax`] referred to: `[Cc] [Oo] [Uu] [Nn] [Tt]` for
-/// `kw-count`.
+/// The body of the rule of a keyword [`relax`] referred to: `"COUNT" | "count" | "Count"` for
+/// `kw-count`. A keyword is written in one case from its first letter to its last: a model
+/// held to the grammar letter by letter otherwise drifts between cases inside a word
+/// (`cuRRENT_DATE`) and, once a word is mangled, writes on from there.
 pub fn keyword_rule(name: &str) -> String {
     let word = name.trim_start_matches("kw-");
-    word.chars().map(|c| format!("[{}{c}]", c.to_ascii_uppercase())).collect::<Vec<_>>().join(" ")
+    let capitalized: String = word.chars().take(1).map(|c| c.to_ascii_uppercase()).chain(word.chars().skip(1)).collect();
+    let mut cases = vec![word.to_ascii_uppercase(), word.to_string(), capitalized];
+    let mut seen = BTreeSet::new();
+    cases.retain(|c| seen.insert(c.clone()));
+    cases.iter().map(|c| format!("\"{c}\"")).collect::<Vec<_>>().join(" | ")
 }
 
 /// One literal's content (as escaped in GBNF) relaxed, or `None` when it stays as written: a
@@ -142,6 +149,7 @@ mod tests {
             kw.iter().map(String::as_str).collect::<Vec<_>>(),
             ["kw-as", "kw-by", "kw-count", "kw-distinct", "kw-interval", "kw-order"]
         );
-        assert_eq!(keyword_rule("kw-as"), "[Aa] [Ss]");
+        assert_eq!(keyword_rule("kw-as"), "\"AS\" | \"as\" | \"As\"");
+        assert_eq!(keyword_rule("kw-current_date"), "\"CURRENT_DATE\" | \"current_date\" | \"Current_date\"");
     }
 }
