@@ -10,6 +10,7 @@
 mod answer;
 mod call;
 mod execute;
+mod fan_out;
 mod fraction;
 mod from_verified;
 mod generate;

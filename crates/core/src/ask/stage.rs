@@ -53,3 +53,7 @@ pub const FRACTION: &str = "fraction";
 /// The first rows of a descending sort taken without NULL: `NULLS LAST` written after its
 /// `DESC` (no LLM call; [`super::nulls_last`]).
 pub const NULLS_LAST: &str = "nulls_last";
+/// An inner join that only multiplies rows (nothing but its condition names the table, joined
+/// on less than its key, nothing counted) written as the `EXISTS` condition it also is (no LLM
+/// call; [`super::fan_out`]).
+pub const FAN_OUT: &str = "fan_out";

@@ -32,6 +32,8 @@ struct Scripted {
     exec: Exec,
     seen: Vec<(&'static str, ChatRequest)>,
     executed: Vec<String>,
+    /// The description of the tables (one table, `public.restaurants(name)`, unless a test says).
+    schema: &'static str,
 }
 
 impl Scripted {
@@ -41,6 +43,7 @@ impl Scripted {
             exec: Box::new(|_| Ok(one_row())),
             seen: vec![],
             executed: vec![],
+            schema: "TABLE public.restaurants\n  name text\n",
         }
     }
 }
@@ -61,7 +64,7 @@ fn names(n: usize) -> ResultSet {
 
 impl Catalog for Scripted {
     fn schema_text(&mut self) -> Result<String, HostError> {
-        Ok("TABLE public.restaurants\n  name text\n".into())
+        Ok(self.schema.into())
     }
     fn select_tables(&mut self, _: &Question) -> Result<Option<Selection>, HostError> {
         Ok(None)

@@ -136,6 +136,28 @@ fn the_first_rows_of_a_descending_sort_run_without_null() {
 }
 
 #[test]
+fn a_join_that_only_multiplies_rows_runs_as_exists() {
+    let written = "SELECT c.population FROM public.restaurants r JOIN public.cities c ON r.city_id = c.id WHERE c.name = 'Chicago'";
+    let mut h = Scripted::new(&[&format!("```sql\n{written}\n```")]);
+    h.schema = "TABLE public.cities\n  id integer PRIMARY KEY\n  name text\n  population integer\nTABLE public.restaurants\n  id integer PRIMARY KEY\n  name text\n  city_id integer REFERENCES public.cities(id)\n";
+    let out = run(&mut h, "What is the population of Chicago?", &cfg(), Goal::Sql).unwrap();
+    let once = "SELECT c.population FROM public.cities c WHERE (c.name = 'Chicago') AND EXISTS (SELECT 1 FROM public.restaurants r WHERE r.city_id = c.id)";
+    assert_eq!(out.sql, once);
+    assert_eq!(h.executed, [once], "the join that multiplies Chicago's row never ran");
+    let stages: Vec<_> = out.trace.stages.iter().map(|s| s.stage).collect();
+    assert_eq!(stages, ["schema", "generate", "fan_out", "guard", "execute"]);
+    assert_eq!(out.trace.stages[2].input["sql"], written);
+    assert_eq!(out.trace.stages[2].output["changed"], json!(["public.restaurants r JOIN public.cities c ON r.city_id = c.id"]));
+    // The restaurants named: the join stays as written.
+    let kept = "SELECT r.name, c.population FROM public.restaurants r JOIN public.cities c ON r.city_id = c.id";
+    let mut h = Scripted::new(&[&format!("```sql\n{kept}\n```")]);
+    h.schema = "TABLE public.cities\n  id integer PRIMARY KEY\n  name text\n  population integer\nTABLE public.restaurants\n  id integer PRIMARY KEY\n  name text\n  city_id integer REFERENCES public.cities(id)\n";
+    let out = run(&mut h, "q", &cfg(), Goal::Sql).unwrap();
+    assert_eq!(out.sql, kept);
+    assert!(!out.trace.stages.iter().any(|s| s.stage == "fan_out"));
+}
+
+#[test]
 fn a_year_asked_and_one_of_its_days_written_runs_as_the_year() {
     let mut h = Scripted::new(&["```sql\nSELECT count(*) FROM public.restaurants r WHERE r.opened_on = '2023-12-31'\n```"]);
     h.exec = Box::new(|_| Ok(count(4)));
