@@ -272,6 +272,27 @@ mod tests {
         let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{q}', max_attempts => 1)"));
         assert_eq!(trace["final_sql"], NEAR.replace("FROM shop", "FROM ask_ratio.shops"), "{trace}");
         assert_eq!(rows_of(q), vec![serde_json::json!({"n": 2})]);
+        // A join that only multiplies rows runs as EXISTS, under the visits' own policy: each of
+        // the reader's visited shops once, not once per visit, and not shop 4, whose visit the
+        // policy hides from it.
+        drop(s);
+        Spi::run(
+            "RESET ROLE; SET ROLE ask_ratio_owner;
+             CREATE TABLE ask_ratio.visits (id int PRIMARY KEY, shop_id int NOT NULL REFERENCES ask_ratio.shops(id));
+             INSERT INTO ask_ratio.visits VALUES (1, 1), (2, 1), (3, 1), (4, 2), (5, 4);
+             ALTER TABLE ask_ratio.visits ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+             CREATE POLICY not_four ON ask_ratio.visits USING (shop_id <> 4);
+             GRANT SELECT ON ask_ratio.visits TO ask_ratio_reader; RESET ROLE",
+        )
+        .unwrap();
+        let q = "Which shops were visited?";
+        const FAN: &str = "SELECT s.name FROM ask_ratio.visits v JOIN ask_ratio.shops s ON v.shop_id = s.id";
+        let s = llm(Script::default().rule(Rule::new(&["<schema>", q], Reply::text(FAN))));
+        Spi::run("SET ROLE ask_ratio_reader").unwrap();
+        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{q}', max_attempts => 1)"));
+        let once = "SELECT s.name FROM ask_ratio.shops s WHERE EXISTS (SELECT 1 FROM ask_ratio.visits v WHERE v.shop_id = s.id)";
+        assert_eq!(trace["final_sql"], once, "{trace}");
+        assert_eq!(rows_of(q), vec![serde_json::json!({"name": "Mine"})]);
         Spi::run("RESET ROLE; RESET search_path").unwrap();
         nobody_is_answered_nothing("ask_ratio", q, &s);
     }
