@@ -8,12 +8,14 @@
 //!
 //! Only where that is all the join does: an inner join (`JOIN`, `INNER JOIN` with `ON`) of a
 //! described table that nothing but that one join condition names (no column of it selected,
-//! filtered on, sorted by, no `*` or `t.*`, no unqualified name that is one of its columns), joined on
-//! columns that are not its whole primary key (joined on its key, a row matches once and
-//! nothing is multiplied), in a single `SELECT` without `DISTINCT`, `GROUP BY`, `HAVING`,
-//! aggregates or window functions (where the copies are counted, summed or grouped, they may
-//! be what the question asks for), with one `FROM` item and no `WITH`. Anything else comes back
-//! unchanged, as does a statement the parser or tokenizer cannot read.
+//! filtered on, sorted by, no `*` or `t.*`, no unqualified name that is one of its columns), by
+//! a condition whose every column name is qualified (in the subquery an unqualified one would be
+//! read as the joined table's own first), on columns that are not its whole primary key (joined
+//! on its key, a row matches once and nothing is multiplied), in a single `SELECT` without
+//! `DISTINCT`, `GROUP BY`, `HAVING`, aggregates or window functions (where the copies are
+//! counted, summed or grouped, they may be what the question asks for), with one `FROM` item
+//! and no `WITH`. Anything else comes back unchanged, as does a statement the parser or
+//! tokenizer cannot read.
 
 use std::ops::ControlFlow;
 
@@ -141,6 +143,11 @@ pub fn as_exists<'t>(sql: &str, statement: &Statement, tables: &dyn Fn() -> &'t 
             }
         }
         if elsewhere.iter().any(names_r) || !in_on[at].iter().any(|n| n.0.as_deref() == Some(known_as)) {
+            continue;
+        }
+        // Moved into the subquery, an unqualified name would be read as the table's own column
+        // first (`ON city_id = id` makes `id` the joined table's): every name qualified.
+        if in_on[at].iter().any(|n| n.0.is_none()) {
             continue;
         }
         // Joined on its whole primary key, a row of the others matches at most one of its rows.

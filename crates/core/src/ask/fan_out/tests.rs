@@ -90,6 +90,10 @@ fn a_join_whose_rows_are_used_or_counted_is_kept() {
         "SELECT * FROM cities c JOIN restaurants r ON r.city_id = c.id",
         "WITH x AS (SELECT 1) SELECT c.name FROM cities c JOIN restaurants r ON r.city_id = c.id",
         "SELECT c.name FROM cities c JOIN restaurants r ON r.city_id = c.id UNION SELECT name FROM states",
+        // A name of the join condition unqualified: in the subquery it would be read as the
+        // joined table's own column.
+        "SELECT c.name FROM cities c JOIN restaurants r ON city_id = c.id",
+        "SELECT c.population FROM restaurants r JOIN cities c ON r.city_id = id WHERE c.name = 'Rome'",
         // Two FROM items, and no join at all.
         "SELECT c.name FROM cities c, restaurants r WHERE r.city_id = c.id",
         "SELECT name FROM cities",
