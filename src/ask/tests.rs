@@ -217,7 +217,8 @@ mod tests {
     /// on the caller's search path (the keyword names the built-in type); the first row of a
     /// descending sort is the reader's highest value, not NULL; a table named nearly as the
     /// described one is read as that one, not as the hostile role's table of the name first on
-    /// the path. A role without privileges gets no description and no answer.
+    /// the path; a join that only multiplies rows runs as `EXISTS` under the joined table's own
+    /// policy. A role without privileges gets no description and no answer.
     #[pg_test]
     fn a_ratio_of_integers_divides_exactly_as_the_caller_under_its_policies() {
         setup();
@@ -231,9 +232,8 @@ mod tests {
         .unwrap();
         let q = "What share of the shops have a name starting with Mine?";
         const WROTE: &str = "SELECT count(*) FILTER (WHERE name LIKE 'Mine%') / count(*) AS share FROM ask_ratio.shops";
-        let s = llm(Script::default().rule(Rule::new(&["<schema>", q], Reply::text(WROTE))));
-        Spi::run("SET ROLE ask_ratio_reader; SET search_path = ask_ratio_att, ask_ratio, pg_catalog").unwrap();
-        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{q}', max_attempts => 1)"));
+        Spi::run("SET search_path = ask_ratio_att, ask_ratio, pg_catalog").unwrap();
+        let (s, trace) = explained_as_reader(q, WROTE);
         let exact = WROTE.replace(") / count", ")::numeric / count");
         assert_eq!(trace["final_sql"], exact, "{trace}");
         let stage = trace["stages"].as_array().unwrap().iter().find(|st| st["stage"] == "fraction").expect("a fraction stage").clone();
@@ -251,11 +251,9 @@ mod tests {
         Spi::run("ALTER TABLE ask_ratio.shops ADD COLUMN rating int; UPDATE ask_ratio.shops SET rating = CASE id WHEN 1 THEN 3 WHEN 2 THEN 9 WHEN 4 THEN 5 END").unwrap();
         let q = "Which shop has the best rating?";
         const TOP: &str = "SELECT name FROM ask_ratio.shops ORDER BY rating DESC LIMIT 1";
-        let s = llm(Script::default().rule(Rule::new(&["<schema>", q], Reply::text(TOP))));
-        Spi::run("SET ROLE ask_ratio_reader").unwrap();
-        assert_eq!(rows_of(q), vec![serde_json::json!({"name": "Other"})]);
-        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{q}', max_attempts => 1)"));
+        let (s, trace) = explained_as_reader(q, TOP);
         assert_eq!(trace["final_sql"], TOP.replace("DESC", "DESC NULLS LAST"), "{trace}");
+        assert_eq!(rows_of(q), vec![serde_json::json!({"name": "Other"})]);
         // A table named nearly as the described one: run with the described table's qualified
         // name, not the hostile role's table of that name first on the reader's path, and
         // under the owner's policy.
@@ -267,9 +265,7 @@ mod tests {
         .unwrap();
         let q = "How many shops have a name starting with Mine?";
         const NEAR: &str = "SELECT count(*) AS n FROM shop WHERE name LIKE 'Mine%'";
-        let s = llm(Script::default().rule(Rule::new(&["<schema>", q], Reply::text(NEAR))));
-        Spi::run("SET ROLE ask_ratio_reader").unwrap();
-        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{q}', max_attempts => 1)"));
+        let (s, trace) = explained_as_reader(q, NEAR);
         assert_eq!(trace["final_sql"], NEAR.replace("FROM shop", "FROM ask_ratio.shops"), "{trace}");
         assert_eq!(rows_of(q), vec![serde_json::json!({"n": 2})]);
         // A join that only multiplies rows runs as EXISTS, under the visits' own policy: each of
@@ -287,14 +283,21 @@ mod tests {
         .unwrap();
         let q = "Which shops were visited?";
         const FAN: &str = "SELECT s.name FROM ask_ratio.visits v JOIN ask_ratio.shops s ON v.shop_id = s.id";
-        let s = llm(Script::default().rule(Rule::new(&["<schema>", q], Reply::text(FAN))));
-        Spi::run("SET ROLE ask_ratio_reader").unwrap();
-        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{q}', max_attempts => 1)"));
+        let (s, trace) = explained_as_reader(q, FAN);
         let once = "SELECT s.name FROM ask_ratio.shops s WHERE EXISTS (SELECT 1 FROM ask_ratio.visits v WHERE v.shop_id = s.id)";
         assert_eq!(trace["final_sql"], once, "{trace}");
         assert_eq!(rows_of(q), vec![serde_json::json!({"name": "Mine"})]);
         Spi::run("RESET ROLE; RESET search_path").unwrap();
         nobody_is_answered_nothing("ask_ratio", q, &s);
+    }
+
+    /// `ask.explain(q)` as `ask_ratio_reader` (the role stays set), the model writing `wrote`:
+    /// the stand-in, kept for the calls after, and the trace.
+    fn explained_as_reader(q: &str, wrote: &str) -> (StandIn, Value) {
+        let s = llm(Script::default().rule(Rule::new(&["<schema>", q], Reply::text(wrote))));
+        Spi::run("SET ROLE ask_ratio_reader").unwrap();
+        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{q}', max_attempts => 1)"));
+        (s, trace)
     }
 
     #[pg_test]

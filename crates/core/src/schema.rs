@@ -196,6 +196,21 @@ pub(crate) fn count_rendered_tables(text: &str) -> usize {
     text.lines().filter(|l| !l.is_empty() && !l.starts_with(' ') && !l.starts_with(')')).count()
 }
 
+/// The one described table that the parts of a name (`[schema, ]name`, as
+/// `guard::normalized_parts` gives them) name, compared without case; `None` when none or
+/// several do (a bare name in two schemas).
+pub(crate) fn named<'t>(parts: &[String], tables: &'t [Table]) -> Option<&'t Table> {
+    let name = parts.last()?;
+    let schema = (parts.len() > 1).then(|| parts[parts.len() - 2].as_str());
+    let mut hits = tables.iter().filter(|t| t.name.eq_ignore_ascii_case(name) && schema.is_none_or(|s| t.schema.eq_ignore_ascii_case(s)));
+    let first = hits.next();
+    if hits.next().is_some() {
+        None
+    } else {
+        first
+    }
+}
+
 /// Read back what [`render`] wrote: the tables, columns and keys of a description (comments
 /// are left out). The SQL grammar is built from this, so that it allows exactly the names the
 /// prompt shows, whichever way the description was made (read now, or cached with a suite).

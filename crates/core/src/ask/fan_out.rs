@@ -20,12 +20,12 @@
 use std::ops::ControlFlow;
 
 use sqlparser::ast::{
-    visit_expressions, BinaryOperator, Expr, JoinConstraint, JoinOperator, ObjectNamePart, SelectItem, SetExpr, Spanned, Statement,
-    TableFactor,
+    visit_expressions, BinaryOperator, Expr, JoinConstraint, JoinOperator, SelectItem, SetExpr, Spanned, Statement, TableFactor,
 };
 use sqlparser::keywords::Keyword;
 use sqlparser::tokenizer::Token;
 
+use crate::guard::{normalized, normalized_parts};
 use crate::plain::bare;
 use crate::schema::Table;
 use crate::sqledit::{apply, Tokens};
@@ -63,16 +63,8 @@ const AGGREGATES: &[&str] = &[
     "xmlagg",
 ];
 
-/// Keywords that end a join's `ON` condition or the `WHERE` clause at the query's own level.
-const ENDS: &[Keyword] = &[
-    Keyword::JOIN,
-    Keyword::INNER,
-    Keyword::LEFT,
-    Keyword::RIGHT,
-    Keyword::FULL,
-    Keyword::CROSS,
-    Keyword::NATURAL,
-    Keyword::WHERE,
+/// Keywords that open the clauses after `WHERE`: where the `WHERE` condition ends.
+const AFTER_WHERE: &[Keyword] = &[
     Keyword::GROUP,
     Keyword::HAVING,
     Keyword::WINDOW,
@@ -112,10 +104,9 @@ pub fn as_exists<'t>(sql: &str, statement: &Statement, tables: &dyn Fn() -> &'t 
     let mut items = Vec::new();
     for (k, relation) in std::iter::once(&from.relation).chain(from.joins.iter().map(|j| &j.relation)).enumerate() {
         let TableFactor::Table { name, alias, args: None, .. } = relation else { return None };
-        let parts: Vec<String> =
-            name.0.iter().filter_map(|p| if let ObjectNamePart::Identifier(i) = p { Some(folded(i)) } else { None }).collect();
-        let table = described(&parts, tables())?;
-        let known_as = alias.as_ref().map(|a| folded(&a.name)).unwrap_or_else(|| parts.last().cloned().unwrap_or_default());
+        let parts = normalized_parts(name);
+        let table = crate::schema::named(&parts, tables())?;
+        let known_as = alias.as_ref().map(|a| normalized(&a.name)).unwrap_or_else(|| parts.last().cloned().unwrap_or_default());
         let on = match k {
             0 => None,
             _ => match &from.joins[k - 1].join_operator {
@@ -152,7 +143,7 @@ pub fn as_exists<'t>(sql: &str, statement: &Statement, tables: &dyn Fn() -> &'t 
         }
         // Joined on its whole primary key, a row of the others matches at most one of its rows.
         let on = items[at].3?;
-        let keyed = equated(on, known_as, table);
+        let keyed = equated(on, known_as);
         if !table.primary_key.is_empty() && table.primary_key.iter().all(|k| keyed.contains(k)) {
             continue;
         }
@@ -199,7 +190,11 @@ fn rewrite(sql: &str, relations: &[&TableFactor], r: usize) -> Option<(String, V
     // that ends a clause (or the end).
     let last = starts.last()?.1;
     let end = (last..t.len())
-        .find(|&k| depth[k] < 0 || (depth[k] == 0 && (keyword(&t, k, &ENDS[7..]) || matches!(t.at(k), Some(Token::SemiColon)))))
+        .find(|&k| {
+            depth[k] < 0
+                || (depth[k] == 0
+                    && (keyword(&t, k, &[Keyword::WHERE]) || keyword(&t, k, AFTER_WHERE) || matches!(t.at(k), Some(Token::SemiColon))))
+        })
         .unwrap_or(t.len());
     // Each join's `ON` keyword and the last token of its condition.
     let mut ons = vec![(0, 0)];
@@ -232,7 +227,7 @@ fn rewrite(sql: &str, relations: &[&TableFactor], r: usize) -> Option<(String, V
     // The WHERE clause, when there is one: its condition in parentheses, and the EXISTS after.
     if end < t.len() && keyword(&t, end, &[Keyword::WHERE]) {
         let stop = (end + 1..t.len())
-            .find(|&k| depth[k] < 0 || (depth[k] == 0 && (keyword(&t, k, &ENDS[8..]) || matches!(t.at(k), Some(Token::SemiColon)))))
+            .find(|&k| depth[k] < 0 || (depth[k] == 0 && (keyword(&t, k, AFTER_WHERE) || matches!(t.at(k), Some(Token::SemiColon)))))
             .unwrap_or(t.len());
         if stop <= end + 1 {
             return None;
@@ -255,10 +250,7 @@ fn aggregates(statement: &Statement) -> bool {
     let mut found = false;
     let _ = visit_expressions(statement, |e| {
         if let Expr::Function(f) = e {
-            let name = match f.name.0.last() {
-                Some(ObjectNamePart::Identifier(i)) => i.value.to_lowercase(),
-                _ => String::new(),
-            };
+            let name = super::fraction::function_name(f);
             if f.over.is_some() || f.filter.is_some() || !f.within_group.is_empty() || AGGREGATES.contains(&name.as_str()) {
                 found = true;
                 return ControlFlow::Break(());
@@ -274,9 +266,9 @@ fn names<V: sqlparser::ast::Visit>(node: &V) -> Vec<Name> {
     let mut out = Vec::new();
     let _ = visit_expressions(node, |e| {
         match e {
-            Expr::Identifier(i) => out.push((None, folded(i))),
+            Expr::Identifier(i) => out.push((None, normalized(i))),
             Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
-                out.push((Some(folded(&parts[parts.len() - 2])), folded(&parts[parts.len() - 1])));
+                out.push((Some(normalized(&parts[parts.len() - 2])), normalized(&parts[parts.len() - 1])));
             }
             _ => {}
         }
@@ -286,15 +278,14 @@ fn names<V: sqlparser::ast::Visit>(node: &V) -> Vec<Name> {
 }
 
 /// The columns of the table known as `known_as` that `on` equates with an expression that
-/// names none of its columns (`r.city_id = c.id`: `city_id`), in a condition of `AND`s.
-fn equated(on: &Expr, known_as: &str, table: &Table) -> Vec<String> {
-    let mine = |e: &Expr| -> Option<String> {
-        match bare(e) {
-            Expr::CompoundIdentifier(p) if p.len() >= 2 && folded(&p[p.len() - 2]) == known_as => Some(folded(&p[p.len() - 1])),
-            Expr::Identifier(i) if table.columns.iter().any(|c| c.name == folded(i)) => Some(folded(i)),
-            _ => None,
-        }
+/// names none of its columns (`r.city_id = c.id`: `city_id`), in a condition of `AND`s whose
+/// names are all qualified.
+fn equated(on: &Expr, known_as: &str) -> Vec<String> {
+    let mine = |e: &Expr| match bare(e) {
+        Expr::CompoundIdentifier(p) if p.len() >= 2 && normalized(&p[p.len() - 2]) == known_as => Some(normalized(&p[p.len() - 1])),
+        _ => None,
     };
+    let names_it = |e: &Expr| names(e).iter().any(|n| n.0.as_deref() == Some(known_as));
     let mut out = Vec::new();
     let mut stack = vec![on];
     while let Some(e) = stack.pop() {
@@ -304,10 +295,9 @@ fn equated(on: &Expr, known_as: &str, table: &Table) -> Vec<String> {
                 stack.push(right);
             }
             Expr::BinaryOp { left, op: BinaryOperator::Eq, right } => {
-                let other_names_it = |x: &Expr| names(x).iter().any(|n| n.0.as_deref() == Some(known_as));
-                if let (Some(c), false) = (mine(left), other_names_it(right)) {
+                if let (Some(c), false) = (mine(left), names_it(right)) {
                     out.push(c);
-                } else if let (Some(c), false) = (mine(right), other_names_it(left)) {
+                } else if let (Some(c), false) = (mine(right), names_it(left)) {
                     out.push(c);
                 }
             }
@@ -315,27 +305,6 @@ fn equated(on: &Expr, known_as: &str, table: &Table) -> Vec<String> {
         }
     }
     out
-}
-
-/// An identifier as PostgreSQL reads it: unquoted names folded to lower case.
-fn folded(i: &sqlparser::ast::Ident) -> String {
-    if i.quote_style.is_some() {
-        i.value.clone()
-    } else {
-        i.value.to_lowercase()
-    }
-}
-
-/// The one described table `parts` (`[schema, ]name`) names; `None` when none or several do.
-fn described<'t>(parts: &[String], tables: &'t [Table]) -> Option<&'t Table> {
-    let (schema, name) = match parts {
-        [name] => (None, name),
-        [.., schema, name] => (Some(schema), name),
-        [] => return None,
-    };
-    let mut found = tables.iter().filter(|t| &t.name == name && schema.is_none_or(|s| &t.schema == s));
-    let one = found.next()?;
-    found.next().is_none().then_some(one)
 }
 
 #[cfg(test)]

@@ -124,7 +124,8 @@ fn may_be_integer_division(e: &Expr, kept: &HashSet<*const Expr>) -> bool {
         && !kept.contains(&(e as *const Expr))
 }
 
-fn function_name(f: &sqlparser::ast::Function) -> String {
+/// A function's name as called, lower case, without its schema.
+pub(super) fn function_name(f: &sqlparser::ast::Function) -> String {
     match f.name.0.last() {
         Some(ObjectNamePart::Identifier(i)) => i.value.to_lowercase(),
         _ => String::new(),
@@ -176,19 +177,7 @@ impl<'a> Names<'a> {
                 let (named, alias) = match factor {
                     TableFactor::Table { name, alias, .. } => {
                         let parts = crate::guard::normalized_parts(name);
-                        let table = parts.last().and_then(|n| {
-                            let schema = (parts.len() > 1).then(|| parts[parts.len() - 2].as_str());
-                            let mut hits = self
-                                .tables
-                                .iter()
-                                .filter(|t| t.name.eq_ignore_ascii_case(n) && schema.is_none_or(|s| t.schema.eq_ignore_ascii_case(s)));
-                            let first = hits.next();
-                            if hits.next().is_some() {
-                                None
-                            } else {
-                                first
-                            }
-                        });
+                        let table = crate::schema::named(&parts, self.tables);
                         if let Some(t) = table {
                             self.names.read.push(t);
                         }

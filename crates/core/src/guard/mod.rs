@@ -51,7 +51,7 @@ use sqlparser::tokenizer::{Location, TokenWithSpan, Tokenizer};
 
 use tokens::{check_lexical, check_size, statement_bounds};
 use walk::Walker;
-pub(crate) use walk::{data_modifying_statement, normalized_parts, statement_kind};
+pub(crate) use walk::{data_modifying_statement, normalized, normalized_parts, statement_kind};
 
 pub use deny::{forbidden_function_reason, secret_setting, ForbiddenGroup, NamePattern, FORBIDDEN_FUNCTIONS, FORBIDDEN_RELATIONS};
 pub use refusal::{Refusal, MAX_SET_OPERATIONS, MAX_TOKENS};

@@ -42,7 +42,7 @@ pub(crate) fn statement_kind(statement: &Statement) -> String {
 }
 
 /// The identifier as PostgreSQL resolves it: unquoted names fold to lower case.
-fn normalized(ident: &Ident) -> String {
+pub(crate) fn normalized(ident: &Ident) -> String {
     match ident.quote_style {
         None => ident.value.to_lowercase(),
         Some(_) => ident.value.clone(),

@@ -135,11 +135,14 @@ fn the_first_rows_of_a_descending_sort_run_without_null() {
     assert_eq!(out.trace.stages[2].output["changed"], json!(["length(name)"]));
 }
 
+/// Cities and their restaurants, each keyed by its `id`.
+const CITIES_AND_RESTAURANTS: &str = "TABLE public.cities\n  id integer PRIMARY KEY\n  name text\n  population integer\nTABLE public.restaurants\n  id integer PRIMARY KEY\n  name text\n  city_id integer REFERENCES public.cities(id)\n";
+
 #[test]
 fn a_join_that_only_multiplies_rows_runs_as_exists() {
     let written = "SELECT c.population FROM public.restaurants r JOIN public.cities c ON r.city_id = c.id WHERE c.name = 'Chicago'";
     let mut h = Scripted::new(&[&format!("```sql\n{written}\n```")]);
-    h.schema = "TABLE public.cities\n  id integer PRIMARY KEY\n  name text\n  population integer\nTABLE public.restaurants\n  id integer PRIMARY KEY\n  name text\n  city_id integer REFERENCES public.cities(id)\n";
+    h.schema = CITIES_AND_RESTAURANTS;
     let out = run(&mut h, "What is the population of Chicago?", &cfg(), Goal::Sql).unwrap();
     let once = "SELECT c.population FROM public.cities c WHERE (c.name = 'Chicago') AND EXISTS (SELECT 1 FROM public.restaurants r WHERE r.city_id = c.id)";
     assert_eq!(out.sql, once);
@@ -151,7 +154,7 @@ fn a_join_that_only_multiplies_rows_runs_as_exists() {
     // The restaurants named: the join stays as written.
     let kept = "SELECT r.name, c.population FROM public.restaurants r JOIN public.cities c ON r.city_id = c.id";
     let mut h = Scripted::new(&[&format!("```sql\n{kept}\n```")]);
-    h.schema = "TABLE public.cities\n  id integer PRIMARY KEY\n  name text\n  population integer\nTABLE public.restaurants\n  id integer PRIMARY KEY\n  name text\n  city_id integer REFERENCES public.cities(id)\n";
+    h.schema = CITIES_AND_RESTAURANTS;
     let out = run(&mut h, "q", &cfg(), Goal::Sql).unwrap();
     assert_eq!(out.sql, kept);
     assert!(!out.trace.stages.iter().any(|s| s.stage == "fan_out"));
