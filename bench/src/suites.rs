@@ -16,7 +16,7 @@ pub fn load_sample(c: &mut Client) -> i32 {
 /// The first `per_db` questions of each defog database after the first `skip`, in the file's
 /// order; with a `category`, of that category alone (`instruct`: the questions defog gives
 /// instructions with).
-pub fn load_defog(c: &mut Client, per_db: i64, skip: i64, category: Option<&str>) -> i32 {
+pub fn load_defog(c: &mut Client, per_db: i64, skip: i64, category: Option<&str>, only: Option<&[i32]>) -> i32 {
     let csv = std::fs::canonicalize(repo().join("../shared/datasets/defog/questions_gen_postgres.csv")).unwrap();
     c.batch_execute(&format!(
         "DROP TABLE IF EXISTS defog_q; CREATE TEMP TABLE defog_q (n serial, question text, query text, db_name text, query_category text, instructions text);
@@ -30,8 +30,9 @@ pub fn load_defog(c: &mut Client, per_db: i64, skip: i64, category: Option<&str>
         "SELECT ask.load_suite('defog', (SELECT jsonb_agg(to_jsonb(q) - 'n' - 'k' ORDER BY n) FROM
             (SELECT n, question, replace(query, 'consumer_div.', 'ewallet.') AS query, db_name, query_category, instructions,
                     row_number() OVER (PARTITION BY db_name ORDER BY n) AS k FROM defog_q
-              WHERE $3::text IS NULL OR query_category = $3) q WHERE k > $2 AND k <= $2 + $1))",
-        &[&per_db, &skip, &category],
+              WHERE ($3::text IS NULL OR query_category = $3) AND ($4::int[] IS NULL OR n = ANY($4))) q
+             WHERE k > $2 AND k <= $2 + $1))",
+        &[&per_db, &skip, &category, &only.map(<[i32]>::to_vec)],
     )
     .unwrap()
     .get(0)

@@ -180,7 +180,8 @@ mod tests {
     /// A query that returns nothing for the caller (its rows hidden by a non-superuser owner's
     /// forced row-level security) is asked again once with why; the next query runs as the
     /// caller under the same policy, and when it returns nothing too, the first empty result
-    /// answers. A role without privileges gets no description and no answer.
+    /// answers; so is one whose rows left out a value the question quotes. A role without
+    /// privileges gets no description and no answer.
     #[pg_test]
     fn a_query_that_returned_nothing_is_asked_again_as_the_caller_under_its_policies() {
         setup();
@@ -207,6 +208,20 @@ mod tests {
         assert_eq!(answer, "Nothing was found.");
         assert_eq!(s.requests().iter().filter(|r| r.prompt.contains("returned no rows")).count(), 1, "asked again once");
         assert_eq!(s.requests().len(), 3, "written, edited, asked afresh");
+        // Rows from a query that left out a value the question quotes: asked again once with
+        // the value named; the next query runs as the caller under the same policy.
+        drop(s);
+        let q = r#"Which shops are called "Mine" or "Theirs"?"#;
+        const ONE: &str = "SELECT name FROM ask_nothing.shops WHERE name = 'Mine'";
+        const BOTH: &str = "SELECT name FROM ask_nothing.shops WHERE name IN ('Mine', 'Theirs')";
+        let s = llm(Script::default()
+            .rule(Rule::new(&[r#"does not use the value "Theirs""#, ONE], Reply::text(BOTH)))
+            .rule(Rule::new(&["<schema>", q], Reply::text(ONE))));
+        let JsonB(trace) = one::<JsonB>(&format!("SELECT ask.explain('{q}')"));
+        assert_eq!(trace["final_sql"], BOTH, "{trace}");
+        let stage = trace["stages"].as_array().unwrap().iter().find(|st| st["stage"] == "quoted").expect("a quoted stage").clone();
+        assert_eq!(stage["output"], serde_json::json!({"left_out": ["Theirs"], "rows": 1, "asked_again": true}));
+        assert_eq!(rows_of(q), vec![serde_json::json!({"name": "Mine"})], "the reader's shop only, not the one it named");
         // A role that may read nothing.
         nobody_is_answered_nothing("ask_nothing", q, &s);
     }

@@ -167,9 +167,16 @@ mod tests {
         // Each question's first call went out once (prefetched), plus the live repairs: one for
         // the repaired question, two for the one that never gives SQL (its second reply repeats
         // the first, so the same request is asked once more under the SQL grammar, the last of
-        // ask.max_attempts = 3).
+        // ask.max_attempts = 3), and two for each wrong query that left out a value its
+        // question quotes (asked again as an edit, then afresh when the edit writes it again).
+        let quoting = (1..=n)
+            .filter(|&i| {
+                plan_for(i) == Plan::Wrong && !pg_ask_core::ask::quoted::ignored(&questions[i - 1].prompt_text(), WRONG_SQL).is_empty()
+            })
+            .count();
+        assert_eq!(quoting, 4, "the 20th and 24th (academic), 68th and 72nd (scholar) quote a value");
         let requests = s.requests();
-        assert_eq!(requests.len(), n + 1 + 2);
+        assert_eq!(requests.len(), n + 1 + 2 + 2 * quoting);
         let calls: BTreeMap<String, i64> = Spi::connect(|c| {
             c.select("SELECT stage, count(*) FROM ask.llm_calls WHERE outcome = 'ok' GROUP BY 1", None, &[])
                 .unwrap()
@@ -177,7 +184,7 @@ mod tests {
                 .collect()
         });
         assert_eq!(calls.get("generate"), Some(&(n as i64)));
-        assert_eq!(calls.get("repair"), Some(&3));
+        assert_eq!(calls.get("repair"), Some(&(3 + 2 * quoting as i64)));
         // The prompt described only the question's own schema.
         let first = &requests.iter().find(|r| r.prompt.contains(&questions[0].question)).unwrap().prompt;
         assert!(first.contains("TABLE academic.author") && !first.contains("restaurants.") && !first.contains("scholar."), "{first}");

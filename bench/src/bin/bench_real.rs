@@ -19,7 +19,8 @@
 //! `PG_ASK_REAL_DEFOG_PER_DB` (defog questions per database, default 4; `PG_ASK_REAL_DEFOG_SKIP`
 //! leaves out the first ones of each database, 0 by default, for a held-out part;
 //! `PG_ASK_REAL_DEFOG_CATEGORY=instruct` takes them from one category, here the questions defog
-//! gives instructions with), `PG_ASK_REAL_SUITES`
+//! gives instructions with; `PG_ASK_REAL_DEFOG_QUESTIONS=1,21` only those of defog's questions,
+//! by their line in its file), `PG_ASK_REAL_SUITES`
 //! (`sample,defog`; also `ask`: only `ask()` from new connections over the sample, `answers`,
 //! `incondb`), `PG_ASK_REAL_LABEL` (added to the run label), `PG_ASK_REAL_MAX_TOKENS`,
 //! `PG_ASK_REAL_COMMENTS=0` (defog's column descriptions not loaded as comments; both sides
@@ -46,6 +47,13 @@ const DB: &str = "pg_ask_real_bench";
 /// Questions asked at once (`PG_ASK_REAL_CONCURRENCY`, default 2, the server's slots).
 fn concurrency() -> usize {
     env("PG_ASK_REAL_CONCURRENCY", "2").parse().expect("PG_ASK_REAL_CONCURRENCY is a number")
+}
+
+/// `PG_ASK_REAL_DEFOG_QUESTIONS`: only these of defog's questions (their line numbers in its
+/// file, 1 to 210, comma-separated), for a change that reaches a known few.
+fn defog_questions() -> Option<Vec<i32>> {
+    let list = std::env::var("PG_ASK_REAL_DEFOG_QUESTIONS").ok().filter(|l| !l.trim().is_empty())?;
+    Some(list.split(',').map(|n| n.trim().parse().expect("PG_ASK_REAL_DEFOG_QUESTIONS lists numbers")).collect())
 }
 
 fn env(name: &str, default: &str) -> String {
@@ -242,6 +250,7 @@ fn run_suite(c: &mut Client, suite: &str, label: &str, base: &Baseline<'_>, mut 
                 env("PG_ASK_REAL_DEFOG_PER_DB", "4").parse().unwrap(),
                 env("PG_ASK_REAL_DEFOG_SKIP", "0").parse().unwrap(),
                 std::env::var("PG_ASK_REAL_DEFOG_CATEGORY").ok().filter(|c| !c.is_empty()).as_deref(),
+                defog_questions().as_deref(),
             );
             c.batch_execute("SET ask.use_knowledge = on").unwrap();
             if env("PG_ASK_REAL_KNOWLEDGE", "0") == "1" {

@@ -72,7 +72,11 @@ pub(super) fn generate_and_run(
     let mut tried: Vec<(bool, String, u32, AskError)> = Vec::new();
     // The first query that ran and returned nothing (no rows, or only NULL): asked once more,
     // and the answer when no later query returns something ([`super::repair_hint::nothing`]).
-    let mut nothing: Option<(u32, String, ResultSet)> = None;
+    // Also the first query that ran with rows but left out a value the question quotes: asked
+    // again once, and the answer when no later query runs ([`super::quoted`]). Each is kept
+    // with the stage that says why.
+    let mut nothing: Option<(u32, String, ResultSet, &'static str)> = None;
+    let mut quoted_asked = false;
     let mut asked_afresh = false;
     for attempt in 1..=max_attempts {
         trace.attempts += 1;
@@ -168,7 +172,36 @@ pub(super) fn generate_and_run(
                 if renamed {
                     extracted = Some(sql.clone());
                 }
+                let left_out = match &ran {
+                    // The question as the caller wrote it (not with a reading pg_ask wrote in),
+                    // for the whole question, not one step of a plan.
+                    Ok(done) if !quoted_asked && nothing.is_none() && cfg.candidates < 2 && attempt < max_attempts && step.is_none() => {
+                        if super::repair_hint::is_nothing(&done.1) {
+                            Vec::new()
+                        } else {
+                            super::quoted::ignored(&trace.question, &sql)
+                        }
+                    }
+                    _ => Vec::new(),
+                };
                 match ran {
+                    // Rows from a query that left out a value the question quotes: asked once
+                    // more, this result kept.
+                    Ok(done) if !left_out.is_empty() => {
+                        quoted_asked = true;
+                        let message = super::quoted::reason(&left_out);
+                        let output = json!({"left_out": left_out, "rows": done.1.rows.len(), "asked_again": true});
+                        kept_stage(trace, stage::QUOTED, step, attempt, &done.0.sql, output);
+                        points_at_the_change = true;
+                        let ended = AskError::Failed {
+                            attempts: attempt,
+                            sqlstate: SqlState::or_internal("02000"),
+                            message: message.clone(),
+                            sql: done.0.sql.clone(),
+                        };
+                        nothing = Some((attempt, done.0.sql, done.1, stage::QUOTED));
+                        (message, ended)
+                    }
                     Ok(done) if super::repair_hint::is_nothing(&done.1) && attempt < max_attempts => {
                         match super::repair_hint::impossible_condition(&done.0) {
                             // No rows, from a condition no row can meet: asked once more.
@@ -191,7 +224,14 @@ pub(super) fn generate_and_run(
                             // several candidates, the vote draws them instead).
                             _ if nothing.is_none() && cfg.candidates < 2 => {
                                 let message = super::repair_hint::nothing(&done.1);
-                                nothing_stage(trace, step, attempt, &done.0.sql, json!({"rows": done.1.rows.len(), "asked_again": true}));
+                                kept_stage(
+                                    trace,
+                                    stage::NOTHING,
+                                    step,
+                                    attempt,
+                                    &done.0.sql,
+                                    json!({"rows": done.1.rows.len(), "asked_again": true}),
+                                );
                                 points_at_the_change = true;
                                 let ended = AskError::Failed {
                                     attempts: attempt,
@@ -199,7 +239,7 @@ pub(super) fn generate_and_run(
                                     message: message.clone(),
                                     sql: done.0.sql.clone(),
                                 };
-                                nothing = Some((attempt, done.0.sql, done.1));
+                                nothing = Some((attempt, done.0.sql, done.1, stage::NOTHING));
                                 (message, ended)
                             }
                             _ => {
@@ -277,17 +317,21 @@ pub(super) fn generate_and_run(
     Err(tried.pop().map(|(.., ended)| ended).expect("every attempt that did not return is recorded"))
 }
 
-/// The query that ran and returned nothing, as the answer once no later attempt returned
-/// anything; the `nothing` stage says which attempt answers.
-fn kept_nothing(trace: &mut Trace, step: Option<usize>, nothing: &mut Option<(u32, String, ResultSet)>) -> Option<(String, ResultSet)> {
-    let (attempt, sql, rows) = nothing.take()?;
-    nothing_stage(trace, step, attempt, &sql, json!({"rows": rows.rows.len(), "answers": true}));
+/// The query kept when it was asked again (it returned nothing, or left out a quoted value),
+/// as the answer once no later attempt returned anything; its stage says which attempt answers.
+fn kept_nothing(
+    trace: &mut Trace,
+    step: Option<usize>,
+    nothing: &mut Option<(u32, String, ResultSet, &'static str)>,
+) -> Option<(String, ResultSet)> {
+    let (attempt, sql, rows, why) = nothing.take()?;
+    kept_stage(trace, why, step, attempt, &sql, json!({"rows": rows.rows.len(), "answers": true}));
     Some((sql, rows))
 }
 
-/// The `nothing` stage of the query `sql` that `attempt` ran, with `output`.
-fn nothing_stage(trace: &mut Trace, step: Option<usize>, attempt: u32, sql: &str, output: serde_json::Value) {
-    let mut st = StageTrace::new(stage::NOTHING, with_step(json!({"sql": sql}), step));
+/// The stage `why` of the query `sql` that `attempt` ran, with `output`.
+fn kept_stage(trace: &mut Trace, why: &'static str, step: Option<usize>, attempt: u32, sql: &str, output: serde_json::Value) {
+    let mut st = StageTrace::new(why, with_step(json!({"sql": sql}), step));
     st.attempt = Some(attempt);
     st.output = output;
     trace.push(st);

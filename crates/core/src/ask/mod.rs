@@ -20,6 +20,7 @@ mod named_table;
 mod nulls_last;
 mod outcome;
 mod plan;
+pub mod quoted;
 mod repair_hint;
 pub mod stage;
 mod vote;

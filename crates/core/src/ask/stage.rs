@@ -57,3 +57,6 @@ pub const NULLS_LAST: &str = "nulls_last";
 /// on less than its key, nothing counted) written as the `EXISTS` condition it also is (no LLM
 /// call; [`super::fan_out`]).
 pub const FAN_OUT: &str = "fan_out";
+/// A query that ran with rows but left out a value the question quotes, asked again once; its
+/// result answers when no later attempt runs (no LLM call itself; [`super::quoted`]).
+pub const QUOTED: &str = "quoted";
