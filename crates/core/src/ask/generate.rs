@@ -100,7 +100,15 @@ pub(super) fn generate_and_run(
                     }
                 }
                 let stage_name = if attempt == 1 { stage::GENERATE } else { stage::REPAIR };
-                let reply = call(host, trace, stage_name, Some(attempt), &req, cfg.max_prompt_tokens)?;
+                let reply = match call(host, trace, stage_name, Some(attempt), &req, cfg.max_prompt_tokens) {
+                    Ok(reply) => reply,
+                    // Rows kept for a quoted value they left out answer when the repair
+                    // cannot be asked (the server fails, the budget refuses).
+                    Err(e) => match kept_quoted(trace, step, &mut nothing) {
+                        Some(kept) => return Ok(kept),
+                        None => return Err(e),
+                    },
+                };
                 if !grammar_built {
                     // `auto` before a failure the grammar rules out: the model's own query.
                     if let Some(st) = trace.stages.last_mut() {
@@ -172,10 +180,27 @@ pub(super) fn generate_and_run(
                 if renamed {
                     extracted = Some(sql.clone());
                 }
+                // After rows kept for a quoted value they left out, a query answers only when it
+                // returns something and uses the values; otherwise the kept rows do.
+                if let Ok(done) = &ran {
+                    if super::repair_hint::is_nothing(&done.1) || !super::quoted::ignored(&trace.question, &sql).is_empty() {
+                        if let Some(kept) = kept_quoted(trace, step, &mut nothing) {
+                            return Ok(kept);
+                        }
+                    }
+                }
                 let left_out = match &ran {
                     // The question as the caller wrote it (not with a reading pg_ask wrote in),
-                    // for the whole question, not one step of a plan.
-                    Ok(done) if !quoted_asked && nothing.is_none() && cfg.candidates < 2 && attempt < max_attempts && step.is_none() => {
+                    // for the whole question, not one step of a plan nor a follow-up (whose
+                    // quoted values may be the ones it replaces).
+                    Ok(done)
+                        if !quoted_asked
+                            && nothing.is_none()
+                            && cfg.candidates < 2
+                            && attempt < max_attempts
+                            && step.is_none()
+                            && !matches!(trace.reading, Some(crate::conversation::Reading::Rewritten { .. })) =>
+                    {
                         if super::repair_hint::is_nothing(&done.1) {
                             Vec::new()
                         } else {
@@ -327,6 +352,19 @@ fn kept_nothing(
     let (attempt, sql, rows, why) = nothing.take()?;
     kept_stage(trace, why, step, attempt, &sql, json!({"rows": rows.rows.len(), "answers": true}));
     Some((sql, rows))
+}
+
+/// The rows kept for a quoted value they left out ([`kept_nothing`]), and only those.
+fn kept_quoted(
+    trace: &mut Trace,
+    step: Option<usize>,
+    kept: &mut Option<(u32, String, ResultSet, &'static str)>,
+) -> Option<(String, ResultSet)> {
+    if kept.as_ref().is_some_and(|k| k.3 == stage::QUOTED) {
+        kept_nothing(trace, step, kept)
+    } else {
+        None
+    }
 }
 
 /// The stage `why` of the query `sql` that `attempt` ran, with `output`.

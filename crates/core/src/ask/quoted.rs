@@ -8,9 +8,9 @@
 //! curly), or between single quotes that open at the start of a word and close at its end
 //! (`today's` is no quote). A quoted value is used when a string or number of the query holds
 //! it or is held by it (any case, a `LIKE` pattern's `%` aside: `'J%'` uses "J", `'%IEEE
-//! Transactions%'` uses "IEEE Transactions on Pattern Analysis"; a code of two to four letters
-//! in order, `'CA'`, uses "California"), or when the query names it (a column the question
-//! quotes). Value correction comes after: the check reads what the
+//! Transactions%'` uses "IEEE Transactions on Pattern Analysis"; a code of one to four letters
+//! in order, `'CA'`, uses "California", `'F'` "female"; a number uses the same number written
+//! otherwise, "$1,500" as `1500.00`), or when the query names it (a column the question quotes). Value correction comes after: the check reads what the
 //! model wrote.
 
 use sqlparser::dialect::PostgreSqlDialect;
@@ -76,7 +76,11 @@ pub fn ignored(question: &str, sql: &str) -> Vec<String> {
         .filter(|value| {
             let v = folded(value);
             let named = names.iter().any(|n| *n == v || n.replace('_', " ") == v);
+            let number = as_number(&v);
             let held = written.iter().any(|w| {
+                if number.is_some() && as_number(w) == number {
+                    return true;
+                }
                 let w = w.trim_matches(|c: char| c == '%' || c.is_whitespace());
                 !w.is_empty() && (w == v || w.contains(v.as_str()) || (w.chars().count() >= 3 && v.contains(w)) || abbreviates(w, &v))
             });
@@ -85,15 +89,27 @@ pub fn ignored(question: &str, sql: &str) -> Vec<String> {
         .collect()
 }
 
-/// Whether `code` (two to four letters) is a short form of `value`: its first letter first,
-/// its letters in order ('ca' for "california", 'tx' for "texas", 'ny' for "new york").
+/// Whether `code` (one to four letters; one only for a one-word value) is a short form of
+/// `value`: its first letter first,
+/// its letters in order ('f' for "female", 'ca' for "california", 'tx' for "texas", 'ny' for
+/// "new york").
 fn abbreviates(code: &str, value: &str) -> bool {
     let n = code.chars().count();
-    if !(2..=4).contains(&n) || !code.chars().all(|c| c.is_alphabetic()) || value.chars().count() <= n {
+    if !(1..=4).contains(&n) || !code.chars().all(|c| c.is_alphabetic()) || value.chars().count() <= n {
+        return false;
+    }
+    // One letter stands for a word, not for words ('M' is no reading of "Machine Learning").
+    if n == 1 && value.contains(' ') {
         return false;
     }
     let mut rest = value.chars();
     code.chars().next() == value.chars().next() && code.chars().all(|c| rest.any(|v| v == c))
+}
+
+/// `text` as a number, a currency sign and thousands separators aside ("$1,500.0" is 1500).
+fn as_number(text: &str) -> Option<f64> {
+    let bare: String = text.trim().trim_start_matches(['$', '€', '£']).chars().filter(|c| *c != ',').collect();
+    bare.parse::<f64>().ok().filter(|n| n.is_finite())
 }
 
 /// `text` lower-cased, curly apostrophes straight and inner `%` wildcards as spaces, for
@@ -160,6 +176,11 @@ mod tests {
         assert!(ignored(r#"in the state of "California""#, "SELECT 1 FROM b WHERE state = 'CA'").is_empty());
         assert!(ignored(r#"in "New York""#, "SELECT 1 FROM b WHERE state = 'NY'").is_empty());
         assert_eq!(ignored(r#"in "California""#, "SELECT 1 FROM b WHERE state = 'AC'"), vec!["California"]);
+        assert!(ignored(r#"How many "female" patients?"#, "SELECT count(*) FROM p WHERE sex = 'F'").is_empty());
+        // A number written otherwise.
+        assert!(ignored(r#"orders over "$1,500""#, "SELECT 1 FROM o WHERE total > 1500.00").is_empty());
+        assert!(ignored(r#"rated "5.0""#, "SELECT 1 FROM o WHERE stars = 5").is_empty());
+        assert_eq!(ignored(r#"rated "5.0""#, "SELECT 1 FROM o WHERE stars = 4"), vec!["5.0"]);
         // A quoted number, a quoted column name.
         assert!(ignored(r#"the business with ID "123""#, "SELECT 1 FROM b WHERE id = 123").is_empty());
         assert!(ignored(r#"sorted by "created_at""#, "SELECT * FROM t ORDER BY created_at").is_empty());

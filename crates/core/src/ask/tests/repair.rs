@@ -416,11 +416,30 @@ fn a_query_that_left_out_a_quoted_value_is_asked_again_once_and_answers_when_no_
     let st = out.trace.stages.iter().find(|s| s.stage == stage::QUOTED).expect("a quoted stage");
     assert_eq!(st.output, json!({"left_out": ["Lyon"], "rows": 1, "asked_again": true}));
 
-    // Asked once only: a repair that leaves the value out again answers.
+    // Asked once only: a repair that leaves the value out again does not answer, the first
+    // query's rows do; nor does one that uses it and returns nothing.
     let other = "SELECT name FROM public.restaurants WHERE city = 'Paris' ORDER BY name";
     let mut h = Scripted::new(&[ONE, other, BOTH]);
     let out = run(&mut h, Q, &cfg(), Goal::Sql).unwrap();
-    assert_eq!((out.sql.as_str(), h.seen.len()), (other, 2));
+    assert_eq!((out.sql.as_str(), h.seen.len()), (ONE, 2));
+    let kept = out.trace.stages.iter().rfind(|s| s.stage == stage::QUOTED).unwrap();
+    assert_eq!(kept.output, json!({"rows": 1, "answers": true}));
+    let mut h = Scripted::new(&[ONE, BOTH]);
+    h.exec = Box::new(|sql| {
+        Ok(if sql.contains("Lyon") {
+            ResultSet { columns: vec!["name".into()], rows: vec![], truncated: false, size_cut: false }
+        } else {
+            one_row()
+        })
+    });
+    let out = run(&mut h, Q, &cfg(), Goal::Sql).unwrap();
+    assert_eq!((out.sql.as_str(), out.result.rows.len()), (ONE, 1));
+
+    // The repair cannot be asked (the server fails): the first query's rows answer.
+    let mut h = Scripted::new(&[ONE]);
+    h.replies.push_back(Err(LlmError::EmptyContent));
+    let out = run(&mut h, Q, &cfg(), Goal::Sql).unwrap();
+    assert_eq!((out.sql.as_str(), out.result.rows.len(), h.seen.len()), (ONE, 1, 2));
 
     // The repair fails: the first query's rows answer, the stage says so.
     let mut h = Scripted::new(&[ONE, "no SQL here", "still none"]);
