@@ -214,18 +214,10 @@ pub(super) fn generate_and_run(
                     // more, this result kept.
                     Ok(done) if !left_out.is_empty() => {
                         quoted_asked = true;
-                        let message = super::quoted::reason(&left_out);
-                        let output = json!({"left_out": left_out, "rows": done.1.rows.len(), "asked_again": true});
-                        kept_stage(trace, stage::QUOTED, step, attempt, &done.0.sql, output);
                         points_at_the_change = true;
-                        let ended = AskError::Failed {
-                            attempts: attempt,
-                            sqlstate: SqlState::or_internal("02000"),
-                            message: message.clone(),
-                            sql: done.0.sql.clone(),
-                        };
-                        nothing = Some((attempt, done.0.sql, done.1, stage::QUOTED));
-                        (message, ended)
+                        let output = json!({"left_out": left_out, "rows": done.1.rows.len(), "asked_again": true});
+                        let message = super::quoted::reason(&left_out);
+                        kept_and_asked_again(trace, step, attempt, stage::QUOTED, output, message, (done.0.sql, done.1), &mut nothing)
                     }
                     Ok(done) if super::repair_hint::is_nothing(&done.1) && attempt < max_attempts => {
                         match super::repair_hint::impossible_condition(&done.0) {
@@ -248,24 +240,19 @@ pub(super) fn generate_and_run(
                             // Nothing from a query that ran: asked once more, this result kept (with
                             // several candidates, the vote draws them instead).
                             _ if nothing.is_none() && cfg.candidates < 2 => {
+                                points_at_the_change = true;
+                                let output = json!({"rows": done.1.rows.len(), "asked_again": true});
                                 let message = super::repair_hint::nothing(&done.1);
-                                kept_stage(
+                                kept_and_asked_again(
                                     trace,
-                                    stage::NOTHING,
                                     step,
                                     attempt,
-                                    &done.0.sql,
-                                    json!({"rows": done.1.rows.len(), "asked_again": true}),
-                                );
-                                points_at_the_change = true;
-                                let ended = AskError::Failed {
-                                    attempts: attempt,
-                                    sqlstate: SqlState::or_internal("02000"),
-                                    message: message.clone(),
-                                    sql: done.0.sql.clone(),
-                                };
-                                nothing = Some((attempt, done.0.sql, done.1, stage::NOTHING));
-                                (message, ended)
+                                    stage::NOTHING,
+                                    output,
+                                    message,
+                                    (done.0.sql, done.1),
+                                    &mut nothing,
+                                )
                             }
                             _ => {
                                 return vote(
@@ -352,6 +339,27 @@ fn kept_nothing(
     let (attempt, sql, rows, why) = nothing.take()?;
     kept_stage(trace, why, step, attempt, &sql, json!({"rows": rows.rows.len(), "answers": true}));
     Some((sql, rows))
+}
+
+/// The query `attempt` ran (`done`), kept as the answer should no later query do better, its
+/// stage `why` recorded with `output`; the reason it is asked again (`message`) as the failure
+/// the repair is shown.
+#[allow(clippy::too_many_arguments)]
+fn kept_and_asked_again(
+    trace: &mut Trace,
+    step: Option<usize>,
+    attempt: u32,
+    why: &'static str,
+    output: serde_json::Value,
+    message: String,
+    done: (String, ResultSet),
+    kept: &mut Option<(u32, String, ResultSet, &'static str)>,
+) -> (String, AskError) {
+    kept_stage(trace, why, step, attempt, &done.0, output);
+    let ended =
+        AskError::Failed { attempts: attempt, sqlstate: SqlState::or_internal("02000"), message: message.clone(), sql: done.0.clone() };
+    *kept = Some((attempt, done.0, done.1, why));
+    (message, ended)
 }
 
 /// The rows kept for a quoted value they left out ([`kept_nothing`]), and only those.
