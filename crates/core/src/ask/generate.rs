@@ -177,7 +177,9 @@ pub(super) fn generate_and_run(
                 // is asked: what that query comes to is this attempt's, and a repair is shown it.
                 let (sql, ran, renamed) =
                     super::named_table::or_renamed(host, trace, attempt, step, sql, ran, tables(), cfg.max_prompt_tokens);
-                if renamed {
+                // Month or weekday names sorted as text, run again in calendar order.
+                let (sql, ran, reordered) = super::calendar::or_in_order(host, trace, attempt, step, sql, ran, cfg.max_prompt_tokens);
+                if renamed || reordered {
                     extracted = Some(sql.clone());
                 }
                 // After rows kept for a quoted value they left out, a query answers only when it

@@ -8,6 +8,7 @@
 //! retrieval plan (`plan`).
 
 mod answer;
+mod calendar;
 mod call;
 mod execute;
 mod fan_out;

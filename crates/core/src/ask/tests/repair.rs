@@ -463,3 +463,63 @@ fn a_query_that_left_out_a_quoted_value_is_asked_again_once_and_answers_when_no_
         assert!(!out.trace.stages.iter().any(|s| s.stage == stage::QUOTED), "{question}");
     }
 }
+
+#[test]
+fn month_names_sorted_as_text_run_again_in_calendar_order_without_a_model_call() {
+    const Q: &str = "How many restaurants opened in each month, ordered by the month?";
+    const SQL: &str = "SELECT month, count(*) AS n FROM public.restaurants GROUP BY month ORDER BY month";
+    fn months(names: &[&str]) -> ResultSet {
+        let rows = names.iter().map(|m| vec![json!(m), json!(1)]).collect();
+        ResultSet { columns: vec!["month".into(), "n".into()], rows, truncated: false, size_cut: false }
+    }
+    let as_text = || months(&["April", "February", "January"]);
+    let mut h = Scripted::new(&[SQL]);
+    h.exec = Box::new(move |sql| Ok(if sql.contains("array_position") { months(&["January", "February", "April"]) } else { as_text() }));
+    let out = run(&mut h, Q, &cfg(), Goal::Sql).unwrap();
+    assert!(out.sql.ends_with("ORDER BY array_position(ARRAY['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'], lower(left(btrim(CAST(month AS text)), 3)))"), "{}", out.sql);
+    let firsts: Vec<&str> = out.result.rows.iter().map(|r| r[0].as_str().unwrap()).collect();
+    assert_eq!((firsts, h.seen.len()), (vec!["January", "February", "April"], 1));
+    let st = out.trace.stages.iter().find(|s| s.stage == stage::CALENDAR).expect("a calendar stage");
+    assert_eq!(st.output["changed"], json!([{"key": "month", "calendar": "month"}]));
+
+    // The query so written fails, or returns other rows: the first result answers, the stage
+    // says why; no model call either way.
+    for (again, kept) in [(Err("failed"), "failed"), (Ok(2usize), "other_rows")] {
+        let mut h = Scripted::new(&[SQL]);
+        h.exec = Box::new(move |sql| match (sql.contains("array_position"), again) {
+            (false, _) => Ok(as_text()),
+            (true, Err(_)) => Err(ExecFailure::Error {
+                sqlstate: "42P10".into(),
+                message: "for SELECT DISTINCT, ORDER BY expressions must appear in select list".into(),
+                detail: None,
+                hint: None,
+            }),
+            (true, Ok(n)) => Ok(months(&["January", "February", "April"][..n])),
+        });
+        let out = run(&mut h, Q, &cfg(), Goal::Sql).unwrap();
+        assert_eq!((out.sql.as_str(), out.result.rows[0][0].as_str(), h.seen.len()), (SQL, Some("April"), 1));
+        let st = out.trace.stages.iter().find(|s| s.stage == stage::CALENDAR).unwrap();
+        assert_eq!(st.output["kept"], json!(kept));
+    }
+
+    // Rows in calendar order already, or numbers: run once, no stage.
+    for rows in [
+        months(&["January", "April"]),
+        ResultSet {
+            columns: vec!["month".into(), "n".into()],
+            rows: vec![vec![json!(4), json!(1)], vec![json!(1), json!(1)]],
+            truncated: false,
+            size_cut: false,
+        },
+    ] {
+        let mut h = Scripted::new(&[SQL]);
+        let mut runs = 0;
+        h.exec = Box::new(move |_| {
+            runs += 1;
+            assert_eq!(runs, 1, "run once");
+            Ok(rows.clone())
+        });
+        let out = run(&mut h, Q, &cfg(), Goal::Sql).unwrap();
+        assert!(!out.trace.stages.iter().any(|s| s.stage == stage::CALENDAR));
+    }
+}
