@@ -10,8 +10,18 @@
 //! written. A sort that is no column of the result, one of a set operation, values that are not
 //! all names of the one kind, or fewer than two of them are left as written; so is the result
 //! when the query so written fails or returns other rows.
+//!
+//! The same holds of a range: `month BETWEEN 'June' AND 'December'` compares text, and is
+//! never meant so. [`ranges`] writes a column compared by `BETWEEN`, `<`, `<=`, `>` or `>=`
+//! with the whole name of a month or weekday (both bounds of a `BETWEEN` of one calendar) as
+//! the name's position in the calendar, and the names as their positions, before the query
+//! runs (the same stage). Equality is left alone: it means the same as text.
 
-use sqlparser::ast::{Expr, Ident, OrderByKind, OrderBySort, SelectItem, SetExpr, Spanned, Statement, Value};
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{
+    visit_expressions, BinaryOperator, Expr, Ident, OrderByKind, OrderBySort, SelectItem, SetExpr, Spanned, Statement, Value,
+};
 
 use serde_json::json;
 
@@ -67,6 +77,71 @@ impl Calendar {
         let starts = self.names().iter().map(|n| format!("'{}'", &n[..3])).collect::<Vec<_>>().join(", ");
         format!("array_position(ARRAY[{starts}], lower(left(btrim(CAST({expr} AS text)), 3)))")
     }
+}
+
+/// The calendar a string literal names as a whole name (`'June'`, `'monday'`), with its
+/// position from 1.
+fn named(expr: &Expr) -> Option<(Calendar, usize)> {
+    let Expr::Value(v) = expr else { return None };
+    let (Value::SingleQuotedString(text) | Value::EscapedStringLiteral(text)) = &v.value else { return None };
+    let t = text.trim().to_lowercase();
+    [Calendar::Month, Calendar::Weekday].into_iter().find_map(|c| c.names().iter().position(|n| *n == t).map(|at| (c, at + 1)))
+}
+
+/// `sql` (whose tree is `statement`) with each range of month or weekday names over a column
+/// compared by calendar position (the [module docs](self)), and each comparison so changed as
+/// written; `None` when there is none.
+pub fn ranges(sql: &str, statement: &Statement) -> Option<(String, Vec<String>)> {
+    let lower = sql.to_lowercase();
+    if !MONTHS.iter().chain(WEEKDAYS.iter()).any(|n| lower.contains(n)) {
+        return None;
+    }
+    // Per comparison: its calendar, what is written over (the column's span, written as its
+    // position, and each name's, written as its number), and the comparison as written.
+    type Found = (Calendar, Vec<(sqlparser::tokenizer::Span, Option<usize>)>, String);
+    let mut found: Vec<Found> = Vec::new();
+    let _ = visit_expressions(statement, |e| {
+        match e {
+            Expr::Between { expr, low, high, .. } if plain_name(expr).is_some() => {
+                if let (Some((c, a)), Some((d, b))) = (named(low), named(high)) {
+                    if c == d {
+                        found.push((c, vec![(expr.span(), None), (low.span(), Some(a)), (high.span(), Some(b))], e.to_string()));
+                    }
+                }
+            }
+            Expr::BinaryOp { left, op: BinaryOperator::Lt | BinaryOperator::LtEq | BinaryOperator::Gt | BinaryOperator::GtEq, right } => {
+                let (column, name) = if plain_name(left).is_some() { (left, right) } else { (right, left) };
+                if let (Some(_), Some((c, at))) = (plain_name(column), named(name)) {
+                    found.push((c, vec![(column.span(), None), (name.span(), Some(at))], e.to_string()));
+                }
+            }
+            _ => {}
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    let mut cursor = OffsetCursor::new(sql);
+    let mut edits: Vec<(usize, usize, String)> = Vec::new();
+    let mut changed = Vec::new();
+    for (calendar, parts, written) in found {
+        if parts.iter().any(|(span, _)| span.start.line == 0) {
+            continue;
+        }
+        for (span, number) in parts {
+            let (start, end) = (cursor.offset(span.start), cursor.offset(span.end));
+            let text = match number {
+                Some(n) => n.to_string(),
+                None => calendar.key(&sql[start..end]),
+            };
+            edits.push((start, end, text));
+        }
+        changed.push(written);
+    }
+    edits.sort_by_key(|(start, ..)| *start);
+    if edits.is_empty() || edits.windows(2).any(|w| w[0].1 > w[1].0) {
+        return None;
+    }
+    let edits: Vec<(usize, usize, &str)> = edits.iter().map(|(s, e, t)| (*s, *e, t.as_str())).collect();
+    Some((apply(sql, &edits), changed))
 }
 
 /// The calendar every value of column `col` of `rows` names, when there are two names or more
@@ -278,6 +353,35 @@ mod tests {
         assert!(fixed
             .starts_with("SELECT day, total FROM checkins ORDER BY array_position(ARRAY['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun']"));
         assert_eq!(changed, vec![("day".to_string(), Calendar::Weekday)]);
+    }
+
+    #[test]
+    fn ranges_of_month_and_weekday_names_compare_calendar_positions() {
+        let ranged = |sql: &str| ranges(sql, &crate::guard::parse_statement(sql).unwrap()).map(|(s, _)| s);
+        let (sql, changed) = {
+            let sql =
+                "SELECT COUNT(DISTINCT T1.month) FROM yelp.review AS T1 WHERE T1.year = 2021 AND T1.month BETWEEN 'June' AND 'December'";
+            ranges(sql, &crate::guard::parse_statement(sql).unwrap()).unwrap()
+        };
+        assert_eq!(
+            sql,
+            format!("SELECT COUNT(DISTINCT T1.month) FROM yelp.review AS T1 WHERE T1.year = 2021 AND {MONTH}T1.month AS text)), 3))) BETWEEN 6 AND 12")
+        );
+        assert_eq!(changed, ["T1.month BETWEEN 'June' AND 'December'"]);
+        assert_eq!(
+            ranged("SELECT * FROM c WHERE 'Friday' <= day AND n > 2").unwrap(),
+            "SELECT * FROM c WHERE 5 <= array_position(ARRAY['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], lower(left(btrim(CAST(day AS text)), 3))) AND n > 2"
+        );
+        // Equality, names of two calendars, a word that is no name, an expression: as written.
+        for sql in [
+            "SELECT * FROM r WHERE month = 'June'",
+            "SELECT * FROM r WHERE month IN ('June', 'July')",
+            "SELECT * FROM r WHERE month BETWEEN 'June' AND 'Friday'",
+            "SELECT * FROM r WHERE name > 'Junebug' AND month < 'Jun'",
+            "SELECT * FROM r WHERE lower(month) < 'june'",
+        ] {
+            assert_eq!(ranged(sql), None, "{sql}");
+        }
     }
 
     #[test]

@@ -456,12 +456,14 @@ fn statement_of<'t>(
 
 /// The statement with what a result never means written as it is meant, each before the guard
 /// and recorded as its stage: a division of two integers made exact ([`super::fraction`]), the
-/// first rows of a descending sort without NULL ([`super::nulls_last`]), a join that only
+/// first rows of a descending sort without NULL ([`super::nulls_last`]), a range of month or
+/// weekday names compared by their place in the calendar ([`super::calendar`]), a join that only
 /// multiplies rows as the `EXISTS` it also is ([`super::fan_out`]). A change whose statement
 /// would not pass the guard is not made.
 fn as_meant<'t>(trace: &mut Trace, sql: String, verdict: Verdict, tables: &dyn Fn() -> &'t [crate::schema::Table]) -> (String, Verdict) {
     let (sql, verdict) = rewritten(trace, stage::FRACTION, sql, verdict, |text, tree| super::fraction::as_fraction(text, tree, tables));
     let (sql, verdict) = rewritten(trace, stage::NULLS_LAST, sql, verdict, super::nulls_last::top_without_null);
+    let (sql, verdict) = rewritten(trace, stage::CALENDAR, sql, verdict, super::calendar::ranges);
     rewritten(trace, stage::FAN_OUT, sql, verdict, |text, tree| super::fan_out::as_exists(text, tree, tables))
 }
 

@@ -60,6 +60,7 @@ pub const FAN_OUT: &str = "fan_out";
 /// A query that ran with rows but left out a value the question quotes, asked again once; its
 /// result answers when no later attempt runs (no LLM call itself; [`super::quoted`]).
 pub const QUOTED: &str = "quoted";
-/// A query whose sort orders month or weekday names as text, run again with them in calendar
-/// order (no LLM call; [`super::calendar`]).
+/// Month or weekday names in calendar order: a range of them compared by their place in the
+/// calendar before the query runs, and a query whose sort orders them as text run again with
+/// them in calendar order (no LLM call; [`super::calendar`]).
 pub const CALENDAR: &str = "calendar";
