@@ -233,7 +233,8 @@ mod tests {
     /// descending sort is the reader's highest value, not NULL; a table named nearly as the
     /// described one is read as that one, not as the hostile role's table of the name first on
     /// the path; a join that only multiplies rows runs as `EXISTS` under the joined table's own
-    /// policy. A role without privileges gets no description and no answer.
+    /// policy; month names come in calendar order. A role without privileges gets no
+    /// description and no answer.
     #[pg_test]
     fn a_ratio_of_integers_divides_exactly_as_the_caller_under_its_policies() {
         setup();
@@ -302,6 +303,27 @@ mod tests {
         let once = "SELECT s.name FROM ask_ratio.shops s WHERE EXISTS (SELECT 1 FROM ask_ratio.visits v WHERE v.shop_id = s.id)";
         assert_eq!(trace["final_sql"], once, "{trace}");
         assert_eq!(rows_of(q), vec![serde_json::json!({"name": "Mine"})]);
+        // Month names sorted as text run again in calendar order, and a range of them compares
+        // their places, through pg_catalog's functions, not the hostile role's `lower` first on
+        // the reader's path; the reader's shops only.
+        drop(s);
+        Spi::run(
+            "RESET ROLE; ALTER TABLE ask_ratio.shops ADD COLUMN opened text;
+             UPDATE ask_ratio.shops SET opened = (ARRAY['March', 'April', 'January', 'February'])[id];
+             SET ROLE ask_ratio_att; CREATE FUNCTION ask_ratio_att.lower(text) RETURNS text LANGUAGE sql AS 'SELECT ''dec''';
+             RESET ROLE",
+        )
+        .unwrap();
+        let q = "How many shops opened in each month, in order of the month?";
+        let (s, trace) = explained_as_reader(q, "SELECT opened, count(*) AS n FROM ask_ratio.shops GROUP BY opened ORDER BY opened");
+        assert!(trace["final_sql"].as_str().unwrap().contains("ORDER BY pg_catalog.array_position(ARRAY['jan', "), "{trace}");
+        let months: Vec<Value> = rows_of(q).iter().map(|r| r["opened"].clone()).collect();
+        assert_eq!(months, ["January", "February", "March"], "calendar order, the reader's shops only");
+        drop(s);
+        let q = "How many shops opened from January to February?";
+        let (s, trace) = explained_as_reader(q, "SELECT count(*) AS n FROM ask_ratio.shops WHERE opened BETWEEN 'January' AND 'February'");
+        assert!(trace["final_sql"].as_str().unwrap().ends_with(" BETWEEN 1 AND 2"), "{trace}");
+        assert_eq!(rows_of(q), vec![serde_json::json!({"n": 2})]);
         Spi::run("RESET ROLE; RESET search_path").unwrap();
         nobody_is_answered_nothing("ask_ratio", q, &s);
     }

@@ -72,10 +72,12 @@ impl Calendar {
         }
     }
 
-    /// `expr` as its position in the calendar, from 1 (NULL for what is no name of it).
+    /// `expr` as its position in the calendar, from 1 (NULL for what is no name of it); the
+    /// functions and type named in `pg_catalog`, so that no object of the caller's search path
+    /// stands in for them.
     fn key(self, expr: &str) -> String {
         let starts = self.names().iter().map(|n| format!("'{}'", &n[..3])).collect::<Vec<_>>().join(", ");
-        format!("array_position(ARRAY[{starts}], lower(left(btrim(CAST({expr} AS text)), 3)))")
+        format!("pg_catalog.array_position(ARRAY[{starts}], pg_catalog.lower(pg_catalog.\"left\"(pg_catalog.btrim(CAST({expr} AS pg_catalog.text)), 3)))")
     }
 }
 
@@ -323,7 +325,7 @@ mod tests {
     }
 
     const MONTH: &str =
-        "array_position(ARRAY['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'], lower(left(btrim(CAST(";
+        "pg_catalog.array_position(ARRAY['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'], pg_catalog.lower(pg_catalog.\"left\"(pg_catalog.btrim(CAST(";
 
     #[test]
     fn month_names_sorted_as_text_are_sorted_by_the_calendar() {
@@ -331,27 +333,30 @@ mod tests {
         let sql = "SELECT month, COUNT(*) AS n FROM yelp.review WHERE year = 2021 GROUP BY month ORDER BY month";
         assert_eq!(
             written(sql, &rows).unwrap(),
-            format!("SELECT month, COUNT(*) AS n FROM yelp.review WHERE year = 2021 GROUP BY month ORDER BY {MONTH}month AS text)), 3)))")
+            format!("SELECT month, COUNT(*) AS n FROM yelp.review WHERE year = 2021 GROUP BY month ORDER BY {MONTH}month AS pg_catalog.text)), 3)))")
         );
         // A position, a qualified name, an alias of an expression; direction and NULLS kept.
         let sql = "SELECT r.month, COUNT(*) FROM review r GROUP BY 1 ORDER BY 1 DESC NULLS LAST";
         let rows = result(&["month", "count"], &[&[json!("February"), json!(3)], &[json!("April"), json!(1)]]);
         assert_eq!(
             written(sql, &rows).unwrap(),
-            format!("SELECT r.month, COUNT(*) FROM review r GROUP BY 1 ORDER BY {MONTH}r.month AS text)), 3))) DESC NULLS LAST")
+            format!("SELECT r.month, COUNT(*) FROM review r GROUP BY 1 ORDER BY {MONTH}r.month AS pg_catalog.text)), 3))) DESC NULLS LAST")
         );
         let sql = "SELECT to_char(d, 'Month') AS m, sum(x) FROM t GROUP BY 1 ORDER BY m";
         let rows = result(&["m", "sum"], &[&[json!("March    "), json!(3)], &[json!("February "), json!(1)]]);
         assert_eq!(
             written(sql, &rows).unwrap(),
-            format!("SELECT to_char(d, 'Month') AS m, sum(x) FROM t GROUP BY 1 ORDER BY {MONTH}to_char(d, 'Month') AS text)), 3)))")
+            format!(
+                "SELECT to_char(d, 'Month') AS m, sum(x) FROM t GROUP BY 1 ORDER BY {MONTH}to_char(d, 'Month') AS pg_catalog.text)), 3)))"
+            )
         );
         // Weekdays, Monday first; abbreviations.
         let sql = "SELECT day, total FROM checkins ORDER BY day";
         let rows = result(&["day", "total"], &[&[json!("Fri"), json!(3)], &[json!("Mon"), json!(1)], &[json!("Sun."), json!(1)]]);
         let (fixed, changed) = in_order(sql, &crate::guard::parse_statement(sql).unwrap(), &rows).unwrap();
-        assert!(fixed
-            .starts_with("SELECT day, total FROM checkins ORDER BY array_position(ARRAY['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun']"));
+        assert!(fixed.starts_with(
+            "SELECT day, total FROM checkins ORDER BY pg_catalog.array_position(ARRAY['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun']"
+        ));
         assert_eq!(changed, vec![("day".to_string(), Calendar::Weekday)]);
     }
 
@@ -365,12 +370,12 @@ mod tests {
         };
         assert_eq!(
             sql,
-            format!("SELECT COUNT(DISTINCT T1.month) FROM yelp.review AS T1 WHERE T1.year = 2021 AND {MONTH}T1.month AS text)), 3))) BETWEEN 6 AND 12")
+            format!("SELECT COUNT(DISTINCT T1.month) FROM yelp.review AS T1 WHERE T1.year = 2021 AND {MONTH}T1.month AS pg_catalog.text)), 3))) BETWEEN 6 AND 12")
         );
         assert_eq!(changed, ["T1.month BETWEEN 'June' AND 'December'"]);
         assert_eq!(
             ranged("SELECT * FROM c WHERE 'Friday' <= day AND n > 2").unwrap(),
-            "SELECT * FROM c WHERE 5 <= array_position(ARRAY['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], lower(left(btrim(CAST(day AS text)), 3))) AND n > 2"
+            "SELECT * FROM c WHERE 5 <= pg_catalog.array_position(ARRAY['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], pg_catalog.lower(pg_catalog.\"left\"(pg_catalog.btrim(CAST(day AS pg_catalog.text)), 3))) AND n > 2"
         );
         // Equality, names of two calendars, a word that is no name, an expression: as written.
         for sql in [
@@ -397,7 +402,10 @@ mod tests {
             &["year", "month", "n"],
             &[&[json!(2020), json!("March"), json!(1)], &[json!(2021), json!("May"), json!(1)], &[json!(2021), json!("January"), json!(1)]],
         );
-        assert_eq!(written(sql, &unordered).unwrap(), format!("SELECT year, month, n FROM t ORDER BY year, {MONTH}month AS text)), 3)))"));
+        assert_eq!(
+            written(sql, &unordered).unwrap(),
+            format!("SELECT year, month, n FROM t ORDER BY year, {MONTH}month AS pg_catalog.text)), 3)))")
+        );
     }
 
     #[test]
