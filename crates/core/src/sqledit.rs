@@ -73,10 +73,10 @@ impl<'a> Tokens<'a> {
 }
 
 /// `sql` with each `(start, end, text)` written over its byte range (ranges in order, apart).
-pub(crate) fn apply(sql: &str, edits: &[(usize, usize, &str)]) -> String {
+pub(crate) fn apply<T: AsRef<str>>(sql: &str, edits: &[(usize, usize, T)]) -> String {
     let mut out = sql.to_string();
     for (start, end, text) in edits.iter().rev() {
-        out.replace_range(*start..*end, text);
+        out.replace_range(*start..*end, text.as_ref());
     }
     out
 }

@@ -25,15 +25,13 @@ use sqlparser::ast::{
 
 use serde_json::json;
 
-use super::execute::{guarded_execute, with_step, Verdict};
-use super::host::{ExecFailure, Host};
+use super::execute::{guarded_execute, with_step, Ran, Verdict};
+use super::host::Host;
 use super::stage;
-use crate::guard::{CheckedSql, OffsetCursor};
+use crate::guard::OffsetCursor;
 use crate::rows::ResultSet;
 use crate::sqledit::apply;
 use crate::trace::{StageTrace, Trace};
-
-type Ran = Result<(CheckedSql, ResultSet), ExecFailure>;
 
 const MONTHS: [&str; 12] =
     ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"];
@@ -144,7 +142,6 @@ pub fn ranges(sql: &str, statement: &Statement) -> Option<(String, Vec<String>)>
     if edits.is_empty() || edits.windows(2).any(|w| w[0].1 > w[1].0) {
         return None;
     }
-    let edits: Vec<(usize, usize, &str)> = edits.iter().map(|(s, e, t)| (*s, *e, t.as_str())).collect();
     Some((apply(sql, &edits), changed))
 }
 
@@ -242,7 +239,6 @@ pub fn in_order(sql: &str, statement: &Statement, rows: &ResultSet) -> Option<(S
     if edits.is_empty() {
         return None;
     }
-    let edits: Vec<(usize, usize, &str)> = edits.iter().map(|(s, e, t)| (*s, *e, t.as_str())).collect();
     Some((apply(sql, &edits), changed))
 }
 
@@ -279,6 +275,10 @@ pub(super) fn or_in_order(
     if rows.rows.len() < 2 || rows.truncated {
         return (sql, ran, false);
     }
+    // Parsed only when a column of the result holds such names.
+    if !(0..rows.columns.len()).any(|col| calendar_of(rows, col).is_some()) {
+        return (sql, ran, false);
+    }
     let Ok(statement) = crate::guard::parse_statement(&checked.sql) else { return (sql, ran, false) };
     let Some((fixed, changed)) = in_order(&checked.sql, &statement, rows) else { return (sql, ran, false) };
     let verdict = Verdict::of(&fixed);
@@ -293,17 +293,13 @@ pub(super) fn or_in_order(
         trace.push(st);
         return (sql, ran, false);
     }
+    let at = trace.stages.len();
     trace.push(st);
     let row_count = rows.rows.len();
     match guarded_execute(host, trace, attempt, step, &fixed, verdict, max_prompt_tokens) {
         Ok(again) if again.1.rows.len() == row_count => (fixed, Ok(again), true),
         other => {
-            if let Some(st) = trace.stages.iter_mut().rev().find(|s| s.stage == stage::CALENDAR) {
-                st.output["kept"] = json!(match other {
-                    Ok(_) => "other_rows",
-                    Err(_) => "failed",
-                });
-            }
+            trace.stages[at].output["kept"] = json!(if other.is_ok() { "other_rows" } else { "failed" });
             (sql, ran, false)
         }
     }

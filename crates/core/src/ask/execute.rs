@@ -43,6 +43,9 @@ impl Verdict {
     }
 }
 
+/// What running a statement came to: the statement as checked and its rows, or the failure.
+pub(super) type Ran = Result<(CheckedSql, ResultSet), ExecFailure>;
+
 /// The parse-level guard's verdict on `sql`, then value correction and the host's execution;
 /// all recorded in the trace. On success, the statement as executed (trimmed of surrounding
 /// comments, with the tree the guard parsed) and its rows.
@@ -54,7 +57,7 @@ pub(super) fn guarded_execute(
     sql: &str,
     verdict: Verdict,
     max_prompt_tokens: usize,
-) -> Result<(CheckedSql, ResultSet), ExecFailure> {
+) -> Ran {
     let mut st = StageTrace::new(stage::GUARD, with_step(json!({"sql": sql}), step));
     st.attempt = Some(attempt);
     st.ms = verdict.ms;
@@ -107,7 +110,7 @@ pub(super) fn run_renamed(
     (sql, fixed): (&str, &str),
     (from, to): (String, String),
     max_prompt_tokens: usize,
-) -> Result<(CheckedSql, ResultSet), ExecFailure> {
+) -> Ran {
     let mut st = StageTrace::new(stage, with_step(json!({"sql": sql}), step));
     st.attempt = Some(attempt);
     st.output = json!({"from": from, "to": to});

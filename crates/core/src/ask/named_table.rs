@@ -15,19 +15,15 @@
 use sqlparser::keywords::Keyword;
 use sqlparser::tokenizer::Token;
 
-use super::execute::run_renamed;
+use super::execute::{run_renamed, Ran};
 use super::host::{ExecFailure, Host};
 use super::stage;
-use crate::guard::CheckedSql;
-use crate::rows::ResultSet;
 use crate::schema::Table;
 use crate::sqledit::{apply, Tokens};
 use crate::sqltext::quote_ident;
 use crate::trace::Trace;
 
 /// What running a query came to: its checked statement and rows, or its failure.
-type Ran = Result<(CheckedSql, ResultSet), ExecFailure>;
-
 /// What the attempt goes on with after running `sql` came to `ran`: when it failed on a missing
 /// relation that one described table is named nearly like ([`rewrite`]), the query with that
 /// table's name and what running it as the caller under the guard came to (the `named_table`
