@@ -100,6 +100,10 @@ impl Memory for BackendHost {
         crate::clarify::ambiguities(question, tables).map_err(HostError::internal)
     }
 
+    fn named_values(&mut self, question: &str, tables: &[String]) -> Result<Vec<pg_ask_core::clarify::Named>, HostError> {
+        crate::clarify::named_values(question, tables).map_err(HostError::internal)
+    }
+
     fn knowledge(&mut self, _: &Question, tables: &[String]) -> Result<Vec<pg_ask_core::knowledge::Item>, HostError> {
         crate::knowledge::read::for_question(tables).map_err(HostError::internal)
     }

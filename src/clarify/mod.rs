@@ -6,11 +6,14 @@
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
 
-use pg_ask_core::clarify::{is_abbreviation, phrases, Ambiguity, Reading};
+use pg_ask_core::clarify::{is_abbreviation, phrases, Ambiguity, Named, Reading};
 use pg_ask_core::values::literals::{LiteralKind, LiteralRef, QualifiedName, TextRange};
 
 use crate::pg::identity::as_memory_owner;
 use crate::pg::spi::OrRaise;
+
+#[cfg(any(test, feature = "pg_test"))]
+mod tests;
 
 /// A readable indexed column of the value memory.
 struct Column {
@@ -111,17 +114,29 @@ fn joined(fks: &[(ColumnRef, ColumnRef)], a: &Column, b: &Column) -> bool {
     fks.iter().any(|&(f, t)| (f == x && t == y) || (f == y && t == x))
 }
 
-/// The ambiguities of `question` the value memory shows among the columns of `tables` (the
-/// described tables, qualified as a description writes them).
-pub(crate) fn ambiguities(question: &str, tables: &[String]) -> Result<Vec<Ambiguity>, String> {
+/// The phrases of a question the value memory holds, among the columns of some tables.
+struct Held {
+    /// The readable indexed columns of the tables.
+    columns: Vec<Column>,
+    /// The question's phrases, as it writes them.
+    phrases: Vec<String>,
+    /// The same, lower-cased.
+    lowered: Vec<String>,
+    /// The memory's values equal to a phrase, any case: (column id, value, value lower-cased),
+    /// most frequent first per column.
+    hits: Vec<(i64, String, String)>,
+}
+
+/// What the value memory holds of `question`'s phrases in the readable indexed columns of
+/// `tables` (described tables, qualified as a description writes them).
+fn held_phrases(question: &str, tables: &[String]) -> Result<Held, String> {
     let mut columns = readable_columns();
     columns.retain(|c| tables.contains(&c.qualified()));
-    if columns.is_empty() {
-        return Ok(Vec::new());
-    }
-    let fks = foreign_keys(&columns);
     let phrases = phrases(question);
     let lowered: Vec<String> = phrases.iter().map(|p| p.to_lowercase()).collect();
+    if columns.is_empty() || phrases.is_empty() {
+        return Ok(Held { columns, phrases, lowered, hits: Vec::new() });
+    }
     let ids: Vec<i64> = columns.iter().map(|c| c.id).collect();
     let args: [DatumWithOid; 2] = [ids.into(), lowered.clone().into()];
     let hits: Vec<(i64, String, String)> = as_memory_owner(|| {
@@ -140,6 +155,44 @@ pub(crate) fn ambiguities(question: &str, tables: &[String]) -> Result<Vec<Ambig
         )
     })
     .or_raise("could not read the value memory");
+    Ok(Held { columns, phrases, lowered, hits })
+}
+
+/// The phrases of `question` the value memory holds exactly, any case, in a readable indexed
+/// column of `tables`, as the question writes them, longest first, each with the columns that
+/// hold it; a phrase inside a longer one held ("York" of "New York") is left out.
+pub(crate) fn named_values(question: &str, tables: &[String]) -> Result<Vec<Named>, String> {
+    let Held { columns, phrases, lowered, hits } = held_phrases(question, tables)?;
+    let mut out: Vec<Named> = Vec::new();
+    let mut covered: Vec<&str> = Vec::new();
+    for (phrase, low) in phrases.iter().zip(&lowered) {
+        if covered.iter().any(|c| c.contains(low.as_str())) {
+            continue;
+        }
+        let mut readings: Vec<Reading> = Vec::new();
+        let mut seen: Vec<i64> = Vec::new();
+        for (cid, value, _) in hits.iter().filter(|(_, _, l)| l == low) {
+            if let Some(col) = columns.iter().find(|c| c.id == *cid).filter(|_| !seen.contains(cid)) {
+                seen.push(*cid);
+                readings.push(col.reading(value.clone()));
+            }
+        }
+        if !readings.is_empty() {
+            covered.push(low);
+            out.push(Named { phrase: phrase.clone(), readings });
+        }
+    }
+    Ok(out)
+}
+
+/// The ambiguities of `question` the value memory shows among the columns of `tables` (the
+/// described tables, qualified as a description writes them).
+pub(crate) fn ambiguities(question: &str, tables: &[String]) -> Result<Vec<Ambiguity>, String> {
+    let Held { columns, phrases, lowered, hits } = held_phrases(question, tables)?;
+    if columns.is_empty() {
+        return Ok(Vec::new());
+    }
+    let fks = foreign_keys(&columns);
     let mut out: Vec<Ambiguity> = Vec::new();
     let mut covered: Vec<String> = Vec::new();
     for (phrase, low) in phrases.iter().zip(&lowered) {

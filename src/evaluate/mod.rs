@@ -194,6 +194,11 @@ impl Memory for SuiteHost<'_> {
     fn ambiguities(&mut self, question: &str, tables: &[String]) -> Result<Vec<pg_ask_core::clarify::Ambiguity>, HostError> {
         NoMemory.ambiguities(question, tables)
     }
+    /// The question's phrases the value memory holds, as ask() reads them: a query that leaves
+    /// one out is asked again in an evaluation as in ask().
+    fn named_values(&mut self, question: &str, tables: &[String]) -> Result<Vec<pg_ask_core::clarify::Named>, HostError> {
+        self.backend.named_values(question, tables)
+    }
     /// The knowledge a DBA wrote, as ask() offers it: an evaluation measures with it unless the
     /// run was started with `ask.use_knowledge` off.
     fn knowledge(&mut self, question: &Question, tables: &[String]) -> Result<Vec<pg_ask_core::knowledge::Item>, HostError> {

@@ -36,6 +36,16 @@ impl Reading {
     }
 }
 
+/// A phrase of a question the value memory holds exactly, any case, with the columns that
+/// hold it (one reading each).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Named {
+    /// The words as the question writes them.
+    pub phrase: String,
+    /// Each column that holds them, with the value as stored there.
+    pub readings: Vec<Reading>,
+}
+
 /// A word of the question with several readings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Ambiguity {

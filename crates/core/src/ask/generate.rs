@@ -77,6 +77,8 @@ pub(super) fn generate_and_run(
     // with the stage that says why.
     let mut nothing: Option<(u32, String, ResultSet, &'static str)> = None;
     let mut quoted_asked = false;
+    // The phrases of the question the value memory holds, read once when a query first runs.
+    let mut named: Option<Vec<crate::clarify::Named>> = None;
     let mut asked_afresh = false;
     for attempt in 1..=max_attempts {
         trace.attempts += 1;
@@ -182,44 +184,48 @@ pub(super) fn generate_and_run(
                 if renamed || reordered {
                     extracted = Some(sql.clone());
                 }
-                // After rows kept for a quoted value they left out, a query answers only when it
-                // returns something and uses the values; otherwise the kept rows do.
+                // After rows kept for a value the question names that they left out (or one it
+                // does not ask for that they compare with), a query answers only when it returns
+                // something, uses the values and adds none; otherwise the kept rows do.
                 if let Ok(done) = &ran {
-                    if super::repair_hint::is_nothing(&done.1) || !super::quoted::ignored(&trace.question, &sql).is_empty() {
+                    if nothing.as_ref().is_some_and(|k| ASKED_FOR_WORDS.contains(&k.3))
+                        && (super::repair_hint::is_nothing(&done.1)
+                            || !super::unasked::check(host, &trace.question, schema, &knowledge, &mut named, &sql).is_clean())
+                    {
                         if let Some(kept) = kept_quoted(trace, step, &mut nothing) {
                             return Ok(kept);
                         }
                     }
                 }
-                let left_out = match &ran {
+                let found = match &ran {
                     // The question as the caller wrote it (not with a reading pg_ask wrote in),
                     // for the whole question, not one step of a plan nor a follow-up (whose
-                    // quoted values may be the ones it replaces).
+                    // values may be the ones it replaces).
                     Ok(done)
                         if !quoted_asked
                             && nothing.is_none()
                             && cfg.candidates < 2
                             && attempt < max_attempts
                             && step.is_none()
-                            && !matches!(trace.reading, Some(crate::conversation::Reading::Rewritten { .. })) =>
+                            && !matches!(trace.reading, Some(crate::conversation::Reading::Rewritten { .. }))
+                            && !super::repair_hint::is_nothing(&done.1) =>
                     {
-                        if super::repair_hint::is_nothing(&done.1) {
-                            Vec::new()
-                        } else {
-                            super::quoted::ignored(&trace.question, &sql)
-                        }
+                        super::unasked::check(host, &trace.question, schema, &knowledge, &mut named, &sql)
                     }
-                    _ => Vec::new(),
+                    _ => super::unasked::Found::default(),
                 };
                 match ran {
-                    // Rows from a query that left out a value the question quotes: asked once
-                    // more, this result kept.
-                    Ok(done) if !left_out.is_empty() => {
+                    // Rows from a query that left out a value the question names, or compares
+                    // with one it does not ask for: asked once more, this result kept.
+                    Ok(done) if !found.is_clean() => {
                         quoted_asked = true;
-                        points_at_the_change = true;
-                        let output = json!({"left_out": left_out, "rows": done.1.rows.len(), "asked_again": true});
-                        let message = super::quoted::reason(&left_out);
-                        kept_and_asked_again(trace, step, attempt, stage::QUOTED, output, message, (done.0.sql, done.1), &mut nothing)
+                        // A quoted value is asked as an edit; a named or unasked one afresh (the
+                        // question and the tables alone): asked to edit such a query, the model
+                        // wrote the same conditions again.
+                        points_at_the_change = found.stage() == stage::QUOTED;
+                        let output = found.output(done.1.rows.len());
+                        let message = found.reason();
+                        kept_and_asked_again(trace, step, attempt, found.stage(), output, message, (done.0.sql, done.1), &mut nothing)
                     }
                     Ok(done) if super::repair_hint::is_nothing(&done.1) && attempt < max_attempts => {
                         match super::repair_hint::impossible_condition(&done.0) {
@@ -364,13 +370,17 @@ fn kept_and_asked_again(
     (message, ended)
 }
 
-/// The rows kept for a quoted value they left out ([`kept_nothing`]), and only those.
+/// The stages that keep rows while a query is asked again for what the question names or does
+/// not ask for ([`super::unasked`]).
+const ASKED_FOR_WORDS: [&str; 3] = [stage::QUOTED, stage::NAMED_VALUE, stage::UNASKED];
+
+/// The rows kept for a value they left out or added ([`kept_nothing`]), and only those.
 fn kept_quoted(
     trace: &mut Trace,
     step: Option<usize>,
     kept: &mut Option<(u32, String, ResultSet, &'static str)>,
 ) -> Option<(String, ResultSet)> {
-    if kept.as_ref().is_some_and(|k| k.3 == stage::QUOTED) {
+    if kept.as_ref().is_some_and(|k| ASKED_FOR_WORDS.contains(&k.3)) {
         kept_nothing(trace, step, kept)
     } else {
         None

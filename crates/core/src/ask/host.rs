@@ -148,6 +148,14 @@ pub trait Memory {
     /// among the columns of `tables` (the described tables, qualified as the description
     /// writes them).
     fn ambiguities(&mut self, question: &str, tables: &[String]) -> Result<Vec<Ambiguity>, HostError>;
+    /// The phrases of `question` ([`crate::clarify::phrases`]) that the value memory holds
+    /// exactly, any case, in a column of `tables` the caller may read, as the question writes
+    /// them, with the columns that hold them; a phrase inside a longer one held is left out.
+    /// None by default.
+    fn named_values(&mut self, question: &str, tables: &[String]) -> Result<Vec<crate::clarify::Named>, HostError> {
+        let _ = (question, tables);
+        Ok(Vec::new())
+    }
     /// The knowledge items the caller may see that bear on `tables` (the described tables,
     /// qualified as the description writes them): instructions on the database, their schemas
     /// or them, synonyms, metrics, filters and dimensions over them. None by default.

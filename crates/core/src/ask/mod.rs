@@ -24,6 +24,7 @@ mod plan;
 pub mod quoted;
 mod repair_hint;
 pub mod stage;
+mod unasked;
 mod vote;
 mod whole_year;
 
@@ -386,7 +387,7 @@ fn clarify_question(
 
 /// The tables of a rendered description, qualified as it writes them (each starts an
 /// unindented line `TABLE name`).
-fn described_tables(schema: &str) -> Vec<String> {
+pub(super) fn described_tables(schema: &str) -> Vec<String> {
     crate::schema::parse_rendered(schema).into_iter().map(|t| format!("{}.{}", t.schema, t.name)).collect()
 }
 

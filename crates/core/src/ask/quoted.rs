@@ -55,7 +55,12 @@ pub fn quoted(question: &str) -> Vec<String> {
 /// The values `question` quotes that `sql` does not use (module docs); empty when it uses
 /// them all, quotes none, or cannot be read.
 pub fn ignored(question: &str, sql: &str) -> Vec<String> {
-    let values = quoted(question);
+    unused(quoted(question), sql)
+}
+
+/// The `values` (quoted by the question, or named by it and held by the value memory) that
+/// `sql` does not use, as [`ignored`] reads them; empty when it uses them all or cannot be read.
+pub fn unused(values: Vec<String>, sql: &str) -> Vec<String> {
     if values.is_empty() {
         return Vec::new();
     }
@@ -120,11 +125,16 @@ fn folded(text: &str) -> String {
 
 /// Why a query that left out `values` is asked again, as the model reads it.
 pub fn reason(values: &[String]) -> String {
+    format!("{}, and write the whole query again.", left_out(values))
+}
+
+/// What [`reason`] says of the values left out, without what to do next.
+pub fn left_out(values: &[String]) -> String {
     let listed = values.iter().map(|v| format!("\"{v}\"")).collect::<Vec<_>>().join(", ");
     let (them, it) = if values.len() == 1 { ("it", "the value") } else { ("them", "the values") };
     format!(
         "the query ran but does not use {it} {listed}, which the question names: compare the columns that hold {them} \
-         with {it} as the question writes {them}, and write the whole query again."
+         with {it} as the question writes {them}"
     )
 }
 

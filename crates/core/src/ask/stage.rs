@@ -60,6 +60,13 @@ pub const FAN_OUT: &str = "fan_out";
 /// A query that ran with rows but left out a value the question quotes, asked again once; its
 /// result answers when no later attempt runs (no LLM call itself; [`super::quoted`]).
 pub const QUOTED: &str = "quoted";
+/// A query that ran with rows but left out a value the question names and the value memory
+/// holds, asked again once; its result answers when no later attempt does better (no LLM call
+/// itself; [`super::unasked`]).
+pub const NAMED_VALUE: &str = "named_value";
+/// A query that ran with rows but compares a column with a value the question does not ask
+/// for, asked again once, as [`NAMED_VALUE`] (no LLM call itself; [`super::unasked`]).
+pub const UNASKED: &str = "unasked";
 /// Month or weekday names in calendar order: a range of them compared by their place in the
 /// calendar before the query runs, and a query whose sort orders them as text run again with
 /// them in calendar order (no LLM call; [`super::calendar`]).

@@ -107,6 +107,9 @@ impl Memory for Capture<'_> {
     fn ambiguities(&mut self, question: &str, tables: &[String]) -> Result<Vec<Ambiguity>, HostError> {
         self.inner.ambiguities(question, tables)
     }
+    fn named_values(&mut self, question: &str, tables: &[String]) -> Result<Vec<crate::clarify::Named>, HostError> {
+        self.inner.named_values(question, tables)
+    }
     /// The knowledge the first prompt shows, as the run will show it.
     fn knowledge(&mut self, question: &Question, tables: &[String]) -> Result<Vec<crate::knowledge::Item>, HostError> {
         self.inner.knowledge(question, tables)
@@ -204,6 +207,9 @@ impl Memory for Replay<'_> {
     }
     fn ambiguities(&mut self, question: &str, tables: &[String]) -> Result<Vec<Ambiguity>, HostError> {
         self.inner.ambiguities(question, tables)
+    }
+    fn named_values(&mut self, question: &str, tables: &[String]) -> Result<Vec<crate::clarify::Named>, HostError> {
+        self.inner.named_values(question, tables)
     }
     fn knowledge(&mut self, question: &Question, tables: &[String]) -> Result<Vec<crate::knowledge::Item>, HostError> {
         self.inner.knowledge(question, tables)

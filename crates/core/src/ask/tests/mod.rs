@@ -2,6 +2,7 @@
 //! context switch and clarification here, the plan and verified ways in their own modules.
 
 mod answer;
+mod asked_for;
 mod embedding;
 mod knowledge;
 mod one_parse;
@@ -34,6 +35,9 @@ struct Scripted {
     executed: Vec<String>,
     /// The description of the tables (one table, `public.restaurants(name)`, unless a test says).
     schema: &'static str,
+    /// The text columns of `public.restaurants` whose string literals `literals_of` finds
+    /// (none unless a test says).
+    text_columns: &'static [&'static str],
 }
 
 impl Scripted {
@@ -44,6 +48,7 @@ impl Scripted {
             seen: vec![],
             executed: vec![],
             schema: "TABLE public.restaurants\n  name text\n",
+            text_columns: &[],
         }
     }
 }
@@ -69,8 +74,17 @@ impl Catalog for Scripted {
     fn select_tables(&mut self, _: &Question) -> Result<Option<Selection>, HostError> {
         Ok(None)
     }
-    fn literals_of(&mut self, _: &str, _: Option<&str>) -> Result<Vec<LiteralRef>, HostError> {
-        Ok(Vec::new())
+    fn literals_of(&mut self, sql: &str, _: Option<&str>) -> Result<Vec<LiteralRef>, HostError> {
+        if self.text_columns.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut cat = crate::values::literals::Catalog::new(["public"]);
+        cat.add_table(
+            "public",
+            "restaurants",
+            self.text_columns.iter().map(|c| CatalogColumn { name: c.to_string(), text_like: true }).collect(),
+        );
+        crate::values::literals::find_literals(sql, &cat).map_err(HostError::internal)
     }
 }
 

@@ -403,68 +403,6 @@ fn a_result_a_limit_cut_is_never_nothing() {
 }
 
 #[test]
-fn a_query_that_left_out_a_quoted_value_is_asked_again_once_and_answers_when_no_other_runs() {
-    const Q: &str = r#"Which restaurants are in "Paris" or "Lyon"?"#;
-    const ONE: &str = "SELECT name FROM public.restaurants WHERE city = 'Paris'";
-    const BOTH: &str = "SELECT name FROM public.restaurants WHERE city IN ('Paris', 'Lyon')";
-    // Asked again as an edit, with the value left out; the next query's rows answer.
-    let mut h = Scripted::new(&[ONE, BOTH]);
-    let out = run(&mut h, Q, &cfg(), Goal::Sql).unwrap();
-    assert_eq!(out.sql, BOTH);
-    let repair = &h.seen[1].1.messages.last().unwrap().content;
-    assert!(repair.contains(ONE) && repair.contains(r#"does not use the value "Lyon""#), "{repair}");
-    let st = out.trace.stages.iter().find(|s| s.stage == stage::QUOTED).expect("a quoted stage");
-    assert_eq!(st.output, json!({"left_out": ["Lyon"], "rows": 1, "asked_again": true}));
-
-    // Asked once only: a repair that leaves the value out again does not answer, the first
-    // query's rows do; nor does one that uses it and returns nothing.
-    let other = "SELECT name FROM public.restaurants WHERE city = 'Paris' ORDER BY name";
-    let mut h = Scripted::new(&[ONE, other, BOTH]);
-    let out = run(&mut h, Q, &cfg(), Goal::Sql).unwrap();
-    assert_eq!((out.sql.as_str(), h.seen.len()), (ONE, 2));
-    let kept = out.trace.stages.iter().rfind(|s| s.stage == stage::QUOTED).unwrap();
-    assert_eq!(kept.output, json!({"rows": 1, "answers": true}));
-    let mut h = Scripted::new(&[ONE, BOTH]);
-    h.exec = Box::new(|sql| {
-        Ok(if sql.contains("Lyon") {
-            ResultSet { columns: vec!["name".into()], rows: vec![], truncated: false, size_cut: false }
-        } else {
-            one_row()
-        })
-    });
-    let out = run(&mut h, Q, &cfg(), Goal::Sql).unwrap();
-    assert_eq!((out.sql.as_str(), out.result.rows.len()), (ONE, 1));
-
-    // The repair cannot be asked (the server fails): the first query's rows answer.
-    let mut h = Scripted::new(&[ONE]);
-    h.replies.push_back(Err(LlmError::EmptyContent));
-    let out = run(&mut h, Q, &cfg(), Goal::Sql).unwrap();
-    assert_eq!((out.sql.as_str(), out.result.rows.len(), h.seen.len()), (ONE, 1, 2));
-
-    // The repair fails: the first query's rows answer, the stage says so.
-    let mut h = Scripted::new(&[ONE, "no SQL here", "still none"]);
-    let out = run(&mut h, Q, &cfg(), Goal::Sql).unwrap();
-    assert_eq!((out.sql.as_str(), out.result.rows.len()), (ONE, 1));
-    let kept = out.trace.stages.iter().rfind(|s| s.stage == stage::QUOTED).unwrap();
-    assert_eq!((kept.output.clone(), kept.attempt), (json!({"rows": 1, "answers": true}), Some(1)));
-
-    // The edit writes the same query again: asked afresh once, without it.
-    let mut h = Scripted::new(&[ONE, ONE, BOTH]);
-    let out = run(&mut h, Q, &cfg(), Goal::Sql).unwrap();
-    assert_eq!(out.sql, BOTH);
-    assert!(h.seen[2].1.system.is_empty() && !h.seen[2].1.messages.last().unwrap().content.contains(ONE));
-
-    // Every quoted value used, nothing quoted, one attempt only: no stage.
-    for (question, config) in [(Q, cfg()), ("Which restaurants are in Paris?", cfg()), (Q, AskConfig { max_attempts: 1, ..cfg() })] {
-        let replies = if question == Q && config.max_attempts > 1 { [BOTH] } else { [ONE] };
-        let mut h = Scripted::new(&replies);
-        let out = run(&mut h, question, &config, Goal::Sql).unwrap();
-        assert_eq!(h.seen.len(), 1, "{question}");
-        assert!(!out.trace.stages.iter().any(|s| s.stage == stage::QUOTED), "{question}");
-    }
-}
-
-#[test]
 fn month_names_sorted_as_text_run_again_in_calendar_order_without_a_model_call() {
     const Q: &str = "How many restaurants opened in each month, ordered by the month?";
     const SQL: &str = "SELECT month, count(*) AS n FROM public.restaurants GROUP BY month ORDER BY month";
