@@ -14,6 +14,7 @@ use crate::config::{AskConfig, FirstRepair, GrammarUse};
 use crate::constrain::grammar::{sql_grammar, GrammarOptions};
 use crate::constrain::Constraint;
 use crate::extract::extract_sql;
+use crate::guard::CheckedSql;
 use crate::prompt;
 use crate::rows::ResultSet;
 use crate::trace::{ms_since, StageTrace, Trace};
@@ -188,33 +189,62 @@ pub(super) fn generate_and_run(
                 // does not ask for that they compare with), a query answers only when it returns
                 // something, uses the values and adds none; otherwise the kept rows do.
                 if let Ok(done) = &ran {
-                    if nothing.as_ref().is_some_and(|k| ASKED_FOR_WORDS.contains(&k.3))
-                        && (super::repair_hint::is_nothing(&done.1)
-                            || !super::unasked::check(host, &trace.question, schema, &knowledge, &mut named, &sql).is_clean())
-                    {
+                    let still = |host: &mut dyn Host, named: &mut _, why: &str| {
+                        super::repair_hint::is_nothing(&done.1)
+                            || if why == stage::SHAPE {
+                                super::shape::mismatch(&trace.question, done.0.statement(), &done.1).is_some()
+                            } else {
+                                !super::unasked::check(host, &trace.question, schema, &knowledge, named, &sql).is_clean()
+                            }
+                    };
+                    if nothing.as_ref().is_some_and(|k| ASKED_FOR_WORDS.contains(&k.3) && still(host, &mut named, k.3)) {
                         if let Some(kept) = kept_quoted(trace, step, &mut nothing) {
                             return Ok(kept);
                         }
                     }
                 }
+                // Asked again for what the question asks: once, for the whole question, not one
+                // step of a plan, and only when no vote chooses among candidates.
+                let may_ask = |done: &(CheckedSql, ResultSet)| {
+                    !quoted_asked
+                        && nothing.is_none()
+                        && cfg.candidates < 2
+                        && attempt < max_attempts
+                        && step.is_none()
+                        && !super::repair_hint::is_nothing(&done.1)
+                };
                 let found = match &ran {
                     // The question as the caller wrote it (not with a reading pg_ask wrote in),
-                    // for the whole question, not one step of a plan nor a follow-up (whose
-                    // values may be the ones it replaces).
-                    Ok(done)
-                        if !quoted_asked
-                            && nothing.is_none()
-                            && cfg.candidates < 2
-                            && attempt < max_attempts
-                            && step.is_none()
-                            && !matches!(trace.reading, Some(crate::conversation::Reading::Rewritten { .. }))
-                            && !super::repair_hint::is_nothing(&done.1) =>
-                    {
+                    // and not a follow-up (whose values may be the ones it replaces).
+                    Ok(done) if may_ask(done) && !matches!(trace.reading, Some(crate::conversation::Reading::Rewritten { .. })) => {
                         super::unasked::check(host, &trace.question, schema, &knowledge, &mut named, &sql)
                     }
                     _ => super::unasked::Found::default(),
                 };
+                // A count where the question asks for rows, or rows where it asks how many: read
+                // from the caller's own words, a follow-up's too.
+                let shape = match &ran {
+                    Ok(done) if found.is_clean() && may_ask(done) => super::shape::mismatch(&trace.question, done.0.statement(), &done.1),
+                    _ => None,
+                };
                 match ran {
+                    // Rows in another shape than the one asked for: asked once more as an edit,
+                    // this result kept.
+                    Ok(done) if let Some(shape) = shape => {
+                        quoted_asked = true;
+                        points_at_the_change = true;
+                        let rows = done.1.rows.len();
+                        kept_and_asked_again(
+                            trace,
+                            step,
+                            attempt,
+                            stage::SHAPE,
+                            shape.output(rows),
+                            shape.reason(rows),
+                            (done.0.sql, done.1),
+                            &mut nothing,
+                        )
+                    }
                     // Rows from a query that left out a value the question names, or compares
                     // with one it does not ask for: asked once more, this result kept.
                     Ok(done) if !found.is_clean() => {
@@ -371,8 +401,8 @@ fn kept_and_asked_again(
 }
 
 /// The stages that keep rows while a query is asked again for what the question names or does
-/// not ask for ([`super::unasked`]).
-const ASKED_FOR_WORDS: [&str; 3] = [stage::QUOTED, stage::NAMED_VALUE, stage::UNASKED];
+/// not ask for ([`super::unasked`]), or for the shape it asks ([`super::shape`]).
+const ASKED_FOR_WORDS: [&str; 4] = [stage::QUOTED, stage::NAMED_VALUE, stage::UNASKED, stage::SHAPE];
 
 /// The rows kept for a value they left out or added ([`kept_nothing`]), and only those.
 fn kept_quoted(

@@ -23,6 +23,7 @@ mod outcome;
 mod plan;
 pub mod quoted;
 mod repair_hint;
+mod shape;
 pub mod stage;
 mod unasked;
 mod vote;

@@ -67,6 +67,10 @@ pub const NAMED_VALUE: &str = "named_value";
 /// A query that ran with rows but compares a column with a value the question does not ask
 /// for, asked again once, as [`NAMED_VALUE`] (no LLM call itself; [`super::unasked`]).
 pub const UNASKED: &str = "unasked";
+/// A query whose result is not in the shape the question asks for (a count where it asks for
+/// rows, rows where it asks how many), asked again once as an edit, as [`QUOTED`] (no LLM call
+/// itself; [`super::shape`]).
+pub const SHAPE: &str = "shape";
 /// Month or weekday names in calendar order: a range of them compared by their place in the
 /// calendar before the query runs, and a query whose sort orders them as text run again with
 /// them in calendar order (no LLM call; [`super::calendar`]).

@@ -1,6 +1,7 @@
 //! Pipeline tests of a query that ran with rows but leaves out a value the question quotes or
 //! names, or compares with one it never asks for: asked again once, its rows kept unless a later
-//! query does better (the `quoted`, `named_value` and `unasked` stages).
+//! query does better (the `quoted`, `named_value` and `unasked` stages); and one whose result is
+//! a count where the question asks for rows, or rows where it asks how many (`shape`).
 
 use super::*;
 
@@ -161,5 +162,48 @@ fn a_query_that_compares_with_a_value_the_question_does_not_ask_for_is_asked_aga
         let out = run(&mut h, q, &cfg(), Goal::Sql).unwrap();
         assert_eq!(h.seen.len(), 1, "{q} / {reply}");
         assert!(!out.trace.stages.iter().any(|s| s.stage == stage::UNASKED), "{q}");
+    }
+}
+
+#[test]
+fn a_count_where_the_question_asks_for_rows_is_asked_again_once_as_an_edit() {
+    const Q: &str = "Which restaurants are in Milan?";
+    const COUNTED: &str = "SELECT count(*) FROM public.restaurants WHERE city = 'Milan'";
+    const LISTED: &str = "SELECT name FROM public.restaurants WHERE city = 'Milan'";
+    let scripted = |replies: &[&str]| {
+        let mut h = Scripted::new(replies);
+        h.exec = Box::new(|sql| Ok(if sql.contains("count(") { count(2) } else { names(2) }));
+        h
+    };
+    let mut h = scripted(&[COUNTED, LISTED]);
+    let out = run(&mut h, Q, &cfg(), Goal::Sql).unwrap();
+    assert_eq!(out.sql, LISTED);
+    // Asked as an edit: the query and the reason.
+    let repair = &h.seen[1].1.messages.last().unwrap().content;
+    assert!(repair.contains(COUNTED) && repair.contains("the question does not ask how many"), "{repair}");
+    let st = out.trace.stages.iter().find(|s| s.stage == stage::SHAPE).expect("a shape stage");
+    assert_eq!(st.output, json!({"asked_for": "rows", "returned": "count", "rows": 1, "asked_again": true}));
+
+    // The edit counts again: the first query's count answers, asked once only.
+    let mut h = scripted(&[COUNTED, "SELECT count(name) FROM public.restaurants WHERE city = 'Milan'", LISTED]);
+    let out = run(&mut h, Q, &cfg(), Goal::Sql).unwrap();
+    assert_eq!((out.sql.as_str(), h.seen.len()), (COUNTED, 2));
+    let kept = out.trace.stages.iter().rfind(|s| s.stage == stage::SHAPE).unwrap();
+    assert_eq!(kept.output, json!({"rows": 1, "answers": true}));
+
+    // Rows where the question asks how many: asked again for the number.
+    const HOW_MANY: &str = "How many restaurants are in Milan?";
+    let mut h = scripted(&[LISTED, COUNTED]);
+    let out = run(&mut h, HOW_MANY, &cfg(), Goal::Sql).unwrap();
+    assert_eq!(out.sql, COUNTED);
+    let repair = &h.seen[1].1.messages.last().unwrap().content;
+    assert!(repair.contains("the query lists 2 rows, but the question asks how many"), "{repair}");
+
+    // The shape asked for, or a number asked in other words: one call, no stage.
+    for (q, reply) in [(Q, LISTED), (HOW_MANY, COUNTED), ("What is the number of restaurants in Milan?", COUNTED)] {
+        let mut h = scripted(&[reply]);
+        let out = run(&mut h, q, &cfg(), Goal::Sql).unwrap();
+        assert_eq!(h.seen.len(), 1, "{q} / {reply}");
+        assert!(!out.trace.stages.iter().any(|s| s.stage == stage::SHAPE), "{q}");
     }
 }
