@@ -190,9 +190,12 @@ mod tests {
             "Which city has the total of the most restaurants?",
             "List the headcount of the Sales department.",
             "Are there restaurants in Milan?",
-            "What restaurants are in Milan?",
-            "and in Rome?",
         ] {
+            assert_eq!(mismatch(q, &s, &count(3)), None, "{q}");
+        }
+        // Not read: a question starting with `what` (which asks for a number as often: "What is
+        // the headcount?"), and one whose words ask for neither.
+        for q in ["What restaurants are in Milan?", "and in Rome?"] {
             assert_eq!(mismatch(q, &s, &count(3)), None, "{q}");
         }
     }

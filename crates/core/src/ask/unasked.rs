@@ -165,11 +165,8 @@ pub fn unasked(context: &str, literals: &[LiteralRef]) -> Vec<String> {
     let words: Vec<String> = plain_words(context);
     let folded = words.join(" ");
     // Abbreviations the text writes in capitals ("LA"), which a value may spell out.
-    let capitals: Vec<String> = context
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| (2..=4).contains(&w.chars().count()) && w.chars().all(|c| c.is_ascii_uppercase()))
-        .map(str::to_lowercase)
-        .collect();
+    let capitals: Vec<String> =
+        context.split(|c: char| !c.is_alphanumeric()).filter(|w| crate::clarify::is_abbreviation(w)).map(str::to_lowercase).collect();
     let mut out: Vec<String> = Vec::new();
     for lit in literals {
         let positive = match &lit.kind {
